@@ -1,0 +1,86 @@
+package dev.cohort.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.cohort.core.threads.ThreadsBackend;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+@Timeout(value = 30, unit = TimeUnit.SECONDS)
+class BackendsTest {
+
+    @Test
+    void discoversBackendsWithServiceLoader() {
+        assertThat(Backends.names()).contains("none", "threads");
+    }
+
+    @Test
+    void selectsByNameCaseInsensitivelyThenEnvironmentThenNone() {
+        Map<String, DistributedBackend> all = Backends.discover();
+        assertThat(Backends.select("THREADS", all, Map.of())).isInstanceOf(ThreadsBackend.class);
+        assertThat(Backends.select(null, all, Map.of("COHORT_BACKEND", "threads"))).isInstanceOf(ThreadsBackend.class);
+        assertThat(Backends.select(null, all, Map.of())).isInstanceOf(NonDistributedBackend.class);
+        assertThat(Backends.select("none", all, Map.of("COHORT_BACKEND", "threads"))).isInstanceOf(NonDistributedBackend.class);
+    }
+
+    @Test
+    void unknownNameListsTheAvailableOnes() {
+        assertThatThrownBy(() -> Backends.select("horovod", Backends.discover(), Map.of()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("unknown backend 'horovod'").hasMessageContaining("none, ").hasMessageContaining("threads");
+        assertThatThrownBy(() -> Backends.select(null, Backends.discover(), Map.of("COHORT_BACKEND", "nope")))
+                .hasMessageContaining("COHORT_BACKEND");
+    }
+
+    @Test
+    void unavailableBackendSaysWhatIsMissing() {
+        DistributedBackend missing = new DistributedBackend() {
+            @Override public String name() { return "fake"; }
+            @Override public boolean isAvailable() { return false; }
+            @Override public String unavailableReason() { return "libfake.so not found; add module cohort-fake"; }
+            @Override protected Connection connect() { throw new AssertionError(); }
+        };
+        Map<String, DistributedBackend> all = new TreeMap<>(Backends.discover());
+        all.put("fake", missing);
+        assertThatThrownBy(() -> Backends.select("fake", all, Map.of()))
+                .isInstanceOf(BackendUnavailableException.class).hasMessageContaining("libfake.so not found");
+        assertThatThrownBy(missing::initialize).isInstanceOf(BackendUnavailableException.class)
+                .hasMessageContaining("cohort-fake");
+    }
+
+    @Command(name = "train")
+    static final class Train {
+        @Option(names = "--batch-size") int batchSize = 64;
+    }
+
+    @Test
+    void addsTheBackendOptionAndEveryBackendsOptions() {
+        Train train = new Train();
+        CommandLine cli = new CommandLine(train);
+        BackendChoice choice = Backends.addOptions(cli);
+        cli.parseArgs("--distr-backend", "Threads", "--batch-size", "8", "--threads-world-size", "1");
+        assertThat(train.batchSize).isEqualTo(8);
+        assertThat(choice.backend()).isInstanceOf(ThreadsBackend.class);
+        assertThat(choice.using("threads")).isTrue();
+        assertThat(choice.using(ThreadsBackend.class)).isTrue();
+        assertThat(choice.isDistributed()).isTrue();
+        assertThat(cli.getUsageMessage()).contains("--distributed-backend", "--distr-backend", "--threads-world-size");
+    }
+
+    @Test
+    void threadsWorldSizeOutsideAThreadsWorldIsAClearError() {
+        Train train = new Train();
+        CommandLine cli = new CommandLine(train);
+        BackendChoice choice = Backends.addOptions(cli);
+        cli.parseArgs("--distributed-backend", "threads", "--threads-world-size", "4");
+        assertThatThrownBy(() -> choice.backend().initialize()).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("ThreadsWorld.run(4");
+    }
+}

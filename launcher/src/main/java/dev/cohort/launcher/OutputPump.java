@@ -1,0 +1,94 @@
+package dev.cohort.launcher;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.Writer;
+import java.nio.charset.Charset;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Copies one stream of one worker, line by line, to the {@link Console} (prefixed with the rank)
+ * and to the worker's log file, and keeps the worker's last lines for the failure report. One
+ * daemon thread per stream; both streams of a worker share one {@link LastLines}.
+ */
+final class OutputPump {
+
+    private final Thread thread;
+
+    private OutputPump(Thread thread) {
+        this.thread = thread;
+    }
+
+    static OutputPump start(InputStream in, int rank, boolean stderr, Console console, Writer log, LastLines last) {
+        Runnable copy = () -> {
+            try (BufferedReader reader = new BufferedReader(new InputStreamReader(in, Charset.defaultCharset()))) {
+                String line;
+                while ((line = reader.readLine()) != null) {
+                    console.workerLine(rank, stderr, line);
+                    last.add(line);
+                    if (log != null) {
+                        writeLog(log, line);
+                    }
+                }
+            } catch (IOException e) {
+                // The worker's pipe closed under us (worker killed): nothing more to copy.
+            }
+        };
+        Thread t = new Thread(copy, "cohort-output-rank" + rank + (stderr ? "-err" : "-out"));
+        t.setDaemon(true);
+        t.start();
+        return new OutputPump(t);
+    }
+
+    private static void writeLog(Writer log, String line) {
+        synchronized (log) {
+            try {
+                log.write(line);
+                log.write('\n');
+                log.flush();
+            } catch (IOException e) {
+                // A full disk must not stop the worker's console output.
+            }
+        }
+    }
+
+    /** Waits until the worker's stream is drained (its end of the pipe closed), at most {@code millis}. */
+    void await(long millis) {
+        try {
+            thread.join(Math.max(1, millis));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    static long millisLeft(long deadlineNanos) {
+        return TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime());
+    }
+
+    /** The last {@code capacity} lines a worker printed on either stream. */
+    static final class LastLines {
+        private final int capacity;
+        private final Deque<String> lines = new ArrayDeque<>();
+
+        LastLines(int capacity) {
+            this.capacity = capacity;
+        }
+
+        synchronized void add(String line) {
+            if (lines.size() == capacity) {
+                lines.removeFirst();
+            }
+            lines.addLast(line);
+        }
+
+        synchronized List<String> snapshot() {
+            return new ArrayList<>(lines);
+        }
+    }
+}

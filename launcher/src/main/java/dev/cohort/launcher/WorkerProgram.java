@@ -1,0 +1,163 @@
+package dev.cohort.launcher;
+
+import java.io.File;
+import java.net.MalformedURLException;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.regex.Pattern;
+
+/**
+ * The program each worker runs, as a command line: a Java main class (run with this JVM's
+ * {@code java} and a class path), a jar ({@code java -jar}), or any command.
+ */
+public final class WorkerProgram {
+
+    private static final Pattern CLASS_NAME =
+            Pattern.compile("[\\p{javaJavaIdentifierStart}][\\p{javaJavaIdentifierPart}]*"
+                    + "(\\.[\\p{javaJavaIdentifierStart}][\\p{javaJavaIdentifierPart}]*)+");
+
+    private final List<String> command;
+    private final String description;
+
+    private WorkerProgram(List<String> command, String description) {
+        this.command = List.copyOf(command);
+        this.description = description;
+    }
+
+    /** The command line a worker process runs. */
+    public List<String> command() {
+        return command;
+    }
+
+    /** "main class x.Y", "jar app.jar" or "command sh". */
+    public String description() {
+        return description;
+    }
+
+    /** Runs {@code mainClass} with this JVM's class path. */
+    public static WorkerProgram mainClass(String mainClass, List<String> args) {
+        return mainClass(mainClass, args, System.getProperty("java.class.path"), List.of());
+    }
+
+    /** Runs {@code mainClass} with {@code classPath} and extra JVM options (e.g. {@code -Xmx2g}). */
+    public static WorkerProgram mainClass(String mainClass, List<String> args, String classPath, List<String> jvmOptions) {
+        Objects.requireNonNull(mainClass, "mainClass");
+        List<String> cmd = new ArrayList<>();
+        cmd.add(javaExecutable());
+        cmd.addAll(jvmOptions);
+        cmd.add("-cp");
+        cmd.add(Objects.requireNonNull(classPath, "classPath"));
+        cmd.add(mainClass);
+        cmd.addAll(args);
+        return new WorkerProgram(cmd, "main class " + mainClass);
+    }
+
+    /** Runs {@code java -jar jar args...} with this JVM's {@code java}. */
+    public static WorkerProgram jar(Path jar, List<String> args) {
+        List<String> cmd = new ArrayList<>(List.of(javaExecutable(), "-jar", jar.toString()));
+        cmd.addAll(args);
+        return new WorkerProgram(cmd, "jar " + jar);
+    }
+
+    /** Runs a command as is: {@code command.get(0)} is a path or a name on PATH. */
+    public static WorkerProgram command(List<String> command) {
+        if (command.isEmpty()) {
+            throw new IllegalArgumentException("the worker command is empty");
+        }
+        return new WorkerProgram(command, "command " + command.get(0));
+    }
+
+    /**
+     * Reads the program tokens after {@code --} as {@code ./cohort run} does: a token ending in
+     * {@code .jar} is a jar; a dotted name that loads from {@code classPath} is a main class; a
+     * path or a name on PATH is a command; any other dotted name is a main class that does not
+     * exist, reported as such.
+     *
+     * @throws IllegalArgumentException when there is no program, or it cannot be found
+     */
+    public static WorkerProgram resolve(List<String> tokens, String classPath) {
+        if (tokens.isEmpty() || tokens.get(0).isBlank()) {
+            throw new IllegalArgumentException("no program to start: put it after '--', e.g. "
+                    + "`./cohort run --nproc-per-node 2 -- com.example.Train` or `... -- python3 train.py`");
+        }
+        String first = tokens.get(0);
+        List<String> args = tokens.subList(1, tokens.size());
+        if (first.endsWith(".jar")) {
+            Path jar = Path.of(first);
+            if (!Files.isRegularFile(jar)) {
+                throw new IllegalArgumentException("jar " + first + " does not exist (working directory "
+                        + Path.of("").toAbsolutePath() + ")");
+            }
+            return jar(jar.toAbsolutePath(), args);
+        }
+        if (first.contains("/")) {
+            Path p = Path.of(first);
+            if (!Files.isRegularFile(p) || !Files.isExecutable(p)) {
+                throw new IllegalArgumentException(first + " is not an executable file; check the path or `chmod +x` it");
+            }
+            return command(tokens);
+        }
+        boolean className = CLASS_NAME.matcher(first).matches();
+        if (className && loadable(first, classPath)) {
+            return mainClass(first, args, classPath, List.of());
+        }
+        if (onPath(first)) {
+            return command(tokens);
+        }
+        if (className) {
+            throw new IllegalArgumentException("main class " + first + " does not exist on the class path; check the "
+                    + "name, build its module (mvn package), or give a jar or a command instead");
+        }
+        throw new IllegalArgumentException("command '" + first + "' was not found on PATH; give its full path");
+    }
+
+    private static boolean loadable(String name, String classPath) {
+        List<URL> urls = new ArrayList<>();
+        for (String entry : classPath.split(File.pathSeparator)) {
+            if (entry.isEmpty()) {
+                continue;
+            }
+            try {
+                urls.add(Path.of(entry).toUri().toURL());
+            } catch (MalformedURLException | RuntimeException e) {
+                // An entry that is no path cannot hold the class.
+            }
+        }
+        try (URLClassLoader loader = new URLClassLoader(urls.toArray(new URL[0]), ClassLoader.getPlatformClassLoader())) {
+            Class.forName(name, false, loader);
+            return true;
+        } catch (ClassNotFoundException | LinkageError e) {
+            return false;
+        } catch (java.io.IOException e) {
+            return true;
+        }
+    }
+
+    private static boolean onPath(String name) {
+        String path = System.getenv("PATH");
+        if (path == null) {
+            return false;
+        }
+        for (String dir : path.split(File.pathSeparator)) {
+            Path candidate = Path.of(dir.isEmpty() ? "." : dir, name);
+            if (Files.isRegularFile(candidate) && Files.isExecutable(candidate)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static String javaExecutable() {
+        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    }
+
+    @Override
+    public String toString() {
+        return String.join(" ", command);
+    }
+}
