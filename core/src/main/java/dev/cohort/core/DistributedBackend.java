@@ -118,6 +118,11 @@ public abstract class DistributedBackend implements AutoCloseable {
         return connection().world();
     }
 
+    /** The group of the workers on this worker's node (its ranks are local ranks). */
+    public final ProcessGroup nodeGroup() {
+        return connection().node();
+    }
+
     /** Waits until every worker on this node has called it (not the other nodes' workers). */
     public final void localBarrier() {
         connection().node().barrier().await();

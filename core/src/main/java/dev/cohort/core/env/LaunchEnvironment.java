@@ -60,6 +60,19 @@ public record LaunchEnvironment(String masterAddr, int masterPort, Topology topo
         if (port < 1 || port > 65535) {
             throw bad(MASTER_PORT, env, "must be a port in [1, 65535]");
         }
+        Topology topology = parseTopology(env);
+        int restarts = integer(env, RESTART_COUNT, 0);
+        if (restarts < 0) {
+            throw bad(RESTART_COUNT, env, "must be >= 0");
+        }
+        return new LaunchEnvironment(addr, port, topology, restarts, parseRunId(env));
+    }
+
+    /**
+     * Reads only the ranks ({@code RANK}, {@code WORLD_SIZE}, {@code LOCAL_RANK},
+     * {@code LOCAL_WORLD_SIZE}, {@code GROUP_RANK}), for rendezvous that need no master address.
+     */
+    public static Topology parseTopology(Map<String, String> env) {
         int world = integer(env, WORLD_SIZE, null);
         if (world < 1) {
             throw bad(WORLD_SIZE, env, "must be >= 1");
@@ -81,15 +94,16 @@ public record LaunchEnvironment(String masterAddr, int masterPort, Topology topo
         if (node < 0) {
             throw bad(GROUP_RANK, env, "must be >= 0");
         }
-        int restarts = integer(env, RESTART_COUNT, 0);
-        if (restarts < 0) {
-            throw bad(RESTART_COUNT, env, "must be >= 0");
-        }
+        return new Topology(rank, world, localRank, localWorld, node);
+    }
+
+    /** {@code COHORT_RUN_ID}, or {@value #DEFAULT_RUN_ID}. */
+    public static String parseRunId(Map<String, String> env) {
         String runId = env.getOrDefault(RUN_ID, DEFAULT_RUN_ID);
         if (runId.isBlank() || !runId.matches("[A-Za-z0-9._-]{1,64}")) {
             throw bad(RUN_ID, env, "must be 1-64 characters of [A-Za-z0-9._-]");
         }
-        return new LaunchEnvironment(addr, port, new Topology(rank, world, localRank, localWorld, node), restarts, runId);
+        return runId;
     }
 
     /** Whether the variables a launcher sets are present (at least {@code RANK} and {@code WORLD_SIZE}). */

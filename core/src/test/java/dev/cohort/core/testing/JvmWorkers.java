@@ -1,0 +1,121 @@
+package dev.cohort.core.testing;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
+
+/**
+ * Test support: starts one JVM per rank running a main class on this JVM's class path, each with
+ * its own environment and output file, and waits for all of them within a deadline (killing every
+ * one that is still running when it passes, or when another rank failed).
+ */
+public final class JvmWorkers {
+
+    /** One finished (or killed) worker. */
+    public record Result(int rank, int exitCode, boolean killed, String output) {
+    }
+
+    private JvmWorkers() {
+    }
+
+    /** A TCP port that was free a moment ago. */
+    public static int freePort() {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** The command that runs {@code mainClass} in a JVM like this one. */
+    public static List<String> javaCommand(Class<?> mainClass, List<String> jvmArgs, List<String> args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("-Xmx1g");
+        cmd.addAll(jvmArgs);
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(mainClass.getName());
+        cmd.addAll(args);
+        return cmd;
+    }
+
+    /**
+     * Runs {@code n} workers; rank r runs {@code command.apply(r)} with {@code env.apply(r)} added to
+     * this process's environment. Returns when all exited, or kills the rest once one fails (after a
+     * grace period for the others to report their own errors) or the deadline passes.
+     */
+    public static List<Result> run(int n, IntFunction<List<String>> command, IntFunction<Map<String, String>> env,
+                                   Path logDir, Duration deadline) {
+        try {
+            Files.createDirectories(logDir);
+            List<Process> processes = new ArrayList<>();
+            List<Path> logs = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                Path log = logDir.resolve("rank-" + r + ".log");
+                ProcessBuilder pb = new ProcessBuilder(command.apply(r)).redirectErrorStream(true)
+                        .redirectOutput(log.toFile());
+                pb.environment().putAll(env.apply(r));
+                processes.add(pb.start());
+                logs.add(log);
+            }
+            long end = System.nanoTime() + deadline.toNanos();
+            long failedAt = Long.MAX_VALUE;
+            boolean[] killed = new boolean[n];
+            while (processes.stream().anyMatch(Process::isAlive)) {
+                long now = System.nanoTime();
+                for (int r = 0; r < n; r++) {
+                    Process p = processes.get(r);
+                    if (!p.isAlive() && p.exitValue() != 0 && failedAt == Long.MAX_VALUE) {
+                        failedAt = now;
+                    }
+                }
+                if (now > end || now - failedAt > TimeUnit.SECONDS.toNanos(20)) {
+                    for (int r = 0; r < n; r++) {
+                        if (processes.get(r).isAlive()) {
+                            killed[r] = true;
+                            processes.get(r).toHandle().descendants().forEach(ProcessHandle::destroyForcibly);
+                            processes.get(r).destroyForcibly();
+                        }
+                    }
+                }
+                processes.get(0).waitFor(50, TimeUnit.MILLISECONDS);
+            }
+            List<Result> results = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                Process p = processes.get(r);
+                p.waitFor(10, TimeUnit.SECONDS);
+                results.add(new Result(r, p.exitValue(), killed[r], Files.readString(logs.get(r))));
+            }
+            return results;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Every worker's output, for assertion messages. */
+    public static String describe(List<Result> results) {
+        StringBuilder s = new StringBuilder();
+        for (Result r : results) {
+            s.append("---- rank ").append(r.rank()).append(" exit ").append(r.exitCode())
+                    .append(r.killed() ? " (killed)" : "").append('\n').append(tail(r.output(), 4000));
+        }
+        return s.toString();
+    }
+
+    private static String tail(String s, int max) {
+        return s.length() <= max ? s : "..." + s.substring(s.length() - max);
+    }
+}

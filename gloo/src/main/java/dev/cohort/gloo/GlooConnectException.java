@@ -1,0 +1,14 @@
+package dev.cohort.gloo;
+
+/** Joining the group failed: the store was unreachable, a rank missing, or the configuration bad. */
+public class GlooConnectException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    public GlooConnectException(String message, Throwable cause) {
+        super(message, cause);
+    }
+
+    public GlooConnectException(String message) {
+        super(message);
+    }
+}

@@ -1,0 +1,76 @@
+package dev.cohort.gloo;
+
+import java.time.Duration;
+import picocli.CommandLine.Option;
+
+/**
+ * The gloo backend's command-line options, each with its default. {@code --gloo-interface}
+ * defaults to the {@code GLOO_SOCKET_IFNAME} environment variable, as in PyTorch.
+ */
+public final class GlooOptions {
+
+    /** Default timeout of each collective. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
+    /** Default time allowed for all ranks to meet at the store and connect to each other. */
+    public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(60);
+
+    @Option(names = "--gloo-interface", paramLabel = "IFNAME",
+            description = "Network interface Gloo binds to (default: GLOO_SOCKET_IFNAME, else the interface "
+                    + "that reaches MASTER_ADDR).")
+    String networkInterface;
+
+    @Option(names = "--gloo-timeout", paramLabel = "SECONDS",
+            description = "Timeout of each collective (default: 300).")
+    double timeoutSeconds = DEFAULT_TIMEOUT.toSeconds();
+
+    @Option(names = "--gloo-connect-timeout", paramLabel = "SECONDS",
+            description = "Time for all ranks to meet and connect (default: 60).")
+    double connectTimeoutSeconds = DEFAULT_CONNECT_TIMEOUT.toSeconds();
+
+    @Option(names = "--gloo-rendezvous", paramLabel = "URI",
+            description = "env:// (MASTER_ADDR/MASTER_PORT, rank 0 hosts a TCP store; the default) or "
+                    + "file:///PATH (a file on a filesystem all ranks share).")
+    String rendezvous = "env://";
+
+    public GlooOptions networkInterface(String name) {
+        this.networkInterface = name;
+        return this;
+    }
+
+    public GlooOptions timeout(Duration timeout) {
+        this.timeoutSeconds = positiveSeconds("--gloo-timeout", timeout);
+        return this;
+    }
+
+    public GlooOptions connectTimeout(Duration timeout) {
+        this.connectTimeoutSeconds = positiveSeconds("--gloo-connect-timeout", timeout);
+        return this;
+    }
+
+    public GlooOptions rendezvous(String uri) {
+        this.rendezvous = uri;
+        return this;
+    }
+
+    Duration timeout() {
+        return duration("--gloo-timeout", timeoutSeconds);
+    }
+
+    Duration connectTimeout() {
+        return duration("--gloo-connect-timeout", connectTimeoutSeconds);
+    }
+
+    private static double positiveSeconds(String name, Duration d) {
+        if (d == null || d.isNegative() || d.isZero()) {
+            throw new IllegalArgumentException(name + " must be positive, got " + d);
+        }
+        return d.toNanos() / 1e9;
+    }
+
+    private static Duration duration(String name, double seconds) {
+        if (!(seconds > 0) || Double.isInfinite(seconds)) {
+            throw new IllegalArgumentException(name + " must be a positive number of seconds, got " + seconds);
+        }
+        return Duration.ofNanos((long) (seconds * 1e9));
+    }
+}

@@ -1,0 +1,179 @@
+package dev.cohort.gloo;
+
+import dev.cohort.core.collective.AbstractProcessGroup;
+import dev.cohort.core.collective.Collective;
+import dev.cohort.core.collective.CollectiveException;
+import dev.cohort.core.collective.CollectiveTimeoutException;
+import dev.cohort.core.collective.DenseBuffer;
+import dev.cohort.core.collective.ReduceOp;
+import dev.cohort.core.collective.Reduction;
+import dev.cohort.core.collective.Work;
+import java.time.Duration;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.bytedeco.javacpp.chrono.Milliseconds;
+import org.bytedeco.pytorch.AllgatherOptions;
+import org.bytedeco.pytorch.AllreduceOptions;
+import org.bytedeco.pytorch.BarrierOptions;
+import org.bytedeco.pytorch.BroadcastOptions;
+import org.bytedeco.pytorch.ProcessGroupGloo;
+import org.bytedeco.pytorch.ReduceScatterOptions;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorVector;
+
+/**
+ * A {@link dev.cohort.core.collective.ProcessGroup} on c10d's {@code ProcessGroupGloo}.
+ *
+ * <p>Mapping: allreduce, broadcast and barrier map one to one; allgather uses the flat
+ * {@code _allgather_base} and reduce-scatter {@code _reduce_scatter_base}, so one tensor covers the
+ * whole buffer (Gloo would read a list of tensors as replicas). AVG runs as SUM followed by a local
+ * division, so its integer semantics match the other engines'. Gloo has no allgatherv: every rank
+ * pads its block to the largest count, the padded blocks are gathered, and the result is compacted.
+ */
+final class GlooProcessGroup extends AbstractProcessGroup {
+
+    private static final Pattern PEER = Pattern.compile("peer \\[?([0-9a-fA-F.:]+?)\\]?:(\\d+)");
+
+    private final ProcessGroupGloo pg;
+    private final String label;
+    private final Map<String, String> ranksByAddress;
+
+    GlooProcessGroup(ProcessGroupGloo pg, String label, int rank, int size, Duration timeout,
+                     Map<String, String> ranksByAddress) {
+        super(rank, size, timeout);
+        this.pg = pg;
+        this.label = label;
+        this.ranksByAddress = ranksByAddress;
+    }
+
+    @Override
+    protected Work start(Collective call, Duration timeout) {
+        Milliseconds ms = new Milliseconds(Math.max(1, timeout.toMillis()));
+        NativeTensors t = new NativeTensors();
+        try {
+            return switch (call.kind()) {
+                case ALLREDUCE -> {
+                    if (call.input().count() == 0) {
+                        yield GlooWork.completed(call);
+                    }
+                    Tensor data = t.wrap(call.input(), true, true);
+                    AllreduceOptions o = t.keep(new AllreduceOptions()
+                            .reduceOp(t.keep(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))).timeout(ms));
+                    Runnable finish = call.op() == ReduceOp.AVG
+                            ? () -> Reduction.finish(ReduceOp.AVG, call.input(), size()) : () -> { };
+                    yield work(call, pg.allreduce(t.keep(new TensorVector(data)), o), t, finish, timeout);
+                }
+                case BROADCAST -> {
+                    if (call.input().count() == 0) {
+                        yield GlooWork.completed(call);
+                    }
+                    boolean root = call.root() == rank();
+                    Tensor data = t.wrap(call.input(), root, !root);
+                    BroadcastOptions o = t.keep(new BroadcastOptions().rootRank(call.root()).timeout(ms));
+                    yield work(call, pg.broadcast(t.keep(new TensorVector(data)), o), t, () -> { }, timeout);
+                }
+                case ALLGATHER -> {
+                    if (call.input().count() == 0) {
+                        yield GlooWork.completed(call);
+                    }
+                    Tensor in = t.wrap(call.input(), true, false);
+                    Tensor out = t.wrap(call.output(), false, true);
+                    AllgatherOptions o = t.keep(new AllgatherOptions().timeout(ms));
+                    yield work(call, pg._allgather_base(out, in, o), t, () -> { }, timeout);
+                }
+                case ALLGATHERV -> allgatherv(call, t, ms, timeout);
+                case REDUCE_SCATTER -> {
+                    if (call.output().count() == 0) {
+                        yield GlooWork.completed(call);
+                    }
+                    Tensor in = t.wrap(call.input(), true, false);
+                    Tensor out = t.wrap(call.output(), false, true);
+                    ReduceScatterOptions o = t.keep(new ReduceScatterOptions()
+                            .reduceOp(t.keep(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))).timeout(ms));
+                    Runnable finish = call.op() == ReduceOp.AVG
+                            ? () -> Reduction.finish(ReduceOp.AVG, call.output(), size()) : () -> { };
+                    yield work(call, pg._reduce_scatter_base(out, in, o), t, finish, timeout);
+                }
+                case BARRIER -> work(call, pg.barrier(t.keep(new BarrierOptions().timeout(ms))), t, () -> { }, timeout);
+            };
+        } catch (RuntimeException e) {
+            t.close();
+            throw translate(call, e);
+        }
+    }
+
+    private Work allgatherv(Collective call, NativeTensors t, Milliseconds ms, Duration timeout) {
+        int[] counts = call.counts();
+        int max = 0;
+        for (int c : counts) {
+            max = Math.max(max, c);
+        }
+        if (max == 0) {
+            return GlooWork.completed(call);
+        }
+        DenseBuffer padded = DenseBuffer.allocateDirect(call.input().dataType(), max);
+        padded.slice(0, call.input().count()).copyFrom(call.input());
+        DenseBuffer gathered = DenseBuffer.allocateDirect(call.input().dataType(), max * size());
+        Tensor in = t.scratch(padded);
+        Tensor out = t.scratch(gathered);
+        int block = max;
+        Runnable unpad = () -> {
+            int offset = 0;
+            for (int r = 0; r < counts.length; r++) {
+                call.output().slice(offset, counts[r]).copyFrom(gathered.slice(r * block, counts[r]));
+                offset += counts[r];
+            }
+        };
+        return work(call, pg._allgather_base(out, in, t.keep(new AllgatherOptions().timeout(ms))), t, unpad, timeout);
+    }
+
+    private Work work(Collective call, org.bytedeco.pytorch.Work w, NativeTensors t, Runnable finish, Duration timeout) {
+        return new GlooWork(call, w, t, finish, timeout, e -> translate(call, e));
+    }
+
+    /** Turns a c10d error into one that names this rank, the operation and, where known, the peer. */
+    CollectiveException translate(Collective call, RuntimeException e) {
+        String message = String.valueOf(e.getMessage());
+        String peer = "";
+        Matcher m = PEER.matcher(message);
+        if (m.find()) {
+            String ranks = ranksByAddress.get(m.group(1));
+            peer = "; lost peer " + m.group(1) + (ranks == null ? "" : " (rank(s) " + ranks + ")");
+        }
+        String text = label + " " + who() + ": " + call.describe() + " failed" + peer + ": " + firstLine(message);
+        if (message.contains("Timed out") || message.contains("timed out") || message.contains("timeout")) {
+            return new CollectiveTimeoutException(text, e);
+        }
+        return new CollectiveException(text, e);
+    }
+
+    @Override
+    protected void release() {
+        try {
+            pg.shutdown();
+        } catch (RuntimeException e) {
+            // the group is going away; a failed shutdown of a broken group changes nothing
+        }
+        pg.close();
+    }
+
+    @Override
+    protected String who() {
+        return "rank " + rank() + " of " + size();
+    }
+
+    private static org.bytedeco.pytorch.ReduceOp.RedOpType redOp(ReduceOp op) {
+        return switch (op) {
+            case SUM, AVG -> org.bytedeco.pytorch.ReduceOp.RedOpType.SUM;
+            case PRODUCT -> org.bytedeco.pytorch.ReduceOp.RedOpType.PRODUCT;
+            case MIN -> org.bytedeco.pytorch.ReduceOp.RedOpType.MIN;
+            case MAX -> org.bytedeco.pytorch.ReduceOp.RedOpType.MAX;
+        };
+    }
+
+    private static String firstLine(String s) {
+        int nl = s.indexOf('\n');
+        return nl < 0 ? s : s.substring(0, nl);
+    }
+}

@@ -1,0 +1,79 @@
+package dev.cohort.gloo;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import org.bytedeco.javacpp.SizeTPointer;
+import org.bytedeco.javacpp.chrono.Milliseconds;
+import org.bytedeco.pytorch.FileStore;
+import org.bytedeco.pytorch.PrefixStore;
+import org.bytedeco.pytorch.Store;
+import org.bytedeco.pytorch.TCPStore;
+import org.bytedeco.pytorch.TCPStoreOptions;
+
+/**
+ * The bootstrap key-value store the ranks meet in: a c10d {@code TCPStore} hosted by rank 0, or
+ * a {@code FileStore} on a filesystem every rank shares.
+ *
+ * <p>Trap: c10d takes stores as {@code intrusive_ptr}; JavaCPP adopts a Java-created store the
+ * first time it is passed to native code, and a second pass aborts the process. So the object we
+ * construct is kept here (alive for the whole job, it hosts the server on rank 0) and only
+ * native-made clones are ever handed on.
+ */
+final class Rendezvous implements AutoCloseable {
+
+    private final Store owner;
+    private final Store client;
+    private final String description;
+
+    private Rendezvous(Store owner, String description) {
+        this.owner = owner;
+        this.client = owner.clone();
+        this.description = description;
+    }
+
+    /** Connects to (on rank 0: hosts) the TCP store at {@code host:port}; waits for all ranks. */
+    static Rendezvous tcp(String host, int port, int rank, int worldSize, Duration timeout) {
+        TCPStoreOptions options = new TCPStoreOptions()
+                .port((short) port)
+                .isServer(rank == 0)
+                .numWorkers(new SizeTPointer(1).put(worldSize))
+                .waitWorkers(true)
+                .timeout(new Milliseconds(timeout.toMillis()));
+        String where = "TCP store at " + host + ":" + port;
+        try {
+            return new Rendezvous(new TCPStore(host, options), where);
+        } catch (RuntimeException e) {
+            throw new GlooConnectException("rank " + rank + " of " + worldSize + ": could not "
+                    + (rank == 0 ? "host" : "reach") + " the " + where + " within " + timeout
+                    + " (is MASTER_ADDR/MASTER_PORT right, is rank 0 running, and are all " + worldSize
+                    + " ranks started?): " + e.getMessage(), e);
+        }
+    }
+
+    /** Meets through a file on a filesystem every rank shares. */
+    static Rendezvous file(Path path, int worldSize, Duration timeout) {
+        FileStore store = new FileStore(path.toString(), worldSize);
+        store.setTimeout(new Milliseconds(timeout.toMillis()));
+        return new Rendezvous(store, "file store " + path);
+    }
+
+    /** A native-owned view of the store with every key under {@code prefix}. */
+    Store prefixed(String prefix) {
+        return new PrefixStore(prefix, client).clone();
+    }
+
+    Store client() {
+        return client;
+    }
+
+    @Override
+    public String toString() {
+        return description;
+    }
+
+    @Override
+    public void close() {
+        client.close();
+        owner.close();
+    }
+}

@@ -1,0 +1,86 @@
+package dev.cohort.gloo;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.cohort.core.testing.JvmWorkers;
+import dev.cohort.core.testing.JvmWorkers.Result;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** The conformance suite on Gloo with one JVM per rank, rendezvous through the environment. */
+class GlooProcessesTest {
+
+    @TempDir
+    Path tmp;
+
+    static Map<String, String> env(int rank, int world, int port, int localWorld) {
+        return Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port),
+                "RANK", Integer.toString(rank), "WORLD_SIZE", Integer.toString(world),
+                "LOCAL_RANK", Integer.toString(rank % localWorld), "LOCAL_WORLD_SIZE", Integer.toString(localWorld),
+                "GROUP_RANK", Integer.toString(rank / localWorld), "COHORT_RUN_ID", "test");
+    }
+
+    static void assertAllOk(List<Result> results) {
+        for (Result r : results) {
+            assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
+            assertThat(r.output()).as(JvmWorkers.describe(results)).contains("OK rank " + r.rank());
+        }
+    }
+
+    @ParameterizedTest(name = "world {0}")
+    @ValueSource(ints = {2, 3, 4})
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void conformanceSuitePassesAcrossProcesses(int world) {
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(world,
+                r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("conformance")),
+                r -> env(r, world, port, world), tmp, Duration.ofSeconds(220));
+        assertAllOk(results);
+        assertThat(results.get(0).output()).contains("TOPOLOGY Topology[rank=0, worldSize=" + world);
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void twoSimulatedNodesGetTheirOwnNodeGroups() {
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(4,
+                r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("smoke")),
+                r -> env(r, 4, port, 2), tmp, Duration.ofSeconds(100));
+        assertAllOk(results);
+        assertThat(results.get(1).output()).contains("NODE 0 RANKS [0, 1]");
+        assertThat(results.get(3).output()).contains("NODE 1 RANKS [2, 3]");
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void fileRendezvousOnASharedFilesystem() {
+        Path storeFile = tmp.resolve("store");
+        List<Result> results = JvmWorkers.run(3,
+                r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(),
+                        List.of("conformance-small", "file://" + storeFile)),
+                r -> Map.of("RANK", Integer.toString(r), "WORLD_SIZE", "3", "GLOO_SOCKET_IFNAME", "lo"),
+                tmp, Duration.ofSeconds(100));
+        assertAllOk(results);
+    }
+
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    void workersLoadingLibtorchIntoAnEmptyCacheAtOnceDoNotCrash() throws Exception {
+        Path cache = Files.createDirectory(tmp.resolve("javacpp-cache"));
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(2,
+                r -> JvmWorkers.javaCommand(GlooWorker.class, List.of("-Dorg.bytedeco.javacpp.cachedir=" + cache),
+                        List.of("smoke")),
+                r -> env(r, 2, port, 2), tmp, Duration.ofSeconds(280));
+        assertAllOk(results);
+    }
+}

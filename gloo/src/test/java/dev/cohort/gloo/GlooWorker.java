@@ -1,0 +1,52 @@
+package dev.cohort.gloo;
+
+import dev.cohort.core.collective.DenseBuffer;
+import dev.cohort.core.conformance.ConformanceSuite;
+import java.time.Duration;
+
+/**
+ * A worker process of the gloo tests. Modes: {@code conformance} (the whole suite),
+ * {@code conformance-small} (without the 4 Mi cases), {@code smoke} (one allreduce).
+ * Always checks the topology, the node-local group and averageAll, and prints
+ * {@code TOPOLOGY ...} and {@code OK ...} lines for the test to read.
+ */
+public final class GlooWorker {
+
+    public static void main(String[] args) {
+        String mode = args.length > 0 ? args[0] : "conformance";
+        GlooOptions options = new GlooOptions().timeout(Duration.ofSeconds(60)).connectTimeout(Duration.ofSeconds(60));
+        if (args.length > 1) {
+            options.rendezvous(args[1]);
+        }
+        try (GlooBackend backend = new GlooBackend(options)) {
+            backend.initialize();
+            int rank = backend.rank();
+            int n = backend.worldSize();
+            System.out.println("TOPOLOGY " + backend.topology());
+            int checks = switch (mode) {
+                case "conformance" -> ConformanceSuite.run(backend.group(), true);
+                case "conformance-small" -> ConformanceSuite.run(backend.group(), false);
+                case "smoke" -> 0;
+                default -> throw new IllegalArgumentException("unknown mode " + mode);
+            };
+            // The node group holds exactly the ranks of this node.
+            long[] nodeRanks = new long[backend.localWorldSize()];
+            backend.localBarrier();
+            DenseBuffer mine = DenseBuffer.of(new long[] {rank});
+            backend.group().barrier().await();
+            backend.nodeGroup().allgather(mine, DenseBuffer.of(nodeRanks)).await();
+            System.out.println("NODE " + backend.nodeRank() + " RANKS " + java.util.Arrays.toString(nodeRanks));
+            double mean = backend.averageAll(rank);
+            if (mean != (n - 1) / 2.0) {
+                throw new AssertionError("averageAll(rank) = " + mean + ", expected " + (n - 1) / 2.0);
+            }
+            backend.barrier();
+            System.out.println("OK rank " + rank + " checks " + checks);
+        } catch (Throwable t) {
+            t.printStackTrace(System.out);
+            System.out.flush();
+            Runtime.getRuntime().halt(1);
+        }
+        System.exit(0);
+    }
+}
