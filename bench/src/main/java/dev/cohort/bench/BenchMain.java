@@ -1,0 +1,20 @@
+package dev.cohort.bench;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** {@code ./cohort bench ...}: Cohort's benchmarks. */
+@Command(name = "cohort bench", mixinStandardHelpOptions = true,
+        description = "Benchmarks with JSON output, shaped like the peers' in shared/peers.",
+        subcommands = {CollectivesBenchmark.class, CollectivesBenchmark.Worker.class})
+public final class BenchMain implements Runnable {
+
+    @Override
+    public void run() {
+        new CommandLine(this).usage(System.out);
+    }
+
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new BenchMain()).execute(args));
+    }
+}

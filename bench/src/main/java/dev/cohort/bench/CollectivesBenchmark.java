@@ -1,0 +1,196 @@
+package dev.cohort.bench;
+
+import dev.cohort.core.Backends;
+import dev.cohort.core.DistributedBackend;
+import dev.cohort.core.collective.DataType;
+import dev.cohort.core.collective.DenseBuffer;
+import dev.cohort.core.collective.ProcessGroup;
+import dev.cohort.core.collective.ReduceOp;
+import dev.cohort.core.threads.ThreadsBackend;
+import dev.cohort.core.threads.ThreadsWorld;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.FloatBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ./cohort bench collectives}: allreduce over a range of sizes, broadcast and allgather at
+ * 16 MiB, and barrier latency, timed exactly as {@code shared/peers/torch_collectives.py} does:
+ * per iteration an untimed barrier, then the timed operation on every rank; the iteration's time
+ * is the slowest rank's; the result is the median (and minimum) over iterations. Bus bandwidth as
+ * in nccl-tests: allreduce 2(n-1)/n x bytes/time, broadcast bytes/time, allgather
+ * (n-1)/n x n x bytes/time. Buffers are direct float32 (wrapped, never copied, by Gloo).
+ */
+@Command(name = "collectives", mixinStandardHelpOptions = true,
+        description = "Collective latency and bandwidth, side by side with torch_collectives.py.")
+final class CollectivesBenchmark implements Callable<Integer> {
+
+    static final List<Long> DEFAULT_SIZES = List.of(4 * Sizes.KIB, 64 * Sizes.KIB, Sizes.MIB, 16 * Sizes.MIB,
+            64 * Sizes.MIB, 256 * Sizes.MIB);
+
+    @Option(names = "--backend", description = "gloo (one process per rank) or threads (one JVM). Default: ${DEFAULT-VALUE}.")
+    String backend = "gloo";
+
+    @Option(names = "--world", description = "Number of ranks. Default: ${DEFAULT-VALUE}.")
+    int world = 2;
+
+    @Option(names = "--sizes", description = "Allreduce sizes, e.g. 4K,1M,16M. Default: 4K,64K,1M,16M,64M,256M.")
+    String sizes;
+
+    @Option(names = "--json", paramLabel = "FILE", description = "Write the results as JSON (the peers' shape).")
+    Path json;
+
+    @Option(names = "--timeout", paramLabel = "SECONDS", description = "Limit for the whole run. Default: ${DEFAULT-VALUE}.")
+    int timeoutSeconds = 900;
+
+    @Override
+    public Integer call() throws Exception {
+        if (world < 1) {
+            throw new IllegalArgumentException("--world must be >= 1, got " + world);
+        }
+        List<Long> sizeList = sizes == null ? DEFAULT_SIZES : Sizes.parse(sizes);
+        Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-collectives", ".json");
+        String name = backend.toLowerCase(Locale.ROOT);
+        if (name.equals(ThreadsBackend.NAME)) {
+            ThreadsWorld threads = new ThreadsWorld(world);
+            threads.runAll(rank -> {
+                runRank(threads.group(rank), ThreadsBackend.NAME, sizeList, out);
+                return null;
+            }, Duration.ofSeconds(timeoutSeconds));
+        } else {
+            if (!Backends.names().contains(name)) {
+                throw new IllegalArgumentException("unknown backend '" + backend + "'; available: " + Backends.names());
+            }
+            List<String> workerArgs = List.of("collectives-worker", "--backend", name, "--sizes", join(sizeList),
+                    "--json", out.toString());
+            int rc = WorkerProcesses.run(world, BenchMain.class, workerArgs, Duration.ofSeconds(timeoutSeconds));
+            if (rc != 0) {
+                return rc;
+            }
+        }
+        System.out.print(Report.table(Files.readString(out)));
+        return 0;
+    }
+
+    /** The per-rank side, started by {@link CollectivesBenchmark} in each worker process. */
+    @Command(name = "collectives-worker", hidden = true)
+    static final class Worker implements Callable<Integer> {
+        @Option(names = "--backend", required = true)
+        String backend;
+        @Option(names = "--sizes", required = true)
+        String sizes;
+        @Option(names = "--json", required = true)
+        Path json;
+
+        @Override
+        public Integer call() {
+            try (DistributedBackend b = Backends.select(backend)) {
+                b.initialize();
+                runRank(b.group(), b.name(), Sizes.parse(sizes), json);
+            }
+            return 0;
+        }
+    }
+
+    static void runRank(ProcessGroup group, String engine, List<Long> sizeList, Path out) {
+        int n = group.size();
+        List<Report.Row> rows = new ArrayList<>();
+        for (long bytes : sizeList) {
+            int[] plan = iterations(bytes);
+            DenseBuffer data = DenseBuffer.allocateDirect(DataType.FLOAT32, (int) (bytes / 4));
+            fill(data);
+            Runnable scale = () -> scale(data, 1.0f / n);
+            double[] t = timed(group, () -> group.allreduce(data, ReduceOp.SUM).await(), plan[0], plan[1], scale);
+            rows.add(Report.Row.of("allreduce", bytes, plan[1], t, bytes / t[0] / 1e9, 2.0 * (n - 1) / n));
+        }
+        long big = 16 * Sizes.MIB;
+        DenseBuffer data = DenseBuffer.allocateDirect(DataType.FLOAT32, (int) (big / 4));
+        fill(data);
+        double[] t = timed(group, () -> group.broadcast(data, 0).await(), 5, 30, null);
+        rows.add(Report.Row.of("broadcast", big, 30, t, big / t[0] / 1e9, 1.0));
+        DenseBuffer gathered = DenseBuffer.allocateDirect(DataType.FLOAT32, (int) (big / 4) * n);
+        t = timed(group, () -> group.allgather(data, gathered).await(), 5, 30, null);
+        rows.add(Report.Row.of("allgather", big, 30, t, n * big / t[0] / 1e9, (n - 1.0) / n));
+        t = timed(group, () -> group.barrier().await(), 50, 500, null);
+        rows.add(Report.Row.of("barrier", 0, 500, t, 0, 0));
+        if (group.rank() == 0) {
+            try {
+                Files.writeString(out, Report.json("cohort-" + engine, n, rows));
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        group.barrier().await();
+    }
+
+    /** Warm-up and timed iterations per size, as the peer script chooses them. */
+    static int[] iterations(long bytes) {
+        if (bytes <= Sizes.MIB) {
+            return new int[] {20, 200};
+        }
+        if (bytes <= 16 * Sizes.MIB) {
+            return new int[] {5, 30};
+        }
+        if (bytes <= 64 * Sizes.MIB) {
+            return new int[] {3, 12};
+        }
+        return new int[] {2, 7};
+    }
+
+    /** Returns {median, min} over iterations of the slowest rank's time, in seconds. */
+    static double[] timed(ProcessGroup group, Runnable op, int warm, int iters, Runnable after) {
+        for (int i = 0; i < warm; i++) {
+            op.run();
+            if (after != null) {
+                after.run();
+            }
+        }
+        double[] times = new double[iters];
+        for (int i = 0; i < iters; i++) {
+            group.barrier().await();
+            long t0 = System.nanoTime();
+            op.run();
+            times[i] = (System.nanoTime() - t0) / 1e9;
+            if (after != null) {
+                after.run();
+            }
+        }
+        group.allreduce(DenseBuffer.of(times), ReduceOp.MAX).await();
+        double[] sorted = times.clone();
+        Arrays.sort(sorted);
+        double median = iters % 2 == 1 ? sorted[iters / 2] : (sorted[iters / 2 - 1] + sorted[iters / 2]) / 2;
+        return new double[] {median, sorted[0]};
+    }
+
+    private static void fill(DenseBuffer data) {
+        FloatBuffer f = (FloatBuffer) data.view();
+        java.util.Random random = new java.util.Random(42);
+        for (int i = 0; i < f.limit(); i++) {
+            f.put(i, random.nextFloat());
+        }
+    }
+
+    private static void scale(DenseBuffer data, float factor) {
+        FloatBuffer f = (FloatBuffer) data.view();
+        for (int i = 0; i < f.limit(); i++) {
+            f.put(i, f.get(i) * factor);
+        }
+    }
+
+    private static String join(List<Long> sizes) {
+        StringBuilder s = new StringBuilder();
+        for (long b : sizes) {
+            s.append(s.length() == 0 ? "" : ",").append(b);
+        }
+        return s.toString();
+    }
+}
