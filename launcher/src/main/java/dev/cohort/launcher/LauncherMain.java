@@ -1,0 +1,139 @@
+package dev.cohort.launcher;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/** {@code ./cohort run [options] -- PROGRAM [ARGS...]}: see {@link Launcher}. Exit code 2 = bad input. */
+@Command(name = "cohort run", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Starts a group of workers with the launch environment (MASTER_ADDR, MASTER_PORT, RANK, "
+                + "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, COHORT_RESTART_COUNT, COHORT_RUN_ID), "
+                + "prefixes their output with the rank, stops them all when one fails and restarts the group "
+                + "up to --max-restarts times.",
+                "PROGRAM is a main class on Cohort's class path, a .jar, or any command."},
+        exitCodeListHeading = "%nExit codes:%n",
+        exitCodeList = {"0:every worker finished cleanly", "2:bad input (nothing started)",
+                "N:the failed worker's exit code (128 + signal when killed by a signal)"})
+public final class LauncherMain implements Callable<Integer> {
+
+    /** The exit code for bad input: nothing was started. */
+    public static final int BAD_INPUT = 2;
+
+    @Option(names = "--nproc-per-node", paramLabel = "N|auto", defaultValue = "1",
+            description = "workers on this node; auto = the number of cores (default: ${DEFAULT-VALUE})")
+    String nprocPerNode;
+
+    @Option(names = "--nnodes", paramLabel = "N", defaultValue = "1", description = "nodes (default: ${DEFAULT-VALUE})")
+    String nnodes;
+
+    @Option(names = "--node-rank", paramLabel = "K", defaultValue = "0",
+            description = "this node's index in [0, nnodes) (default: ${DEFAULT-VALUE})")
+    String nodeRank;
+
+    @Option(names = "--master-addr", paramLabel = "HOST",
+            description = "address of node 0, where rank 0 listens (default: 127.0.0.1; required with --nnodes > 1)")
+    String masterAddr;
+
+    @Option(names = "--master-port", paramLabel = "PORT", defaultValue = "29500",
+            description = "rank 0's port; 0 = pick a free one (single node) (default: ${DEFAULT-VALUE})")
+    String masterPort;
+
+    @Option(names = "--control-port", paramLabel = "PORT", defaultValue = "0",
+            description = "node 0's launcher control channel with --nnodes > 1 (default: master port + 1)")
+    String controlPort;
+
+    @Option(names = "--max-restarts", paramLabel = "N", defaultValue = "0",
+            description = "restarts of the whole group after a failure (default: ${DEFAULT-VALUE})")
+    String maxRestarts;
+
+    @Option(names = "--run-id", paramLabel = "ID", defaultValue = "cohort",
+            description = "names the run (COHORT_RUN_ID); all nodes must agree (default: ${DEFAULT-VALUE})")
+    String runId;
+
+    @Option(names = "--log-dir", paramLabel = "DIR", description = "also write each rank's output to DIR/rank-R.log")
+    Path logDir;
+
+    @Option(names = "--grace-period", paramLabel = "SECONDS", defaultValue = "5",
+            description = "between SIGTERM and SIGKILL when stopping workers (default: ${DEFAULT-VALUE})")
+    String gracePeriod;
+
+    @Option(names = "--join-timeout", paramLabel = "SECONDS", defaultValue = "60",
+            description = "how long nodes wait for each other with --nnodes > 1 (default: ${DEFAULT-VALUE})")
+    String joinTimeout;
+
+    @Parameters(paramLabel = "PROGRAM", arity = "0..*", description = "after --: the program and its arguments")
+    List<String> program = new ArrayList<>();
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    /** Parses {@code args} and runs the launcher; returns the exit code. */
+    public static int run(String... args) {
+        CommandLine cli = new CommandLine(new LauncherMain());
+        cli.setUnmatchedOptionsArePositionalParams(false);
+        cli.setParameterExceptionHandler((ex, a) -> {
+            ex.getCommandLine().getErr().println("cohort run: " + ex.getMessage());
+            ex.getCommandLine().getErr().println("see ./cohort run --help");
+            return BAD_INPUT;
+        });
+        return cli.execute(args);
+    }
+
+    @Override
+    public Integer call() {
+        LaunchOptions options;
+        WorkerProgram worker;
+        try {
+            options = LaunchOptions.builder()
+                    .nprocPerNode(LaunchOptions.parseCount("--nproc-per-node", nprocPerNode, true))
+                    .nnodes(LaunchOptions.parseCount("--nnodes", nnodes, false))
+                    .nodeRank(LaunchOptions.parseCount("--node-rank", nodeRank, false))
+                    .masterAddr(masterAddr)
+                    .masterPort(LaunchOptions.parseCount("--master-port", masterPort, false))
+                    .controlPort(LaunchOptions.parseCount("--control-port", controlPort, false))
+                    .maxRestarts(LaunchOptions.parseCount("--max-restarts", maxRestarts, false))
+                    .runId(runId)
+                    .logDir(logDir)
+                    .grace(Duration.ofMillis(Math.round(1000 * seconds("--grace-period", gracePeriod))))
+                    .joinTimeout(Duration.ofMillis(Math.round(1000 * seconds("--join-timeout", joinTimeout))))
+                    .build();
+            worker = WorkerProgram.resolve(program, System.getProperty("java.class.path"));
+        } catch (IllegalArgumentException e) {
+            return badInput(e.getMessage());
+        }
+        try {
+            return new Launcher(options, worker).run().exitCode();
+        } catch (IllegalArgumentException e) {
+            return badInput(e.getMessage());
+        } catch (IOException e) {
+            System.err.println("cohort run: " + e.getMessage());
+            return 1;
+        }
+    }
+
+    private static double seconds(String option, String text) {
+        try {
+            double s = Double.parseDouble(text.trim());
+            if (s < 0 || Double.isNaN(s) || s > 86_400) {
+                throw new NumberFormatException();
+            }
+            return s;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(option + " must be a number of seconds in [0, 86400], got '" + text + "'");
+        }
+    }
+
+    private static int badInput(String message) {
+        System.err.println("cohort run: " + message);
+        System.err.println("nothing was started; see ./cohort run --help");
+        return BAD_INPUT;
+    }
+}

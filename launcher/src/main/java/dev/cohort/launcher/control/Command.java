@@ -1,0 +1,17 @@
+package dev.cohort.launcher.control;
+
+/** What the referee tells every node's launcher to do. */
+public sealed interface Command {
+
+    /** Start the workers of round {@code round} (0 = first start, then the restart count). */
+    record Start(int round) implements Command {
+    }
+
+    /** Stop the workers of round {@code round}: another node's worker failed. */
+    record Stop(int round) implements Command {
+    }
+
+    /** The run is over: exit with {@code code}; {@code message} says why. */
+    record Exit(int code, String message) implements Command {
+    }
+}

@@ -1,0 +1,145 @@
+package dev.cohort.launcher.control;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.time.Duration;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+/**
+ * A node launcher's end of the control channel to node 0's {@link ControlServer}. Connecting is
+ * retried until the join timeout, so nodes may start in any order. Once joined, a lost or silent
+ * link becomes {@link Command.Exit} with code 1 and a message that says so.
+ */
+public final class ControlClient implements Coordinator {
+
+    private static final int CONNECT_MILLIS = 2000;
+    private static final int RETRY_MILLIS = 250;
+
+    private final String host;
+    private final int port;
+    private final String hello;
+    private final Duration joinTimeout;
+    private volatile boolean closed;
+    private Wire wire;
+    private Consumer<Command> commands;
+    private ScheduledExecutorService pinger;
+
+    public ControlClient(String host, int port, String runId, int node, int nodes, int nprocPerNode,
+                         Duration joinTimeout) {
+        this.host = host;
+        this.port = port;
+        this.hello = "HELLO " + runId + " " + node + " " + nodes + " " + nprocPerNode;
+        this.joinTimeout = joinTimeout;
+    }
+
+    /**
+     * Connects to node 0 and joins.
+     *
+     * @throws IOException saying where it tried to connect, when node 0 cannot be reached within the
+     *                     join timeout or refuses this node
+     */
+    @Override
+    public void open(Consumer<Command> commands) throws IOException {
+        this.commands = commands;
+        long deadline = System.nanoTime() + joinTimeout.toNanos();
+        IOException last = null;
+        while (System.nanoTime() < deadline && !closed && !Thread.currentThread().isInterrupted()) {
+            Socket s = new Socket();
+            try {
+                s.connect(new InetSocketAddress(host, port), CONNECT_MILLIS);
+                wire = new Wire(s);
+                break;
+            } catch (IOException e) {
+                last = e;
+                s.close();
+                sleep(RETRY_MILLIS);
+            }
+        }
+        if (wire == null) {
+            throw new IOException("cannot reach node 0's control channel at " + host + ":" + port + " within "
+                    + joinTimeout.toSeconds() + " s (" + (last == null ? "closed" : last.getMessage()) + "); is the "
+                    + "--node-rank 0 launcher running, and is --master-addr an address of it that this host can reach?");
+        }
+        wire.send(hello);
+        String reply;
+        try {
+            reply = wire.read();
+        } catch (SocketTimeoutException e) {
+            reply = null;
+        }
+        if (reply == null || !reply.equals("OK")) {
+            wire.close();
+            throw new IOException("node 0 at " + host + ":" + port + " refused this node: "
+                    + (reply == null ? "no answer" : reply.replaceFirst("^ERROR ", "")));
+        }
+        pinger = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "cohort-control-ping");
+            t.setDaemon(true);
+            return t;
+        });
+        pinger.scheduleAtFixedRate(() -> send("PING"), Wire.PING_MILLIS, Wire.PING_MILLIS, TimeUnit.MILLISECONDS);
+        Thread reader = new Thread(this::readLoop, "cohort-control-client");
+        reader.setDaemon(true);
+        reader.start();
+    }
+
+    private void readLoop() {
+        String why;
+        try {
+            String line;
+            while ((line = wire.read()) != null) {
+                commands.accept(Wire.parseCommand(line));
+            }
+            why = "node 0 closed the connection";
+        } catch (SocketTimeoutException e) {
+            why = "node 0 was silent for " + Wire.SILENCE_MILLIS / 1000 + " s";
+        } catch (IOException | RuntimeException e) {
+            why = String.valueOf(e.getMessage());
+        }
+        lost(why);
+    }
+
+    @Override
+    public void report(Report report) {
+        send(Wire.format(report));
+    }
+
+    private void send(String line) {
+        try {
+            wire.send(line);
+        } catch (IOException e) {
+            lost(e.getMessage());
+        }
+    }
+
+    private void lost(String why) {
+        if (!closed) {
+            commands.accept(new Command.Exit(1, "lost contact with node 0's launcher at " + host + ":" + port
+                    + " (" + why + "); stopped this node's workers"));
+        }
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        if (pinger != null) {
+            pinger.shutdownNow();
+        }
+        if (wire != null) {
+            wire.close();
+        }
+    }
+}

@@ -1,0 +1,205 @@
+package dev.cohort.launcher.control;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Node 0's end of the control channel: every node's launcher (node 0's too) connects, says
+ * HELLO, and then reports its rounds; the {@link Referee} decides and this server sends its
+ * commands to every node. A node that does not join within the join timeout, or whose link
+ * goes silent, ends the run on every node with a message that names it.
+ */
+public final class ControlServer implements AutoCloseable {
+
+    private final ServerSocket server;
+    private final String runId;
+    private final int nodes;
+    private final int nprocPerNode;
+    private final Referee referee;
+    private final Map<Integer, Wire> joined = new TreeMap<>();
+    private final ScheduledExecutorService timer;
+    private boolean finished;
+
+    /**
+     * Binds {@code port} on every interface, before any worker starts.
+     *
+     * @throws IllegalArgumentException when the port is taken
+     */
+    public ControlServer(int port, String runId, int nodes, int nprocPerNode, int maxRestarts, Duration joinTimeout) {
+        try {
+            server = new ServerSocket();
+            server.setReuseAddress(true);
+            server.bind(new InetSocketAddress(port));
+        } catch (IOException e) {
+            throw new IllegalArgumentException("control port " + port + " is taken on this host (" + e.getMessage()
+                    + "); pick another --master-port, or set --control-port on every node");
+        }
+        this.runId = runId;
+        this.nodes = nodes;
+        this.nprocPerNode = nprocPerNode;
+        this.referee = new Referee(nodes, maxRestarts);
+        this.timer = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "cohort-control-timer"));
+        timer.scheduleAtFixedRate(this::ping, Wire.PING_MILLIS, Wire.PING_MILLIS, TimeUnit.MILLISECONDS);
+        timer.schedule(this::joinDeadline, joinTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        daemon(this::acceptLoop, "cohort-control-accept").start();
+    }
+
+    public int port() {
+        return server.getLocalPort();
+    }
+
+    private void acceptLoop() {
+        while (!server.isClosed()) {
+            try {
+                Socket s = server.accept();
+                daemon(() -> serve(s), "cohort-control-" + s.getRemoteSocketAddress()).start();
+            } catch (IOException e) {
+                // Closed, or a failed accept; the loop condition decides.
+            }
+        }
+    }
+
+    private void serve(Socket socket) {
+        Wire wire;
+        try {
+            wire = new Wire(socket);
+        } catch (IOException e) {
+            return;
+        }
+        int node = -1;
+        try {
+            node = hello(wire, wire.read());
+            if (node < 0) {
+                wire.close();
+                return;
+            }
+            String line;
+            while ((line = wire.read()) != null) {
+                onReport(Wire.parseReport(line, node));
+            }
+            lost(node, "it closed the connection");
+        } catch (IOException | RuntimeException e) {
+            if (node >= 0) {
+                lost(node, e instanceof java.net.SocketTimeoutException ? "silent for " + Wire.SILENCE_MILLIS / 1000
+                        + " s" : String.valueOf(e.getMessage()));
+            }
+            wire.close();
+        }
+    }
+
+    // Returns the node's rank, or -1 after telling the peer why it was refused.
+    private int hello(Wire wire, String line) throws IOException {
+        String[] f = line == null ? new String[0] : line.split(" ");
+        String why;
+        int node = -1;
+        if (f.length != 5 || !f[0].equals("HELLO")) {
+            why = "expected HELLO from a cohort launcher, got '" + line + "'";
+        } else if (!f[1].equals(runId)) {
+            why = "--run-id " + f[1] + " differs from node 0's --run-id " + runId;
+        } else if (!f[3].equals(Integer.toString(nodes))) {
+            why = "--nnodes " + f[3] + " differs from node 0's --nnodes " + nodes;
+        } else if (!f[4].equals(Integer.toString(nprocPerNode))) {
+            why = "--nproc-per-node " + f[4] + " differs from node 0's --nproc-per-node " + nprocPerNode;
+        } else {
+            node = Integer.parseInt(f[2]);
+            synchronized (this) {
+                why = finished ? "the run is already over"
+                        : node < 0 || node >= nodes ? "--node-rank " + node + " is not in [0, " + nodes + ")"
+                        : joined.containsKey(node) ? "another launcher already joined as --node-rank " + node : null;
+                if (why == null) {
+                    wire.send("OK");
+                    joined.put(node, wire);
+                    if (joined.size() == nodes) {
+                        broadcast(List.of(referee.begin()));
+                    }
+                    return node;
+                }
+            }
+        }
+        wire.send("ERROR " + why);
+        return -1;
+    }
+
+    private synchronized void onReport(Report report) {
+        broadcast(referee.onReport(report));
+    }
+
+    private synchronized void lost(int node, String why) {
+        if (!finished) {
+            joined.remove(node);
+            broadcast(List.of(new Command.Exit(1, "lost contact with the launcher of node " + node + " (" + why
+                    + "); stopping every node")));
+        }
+    }
+
+    private synchronized void joinDeadline() {
+        if (!finished && joined.size() < nodes) {
+            List<Integer> missing = new ArrayList<>();
+            for (int n = 0; n < nodes; n++) {
+                if (!joined.containsKey(n)) {
+                    missing.add(n);
+                }
+            }
+            broadcast(List.of(new Command.Exit(1, "node(s) " + missing + " did not join within the join timeout; "
+                    + "start a launcher with the same --master-addr, --master-port and --run-id on each")));
+        }
+    }
+
+    // Node 0 last: once it has the command it may close this server.
+    private void broadcast(List<Command> commands) {
+        for (Command c : commands) {
+            if (c instanceof Command.Exit) {
+                finished = true;
+            }
+            List<Map.Entry<Integer, Wire>> order = new ArrayList<>(joined.entrySet());
+            order.sort(Map.Entry.<Integer, Wire>comparingByKey(Comparator.reverseOrder()));
+            for (Map.Entry<Integer, Wire> e : order) {
+                try {
+                    e.getValue().send(Wire.format(c));
+                } catch (IOException ex) {
+                    // Its reader thread sees the broken link and reports it.
+                }
+            }
+        }
+    }
+
+    private synchronized void ping() {
+        for (Wire w : joined.values()) {
+            try {
+                w.send("PING");
+            } catch (IOException e) {
+                // Its reader thread sees the broken link and reports it.
+            }
+        }
+    }
+
+    private static Thread daemon(Runnable r, String name) {
+        Thread t = new Thread(r, name);
+        t.setDaemon(true);
+        return t;
+    }
+
+    @Override
+    public synchronized void close() {
+        finished = true;
+        timer.shutdownNow();
+        try {
+            server.close();
+        } catch (IOException e) {
+            // Already closed.
+        }
+        joined.values().forEach(Wire::close);
+        joined.clear();
+    }
+}

@@ -1,0 +1,111 @@
+package dev.cohort.launcher.control;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * One end of the control channel: a line of UTF-8 text per message, words separated by spaces,
+ * the last field (a message) may contain spaces. Both ends send {@code PING} every
+ * {@link #PING_MILLIS}; a read that sees nothing for {@link #SILENCE_MILLIS} means the peer is gone.
+ *
+ * <pre>
+ * node → node 0: HELLO runId node nnodes nprocPerNode | DONE r | FAILED r code summary | STOPPED r | PING
+ * node 0 → node: OK | ERROR message | START r | STOP r | EXIT code message | PING
+ * </pre>
+ */
+final class Wire implements AutoCloseable {
+
+    static final int PING_MILLIS = 1000;
+    static final int SILENCE_MILLIS = 10_000;
+
+    private final Socket socket;
+    private final BufferedReader in;
+    private final OutputStream out;
+
+    Wire(Socket socket) throws IOException {
+        this.socket = socket;
+        socket.setSoTimeout(SILENCE_MILLIS);
+        socket.setTcpNoDelay(true);
+        this.in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+        this.out = socket.getOutputStream();
+    }
+
+    /** The next message other than PING; null at end of stream. */
+    String read() throws IOException {
+        String line;
+        do {
+            line = in.readLine();
+        } while (line != null && line.equals("PING"));
+        return line;
+    }
+
+    synchronized void send(String line) throws IOException {
+        out.write((line.replace('\n', ' ') + "\n").getBytes(StandardCharsets.UTF_8));
+        out.flush();
+    }
+
+    String peer() {
+        return String.valueOf(socket.getRemoteSocketAddress());
+    }
+
+    static Command parseCommand(String line) {
+        String[] f = line.split(" ", 3);
+        switch (f[0]) {
+            case "START":
+                return new Command.Start(Integer.parseInt(f[1]));
+            case "STOP":
+                return new Command.Stop(Integer.parseInt(f[1]));
+            case "EXIT":
+                return new Command.Exit(Integer.parseInt(f[1]), f.length > 2 ? f[2] : "");
+            default:
+                throw new IllegalArgumentException("unknown control command '" + line + "'");
+        }
+    }
+
+    static String format(Command c) {
+        if (c instanceof Command.Start s) {
+            return "START " + s.round();
+        } else if (c instanceof Command.Stop s) {
+            return "STOP " + s.round();
+        }
+        Command.Exit e = (Command.Exit) c;
+        return "EXIT " + e.code() + " " + e.message();
+    }
+
+    static Report parseReport(String line, int node) {
+        String[] f = line.split(" ", 4);
+        switch (f[0]) {
+            case "DONE":
+                return new Report.Done(Integer.parseInt(f[1]), node);
+            case "STOPPED":
+                return new Report.Stopped(Integer.parseInt(f[1]), node);
+            case "FAILED":
+                return new Report.Failed(Integer.parseInt(f[1]), node, Integer.parseInt(f[2]), f.length > 3 ? f[3] : "");
+            default:
+                throw new IllegalArgumentException("unknown control report '" + line + "'");
+        }
+    }
+
+    static String format(Report r) {
+        if (r instanceof Report.Done d) {
+            return "DONE " + d.round();
+        } else if (r instanceof Report.Stopped s) {
+            return "STOPPED " + s.round();
+        }
+        Report.Failed f = (Report.Failed) r;
+        return "FAILED " + f.round() + " " + f.exitCode() + " " + f.summary();
+    }
+
+    @Override
+    public void close() {
+        try {
+            socket.close();
+        } catch (IOException e) {
+            // Already gone.
+        }
+    }
+}

@@ -1,0 +1,150 @@
+package dev.cohort.launcher;
+
+import static dev.cohort.launcher.testing.Processes.assertNoneAlive;
+import static dev.cohort.launcher.testing.Processes.awaitPid;
+import static dev.cohort.launcher.testing.Processes.pids;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.cohort.launcher.testing.TestWorker;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Two launchers on two hosts, each host a network namespace joined by a veth pair (192.0.2.1 and
+ * 192.0.2.2), form one group of 4 workers. Needs root and iproute2; skipped otherwise.
+ */
+@Timeout(120)
+class MultiNodeTest {
+
+    private static final String MASTER = "192.0.2.1";
+    private static final String SUFFIX = Long.toString(ProcessHandle.current().pid() % 100_000);
+    private static final String NS0 = "cohort-" + SUFFIX + "-0";
+    private static final String NS1 = "cohort-" + SUFFIX + "-1";
+
+    @TempDir
+    Path dir;
+
+    @BeforeAll
+    static void createHosts() throws Exception {
+        Assumptions.assumeTrue(sh("command -v ip >/dev/null").isEmpty(),
+                "multi-node test skipped: `ip` (iproute2) is missing; apt-get install iproute2");
+        Assumptions.assumeTrue(sh("[ \"$(id -u)\" = 0 ]").isEmpty(), "multi-node test skipped: needs root for network namespaces");
+        String v0 = "cv" + SUFFIX + "a";
+        String v1 = "cv" + SUFFIX + "b";
+        String error = sh("ip netns add " + NS0 + " && ip netns add " + NS1
+                + " && ip link add " + v0 + " type veth peer name " + v1
+                + " && ip link set " + v0 + " netns " + NS0 + " && ip link set " + v1 + " netns " + NS1
+                + " && ip -n " + NS0 + " addr add " + MASTER + "/24 dev " + v0
+                + " && ip -n " + NS1 + " addr add 192.0.2.2/24 dev " + v1
+                + " && for n in " + NS0 + " " + NS1 + "; do ip -n $n link set lo up; done"
+                + " && ip -n " + NS0 + " link set " + v0 + " up && ip -n " + NS1 + " link set " + v1 + " up");
+        if (!error.isEmpty()) {
+            deleteHosts();
+            Assumptions.abort("multi-node test skipped: cannot create network namespaces here: " + error);
+        }
+    }
+
+    @AfterAll
+    static void deleteHosts() throws Exception {
+        sh("ip netns del " + NS0 + "; ip netns del " + NS1 + "; true");
+    }
+
+    // Runs a shell command; returns its output when it fails, else "".
+    private static String sh(String command) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder("sh", "-c", command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes()).trim();
+        return p.waitFor() == 0 ? "" : (out.isEmpty() ? "exit " + p.exitValue() : out);
+    }
+
+    private Process node(String ns, int nodeRank, List<String> options, String... workerArgs) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", ns, WorkerProgram.javaExecutable(), "-cp",
+                System.getProperty("java.class.path"), LauncherMain.class.getName(), "--nnodes", "2", "--node-rank",
+                Integer.toString(nodeRank), "--nproc-per-node", "2", "--master-addr", MASTER, "--master-port", "29500",
+                "--grace-period", "2", "--join-timeout", "30", "--run-id", "multi"));
+        cmd.addAll(options);
+        cmd.addAll(List.of("--", TestWorker.class.getName()));
+        cmd.addAll(List.of(workerArgs));
+        return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log(nodeRank).toFile()).start();
+    }
+
+    private Path log(int nodeRank) {
+        return dir.resolve("node" + nodeRank + ".out");
+    }
+
+    private String output(int nodeRank) throws IOException {
+        return Files.readString(log(nodeRank));
+    }
+
+    private int awaitExit(Process p, int nodeRank) throws Exception {
+        if (!p.waitFor(60, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new AssertionError("node " + nodeRank + " did not exit; output:\n" + output(nodeRank));
+        }
+        return p.exitValue();
+    }
+
+    @Test
+    void twoNodesFormOneGroupWithConsistentRanks() throws Exception {
+        Process n1 = node(NS1, 1, List.of(), "rendezvous", dir.toString());
+        Process n0 = node(NS0, 0, List.of(), "rendezvous", dir.toString());
+        assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isZero();
+        assertThat(awaitExit(n1, 1)).as("node 1 exit; output:\n%s", output(1)).isZero();
+
+        assertThat(output(0)).contains("[rank 0] RENDEZVOUS 3");
+        assertThat(output(1)).contains("joining the group at 192.0.2.1:29501", "[rank 2] CONNECTED", "[rank 3] CONNECTED");
+        for (int rank = 0; rank < 4; rank++) {
+            int node = rank / 2;
+            String line = envLine(output(node), rank);
+            assertThat(line).contains(" RANK=" + rank + " ", "WORLD_SIZE=4", "LOCAL_RANK=" + rank % 2,
+                    "LOCAL_WORLD_SIZE=2", "GROUP_RANK=" + node, "MASTER_ADDR=" + MASTER, "MASTER_PORT=29500",
+                    "COHORT_RUN_ID=multi", "COHORT_RESTART_COUNT=0");
+        }
+    }
+
+    @Test
+    void aFailureOnOneNodeRestartsBothNodes() throws Exception {
+        Process n0 = node(NS0, 0, List.of("--max-restarts", "1"), "fail-until", dir.toString(), "1", "4", "3");
+        Process n1 = node(NS1, 1, List.of("--max-restarts", "1"), "fail-until", dir.toString(), "1", "4", "3");
+        assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isZero();
+        assertThat(awaitExit(n1, 1)).as("node 1 exit; output:\n%s", output(1)).isZero();
+
+        assertThat(output(1)).contains("rank 3 exited with code 4", "restarting the group: restart 1 of 1");
+        assertThat(output(0)).contains("restarting the group: restart 1 of 1");
+        for (int rank = 0; rank < 4; rank++) {
+            assertThat(envLine(output(rank / 2), rank)).contains("COHORT_RESTART_COUNT=1");
+        }
+        assertNoneAlive(pids(dir));
+    }
+
+    @Test
+    void whenOneNodesLauncherIsStoppedTheOtherNodeStopsToo() throws Exception {
+        Process n0 = node(NS0, 0, List.of(), "sleep", dir.toString());
+        Process n1 = node(NS1, 1, List.of(), "sleep", dir.toString());
+        for (int rank = 0; rank < 4; rank++) {
+            awaitPid(dir, rank, 0, 30_000);
+        }
+        n1.destroy();
+        assertThat(awaitExit(n1, 1)).isEqualTo(143);
+        assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isEqualTo(1);
+        assertThat(output(0)).contains("lost contact with the launcher of node 1");
+        assertNoneAlive(pids(dir));
+    }
+
+    private static String envLine(String output, int rank) {
+        List<String> lines = output.lines().filter(l -> l.startsWith("[rank " + rank + "] ENV"))
+                .collect(Collectors.toList());
+        assertThat(lines).as("ENV lines of rank %d in:\n%s", rank, output).isNotEmpty();
+        return lines.get(lines.size() - 1);
+    }
+}
