@@ -114,7 +114,7 @@ public final class GlooBackend extends DistributedBackend {
 
     /**
      * Every rank records its address in the store, so errors about a lost peer can name its rank.
-     * Returns address to ranks.
+     * Returns each address with the other ranks there (several when they share a host).
      */
     private Map<String, String> publishAddresses(Topology topology, Device device, String scope, Duration timeout) {
         Store store = rendezvous.client();
@@ -129,7 +129,10 @@ public final class GlooBackend extends DistributedBackend {
                 throw new GlooConnectException("rank " + topology.rank() + " of " + topology.worldSize() + ": rank " + r
                         + " did not join the rendezvous at " + rendezvous + " within " + timeout + ": " + e.getMessage(), e);
             }
-            byAddress.merge(store.get_to_str(key), Integer.toString(r), (a, b) -> a + "," + b);
+            String peerAddress = store.get_to_str(key);
+            if (r != topology.rank()) {
+                byAddress.merge(peerAddress, Integer.toString(r), (a, b) -> a + "," + b);
+            }
         }
         return new HashMap<>(byAddress);
     }

@@ -1,0 +1,69 @@
+package dev.cohort.gloo;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.cohort.core.testing.JvmWorkers;
+import dev.cohort.core.testing.JvmWorkers.Result;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Timeouts and lost peers on Gloo fail in time, with errors naming rank, operation and peer. */
+class GlooFailureTest {
+
+    @TempDir
+    Path tmp;
+
+    private static double failedAfter(String output) {
+        Matcher m = Pattern.compile("FAILED after ([0-9.]+) s").matcher(output);
+        assertThat(m.find()).as(output).isTrue();
+        return Double.parseDouble(m.group(1));
+    }
+
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aRankThatStopsCallingCollectivesTimesOutTheOthers() {
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(2,
+                r -> JvmWorkers.javaCommand(GlooFaultWorker.class, List.of(), List.of("absent")),
+                r -> GlooProcessesTest.env(r, 2, port, 2), tmp, Duration.ofSeconds(60));
+        String out = results.get(0).output();
+        assertThat(results.get(0).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(3);
+        assertThat(out).contains("CollectiveTimeoutException").contains("gloo world rank 0 of 2: allreduce #3 (float32[1024] SUM)");
+        assertThat(failedAfter(out)).isBetween(2.5, 6.0);   // timeout 3 s, failure within 2x
+    }
+
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aRankThatDiesIsNamedByTheOthers() {
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(2,
+                r -> JvmWorkers.javaCommand(GlooFaultWorker.class, List.of(), List.of("die")),
+                r -> GlooProcessesTest.env(r, 2, port, 2), tmp, Duration.ofSeconds(60));
+        String out = results.get(0).output();
+        assertThat(results.get(1).exitCode()).isEqualTo(9);
+        assertThat(results.get(0).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(3);
+        assertThat(out).contains("allreduce #3").contains("lost peer 127.0.0.1 (rank(s) 1)");
+        assertThat(failedAfter(out)).isLessThan(6.0);
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aMissingRankFailsTheConnectWithinItsTimeout() {
+        int port = JvmWorkers.freePort();
+        long start = System.nanoTime();
+        List<Result> results = JvmWorkers.run(1,
+                r -> JvmWorkers.javaCommand(GlooFaultWorker.class, List.of(), List.of("absent")),
+                r -> GlooProcessesTest.env(0, 2, port, 2), tmp, Duration.ofSeconds(40));
+        assertThat(results.get(0).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(4);
+        assertThat(results.get(0).output()).contains("CONNECT FAILED rank 0 of 2")
+                .contains("127.0.0.1:" + port);
+        assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(30));
+    }
+}
