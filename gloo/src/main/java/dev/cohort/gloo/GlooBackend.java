@@ -63,12 +63,12 @@ public final class GlooBackend extends DistributedBackend {
 
     @Override
     public boolean isAvailable() {
-        return GlooNatives.isLoadable();
+        return LibTorch.isLoadable();
     }
 
     @Override
     public String unavailableReason() {
-        return GlooNatives.failureReason();
+        return LibTorch.failureReason();
     }
 
     @Override
@@ -78,7 +78,7 @@ public final class GlooBackend extends DistributedBackend {
 
     @Override
     protected Connection connect() {
-        GlooNatives.load();
+        LibTorch.load();
         Duration connectTimeout = options.connectTimeout();
         Duration timeout = options.timeout();
         Path storeFile = fileRendezvous(options.rendezvous);

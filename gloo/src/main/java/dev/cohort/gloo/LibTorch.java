@@ -20,7 +20,7 @@ import org.bytedeco.javacpp.Loader;
  * cache, so extraction is serialized between processes with a file lock in the cache directory
  * (bounded wait), and within this JVM by this class's monitor.
  */
-final class GlooNatives {
+public final class LibTorch {
 
     /** How long a process waits for another one to finish extracting the natives. */
     static final Duration EXTRACT_LOCK_TIMEOUT = Duration.ofMinutes(5);
@@ -28,11 +28,11 @@ final class GlooNatives {
     private static volatile boolean loaded;
     private static volatile Throwable failure;
 
-    private GlooNatives() {
+    private LibTorch() {
     }
 
     /** Whether libtorch loads; never throws. */
-    static boolean isLoadable() {
+    public static boolean isLoadable() {
         try {
             load();
             return true;
@@ -42,7 +42,7 @@ final class GlooNatives {
     }
 
     /** What went wrong loading, or an empty string. */
-    static String failureReason() {
+    public static String failureReason() {
         Throwable t = failure;
         if (t == null) {
             return "";
@@ -51,7 +51,12 @@ final class GlooNatives {
                 + "; Cohort's gloo engine needs Linux on x86-64 with the cohort-gloo module's dependencies on the class path";
     }
 
-    static synchronized void load() {
+    /**
+     * Loads libtorch once per JVM; call before touching any {@code org.bytedeco.pytorch} class.
+     *
+     * @throws BackendUnavailableException saying what is missing
+     */
+    public static synchronized void load() {
         if (loaded) {
             return;
         }

@@ -1,0 +1,84 @@
+package dev.cohort.torch;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import org.bytedeco.pytorch.InputArchive;
+import org.bytedeco.pytorch.Module;
+import org.bytedeco.pytorch.Optimizer;
+import org.bytedeco.pytorch.OutputArchive;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+
+/**
+ * Training checkpoints: model parameters and buffers, optimizer state (momentum and the like) and
+ * the {@link TrainingPosition}, in one libtorch archive. Saving writes a temporary file beside the
+ * target and renames it over the target, so a crash mid-write never leaves a corrupt checkpoint.
+ * Data order and any randomness are functions of (seed, epoch), so the position is all a resumed
+ * run needs to continue exactly as the uninterrupted run would.
+ */
+public final class Checkpoints {
+
+    private Checkpoints() {
+    }
+
+    /** Saves atomically; call on the root worker only. */
+    public static void save(Path file, Module model, Optimizer optimizer, TrainingPosition position) {
+        Path dir = file.toAbsolutePath().getParent();
+        Path tmp = dir.resolve(file.getFileName() + ".tmp-" + ProcessHandle.current().pid());
+        try {
+            Files.createDirectories(dir);
+            OutputArchive archive = new OutputArchive();
+            OutputArchive modelArchive = new OutputArchive();
+            model.save(modelArchive);
+            archive.write("model", modelArchive);
+            OutputArchive optimizerArchive = new OutputArchive();
+            optimizer.save(optimizerArchive);
+            archive.write("optimizer", optimizerArchive);
+            archive.write("position", torch.tensor(new long[] {position.epoch(), position.batchInEpoch(), position.step()}));
+            archive.save_to(tmp.toString());
+            try {
+                Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                throw new IOException("cannot rename atomically into " + dir + "; keep checkpoints on a local or POSIX filesystem", e);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("saving checkpoint " + file + " failed: " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            throw new IllegalStateException("saving checkpoint " + file + " failed: " + e.getMessage(), e);
+        } finally {
+            try {
+                Files.deleteIfExists(tmp);
+            } catch (IOException ignored) {
+                // the rename took it, or it was never written
+            }
+        }
+    }
+
+    /** Loads into {@code model} and {@code optimizer} (on every rank) and returns where to continue. */
+    public static TrainingPosition load(Path file, Module model, Optimizer optimizer) {
+        if (!Files.isRegularFile(file)) {
+            throw new IllegalArgumentException("checkpoint " + file + " does not exist");
+        }
+        try {
+            InputArchive archive = new InputArchive();
+            archive.load_from(file.toString());
+            InputArchive modelArchive = new InputArchive();
+            archive.read("model", modelArchive);
+            model.load(modelArchive);
+            InputArchive optimizerArchive = new InputArchive();
+            archive.read("optimizer", optimizerArchive);
+            optimizer.load(optimizerArchive);
+            Tensor position = new Tensor();
+            archive.read("position", position);
+            return new TrainingPosition((int) position.get(0).item_long(), (int) position.get(1).item_long(),
+                    position.get(2).item_long());
+        } catch (RuntimeException e) {
+            throw new IllegalStateException("checkpoint " + file + " is unreadable or does not match this model: "
+                    + e.getMessage(), e);
+        }
+    }
+}

@@ -1,0 +1,80 @@
+package dev.cohort.torch;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.cohort.core.testing.JvmWorkers;
+import dev.cohort.core.testing.JvmWorkers.Result;
+import dev.cohort.core.threads.ThreadsBackend;
+import dev.cohort.core.threads.ThreadsWorld;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.bytedeco.pytorch.global.torch;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * N-rank training on shards equals single-process training on the whole batch: after
+ * {@value TinyTraining#STEPS} SGD steps with momentum the weights agree within 1e-5 relative.
+ */
+class EquivalenceTest {
+
+    static float[] reference;
+
+    @TempDir
+    Path tmp;
+
+    @BeforeAll
+    static void trainOnOneProcess() {
+        reference = TinyTraining.single();
+        torch.set_num_threads(1);
+    }
+
+    @ParameterizedTest(name = "threads engine, world {0}")
+    @ValueSource(ints = {1, 2, 3})
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void threadsEngineMatchesSingleProcess(int world) {
+        List<float[]> weights = new ThreadsWorld(world, world, Duration.ofSeconds(30)).runAll(rank -> {
+            try (ThreadsBackend backend = new ThreadsBackend()) {
+                backend.initialize();
+                return TinyTraining.distributed(backend);
+            }
+        }, Duration.ofSeconds(50));
+        for (float[] w : weights) {
+            assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(1e-5);
+            assertThat(w).containsExactly(weights.get(0));   // every rank holds the same bits
+        }
+    }
+
+    @ParameterizedTest(name = "gloo engine, world {0}")
+    @ValueSource(ints = {1, 2, 3})
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void glooEngineMatchesSingleProcess(int world) throws Exception {
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(world,
+                r -> JvmWorkers.javaCommand(TinyTrainingWorker.class, List.of(), List.of(tmp.toString())),
+                r -> Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port), "RANK", Integer.toString(r),
+                        "WORLD_SIZE", Integer.toString(world)),
+                tmp.resolve("logs"), Duration.ofSeconds(100));
+        for (Result r : results) {
+            assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
+            float[] w = parse(Files.readString(tmp.resolve("rank-" + r.rank() + ".txt")));
+            assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(1e-5);
+        }
+    }
+
+    static float[] parse(String text) {
+        String[] parts = text.replace("[", "").replace("]", "").split(",\\s*");
+        float[] w = new float[parts.length];
+        for (int i = 0; i < parts.length; i++) {
+            w[i] = Float.parseFloat(parts[i]);
+        }
+        return w;
+    }
+}
