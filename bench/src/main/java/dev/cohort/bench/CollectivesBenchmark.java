@@ -72,7 +72,7 @@ final class CollectivesBenchmark implements Callable<Integer> {
             }
             List<String> workerArgs = List.of("collectives-worker", "--backend", name, "--sizes", join(sizeList),
                     "--json", out.toString());
-            int rc = WorkerProcesses.run(world, BenchMain.class, workerArgs, Duration.ofSeconds(timeoutSeconds));
+            int rc = Workers.launch(world, workerArgs);
             if (rc != 0) {
                 return rc;
             }

@@ -1,0 +1,27 @@
+package dev.cohort.bench;
+
+import dev.cohort.launcher.LaunchOptions;
+import dev.cohort.launcher.LaunchResult;
+import dev.cohort.launcher.Launcher;
+import dev.cohort.launcher.WorkerProgram;
+import java.io.IOException;
+import java.util.List;
+
+/** Starts the benchmark's per-rank side on one node through the launcher, one compute thread each. */
+final class Workers {
+
+    private Workers() {
+    }
+
+    /** Runs {@code BenchMain args} on {@code world} local workers; returns the launcher's exit code. */
+    static int launch(int world, List<String> args) throws IOException {
+        LaunchOptions options = LaunchOptions.builder().nprocPerNode(world).masterPort(0)
+                .addEnvironment("OMP_NUM_THREADS", "1").addEnvironment("OPENBLAS_NUM_THREADS", "1")
+                .addEnvironment("COHORT_COMPUTE_THREADS", "1").build();
+        LaunchResult result = new Launcher(options, WorkerProgram.mainClass(BenchMain.class.getName(), args)).run();
+        if (!result.succeeded()) {
+            System.err.println("cohort bench: " + result.message());
+        }
+        return result.exitCode();
+    }
+}
