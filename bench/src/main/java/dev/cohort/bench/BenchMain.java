@@ -6,7 +6,8 @@ import picocli.CommandLine.Command;
 /** {@code ./cohort bench ...}: Cohort's benchmarks. */
 @Command(name = "cohort bench", mixinStandardHelpOptions = true,
         description = "Benchmarks with JSON output, shaped like the peers' in shared/peers.",
-        subcommands = {CollectivesBenchmark.class, CollectivesBenchmark.Worker.class})
+        subcommands = {CollectivesBenchmark.class, CollectivesBenchmark.Worker.class, TrainBenchmark.class,
+                TrainBenchmark.Worker.class})
 public final class BenchMain implements Runnable {
 
     @Override

@@ -9,10 +9,15 @@ import org.bytedeco.pytorch.Tensor;
  * see {@link GradientBuckets}), then applies the wrapped optimizer's update: Horovod's
  * {@code DistributedOptimizer}, and what DDP's backward hooks achieve.
  *
- * <p>It is the same native optimizer as the one wrapped (state, parameter groups, learning rate,
- * {@code zero_grad}, {@code save}/{@code load} all act on it). Gradient accumulation needs no
- * special scope: gradients of several backward passes accumulate locally and are averaged once,
- * at the step (what DDP's {@code no_sync} and Horovod's {@code backward_passes_per_step} do).
+ * <p>Communication overlaps the backward pass: each bucket's allreduce starts as soon as backward
+ * has produced its gradients; {@code step()} waits for the rest. It is the same native optimizer as
+ * the one wrapped (state, parameter groups, learning rate, {@code zero_grad}, {@code save}/
+ * {@code load} all act on it).
+ *
+ * <p>Gradient accumulation: run the backward passes that are not followed by a step inside
+ * {@link #noSync()} (DDP's {@code no_sync}, Horovod's {@code backward_passes_per_step}); their
+ * gradients accumulate locally and are averaged once, at the step. Without the scope the result is
+ * the same, but the early passes' communication is wasted.
  */
 public final class DistributedOptimizer extends Optimizer {
 
@@ -39,6 +44,29 @@ public final class DistributedOptimizer extends Optimizer {
                 + "(LBFGS-style optimizers); call backward() then step()");
     }
 
+    /** A scope whose backward passes start no communication; close it before the last backward of the step. */
+    public NoSync noSync() {
+        buckets.pauseHooks();
+        return new NoSync(buckets);
+    }
+
+    /** The scope returned by {@link #noSync()}; closing it twice is harmless. */
+    public static final class NoSync implements AutoCloseable {
+        private GradientBuckets buckets;
+
+        private NoSync(GradientBuckets buckets) {
+            this.buckets = buckets;
+        }
+
+        @Override
+        public void close() {
+            if (buckets != null) {
+                buckets.resumeHooks();
+                buckets = null;
+            }
+        }
+    }
+
     /** The wrapped optimizer (steps without averaging). */
     public Optimizer local() {
         return local;
@@ -47,5 +75,10 @@ public final class DistributedOptimizer extends Optimizer {
     /** The number of gradient buckets (for diagnostics). */
     public int bucketCount() {
         return buckets.bucketCount();
+    }
+
+    /** How many bucket allreduces started during backward so far (for diagnostics: overlap at work). */
+    public long bucketsStartedDuringBackward() {
+        return buckets.startedDuringBackward();
     }
 }

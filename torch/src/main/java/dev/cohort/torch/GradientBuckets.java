@@ -8,18 +8,29 @@ import dev.cohort.core.collective.Work;
 import java.util.ArrayList;
 import java.util.List;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorBase;
 import org.bytedeco.pytorch.TensorVector;
+import org.bytedeco.pytorch.VoidTensorHook;
 
 /**
- * Averages gradients across ranks, DDP style.
+ * Averages gradients across ranks, DDP style, overlapping communication with the backward pass.
  *
  * <p>Words: a <em>bucket</em> is one direct buffer holding the flattened gradients of several
- * parameters of one type, at most {@code bucketBytes} long (a parameter larger than that gets a
- * bucket of its own). Parameters are assigned in reverse registration order, the order in which
- * backward usually produces their gradients, so every rank builds the same buckets and reduces them
- * in the same order. {@link #averageGradients()} packs every bucket (a parameter without a gradient
- * counts as zeros), starts its allreduce at once (so bucket k travels while bucket k+1 is packed),
- * then waits for each in order and unpacks the averages into the parameters' {@code .grad}.
+ * parameters of one type, at most {@code bucketBytes} long (a larger parameter gets a bucket of its
+ * own). Parameters are assigned in reverse registration order, the order in which backward usually
+ * produces their gradients, so every rank builds the same buckets. An <em>iteration</em> runs from
+ * one {@link #averageGradients()} to the next.
+ *
+ * <p>A gradient hook on each parameter copies the parameter's gradient (plus what {@code .grad}
+ * already holds, when gradients accumulate) into its bucket as soon as backward computes it. When
+ * a bucket is full its allreduce starts, while backward goes on with earlier layers. Buckets are
+ * started strictly in bucket order (a full bucket waits for the ones before it), so all ranks issue
+ * the same collectives in the same order. {@link #averageGradients()} packs and starts whatever was
+ * not started (parameters unused in this iteration count as zeros, or as their accumulated
+ * {@code .grad}), redoes any bucket that backward touched again after it was started (a second
+ * backward without a step: accumulation), waits for each bucket in order and writes the averages
+ * into the parameters' {@code .grad}. Inside {@link #pauseHooks} scopes hooks do nothing, so
+ * accumulation steps cost no communication (DDP's {@code no_sync}).
  */
 final class GradientBuckets {
 
@@ -28,8 +39,12 @@ final class GradientBuckets {
 
     private final ProcessGroup group;
     private final List<Bucket> buckets = new ArrayList<>();
+    private final List<VoidTensorHook> hooks = new ArrayList<>();   // kept reachable: native code calls them
+    private int nextToStart;
+    private int paused;
+    private long startedDuringBackward;
 
-    GradientBuckets(ProcessGroup group, TensorVector parameters, long bucketBytes) {
+    GradientBuckets(ProcessGroup group, TensorVector parameters, long bucketBytes, boolean overlap) {
         if (bucketBytes < 1) {
             throw new IllegalArgumentException("bucket size must be >= 1 byte, got " + bucketBytes);
         }
@@ -52,21 +67,91 @@ final class GradientBuckets {
             open.add(p, bytes);
         }
         buckets.forEach(Bucket::allocate);
+        if (overlap) {
+            for (Bucket b : buckets) {
+                for (int slot = 0; slot < b.params.size(); slot++) {
+                    registerHook(b, slot);
+                }
+            }
+        }
     }
 
     int bucketCount() {
         return buckets.size();
     }
 
-    void averageGradients() {
-        List<Work> works = new ArrayList<>(buckets.size());
-        for (Bucket b : buckets) {
-            b.pack();
-            works.add(group.allreduce(b.buffer, ReduceOp.AVG));
+    /** How many bucket allreduces hooks started while backward was running (overlap at work). */
+    synchronized long startedDuringBackward() {
+        return startedDuringBackward;
+    }
+
+    synchronized void pauseHooks() {
+        paused++;
+    }
+
+    synchronized void resumeHooks() {
+        paused--;
+    }
+
+    /** Waits for (and where needed starts) every bucket, then writes the averages into {@code .grad}. */
+    synchronized void averageGradients() {
+        try {
+            for (int i = 0; i < buckets.size(); i++) {
+                Bucket b = buckets.get(i);
+                if (b.work != null && b.stale) {
+                    b.work.await();                 // superseded by accumulated gradients: redo it
+                    b.work = null;
+                }
+                if (b.work == null) {
+                    b.packMissing();
+                    b.work = group.allreduce(b.buffer, ReduceOp.AVG);
+                }
+            }
+            for (Bucket b : buckets) {
+                b.work.await();
+                b.unpack();
+            }
+        } finally {
+            for (Bucket b : buckets) {
+                b.reset();
+            }
+            nextToStart = 0;
         }
-        for (int i = 0; i < buckets.size(); i++) {
-            works.get(i).await();
-            buckets.get(i).unpack();
+    }
+
+    private void registerHook(Bucket bucket, int slot) {
+        VoidTensorHook hook = new VoidTensorHook() {
+            @Override
+            public void call(TensorBase grad) {
+                onGradient(bucket, slot, new Tensor(grad));
+            }
+        };
+        hooks.add(hook);
+        bucket.params.get(slot).register_hook(hook);
+    }
+
+    private synchronized void onGradient(Bucket bucket, int slot, Tensor grad) {
+        if (paused > 0) {
+            return;
+        }
+        if (bucket.work != null) {
+            bucket.stale = true;              // accumulation without a step: the step redoes it
+            return;
+        }
+        Tensor accumulated = bucket.params.get(slot).grad();
+        if (accumulated.defined()) {
+            bucket.views.get(slot).copy_(accumulated.add(grad));
+        } else {
+            bucket.views.get(slot).copy_(grad);
+        }
+        if (!bucket.ready[slot]) {
+            bucket.ready[slot] = true;
+            bucket.readyCount++;
+        }
+        while (nextToStart < buckets.size() && buckets.get(nextToStart).isFull()) {
+            Bucket next = buckets.get(nextToStart++);
+            next.work = group.allreduce(next.buffer, ReduceOp.AVG);
+            startedDuringBackward++;
         }
     }
 
@@ -75,10 +160,14 @@ final class GradientBuckets {
         final DataType type;
         final List<Tensor> params = new ArrayList<>();
         final List<long[]> ranges = new ArrayList<>();   // {offset, count} in elements
+        final List<Tensor> views = new ArrayList<>();
         long bytes;
         DenseBuffer buffer;
         Tensor flat;
-        final List<Tensor> views = new ArrayList<>();
+        boolean[] ready;
+        int readyCount;
+        boolean stale;
+        Work work;
 
         Bucket(DataType type) {
             this.type = type;
@@ -97,10 +186,19 @@ final class GradientBuckets {
                 long[] r = ranges.get(i);
                 views.add(flat.narrow(0, r[0], r[1]).view(params.get(i).sizes().vec().get()));
             }
+            ready = new boolean[params.size()];
         }
 
-        void pack() {
+        boolean isFull() {
+            return readyCount == params.size();
+        }
+
+        /** Fills the slots no hook filled this iteration from {@code .grad} (zeros when undefined). */
+        void packMissing() {
             for (int i = 0; i < params.size(); i++) {
+                if (ready[i] && !stale) {
+                    continue;
+                }
                 Tensor grad = params.get(i).grad();
                 if (grad.defined()) {
                     views.get(i).copy_(grad);
@@ -120,6 +218,13 @@ final class GradientBuckets {
                     p.mutable_grad().put(views.get(i).clone());
                 }
             }
+        }
+
+        void reset() {
+            java.util.Arrays.fill(ready, false);
+            readyCount = 0;
+            stale = false;
+            work = null;
         }
     }
 }

@@ -28,7 +28,8 @@ import org.bytedeco.pytorch.TensorVector;
  * {@link DataLoader} comes back over this rank's shard ({@link DistributedSampler}); the
  * learning-rate scheduler is passed through.
  *
- * <p>Options: {@value #BUCKET_BYTES} (a Number, default 25 MiB) sets the gradient bucket size.
+ * <p>Options: {@value #BUCKET_BYTES} (a Number, default 25 MiB) sets the gradient bucket size;
+ * {@value #OVERLAP} (Boolean, default true) overlaps communication with backward.
  * Declare the optimizer as {@code Optimizer} (the wrapper is an {@code Optimizer}, not an
  * {@code SGD}).
  */
@@ -36,6 +37,8 @@ public final class TorchDistributor implements Distributor {
 
     /** Option key: gradient bucket size in bytes. */
     public static final String BUCKET_BYTES = "bucketBytes";
+    /** Option key: Boolean, start bucket allreduces during backward (default true). */
+    public static final String OVERLAP = "overlap";
 
     @Override
     public boolean supports(DistributeRequest<?, ?, ?, ?> request) {
@@ -71,7 +74,8 @@ public final class TorchDistributor implements Distributor {
             TensorVector params = module != null ? module.parameters() : local.parameters();
             long bucketBytes = ((Number) request.options().getOrDefault(BUCKET_BYTES, GradientBuckets.DEFAULT_BUCKET_BYTES))
                     .longValue();
-            optimizer = (O) new DistributedOptimizer(local, new GradientBuckets(group, params, bucketBytes));
+            boolean overlap = (Boolean) request.options().getOrDefault(OVERLAP, Boolean.TRUE);
+            optimizer = (O) new DistributedOptimizer(local, new GradientBuckets(group, params, bucketBytes, overlap));
         }
         D data = request.trainingData();
         if (data instanceof DataLoader loader) {

@@ -52,6 +52,26 @@ class EquivalenceTest {
         }
     }
 
+    @ParameterizedTest(name = "threads engine, world 3, {0}")
+    @ValueSource(strings = {"no overlap", "small buckets", "accumulation in noSync", "accumulation without noSync"})
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void bucketingOverlapAndAccumulationDoNotChangeTheResult(String variant) {
+        List<float[]> weights = new ThreadsWorld(3, 3, Duration.ofSeconds(30)).runAll(rank -> {
+            try (ThreadsBackend backend = new ThreadsBackend()) {
+                backend.initialize();
+                return switch (variant) {
+                    case "no overlap" -> TinyTraining.distributed(backend, 25L << 20, false, 1, false);
+                    case "small buckets" -> TinyTraining.distributed(backend, 100, true, 1, false);
+                    case "accumulation in noSync" -> TinyTraining.distributed(backend, 100, true, 2, true);
+                    default -> TinyTraining.distributed(backend, 100, true, 2, false);
+                };
+            }
+        }, Duration.ofSeconds(50));
+        for (float[] w : weights) {
+            assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(1e-5);
+        }
+    }
+
     @ParameterizedTest(name = "gloo engine, world {0}")
     @ValueSource(ints = {1, 2, 3})
     @Timeout(value = 120, unit = TimeUnit.SECONDS)

@@ -95,14 +95,45 @@ final class TinyTraining {
      * are broadcast) and trains on its contiguous shard of each global batch.
      */
     static float[] distributed(DistributedBackend backend) {
+        return distributed(backend, 25L << 20, true, 1, false);
+    }
+
+    /**
+     * As above with a bucket size, overlap on or off, and {@code microBatches} backward passes per
+     * step (gradient accumulation; the loss of each is scaled by 1/microBatches), the early ones
+     * inside {@code noSync()} when asked.
+     */
+    static float[] distributed(DistributedBackend backend, long bucketBytes, boolean overlap, int microBatches,
+                               boolean noSync) {
         LibTorch.load();
         int n = backend.worldSize();
         int shard = GLOBAL_BATCH / n;
+        int micro = shard / microBatches;
         Net local = new Net(backend.rank());
         Distributed<Module, Optimizer, Object, Object> d = backend.distribute(
-                DistributeRequest.of((Module) local, sgd(local), null, null));
+                DistributeRequest.of((Module) local, sgd(local), null, null)
+                        .withOption(TorchDistributor.BUCKET_BYTES, bucketBytes)
+                        .withOption(TorchDistributor.OVERLAP, overlap));
+        DistributedOptimizer optimizer = (DistributedOptimizer) d.optimizer();
         for (int s = 0; s < STEPS; s++) {
-            step(local, d.optimizer(), batch(s, backend.rank() * shard, shard));
+            optimizer.zero_grad();
+            for (int m = 0; m < microBatches; m++) {
+                Batch b = batch(s, backend.rank() * shard + m * micro, micro);
+                Tensor loss = torch.cross_entropy(local.forward(b.inputs()), b.targets()).div(
+                        new org.bytedeco.pytorch.Scalar((double) microBatches));
+                if (noSync && m < microBatches - 1) {
+                    try (DistributedOptimizer.NoSync scope = optimizer.noSync()) {
+                        loss.backward();
+                    }
+                } else {
+                    loss.backward();
+                }
+            }
+            optimizer.step();
+        }
+        if (overlap && !noSync && optimizer.bucketsStartedDuringBackward() < (long) STEPS * optimizer.bucketCount()) {
+            throw new AssertionError("only " + optimizer.bucketsStartedDuringBackward() + " of " + STEPS + " x "
+                    + optimizer.bucketCount() + " buckets started during backward");
         }
         return weights(local);
     }
