@@ -5,10 +5,12 @@ import dev.cohort.core.collective.Collective;
 import dev.cohort.core.collective.CollectiveException;
 import dev.cohort.core.collective.CollectiveTimeoutException;
 import dev.cohort.core.collective.DenseBuffer;
+import dev.cohort.core.collective.OpKind;
 import dev.cohort.core.collective.ReduceOp;
 import dev.cohort.core.collective.Reduction;
 import dev.cohort.core.collective.Work;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -36,6 +38,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     private static final Pattern PEER = Pattern.compile("peer \\[?([0-9a-fA-F.:]+?)\\]?:(\\d+)");
 
     private final ProcessGroupGloo pg;
+    private final NativeCache cache = new NativeCache();
     private final String label;
     private final Map<String, String> ranksByAddress;
 
@@ -49,8 +52,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
 
     @Override
     protected Work start(Collective call, Duration timeout) {
-        Milliseconds ms = new Milliseconds(Math.max(1, timeout.toMillis()));
-        NativeTensors t = new NativeTensors();
+        NativeTensors t = new NativeTensors(cache);
+        long ms = Math.max(1, timeout.toMillis());
         try {
             return switch (call.kind()) {
                 case ALLREDUCE -> {
@@ -58,8 +61,9 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                         yield GlooWork.completed(call);
                     }
                     Tensor data = t.wrap(call.input(), true, true);
-                    AllreduceOptions o = t.keep(new AllreduceOptions()
-                            .reduceOp(t.keep(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))).timeout(ms));
+                    AllreduceOptions o = cache.options(List.of(OpKind.ALLREDUCE, redOp(call.op()), ms),
+                            () -> new AllreduceOptions().reduceOp(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))
+                                    .timeout(new Milliseconds(ms)));
                     Runnable finish = call.op() == ReduceOp.AVG
                             ? () -> Reduction.finish(ReduceOp.AVG, call.input(), size()) : () -> { };
                     yield work(call, pg.allreduce(t.keep(new TensorVector(data)), o), t, finish, timeout);
@@ -70,7 +74,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                     }
                     boolean root = call.root() == rank();
                     Tensor data = t.wrap(call.input(), root, !root);
-                    BroadcastOptions o = t.keep(new BroadcastOptions().rootRank(call.root()).timeout(ms));
+                    BroadcastOptions o = cache.options(List.of(OpKind.BROADCAST, call.root(), ms),
+                            () -> new BroadcastOptions().rootRank(call.root()).timeout(new Milliseconds(ms)));
                     yield work(call, pg.broadcast(t.keep(new TensorVector(data)), o), t, () -> { }, timeout);
                 }
                 case ALLGATHER -> {
@@ -79,7 +84,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                     }
                     Tensor in = t.wrap(call.input(), true, false);
                     Tensor out = t.wrap(call.output(), false, true);
-                    AllgatherOptions o = t.keep(new AllgatherOptions().timeout(ms));
+                    AllgatherOptions o = allgatherOptions(ms);
                     yield work(call, pg._allgather_base(out, in, o), t, () -> { }, timeout);
                 }
                 case ALLGATHERV -> allgatherv(call, t, ms, timeout);
@@ -89,13 +94,15 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                     }
                     Tensor in = t.wrap(call.input(), true, false);
                     Tensor out = t.wrap(call.output(), false, true);
-                    ReduceScatterOptions o = t.keep(new ReduceScatterOptions()
-                            .reduceOp(t.keep(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))).timeout(ms));
+                    ReduceScatterOptions o = cache.options(List.of(OpKind.REDUCE_SCATTER, redOp(call.op()), ms),
+                            () -> new ReduceScatterOptions().reduceOp(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))
+                                    .timeout(new Milliseconds(ms)));
                     Runnable finish = call.op() == ReduceOp.AVG
                             ? () -> Reduction.finish(ReduceOp.AVG, call.output(), size()) : () -> { };
                     yield work(call, pg._reduce_scatter_base(out, in, o), t, finish, timeout);
                 }
-                case BARRIER -> work(call, pg.barrier(t.keep(new BarrierOptions().timeout(ms))), t, () -> { }, timeout);
+                case BARRIER -> work(call, pg.barrier(cache.options(List.of(OpKind.BARRIER, ms),
+                        () -> new BarrierOptions().timeout(new Milliseconds(ms)))), t, () -> { }, timeout);
             };
         } catch (RuntimeException e) {
             t.close();
@@ -103,7 +110,11 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         }
     }
 
-    private Work allgatherv(Collective call, NativeTensors t, Milliseconds ms, Duration timeout) {
+    private AllgatherOptions allgatherOptions(long ms) {
+        return cache.options(List.of(OpKind.ALLGATHER, ms), () -> new AllgatherOptions().timeout(new Milliseconds(ms)));
+    }
+
+    private Work allgatherv(Collective call, NativeTensors t, long ms, Duration timeout) {
         int[] counts = call.counts();
         int max = 0;
         for (int c : counts) {
@@ -115,8 +126,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         DenseBuffer padded = DenseBuffer.allocateDirect(call.input().dataType(), max);
         padded.slice(0, call.input().count()).copyFrom(call.input());
         DenseBuffer gathered = DenseBuffer.allocateDirect(call.input().dataType(), max * size());
-        Tensor in = t.scratch(padded);
-        Tensor out = t.scratch(gathered);
+        Tensor in = t.tensor(padded);
+        Tensor out = t.tensor(gathered);
         int block = max;
         Runnable unpad = () -> {
             int offset = 0;
@@ -125,7 +136,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                 offset += counts[r];
             }
         };
-        return work(call, pg._allgather_base(out, in, t.keep(new AllgatherOptions().timeout(ms))), t, unpad, timeout);
+        return work(call, pg._allgather_base(out, in, allgatherOptions(ms)), t, unpad, timeout);
     }
 
     private Work work(Collective call, org.bytedeco.pytorch.Work w, NativeTensors t, Runnable finish, Duration timeout) {
@@ -156,6 +167,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
             // the group is going away; a failed shutdown of a broken group changes nothing
         }
         pg.close();
+        cache.close();
     }
 
     @Override

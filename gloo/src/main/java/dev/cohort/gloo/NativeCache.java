@@ -1,0 +1,72 @@
+package dev.cohort.gloo;
+
+import dev.cohort.core.collective.DataType;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+
+/**
+ * Native objects a group reuses from call to call, so the hot path allocates little: per-call
+ * options (c10d copies them at the call) and tensor headers over direct memory.
+ *
+ * <p>A cached tensor is a view (address, length, type) that owns nothing; it is reused only for a
+ * buffer at that same address, length and type, which is then valid memory again. The cache is
+ * bounded; it is dropped wholesale when full.
+ */
+final class NativeCache implements AutoCloseable {
+
+    private static final int MAX_TENSORS = 256;
+
+    private record TensorKey(long address, long count, DataType type) {
+    }
+
+    private final Map<Object, Pointer> options = new ConcurrentHashMap<>();
+    private final Map<TensorKey, Tensor> tensors = new ConcurrentHashMap<>();
+    private final Map<DataType, TensorOptions> tensorOptions = new ConcurrentHashMap<>();
+
+    /** The options object for {@code key}, made once by {@code make}. */
+    @SuppressWarnings("unchecked")
+    <P extends Pointer> P options(Object key, Supplier<P> make) {
+        return (P) options.computeIfAbsent(key, k -> make.get());
+    }
+
+    /** A tensor header over {@code count} elements of {@code type} at {@code data}. */
+    Tensor tensor(Pointer data, long count, DataType type) {
+        TensorKey key = new TensorKey(data.address() + data.position() * sizeOf(data), count, type);
+        Tensor cached = tensors.get(key);
+        if (cached != null) {
+            return cached;
+        }
+        if (tensors.size() >= MAX_TENSORS) {
+            tensors.clear();      // the dropped headers are freed by the garbage collector
+        }
+        TensorOptions o = tensorOptions.computeIfAbsent(type, t -> new TensorOptions(scalarType(t)));
+        Tensor t = torch.from_blob(data, new long[] {count}, o);
+        tensors.put(key, t);
+        return t;
+    }
+
+    private static long sizeOf(Pointer p) {
+        return p.position() == 0 ? 0 : p.sizeof();
+    }
+
+    static torch.ScalarType scalarType(DataType type) {
+        return switch (type) {
+            case FLOAT32 -> torch.ScalarType.Float;
+            case FLOAT64 -> torch.ScalarType.Double;
+            case INT32 -> torch.ScalarType.Int;
+            case INT64 -> torch.ScalarType.Long;
+        };
+    }
+
+    @Override
+    public void close() {
+        options.values().forEach(Pointer::close);
+        options.clear();
+        tensors.clear();
+    }
+}
