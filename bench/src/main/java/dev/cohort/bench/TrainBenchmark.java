@@ -6,6 +6,7 @@ import dev.cohort.core.Backends;
 import dev.cohort.core.DistributeRequest;
 import dev.cohort.core.DistributedBackend;
 import dev.cohort.gloo.LibTorch;
+import dev.cohort.torch.TorchDistributor;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -44,6 +45,8 @@ final class TrainBenchmark implements Callable<Integer> {
     int batch = 64;
     @Option(names = "--json", paramLabel = "FILE", description = "Write the result as JSON (torch_ddp.py's shape).")
     Path json;
+    @Option(names = "--no-overlap", description = "Average gradients only at the step, not during backward.")
+    boolean noOverlap;
 
     @Override
     public Integer call() throws Exception {
@@ -52,7 +55,7 @@ final class TrainBenchmark implements Callable<Integer> {
         }
         Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-train", ".json");
         int rc = Workers.launch(world, List.of("train-worker", "--backend", backend, "--steps", Integer.toString(steps),
-                "--warm", Integer.toString(warm), "--batch", Integer.toString(batch), "--json", out.toString()));
+                "--warm", Integer.toString(warm), "--batch", Integer.toString(batch), "--json", out.toString(), "--overlap=" + !noOverlap));
         if (rc != 0) {
             return rc;
         }
@@ -84,6 +87,7 @@ final class TrainBenchmark implements Callable<Integer> {
         @Option(names = "--warm", required = true) int warm;
         @Option(names = "--batch", required = true) int batch;
         @Option(names = "--json", required = true) Path json;
+        @Option(names = "--overlap", arity = "1") boolean overlap = true;
 
         @Override
         public Integer call() throws Exception {
@@ -94,7 +98,8 @@ final class TrainBenchmark implements Callable<Integer> {
                 torch.manual_seed(b.rank());
                 Mlp model = new Mlp();
                 Optimizer sgd = new SGD(model.parameters(), new SGDOptions(0.01));
-                Optimizer optimizer = b.distribute(DistributeRequest.of((Module) model, sgd, null, null)).optimizer();
+                Optimizer optimizer = b.distribute(DistributeRequest.of((Module) model, sgd, null, null)
+                        .withOption(TorchDistributor.OVERLAP, overlap)).optimizer();
                 int nb = 16;
                 Tensor[] xs = new Tensor[nb];
                 Tensor[] ys = new Tensor[nb];
@@ -119,7 +124,7 @@ final class TrainBenchmark implements Callable<Integer> {
                         count += params.get(i).numel();
                     }
                     int n = b.worldSize();
-                    Result r = new Result("cohort-" + b.name(), "java " + Runtime.version(), n, 1, steps, batch, count,
+                    Result r = new Result("cohort-" + b.name() + (overlap ? "" : "-no-overlap"), "java " + Runtime.version(), n, 1, steps, batch, count,
                             seconds, steps / seconds, (double) steps * batch * n / seconds);
                     new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(json.toFile(), r);
                 }

@@ -16,8 +16,8 @@ import org.bytedeco.pytorch.VoidTensorHook;
  * Averages gradients across ranks, DDP style, overlapping communication with the backward pass.
  *
  * <p>Words: a <em>bucket</em> is one direct buffer holding the flattened gradients of several
- * parameters of one type, at most {@code bucketBytes} long (a larger parameter gets a bucket of its
- * own). Parameters are assigned in reverse registration order, the order in which backward usually
+ * parameters of one type; parameters are added to the open bucket until it holds at least
+ * {@code bucketBytes} (1 MiB for the first bucket, as in DDP), then a new one opens. Parameters are assigned in reverse registration order, the order in which backward usually
  * produces their gradients, so every rank builds the same buckets. An <em>iteration</em> runs from
  * one {@link #averageGradients()} to the next.
  *
@@ -36,6 +36,8 @@ final class GradientBuckets {
 
     /** DDP's default bucket size. */
     static final long DEFAULT_BUCKET_BYTES = 25L * 1024 * 1024;
+    /** Like DDP, the first bucket (the last layers' gradients, ready first) closes early, so communication starts soon. */
+    static final long FIRST_BUCKET_BYTES = 1024 * 1024;
 
     private final ProcessGroup group;
     private final List<Bucket> buckets = new ArrayList<>();
@@ -59,12 +61,12 @@ final class GradientBuckets {
         Bucket open = null;
         for (Tensor p : params) {
             DataType type = TensorBuffers.dataType(p.scalar_type());
-            long bytes = p.numel() * type.byteSize();
-            if (open == null || open.type != type || (open.bytes > 0 && open.bytes + bytes > bucketBytes)) {
+            long limit = buckets.size() == 1 ? Math.min(FIRST_BUCKET_BYTES, bucketBytes) : bucketBytes;
+            if (open == null || open.type != type || open.bytes >= limit) {
                 open = new Bucket(type);
                 buckets.add(open);
             }
-            open.add(p, bytes);
+            open.add(p, p.numel() * type.byteSize());
         }
         buckets.forEach(Bucket::allocate);
         if (overlap) {
