@@ -7,6 +7,7 @@ import dev.cohort.core.testing.JvmWorkers.Result;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -65,5 +66,31 @@ class GlooFailureTest {
         assertThat(results.get(0).output()).contains("CONNECT FAILED rank 0 of 2")
                 .contains("127.0.0.1:" + port);
         assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(30));
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void ranksThatDisagreeOnTheWorldSizeAreToldSo() {
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(2,
+                r -> JvmWorkers.javaCommand(GlooFaultWorker.class, List.of(), List.of("absent")),
+                r -> Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port), "RANK", Integer.toString(r),
+                        "WORLD_SIZE", r == 0 ? "2" : "3"),
+                tmp, Duration.ofSeconds(40));
+        assertThat(results.get(0).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(4);
+        assertThat(results.get(0).output()).contains("rank 1 was started with WORLD_SIZE=3 but this rank with WORLD_SIZE=2");
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void twoProcessesWithTheSameRankAreToldSo() {
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(3,
+                r -> JvmWorkers.javaCommand(GlooFaultWorker.class, List.of(), List.of("absent")),
+                r -> Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port),
+                        "RANK", r == 0 ? "0" : "1", "WORLD_SIZE", "2"),
+                tmp, Duration.ofSeconds(40));
+        assertThat(results.get(1).output() + results.get(2).output())
+                .as(JvmWorkers.describe(results)).contains("another process already joined run 'cohort/0' as RANK=1");
     }
 }
