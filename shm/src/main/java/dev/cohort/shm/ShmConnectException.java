@@ -1,0 +1,14 @@
+package dev.cohort.shm;
+
+/** The ranks of the host could not attach to one shared mapping (timeout, mismatch, collision). */
+public final class ShmConnectException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    public ShmConnectException(String message) {
+        super(message);
+    }
+
+    public ShmConnectException(String message, Throwable cause) {
+        super(message, cause);
+    }
+}

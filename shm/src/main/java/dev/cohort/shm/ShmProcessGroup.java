@@ -1,0 +1,473 @@
+package dev.cohort.shm;
+
+import dev.cohort.core.collective.AbstractProcessGroup;
+import dev.cohort.core.collective.Collective;
+import dev.cohort.core.collective.CollectiveException;
+import dev.cohort.core.collective.CollectiveMismatchException;
+import dev.cohort.core.collective.CollectiveTimeoutException;
+import dev.cohort.core.collective.DenseBuffer;
+import dev.cohort.core.collective.PendingWork;
+import dev.cohort.core.collective.Work;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A {@link dev.cohort.core.collective.ProcessGroup} over one {@link ShmRegion}.
+ *
+ * <p><b>Execution.</b> Calls are queued in issue order and executed one at a time under the
+ * {@code runner} lock, by whichever thread gets there first: the thread that calls
+ * {@link Work#await()} runs the queue up to its own operation (so {@code allreduce(..).await()}
+ * costs no thread hand-off, which would cost more than a small allreduce itself), and an engine
+ * thread runs operations nobody awaits within {@link #GRACE_NS}, so work issued and not awaited
+ * still progresses. {@link Work#await(Duration)} and {@link Work#isDone()} only wait or look.
+ *
+ * <p><b>Algorithms.</b> The words: a <em>segment</em> is the part of a message that passes
+ * through the slots at once (at most {@code S} bytes per rank); each slot has two
+ * <em>stages</em>, and segment k of an operation uses stage {@code (ring + k) & 1}, so while the
+ * ranks read segment k from one stage they may write segment k+1 into the other. One barrier per
+ * segment separates writes from reads. The rule that keeps the pipeline safe: a rank writes a
+ * stage only at a point that every rank reaches after it finished reading that stage's previous
+ * contents (the barrier before them in program order).
+ * <ul>
+ * <li>allreduce: each segment is cut into n <em>parts</em> at fixed, 64-byte aligned boundaries;
+ *   rank r copies its parts j != r into its slot; after the barrier, rank r reduces part r over
+ *   all ranks in rank order (its own operand from its buffer) and writes the result to its buffer
+ *   and to the mapping, from where the others copy it after the next barrier. With two ranks the
+ *   result goes into the peer's slot, over the operand just read, so the lines written are ones
+ *   this core already owns (the prototype measured up to 10x for writing lines the peer holds).
+ *   Every element is computed once, by one rank: results are bit-identical on all ranks.
+ * <li>reduce-scatter: rank r copies block j's segment into sub-slot j of its slot; after the
+ *   barrier rank r reduces block r's segment into its output.
+ * <li>broadcast: the root copies a segment into its slot; after the barrier the others copy it out.
+ * <li>allgather(v): every rank copies its segment into its slot; after the barrier everyone copies
+ *   the others' segments into place.
+ * </ul>
+ * Every operation starts by publishing a tag (sequence number and signature hash) next to its
+ * barrier counter; after the first barrier each rank compares the others' tags with its own, so
+ * ranks that issue different collectives fail with {@link CollectiveMismatchException}.
+ */
+final class ShmProcessGroup extends AbstractProcessGroup {
+
+    static final long GRACE_NS = 200_000;
+    /** Part boundaries are multiples of this many bytes (one cache line, one 512-bit vector). */
+    private static final long ALIGN = 64;
+
+    private final String label;
+    private final ShmRegion region;
+    private final SpinBarrier barrier;
+    private final long segment;
+    private final int n;
+    private final int me;
+    private final ConcurrentLinkedQueue<Task> queue = new ConcurrentLinkedQueue<>();
+    private final ReentrantLock runner = new ReentrantLock();
+    private final AtomicBoolean engineIdle = new AtomicBoolean();
+    private final Thread engine;
+    private final long[] terms;
+    private volatile boolean closing;
+    private volatile CollectiveException broken;
+    private volatile Task current;
+    private long ring;
+
+    ShmProcessGroup(String label, ShmRegion region, Duration timeout) {
+        super(region.rank, region.size, timeout);
+        this.label = label;
+        this.region = region;
+        this.barrier = new SpinBarrier(region);
+        this.segment = region.segmentBytes;
+        this.n = region.size;
+        this.me = region.rank;
+        this.terms = new long[n];
+        this.engine = Thread.ofPlatform().daemon().name("cohort-shm-" + label.replace(' ', '-') + "-rank-" + me)
+                .unstarted(this::engineLoop);
+        engine.start();
+    }
+
+    @Override
+    protected String who() {
+        return label + " " + super.who();
+    }
+
+    // ----- execution ---------------------------------------------------------------------------
+
+    /** One queued call. */
+    private final class Task implements Work, SpinBarrier.Context {
+        final Collective call;
+        final PendingWork pending;
+        final long deadline;
+        final long timeoutNanos;
+
+        Task(Collective call, Duration timeout) {
+            this.call = call;
+            this.timeoutNanos = timeout.toNanos();
+            this.deadline = System.nanoTime() + timeoutNanos;
+            this.pending = new PendingWork(call, timeout, w -> timedOut(this));
+        }
+
+        @Override public Collective collective() { return call; }
+        @Override public boolean isDone() { return pending.isDone(); }
+        @Override public Optional<CollectiveException> failure() { return pending.failure(); }
+
+        @Override
+        public void await() {
+            runUntil(this);
+            pending.await();
+        }
+
+        @Override
+        public void await(Duration timeout) {
+            pending.await(timeout);
+        }
+
+        @Override
+        public String describe() {
+            return who() + ": " + call.describe();
+        }
+
+        @Override
+        public boolean closed() {
+            return closing;
+        }
+    }
+
+    @Override
+    protected Work start(Collective call, Duration timeout) {
+        Task task = new Task(call, timeout);
+        queue.add(task);
+        if (engineIdle.get() && engineIdle.compareAndSet(true, false)) {
+            LockSupport.unpark(engine);
+        }
+        return task;
+    }
+
+    /** Runs queued operations on this thread until {@code task} is done. */
+    private void runUntil(Task task) {
+        while (!task.isDone()) {
+            runner.lock();
+            try {
+                runOne();
+            } finally {
+                runner.unlock();
+            }
+        }
+    }
+
+    /** Under the runner lock: executes the oldest queued operation, if any. */
+    private void runOne() {
+        Task t = queue.poll();
+        if (t == null) {
+            return;
+        }
+        if (t.isDone()) {
+            // Its waiter reached the deadline before it started: the ranks are out of step now.
+            broken = t.failure().orElseGet(() -> new CollectiveException(t.describe() + ": abandoned"));
+            region.abort();
+            return;
+        }
+        CollectiveException b = broken;
+        if (b != null) {
+            t.pending.fail(new CollectiveException(t.describe() + ": the group is unusable after an earlier failure: "
+                    + b.getMessage(), b));
+            return;
+        }
+        if (closing) {
+            t.pending.fail(new CollectiveException(t.describe() + ": the process group was closed"));
+            return;
+        }
+        current = t;
+        try {
+            execute(t);
+            t.pending.complete();
+        } catch (CollectiveException e) {
+            fail(t, e);
+        } catch (RuntimeException | Error e) {
+            fail(t, new CollectiveException(t.describe() + " failed: " + e, e));
+        } finally {
+            current = null;
+        }
+    }
+
+    private void fail(Task t, CollectiveException e) {
+        broken = e;
+        region.abort();
+        t.pending.fail(e);
+    }
+
+    /** Called by a waiter that reached the deadline before the operation finished. */
+    private CollectiveException timedOut(Task t) {
+        Task running = current;
+        if (running == t) {
+            return new CollectiveTimeoutException(t.describe() + ": timed out after "
+                    + Duration.ofNanos(t.timeoutNanos) + " waiting for rank(s) " + barrier.missing());
+        }
+        return new CollectiveTimeoutException(t.describe() + ": timed out after " + Duration.ofNanos(t.timeoutNanos)
+                + " before it started" + (running == null ? "" : ", queued behind " + running.call.describe()));
+    }
+
+    private void engineLoop() {
+        while (!closing) {
+            if (queue.isEmpty()) {
+                engineIdle.set(true);
+                if (queue.isEmpty() && !closing) {
+                    LockSupport.park(this);
+                }
+                engineIdle.set(false);
+                continue;
+            }
+            LockSupport.parkNanos(GRACE_NS);   // let an awaiting caller run it on its own thread
+            if (!queue.isEmpty() && runner.tryLock()) {
+                try {
+                    runOne();
+                } finally {
+                    runner.unlock();
+                }
+            }
+        }
+    }
+
+    @Override
+    protected void release() {
+        closing = true;
+        LockSupport.unpark(engine);
+        boolean idle = false;
+        try {
+            engine.join(TimeUnit.SECONDS.toMillis(10));
+            idle = runner.tryLock(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        try {
+            for (Task t; (t = queue.poll()) != null; ) {
+                t.pending.fail(new CollectiveException(t.describe() + ": the process group was closed"));
+            }
+            if (me == 0) {
+                region.deleteIfOurs();
+            }
+            region.close();
+        } finally {
+            if (idle) {
+                runner.unlock();
+            }
+        }
+    }
+
+    // ----- the algorithms ----------------------------------------------------------------------
+
+    private void execute(Task t) {
+        Collective c = t.call;
+        region.memory.set(ValueLayout.JAVA_LONG, region.tagOffset(me, c.sequence()), tag(c));
+        switch (c.kind()) {
+            case ALLREDUCE -> allreduce(t);
+            case REDUCE_SCATTER -> reduceScatter(t);
+            case BROADCAST -> broadcast(t);
+            case ALLGATHER -> allgather(t, null);
+            case ALLGATHERV -> allgather(t, c.counts());
+            case BARRIER -> sync(t, true);
+        }
+    }
+
+    private static long tag(Collective c) {
+        return c.sequence() * 0x9E3779B97F4A7C15L ^ c.signature().hashCode();
+    }
+
+    /** One barrier; the first of each operation also compares the ranks' tags. */
+    private void sync(Task t, boolean first) {
+        barrier.await(t.deadline, t.timeoutNanos, t);
+        if (first) {
+            long mine = tag(t.call);
+            for (int j = 0; j < n; j++) {
+                long theirs = region.memory.get(ValueLayout.JAVA_LONG,
+                        region.tagOffset(j, t.call.sequence()));
+                if (theirs != mine) {
+                    throw new CollectiveMismatchException(t.describe() + ": rank " + j
+                            + " issued a different collective (kind, type, length, op or root) as its #"
+                            + t.call.sequence());
+                }
+            }
+        }
+    }
+
+    private int stage(long k) {
+        return (int) ((ring + k) & 1);
+    }
+
+    private static MemorySegment segmentOf(DenseBuffer b) {
+        return MemorySegment.ofBuffer(b.view());
+    }
+
+    /** Start (in elements) of part j of a segment of {@code full} elements, clipped to {@code len}. */
+    private long partLo(long full, long len, int j, int e) {
+        if (j >= n) {
+            return len;
+        }
+        long perLine = ALIGN / e;
+        return Math.min(len, full * j / n / perLine * perLine);
+    }
+
+    private void allreduce(Task t) {
+        DenseBuffer data = t.call.input();
+        long count = data.count();
+        if (count == 0 || n == 1) {
+            sync(t, true);
+            return;
+        }
+        int e = data.dataType().byteSize();
+        MemorySegment user = segmentOf(data);
+        MemorySegment shm = region.memory;
+        long full = segment / e;
+        long nseg = (count + full - 1) / full;
+        for (long k = 0; k < nseg; k++) {
+            long s0 = k * full;
+            long len = Math.min(full, count - s0);
+            int q = stage(k);
+            long mine = region.slot(me, q);
+            for (int j = 0; j < n; j++) {
+                if (j != me) {
+                    long lo = partLo(full, len, j, e);
+                    long hi = partLo(full, len, j + 1, e);
+                    MemorySegment.copy(user, (s0 + lo) * e, shm, mine + lo * e, (hi - lo) * e);
+                }
+            }
+            sync(t, k == 0);
+            if (k > 0) {
+                copyResults(user, k - 1, full, count, e);
+            }
+            long lo = partLo(full, len, me, e);
+            long hi = partLo(full, len, me + 1, e);
+            for (int j = 0; j < n; j++) {
+                terms[j] = region.slot(j, q) + lo * e;
+            }
+            ReduceKernels.reduce(data.dataType(), t.call.op(), n, me, user, (s0 + lo) * e, shm, terms, hi - lo,
+                    user, (s0 + lo) * e, resultSlot(me, q) + lo * e);
+        }
+        sync(t, false);
+        copyResults(user, nseg - 1, full, count, e);
+        ring += nseg;
+    }
+
+    /** Where the rank that reduces part {@code owner} leaves its result (see the class comment). */
+    private long resultSlot(int owner, int q) {
+        return region.slot(n == 2 ? 1 - owner : owner, q);
+    }
+
+    private void copyResults(MemorySegment user, long k, long full, long count, int e) {
+        long s0 = k * full;
+        long len = Math.min(full, count - s0);
+        int q = stage(k);
+        for (int j = 0; j < n; j++) {
+            if (j != me) {
+                long lo = partLo(full, len, j, e);
+                long hi = partLo(full, len, j + 1, e);
+                MemorySegment.copy(region.memory, resultSlot(j, q) + lo * e, user, (s0 + lo) * e, (hi - lo) * e);
+            }
+        }
+    }
+
+    private void reduceScatter(Task t) {
+        DenseBuffer input = t.call.input();
+        DenseBuffer output = t.call.output();
+        long block = output.count();
+        if (block == 0) {
+            sync(t, true);
+            return;
+        }
+        int e = input.dataType().byteSize();
+        MemorySegment in = segmentOf(input);
+        MemorySegment out = segmentOf(output);
+        MemorySegment shm = region.memory;
+        long per = Math.max(ALIGN / e, segment / n / ALIGN * ALIGN / e);   // elements of one block per segment
+        long nseg = (block + per - 1) / per;
+        for (long k = 0; k < nseg; k++) {
+            long s0 = k * per;
+            long len = Math.min(per, block - s0);
+            int q = stage(k);
+            long mine = region.slot(me, q);
+            for (int j = 0; j < n; j++) {
+                if (j != me) {
+                    MemorySegment.copy(in, (j * block + s0) * e, shm, mine + j * per * e, len * e);
+                }
+            }
+            sync(t, k == 0);
+            for (int j = 0; j < n; j++) {
+                terms[j] = region.slot(j, q) + me * per * e;
+            }
+            ReduceKernels.reduce(input.dataType(), t.call.op(), n, me, in, (me * block + s0) * e, shm, terms, len,
+                    out, s0 * e, -1);
+        }
+        ring += nseg;
+    }
+
+    private void broadcast(Task t) {
+        DenseBuffer data = t.call.input();
+        long count = data.count();
+        int root = t.call.root();
+        if (count == 0 || n == 1) {
+            sync(t, true);
+            return;
+        }
+        int e = data.dataType().byteSize();
+        MemorySegment user = segmentOf(data);
+        long full = segment / e;
+        long nseg = (count + full - 1) / full;
+        for (long k = 0; k < nseg; k++) {
+            long s0 = k * full;
+            long len = Math.min(full, count - s0);
+            long at = region.slot(root, stage(k));
+            if (me == root) {
+                MemorySegment.copy(user, s0 * e, region.memory, at, len * e);
+            }
+            sync(t, k == 0);
+            if (me != root) {
+                MemorySegment.copy(region.memory, at, user, s0 * e, len * e);
+            }
+        }
+        ring += nseg;
+    }
+
+    private void allgather(Task t, int[] countsOrNull) {
+        DenseBuffer input = t.call.input();
+        DenseBuffer output = t.call.output();
+        int e = input.dataType().byteSize();
+        long[] counts = new long[n];
+        long[] offsets = new long[n];
+        long total = 0;
+        long most = 0;
+        for (int j = 0; j < n; j++) {
+            counts[j] = countsOrNull == null ? input.count() : countsOrNull[j];
+            offsets[j] = total;
+            total += counts[j];
+            most = Math.max(most, counts[j]);
+        }
+        MemorySegment in = segmentOf(input);
+        MemorySegment out = segmentOf(output);
+        MemorySegment.copy(in, 0, out, offsets[me] * e, counts[me] * e);
+        long full = segment / e;
+        long nseg = n == 1 ? 0 : (most + full - 1) / full;
+        if (nseg == 0) {
+            sync(t, true);
+            return;
+        }
+        for (long k = 0; k < nseg; k++) {
+            long s0 = k * full;
+            int q = stage(k);
+            long mineLen = Math.max(0, Math.min(full, counts[me] - s0));
+            if (mineLen > 0) {
+                MemorySegment.copy(in, s0 * e, region.memory, region.slot(me, q), mineLen * e);
+            }
+            sync(t, k == 0);
+            for (int j = 0; j < n; j++) {
+                long len = Math.max(0, Math.min(full, counts[j] - s0));
+                if (j != me && len > 0) {
+                    MemorySegment.copy(region.memory, region.slot(j, q), out, (offsets[j] + s0) * e, len * e);
+                }
+            }
+        }
+        ring += nseg;
+    }
+}

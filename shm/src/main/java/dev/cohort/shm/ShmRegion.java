@@ -1,0 +1,331 @@
+package dev.cohort.shm;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.channels.FileChannel;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * One group's shared mapping of a {@code /dev/shm} file, and how the ranks of the host attach to
+ * it.
+ *
+ * <p>Layout (byte offsets; {@code n} ranks, {@code S} segment bytes):
+ * <pre>
+ *   [0, 4096)            header: magic, version, world size, segment bytes, total bytes,
+ *                        creator pid, attach count
+ *   CONTROL + 128 r      rank r's line: barrier counter, operation tags (by sequence parity)
+ *   INFO + 64 r          rank r's pid and abort flag (read only on the slow path)
+ *   DATA + r * STRIDE    rank r's slot: two pipeline stages of S bytes each
+ * </pre>
+ * Each rank's counter has its own 128-byte line, so a rank's release-store invalidates no line
+ * another rank writes. Slots are {@code 2S + 4 KiB} apart: power-of-two distances between buffers
+ * read together alias in the caches (the prototype measured 20x at 2^28 bytes).
+ *
+ * <p>Attach: local rank 0 creates the file with {@code O_EXCL} and mode 0600 (an existing file
+ * whose creator is dead is stale and replaced; one whose creator lives belongs to another job and
+ * is an error), sizes it, writes the header and publishes the magic last. The others wait for the
+ * file and the magic, and check that world size and segment size match. Every rank claims its
+ * pid slot (a taken slot means two jobs collided) and counts itself in; the last one to arrive
+ * unlinks the file, so from then on nothing is left behind even if every rank is killed.
+ */
+final class ShmRegion implements AutoCloseable {
+
+    static final long MAGIC = 0x434F484F52545348L;   // "COHORTSH"
+    static final long VERSION = 1;
+
+    private static final long H_MAGIC = 0;
+    private static final long H_VERSION = 8;
+    private static final long H_WORLD = 16;
+    private static final long H_SEGMENT = 24;
+    private static final long H_TOTAL = 32;
+    private static final long H_CREATOR = 40;
+    private static final long H_ATTACHED = 48;
+    static final long HEADER_BYTES = 4096;
+    static final long CONTROL = HEADER_BYTES;
+    static final long CONTROL_STRIDE = 128;
+    static final long TAG = 8;
+    static final long INFO_STRIDE = 64;
+    static final long ABORT = 8;
+
+    static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    final MemorySegment memory;
+    final Path path;
+    final int rank;
+    final int size;
+    final long segmentBytes;
+    final long info;
+    final long data;
+    final long slotStride;
+    private final Arena arena;
+    private final Object fileKey;
+
+    private ShmRegion(Arena arena, MemorySegment memory, Path path, Object fileKey, int rank, int size,
+                      long segmentBytes) {
+        this.arena = arena;
+        this.memory = memory;
+        this.path = path;
+        this.fileKey = fileKey;
+        this.rank = rank;
+        this.size = size;
+        this.segmentBytes = segmentBytes;
+        this.info = infoOffset(size);
+        this.data = dataOffset(size);
+        this.slotStride = 2 * segmentBytes + 4096;
+    }
+
+    static long infoOffset(int size) {
+        return align(CONTROL + size * CONTROL_STRIDE, 4096);
+    }
+
+    static long dataOffset(int size) {
+        return align(infoOffset(size) + size * INFO_STRIDE, 4096);
+    }
+
+    static long totalBytes(int size, long segmentBytes) {
+        return dataOffset(size) + size * (2 * segmentBytes + 4096);
+    }
+
+    static long align(long x, long a) {
+        return (x + a - 1) & -a;
+    }
+
+    /** The offset of stage {@code stage} (0 or 1) of rank {@code r}'s slot. */
+    long slot(int r, int stage) {
+        return data + r * slotStride + stage * segmentBytes;
+    }
+
+    long counterOffset(int r) {
+        return CONTROL + r * CONTROL_STRIDE;
+    }
+
+    long tagOffset(int r, long sequence) {
+        return CONTROL + r * CONTROL_STRIDE + TAG + 8 * (sequence & 1);
+    }
+
+    long pid(int r) {
+        return (long) LONG.getAcquire(memory, info + r * INFO_STRIDE);
+    }
+
+    long abortFlag(int r) {
+        return (long) LONG.getAcquire(memory, info + r * INFO_STRIDE + ABORT);
+    }
+
+    /** Tells the peers this rank gave up on the group, so they fail at once instead of at their timeout. */
+    void abort() {
+        try {
+            LONG.setRelease(memory, info + rank * INFO_STRIDE + ABORT, 1L);
+        } catch (IllegalStateException closed) {
+            // already unmapped
+        }
+    }
+
+    /**
+     * Creates (local rank 0) or opens the mapping at {@code path} and attaches this rank, waiting
+     * at most {@code timeout} for the file and for every rank to attach.
+     */
+    static ShmRegion attach(Path path, int rank, int size, long segmentBytes, Duration timeout, String who) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        long total = totalBytes(size, segmentBytes);
+        ShmRegion region = rank == 0 ? create(path, size, segmentBytes, total, deadline, who)
+                : open(path, rank, size, segmentBytes, total, deadline, who);
+        try {
+            region.join(deadline, timeout, who);
+            return region;
+        } catch (RuntimeException e) {
+            region.deleteIfOurs();
+            region.close();
+            throw e;
+        }
+    }
+
+    private static ShmRegion create(Path path, int size, long segmentBytes, long total, long deadline, String who) {
+        long self = ProcessHandle.current().pid();
+        for (int attempt = 0; ; attempt++) {
+            try {
+                Files.createFile(path, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+                break;
+            } catch (FileAlreadyExistsException e) {
+                Optional<Long> creator = creatorOf(path);
+                if (creator.isPresent() && creator.get() != self && alive(creator.get())) {
+                    throw new ShmConnectException(who + ": " + path + " belongs to a running job (pid " + creator.get()
+                            + "); two jobs on one host need different COHORT_RUN_ID or MASTER_PORT values");
+                }
+                if (creator.isEmpty() && attempt < 50 && System.nanoTime() < deadline) {
+                    sleep(20);   // perhaps another creator is still writing its header
+                    continue;
+                }
+                deleteQuietly(path);   // stale: its creator died before every rank attached
+            } catch (IOException e) {
+                throw new ShmConnectException(who + ": cannot create " + path + ": " + e, e);
+            }
+        }
+        Arena arena = Arena.ofShared();
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            Object key = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
+            MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, total, arena);   // extends the file
+            ShmRegion region = new ShmRegion(arena, m, path, key, 0, size, segmentBytes);
+            m.set(ValueLayout.JAVA_LONG, H_VERSION, VERSION);
+            m.set(ValueLayout.JAVA_LONG, H_WORLD, size);
+            m.set(ValueLayout.JAVA_LONG, H_SEGMENT, segmentBytes);
+            m.set(ValueLayout.JAVA_LONG, H_TOTAL, total);
+            m.set(ValueLayout.JAVA_LONG, H_CREATOR, self);
+            LONG.setRelease(m, H_MAGIC, MAGIC);
+            return region;
+        } catch (IOException | RuntimeException e) {
+            arena.close();
+            deleteQuietly(path);
+            throw new ShmConnectException(who + ": cannot map " + path + " (" + total + " bytes): " + e, e);
+        }
+    }
+
+    private static ShmRegion open(Path path, int rank, int size, long segmentBytes, long total, long deadline,
+                                  String who) {
+        String lastState = "the file does not exist";
+        while (true) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new ShmConnectException(who + ": local rank 0 did not create " + path + " in time (" + lastState
+                        + "); is local rank 0 running with the same COHORT_RUN_ID, COHORT_RESTART_COUNT and MASTER_PORT?");
+            }
+            try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                Object key = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
+                if (ch.size() < HEADER_BYTES) {
+                    lastState = "it has " + ch.size() + " bytes";
+                } else {
+                    String mismatch;
+                    try (Arena header = Arena.ofConfined()) {
+                        MemorySegment h = ch.map(FileChannel.MapMode.READ_ONLY, 0, HEADER_BYTES, header);
+                        mismatch = (long) LONG.getAcquire(h, H_MAGIC) != MAGIC ? ""
+                                : mismatch(h, size, segmentBytes, total);
+                    }
+                    if (mismatch == null && ch.size() >= total) {
+                        Arena arena = Arena.ofShared();
+                        MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, total, arena);
+                        return new ShmRegion(arena, m, path, key, rank, size, segmentBytes);
+                    }
+                    if (mismatch != null && !mismatch.isEmpty()) {
+                        throw new ShmConnectException(who + ": " + path + " was created for another group: " + mismatch);
+                    }
+                    lastState = "its header is not written yet";
+                }
+            } catch (NoSuchFileException e) {
+                lastState = "the file does not exist";
+            } catch (IOException e) {
+                throw new ShmConnectException(who + ": cannot open " + path + ": " + e, e);
+            }
+            sleep(5);
+        }
+    }
+
+    private static String mismatch(MemorySegment m, int size, long segmentBytes, long total) {
+        long version = m.get(ValueLayout.JAVA_LONG, H_VERSION);
+        long world = m.get(ValueLayout.JAVA_LONG, H_WORLD);
+        long segment = m.get(ValueLayout.JAVA_LONG, H_SEGMENT);
+        long bytes = m.get(ValueLayout.JAVA_LONG, H_TOTAL);
+        if (version != VERSION) {
+            return "layout version " + version + ", this rank speaks " + VERSION;
+        }
+        if (world != size) {
+            return "world size " + world + ", this rank has WORLD_SIZE=" + size;
+        }
+        if (segment != segmentBytes || bytes != total) {
+            return "segment of " + segment + " bytes, this rank uses " + segmentBytes + " (--shm-segment-kib must agree)";
+        }
+        return null;
+    }
+
+    /** Claims this rank's pid slot, counts itself in (the last one unlinks the file), waits for all. */
+    private void join(long deadline, Duration timeout, String who) {
+        long self = ProcessHandle.current().pid();
+        long pidAt = info + rank * INFO_STRIDE;
+        long previous = (long) LONG.compareAndExchange(memory, pidAt, 0L, self);
+        if (previous != 0 && previous != self) {
+            throw new ShmConnectException(who + ": rank " + rank + "'s slot in " + path + " is taken by pid " + previous
+                    + "; two jobs on one host need different COHORT_RUN_ID or MASTER_PORT values");
+        }
+        long attached = (long) LONG.getAndAdd(memory, H_ATTACHED, 1L) + 1;
+        if (attached == size) {
+            deleteIfOurs();
+        }
+        for (int r = 0; r < size; r++) {
+            while (pid(r) == 0) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw new ShmConnectException(who + ": rank " + r + " did not attach to " + path + " within "
+                            + timeout);
+                }
+                long creator = memory.get(ValueLayout.JAVA_LONG, H_CREATOR);
+                if (!alive(creator)) {
+                    throw new ShmConnectException(who + ": local rank 0 (pid " + creator + ") died while the ranks attached");
+                }
+                sleep(1);
+            }
+        }
+    }
+
+    /** Unlinks the file if the name still refers to the file this rank mapped. */
+    void deleteIfOurs() {
+        try {
+            Object key = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
+            if (Objects.equals(key, fileKey)) {
+                Files.deleteIfExists(path);
+            }
+        } catch (IOException e) {
+            // gone already, or never ours
+        }
+    }
+
+    private static Optional<Long> creatorOf(Path path) {
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+            if (ch.size() < HEADER_BYTES) {
+                return Optional.empty();
+            }
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment m = ch.map(FileChannel.MapMode.READ_ONLY, 0, HEADER_BYTES, arena);
+                if ((long) LONG.getAcquire(m, H_MAGIC) != MAGIC) {
+                    return Optional.empty();
+                }
+                return Optional.of(m.get(ValueLayout.JAVA_LONG, H_CREATOR));
+            }
+        } catch (IOException e) {
+            return Optional.empty();
+        }
+    }
+
+    static boolean alive(long pid) {
+        return ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
+    }
+
+    private static void deleteQuietly(Path path) {
+        try {
+            Files.deleteIfExists(path);
+        } catch (IOException e) {
+            // the create that follows reports the real problem
+        }
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ShmConnectException("interrupted while attaching to the shared mapping", e);
+        }
+    }
+
+    @Override
+    public void close() {
+        arena.close();
+    }
+}

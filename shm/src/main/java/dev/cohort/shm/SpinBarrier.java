@@ -1,0 +1,121 @@
+package dev.cohort.shm;
+
+import dev.cohort.core.collective.CollectiveException;
+import dev.cohort.core.collective.CollectiveTimeoutException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The group's barrier: one monotonic counter per rank on its own cache line. Entering phase
+ * {@code p}, a rank release-stores {@code p} into its counter and acquire-loads the others' until
+ * all reach {@code p}: everything a rank wrote before entering is visible to every rank after it.
+ *
+ * <p>Waiting spins with {@link Thread#onSpinWait()} for {@link #SPIN_NS}, then yields until
+ * {@link #YIELD_NS}, then parks {@link #PARK_NS} at a time. Past the spin phase it checks, every
+ * {@link #CHECK_NS}, the deadline, whether the group was closed, whether a peer aborted and
+ * whether the missing peers' processes are alive, so a wait never outlives a dead peer or the
+ * operation's timeout.
+ */
+final class SpinBarrier {
+
+    static final long SPIN_NS = Long.getLong("cohort.shm.spinNs", 50_000);
+    static final long YIELD_NS = Long.getLong("cohort.shm.yieldNs", 2_000_000);
+    static final long PARK_NS = Long.getLong("cohort.shm.parkNs", 20_000);
+    static final long CHECK_NS = 2_000_000;
+
+    /** What the waiting rank was doing, for messages: "shm rank 0 of 2: allreduce #3 (...)". */
+    interface Context {
+        String describe();
+
+        boolean closed();
+    }
+
+    private final ShmRegion region;
+    private final ProcessHandle[] peers;
+    private final long[] pids;
+    private long phase;
+
+    SpinBarrier(ShmRegion region) {
+        this.region = region;
+        int n = region.size;
+        this.peers = new ProcessHandle[n];
+        this.pids = new long[n];
+        for (int r = 0; r < n; r++) {
+            pids[r] = region.pid(r);
+            peers[r] = ProcessHandle.of(pids[r]).orElse(null);
+        }
+        this.phase = (long) ShmRegion.LONG.getAcquire(region.memory, region.counterOffset(region.rank));
+    }
+
+    /** Enters the next phase and waits until every rank has entered it. */
+    void await(long deadlineNanos, long timeoutNanos, Context context) {
+        long p = ++phase;
+        ShmRegion.LONG.setRelease(region.memory, region.counterOffset(region.rank), p);
+        for (int j = 0; j < region.size; j++) {
+            if (j != region.rank && (long) ShmRegion.LONG.getAcquire(region.memory, region.counterOffset(j)) < p) {
+                waitFor(j, p, deadlineNanos, timeoutNanos, context);
+            }
+        }
+    }
+
+    /** Ranks that have not reached the current phase (for messages). */
+    List<Integer> missing() {
+        List<Integer> m = new ArrayList<>();
+        for (int j = 0; j < region.size; j++) {
+            if (j != region.rank && (long) ShmRegion.LONG.getAcquire(region.memory, region.counterOffset(j)) < phase) {
+                m.add(j);
+            }
+        }
+        return m;
+    }
+
+    private void waitFor(int j, long p, long deadline, long timeoutNanos, Context context) {
+        long start = 0;
+        long nextCheck = 0;
+        int spins = 0;
+        long off = region.counterOffset(j);
+        while ((long) ShmRegion.LONG.getAcquire(region.memory, off) < p) {
+            Thread.onSpinWait();
+            if ((++spins & 255) != 0) {
+                continue;
+            }
+            long now = System.nanoTime();
+            if (start == 0) {
+                start = now;
+                nextCheck = now + SPIN_NS;
+            }
+            long waited = now - start;
+            if (waited > YIELD_NS) {
+                LockSupport.parkNanos(PARK_NS);
+            } else if (waited > SPIN_NS) {
+                Thread.yield();
+            }
+            if (now - nextCheck >= 0) {
+                check(deadline, timeoutNanos, context);
+                nextCheck = now + CHECK_NS;
+            }
+        }
+    }
+
+    private void check(long deadline, long timeoutNanos, Context context) {
+        if (context.closed()) {
+            throw new CollectiveException(context.describe() + ": the process group was closed");
+        }
+        List<Integer> missing = missing();
+        for (int j : missing) {
+            if (peers[j] == null || !peers[j].isAlive()) {
+                throw new CollectiveException(context.describe() + ": lost peer rank " + j + " (pid " + pids[j]
+                        + "): its process died while this rank waited for it");
+            }
+            if (region.abortFlag(j) != 0) {
+                throw new CollectiveException(context.describe() + ": peer rank " + j + " (pid " + pids[j]
+                        + ") abandoned the group after a failure of its own (see its log)");
+            }
+        }
+        if (System.nanoTime() - deadline >= 0) {
+            throw new CollectiveTimeoutException(context.describe() + ": timed out after "
+                    + java.time.Duration.ofNanos(timeoutNanos) + " waiting for rank(s) " + missing);
+        }
+    }
+}

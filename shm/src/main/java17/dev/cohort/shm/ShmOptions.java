@@ -1,0 +1,73 @@
+package dev.cohort.shm;
+
+import java.time.Duration;
+import picocli.CommandLine.Option;
+
+/** The shm backend's command-line options, each next to its default. */
+public final class ShmOptions {
+
+    /** Default timeout of each collective. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
+    /** Default time allowed for all ranks of the host to attach to the shared mapping. */
+    public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(60);
+    /** Default bytes one rank's slot holds per pipeline stage (two stages per slot). */
+    public static final int DEFAULT_SEGMENT_KIB = 1024;
+
+    @Option(names = "--shm-timeout", paramLabel = "SECONDS",
+            description = "Timeout of each collective (default: 300).")
+    double timeoutSeconds = DEFAULT_TIMEOUT.toSeconds();
+
+    @Option(names = "--shm-connect-timeout", paramLabel = "SECONDS",
+            description = "Time for all ranks of the host to attach to the shared mapping (default: 60).")
+    double connectTimeoutSeconds = DEFAULT_CONNECT_TIMEOUT.toSeconds();
+
+    @Option(names = "--shm-segment-kib", paramLabel = "KIB",
+            description = "Pipeline segment per rank in KiB; larger messages are cut into segments (default: 1024).")
+    int segmentKib = DEFAULT_SEGMENT_KIB;
+
+    public ShmOptions timeout(Duration timeout) {
+        this.timeoutSeconds = positiveSeconds("--shm-timeout", timeout);
+        return this;
+    }
+
+    public ShmOptions connectTimeout(Duration timeout) {
+        this.connectTimeoutSeconds = positiveSeconds("--shm-connect-timeout", timeout);
+        return this;
+    }
+
+    public ShmOptions segmentKib(int kib) {
+        this.segmentKib = kib;
+        segmentBytes();
+        return this;
+    }
+
+    public Duration timeout() {
+        return duration("--shm-timeout", timeoutSeconds);
+    }
+
+    public Duration connectTimeout() {
+        return duration("--shm-connect-timeout", connectTimeoutSeconds);
+    }
+
+    /** The segment size in bytes: 4 KiB to 64 MiB. */
+    public long segmentBytes() {
+        if (segmentKib < 4 || segmentKib > 64 * 1024) {
+            throw new IllegalArgumentException("--shm-segment-kib must be in [4, 65536], got " + segmentKib);
+        }
+        return segmentKib * 1024L;
+    }
+
+    private static double positiveSeconds(String name, Duration d) {
+        if (d == null || d.isNegative() || d.isZero()) {
+            throw new IllegalArgumentException(name + " must be positive, got " + d);
+        }
+        return d.toNanos() / 1e9;
+    }
+
+    private static Duration duration(String name, double seconds) {
+        if (!(seconds > 0) || Double.isInfinite(seconds)) {
+            throw new IllegalArgumentException(name + " must be a positive number of seconds, got " + seconds);
+        }
+        return Duration.ofNanos((long) (seconds * 1e9));
+    }
+}
