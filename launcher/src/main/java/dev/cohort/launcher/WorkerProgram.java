@@ -39,9 +39,31 @@ public final class WorkerProgram {
         return description;
     }
 
-    /** Runs {@code mainClass} with this JVM's class path. */
+    /**
+     * Runs {@code mainClass} with this JVM's class path and this JVM's module options
+     * ({@code --add-modules}, {@code --enable-native-access}, ...), so an engine that needs an
+     * incubator module works in the workers when it works here.
+     */
     public static WorkerProgram mainClass(String mainClass, List<String> args) {
-        return mainClass(mainClass, args, System.getProperty("java.class.path"), List.of());
+        return mainClass(mainClass, args, System.getProperty("java.class.path"), inheritedModuleOptions());
+    }
+
+    /** This JVM's options that workers on the same class path need too. */
+    static List<String> inheritedModuleOptions() {
+        List<String> inherited = new ArrayList<>();
+        List<String> input = java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments();
+        for (int i = 0; i < input.size(); i++) {
+            String a = input.get(i);
+            if (a.startsWith("--add-modules=") || a.startsWith("--enable-native-access") || a.startsWith("--add-opens=")
+                    || a.startsWith("--add-exports=")) {
+                inherited.add(a);
+            } else if ((a.equals("--add-modules") || a.equals("--add-opens") || a.equals("--add-exports"))
+                    && i + 1 < input.size()) {
+                inherited.add(a);
+                inherited.add(input.get(++i));
+            }
+        }
+        return inherited;
     }
 
     /** Runs {@code mainClass} with {@code classPath} and extra JVM options (e.g. {@code -Xmx2g}). */
