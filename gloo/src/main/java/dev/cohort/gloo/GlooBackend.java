@@ -160,7 +160,7 @@ public final class GlooBackend extends DistributedBackend {
         o.devices(new GlooDeviceVector(device));
         ProcessGroupGloo pg;
         try {
-            pg = new ProcessGroupGloo(store, rank, size, o);
+            pg = LibTorch.retain(new ProcessGroupGloo(store, rank, size, o));
         } catch (RuntimeException e) {
             throw new GlooConnectException(label + " rank " + rank + " of " + size + ": could not connect to its peers within "
                     + connectTimeout + ": " + e.getMessage(), e);

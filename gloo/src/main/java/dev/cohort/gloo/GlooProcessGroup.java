@@ -166,7 +166,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         } catch (RuntimeException e) {
             // the group is going away; a failed shutdown of a broken group changes nothing
         }
-        pg.close();
+        LibTorch.release(pg);
         cache.close();
     }
 

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import org.bytedeco.javacpp.Loader;
+import org.bytedeco.javacpp.Pointer;
 
 /**
  * Loads libtorch (with c10d and Gloo) through JavaCPP, robustly.
@@ -29,6 +30,23 @@ public final class LibTorch {
     private static volatile Throwable failure;
 
     private LibTorch() {
+    }
+
+    /**
+     * Marks a native object Cohort keeps beyond the current call, so that a caller's
+     * {@code PointerScope} (JavaCPP's usual training-loop idiom) does not free it when it closes.
+     * Pair with {@link #release}.
+     */
+    public static <P extends Pointer> P retain(P p) {
+        p.retainReference();
+        return p;
+    }
+
+    /** Gives up what {@link #retain} kept; the object is freed once nothing else holds it. */
+    public static void release(Pointer p) {
+        if (p != null && !p.isNull()) {
+            p.releaseReference();
+        }
     }
 
     /** Whether libtorch loads; never throws. */

@@ -15,7 +15,8 @@ import org.bytedeco.pytorch.global.torch;
  *
  * <p>A cached tensor is a view (address, length, type) that owns nothing; it is reused only for a
  * buffer at that same address, length and type, which is then valid memory again. The cache is
- * bounded; it is dropped wholesale when full.
+ * bounded; it is dropped wholesale when full. Everything cached is retained against the caller's
+ * {@code PointerScope} and released at {@link #close()}.
  */
 final class NativeCache implements AutoCloseable {
 
@@ -31,7 +32,7 @@ final class NativeCache implements AutoCloseable {
     /** The options object for {@code key}, made once by {@code make}. */
     @SuppressWarnings("unchecked")
     <P extends Pointer> P options(Object key, Supplier<P> make) {
-        return (P) options.computeIfAbsent(key, k -> make.get());
+        return (P) options.computeIfAbsent(key, k -> LibTorch.retain(make.get()));
     }
 
     /** A tensor header over {@code count} elements of {@code type} at {@code data}. */
@@ -42,10 +43,10 @@ final class NativeCache implements AutoCloseable {
             return cached;
         }
         if (tensors.size() >= MAX_TENSORS) {
-            tensors.clear();      // the dropped headers are freed by the garbage collector
+            dropTensors();
         }
-        TensorOptions o = tensorOptions.computeIfAbsent(type, t -> new TensorOptions(scalarType(t)));
-        Tensor t = torch.from_blob(data, new long[] {count}, o);
+        TensorOptions o = tensorOptions.computeIfAbsent(type, t -> LibTorch.retain(new TensorOptions(scalarType(t))));
+        Tensor t = LibTorch.retain(torch.from_blob(data, new long[] {count}, o));
         tensors.put(key, t);
         return t;
     }
@@ -63,10 +64,18 @@ final class NativeCache implements AutoCloseable {
         };
     }
 
+    /** Drops the tensor headers; an in-flight call still holds its own reference in c10d. */
+    private synchronized void dropTensors() {
+        tensors.values().forEach(LibTorch::release);
+        tensors.clear();
+    }
+
     @Override
     public void close() {
-        options.values().forEach(Pointer::close);
+        options.values().forEach(LibTorch::release);
         options.clear();
-        tensors.clear();
+        tensorOptions.values().forEach(LibTorch::release);
+        tensorOptions.clear();
+        dropTensors();
     }
 }

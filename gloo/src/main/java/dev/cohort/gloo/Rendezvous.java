@@ -17,7 +17,8 @@ import org.bytedeco.pytorch.TCPStoreOptions;
  * <p>Trap: c10d takes stores as {@code intrusive_ptr}; JavaCPP adopts a Java-created store the
  * first time it is passed to native code, and a second pass aborts the process. So the object we
  * construct is kept here (alive for the whole job, it hosts the server on rank 0) and only
- * native-made clones are ever handed on.
+ * native-made clones are ever handed on. Both are retained against the caller's
+ * {@code PointerScope}.
  */
 final class Rendezvous implements AutoCloseable {
 
@@ -26,8 +27,8 @@ final class Rendezvous implements AutoCloseable {
     private final String description;
 
     private Rendezvous(Store owner, String description) {
-        this.owner = owner;
-        this.client = owner.clone();
+        this.owner = LibTorch.retain(owner);
+        this.client = LibTorch.retain(owner.clone());
         this.description = description;
     }
 
@@ -73,7 +74,7 @@ final class Rendezvous implements AutoCloseable {
 
     @Override
     public void close() {
-        client.close();
-        owner.close();
+        LibTorch.release(client);
+        LibTorch.release(owner);
     }
 }

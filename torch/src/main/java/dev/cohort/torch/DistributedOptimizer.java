@@ -1,5 +1,6 @@
 package dev.cohort.torch;
 
+import dev.cohort.gloo.LibTorch;
 import org.bytedeco.pytorch.LossClosure;
 import org.bytedeco.pytorch.Optimizer;
 import org.bytedeco.pytorch.Tensor;
@@ -26,7 +27,7 @@ public final class DistributedOptimizer extends Optimizer {
 
     DistributedOptimizer(Optimizer local, GradientBuckets buckets) {
         super(local);
-        this.local = local;
+        this.local = LibTorch.retain(local);   // the wrapper uses it for as long as it lives
         this.buckets = buckets;
     }
 

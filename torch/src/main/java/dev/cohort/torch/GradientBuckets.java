@@ -5,6 +5,7 @@ import dev.cohort.core.collective.DenseBuffer;
 import dev.cohort.core.collective.ProcessGroup;
 import dev.cohort.core.collective.ReduceOp;
 import dev.cohort.core.collective.Work;
+import dev.cohort.gloo.LibTorch;
 import java.util.ArrayList;
 import java.util.List;
 import org.bytedeco.pytorch.Tensor;
@@ -31,6 +32,10 @@ import org.bytedeco.pytorch.VoidTensorHook;
  * backward without a step: accumulation), waits for each bucket in order and writes the averages
  * into the parameters' {@code .grad}. Inside {@link #pauseHooks} scopes hooks do nothing, so
  * accumulation steps cost no communication (DDP's {@code no_sync}).
+ *
+ * <p>All native objects here live as long as the optimizer and are retained against the caller's
+ * {@code PointerScope}; the hooks are called by native code and must never be freed while the
+ * parameters exist.
  */
 final class GradientBuckets {
 
@@ -53,7 +58,7 @@ final class GradientBuckets {
         this.group = group;
         List<Tensor> params = new ArrayList<>();
         for (long i = parameters.size() - 1; i >= 0; i--) {
-            Tensor p = parameters.get(i);
+            Tensor p = LibTorch.retain(new Tensor(parameters.get(i)));   // an owning handle, not a view into the vector
             if (p.requires_grad()) {
                 params.add(p);
             }
@@ -128,7 +133,7 @@ final class GradientBuckets {
                 onGradient(bucket, slot, new Tensor(grad));
             }
         };
-        hooks.add(hook);
+        hooks.add(LibTorch.retain(hook));
         bucket.params.get(slot).register_hook(hook);
     }
 
@@ -183,10 +188,10 @@ final class GradientBuckets {
 
         void allocate() {
             buffer = DenseBuffer.allocateDirect(type, Math.toIntExact(bytes / type.byteSize()));
-            flat = TensorBuffers.tensor(buffer);
+            flat = LibTorch.retain(TensorBuffers.tensor(buffer));
             for (int i = 0; i < params.size(); i++) {
                 long[] r = ranges.get(i);
-                views.add(flat.narrow(0, r[0], r[1]).view(params.get(i).sizes().vec().get()));
+                views.add(LibTorch.retain(flat.narrow(0, r[0], r[1]).view(params.get(i).sizes().vec().get())));
             }
             ready = new boolean[params.size()];
         }

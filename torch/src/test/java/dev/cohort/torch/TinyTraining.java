@@ -110,26 +110,32 @@ final class TinyTraining {
         int shard = GLOBAL_BATCH / n;
         int micro = shard / microBatches;
         Net local = new Net(backend.rank());
-        Distributed<Module, Optimizer, Object, Object> d = backend.distribute(
-                DistributeRequest.of((Module) local, sgd(local), null, null)
+        Distributed<Module, Optimizer, Object, Object> d;
+        // distribute inside a PointerScope, as JavaCPP programs often run everything in one
+        try (org.bytedeco.javacpp.PointerScope scope = new org.bytedeco.javacpp.PointerScope()) {
+            d = backend.distribute(DistributeRequest.of((Module) local, sgd(local), null, null)
                         .withOption(TorchDistributor.BUCKET_BYTES, bucketBytes)
                         .withOption(TorchDistributor.OVERLAP, overlap));
+        }
         DistributedOptimizer optimizer = (DistributedOptimizer) d.optimizer();
         for (int s = 0; s < STEPS; s++) {
-            optimizer.zero_grad();
-            for (int m = 0; m < microBatches; m++) {
-                Batch b = batch(s, backend.rank() * shard + m * micro, micro);
-                Tensor loss = torch.cross_entropy(local.forward(b.inputs()), b.targets()).div(
-                        new org.bytedeco.pytorch.Scalar((double) microBatches));
-                if (noSync && m < microBatches - 1) {
-                    try (DistributedOptimizer.NoSync scope = optimizer.noSync()) {
+            System.gc();                      // native objects Cohort keeps must survive collection
+            try (org.bytedeco.javacpp.PointerScope stepScope = new org.bytedeco.javacpp.PointerScope()) {
+                optimizer.zero_grad();
+                for (int m = 0; m < microBatches; m++) {
+                    Batch b = batch(s, backend.rank() * shard + m * micro, micro);
+                    Tensor loss = torch.cross_entropy(local.forward(b.inputs()), b.targets()).div(
+                            new org.bytedeco.pytorch.Scalar((double) microBatches));
+                    if (noSync && m < microBatches - 1) {
+                        try (DistributedOptimizer.NoSync scope = optimizer.noSync()) {
+                            loss.backward();
+                        }
+                    } else {
                         loss.backward();
                     }
-                } else {
-                    loss.backward();
                 }
+                optimizer.step();
             }
-            optimizer.step();
         }
         if (overlap && !noSync && optimizer.bucketsStartedDuringBackward() < (long) STEPS * optimizer.bucketCount()) {
             throw new AssertionError("only " + optimizer.bucketsStartedDuringBackward() + " of " + STEPS + " x "

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# ./cohort demo: trains on Fashion-MNIST with data-parallel workers on Gloo, through the launcher.
+# Builds what is needed, gets the data (installs Debian's dataset-fashion-mnist when root), trains,
+# and writes the summary to out/demo-summary.json. JAVA_HOME comes from ./cohort (the newest JDK).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DATA_DIR=/usr/share/datasets/fashion-mnist
+PACKAGE=dataset-fashion-mnist
+
+usage() {
+  cat <<'TXT'
+usage: ./cohort demo [--workers N] [--epochs E] [--model mlp|cnn] [--max-restarts K] [--json FILE]
+                     [--data-dir DIR] [TRAINER OPTIONS...]
+Trains a classifier on Fashion-MNIST with N workers (default 2) on Gloo, started by ./cohort run.
+  --workers N        workers on this machine (default 2)
+  --epochs E         epochs (default 4)
+  --model mlp|cnn    784-512-256-10 MLP (default) or a small CNN
+  --max-restarts K   restart the group up to K times after a failure (default 0)
+  --json FILE        where the summary goes (default out/demo-summary.json)
+  --data-dir DIR     the four IDX files (default /usr/share/datasets/fashion-mnist)
+Any other option goes to the trainer (dev.cohort.examples.FashionMnistTrainer --help), e.g.
+--lr 0.05, --batch-size 64, --checkpoint-dir DIR --resume.
+TXT
+}
+
+workers=2 epochs=4 model=mlp max_restarts=0 json="$ROOT/out/demo-summary.json" data_dir="" extra=()
+need_value() { [ "$#" -ge 2 ] && [ -n "$2" ] || { echo "cohort demo: $1 needs a value" >&2; exit 2; }; }
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    -h|--help) usage; exit 0 ;;
+    --workers) need_value "$@"; workers="$2"; shift 2 ;;
+    --workers=*) workers="${1#*=}"; shift ;;
+    --epochs) need_value "$@"; epochs="$2"; shift 2 ;;
+    --epochs=*) epochs="${1#*=}"; shift ;;
+    --model) need_value "$@"; model="$2"; shift 2 ;;
+    --model=*) model="${1#*=}"; shift ;;
+    --max-restarts) need_value "$@"; max_restarts="$2"; shift 2 ;;
+    --max-restarts=*) max_restarts="${1#*=}"; shift ;;
+    --json) need_value "$@"; json="$2"; shift 2 ;;
+    --json=*) json="${1#*=}"; shift ;;
+    --data-dir) need_value "$@"; data_dir="$2"; shift 2 ;;
+    --data-dir=*) data_dir="${1#*=}"; shift ;;
+    *) extra+=("$1"); shift ;;
+  esac
+done
+case "$workers" in ''|*[!0-9]*|0) echo "cohort demo: --workers must be a whole number >= 1, got '$workers'" >&2; exit 2 ;; esac
+case "$epochs" in ''|*[!0-9]*|0) echo "cohort demo: --epochs must be a whole number >= 1, got '$epochs'" >&2; exit 2 ;; esac
+case "$max_restarts" in ''|*[!0-9]*) echo "cohort demo: --max-restarts must be a whole number, got '$max_restarts'" >&2; exit 2 ;; esac
+case "$model" in mlp|cnn) ;; *) echo "cohort demo: --model must be mlp or cnn, got '$model'" >&2; exit 2 ;; esac
+
+# The data: Debian's package when no directory was given.
+if [ -z "$data_dir" ]; then
+  data_dir="$DATA_DIR"
+  if [ ! -d "$data_dir" ]; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "cohort demo: Fashion-MNIST is missing; installing $PACKAGE ..." >&2
+      if ! { DEBIAN_FRONTEND=noninteractive apt-get install -y "$PACKAGE" >&2 \
+             || { apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y "$PACKAGE" >&2; }; }; then
+        echo "cohort demo: installing $PACKAGE failed; see the apt-get messages above" >&2
+        exit 1
+      fi
+    else
+      echo "cohort demo: Fashion-MNIST is not installed in $DATA_DIR. Install it with:" >&2
+      if command -v apt-get >/dev/null 2>&1; then
+        echo "  sudo apt-get install -y $PACKAGE" >&2
+      else
+        echo "  (Debian/Ubuntu) sudo apt-get install -y $PACKAGE" >&2
+      fi
+      echo "or put the four IDX files (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz," >&2
+      echo "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz) in a directory and pass --data-dir DIR" >&2
+      exit 1
+    fi
+  fi
+fi
+
+# The build: the examples module and what it needs, when a source or POM changed since the last one.
+: "${JAVA_HOME:?run this through ./cohort demo, which picks the JDK}"
+jdk_version=$("$JAVA_HOME/bin/java" -version 2>&1 | head -n 1 | sed -E 's/.*"(1\.)?([0-9]+).*/\2/')
+stamp="$ROOT/examples/target/.demo-built-$jdk_version"
+jar=$(ls "$ROOT"/examples/target/cohort-examples-*.jar 2>/dev/null | grep -v -e '-tests.jar' -e '-sources.jar' | head -n 1 || true)
+if [ -z "$jar" ] || [ ! -f "$ROOT/examples/target/classpath.txt" ] || [ ! -f "$stamp" ] \
+   || [ -n "$(find "$ROOT" -path "$ROOT/*/target" -prune -o \( -name '*.java' -o -name 'pom.xml' -o -path '*/resources/*' \) -newer "$stamp" -print -quit)" ]; then
+  command -v mvn >/dev/null 2>&1 || { echo "cohort demo: Maven (mvn) is needed to build; apt-get install -y maven" >&2; exit 2; }
+  echo "cohort demo: building (JDK $jdk_version at $JAVA_HOME) ..." >&2
+  (cd "$ROOT" && mvn -B -q -DskipTests -pl examples -am package) >&2
+  touch "$stamp"
+  jar=$(ls "$ROOT"/examples/target/cohort-examples-*.jar | grep -v -e '-tests.jar' -e '-sources.jar' | head -n 1)
+fi
+classpath="$jar:$(cat "$ROOT/examples/target/classpath.txt")"
+
+mkdir -p "$(dirname "$json")"
+json="$(cd "$(dirname "$json")" && pwd)/$(basename "$json")"
+rm -f "$json"
+echo "cohort demo: training $model on Fashion-MNIST, $workers workers on Gloo, $epochs epochs" >&2
+# The launcher starts each worker with its own class path, which is this module's: it has the trainer.
+set +e
+"$JAVA_HOME/bin/java" ${COHORT_JAVA_OPTS:-} -cp "$classpath" dev.cohort.launcher.LauncherMain \
+  --nproc-per-node "$workers" --master-port 0 --max-restarts "$max_restarts" -- \
+  dev.cohort.examples.FashionMnistTrainer --distributed-backend gloo --data-dir "$data_dir" \
+  --model "$model" --epochs "$epochs" --json "$json" ${extra[@]+"${extra[@]}"}
+code=$?
+set -e
+if [ "$code" -eq 0 ] && [ -f "$json" ]; then
+  echo "cohort demo: summary in $json:" >&2
+  cat "$json" >&2
+fi
+exit "$code"

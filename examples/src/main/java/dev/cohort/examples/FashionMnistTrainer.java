@@ -1,0 +1,195 @@
+package dev.cohort.examples;
+
+import dev.cohort.core.BackendChoice;
+import dev.cohort.core.BackendUnavailableException;
+import dev.cohort.core.Backends;
+import dev.cohort.core.DistributedBackend;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * Trains an MLP or a small CNN on Fashion-MNIST, on one worker or many:
+ *
+ * <pre>
+ * ./cohort run --nproc-per-node 2 -- dev.cohort.examples.FashionMnistTrainer --distributed-backend gloo --model cnn
+ * </pre>
+ *
+ * The backend's options come from one call ({@link Backends#addOptions}); the training itself is
+ * {@link FashionMnistTraining}. Exit codes: 0 done, 1 failed (bad data, backend error), 2 bad options.
+ */
+@Command(name = "fashion-mnist", mixinStandardHelpOptions = true, sortOptions = false,
+        description = "Trains a classifier on Fashion-MNIST with data-parallel workers.",
+        exitCodeListHeading = "%nExit codes:%n",
+        exitCodeList = {"0:done", "1:training failed (missing or corrupt data, backend error)", "2:bad options"})
+public final class FashionMnistTrainer implements Callable<Integer> {
+
+    /** The environment variable the launcher sets to this worker's share of the cores. */
+    public static final String THREADS_ENV = "COHORT_COMPUTE_THREADS";
+
+    @Option(names = "--data-dir", paramLabel = "DIR", defaultValue = FashionMnist.DEFAULT_DIR,
+            description = "directory of the four IDX files, .gz or not (default: ${DEFAULT-VALUE}, Debian's "
+                    + FashionMnist.DEBIAN_PACKAGE + ")")
+    Path dataDir;
+
+    @Option(names = "--model", paramLabel = "mlp|cnn", defaultValue = "mlp",
+            description = "mlp (784-512-256-10) or cnn (two 5x5 conv layers, 32 and 64 channels) (default: ${DEFAULT-VALUE})")
+    String model;
+
+    @Option(names = "--epochs", paramLabel = "N", defaultValue = "4", description = "(default: ${DEFAULT-VALUE})")
+    int epochs;
+
+    @Option(names = "--batch-size", paramLabel = "N", defaultValue = "64",
+            description = "examples per step per worker (default: ${DEFAULT-VALUE})")
+    int batchSize;
+
+    @Option(names = "--lr", paramLabel = "X", description = "SGD learning rate (default: 0.05)")
+    Double lr;
+
+    @Option(names = "--lr-schedule", paramLabel = "linear|constant", defaultValue = "linear",
+            description = "linear: decay to 0 over the planned steps; constant (default: ${DEFAULT-VALUE})")
+    String schedule;
+
+    @Option(names = "--momentum", paramLabel = "X", defaultValue = "0.9", description = "(default: ${DEFAULT-VALUE})")
+    double momentum;
+
+    @Option(names = "--seed", paramLabel = "N", defaultValue = "42",
+            description = "seeds the weights and the data order (default: ${DEFAULT-VALUE})")
+    long seed;
+
+    @Option(names = "--threads", paramLabel = "N",
+            description = "compute threads of this worker (default: $" + THREADS_ENV + ", else 1)")
+    Integer threads;
+
+    @Option(names = "--max-steps", paramLabel = "N", defaultValue = "0",
+            description = "stop after N steps in all, 0 = no limit (default: ${DEFAULT-VALUE})")
+    long maxSteps;
+
+    @Option(names = "--checkpoint-dir", paramLabel = "DIR",
+            description = "save checkpoints there (root only): after each epoch and every --checkpoint-every steps")
+    Path checkpointDir;
+
+    @Option(names = "--checkpoint-every", paramLabel = "STEPS", defaultValue = "0",
+            description = "also save every STEPS steps; 0 = at epoch ends only (default: ${DEFAULT-VALUE})")
+    int checkpointEvery;
+
+    @Option(names = "--resume", description = "continue from the latest checkpoint in --checkpoint-dir, if any")
+    boolean resume;
+
+    @Option(names = "--json", paramLabel = "FILE",
+            description = "write the summary there (root only): workers, epochs, test_accuracy, samples_per_s, seconds")
+    Path json;
+
+    private BackendChoice backendChoice;
+    private final PrintStream out;
+    private final PrintStream err;
+
+    FashionMnistTrainer(PrintStream out, PrintStream err) {
+        this.out = out;
+        this.err = err;
+    }
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    /** Parses {@code args} and trains; returns the exit code. */
+    public static int run(String... args) {
+        return new FashionMnistTrainer(System.out, System.err).execute(args);
+    }
+
+    int execute(String... args) {
+        CommandLine cli = new CommandLine(this);
+        backendChoice = Backends.addOptions(cli);
+        cli.setParameterExceptionHandler((ex, a) -> {
+            err.println("fashion-mnist: " + ex.getMessage());
+            err.println("see --help");
+            return 2;
+        });
+        cli.setExecutionExceptionHandler((ex, c, parsed) -> {
+            err.println("fashion-mnist: failed: " + ex);
+            ex.printStackTrace(err);
+            return 1;
+        });
+        return cli.execute(args);
+    }
+
+    @Override
+    public Integer call() {
+        TrainingConfig config;
+        DistributedBackend backend;
+        try {
+            config = config();
+            backend = backendChoice.backend();
+        } catch (BackendUnavailableException e) {
+            err.println("fashion-mnist: " + e.getMessage());
+            return 1;
+        } catch (IllegalArgumentException e) {
+            err.println("fashion-mnist: " + e.getMessage());
+            return 2;
+        }
+        try (backend) {
+            backend.initialize();
+            long start = System.nanoTime();
+            FashionMnist data = FashionMnist.load(dataDir);
+            if (backend.isRootWorker()) {
+                out.printf(Locale.ROOT, "loaded Fashion-MNIST from %s (%d training, %d test images) in %.1f s%n",
+                        dataDir, data.train().count(), data.test().count(), (System.nanoTime() - start) / 1e9);
+            }
+            TrainingSummary summary = FashionMnistTraining.train(backend, config, data, out);
+            if (json != null && backend.isRootWorker()) {
+                summary.writeJson(json);
+                out.println("summary written to " + json.toAbsolutePath());
+            }
+            return 0;
+        } catch (DataFileException e) {
+            err.println("fashion-mnist: bad data: " + e.getMessage());
+            return 1;
+        } catch (IOException e) {
+            err.println("fashion-mnist: " + e.getMessage());
+            return 1;
+        } catch (BackendUnavailableException e) {
+            err.println("fashion-mnist: " + e.getMessage());
+            return 1;
+        } catch (IllegalArgumentException e) {
+            err.println("fashion-mnist: " + e.getMessage());
+            return 2;
+        }
+    }
+
+    private TrainingConfig config() {
+        Classifier.Kind kind;
+        try {
+            kind = Classifier.Kind.valueOf(model.trim().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--model must be mlp or cnn, got '" + model + "'");
+        }
+        TrainingConfig.Schedule lrSchedule;
+        try {
+            lrSchedule = TrainingConfig.Schedule.valueOf(schedule.trim().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--lr-schedule must be linear or constant, got '" + schedule + "'");
+        }
+        return new TrainingConfig(kind, epochs, batchSize, lr != null ? lr : TrainingConfig.defaultLr(kind), lrSchedule,
+                momentum,
+                seed, threads != null ? threads : threadsFromEnvironment(), maxSteps, checkpointDir, checkpointEvery,
+                resume);
+    }
+
+    private static int threadsFromEnvironment() {
+        String value = System.getenv(THREADS_ENV);
+        if (value == null || value.isBlank()) {
+            return 1;
+        }
+        try {
+            return Math.max(1, Integer.parseInt(value.trim()));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(THREADS_ENV + " must be a whole number, got '" + value + "'");
+        }
+    }
+}

@@ -1,0 +1,83 @@
+package dev.cohort.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.cohort.core.DistributedBackend;
+import dev.cohort.core.threads.ThreadsBackend;
+import dev.cohort.core.threads.ThreadsWorld;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Real training on the real data set, two ranks as threads of this JVM. Skipped without the data. */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class FashionMnistTrainingTest {
+
+    private static FashionMnist data;
+
+    @TempDir
+    Path dir;
+
+    @BeforeAll
+    static void loadData() throws IOException {
+        data = RealData.loadOrSkip();
+    }
+
+    @Test
+    void twoWorkersLearnAndAgree() {
+        TrainingConfig config = TrainingConfig.defaults(Classifier.Kind.MLP).withMaxSteps(250);
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        List<TrainingSummary> summaries = train(config, log);
+
+        TrainingSummary root = summaries.get(0);
+        assertThat(root.workers()).isEqualTo(2);
+        assertThat(root.steps()).isEqualTo(250);
+        assertThat(root.globalBatchSize()).isEqualTo(128);
+        assertThat(root.finalLoss()).isLessThan(1.0);        // from ln(10) = 2.3 at the start
+        assertThat(root.testAccuracy()).isGreaterThan(0.75);
+        assertThat(root.epochs()).isCloseTo(250.0 / 469, org.assertj.core.data.Offset.offset(1e-9));
+        // Averaged values are the same on every worker.
+        assertThat(summaries.get(1).testAccuracy()).isEqualTo(root.testAccuracy());
+        assertThat(summaries.get(1).finalLoss()).isEqualTo(root.finalLoss());
+        String printed = log.toString(StandardCharsets.UTF_8);
+        assertThat(printed).contains("training mlp on 2 worker(s) (threads)", "stopped at --max-steps 250",
+                "test accuracy");
+    }
+
+    @Test
+    void resumesFromTheLatestCheckpoint() throws IOException {
+        Path checkpoints = dir.resolve("ckpt");
+        TrainingConfig first = TrainingConfig.defaults(Classifier.Kind.MLP).withMaxSteps(60)
+                .withCheckpoints(checkpoints, 25, false);
+        train(first, new ByteArrayOutputStream());
+        try (var files = Files.list(checkpoints)) {
+            // Saved at steps 25, 50 and 60 (the stop); the newest two are kept.
+            assertThat(files.map(p -> p.getFileName().toString()).sorted().toList())
+                    .containsExactly("checkpoint-step-000000050.pt", "checkpoint-step-000000060.pt");
+        }
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        TrainingSummary resumed = train(first.withMaxSteps(80).withCheckpoints(checkpoints, 0, true), log).get(0);
+        assertThat(log.toString(StandardCharsets.UTF_8)).contains("resuming from "
+                + checkpoints.resolve("checkpoint-step-000000060.pt") + ": epoch 1, step 61 of 469 (60 steps done)");
+        assertThat(resumed.steps()).isEqualTo(80);
+    }
+
+    private static List<TrainingSummary> train(TrainingConfig config, ByteArrayOutputStream log) {
+        PrintStream out = new PrintStream(log, true, StandardCharsets.UTF_8);
+        return ThreadsWorld.run(2, rank -> {
+            try (DistributedBackend backend = new ThreadsBackend()) {
+                backend.initialize();
+                return FashionMnistTraining.train(backend, config, data, out);
+            }
+        });
+    }
+}

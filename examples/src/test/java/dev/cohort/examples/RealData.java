@@ -1,0 +1,22 @@
+package dev.cohort.examples;
+
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** The installed Fashion-MNIST, or a skipped test when it is not installed. */
+final class RealData {
+
+    static final Path DIR = Path.of(FashionMnist.DEFAULT_DIR);
+
+    private RealData() {
+    }
+
+    static FashionMnist loadOrSkip() throws IOException {
+        assumeTrue(Files.isDirectory(DIR), "Fashion-MNIST is not installed in " + DIR
+                + " (apt-get install -y " + FashionMnist.DEBIAN_PACKAGE + ")");
+        return FashionMnist.load(DIR);
+    }
+}
