@@ -11,6 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
+import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.LinearImpl;
 import org.bytedeco.pytorch.Module;
 import org.bytedeco.pytorch.Optimizer;
@@ -132,10 +133,13 @@ final class TrainBenchmark implements Callable<Integer> {
             return 0;
         }
 
+        /** One step; its temporaries are freed at the end of the step, as Python's refcounting would. */
         private static void step(Mlp model, Optimizer optimizer, Tensor x, Tensor y) {
-            optimizer.zero_grad();
-            torch.cross_entropy(model.forward(x), y).backward();
-            optimizer.step();
+            try (PointerScope scope = new PointerScope()) {
+                optimizer.zero_grad();
+                torch.cross_entropy(model.forward(x), y).backward();
+                optimizer.step();
+            }
         }
     }
 }

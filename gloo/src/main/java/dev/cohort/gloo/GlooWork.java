@@ -32,7 +32,7 @@ final class GlooWork implements Work {
     GlooWork(Collective call, org.bytedeco.pytorch.Work work, NativeTensors tensors, Runnable finish,
              Duration timeout, Function<RuntimeException, CollectiveException> translate) {
         this.call = call;
-        this.work = work;
+        this.work = work == null ? null : LibTorch.retain(work);   // outlives the caller's PointerScope
         this.tensors = tensors;
         this.finish = finish;
         this.translate = translate;
@@ -123,7 +123,7 @@ final class GlooWork implements Work {
             // on a broken group, never a use-after-free).
             if (work.isCompleted()) {
                 tensors.close();
-                work.close();
+                LibTorch.release(work);
             }
         }
     }

@@ -8,6 +8,7 @@ import dev.cohort.core.collective.Work;
 import dev.cohort.gloo.LibTorch;
 import java.util.ArrayList;
 import java.util.List;
+import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorBase;
 import org.bytedeco.pytorch.TensorVector;
@@ -35,7 +36,8 @@ import org.bytedeco.pytorch.VoidTensorHook;
  *
  * <p>All native objects here live as long as the optimizer and are retained against the caller's
  * {@code PointerScope}; the hooks are called by native code and must never be freed while the
- * parameters exist.
+ * parameters exist. Per-step temporaries are freed at once by scopes of our own, not left to the
+ * garbage collector (which lets native memory grow by gigabytes between collections).
  */
 final class GradientBuckets {
 
@@ -102,7 +104,7 @@ final class GradientBuckets {
 
     /** Waits for (and where needed starts) every bucket, then writes the averages into {@code .grad}. */
     synchronized void averageGradients() {
-        try {
+        try (PointerScope temporaries = new PointerScope()) {
             for (int i = 0; i < buckets.size(); i++) {
                 Bucket b = buckets.get(i);
                 if (b.work != null && b.stale) {
@@ -130,7 +132,9 @@ final class GradientBuckets {
         VoidTensorHook hook = new VoidTensorHook() {
             @Override
             public void call(TensorBase grad) {
-                onGradient(bucket, slot, new Tensor(grad));
+                try (PointerScope temporaries = new PointerScope()) {
+                    onGradient(bucket, slot, new Tensor(grad));
+                }
             }
         };
         hooks.add(LibTorch.retain(hook));
