@@ -152,24 +152,17 @@ public final class FashionMnistTraining {
                         stoppedEarly = true;
                         break;
                     }
-                    // The scope frees the batch and the forward pass's temporaries; autograd keeps
-                    // what backward needs. Backward and step run outside it: the gradient averaging
-                    // they trigger may cache native objects that must outlive this step.
-                    Tensor loss;
+                    // The scope frees the step's native temporaries at once (not at the next GC).
                     try (PointerScope scope = new PointerScope()) {
                         Batch b = it.next();
-                        loss = cross_entropy(model.forward(b.inputs()), b.targets());
-                        loss.retainReference();   // outlives the scope; released by close() below
+                        setLearningRate(optimizer, learningRate(step, (long) config.epochs() * batches));
+                        optimizer.zero_grad();
+                        Tensor loss = cross_entropy(model.forward(b.inputs()), b.targets());
+                        loss.backward();
+                        optimizer.step();
+                        lastLoss = TorchCollectives.averageAll(backend, loss).item_float();
                         epochSamples += b.size();
                     }
-                    setLearningRate(optimizer, learningRate(step, (long) config.epochs() * batches));
-                    optimizer.zero_grad();
-                    loss.backward();
-                    optimizer.step();
-                    try (Tensor averaged = TorchCollectives.averageAll(backend, loss)) {
-                        lastLoss = averaged.item_float();
-                    }
-                    loss.close();
                     step++;
                     batch++;
                     double seconds = (System.nanoTime() - epochStart) / 1e9;
