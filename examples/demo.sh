@@ -13,7 +13,7 @@ usage: ./cohort demo [--workers N] [--epochs E] [--model mlp|cnn] [--max-restart
                      [--data-dir DIR] [TRAINER OPTIONS...]
 Trains a classifier on Fashion-MNIST with N workers (default 2) on Gloo, started by ./cohort run.
   --workers N        workers on this machine (default 2)
-  --epochs E         epochs (default 4)
+  --epochs E         epochs (default 5)
   --model mlp|cnn    784-512-256-10 MLP (default) or a small CNN
   --max-restarts K   restart the group up to K times after a failure (default 0)
   --json FILE        where the summary goes (default out/demo-summary.json)
@@ -23,7 +23,7 @@ Any other option goes to the trainer (dev.cohort.examples.FashionMnistTrainer --
 TXT
 }
 
-workers=2 epochs=4 model=mlp max_restarts=0 json="$ROOT/out/demo-summary.json" data_dir="" extra=()
+workers=2 epochs=5 model=mlp max_restarts=0 json="$ROOT/out/demo-summary.json" data_dir="" extra=()
 need_value() { [ "$#" -ge 2 ] && [ -n "$2" ] || { echo "cohort demo: $1 needs a value" >&2; exit 2; }; }
 while [ "$#" -gt 0 ]; do
   case "$1" in
