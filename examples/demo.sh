@@ -75,7 +75,7 @@ fi
 
 # The build: the examples module and what it needs, when a source or POM changed since the last one.
 : "${JAVA_HOME:?run this through ./cohort demo, which picks the JDK}"
-jdk_version=$("$JAVA_HOME/bin/java" -version 2>&1 | head -n 1 | sed -E 's/.*"(1\.)?([0-9]+).*/\2/')
+jdk_version=$("$JAVA_HOME/bin/java" -version 2>&1 | grep -m 1 ' version "' | sed -E 's/.*"(1\.)?([0-9]+).*/\2/')
 stamp="$ROOT/examples/target/.demo-built-$jdk_version"
 jar=$(ls "$ROOT"/examples/target/cohort-examples-*.jar 2>/dev/null | grep -v -e '-tests.jar' -e '-sources.jar' | head -n 1 || true)
 if [ -z "$jar" ] || [ ! -f "$ROOT/examples/target/classpath.txt" ] || [ ! -f "$stamp" ] \

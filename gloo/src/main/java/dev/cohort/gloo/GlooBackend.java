@@ -27,7 +27,8 @@ import org.bytedeco.pytorch.gloo.Device;
  * hosts. Joins the group described by the launch environment ({@link LaunchEnvironment}:
  * torchrun's {@code MASTER_ADDR}, {@code MASTER_PORT}, {@code RANK}, {@code WORLD_SIZE},
  * {@code LOCAL_RANK}, {@code LOCAL_WORLD_SIZE}, {@code GROUP_RANK}); rank 0 hosts the TCP store.
- * Builds two Gloo groups: the world, and the ranks of this node (for the node-local barrier).
+ * Builds two Gloo groups: the world, and the ranks of this node (for the node-local barrier); on
+ * a single node they are one and the same.
  *
  * <p>Timeouts (see {@link GlooOptions}): 60 s for all ranks to meet and connect, 5 min per
  * collective by default.
@@ -102,9 +103,11 @@ public final class GlooBackend extends DistributedBackend {
             Map<String, String> ranksByAddress = publishAddresses(topology, device, runScope, connectTimeout);
             GlooProcessGroup world = group("gloo world", rendezvous.prefixed("cohort/" + runScope + "/world"), device,
                     topology.rank(), topology.worldSize(), timeout, connectTimeout, ranksByAddress);
-            GlooProcessGroup node = group("gloo node " + topology.nodeRank(),
-                    rendezvous.prefixed("cohort/" + runScope + "/node-" + topology.nodeRank()), device,
-                    topology.localRank(), topology.localWorldSize(), timeout, connectTimeout, ranksByAddress);
+            // On one node the node group is the world: no second Gloo group and its threads.
+            GlooProcessGroup node = topology.localWorldSize() == topology.worldSize() ? world
+                    : group("gloo node " + topology.nodeRank(),
+                            rendezvous.prefixed("cohort/" + runScope + "/node-" + topology.nodeRank()), device,
+                            topology.localRank(), topology.localWorldSize(), timeout, connectTimeout, ranksByAddress);
             return new Connection(topology, world, node, rendezvous);
         } catch (RuntimeException e) {
             rendezvous.close();

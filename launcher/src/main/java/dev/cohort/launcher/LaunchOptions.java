@@ -24,10 +24,13 @@ import java.util.Objects;
  * @param grace        between SIGTERM and SIGKILL when stopping workers (default 5 s)
  * @param joinTimeout  how long nodes wait for each other to join (default 60 s)
  * @param environment  extra variables for every worker, applied before the launch contract
+ * @param bindCores    pin local worker r to its own share of the cores ({@code taskset}) when there
+ *                     are no more workers than cores (default true): spinning engines such as shm
+ *                     need each rank on its own core
  */
 public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String masterAddr, int masterPort,
                             int controlPort, int maxRestarts, String runId, Path logDir, Duration grace,
-                            Duration joinTimeout, Map<String, String> environment) {
+                            Duration joinTimeout, Map<String, String> environment, boolean bindCores) {
 
     public static final int DEFAULT_MASTER_PORT = 29500;
     public static final String DEFAULT_MASTER_ADDR = "127.0.0.1";
@@ -82,6 +85,7 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
         private int maxRestarts;
         private String runId = LaunchEnvironment.DEFAULT_RUN_ID;
         private Path logDir;
+        private boolean bindCores = true;
         private Duration grace = ProcessTreeKiller.DEFAULT_GRACE;
         private Duration joinTimeout = DEFAULT_JOIN_TIMEOUT;
         private final Map<String, String> environment = new LinkedHashMap<>();
@@ -126,6 +130,11 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
 
         public Builder runId(String id) {
             this.runId = id;
+            return this;
+        }
+
+        public Builder bindCores(boolean bind) {
+            this.bindCores = bind;
             return this;
         }
 
@@ -210,7 +219,7 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
                 throw new IllegalArgumentException("--log-dir " + logDir + " exists and is not a directory");
             }
             return new LaunchOptions(nprocPerNode, nnodes, nodeRank, addr.trim(), masterPort, control, maxRestarts,
-                    runId, logDir, grace, joinTimeout, environment);
+                    runId, logDir, grace, joinTimeout, environment, bindCores);
         }
     }
 }

@@ -52,6 +52,7 @@ final class WorkerGroup {
                 LaunchEnvironment contract = new LaunchEnvironment(options.masterAddr(), masterPort, topology, restart,
                         options.runId());
                 List<String> command = new ArrayList<>(ProcessTreeKiller.sessionWrapper());
+                command.addAll(CoreBinding.prefix(options, local));
                 command.addAll(program.command());
                 ProcessBuilder pb = new ProcessBuilder(command);
                 Map<String, String> env = pb.environment();
