@@ -1,6 +1,7 @@
 package dev.cohort.gloo;
 
 import dev.cohort.core.collective.DataType;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
@@ -15,7 +16,7 @@ import org.bytedeco.pytorch.global.torch;
  *
  * <p>A cached tensor is a view (address, length, type) that owns nothing; it is reused only for a
  * buffer at that same address, length and type, which is then valid memory again. The cache is
- * bounded; it is dropped wholesale when full. Everything cached is retained against the caller's
+ * bounded: the least recently used header is released when it is full. Everything cached is retained against the caller's
  * {@code PointerScope} and released at {@link #close()}.
  */
 final class NativeCache implements AutoCloseable {
@@ -26,7 +27,17 @@ final class NativeCache implements AutoCloseable {
     }
 
     private final Map<Object, Pointer> options = new ConcurrentHashMap<>();
-    private final Map<TensorKey, Tensor> tensors = new ConcurrentHashMap<>();
+    /** Least recently used first; evicting the eldest never touches a header the current call just took. */
+    private final Map<TensorKey, Tensor> tensors = new LinkedHashMap<>(64, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<TensorKey, Tensor> eldest) {
+            if (size() > MAX_TENSORS) {
+                LibTorch.release(eldest.getValue());
+                return true;
+            }
+            return false;
+        }
+    };
     private final Map<DataType, TensorOptions> tensorOptions = new ConcurrentHashMap<>();
 
     /** The options object for {@code key}, made once by {@code make}. */
@@ -36,14 +47,11 @@ final class NativeCache implements AutoCloseable {
     }
 
     /** A tensor header over {@code count} elements of {@code type} at {@code data}. */
-    Tensor tensor(Pointer data, long count, DataType type) {
+    synchronized Tensor tensor(Pointer data, long count, DataType type) {
         TensorKey key = new TensorKey(data.address() + data.position() * sizeOf(data), count, type);
         Tensor cached = tensors.get(key);
         if (cached != null) {
             return cached;
-        }
-        if (tensors.size() >= MAX_TENSORS) {
-            dropTensors();
         }
         TensorOptions o = tensorOptions.computeIfAbsent(type, t -> LibTorch.retain(new TensorOptions(scalarType(t))));
         Tensor t = LibTorch.retain(torch.from_blob(data, new long[] {count}, o));

@@ -12,6 +12,23 @@ import java.time.Duration;
  */
 public final class GlooWorker {
 
+    /** More distinct buffers than the group caches tensor headers for, two per call. */
+    static int manyBuffers(GlooBackend backend) {
+        int n = backend.worldSize();
+        for (int i = 1; i <= 400; i++) {
+            DenseBuffer in = DenseBuffer.allocateDirect(dev.cohort.core.collective.DataType.INT32, i * n);
+            DenseBuffer out = DenseBuffer.allocateDirect(dev.cohort.core.collective.DataType.INT32, i);
+            for (int k = 0; k < i * n; k++) {
+                in.setLong(k, 1);
+            }
+            backend.group().reduceScatter(in, out, dev.cohort.core.collective.ReduceOp.SUM).await();
+            if (out.getLong(i - 1) != n) {
+                throw new AssertionError("reduce-scatter #" + i + " gave " + out.getLong(i - 1));
+            }
+        }
+        return 400;
+    }
+
     public static void main(String[] args) {
         String mode = args.length > 0 ? args[0] : "conformance";
         GlooOptions options = new GlooOptions().timeout(Duration.ofSeconds(60)).connectTimeout(Duration.ofSeconds(60));
@@ -26,7 +43,7 @@ public final class GlooWorker {
             int checks = switch (mode) {
                 case "conformance" -> ConformanceSuite.run(backend.group(), true);
                 case "conformance-small" -> ConformanceSuite.run(backend.group(), false);
-                case "smoke" -> 0;
+                case "smoke" -> manyBuffers(backend);
                 default -> throw new IllegalArgumentException("unknown mode " + mode);
             };
             // The node group holds exactly the ranks of this node.
