@@ -14,8 +14,9 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 
 /**
- * Training checkpoints: model parameters and buffers, optimizer state (momentum and the like) and
- * the {@link TrainingPosition}, in one libtorch archive. Saving writes a temporary file beside the
+ * Training checkpoints: model parameters and buffers, optimizer state (momentum and the like),
+ * the {@link TrainingPosition} and the state of libtorch's default CPU random generator (dropout,
+ * random initialization; the root's state, restored on every rank), in one libtorch archive. Saving writes a temporary file beside the
  * target and renames it over the target, so a crash mid-write never leaves a corrupt checkpoint.
  * Data order and any randomness are functions of (seed, epoch), so the position is all a resumed
  * run needs to continue exactly as the uninterrupted run would.
@@ -39,6 +40,7 @@ public final class Checkpoints {
             optimizer.save(optimizerArchive);
             archive.write("optimizer", optimizerArchive);
             archive.write("position", torch.tensor(new long[] {position.epoch(), position.batchInEpoch(), position.step()}));
+            archive.write("rng", torch.getDefaultCPUGenerator().get_state());
             archive.save_to(tmp.toString());
             try {
                 Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
@@ -74,6 +76,10 @@ public final class Checkpoints {
             optimizer.load(optimizerArchive);
             Tensor position = new Tensor();
             archive.read("position", position);
+            Tensor rng = new Tensor();
+            if (archive.try_read("rng", rng)) {
+                torch.getDefaultCPUGenerator().set_state(rng);
+            }
             return new TrainingPosition((int) position.get(0).item_long(), (int) position.get(1).item_long(),
                     position.get(2).item_long());
         } catch (RuntimeException e) {

@@ -34,11 +34,13 @@ class CheckpointResumeTest {
         TinyTraining.trainSingle(first, firstOptimizer, 0, 3);
         Path file = tmp.resolve("checkpoint.pt");
         Checkpoints.save(file, first, firstOptimizer, new TrainingPosition(1, 0, 3));
+        float nextRandom = org.bytedeco.pytorch.global.torch.rand(1).item_float();
 
         TinyTraining.Net resumed = new TinyTraining.Net(42);           // different weights, fresh momentum
         Optimizer resumedOptimizer = TinyTraining.sgd(resumed);
         TrainingPosition position = Checkpoints.load(file, resumed, resumedOptimizer);
         assertThat(position).isEqualTo(new TrainingPosition(1, 0, 3));
+        assertThat(org.bytedeco.pytorch.global.torch.rand(1).item_float()).as("random state restored").isEqualTo(nextRandom);
         TinyTraining.trainSingle(resumed, resumedOptimizer, (int) position.step(), 6);
 
         assertThat(TinyTraining.weights(resumed)).containsExactly(TinyTraining.weights(straight));
