@@ -7,7 +7,10 @@ import dev.cohort.launcher.WorkerProgram;
 import java.io.IOException;
 import java.util.List;
 
-/** Starts the benchmark's per-rank side on one node through the launcher, one compute thread each. */
+/**
+ * Starts the benchmark's per-rank side on one node through the launcher, one compute thread each,
+ * pinned to their own cores as the launcher does by default ({@code COHORT_BIND_CORES=0}: not).
+ */
 final class Workers {
 
     private Workers() {
@@ -15,7 +18,8 @@ final class Workers {
 
     /** Runs {@code BenchMain args} on {@code world} local workers; returns the launcher's exit code. */
     static int launch(int world, List<String> args) throws IOException {
-        LaunchOptions options = LaunchOptions.builder().nprocPerNode(world).masterPort(0)
+        boolean bind = !"0".equals(System.getenv("COHORT_BIND_CORES"));
+        LaunchOptions options = LaunchOptions.builder().nprocPerNode(world).masterPort(0).bindCores(bind)
                 .addEnvironment("OMP_NUM_THREADS", "1").addEnvironment("OPENBLAS_NUM_THREADS", "1")
                 .addEnvironment("COHORT_COMPUTE_THREADS", "1").build();
         LaunchResult result = new Launcher(options, WorkerProgram.mainClass(BenchMain.class.getName(), args)).run();
