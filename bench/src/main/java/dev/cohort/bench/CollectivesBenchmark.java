@@ -28,7 +28,8 @@ import picocli.CommandLine.Option;
  * per iteration an untimed barrier, then the timed operation on every rank; the iteration's time
  * is the slowest rank's; the result is the median (and minimum) over iterations. Bus bandwidth as
  * in nccl-tests: allreduce 2(n-1)/n x bytes/time, broadcast bytes/time, allgather
- * (n-1)/n x n x bytes/time. Buffers are direct float32 (wrapped, never copied, by Gloo).
+ * (n-1)/n x n x bytes/time. Buffers are direct float32 (wrapped, never copied, by Gloo). Before
+ * anything is timed, {@value #JIT_WARMUP_CALLS} small untimed calls bring the JVM to steady state.
  */
 @Command(name = "collectives", mixinStandardHelpOptions = true,
         description = "Collective latency and bandwidth, side by side with torch_collectives.py.")
@@ -72,7 +73,7 @@ final class CollectivesBenchmark implements Callable<Integer> {
             }
             List<String> workerArgs = List.of("collectives-worker", "--backend", name, "--sizes", join(sizeList),
                     "--json", out.toString());
-            int rc = Workers.launch(world, workerArgs);
+            int rc = Workers.launch(world, backend, workerArgs);
             if (rc != 0) {
                 return rc;
             }
@@ -101,8 +102,12 @@ final class CollectivesBenchmark implements Callable<Integer> {
         }
     }
 
+    /** Untimed calls made once before anything is timed, so the JIT has compiled the hot paths. */
+    static final int JIT_WARMUP_CALLS = 2000;
+
     static void runRank(ProcessGroup group, String engine, List<Long> sizeList, Path out) {
         int n = group.size();
+        warmUpJit(group);
         List<Report.Row> rows = new ArrayList<>();
         for (long bytes : sizeList) {
             int[] plan = iterations(bytes);
@@ -130,6 +135,22 @@ final class CollectivesBenchmark implements Callable<Integer> {
             }
         }
         group.barrier().await();
+    }
+
+    /**
+     * Steady state for a JVM: the peers run compiled code from the first call, Cohort's Java path
+     * (and the shm engine's Vector API kernels, very slow until C2 compiles them) needs a few
+     * thousand calls first. Small allreduces of several sizes and barriers, untimed.
+     */
+    static void warmUpJit(ProcessGroup group) {
+        DenseBuffer small = DenseBuffer.allocateDirect(DataType.FLOAT32, 1024);
+        DenseBuffer medium = DenseBuffer.allocateDirect(DataType.FLOAT32, 16 * 1024);
+        for (int i = 0; i < JIT_WARMUP_CALLS; i++) {
+            group.allreduce(i % 4 == 0 ? medium : small, ReduceOp.SUM).await();
+            if (i % 8 == 0) {
+                group.barrier().await();
+            }
+        }
     }
 
     /** Warm-up and timed iterations per size, as the peer script chooses them. */

@@ -55,7 +55,7 @@ final class TrainBenchmark implements Callable<Integer> {
             throw new IllegalArgumentException("--world, --steps and --batch must be >= 1 and --warm >= 0");
         }
         Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-train", ".json");
-        int rc = Workers.launch(world, List.of("train-worker", "--backend", backend, "--steps", Integer.toString(steps),
+        int rc = Workers.launch(world, backend, List.of("train-worker", "--backend", backend, "--steps", Integer.toString(steps),
                 "--warm", Integer.toString(warm), "--batch", Integer.toString(batch), "--json", out.toString(), "--overlap=" + !noOverlap));
         if (rc != 0) {
             return rc;

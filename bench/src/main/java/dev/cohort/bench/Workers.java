@@ -9,7 +9,8 @@ import java.util.List;
 
 /**
  * Starts the benchmark's per-rank side on one node through the launcher, one compute thread each,
- * pinned to their own cores as the launcher does by default ({@code COHORT_BIND_CORES=0}: not).
+ * pinned to their own cores for the spinning shm engine only ({@code COHORT_BIND_CORES=1|0} decides
+ * for every engine).
  */
 final class Workers {
 
@@ -17,8 +18,9 @@ final class Workers {
     }
 
     /** Runs {@code BenchMain args} on {@code world} local workers; returns the launcher's exit code. */
-    static int launch(int world, List<String> args) throws IOException {
-        boolean bind = !"0".equals(System.getenv("COHORT_BIND_CORES"));
+    static int launch(int world, String backend, List<String> args) throws IOException {
+        String env = System.getenv("COHORT_BIND_CORES");
+        boolean bind = env != null ? !env.equals("0") : backend.equalsIgnoreCase("shm");
         LaunchOptions options = LaunchOptions.builder().nprocPerNode(world).masterPort(0).bindCores(bind)
                 .addEnvironment("OMP_NUM_THREADS", "1").addEnvironment("OPENBLAS_NUM_THREADS", "1")
                 .addEnvironment("COHORT_COMPUTE_THREADS", "1").build();

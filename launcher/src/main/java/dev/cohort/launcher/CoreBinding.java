@@ -8,7 +8,8 @@ import java.util.List;
  * Pins local worker r to its own share of the cores with {@code taskset}: with no more workers
  * than cores, worker r gets cores {@code [r*k, r*k+k-1]}, k = cores / workers. Engines that spin
  * while waiting (shm) lose a scheduler quantum whenever two ranks land on one core; pinning keeps
- * them apart. Off with {@code --no-bind-cores}, with more workers than cores, or without taskset.
+ * them apart (Gloo's own threads, on the other hand, lose by sharing their caller's core). On with
+ * {@code --bind-cores}; never with more workers than cores or without taskset.
  */
 final class CoreBinding {
 

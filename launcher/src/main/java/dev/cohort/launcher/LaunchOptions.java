@@ -25,8 +25,8 @@ import java.util.Objects;
  * @param joinTimeout  how long nodes wait for each other to join (default 60 s)
  * @param environment  extra variables for every worker, applied before the launch contract
  * @param bindCores    pin local worker r to its own share of the cores ({@code taskset}) when there
- *                     are no more workers than cores (default true): spinning engines such as shm
- *                     need each rank on its own core
+ *                     are no more workers than cores (default false): spinning engines such as shm
+ *                     need each rank on its own core; Gloo's threads do better unpinned
  */
 public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String masterAddr, int masterPort,
                             int controlPort, int maxRestarts, String runId, Path logDir, Duration grace,
@@ -85,7 +85,7 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
         private int maxRestarts;
         private String runId = LaunchEnvironment.DEFAULT_RUN_ID;
         private Path logDir;
-        private boolean bindCores = true;
+        private boolean bindCores;
         private Duration grace = ProcessTreeKiller.DEFAULT_GRACE;
         private Duration joinTimeout = DEFAULT_JOIN_TIMEOUT;
         private final Map<String, String> environment = new LinkedHashMap<>();

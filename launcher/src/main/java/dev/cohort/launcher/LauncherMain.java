@@ -60,9 +60,9 @@ public final class LauncherMain implements Callable<Integer> {
     @Option(names = "--log-dir", paramLabel = "DIR", description = "also write each rank's output to DIR/rank-R.log")
     Path logDir;
 
-    @Option(names = "--no-bind-cores", description = "Do not pin each worker to its share of the cores "
-            + "(by default they are pinned with taskset when there are no more workers than cores).")
-    boolean noBindCores;
+    @Option(names = "--bind-cores", description = "Pin each worker to its share of the cores with taskset "
+            + "(when there are no more workers than cores); recommended for the shm engine.")
+    boolean bindCores;
 
     @Option(names = "--grace-period", paramLabel = "SECONDS", defaultValue = "5",
             description = "between SIGTERM and SIGKILL when stopping workers (default: ${DEFAULT-VALUE})")
@@ -106,7 +106,7 @@ public final class LauncherMain implements Callable<Integer> {
                     .maxRestarts(LaunchOptions.parseCount("--max-restarts", maxRestarts, false))
                     .runId(runId)
                     .logDir(logDir)
-                    .bindCores(!noBindCores)
+                    .bindCores(bindCores)
                     .grace(Duration.ofMillis(Math.round(1000 * seconds("--grace-period", gracePeriod))))
                     .joinTimeout(Duration.ofMillis(Math.round(1000 * seconds("--join-timeout", joinTimeout))))
                     .build();
