@@ -15,7 +15,8 @@ Trains a classifier on Fashion-MNIST with N workers (default 2) on Gloo, started
   --workers N        workers on this machine (default 2)
   --epochs E         epochs (default 5)
   --model mlp|cnn    784-512-256-10 MLP (default) or a small CNN
-  --max-restarts K   restart the group up to K times after a failure (default 0)
+  --max-restarts K   restart the group up to K times after a failure (default 0); the run then
+                     checkpoints every 100 steps and a restarted group resumes from the last one
   --json FILE        where the summary goes (default out/demo-summary.json)
   --data-dir DIR     the four IDX files (default /usr/share/datasets/fashion-mnist)
 Any other option goes to the trainer (dev.cohort.examples.FashionMnistTrainer --help), e.g.
@@ -93,11 +94,18 @@ json="$(cd "$(dirname "$json")" && pwd)/$(basename "$json")"
 rm -f "$json"
 echo "cohort demo: training $model on Fashion-MNIST, $workers workers on Gloo, $epochs epochs" >&2
 # The launcher starts each worker with its own class path, which is this module's: it has the trainer.
+# With restarts, a restarted group must resume where the failed one stopped: checkpoint this run
+# (in a directory of its own, so a later demo starts afresh) unless the user chose a directory.
+recovery=()
+if [ "$max_restarts" -gt 0 ] && ! printf '%s\n' ${extra[@]+"${extra[@]}"} | grep -q -- '--checkpoint-dir'; then
+  recovery=(--checkpoint-dir "$ROOT/out/demo-checkpoints-$(date +%Y%m%d-%H%M%S)-$$" --checkpoint-every 100 --resume)
+  echo "cohort demo: --max-restarts $max_restarts: checkpoints every 100 steps in ${recovery[1]}" >&2
+fi
 set +e
 "$JAVA_HOME/bin/java" ${COHORT_JAVA_OPTS:-} -cp "$classpath" dev.cohort.launcher.LauncherMain \
   --nproc-per-node "$workers" --master-port 0 --max-restarts "$max_restarts" -- \
   dev.cohort.examples.FashionMnistTrainer --distributed-backend gloo --data-dir "$data_dir" \
-  --model "$model" --epochs "$epochs" --json "$json" ${extra[@]+"${extra[@]}"}
+  --model "$model" --epochs "$epochs" --json "$json" ${recovery[@]+"${recovery[@]}"} ${extra[@]+"${extra[@]}"}
 code=$?
 set -e
 if [ "$code" -eq 0 ] && [ -f "$json" ]; then

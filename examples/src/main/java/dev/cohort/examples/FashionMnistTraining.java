@@ -128,6 +128,8 @@ public final class FashionMnistTraining {
 
         List<Double> accuracies = new ArrayList<>();
         long step = position.step();
+        long resumedFrom = position.step();
+        FaultDrill drill = FaultDrill.fromEnvironment();
         double lastLoss = Double.NaN;
         double accuracy = Double.NaN;
         long trainedSamples = 0;
@@ -165,6 +167,7 @@ public final class FashionMnistTraining {
                     }
                     step++;
                     batch++;
+                    drill.maybeFail(step, backend.rank());
                     double seconds = (System.nanoTime() - epochStart) / 1e9;
                     // Every worker runs batches of the same size, so this worker's rate times the workers.
                     progress.step(batch - 1, lastLoss, epochSamples * workers / seconds);
@@ -194,7 +197,7 @@ public final class FashionMnistTraining {
         double samplesPerSecond = trainNanos > 0 ? trainedSamples / (trainNanos / 1e9) : 0;
         TrainingSummary summary = new TrainingSummary(config.model().label(), backend.name(), workers, epochsTrained,
                 step, globalBatch, accuracy, accuracies, lastLoss, samplesPerSecond,
-                (System.nanoTime() - started) / 1e9);
+                (System.nanoTime() - started) / 1e9, resumedFrom);
         say(summary.describe());
         return summary;
     }

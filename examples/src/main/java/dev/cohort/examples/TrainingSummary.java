@@ -26,7 +26,7 @@ import java.util.stream.Collectors;
  */
 public record TrainingSummary(String model, String backend, int workers, double epochs, long steps,
                               int globalBatchSize, double testAccuracy, List<Double> epochAccuracies,
-                              double finalLoss, double samplesPerSecond, double seconds) {
+                              double finalLoss, double samplesPerSecond, double seconds, long resumedFromStep) {
 
     public TrainingSummary {
         epochAccuracies = List.copyOf(epochAccuracies);
@@ -45,6 +45,7 @@ public record TrainingSummary(String model, String backend, int workers, double 
                 + "  \"steps\": " + steps + ",\n"
                 + "  \"global_batch_size\": " + globalBatchSize + ",\n"
                 + "  \"final_loss\": " + number(finalLoss) + ",\n"
+                + "  \"resumed_from_step\": " + resumedFromStep + ",\n"
                 + "  \"epoch_test_accuracy\": ["
                 + epochAccuracies.stream().map(TrainingSummary::number).collect(Collectors.joining(", ")) + "]\n"
                 + "}\n";

@@ -85,7 +85,7 @@ class FashionMnistDataTest {
     @Test
     void summaryJsonHasTheIssuesFields() {
         TrainingSummary s = new TrainingSummary("mlp", "gloo", 2, 3, 1407, 128, 0.8871, java.util.List.of(0.84, 0.87, 0.8871),
-                0.25, 5123.456, 61.25);
+                0.25, 5123.456, 61.25, 0);
         assertThat(s.toJson()).contains("\"workers\": 2,", "\"epochs\": 3,", "\"test_accuracy\": 0.8871,",
                 "\"samples_per_s\": 5123.46,", "\"seconds\": 61.25,", "\"epoch_test_accuracy\": [0.84, 0.87, 0.8871]");
     }

@@ -17,6 +17,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -93,5 +94,35 @@ class FashionMnistTrainerTest {
         assertThat(summary.get("test_accuracy").asDouble()).isBetween(0.6, 1.0);
         assertThat(summary.get("samples_per_s").asDouble()).isPositive();
         assertThat(summary.get("seconds").asDouble()).isPositive();
+    }
+
+    /** Runs the trainer on 2 Gloo workers through the launcher; returns the summary. */
+    private JsonNode train(Path checkpoints, Path json, int maxRestarts, Map<String, String> env) throws IOException {
+        LaunchOptions.Builder options = LaunchOptions.builder().nprocPerNode(2).masterPort(0).maxRestarts(maxRestarts);
+        env.forEach(options::addEnvironment);
+        WorkerProgram program = WorkerProgram.mainClass(FashionMnistTrainer.class.getName(), List.of(
+                "--distributed-backend", "gloo", "--model", "mlp", "--epochs", "1", "--max-steps", "60",
+                "--checkpoint-dir", checkpoints.toString(), "--checkpoint-every", "20", "--resume",
+                "--json", json.toString()));
+        LaunchResult result;
+        try (Launcher launcher = new Launcher(options.build(), program)) {
+            result = launcher.run();
+        }
+        assertThat(result.exitCode()).as(result.message()).isZero();
+        assertThat(result.restarts()).isEqualTo(env.isEmpty() ? 0 : 1);
+        return new ObjectMapper().readTree(json.toFile());
+    }
+
+    @Test
+    @Timeout(value = 180, unit = TimeUnit.SECONDS)
+    void aRankLostMidRunIsRestartedAndTheRunEndsAsTheUninterruptedOne() throws IOException {
+        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        JsonNode straight = train(dir.resolve("ckpt-a"), dir.resolve("a.json"), 0, Map.of());
+        JsonNode recovered = train(dir.resolve("ckpt-b"), dir.resolve("b.json"), 1,
+                Map.of(FaultDrill.AT_STEP, "50", FaultDrill.RANK, "1"));
+        assertThat(recovered.get("resumed_from_step").asLong()).isEqualTo(40);   // last checkpoint before the crash
+        assertThat(recovered.get("steps").asLong()).isEqualTo(straight.get("steps").asLong()).isEqualTo(60);
+        assertThat(recovered.get("final_loss").asDouble()).isEqualTo(straight.get("final_loss").asDouble());
+        assertThat(recovered.get("test_accuracy").asDouble()).isEqualTo(straight.get("test_accuracy").asDouble());
     }
 }

@@ -1,0 +1,51 @@
+package dev.cohort.examples;
+
+import dev.cohort.core.env.LaunchEnvironment;
+import java.util.Map;
+
+/**
+ * A fault drill for recovery tests: with {@code COHORT_FAULT_AT_STEP=N} (and optionally
+ * {@code COHORT_FAULT_RANK=R}, default 1), worker R exits abruptly (exit code 70, no clean-up, as a
+ * crash would) right after step N of the first attempt ({@code COHORT_RESTART_COUNT} 0). The
+ * restarted group resumes from the last checkpoint and does not fail again.
+ */
+final class FaultDrill {
+
+    static final String AT_STEP = "COHORT_FAULT_AT_STEP";
+    static final String RANK = "COHORT_FAULT_RANK";
+    static final int EXIT_CODE = 70;
+
+    private final long atStep;
+    private final int rank;
+
+    private FaultDrill(long atStep, int rank) {
+        this.atStep = atStep;
+        this.rank = rank;
+    }
+
+    static FaultDrill fromEnvironment() {
+        return from(System.getenv());
+    }
+
+    static FaultDrill from(Map<String, String> env) {
+        String step = env.get(AT_STEP);
+        boolean firstAttempt = "0".equals(env.getOrDefault(LaunchEnvironment.RESTART_COUNT, "0"));
+        if (step == null || step.isBlank() || !firstAttempt) {
+            return new FaultDrill(-1, -1);
+        }
+        try {
+            return new FaultDrill(Long.parseLong(step.trim()), Integer.parseInt(env.getOrDefault(RANK, "1").trim()));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(AT_STEP + "='" + step + "' and " + RANK + "='" + env.get(RANK)
+                    + "' must be whole numbers");
+        }
+    }
+
+    void maybeFail(long step, int myRank) {
+        if (step == atStep && myRank == rank) {
+            System.out.println("fault drill: rank " + myRank + " exits abruptly after step " + step);
+            System.out.flush();
+            Runtime.getRuntime().halt(EXIT_CODE);
+        }
+    }
+}
