@@ -1,5 +1,6 @@
 package dev.cohort.gloo;
 
+import dev.cohort.core.Timeouts;
 import java.time.Duration;
 import picocli.CommandLine.Option;
 
@@ -38,12 +39,12 @@ public final class GlooOptions {
     }
 
     public GlooOptions timeout(Duration timeout) {
-        this.timeoutSeconds = positiveSeconds("--gloo-timeout", timeout);
+        this.timeoutSeconds = Timeouts.toSeconds("--gloo-timeout", timeout);
         return this;
     }
 
     public GlooOptions connectTimeout(Duration timeout) {
-        this.connectTimeoutSeconds = positiveSeconds("--gloo-connect-timeout", timeout);
+        this.connectTimeoutSeconds = Timeouts.toSeconds("--gloo-connect-timeout", timeout);
         return this;
     }
 
@@ -53,24 +54,10 @@ public final class GlooOptions {
     }
 
     Duration timeout() {
-        return duration("--gloo-timeout", timeoutSeconds);
+        return Timeouts.ofSeconds("--gloo-timeout", timeoutSeconds);
     }
 
     Duration connectTimeout() {
-        return duration("--gloo-connect-timeout", connectTimeoutSeconds);
-    }
-
-    private static double positiveSeconds(String name, Duration d) {
-        if (d == null || d.isNegative() || d.isZero()) {
-            throw new IllegalArgumentException(name + " must be positive, got " + d);
-        }
-        return d.toNanos() / 1e9;
-    }
-
-    private static Duration duration(String name, double seconds) {
-        if (!(seconds > 0) || Double.isInfinite(seconds)) {
-            throw new IllegalArgumentException(name + " must be a positive number of seconds, got " + seconds);
-        }
-        return Duration.ofNanos((long) (seconds * 1e9));
+        return Timeouts.ofSeconds("--gloo-connect-timeout", connectTimeoutSeconds);
     }
 }

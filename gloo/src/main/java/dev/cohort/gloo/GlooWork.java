@@ -1,5 +1,6 @@
 package dev.cohort.gloo;
 
+import dev.cohort.core.Timeouts;
 import dev.cohort.core.collective.Collective;
 import dev.cohort.core.collective.CollectiveException;
 import dev.cohort.core.collective.CollectiveTimeoutException;
@@ -76,10 +77,7 @@ final class GlooWork implements Work {
 
     @Override
     public void await(Duration timeout) {
-        if (timeout == null || timeout.isNegative() || timeout.isZero()) {
-            throw new IllegalArgumentException("timeout must be positive, got " + timeout);
-        }
-        awaitNanos(timeout.toNanos());
+        awaitNanos(Timeouts.requirePositive(timeout).toNanos());
     }
 
     private void awaitNanos(long requested) {

@@ -1,5 +1,6 @@
 package dev.cohort.shm;
 
+import dev.cohort.core.Timeouts;
 import java.time.Duration;
 import picocli.CommandLine.Option;
 
@@ -26,12 +27,12 @@ public final class ShmOptions {
     int segmentKib = DEFAULT_SEGMENT_KIB;
 
     public ShmOptions timeout(Duration timeout) {
-        this.timeoutSeconds = positiveSeconds("--shm-timeout", timeout);
+        this.timeoutSeconds = Timeouts.toSeconds("--shm-timeout", timeout);
         return this;
     }
 
     public ShmOptions connectTimeout(Duration timeout) {
-        this.connectTimeoutSeconds = positiveSeconds("--shm-connect-timeout", timeout);
+        this.connectTimeoutSeconds = Timeouts.toSeconds("--shm-connect-timeout", timeout);
         return this;
     }
 
@@ -42,11 +43,11 @@ public final class ShmOptions {
     }
 
     public Duration timeout() {
-        return duration("--shm-timeout", timeoutSeconds);
+        return Timeouts.ofSeconds("--shm-timeout", timeoutSeconds);
     }
 
     public Duration connectTimeout() {
-        return duration("--shm-connect-timeout", connectTimeoutSeconds);
+        return Timeouts.ofSeconds("--shm-connect-timeout", connectTimeoutSeconds);
     }
 
     /** The segment size in bytes: 4 KiB to 64 MiB. */
@@ -55,19 +56,5 @@ public final class ShmOptions {
             throw new IllegalArgumentException("--shm-segment-kib must be in [4, 65536], got " + segmentKib);
         }
         return segmentKib * 1024L;
-    }
-
-    private static double positiveSeconds(String name, Duration d) {
-        if (d == null || d.isNegative() || d.isZero()) {
-            throw new IllegalArgumentException(name + " must be positive, got " + d);
-        }
-        return d.toNanos() / 1e9;
-    }
-
-    private static Duration duration(String name, double seconds) {
-        if (!(seconds > 0) || Double.isInfinite(seconds)) {
-            throw new IllegalArgumentException(name + " must be a positive number of seconds, got " + seconds);
-        }
-        return Duration.ofNanos((long) (seconds * 1e9));
     }
 }

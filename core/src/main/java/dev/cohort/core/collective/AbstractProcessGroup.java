@@ -1,5 +1,6 @@
 package dev.cohort.core.collective;
 
+import dev.cohort.core.Timeouts;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
@@ -203,10 +204,7 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
     }
 
     static Duration checkTimeout(Duration timeout) {
-        if (timeout == null || timeout.isNegative() || timeout.isZero()) {
-            throw new IllegalArgumentException("timeout must be positive, got " + timeout);
-        }
-        return timeout;
+        return Timeouts.requirePositive(timeout);
     }
 
     /** The group seen with another timeout; shares everything else, closing it closes the group. */

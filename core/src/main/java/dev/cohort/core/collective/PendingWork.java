@@ -1,5 +1,6 @@
 package dev.cohort.core.collective;
 
+import dev.cohort.core.Timeouts;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
@@ -66,10 +67,7 @@ public final class PendingWork implements Work {
 
     @Override
     public void await(Duration timeout) {
-        if (timeout == null || timeout.isNegative() || timeout.isZero()) {
-            throw new IllegalArgumentException("timeout must be positive, got " + timeout);
-        }
-        awaitNanos(timeout.toNanos());
+        awaitNanos(Timeouts.requirePositive(timeout).toNanos());
     }
 
     private void awaitNanos(long requested) {
