@@ -103,6 +103,8 @@ public final class GlooBackend extends DistributedBackend {
             Map<String, String> ranksByAddress = publishAddresses(topology, device, runScope, connectTimeout);
             GlooProcessGroup world = group("gloo world", rendezvous.prefixed("cohort/" + runScope + "/world"), device,
                     topology.rank(), topology.worldSize(), timeout, connectTimeout, ranksByAddress);
+            world.watchStalls(new StallWatch(rendezvous.client().clone(), "cohort/" + runScope + "/issued/",
+                    topology.rank(), topology.worldSize(), options.stallTime()));
             // On one node the node group is the world: no second Gloo group and its threads.
             GlooProcessGroup node = topology.localWorldSize() == topology.worldSize() ? world
                     : group("gloo node " + topology.nodeRank(),

@@ -12,6 +12,8 @@ public final class GlooOptions {
 
     /** Default timeout of each collective. */
     public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
+    /** Default time after which a waiting collective is reported as stalled. */
+    public static final Duration DEFAULT_STALL_TIME = Duration.ofSeconds(30);
     /** Default time allowed for all ranks to meet at the store and connect to each other. */
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(60);
 
@@ -27,6 +29,11 @@ public final class GlooOptions {
     @Option(names = "--gloo-connect-timeout", paramLabel = "SECONDS",
             description = "Time for all ranks to meet and connect (default: 60).")
     double connectTimeoutSeconds = DEFAULT_CONNECT_TIMEOUT.toSeconds();
+
+    @Option(names = "--gloo-stall-seconds", paramLabel = "SECONDS",
+            description = "A collective waiting longer than this is reported with the ranks that have not "
+                    + "issued it yet (default: 30; it still fails only at --gloo-timeout).")
+    double stallSeconds = DEFAULT_STALL_TIME.toSeconds();
 
     @Option(names = "--gloo-rendezvous", paramLabel = "URI",
             description = "env:// (MASTER_ADDR/MASTER_PORT, rank 0 hosts a TCP store; the default) or "
@@ -46,6 +53,15 @@ public final class GlooOptions {
     public GlooOptions connectTimeout(Duration timeout) {
         this.connectTimeoutSeconds = Timeouts.toSeconds("--gloo-connect-timeout", timeout);
         return this;
+    }
+
+    public GlooOptions stallTime(Duration stall) {
+        this.stallSeconds = Timeouts.toSeconds("--gloo-stall-seconds", stall);
+        return this;
+    }
+
+    Duration stallTime() {
+        return Timeouts.ofSeconds("--gloo-stall-seconds", stallSeconds);
     }
 
     public GlooOptions rendezvous(String uri) {

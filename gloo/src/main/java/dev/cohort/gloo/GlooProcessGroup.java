@@ -41,6 +41,24 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     private final NativeCache cache = new NativeCache();
     private final String label;
     private final Map<String, String> ranksByAddress;
+    private volatile StallWatch stallWatch;
+    private final GlooWork.StallReport stallReport = new GlooWork.StallReport() {
+        @Override
+        public Duration after() {
+            StallWatch w = stallWatch;
+            return w == null ? Duration.ofDays(365) : w.stallTime();
+        }
+
+        @Override
+        public void report(Collective call) {
+            StallWatch w = stallWatch;
+            if (w != null) {
+                System.err.println("cohort: " + label + " " + who() + ": " + call.describe() + " has waited "
+                        + w.stallTime().toSeconds() + " s; " + w.laggards(call.sequence())
+                        + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
+            }
+        }
+    };
 
     GlooProcessGroup(ProcessGroupGloo pg, String label, int rank, int size, Duration timeout,
                      Map<String, String> ranksByAddress) {
@@ -50,8 +68,17 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         this.ranksByAddress = ranksByAddress;
     }
 
+    /** Watches this group's collectives for stalls from now on (closed with the group). */
+    void watchStalls(StallWatch watch) {
+        this.stallWatch = watch;
+    }
+
     @Override
     protected Work start(Collective call, Duration timeout) {
+        StallWatch watch = stallWatch;
+        if (watch != null) {
+            watch.issued(call.sequence());
+        }
         NativeTensors t = new NativeTensors(cache);
         long ms = Math.max(1, timeout.toMillis());
         try {
@@ -140,7 +167,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     }
 
     private Work work(Collective call, org.bytedeco.pytorch.Work w, NativeTensors t, Runnable finish, Duration timeout) {
-        return new GlooWork(call, w, t, finish, timeout, e -> translate(call, e));
+        return new GlooWork(call, w, t, finish, timeout, e -> translate(call, e), stallReport);
     }
 
     /** Turns a c10d error into one that names this rank, the operation and, where known, the peer. */
@@ -168,6 +195,10 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         }
         LibTorch.release(pg);
         cache.close();
+        StallWatch watch = stallWatch;
+        if (watch != null) {
+            watch.close();
+        }
     }
 
     @Override

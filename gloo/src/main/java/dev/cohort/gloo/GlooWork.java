@@ -26,23 +26,28 @@ final class GlooWork implements Work {
     private final NativeTensors tensors;
     private final Runnable finish;
     private final Function<RuntimeException, CollectiveException> translate;
+    private final long issuedAt;
     private final long deadlineNanos;
+    private final StallReport stall;
     private volatile boolean settled;
+    private boolean stallReported;
     private volatile CollectiveException failure;
 
     GlooWork(Collective call, org.bytedeco.pytorch.Work work, NativeTensors tensors, Runnable finish,
-             Duration timeout, Function<RuntimeException, CollectiveException> translate) {
+             Duration timeout, Function<RuntimeException, CollectiveException> translate, StallReport stall) {
+        this.stall = stall;
         this.call = call;
         this.work = work == null ? null : LibTorch.retain(work);   // outlives the caller's PointerScope
         this.tensors = tensors;
         this.finish = finish;
         this.translate = translate;
-        this.deadlineNanos = System.nanoTime() + timeout.toNanos();
+        this.issuedAt = System.nanoTime();
+        this.deadlineNanos = issuedAt + timeout.toNanos();
     }
 
     /** A call that needs no communication (every rank has zero elements): done at once. */
     static GlooWork completed(Collective call) {
-        GlooWork w = new GlooWork(call, null, null, () -> { }, Duration.ofSeconds(1), e -> null);
+        GlooWork w = new GlooWork(call, null, null, () -> { }, Duration.ofSeconds(1), e -> null, null);
         w.settled = true;
         return w;
     }
@@ -81,14 +86,29 @@ final class GlooWork implements Work {
     }
 
     private void awaitNanos(long requested) {
-        if (!settled) {
+        long start = System.nanoTime();
+        while (!settled) {
+            long elapsed = System.nanoTime() - start;
             long untilDeadline = deadlineNanos + GRACE_NANOS - System.nanoTime();
-            long wait = Math.max(1, Math.min(requested, untilDeadline));
-            boolean userLimit = requested < untilDeadline;
+            long wait = Math.max(1, Math.min(requested - elapsed, untilDeadline));
+            boolean userLimit = requested - elapsed < untilDeadline;
+            boolean stallCheck = false;
+            if (stall != null && !stallReported) {
+                long toStall = stall.after().toNanos() - (System.nanoTime() - issuedAt);
+                if (toStall > 0 && toStall < wait) {
+                    wait = toStall;
+                    stallCheck = true;
+                }
+            }
             try {
                 work._wait(new Milliseconds(Math.max(1, (wait + 999_999) / 1_000_000)));
                 settle(null);
             } catch (RuntimeException e) {
+                if (!work.isCompleted() && isWaitTimeout(e) && stallCheck) {
+                    stallReported = true;
+                    stall.report(call);
+                    continue;
+                }
                 if (!work.isCompleted() && userLimit && isWaitTimeout(e)) {
                     throw new CollectiveTimeoutException(call.describe() + " still running after "
                             + Duration.ofNanos(requested) + "; it stays pending until its own timeout");
@@ -100,6 +120,13 @@ final class GlooWork implements Work {
         if (f != null) {
             throw f;
         }
+    }
+
+    /** Reports a collective that waits longer than a stall time (see {@link StallWatch}). */
+    interface StallReport {
+        Duration after();
+
+        void report(Collective call);
     }
 
     private synchronized void settle(RuntimeException error) {

@@ -93,4 +93,18 @@ class GlooFailureTest {
         assertThat(results.get(1).output() + results.get(2).output())
                 .as(JvmWorkers.describe(results)).contains("another process already joined run 'cohort/0' as RANK=1");
     }
+
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aStoppedRankIsReportedAsAStallThenFailsAtTheTimeout() {
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(2,
+                r -> JvmWorkers.javaCommand(GlooFaultWorker.class, List.of(), List.of("stop")),
+                r -> GlooProcessesTest.env(r, 2, port, 2), tmp, Duration.ofSeconds(60));
+        String out = results.get(0).output();
+        assertThat(results.get(0).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(3);
+        assertThat(out).contains("allreduce #3 (float32[1024] SUM) has waited 2 s; rank(s) [1] have not issued it yet");
+        assertThat(out).contains("CollectiveTimeoutException");
+        assertThat(failedAfter(out)).isBetween(5.5, 12.0);   // stall reported at 2 s, failure at the 6 s timeout
+    }
 }

@@ -15,7 +15,8 @@ public final class GlooFaultWorker {
 
     public static void main(String[] args) throws Exception {
         String mode = args[0];
-        GlooOptions options = new GlooOptions().timeout(Duration.ofSeconds(3)).connectTimeout(Duration.ofSeconds(5));
+        GlooOptions options = new GlooOptions().timeout(Duration.ofSeconds(mode.equals("stop") ? 6 : 3))
+                .connectTimeout(Duration.ofSeconds(5)).stallTime(Duration.ofSeconds(2));
         try (GlooBackend backend = new GlooBackend(options)) {
             backend.initialize();
             float[] data = new float[1024];
@@ -25,6 +26,10 @@ public final class GlooFaultWorker {
             if (backend.rank() == 1) {
                 if (mode.equals("die")) {
                     Runtime.getRuntime().halt(9);
+                }
+                if (mode.equals("stop")) {
+                    Thread.sleep(1500);          // let the stall watch publish this rank's progress
+                    new ProcessBuilder("kill", "-STOP", Long.toString(ProcessHandle.current().pid())).start();
                 }
                 Thread.sleep(10_000);
                 Runtime.getRuntime().halt(0);
