@@ -97,9 +97,20 @@ final class StallWatch implements AutoCloseable {
         return "rank(s) " + behind + " have not issued it yet (stopped, slow or gone?)";
     }
 
+    /** Stops publishing, waits for a publish in progress (bounded by the store timeout), frees the store. */
     @Override
     public void close() {
-        publisher.shutdownNow();
-        LibTorch.release(store);
+        publisher.shutdown();
+        try {
+            if (!publisher.awaitTermination(STORE_TIMEOUT.toMillis() + 1000, TimeUnit.MILLISECONDS)) {
+                return;        // still inside the store: leak it rather than free it under the thread
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+        }
+        synchronized (this) {
+            LibTorch.release(store);
+        }
     }
 }
