@@ -9,8 +9,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -20,12 +18,6 @@ class GlooFailureTest {
 
     @TempDir
     Path tmp;
-
-    private static double failedAfter(String output) {
-        Matcher m = Pattern.compile("FAILED after ([0-9.]+) s").matcher(output);
-        assertThat(m.find()).as(output).isTrue();
-        return Double.parseDouble(m.group(1));
-    }
 
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
@@ -37,7 +29,7 @@ class GlooFailureTest {
         String out = results.get(0).output();
         assertThat(results.get(0).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(3);
         assertThat(out).contains("CollectiveTimeoutException").contains("gloo world rank 0 of 2: allreduce #3 (float32[1024] SUM)");
-        assertThat(failedAfter(out)).isBetween(2.5, 6.0);   // timeout 3 s, failure within 2x
+        assertThat(JvmWorkers.failedAfter(out)).isBetween(2.5, 6.0);   // timeout 3 s, failure within 2x
     }
 
     @Test
@@ -51,7 +43,7 @@ class GlooFailureTest {
         assertThat(results.get(1).exitCode()).isEqualTo(9);
         assertThat(results.get(0).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(3);
         assertThat(out).contains("allreduce #3").contains("lost peer 127.0.0.1 (rank(s) 1)");
-        assertThat(failedAfter(out)).isLessThan(6.0);
+        assertThat(JvmWorkers.failedAfter(out)).isLessThan(6.0);
     }
 
     @Test
@@ -105,6 +97,6 @@ class GlooFailureTest {
         assertThat(results.get(0).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(3);
         assertThat(out).contains("allreduce #3 (float32[1024] SUM) has waited 2 s; rank(s) [1] have not issued it yet");
         assertThat(out).contains("CollectiveTimeoutException");
-        assertThat(failedAfter(out)).isBetween(5.5, 12.0);   // stall reported at 2 s, failure at the 6 s timeout
+        assertThat(JvmWorkers.failedAfter(out)).isBetween(5.5, 12.0);   // stall reported at 2 s, failure at the 6 s timeout
     }
 }

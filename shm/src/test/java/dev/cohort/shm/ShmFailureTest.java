@@ -22,12 +22,6 @@ class ShmFailureTest {
     @TempDir
     Path tmp;
 
-    private static double failedAfter(String output) {
-        Matcher m = Pattern.compile("FAILED after ([0-9.]+) s").matcher(output);
-        assertThat(m.find()).as(output).isTrue();
-        return Double.parseDouble(m.group(1));
-    }
-
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aRankThatDiesIsNamedByTheOthersBeforeTheTimeout() {
@@ -38,7 +32,7 @@ class ShmFailureTest {
         assertThat(results.get(0).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(3);
         assertThat(out).contains("shm world rank 0 of 2: allreduce #3 (float32[1024] SUM)")
                 .contains("lost peer rank 1 (pid ");
-        assertThat(failedAfter(out)).isLessThan(1.0);   // liveness is checked while waiting: well before the 3 s timeout
+        assertThat(JvmWorkers.failedAfter(out)).isLessThan(1.0);   // liveness is checked while waiting: well before the 3 s timeout
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
 
@@ -51,7 +45,7 @@ class ShmFailureTest {
         assertThat(results.get(0).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(3);
         assertThat(out).contains("CollectiveTimeoutException")
                 .contains("shm world rank 0 of 2: allreduce #3 (float32[1024] SUM): timed out after PT3S waiting for rank(s) [1]");
-        assertThat(failedAfter(out)).isBetween(2.9, 6.0);
+        assertThat(JvmWorkers.failedAfter(out)).isBetween(2.9, 6.0);
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
 
@@ -84,7 +78,7 @@ class ShmFailureTest {
         assertThat(results.get(1).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(137);
         assertThat(results.get(0).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(3);
         assertThat(out).contains("allreduce #3").contains("lost peer rank 1 (pid ");
-        assertThat(failedAfter(out)).isLessThan(2.9);
+        assertThat(JvmWorkers.failedAfter(out)).isLessThan(2.9);
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
 }

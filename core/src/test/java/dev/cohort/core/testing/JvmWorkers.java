@@ -105,6 +105,20 @@ public final class JvmWorkers {
         }
     }
 
+    /**
+     * The seconds a failure took, from a worker's {@code FAILED after <s> s} line (the failure
+     * tests' workers print it).
+     *
+     * @throws AssertionError when there is no such line
+     */
+    public static double failedAfter(String output) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("FAILED after ([0-9.]+) s").matcher(output);
+        if (!m.find()) {
+            throw new AssertionError("no 'FAILED after <s> s' line in:\n" + output);
+        }
+        return Double.parseDouble(m.group(1));
+    }
+
     /** Every worker's output, for assertion messages. */
     public static String describe(List<Result> results) {
         StringBuilder s = new StringBuilder();
