@@ -1,5 +1,6 @@
 package dev.cohort.bench;
 
+import dev.cohort.core.BackendChoice;
 import dev.cohort.core.Backends;
 import dev.cohort.core.DistributedBackend;
 import dev.cohort.core.collective.DataType;
@@ -19,6 +20,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -53,6 +55,11 @@ final class CollectivesBenchmark implements Callable<Integer> {
     @Option(names = "--timeout", paramLabel = "SECONDS", description = "Limit for the whole run. Default: ${DEFAULT-VALUE}.")
     int timeoutSeconds = 900;
 
+    @Option(names = "--engine-option", paramLabel = "OPTION",
+            description = "An option for the engine in each worker, e.g. --engine-option=--no-gloo-consistency-check "
+                    + "(repeatable; see the backend's options).")
+    List<String> engineOptions = new ArrayList<>();
+
     @Override
     public Integer call() throws Exception {
         if (world < 1) {
@@ -71,8 +78,9 @@ final class CollectivesBenchmark implements Callable<Integer> {
             if (!Backends.names().contains(name)) {
                 throw new IllegalArgumentException("unknown backend '" + backend + "'; available: " + Backends.names());
             }
-            List<String> workerArgs = List.of("collectives-worker", "--backend", name, "--sizes", join(sizeList),
-                    "--json", out.toString());
+            List<String> workerArgs = new ArrayList<>(List.of("collectives-worker", "--backend", name,
+                    "--sizes", join(sizeList), "--json", out.toString()));
+            engineOptions.forEach(o -> workerArgs.add("--engine-option=" + o));
             int rc = Workers.launch(world, backend, workerArgs);
             if (rc != 0) {
                 return rc;
@@ -91,15 +99,27 @@ final class CollectivesBenchmark implements Callable<Integer> {
         String sizes;
         @Option(names = "--json", required = true)
         Path json;
+        @Option(names = "--engine-option")
+        List<String> engineOptions = new ArrayList<>();
 
         @Override
         public Integer call() {
-            try (DistributedBackend b = Backends.select(backend)) {
+            CommandLine engineCli = new CommandLine(new EngineOptions());
+            BackendChoice choice = Backends.addOptions(engineCli);
+            List<String> args = new ArrayList<>(List.of("--distributed-backend", backend));
+            args.addAll(engineOptions);
+            engineCli.parseArgs(args.toArray(String[]::new));
+            try (DistributedBackend b = choice.backend()) {
                 b.initialize();
                 runRank(b.group(), b.name(), Sizes.parse(sizes), json);
             }
             return 0;
         }
+    }
+
+    /** The command line the engine options are parsed on (the backends add theirs). */
+    @Command(name = "engine-options")
+    static final class EngineOptions {
     }
 
     /** Untimed calls made once before anything is timed, so the JIT has compiled the hot paths. */

@@ -171,7 +171,17 @@ public final class GlooBackend extends DistributedBackend {
                     + connectTimeout + ": " + e.getMessage(), e);
         }
         pg.setTimeout(new Milliseconds(timeout.toMillis()));
-        return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress);
+        SignatureMesh mesh = null;
+        if (options.consistencyCheck() && size > 1) {
+            try {
+                mesh = SignatureMesh.connect(store, "signature-mesh/", rank, size, meshAddress(device), connectTimeout,
+                        label + " rank " + rank + " of " + size);
+            } catch (RuntimeException e) {
+                LibTorch.release(pg);
+                throw e;
+            }
+        }
+        return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress, mesh);
     }
 
     /** The interface named by option or {@code GLOO_SOCKET_IFNAME}, else the address that reaches the master. */
@@ -215,6 +225,16 @@ public final class GlooBackend extends DistributedBackend {
             return local;
         } catch (IOException e) {
             throw new IllegalStateException("no route from this host to MASTER_ADDR=" + host + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The address Gloo's device listens on, where the signature mesh listens too. */
+    private static InetAddress meshAddress(Device device) {
+        String address = deviceAddress(device);
+        try {
+            return InetAddress.getByName(address);
+        } catch (UnknownHostException e) {
+            throw new GlooConnectException("Gloo's device address '" + address + "' does not resolve: " + e.getMessage(), e);
         }
     }
 

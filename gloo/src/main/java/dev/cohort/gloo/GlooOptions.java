@@ -35,6 +35,12 @@ public final class GlooOptions {
                     + "issued it yet (default: 30; it still fails only at --gloo-timeout).")
     double stallSeconds = DEFAULT_STALL_TIME.toSeconds();
 
+    @Option(names = "--gloo-consistency-check", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "Before each collective the ranks compare what they call (operation, type, length, "
+                    + "reduce op, root, order) and all fail naming the difference instead of hanging or "
+                    + "returning wrong data (default: on; --no-gloo-consistency-check only to measure its cost).")
+    boolean consistencyCheck = true;
+
     @Option(names = "--gloo-rendezvous", paramLabel = "URI",
             description = "env:// (MASTER_ADDR/MASTER_PORT, rank 0 hosts a TCP store; the default) or "
                     + "file:///PATH (a file on a filesystem all ranks share).")
@@ -62,6 +68,16 @@ public final class GlooOptions {
 
     Duration stallTime() {
         return Timeouts.ofSeconds("--gloo-stall-seconds", stallSeconds);
+    }
+
+    /** Turns the always-on consistency check off (for measuring its cost; see --gloo-consistency-check). */
+    public GlooOptions consistencyCheck(boolean on) {
+        this.consistencyCheck = on;
+        return this;
+    }
+
+    boolean consistencyCheck() {
+        return consistencyCheck;
     }
 
     public GlooOptions rendezvous(String uri) {

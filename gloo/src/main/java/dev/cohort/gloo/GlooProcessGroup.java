@@ -3,10 +3,12 @@ package dev.cohort.gloo;
 import dev.cohort.core.collective.AbstractProcessGroup;
 import dev.cohort.core.collective.Collective;
 import dev.cohort.core.collective.CollectiveException;
+import dev.cohort.core.collective.CollectiveMismatchException;
 import dev.cohort.core.collective.CollectiveTimeoutException;
 import dev.cohort.core.collective.DenseBuffer;
 import dev.cohort.core.collective.OpKind;
 import dev.cohort.core.collective.ReduceOp;
+import dev.cohort.core.collective.SignatureWords;
 import dev.cohort.core.collective.Reduction;
 import dev.cohort.core.collective.Work;
 import java.time.Duration;
@@ -41,6 +43,12 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     private final NativeCache cache = new NativeCache();
     private final String label;
     private final Map<String, String> ranksByAddress;
+    /** The always-on consistency check (null when turned off); guards {@link #mine} and {@link #all}. */
+    private final SignatureMesh mesh;
+    private final long[] mine = new long[SignatureWords.WORDS];
+    private final long[] all;
+    /** The first disagreement seen; Gloo's tags are out of step after it, so the group is unusable. */
+    private volatile CollectiveMismatchException mismatch;
     private volatile StallWatch stallWatch;
     private final GlooWork.StallReport stallReport = new GlooWork.StallReport() {
         @Override
@@ -60,12 +68,27 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         }
     };
 
+    private final SignatureMesh.StallReport meshStall = new SignatureMesh.StallReport() {
+        @Override
+        public Duration after() {
+            return stallReport.after();
+        }
+
+        @Override
+        public void report(String what, String waitingFor) {
+            System.err.println("cohort: " + what + " has waited " + after().toSeconds() + " s; " + waitingFor
+                    + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
+        }
+    };
+
     GlooProcessGroup(ProcessGroupGloo pg, String label, int rank, int size, Duration timeout,
-                     Map<String, String> ranksByAddress) {
+                     Map<String, String> ranksByAddress, SignatureMesh mesh) {
         super(rank, size, timeout);
         this.pg = pg;
         this.label = label;
         this.ranksByAddress = ranksByAddress;
+        this.mesh = mesh;
+        this.all = new long[size * SignatureWords.WORDS];
     }
 
     /** Watches this group's collectives for stalls from now on (closed with the group). */
@@ -75,12 +98,36 @@ final class GlooProcessGroup extends AbstractProcessGroup {
 
     @Override
     protected Work start(Collective call, Duration timeout) {
+        CollectiveMismatchException earlier = mismatch;
+        if (earlier != null) {
+            throw new CollectiveMismatchException(label + " " + who() + ": " + call.describe()
+                    + " refused: the group is unusable after ranks disagreed earlier (restart the job):\n"
+                    + earlier.getMessage());
+        }
         StallWatch watch = stallWatch;
         if (watch != null) {
             watch.issued(call.sequence());
         }
+        if (mesh == null) {
+            return startData(call, timeout, Math.max(1, timeout.toMillis()));
+        }
+        long deadline = System.nanoTime() + timeout.toNanos();
+        synchronized (mesh) {
+            SignatureWords.encode(call, mine, 0);
+            mesh.exchange(mine, all, deadline, label + " " + who() + ": " + call.describe(), meshStall);
+            String difference = SignatureWords.disagreement(label + " " + who(), all, size());
+            if (difference != null) {
+                CollectiveMismatchException e = new CollectiveMismatchException(difference);
+                mismatch = e;
+                throw e;
+            }
+            Duration left = Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime()));
+            return startData(call, left, left.toMillis());
+        }
+    }
+
+    private Work startData(Collective call, Duration timeout, long ms) {
         NativeTensors t = new NativeTensors(cache);
-        long ms = Math.max(1, timeout.toMillis());
         try {
             return switch (call.kind()) {
                 case ALLREDUCE -> {
@@ -172,6 +219,9 @@ final class GlooProcessGroup extends AbstractProcessGroup {
 
     /** Turns a c10d error into one that names this rank, the operation and, where known, the peer. */
     CollectiveException translate(Collective call, RuntimeException e) {
+        if (e instanceof CollectiveException ours) {
+            return ours;
+        }
         String message = String.valueOf(e.getMessage());
         String peer = "";
         Matcher m = PEER.matcher(message);
@@ -198,6 +248,9 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         StallWatch watch = stallWatch;
         if (watch != null) {
             watch.close();
+        }
+        if (mesh != null) {
+            mesh.close();
         }
     }
 
