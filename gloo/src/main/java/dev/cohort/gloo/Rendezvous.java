@@ -1,10 +1,14 @@
 package dev.cohort.gloo;
 
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.bytedeco.javacpp.SizeTPointer;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.FileStore;
+import org.bytedeco.pytorch.IntOptional;
 import org.bytedeco.pytorch.PrefixStore;
 import org.bytedeco.pytorch.Store;
 import org.bytedeco.pytorch.TCPStore;
@@ -25,29 +29,70 @@ final class Rendezvous implements AutoCloseable {
     private final Store owner;
     private final Store client;
     private final String description;
+    private final StoreGuard guard;
 
-    private Rendezvous(Store owner, String description) {
+    private Rendezvous(Store owner, String description, StoreGuard guard) {
         this.owner = LibTorch.retain(owner);
         this.client = LibTorch.retain(owner.clone());
         this.description = description;
+        this.guard = guard;
     }
 
-    /** Connects to (on rank 0: hosts) the TCP store at {@code host:port}; waits for all ranks. */
+    /**
+     * Connects to (on rank 0: hosts) the TCP store at {@code host:port}; waits for all ranks. Rank
+     * 0 runs the store on a loopback port behind a {@link StoreGuard} on {@code host:port}.
+     */
     static Rendezvous tcp(String host, int port, int rank, int worldSize, Duration timeout) {
+        String where = "TCP store at " + host + ":" + port;
+        String who = "rank " + rank + " of " + worldSize;
         TCPStoreOptions options = new TCPStoreOptions()
-                .port((short) port)
                 .isServer(rank == 0)
                 .numWorkers(new SizeTPointer(1).put(worldSize))
                 .waitWorkers(true)
                 .timeout(new Milliseconds(timeout.toMillis()));
-        String where = "TCP store at " + host + ":" + port;
+        String connectTo = host;
+        int connectPort = port;
+        StoreGuard guard = null;
+        if (rank == 0) {
+            StoreListener.Listening inner = loopbackListener(who);
+            if (inner != null) {
+                guard = StoreGuard.open(resolve(host, who), port,
+                        new InetSocketAddress(InetAddress.getLoopbackAddress(), inner.port()), who);
+                options.masterListenFd(new IntOptional(inner.fd()));
+                connectTo = InetAddress.getLoopbackAddress().getHostAddress();
+                connectPort = inner.port();
+            } else {
+                System.err.println("cohort: " + who + ": cannot find a socket's descriptor here (no /proc?); the "
+                        + where + " runs unguarded on every interface");
+            }
+        }
+        options.port((short) connectPort);
         try {
-            return new Rendezvous(new TCPStore(host, options), where);
+            return new Rendezvous(new TCPStore(connectTo, options), where, guard);
         } catch (RuntimeException e) {
-            throw new GlooConnectException("rank " + rank + " of " + worldSize + ": could not "
+            if (guard != null) {
+                guard.close();
+            }
+            throw new GlooConnectException(who + ": could not "
                     + (rank == 0 ? "host" : "reach") + " the " + where + " within " + timeout
                     + " (is MASTER_ADDR/MASTER_PORT right, is rank 0 running, and are all " + worldSize
                     + " ranks started?): " + e.getMessage(), e);
+        }
+    }
+
+    private static StoreListener.Listening loopbackListener(String who) {
+        try {
+            return StoreListener.bind(InetAddress.getLoopbackAddress());
+        } catch (IOException e) {
+            throw new GlooConnectException(who + ": cannot open a loopback port for the TCP store: " + e, e);
+        }
+    }
+
+    private static InetAddress resolve(String host, String who) {
+        try {
+            return InetAddress.getByName(host);
+        } catch (IOException e) {
+            throw new GlooConnectException(who + ": MASTER_ADDR='" + host + "' does not resolve: " + e.getMessage(), e);
         }
     }
 
@@ -55,7 +100,7 @@ final class Rendezvous implements AutoCloseable {
     static Rendezvous file(Path path, int worldSize, Duration timeout) {
         FileStore store = new FileStore(path.toString(), worldSize);
         store.setTimeout(new Milliseconds(timeout.toMillis()));
-        return new Rendezvous(store, "file store " + path);
+        return new Rendezvous(store, "file store " + path, null);
     }
 
     /** A native-owned view of the store with every key under {@code prefix}. */
@@ -76,5 +121,8 @@ final class Rendezvous implements AutoCloseable {
     public void close() {
         LibTorch.release(client);
         LibTorch.release(owner);
+        if (guard != null) {
+            guard.close();
+        }
     }
 }

@@ -29,10 +29,25 @@ public final class GlooWorker {
         return 400;
     }
 
+    /** Checked allreduces for about {@code millis} (every rank runs the same count). */
+    static int steady(GlooBackend backend, int millis) throws InterruptedException {
+        int n = backend.worldSize();
+        int calls = millis / 20;
+        for (int i = 0; i < calls; i++) {
+            long[] x = {backend.rank() + i, 1};
+            backend.group().allreduce(DenseBuffer.of(x), dev.cohort.core.collective.ReduceOp.SUM).await();
+            if (x[0] != (long) n * i + (long) n * (n - 1) / 2 || x[1] != n) {
+                throw new AssertionError("allreduce #" + i + " gave " + java.util.Arrays.toString(x));
+            }
+            Thread.sleep(20);
+        }
+        return calls;
+    }
+
     public static void main(String[] args) {
         String mode = args.length > 0 ? args[0] : "conformance";
         GlooOptions options = new GlooOptions().timeout(Duration.ofSeconds(60)).connectTimeout(Duration.ofSeconds(60));
-        if (args.length > 1) {
+        if (args.length > 1 && args[1].startsWith("file:")) {
             options.rendezvous(args[1]);
         }
         try (GlooBackend backend = new GlooBackend(options)) {
@@ -44,6 +59,7 @@ public final class GlooWorker {
                 case "conformance" -> ConformanceSuite.run(backend.group(), true);
                 case "conformance-small" -> ConformanceSuite.run(backend.group(), false);
                 case "smoke" -> manyBuffers(backend);
+                case "steady" -> steady(backend, Integer.parseInt(args[1]));
                 default -> throw new IllegalArgumentException("unknown mode " + mode);
             };
             // The node group holds exactly the ranks of this node.

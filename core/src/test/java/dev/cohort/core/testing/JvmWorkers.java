@@ -27,13 +27,23 @@ public final class JvmWorkers {
     private JvmWorkers() {
     }
 
-    /** A TCP port that was free a moment ago. */
+    /**
+     * A TCP port that was free a moment ago, below Linux's ephemeral range (32768 and up): a
+     * client that connects to an ephemeral port before its server listens can be given that very
+     * port and connect to itself, taking the port from the server (the reason torchrun's default
+     * is 29500).
+     */
     public static int freePort() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        for (int attempt = 0; attempt < 200; attempt++) {
+            int port = 20_000 + random.nextInt(12_000);
+            try (ServerSocket s = new ServerSocket(port)) {
+                return s.getLocalPort();
+            } catch (IOException e) {
+                // taken: try another
+            }
         }
+        throw new IllegalStateException("no free TCP port found in 20000-31999");
     }
 
     /** The command that runs {@code mainClass} in a JVM like this one. */
