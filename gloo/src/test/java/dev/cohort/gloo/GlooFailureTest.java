@@ -99,4 +99,42 @@ class GlooFailureTest {
         assertThat(out).contains("CollectiveTimeoutException");
         assertThat(JvmWorkers.failedAfter(out)).isBetween(5.5, 12.0);   // stall reported at 2 s, failure at the 6 s timeout
     }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aTakenMasterPortIsNamedAtOnce() throws Exception {
+        int port = JvmWorkers.freePort();
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
+            List<Result> results = JvmWorkers.run(1,
+                    r -> JvmWorkers.javaCommand(GlooFaultWorker.class, List.of(), List.of("absent")),
+                    r -> GlooProcessesTest.env(0, 2, port, 2), tmp, Duration.ofSeconds(40));
+            assertThat(results.get(0).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(4);
+            assertThat(results.get(0).output()).contains("cannot host the TCP store on 127.0.0.1:" + port)
+                    .contains("MASTER_PORT taken");
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void anUnreachableMasterIsNamedWithinTheConnectTimeout() {
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(1,
+                r -> JvmWorkers.javaCommand(GlooFaultWorker.class, List.of(), List.of("absent")),
+                r -> GlooProcessesTest.env(1, 2, port, 2), tmp, Duration.ofSeconds(40));
+        assertThat(results.get(0).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(4);
+        assertThat(results.get(0).output()).contains("CONNECT FAILED rank 1 of 2: could not reach the TCP store at 127.0.0.1:" + port);
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void ranksOfDifferentRunsAreToldSo() {
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(2,
+                r -> JvmWorkers.javaCommand(GlooFaultWorker.class, List.of(), List.of("absent")),
+                r -> Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port), "RANK", Integer.toString(r),
+                        "WORLD_SIZE", "2", "COHORT_RUN_ID", r == 0 ? "job-a" : "job-b"),
+                tmp, Duration.ofSeconds(40));
+        assertThat(results.get(0).output() + results.get(1).output()).as(JvmWorkers.describe(results))
+                .contains("belongs to run").contains("job-a").contains("job-b");
+    }
 }
