@@ -171,17 +171,17 @@ public final class GlooBackend extends DistributedBackend {
                     + connectTimeout + ": " + e.getMessage(), e);
         }
         pg.setTimeout(new Milliseconds(timeout.toMillis()));
-        SignatureMesh mesh = null;
+        PeerMesh mesh = null;
         if (options.consistencyCheck() && size > 1) {
             try {
-                mesh = SignatureMesh.connect(store, "signature-mesh/", rank, size, meshAddress(device), connectTimeout,
+                mesh = PeerMesh.connect(store, "peer-mesh/", rank, size, meshAddress(device), connectTimeout,
                         label + " rank " + rank + " of " + size);
             } catch (RuntimeException e) {
                 LibTorch.release(pg);
                 throw e;
             }
         }
-        return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress, mesh);
+        return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress, mesh, options.directMaxBytes());
     }
 
     /** The interface named by option or {@code GLOO_SOCKET_IFNAME}, else the address that reaches the master. */

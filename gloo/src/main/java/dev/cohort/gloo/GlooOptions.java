@@ -14,6 +14,8 @@ public final class GlooOptions {
     public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
     /** Default time after which a waiting collective is reported as stalled. */
     public static final Duration DEFAULT_STALL_TIME = Duration.ofSeconds(30);
+    /** Default largest allreduce sent over the peer mesh instead of Gloo. */
+    public static final int DEFAULT_DIRECT_MAX_BYTES = 256 * 1024;
     /** Default time allowed for all ranks to meet at the store and connect to each other. */
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(60);
 
@@ -40,6 +42,12 @@ public final class GlooOptions {
                     + "reduce op, root, order) and all fail naming the difference instead of hanging or "
                     + "returning wrong data (default: on; --no-gloo-consistency-check only to measure its cost).")
     boolean consistencyCheck = true;
+
+    @Option(names = "--gloo-direct-max-bytes", paramLabel = "BYTES",
+            description = "Allreduces up to this size travel whole over Cohort's own peer connections (one "
+                    + "message each way) instead of through Gloo; 0 sends all through Gloo; needs the consistency "
+                    + "check, and the same value on every rank (default: ${DEFAULT-VALUE}).")
+    int directMaxBytes = DEFAULT_DIRECT_MAX_BYTES;
 
     @Option(names = "--gloo-rendezvous", paramLabel = "URI",
             description = "env:// (MASTER_ADDR/MASTER_PORT, rank 0 hosts a TCP store; the default) or "
@@ -78,6 +86,19 @@ public final class GlooOptions {
 
     boolean consistencyCheck() {
         return consistencyCheck;
+    }
+
+    /** Allreduces up to {@code bytes} go over the peer mesh; 0: all through Gloo. */
+    public GlooOptions directMaxBytes(int bytes) {
+        this.directMaxBytes = bytes;
+        return this;
+    }
+
+    int directMaxBytes() {
+        if (directMaxBytes < 0) {
+            throw new IllegalArgumentException("--gloo-direct-max-bytes must be >= 0, got " + directMaxBytes);
+        }
+        return directMaxBytes;
     }
 
     public GlooOptions rendezvous(String uri) {

@@ -22,8 +22,10 @@ import org.bytedeco.pytorch.Store;
 import org.bytedeco.pytorch.StringVector;
 
 /**
- * A full mesh of plain TCP connections over which the ranks of a group show each other the
- * {@link SignatureWords signature} of every collective before any of them hands it to Gloo.
+ * A full mesh of plain TCP connections between the ranks of a group. Over it the ranks show each
+ * other the {@link SignatureWords signature} of every collective before any of them hands it to
+ * Gloo, and small allreduces travel whole: each rank sends its data with its signature, so one
+ * message each way replaces Gloo's several steps and thread hand-offs.
  *
  * <p>Why before: Gloo aborts the whole process ({@code std::terminate}) when a message is longer
  * than the receiver expects, and silently mixes data when ranks reduce with different operations.
@@ -39,10 +41,12 @@ import org.bytedeco.pytorch.StringVector;
  * ignored, so a stranger on the port cannot take a rank's place. The listening socket is closed as
  * soon as the mesh is complete.
  */
-final class SignatureMesh implements AutoCloseable {
+final class PeerMesh implements AutoCloseable {
 
     private static final long MAGIC = 0x436f686f72745347L;      // "CohortSG"
-    private static final int FRAME = SignatureWords.WORDS * Long.BYTES;
+    /** A message: the signature words, then the payload's length in bytes, then the payload. */
+    private static final int HEADER = (SignatureWords.WORDS + 1) * Long.BYTES;
+    private static final ByteBuffer EMPTY = ByteBuffer.allocate(0);
 
     /** Names what a rank still waits for, once, after the stall time. */
     interface StallReport {
@@ -54,21 +58,32 @@ final class SignatureMesh implements AutoCloseable {
     private final int rank;
     private final int size;
     private final SocketChannel[] peers;
+    private final SelectionKey[] keys;
     private final ByteBuffer[] inbound;
-    private final ByteBuffer outbound = ByteBuffer.allocateDirect(FRAME).order(ByteOrder.LITTLE_ENDIAN);
+    private final ByteBuffer outbound = ByteBuffer.allocateDirect(HEADER).order(ByteOrder.LITTLE_ENDIAN);
+    private final ByteBuffer[] headerOut;
+    private final ByteBuffer[] payloadOut;
+    private final ByteBuffer[] payloadIn;
+    private final ByteBuffer[] payloadStore;
     private final Selector selector;
+    private int payloadMismatch = -1;
 
-    private SignatureMesh(int rank, int size, SocketChannel[] peers) throws IOException {
+    private PeerMesh(int rank, int size, SocketChannel[] peers) throws IOException {
         this.rank = rank;
         this.size = size;
         this.peers = peers;
         this.inbound = new ByteBuffer[size];
+        this.headerOut = new ByteBuffer[size];
+        this.payloadOut = new ByteBuffer[size];
+        this.payloadIn = new ByteBuffer[size];
+        this.payloadStore = new ByteBuffer[size];
+        this.keys = new SelectionKey[size];
         this.selector = Selector.open();
         for (int j = 0; j < size; j++) {
             if (j != rank) {
-                inbound[j] = ByteBuffer.allocateDirect(FRAME).order(ByteOrder.LITTLE_ENDIAN);
+                inbound[j] = ByteBuffer.allocateDirect(HEADER).order(ByteOrder.LITTLE_ENDIAN);
                 peers[j].configureBlocking(false);
-                peers[j].register(selector, SelectionKey.OP_READ, j);
+                keys[j] = peers[j].register(selector, SelectionKey.OP_READ, j);
             }
         }
     }
@@ -77,7 +92,7 @@ final class SignatureMesh implements AutoCloseable {
      * Connects this rank to every other rank of the group; addresses meet in {@code store} under
      * {@code key + rank}. Fails with a {@link GlooConnectException} after {@code timeout}.
      */
-    static SignatureMesh connect(Store store, String key, int rank, int size, InetAddress address,
+    static PeerMesh connect(Store store, String key, int rank, int size, InetAddress address,
                                  Duration timeout, String who) {
         long deadline = System.nanoTime() + timeout.toNanos();
         SocketChannel[] peers = new SocketChannel[size];
@@ -89,7 +104,7 @@ final class SignatureMesh implements AutoCloseable {
                 peers[j] = dial(store, key, j, rank, size, deadline, who);
             }
             accept(server, peers, rank, size, deadline, who);
-            return new SignatureMesh(rank, size, peers);
+            return new PeerMesh(rank, size, peers);
         } catch (IOException | RuntimeException e) {
             for (SocketChannel p : peers) {
                 closeQuietly(p);
@@ -97,7 +112,7 @@ final class SignatureMesh implements AutoCloseable {
             if (e instanceof GlooConnectException g) {
                 throw g;
             }
-            throw new GlooConnectException(who + ": could not connect the signature mesh within " + timeout + ": " + e, e);
+            throw new GlooConnectException(who + ": could not connect the peer mesh within " + timeout + ": " + e, e);
         }
     }
 
@@ -107,7 +122,7 @@ final class SignatureMesh implements AutoCloseable {
         try {
             store._wait(new StringVector(key + peer), new Milliseconds(left));
         } catch (RuntimeException e) {
-            throw new GlooConnectException(who + ": rank " + peer + " did not publish its signature-mesh address in time", e);
+            throw new GlooConnectException(who + ": rank " + peer + " did not publish its peer-mesh address in time", e);
         }
         String[] hostPort = store.get_to_str(key + peer).split(" ");
         SocketChannel ch = SocketChannel.open();
@@ -124,7 +139,7 @@ final class SignatureMesh implements AutoCloseable {
         } catch (IOException e) {
             ch.close();
             throw new GlooConnectException(who + ": could not reach rank " + peer + " at " + hostPort[0] + ":"
-                    + hostPort[1] + " for the signature mesh: " + e.getMessage(), e);
+                    + hostPort[1] + " for the peer mesh: " + e.getMessage(), e);
         }
     }
 
@@ -144,7 +159,7 @@ final class SignatureMesh implements AutoCloseable {
                         missing.add(j);
                     }
                 }
-                throw new GlooConnectException(who + ": rank(s) " + missing + " did not connect the signature mesh in time");
+                throw new GlooConnectException(who + ": rank(s) " + missing + " did not connect the peer mesh in time");
             }
             int peer = readHello(ch, size, Math.min(5_000, remainingMillis(deadline)));
             if (peer <= rank || peer >= size || peers[peer] != null) {
@@ -178,33 +193,47 @@ final class SignatureMesh implements AutoCloseable {
     }
 
     /**
-     * Sends {@code mine} ({@value SignatureWords#WORDS} words) to every peer and fills {@code all}
-     * with every rank's words, rank by rank. Callers serialize calls.
+     * Sends {@code mine} ({@value SignatureWords#WORDS} words) and {@code payload} (may be
+     * {@code null}: none) to every peer; fills {@code all} with every rank's words, rank by rank,
+     * and {@link #received(int)} with every peer's payload. Callers serialize calls.
      *
-     * @throws CollectiveException        naming the rank whose connection broke (its process is gone)
+     * @throws CollectiveException        naming the rank whose connection broke (its process is gone),
+     *                                    or the ranks that send payloads of other lengths
      * @throws CollectiveTimeoutException naming the ranks that sent nothing before {@code deadline}
      */
-    void exchange(long[] mine, long[] all, long deadlineNanos, String what, StallReport stall) {
+    void exchange(long[] mine, ByteBuffer payload, long[] all, long deadlineNanos, String what, StallReport stall) {
         System.arraycopy(mine, 0, all, rank * SignatureWords.WORDS, SignatureWords.WORDS);
+        int payloadBytes = payload == null ? 0 : payload.remaining();
         outbound.clear();
         for (long w : mine) {
             outbound.putLong(w);
         }
+        outbound.putLong(payloadBytes).flip();
         for (int j = 0; j < size; j++) {
             if (j != rank) {
-                send(j, deadlineNanos, what);
+                headerOut[j] = outbound.duplicate();
+                payloadOut[j] = payload == null ? EMPTY : payload.duplicate();
+                inbound[j].clear();
+                payloadIn[j] = null;
             }
         }
         long start = System.nanoTime();
-        int pending = size - 1;
         boolean reported = false;
+        payloadMismatch = -1;
         while (true) {
+            boolean busy = false;
             for (int j = 0; j < size; j++) {
-                if (j != rank && inbound[j].hasRemaining() && receive(j, what) && !inbound[j].hasRemaining()) {
-                    pending--;
+                if (j == rank) {
+                    continue;
+                }
+                if (sending(j)) {
+                    busy |= send(j, what);
+                }
+                if (receiving(j)) {
+                    busy |= receive(j, payloadBytes, what);
                 }
             }
-            if (pending == 0) {
+            if (!busy) {
                 break;
             }
             long now = System.nanoTime();
@@ -223,10 +252,15 @@ final class SignatureMesh implements AutoCloseable {
                 wake = Math.min(wake, stallAt);
             }
             try {
+                for (int j = 0; j < size; j++) {
+                    if (j != rank) {
+                        keys[j].interestOps(SelectionKey.OP_READ | (sending(j) ? SelectionKey.OP_WRITE : 0));
+                    }
+                }
                 selector.select(Math.max(1, (wake - now) / 1_000_000));
                 selector.selectedKeys().clear();
             } catch (IOException e) {
-                throw new CollectiveException(what + " failed waiting for the peers' signatures: " + e, e);
+                throw new CollectiveException(what + " failed waiting for its peers: " + e, e);
             }
         }
         for (int j = 0; j < size; j++) {
@@ -236,45 +270,91 @@ final class SignatureMesh implements AutoCloseable {
                 for (int w = 0; w < SignatureWords.WORDS; w++) {
                     all[j * SignatureWords.WORDS + w] = b.getLong();
                 }
-                b.clear();
-            }
-        }
-    }
-
-    private void send(int peer, long deadlineNanos, String what) {
-        outbound.rewind();
-        try {
-            while (outbound.hasRemaining()) {
-                if (peers[peer].write(outbound) == 0) {
-                    if (System.nanoTime() >= deadlineNanos) {
-                        throw new CollectiveTimeoutException(what + " timed out: rank " + peer
-                                + " does not read its connection (stopped?)");
-                    }
-                    Thread.onSpinWait();
+                if (payloadIn[j] != null) {
+                    payloadIn[j].flip();
                 }
             }
-        } catch (IOException e) {
-            throw lost(peer, what, e);
         }
     }
 
-    /** Reads what peer {@code j} sent; true when something arrived. */
-    private boolean receive(int j, String what) {
+    /**
+     * A peer whose payload length differed from this rank's in the last {@link #exchange}, or -1.
+     * The connections are out of step afterwards: the group must not be used again.
+     */
+    int payloadMismatch() {
+        return payloadMismatch;
+    }
+
+    /** Peer {@code j}'s payload from the last {@link #exchange}, positioned at its start. */
+    ByteBuffer received(int j) {
+        return payloadIn[j] == null ? EMPTY.duplicate() : payloadIn[j];
+    }
+
+    private boolean sending(int j) {
+        return headerOut[j].hasRemaining() || payloadOut[j].hasRemaining();
+    }
+
+    private boolean receiving(int j) {
+        return inbound[j].hasRemaining() || (payloadIn[j] != null && payloadIn[j].hasRemaining());
+    }
+
+    /** Writes what the socket takes; true while something is left to send. */
+    private boolean send(int j, String what) {
         try {
-            int n = peers[j].read(inbound[j]);
-            if (n < 0) {
+            peers[j].write(new ByteBuffer[] {headerOut[j], payloadOut[j]});
+        } catch (IOException e) {
+            throw lost(j, what, e);
+        }
+        return sending(j);
+    }
+
+    /** Reads what peer {@code j} sent; true while its message is incomplete. */
+    private boolean receive(int j, int expectedPayload, String what) {
+        try {
+            ByteBuffer header = inbound[j];
+            if (header.hasRemaining()) {
+                if (peers[j].read(header) < 0) {
+                    throw lost(j, what, null);
+                }
+                if (header.hasRemaining()) {
+                    return true;
+                }
+                long length = header.getLong(SignatureWords.WORDS * Long.BYTES);
+                if (length != expectedPayload) {
+                    // The ranks disagree (the signatures say how); the stream is abandoned either way.
+                    payloadMismatch = j;
+                    headerOut[j].position(headerOut[j].limit());
+                    payloadOut[j].position(payloadOut[j].limit());
+                    return false;
+                }
+                if (length == 0) {
+                    return false;
+                }
+                payloadIn[j] = payloadBuffer(j, (int) length);
+            }
+            if (peers[j].read(payloadIn[j]) < 0) {
                 throw lost(j, what, null);
             }
-            return n > 0;
+            return payloadIn[j].hasRemaining();
         } catch (IOException e) {
             throw lost(j, what, e);
         }
     }
 
+    private ByteBuffer payloadBuffer(int j, int bytes) {
+        ByteBuffer b = payloadStore[j];
+        if (b == null || b.capacity() < bytes) {
+            b = ByteBuffer.allocateDirect(Math.max(bytes, 4096)).order(ByteOrder.nativeOrder());
+            payloadStore[j] = b;
+        }
+        b.clear().limit(bytes);
+        return b;
+    }
+
     private String waitingFor() {
         List<Integer> missing = new ArrayList<>();
         for (int j = 0; j < size; j++) {
-            if (j != rank && inbound[j].hasRemaining()) {
+            if (j != rank && receiving(j)) {
                 missing.add(j);
             }
         }
