@@ -57,23 +57,35 @@ echo "soak: $workers workers, $model, $minutes min (warm-up $warmup min), a samp
   ${extra[@]+"${extra[@]}"} >"$log" 2>&1 &
 demo=$!
 launcher="" jstats=()
-stop_run() {
-  for j in ${jstats[@]+"${jstats[@]}"}; do kill "$j" 2>/dev/null || true; done
-  if [ -n "$launcher" ] && kill -0 "$launcher" 2>/dev/null; then kill -TERM "$launcher" 2>/dev/null || true; fi
-  if kill -0 "$demo" 2>/dev/null; then
-    # Before the launcher started (still building): stop the build or the demo script itself.
-    [ -n "$launcher" ] || kill -TERM "$demo" 2>/dev/null || true
-    for _ in $(seq 1 40); do kill -0 "$demo" 2>/dev/null || break; sleep 0.5; done
-  fi
-}
-trap 'stop_run' EXIT
-trap 'exit 130' INT TERM
 
+# No pipeline here may end before its input does (grep -q, head): under pipefail the writer's
+# SIGPIPE would make it fail at random.
 children() { ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' ' || true; }
 descendants() { local c; for c in $(children "$1"); do echo "$c"; descendants "$c"; done; }
 is_java() { [ "$(basename "$(readlink "/proc/$1/exe" 2>/dev/null)")" = java ]; }
-is_launcher() { is_java "$1" && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q 'dev.cohort.launcher.LauncherMain'; }
-rank_of() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's/^RANK=//p' | head -n 1; }
+is_launcher() { is_java "$1" && grep -aq 'dev\.cohort\.launcher\.LauncherMain' "/proc/$1/cmdline" 2>/dev/null; }
+rank_of() { local v; v=$(grep -az '^RANK=' "/proc/$1/environ" 2>/dev/null | tr -d '\0') || true; echo "${v#RANK=}"; }
+
+# Stops the whole run: the launcher first (it stops its workers), then every other process under
+# the demo script (a build, the script itself), SIGKILL to whatever is left after 20 s.
+stop_run() {
+  local procs p
+  for p in ${jstats[@]+"${jstats[@]}"}; do kill "$p" 2>/dev/null || true; done
+  procs="$(descendants "$demo") $demo"
+  [ -n "$launcher" ] || for p in $procs; do is_launcher "$p" && launcher="$p"; done
+  [ -z "$launcher" ] || kill -TERM "$launcher" 2>/dev/null || true
+  for p in $procs; do kill -TERM "$p" 2>/dev/null || true; done
+  for _ in $(seq 1 40); do
+    alive=""
+    for p in $procs; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
+    [ -n "$alive" ] || return 0
+    sleep 0.5
+  done
+  echo "soak: still running after 20 s, killing:$alive" >&2
+  for p in $alive; do kill -KILL "$p" 2>/dev/null || true; done
+}
+trap 'stop_run' EXIT
+trap 'exit 130' INT TERM
 
 # Wait for the launcher (the JVM running LauncherMain, under the demo script; not a Maven build's)
 # and its workers (its java descendants with RANK set).
@@ -88,7 +100,7 @@ while :; do
     worker_pid=()
     for p in $(descendants "$launcher"); do
       is_java "$p" || continue
-      r=$(rank_of "$p"); [ -n "$r" ] && worker_pid[$r]="$p"
+      r=$(rank_of "$p"); [ -z "$r" ] || worker_pid[$r]="$p"
     done
     [ "${#worker_pid[@]}" -eq "$workers" ] && break
   fi
@@ -197,8 +209,8 @@ for name in sorted(by, key=lambda n: (n == "launcher", n)):
     failed |= bool(bad)
     gc = after_gc.get(name, {}).get("rss_kb_after_gc")
     gc_growth = 100.0 * (int(gc) - rss0) / rss0 if gc else None
-    if bad and gc_growth is not None and gc_growth <= max_growth:
-        bad.append(f"but {gc_growth:+.1f}% after a full GC: memory awaiting collection rather than retained")
+    if growth > max_growth and gc_growth is not None and gc_growth <= max_growth:
+        bad[0] += f" (but {gc_growth:+.1f}% after a full GC: memory awaiting collection rather than retained)"
     lines.append(f"{name:<9} {len(s):>7} {mb(rss0):>13.1f} {mb(rss1):>12.1f} {growth:>+6.1f}% "
                  f"{mb(max(x[1] for x in s)):>11.1f} {mb(hp0):>14.1f} {mb(hp1):>13.1f} {f'{fd0:g}->{fd1:g}':>7} "
                  f"{f'{th0:g}->{th1:g}':>7} {'' if gc_growth is None else f'{gc_growth:+.1f}%':>8}  " + ("FAIL: " + ", ".join(bad) if bad else "ok"))
