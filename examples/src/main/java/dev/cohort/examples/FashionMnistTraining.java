@@ -298,13 +298,18 @@ public final class FashionMnistTraining {
         return counts[0] / counts[1];
     }
 
+    @SuppressWarnings("try")
     private void saveCheckpoint(Classifier model, Optimizer optimizer, TrainingPosition position) {
         if (!root || config.checkpointDir() == null) {
             return;
         }
         Path dir = config.checkpointDir();
         Path file = dir.resolve(String.format(Locale.ROOT, "checkpoint-step-%09d.pt", position.step()));
-        Checkpoints.save(file, model, optimizer, position);
+        // The scope frees the archives and temporaries at once; left to the GC, the native memory they
+        // hold piled up between old-generation collections (scripts/soak.sh: rank 0 grew ~1 MiB/s).
+        try (PointerScope scope = new PointerScope()) {
+            Checkpoints.save(file, model, optimizer, position);
+        }
         try (Stream<Path> files = Files.list(dir)) {
             List<Path> old = files.filter(p -> CHECKPOINT_NAME.matcher(p.getFileName().toString()).matches())
                     .sorted(Comparator.comparingLong(FashionMnistTraining::checkpointStep).reversed())
