@@ -9,6 +9,8 @@ import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -31,6 +33,14 @@ public final class FashionMnistTrainer implements Callable<Integer> {
 
     /** The environment variable the launcher sets to this worker's share of the cores. */
     public static final String THREADS_ENV = "COHORT_COMPUTE_THREADS";
+
+    /**
+     * How long a worker told to stop (SIGTERM, Ctrl-C) during training waits before exiting for the
+     * failure it may be about to report. When a rank dies, the launcher stops the others at once,
+     * usually a moment before their pending collective fails naming the lost rank; this lets that
+     * error reach the output. Well under the launcher's grace period (5 s) before SIGKILL.
+     */
+    static final long STOP_REPORT_MILLIS = 2000;
 
     @Option(names = "--data-dir", paramLabel = "DIR", defaultValue = FashionMnist.DEFAULT_DIR,
             description = "directory of the four IDX files, .gz or not (default: ${DEFAULT-VALUE}, Debian's "
@@ -133,6 +143,9 @@ public final class FashionMnistTrainer implements Callable<Integer> {
             err.println("fashion-mnist: " + e.getMessage());
             return 2;
         }
+        CountDownLatch ended = new CountDownLatch(1);
+        Thread onStop = new Thread(() -> awaitEnd(ended), "fashion-mnist-stop");
+        Runtime.getRuntime().addShutdownHook(onStop);
         try (backend) {
             backend.initialize();
             long start = System.nanoTime();
@@ -159,6 +172,30 @@ public final class FashionMnistTrainer implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             err.println("fashion-mnist: " + e.getMessage());
             return 2;
+        } catch (RuntimeException e) {
+            // A collective failed (a lost peer, a timeout) or something else went wrong: said here,
+            // before the end is signalled, so that a worker being stopped still prints it.
+            err.println("fashion-mnist: failed: " + e);
+            e.printStackTrace(err);
+            return 1;
+        } finally {
+            ended.countDown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(onStop);
+            } catch (IllegalStateException e) {
+                // The JVM is shutting down; the hook is running or has run.
+            }
+        }
+    }
+
+    private void awaitEnd(CountDownLatch ended) {
+        try {
+            if (!ended.await(STOP_REPORT_MILLIS, TimeUnit.MILLISECONDS)) {
+                err.println("fashion-mnist: stopped during training");
+                err.flush();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 

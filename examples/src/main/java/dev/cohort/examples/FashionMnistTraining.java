@@ -5,6 +5,8 @@ import static org.bytedeco.pytorch.global.torch.cross_entropy;
 import dev.cohort.core.DistributeRequest;
 import dev.cohort.core.Distributed;
 import dev.cohort.core.DistributedBackend;
+import dev.cohort.core.collective.DenseBuffer;
+import dev.cohort.core.env.LaunchEnvironment;
 import dev.cohort.gloo.LibTorch;
 import dev.cohort.torch.Batch;
 import dev.cohort.torch.Checkpoints;
@@ -111,10 +113,12 @@ public final class FashionMnistTraining {
         int batches = shard.batchesPerEpoch();
 
         TrainingPosition position = TrainingPosition.start();
+        boolean resumed = false;
         if (config.resume()) {
             Optional<Path> latest = latestCheckpoint(config.checkpointDir());
             if (latest.isPresent()) {
                 position = Checkpoints.load(latest.get(), model, optimizer);
+                resumed = true;
                 say("resuming from " + latest.get() + ": epoch " + (position.epoch() + 1) + ", step "
                         + (position.batchInEpoch() + 1) + " of " + batches + " (" + position.step() + " steps done)");
             } else {
@@ -129,6 +133,8 @@ public final class FashionMnistTraining {
         List<Double> accuracies = new ArrayList<>();
         long step = position.step();
         long resumedFrom = position.step();
+        int restarts = restartCount(System.getenv());
+        ProgressMarker.State progressState = initialProgress(position.step(), resumed, restarts);
         FaultDrill drill = FaultDrill.fromEnvironment();
         double lastLoss = Double.NaN;
         double accuracy = Double.NaN;
@@ -138,7 +144,9 @@ public final class FashionMnistTraining {
         int epoch = position.epoch();
         int batch = position.batchInEpoch();
         double epochsTrained = epoch + (double) batch / batches;
-        try (Progress progress = root ? Progress.forOutput(out) : Progress.silent()) {
+        try (Progress progress = root ? Progress.forOutput(out) : Progress.silent();
+             ProgressMarker marker = root && config.checkpointDir() != null
+                     ? ProgressMarker.open(config.checkpointDir(), progressState) : null) {
             for (; epoch < config.epochs() && !stoppedEarly; epoch++, batch = 0) {
                 if (reachedMaxSteps(step)) {
                     stoppedEarly = true;
@@ -167,6 +175,10 @@ public final class FashionMnistTraining {
                     }
                     step++;
                     batch++;
+                    progressState = progressState.completed(step);
+                    if (marker != null) {
+                        marker.write(progressState);
+                    }
                     drill.maybeFail(step, backend.rank());
                     double seconds = (System.nanoTime() - epochStart) / 1e9;
                     // Every worker runs batches of the same size, so this worker's rate times the workers.
@@ -197,9 +209,42 @@ public final class FashionMnistTraining {
         double samplesPerSecond = trainNanos > 0 ? trainedSamples / (trainNanos / 1e9) : 0;
         TrainingSummary summary = new TrainingSummary(config.model().label(), backend.name(), workers, epochsTrained,
                 step, globalBatch, accuracy, accuracies, lastLoss, samplesPerSecond,
-                (System.nanoTime() - started) / 1e9, resumedFrom);
+                (System.nanoTime() - started) / 1e9, resumedFrom,
+                config.checkpointDir() == null && restarts > 0 ? TrainingSummary.UNKNOWN : progressState.stepsRedone(),
+                restarts);
         say(summary.describe());
         return summary;
+    }
+
+    /**
+     * Where the count of redone steps starts: from the progress marker next to the checkpoints when
+     * this run continues an interrupted one (it resumed from a checkpoint, or the launcher restarted
+     * the group), else afresh. The root reads the marker and every worker gets its values, so the
+     * summary is the same everywhere.
+     */
+    private ProgressMarker.State initialProgress(long resumedStep, boolean resumed, int restarts) {
+        Path dir = config.checkpointDir();
+        ProgressMarker.State state = ProgressMarker.State.START;
+        if (root && dir != null && (resumed || restarts > 0)) {
+            state = ProgressMarker.read(dir, out).orElse(ProgressMarker.State.START);
+        }
+        long[] values = {Math.max(state.reachedStep(), resumedStep), state.stepsRedone()};
+        backend.group().broadcast(DenseBuffer.of(values), DistributedBackend.ROOT_RANK).await();
+        return new ProgressMarker.State(values[0], values[1]);
+    }
+
+    /** {@code COHORT_RESTART_COUNT}, set by the launcher: how often it restarted the group (0 when unset). */
+    static int restartCount(java.util.Map<String, String> env) {
+        String value = env.get(LaunchEnvironment.RESTART_COUNT);
+        if (value == null || value.isBlank()) {
+            return 0;
+        }
+        try {
+            return Integer.parseInt(value.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(LaunchEnvironment.RESTART_COUNT + " must be a whole number, got '"
+                    + value + "'");
+        }
     }
 
     /**
@@ -253,13 +298,18 @@ public final class FashionMnistTraining {
         return counts[0] / counts[1];
     }
 
+    @SuppressWarnings("try")
     private void saveCheckpoint(Classifier model, Optimizer optimizer, TrainingPosition position) {
         if (!root || config.checkpointDir() == null) {
             return;
         }
         Path dir = config.checkpointDir();
         Path file = dir.resolve(String.format(Locale.ROOT, "checkpoint-step-%09d.pt", position.step()));
-        Checkpoints.save(file, model, optimizer, position);
+        // The scope frees the archives and temporaries at once; left to the GC, the native memory they
+        // hold piled up between old-generation collections (scripts/soak.sh: rank 0 grew ~1 MiB/s).
+        try (PointerScope scope = new PointerScope()) {
+            Checkpoints.save(file, model, optimizer, position);
+        }
         try (Stream<Path> files = Files.list(dir)) {
             List<Path> old = files.filter(p -> CHECKPOINT_NAME.matcher(p.getFileName().toString()).matches())
                     .sorted(Comparator.comparingLong(FashionMnistTraining::checkpointStep).reversed())

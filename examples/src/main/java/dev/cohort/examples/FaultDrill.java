@@ -1,13 +1,16 @@
 package dev.cohort.examples;
 
 import dev.cohort.core.env.LaunchEnvironment;
+import java.io.IOException;
 import java.util.Map;
 
 /**
  * A fault drill for recovery tests: with {@code COHORT_FAULT_AT_STEP=N} (and optionally
- * {@code COHORT_FAULT_RANK=R}, default 1), worker R exits abruptly (exit code 70, no clean-up, as a
- * crash would) right after step N of the first attempt ({@code COHORT_RESTART_COUNT} 0). The
- * restarted group resumes from the last checkpoint and does not fail again.
+ * {@code COHORT_FAULT_RANK=R}, default 1), worker R kills itself with SIGKILL (no clean-up, no
+ * shutdown hooks, sockets closed by the kernel: as a crash or the OOM killer would) right after step
+ * N of the first attempt ({@code COHORT_RESTART_COUNT} 0). The restarted group resumes from the last
+ * checkpoint and does not fail again. Where no {@code sh} can send the signal it halts the JVM
+ * instead (exit code 70, equally abrupt).
  */
 final class FaultDrill {
 
@@ -43,9 +46,24 @@ final class FaultDrill {
 
     void maybeFail(long step, int myRank) {
         if (step == atStep && myRank == rank) {
-            System.out.println("fault drill: rank " + myRank + " exits abruptly after step " + step);
+            System.out.println("fault drill: rank " + myRank + " kills itself (SIGKILL) after step " + step);
             System.out.flush();
-            Runtime.getRuntime().halt(EXIT_CODE);
+            killSelf();
         }
+    }
+
+    /** SIGKILL to this process (the JVM cannot signal itself, so a shell does); never returns. */
+    private static void killSelf() {
+        long pid = ProcessHandle.current().pid();
+        try {
+            new ProcessBuilder("sh", "-c", "kill -KILL " + pid).redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            Thread.sleep(10_000);   // the signal is on its way
+        } catch (IOException e) {
+            System.err.println("fault drill: cannot start sh to send SIGKILL (" + e.getMessage() + "); halting");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        Runtime.getRuntime().halt(EXIT_CODE);
     }
 }

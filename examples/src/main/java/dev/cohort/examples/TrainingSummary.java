@@ -23,10 +23,23 @@ import java.util.stream.Collectors;
  * @param finalLoss        the training loss of the last step, averaged over workers
  * @param samplesPerSecond training examples per second over all workers (training time only)
  * @param seconds          wall time of this run: training and evaluation
+ * @param resumedFromStep  the step of the checkpoint this run resumed from (0 when it started afresh)
+ * @param stepsRedone      steps executed more than once because the run was interrupted (a restart
+ *                         of the group, or a new launch with {@code --resume}): every execution of a
+ *                         step after its first counts once. After one crash it is the step reached
+ *                         before the crash minus the step of the checkpoint resumed from. Known from
+ *                         the progress marker kept next to the checkpoints ({@link ProgressMarker});
+ *                         {@link #UNKNOWN} when the group was restarted without {@code --checkpoint-dir}
+ * @param restarts         how often the launcher had restarted the group before this run
+ *                         ({@code COHORT_RESTART_COUNT}; 0 outside the launcher)
  */
 public record TrainingSummary(String model, String backend, int workers, double epochs, long steps,
                               int globalBatchSize, double testAccuracy, List<Double> epochAccuracies,
-                              double finalLoss, double samplesPerSecond, double seconds, long resumedFromStep) {
+                              double finalLoss, double samplesPerSecond, double seconds, long resumedFromStep,
+                              long stepsRedone, int restarts) {
+
+    /** {@link #stepsRedone} when it cannot be known. */
+    public static final long UNKNOWN = -1;
 
     public TrainingSummary {
         epochAccuracies = List.copyOf(epochAccuracies);
@@ -46,6 +59,8 @@ public record TrainingSummary(String model, String backend, int workers, double 
                 + "  \"global_batch_size\": " + globalBatchSize + ",\n"
                 + "  \"final_loss\": " + number(finalLoss) + ",\n"
                 + "  \"resumed_from_step\": " + resumedFromStep + ",\n"
+                + "  \"steps_redone\": " + (stepsRedone == UNKNOWN ? "null" : Long.toString(stepsRedone)) + ",\n"
+                + "  \"restarts\": " + restarts + ",\n"
                 + "  \"epoch_test_accuracy\": ["
                 + epochAccuracies.stream().map(TrainingSummary::number).collect(Collectors.joining(", ")) + "]\n"
                 + "}\n";
@@ -63,9 +78,11 @@ public record TrainingSummary(String model, String backend, int workers, double 
     /** The lines printed at the end of training. */
     public String describe() {
         return String.format(Locale.ROOT, "done: %s, %d worker(s) on %s, %s epoch(s), %d steps of %d examples%n"
-                        + "test accuracy %.4f, final loss %.4f, %.0f samples/s, %.1f s",
+                        + "test accuracy %.4f, final loss %.4f, %.0f samples/s, %.1f s%n"
+                        + "restarts %d, resumed from step %d, steps redone %s",
                 model, workers, backend, number(epochs), steps, globalBatchSize, testAccuracy, finalLoss,
-                samplesPerSecond, seconds);
+                samplesPerSecond, seconds, restarts, resumedFromStep,
+                stepsRedone == UNKNOWN ? "unknown (no --checkpoint-dir)" : Long.toString(stepsRedone));
     }
 
     private static String number(double x) {

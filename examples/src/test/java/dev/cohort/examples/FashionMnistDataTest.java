@@ -85,8 +85,14 @@ class FashionMnistDataTest {
     @Test
     void summaryJsonHasTheIssuesFields() {
         TrainingSummary s = new TrainingSummary("mlp", "gloo", 2, 3, 1407, 128, 0.8871, java.util.List.of(0.84, 0.87, 0.8871),
-                0.25, 5123.456, 61.25, 0);
+                0.25, 5123.456, 61.25, 400, 50, 1);
         assertThat(s.toJson()).contains("\"workers\": 2,", "\"epochs\": 3,", "\"test_accuracy\": 0.8871,",
-                "\"samples_per_s\": 5123.46,", "\"seconds\": 61.25,", "\"epoch_test_accuracy\": [0.84, 0.87, 0.8871]");
+                "\"samples_per_s\": 5123.46,", "\"seconds\": 61.25,", "\"epoch_test_accuracy\": [0.84, 0.87, 0.8871]",
+                "\"resumed_from_step\": 400,", "\"steps_redone\": 50,", "\"restarts\": 1,");
+        assertThat(s.describe()).endsWith("restarts 1, resumed from step 400, steps redone 50");
+        TrainingSummary unknown = new TrainingSummary("mlp", "gloo", 2, 3, 1407, 128, 0.8871, java.util.List.of(),
+                0.25, 5123.456, 61.25, 0, TrainingSummary.UNKNOWN, 2);
+        assertThat(unknown.toJson()).contains("\"steps_redone\": null,", "\"restarts\": 2,");
+        assertThat(unknown.describe()).endsWith("steps redone unknown (no --checkpoint-dir)");
     }
 }

@@ -62,13 +62,45 @@ class FashionMnistTrainingTest {
         try (var files = Files.list(checkpoints)) {
             // Saved at steps 25, 50 and 60 (the stop); the newest two are kept.
             assertThat(files.map(p -> p.getFileName().toString()).sorted().toList())
-                    .containsExactly("checkpoint-step-000000050.pt", "checkpoint-step-000000060.pt");
+                    .containsExactly("checkpoint-step-000000050.pt", "checkpoint-step-000000060.pt",
+                            ProgressMarker.FILE_NAME);
         }
+        assertThat(ProgressMarker.read(checkpoints, System.err)).contains(new ProgressMarker.State(60, 0));
         ByteArrayOutputStream log = new ByteArrayOutputStream();
         TrainingSummary resumed = train(first.withMaxSteps(80).withCheckpoints(checkpoints, 0, true), log).get(0);
         assertThat(log.toString(StandardCharsets.UTF_8)).contains("resuming from "
                 + checkpoints.resolve("checkpoint-step-000000060.pt") + ": epoch 1, step 61 of 469 (60 steps done)");
         assertThat(resumed.steps()).isEqualTo(80);
+        assertThat(resumed.resumedFromStep()).isEqualTo(60);
+        assertThat(resumed.stepsRedone()).isZero();
+    }
+
+    /** A run resumed from an older checkpoint than the furthest step reached counts the steps it redoes. */
+    @Test
+    void stepsRedoneCountsTheStepsAfterTheCheckpointThatWereDoneBefore() throws IOException {
+        Path checkpoints = dir.resolve("ckpt");
+        TrainingConfig first = TrainingConfig.defaults(Classifier.Kind.MLP).withMaxSteps(30)
+                .withCheckpoints(checkpoints, 20, false);
+        train(first, new ByteArrayOutputStream());
+        // As if the run had crashed after step 30: only the checkpoint of step 20 is left.
+        Files.delete(checkpoints.resolve("checkpoint-step-000000030.pt"));
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        List<TrainingSummary> resumed = train(first.withMaxSteps(40).withCheckpoints(checkpoints, 20, true), log);
+        for (TrainingSummary s : resumed) {   // the same on every worker
+            assertThat(s.resumedFromStep()).isEqualTo(20);
+            assertThat(s.stepsRedone()).isEqualTo(10);   // steps 21..30
+            assertThat(s.restarts()).isZero();
+        }
+        assertThat(log.toString(StandardCharsets.UTF_8)).contains("resumed from step 20, steps redone 10");
+        assertThat(ProgressMarker.read(checkpoints, System.err)).contains(new ProgressMarker.State(40, 10));
+        // Resumed again from step 20 (steps 21..40 done twice already): each of them counts again.
+        Files.delete(checkpoints.resolve("checkpoint-step-000000040.pt"));
+        assertThat(train(first.withMaxSteps(40).withCheckpoints(checkpoints, 0, true), log).get(0).stepsRedone())
+                .isEqualTo(30);
+        // A fresh run (no --resume, first attempt) starts the count again.
+        TrainingSummary fresh = train(first.withMaxSteps(5), log).get(0);
+        assertThat(fresh.stepsRedone()).isZero();
+        assertThat(ProgressMarker.read(checkpoints, System.err)).contains(new ProgressMarker.State(5, 0));
     }
 
     private static List<TrainingSummary> train(TrainingConfig config, ByteArrayOutputStream log) {

@@ -40,7 +40,9 @@ import org.bytedeco.pytorch.TensorVector;
  */
 final class GlooProcessGroup extends AbstractProcessGroup {
 
-    private static final Pattern PEER = Pattern.compile("peer \\[?([0-9a-fA-F.:]+?)\\]?:(\\d+)");
+    // Gloo names the peer as "Connection closed by peer [ADDR]:PORT" or "Read error [ADDR]:PORT: ..."
+    // (the latter when the peer's socket was reset, e.g. rank 0 killed while another rank reads).
+    private static final Pattern PEER = Pattern.compile("(?:peer|error) \\[?([0-9a-fA-F.:]+?)\\]?:(\\d+)");
 
     private final ProcessGroupGloo pg;
     private final NativeCache cache = new NativeCache();
