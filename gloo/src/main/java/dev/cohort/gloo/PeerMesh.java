@@ -361,9 +361,16 @@ final class PeerMesh implements AutoCloseable {
         return missing.toString();
     }
 
-    private static CollectiveException lost(int peer, String what, IOException e) {
-        return new CollectiveException(what + " failed; lost peer rank " + peer + " (its connection "
-                + (e == null ? "closed" : "failed: " + e.getMessage()) + "; the process is gone or unreachable)", e);
+    /** The error for a broken connection, worded like Gloo's lost-peer errors: "lost peer ADDRESS (rank(s) J)". */
+    private CollectiveException lost(int peer, String what, IOException e) {
+        String address;
+        try {
+            address = ((InetSocketAddress) peers[peer].getRemoteAddress()).getAddress().getHostAddress();
+        } catch (IOException | RuntimeException unknown) {
+            address = "?";
+        }
+        return new CollectiveException(what + " failed; lost peer " + address + " (rank(s) " + peer + "): its connection "
+                + (e == null ? "closed" : "failed: " + e.getMessage()) + " (the process is gone or unreachable)", e);
     }
 
     private static long remainingMillis(long deadline) {

@@ -42,7 +42,7 @@ class GlooFailureTest {
         String out = results.get(0).output();
         assertThat(results.get(1).exitCode()).isEqualTo(9);
         assertThat(results.get(0).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(3);
-        assertThat(out).contains("allreduce #3").contains("lost peer rank 1");
+        assertThat(out).contains("allreduce #3").contains("lost peer 127.0.0.1 (rank(s) 1)");
         assertThat(JvmWorkers.failedAfter(out)).isLessThan(6.0);
     }
 
