@@ -119,17 +119,4 @@ class ShmThreadsTest {
         assertThat(errors.get(0)).contains("rank 1 did not attach");
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
-
-    @Test
-    @Timeout(value = 30, unit = TimeUnit.SECONDS)
-    void twoJobsWithTheSameRunIdButDifferentPortsUseDifferentFiles() {
-        Map<String, String> a = env("same", 0, 2, 2);
-        Map<String, String> b = env("same", 0, 2, 2);
-        a.put("MASTER_PORT", "29500");
-        b.put("MASTER_PORT", "29501");
-        assertThat(ShmEngine.mappingPath(a)).isNotEqualTo(ShmEngine.mappingPath(b));
-        assertThat(ShmEngine.mappingPath(a).toString()).startsWith("/dev/shm/cohort-same-0-");
-        a.put("COHORT_RESTART_COUNT", "2");
-        assertThat(ShmEngine.mappingPath(a).toString()).startsWith("/dev/shm/cohort-same-2-");
-    }
 }
