@@ -29,7 +29,7 @@ public final class ShmEngine {
         String who = "shm world rank " + topology.rank() + " of " + topology.worldSize();
         ShmRegion region = ShmRegion.attach(path, topology.localRank(), topology.localWorldSize(),
                 options.segmentBytes(), options.connectTimeout(), who);
-        ShmProcessGroup world = new ShmProcessGroup("shm world", region, options.timeout());
+        ShmProcessGroup world = new ShmProcessGroup("shm world", region, options.timeout(), options.stallTime());
         // One host: the node group is the world group (Connection closes it once).
         return new Connection(topology, world, world);
     }

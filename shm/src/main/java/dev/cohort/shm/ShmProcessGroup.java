@@ -75,11 +75,11 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private volatile Task current;
     private long ring;
 
-    ShmProcessGroup(String label, ShmRegion region, Duration timeout) {
+    ShmProcessGroup(String label, ShmRegion region, Duration timeout, Duration stallTime) {
         super(region.rank, region.size, timeout);
         this.label = label;
         this.region = region;
-        this.barrier = new SpinBarrier(region);
+        this.barrier = new SpinBarrier(region, stallTime);
         this.segment = region.segmentBytes;
         this.n = region.size;
         this.me = region.rank;
@@ -133,6 +133,11 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         @Override
         public boolean closed() {
             return closing;
+        }
+
+        @Override
+        public long sequence() {
+            return call.sequence();
         }
     }
 
@@ -262,6 +267,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private void execute(Task t) {
         Collective c = t.call;
         region.memory.set(ValueLayout.JAVA_LONG, region.tagOffset(me, c.sequence()), tag(c));
+        region.memory.set(ValueLayout.JAVA_LONG, region.startedOffset(me), c.sequence() + 1);
         switch (c.kind()) {
             case ALLREDUCE -> allreduce(t);
             case REDUCE_SCATTER -> reduceScatter(t);

@@ -25,7 +25,8 @@ import java.util.Optional;
  * <pre>
  *   [0, 4096)            header: magic, version, world size, segment bytes, total bytes,
  *                        creator pid, attach count
- *   CONTROL + 128 r      rank r's line: barrier counter, operation tags (by sequence parity)
+ *   CONTROL + 128 r      rank r's line: barrier counter, operation tags (by sequence parity),
+ *                        how many operations it started (read only by stall reports)
  *   INFO + 64 r          rank r's pid and abort flag (read only on the slow path)
  *   DATA + r * STRIDE    rank r's slot: two pipeline stages of S bytes each
  * </pre>
@@ -43,7 +44,7 @@ import java.util.Optional;
 final class ShmRegion implements AutoCloseable {
 
     static final long MAGIC = 0x434F484F52545348L;   // "COHORTSH"
-    static final long VERSION = 1;
+    static final long VERSION = 2;
 
     private static final long H_MAGIC = 0;
     private static final long H_VERSION = 8;
@@ -56,6 +57,7 @@ final class ShmRegion implements AutoCloseable {
     static final long CONTROL = HEADER_BYTES;
     static final long CONTROL_STRIDE = 128;
     static final long TAG = 8;
+    static final long STARTED = 24;
     static final long INFO_STRIDE = 64;
     static final long ABORT = 8;
 
@@ -113,6 +115,15 @@ final class ShmRegion implements AutoCloseable {
 
     long tagOffset(int r, long sequence) {
         return CONTROL + r * CONTROL_STRIDE + TAG + 8 * (sequence & 1);
+    }
+
+    /** Where rank r publishes how many operations it started: {@code sequence + 1} of the latest. */
+    long startedOffset(int r) {
+        return CONTROL + r * CONTROL_STRIDE + STARTED;
+    }
+
+    long started(int r) {
+        return (long) LONG.getAcquire(memory, startedOffset(r));
     }
 
     long pid(int r) {

@@ -11,6 +11,8 @@ public final class ShmOptions {
     public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
     /** Default time allowed for all ranks of the host to attach to the shared mapping. */
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(60);
+    /** Default time after which a waiting collective is reported as stalled. */
+    public static final Duration DEFAULT_STALL_TIME = Duration.ofSeconds(30);
     /** Default bytes one rank's slot holds per pipeline stage (two stages per slot). */
     public static final int DEFAULT_SEGMENT_KIB = 1024;
 
@@ -21,6 +23,11 @@ public final class ShmOptions {
     @Option(names = "--shm-connect-timeout", paramLabel = "SECONDS",
             description = "Time for all ranks of the host to attach to the shared mapping (default: 60).")
     double connectTimeoutSeconds = DEFAULT_CONNECT_TIMEOUT.toSeconds();
+
+    @Option(names = "--shm-stall-seconds", paramLabel = "SECONDS",
+            description = "A collective waiting longer than this is reported with the ranks it waits for "
+                    + "(default: 30; it still fails only at --shm-timeout, or at once when a peer died).")
+    double stallSeconds = DEFAULT_STALL_TIME.toSeconds();
 
     @Option(names = "--shm-segment-kib", paramLabel = "KIB",
             description = "Pipeline segment per rank in KiB; larger messages are cut into segments (default: 1024).")
@@ -36,6 +43,11 @@ public final class ShmOptions {
         return this;
     }
 
+    public ShmOptions stallTime(Duration stall) {
+        this.stallSeconds = Timeouts.toSeconds("--shm-stall-seconds", stall);
+        return this;
+    }
+
     public ShmOptions segmentKib(int kib) {
         this.segmentKib = kib;
         segmentBytes();
@@ -48,6 +60,10 @@ public final class ShmOptions {
 
     public Duration connectTimeout() {
         return Timeouts.ofSeconds("--shm-connect-timeout", connectTimeoutSeconds);
+    }
+
+    public Duration stallTime() {
+        return Timeouts.ofSeconds("--shm-stall-seconds", stallSeconds);
     }
 
     /** The segment size in bytes: 4 KiB to 64 MiB. */

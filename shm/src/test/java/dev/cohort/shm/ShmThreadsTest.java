@@ -7,6 +7,7 @@ import dev.cohort.core.collective.CollectiveMismatchException;
 import dev.cohort.core.collective.DenseBuffer;
 import dev.cohort.core.collective.ReduceOp;
 import dev.cohort.core.conformance.ConformanceSuite;
+import dev.cohort.core.env.SharedMemoryFiles;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -117,6 +118,32 @@ class ShmThreadsTest {
         });
         assertThat(errors.get(1)).contains("was created for another group: world size 2, this rank has WORLD_SIZE=3");
         assertThat(errors.get(0)).contains("rank 1 did not attach");
+        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aStallReportTellsPeersThatHaveNotStartedTheOperationFromThoseStuckInsideIt() throws Exception {
+        String run = "stall-" + ProcessHandle.current().pid();
+        List<ShmRegion> regions = onRanks(3, r -> ShmRegion.attach(SharedMemoryFiles.path(env(run, r, 3, 3)), r, 3,
+                4096, Duration.ofSeconds(20), "rank " + r));
+        try {
+            SpinBarrier.Context allreduce3 = new SpinBarrier.Context() {
+                @Override public String describe() { return "shm world rank 0 of 3: allreduce #3 (float32[8] SUM)"; }
+                @Override public boolean closed() { return false; }
+                @Override public long sequence() { return 3; }
+            };
+            // Rank 1 started operations #0..#2 only; rank 2 started #3 and stopped inside it.
+            ShmRegion.LONG.setRelease(regions.get(1).memory, regions.get(1).startedOffset(1), 3L);
+            ShmRegion.LONG.setRelease(regions.get(2).memory, regions.get(2).startedOffset(2), 4L);
+            String report = new SpinBarrier(regions.get(0), Duration.ofMillis(1500))
+                    .reportStall(allreduce3, List.of(1, 2), Duration.ofSeconds(6).toNanos());
+            assertThat(report).isEqualTo("cohort: shm world rank 0 of 3: allreduce #3 (float32[8] SUM) has waited 1.5 s; "
+                    + "rank(s) [1] have not reached it (stopped, slow or gone?); rank(s) [2] started it but have not "
+                    + "reached this step (stopped or slow?); it fails at its timeout (6 s)");
+        } finally {
+            regions.forEach(ShmRegion::close);
+        }
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
 }
