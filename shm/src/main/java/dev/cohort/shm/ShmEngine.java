@@ -28,7 +28,7 @@ public final class ShmEngine {
         Path path = SharedMemoryFiles.path(env);
         String who = "shm world rank " + topology.rank() + " of " + topology.worldSize();
         ShmRegion region = ShmRegion.attach(path, topology.localRank(), topology.localWorldSize(),
-                options.segmentBytes(), options.connectTimeout(), who);
+                options.segmentBytes(), options.arenaBytes(), options.connectTimeout(), who);
         ShmProcessGroup world = new ShmProcessGroup("shm world", region, options.timeout(), options.stallTime());
         // One host: the node group is the world group (Connection closes it once).
         return new Connection(topology, world, world);

@@ -15,6 +15,8 @@ public final class ShmOptions {
     public static final Duration DEFAULT_STALL_TIME = Duration.ofSeconds(30);
     /** Default bytes one rank's slot holds per pipeline stage (two stages per slot). */
     public static final int DEFAULT_SEGMENT_KIB = 1024;
+    /** Default size of each rank's arena for buffers collectives move in place (see {@code group.allocator()}). */
+    public static final int DEFAULT_ARENA_MIB = 256;
 
     @Option(names = "--shm-timeout", paramLabel = "SECONDS",
             description = "Timeout of each collective (default: 300).")
@@ -33,6 +35,12 @@ public final class ShmOptions {
             description = "Pipeline segment per rank in KiB; larger messages are cut into segments (default: 1024).")
     int segmentKib = DEFAULT_SEGMENT_KIB;
 
+    @Option(names = "--shm-arena-mib", paramLabel = "MIB",
+            description = "Per-rank arena in the shared mapping for buffers that allreduce reads and writes in place "
+                    + "(the torch integration's gradient buckets); /dev/shm pages are used only as buffers are "
+                    + "allocated; 0 turns it off (default: 256).")
+    int arenaMib = DEFAULT_ARENA_MIB;
+
     public ShmOptions timeout(Duration timeout) {
         this.timeoutSeconds = Timeouts.toSeconds("--shm-timeout", timeout);
         return this;
@@ -45,6 +53,12 @@ public final class ShmOptions {
 
     public ShmOptions stallTime(Duration stall) {
         this.stallSeconds = Timeouts.toSeconds("--shm-stall-seconds", stall);
+        return this;
+    }
+
+    public ShmOptions arenaMib(int mib) {
+        this.arenaMib = mib;
+        arenaBytes();
         return this;
     }
 
@@ -72,5 +86,13 @@ public final class ShmOptions {
             throw new IllegalArgumentException("--shm-segment-kib must be in [4, 65536], got " + segmentKib);
         }
         return segmentKib * 1024L;
+    }
+
+    /** The arena size per rank in bytes: 0 (none) to 64 GiB. */
+    public long arenaBytes() {
+        if (arenaMib < 0 || arenaMib > 64 * 1024) {
+            throw new IllegalArgumentException("--shm-arena-mib must be in [0, 65536], got " + arenaMib);
+        }
+        return arenaMib * 1024L * 1024L;
     }
 }

@@ -126,7 +126,7 @@ class ShmThreadsTest {
     void aStallReportTellsPeersThatHaveNotStartedTheOperationFromThoseStuckInsideIt() throws Exception {
         String run = "stall-" + ProcessHandle.current().pid();
         List<ShmRegion> regions = onRanks(3, r -> ShmRegion.attach(SharedMemoryFiles.path(env(run, r, 3, 3)), r, 3,
-                4096, Duration.ofSeconds(20), "rank " + r));
+                4096, 0, Duration.ofSeconds(20), "rank " + r));
         try {
             SpinBarrier.Context allreduce3 = new SpinBarrier.Context() {
                 @Override public String describe() { return "shm world rank 0 of 3: allreduce #3 (float32[8] SUM)"; }
