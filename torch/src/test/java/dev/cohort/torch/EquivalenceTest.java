@@ -76,6 +76,32 @@ class EquivalenceTest {
         }
     }
 
+    @ParameterizedTest(name = "threads engine, world 3, an allocator with room on {0}")
+    @ValueSource(strings = {"every rank", "ranks 0 and 2 only"})
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void bucketsTakeTheAllocatorsMemoryOnlyWhereEveryRankHasRoom(String where) {
+        int refusing = where.equals("every rank") ? -1 : 1;
+        List<String> outcomes = new ThreadsWorld(3, 3, Duration.ofSeconds(30)).runAll(rank -> {
+            try (AllocatingThreadsBackend backend = new AllocatingThreadsBackend(refusing)) {
+                backend.initialize();
+                float[] w = TinyTraining.distributed(backend, 100, true, 1, false);
+                assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(1e-5);
+                return TinyTraining.lastBuckets.get() + " allocated " + backend.allocated() + " released "
+                        + backend.released();
+            }
+        }, Duration.ofSeconds(50));
+        int buckets = Integer.parseInt(outcomes.get(0).replaceAll(".* OF (\\d+) .*", "$1"));
+        assertThat(buckets).isGreaterThan(1);
+        if (refusing < 0) {
+            assertThat(outcomes).containsOnly(buckets + " OF " + buckets + " allocated " + buckets + " released 0");
+        } else {
+            // Rank 1 has no room: every rank keeps its buckets in its own memory, and gives back what it got.
+            assertThat(outcomes).containsExactly("0 OF " + buckets + " allocated " + buckets + " released " + buckets,
+                    "0 OF " + buckets + " allocated 0 released 0",
+                    "0 OF " + buckets + " allocated " + buckets + " released " + buckets);
+        }
+    }
+
     @ParameterizedTest(name = "gloo engine, world {0}")
     @ValueSource(ints = {1, 2, 3})
     @Timeout(value = 120, unit = TimeUnit.SECONDS)

@@ -21,7 +21,7 @@ public final class TinyTrainingWorker {
             long bucketBytes = args.length > 2 ? Long.parseLong(args[2]) : 25L << 20;
             float[] w = TinyTraining.distributed(backend, bucketBytes, true, 1, false);
             Files.writeString(Path.of(args[0], "rank-" + backend.rank() + ".txt"), Arrays.toString(w));
-            System.out.println("BUCKETS " + TinyTraining.lastBuckets);
+            System.out.println("BUCKETS " + TinyTraining.lastBuckets.get());
             backend.barrier();
         } catch (Throwable t) {
             t.printStackTrace(System.out);
