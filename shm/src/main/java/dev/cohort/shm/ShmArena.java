@@ -61,13 +61,12 @@ final class ShmArena implements BufferAllocator {
      * The offset of {@code buffer} in this rank's arena, or -1 when it lies elsewhere. Only address
      * arithmetic: cheap enough for every collective.
      */
-    long offsetOf(DenseBuffer buffer) {
-        if (!buffer.isDirect()) {
+    long offsetOf(MemorySegment buffer) {
+        if (!buffer.isNative()) {
             return -1;
         }
-        MemorySegment s = MemorySegment.ofBuffer(buffer.view());
-        long at = s.address() - (region.arenas.address() + mine);
-        return at >= 0 && at + s.byteSize() <= capacity ? at : -1;
+        long at = buffer.address() - (region.arenas.address() + mine);
+        return at >= 0 && at + buffer.byteSize() <= capacity ? at : -1;
     }
 
     @Override
@@ -103,7 +102,7 @@ final class ShmArena implements BufferAllocator {
 
     @Override
     public synchronized void release(DenseBuffer buffer) {
-        long at = offsetOf(buffer);
+        long at = buffer.isDirect() ? offsetOf(MemorySegment.ofBuffer(buffer.view())) : -1;
         Long bytes = at < 0 ? null : used.remove(at);
         if (bytes == null) {
             throw new IllegalArgumentException(buffer.describe() + " was not allocated from this shm arena (or was released)");

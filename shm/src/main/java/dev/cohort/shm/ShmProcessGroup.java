@@ -81,7 +81,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private final long[] peerBuffers;
     private static final long[] NO_RESULTS = {};
     /** Tags of in-place allreduces differ from the copying ones' by this. */
-    private static final long IN_PLACE = 0x5BD1E9955BD1E995L;
+    static final long IN_PLACE = 0x5BD1E9955BD1E995L;
     /** This rank's arena, or null when --shm-arena-mib is 0. */
     private final ShmArena arena;
     private long bytesCopied;
@@ -172,6 +172,11 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         @Override
         public long sequence() {
             return call.sequence();
+        }
+
+        @Override
+        public long tag() {
+            return tag;
         }
     }
 
@@ -303,17 +308,19 @@ final class ShmProcessGroup extends AbstractProcessGroup {
 
     private void execute(Task t) {
         Collective c = t.call;
-        long inArena = c.kind() == OpKind.ALLREDUCE && arena != null ? arena.offsetOf(c.input()) : -1;
+        MemorySegment user = c.kind() == OpKind.ALLREDUCE ? segmentOf(c.input()) : null;
+        long inArena = user != null && arena != null ? arena.offsetOf(user) : -1;
         t.tag = inArena >= 0 ? tag(c) ^ IN_PLACE : tag(c);
+        if (inArena >= 0) {
+            region.memory.set(ValueLayout.JAVA_LONG, region.bufferAtOffset(me, c.sequence()), inArena);
+        }
         region.memory.set(ValueLayout.JAVA_LONG, region.tagOffset(me, c.sequence()), t.tag);
-        region.memory.set(ValueLayout.JAVA_LONG, region.bufferAtOffset(me, c.sequence()), inArena);
-        region.memory.set(ValueLayout.JAVA_LONG, region.startedOffset(me), c.sequence() + 1);
         switch (c.kind()) {
             case ALLREDUCE -> {
                 if (inArena >= 0) {
                     allreduceInPlace(t, inArena);
                 } else {
-                    allreduce(t);
+                    allreduce(t, user);
                 }
             }
             case REDUCE_SCATTER -> reduceScatter(t);
@@ -336,8 +343,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
                 long theirs = region.memory.get(ValueLayout.JAVA_LONG,
                         region.tagOffset(j, t.call.sequence()));
                 if (theirs == (t.tag ^ IN_PLACE)) {
-                    boolean mineInArena = region.memory.get(ValueLayout.JAVA_LONG,
-                            region.bufferAtOffset(me, t.call.sequence())) >= 0;
+                    boolean mineInArena = t.tag != tag(t.call);
                     throw new CollectiveMismatchException(t.describe() + ": rank " + j + "'s buffer is "
                             + (mineInArena ? "not " : "") + "in its shm arena and this rank's is"
                             + (mineInArena ? "" : " not") + "; allocate the buffers of a collective from "
@@ -375,7 +381,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         return Math.min(len, full * j / n / perLine * perLine);
     }
 
-    private void allreduce(Task t) {
+    private void allreduce(Task t, MemorySegment user) {
         DenseBuffer data = t.call.input();
         long count = data.count();
         if (count == 0 || n == 1) {
@@ -383,7 +389,6 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             return;
         }
         int e = data.dataType().byteSize();
-        MemorySegment user = segmentOf(data);
         MemorySegment shm = region.memory;
         long full = segment / e;
         long nseg = (count + full - 1) / full;

@@ -25,19 +25,20 @@ import java.util.Optional;
  * <pre>
  *   [0, 4096)            header: magic, version, world size, segment bytes, total bytes,
  *                        creator pid, attach count, arena bytes
- *   CONTROL + 128 r      rank r's line: barrier counter, operation tags (by sequence parity),
- *                        how many operations it started (read only by stall reports), where
- *                        the buffer of an in-place allreduce lies in its arena (by parity)
- *   INFO + 64 r          rank r's pid and abort flag (read only on the slow path)
+ *   CONTROL + 128 r      rank r's line: barrier counter, operation tags (by sequence parity)
+ *   INFO + 64 r          rank r's pid and abort flag (read only on the slow path), where the
+ *                        buffer of its in-place allreduce lies in its arena (by sequence parity)
  *   DATA + r * STRIDE    rank r's slot: two pipeline stages of S bytes each
  *   ARENAS + r * (A + 4 KiB)  rank r's arena (see {@link ShmArena}); absent when A is 0
  * </pre>
  * Each rank's counter has its own 128-byte line, so a rank's release-store invalidates no line
- * another rank writes. Slots are {@code 2S + 4 KiB} apart, arenas {@code A + 4 KiB}: power-of-two
+ * another rank writes. Nothing but the tag and the counter is written to that line per operation:
+ * the peers spin on it, and each store to it while they do costs a cache-line round trip (a
+ * stall report tells who started an operation from the tags, not from a counter of its own). Slots are {@code 2S + 4 KiB} apart, arenas {@code A + 4 KiB}: power-of-two
  * distances between buffers read together alias in the caches (the prototype measured 20x at
  * 2^28 bytes).
  *
- * <p>The file is mapped twice: the header, control lines and slots with an arena that
+ * <p>The file has two mappings: the header, control lines and slots with an arena that
  * {@link #close()} unmaps, and the arenas with an automatic one, unmapped only once no buffer
  * handed out from them is reachable (native tensors may wrap them; see {@link ShmArena}). The
  * file's channel stays open while the group lives: the arena claims tmpfs pages by writing
@@ -67,10 +68,9 @@ final class ShmRegion implements AutoCloseable {
     static final long CONTROL = HEADER_BYTES;
     static final long CONTROL_STRIDE = 128;
     static final long TAG = 8;
-    static final long STARTED = 24;
-    static final long BUFFER_AT = 32;
     static final long INFO_STRIDE = 64;
     static final long ABORT = 8;
+    static final long BUFFER_AT = 16;
 
     static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
@@ -149,16 +149,7 @@ final class ShmRegion implements AutoCloseable {
 
     /** Where rank r publishes the offset of its in-place allreduce buffer in its arena. */
     long bufferAtOffset(int r, long sequence) {
-        return CONTROL + r * CONTROL_STRIDE + BUFFER_AT + 8 * (sequence & 1);
-    }
-
-    /** Where rank r publishes how many operations it started: {@code sequence + 1} of the latest. */
-    long startedOffset(int r) {
-        return CONTROL + r * CONTROL_STRIDE + STARTED;
-    }
-
-    long started(int r) {
-        return (long) LONG.getAcquire(memory, startedOffset(r));
+        return info + r * INFO_STRIDE + BUFFER_AT + 8 * (sequence & 1);
     }
 
     long pid(int r) {
@@ -225,7 +216,8 @@ final class ShmRegion implements AutoCloseable {
         try {
             ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
             Object key = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
-            MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, total, arena);   // extends the file (sparse)
+            // Maps (and so extends the file, sparsely) up to the arenas; the arenas' own mapping extends it to total.
+            MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, arenasOffset(size, segmentBytes), arena);
             ShmRegion region = new ShmRegion(arena, m, ch, path, key, 0, size, segmentBytes, arenaBytes);
             m.set(ValueLayout.JAVA_LONG, H_VERSION, VERSION);
             m.set(ValueLayout.JAVA_LONG, H_WORLD, size);
@@ -267,7 +259,7 @@ final class ShmRegion implements AutoCloseable {
                     }
                     if (mismatch == null && ch.size() >= total) {
                         arena = Arena.ofShared();
-                        MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, total, arena);
+                        MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, arenasOffset(size, segmentBytes), arena);
                         ShmRegion region = new ShmRegion(arena, m, ch, path, key, rank, size, segmentBytes, arenaBytes);
                         ch = null;      // the region owns them now
                         arena = null;

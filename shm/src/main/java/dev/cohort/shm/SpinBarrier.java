@@ -35,6 +35,9 @@ final class SpinBarrier {
 
         /** The operation's sequence number in the group. */
         long sequence();
+
+        /** The tag this rank published for it (see {@link ShmProcessGroup}). */
+        long tag();
     }
 
     private final ShmRegion region;
@@ -135,15 +138,18 @@ final class SpinBarrier {
     }
 
     /**
-     * The stall report: who the operation waits for, from the peers' published progress. A missing
-     * peer that has not started this operation (stopped, slow, or its program took another path)
-     * is told apart from one that started it and stopped inside.
+     * The stall report: who the operation waits for. A missing peer that has not started this
+     * operation (stopped, slow, or its program took another path) is told apart from one that
+     * started it and stopped inside: a peer that started it has published its tag in the slot of
+     * the operation's sequence parity (either way of running it, copying or in place).
      */
     String reportStall(Context context, List<Integer> missing, long timeoutNanos) {
         List<Integer> notReached = new ArrayList<>();
         List<Integer> inside = new ArrayList<>();
         for (int j : missing) {
-            (region.started(j) <= context.sequence() ? notReached : inside).add(j);
+            long theirs = (long) ShmRegion.LONG.getAcquire(region.memory, region.tagOffset(j, context.sequence()));
+            boolean started = theirs == context.tag() || theirs == (context.tag() ^ ShmProcessGroup.IN_PLACE);
+            (started ? inside : notReached).add(j);
         }
         StringBuilder s = new StringBuilder("cohort: ").append(context.describe()).append(" has waited ")
                 .append(seconds(stallNanos)).append("; ");

@@ -132,10 +132,12 @@ class ShmThreadsTest {
                 @Override public String describe() { return "shm world rank 0 of 3: allreduce #3 (float32[8] SUM)"; }
                 @Override public boolean closed() { return false; }
                 @Override public long sequence() { return 3; }
+                @Override public long tag() { return 0x1234; }
             };
-            // Rank 1 started operations #0..#2 only; rank 2 started #3 and stopped inside it.
-            ShmRegion.LONG.setRelease(regions.get(1).memory, regions.get(1).startedOffset(1), 3L);
-            ShmRegion.LONG.setRelease(regions.get(2).memory, regions.get(2).startedOffset(2), 4L);
+            // Rank 1 published the tag of #1 in #3's slot (it has not started #3); rank 2 published #3's
+            // (it started it, in place, and stopped inside).
+            ShmRegion.LONG.setRelease(regions.get(1).memory, regions.get(1).tagOffset(1, 3), 0x9876L);
+            ShmRegion.LONG.setRelease(regions.get(2).memory, regions.get(2).tagOffset(2, 3), 0x1234L ^ ShmProcessGroup.IN_PLACE);
             String report = new SpinBarrier(regions.get(0), Duration.ofMillis(1500))
                     .reportStall(allreduce3, List.of(1, 2), Duration.ofSeconds(6).toNanos());
             assertThat(report).isEqualTo("cohort: shm world rank 0 of 3: allreduce #3 (float32[8] SUM) has waited 1.5 s; "

@@ -73,6 +73,9 @@ public final class ShmWorker {
                 System.out.println("STOPPING pid " + ProcessHandle.current().pid());
                 System.out.flush();
                 new ProcessBuilder("kill", "-STOP", Long.toString(ProcessHandle.current().pid())).start().waitFor();
+                // The stop takes effect once a thread of this JVM handles the signal, which on a busy
+                // host can be after kill exited and this thread ran on: wait here, not in a collective.
+                Thread.sleep(1000);
                 System.out.println("RESUMED");
                 System.out.flush();
             } else {
