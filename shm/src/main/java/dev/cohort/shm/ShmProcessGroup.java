@@ -77,9 +77,8 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private final AtomicBoolean engineIdle = new AtomicBoolean();
     private final Thread engine;
     private final long[] terms;
-    private final long[] resultAt = new long[1];
-    private final long[] peerBuffers;
-    private static final long[] NO_RESULTS = {};
+    /** The peers' buffers but the first, for an in-place allreduce's results (null with two ranks). */
+    private final long[] morePeerBuffers;
     /** Tags of in-place allreduces differ from the copying ones' by this. */
     static final long IN_PLACE = 0x5BD1E9955BD1E995L;
     /** This rank's arena, or null when --shm-arena-mib is 0. */
@@ -99,7 +98,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         this.n = region.size;
         this.me = region.rank;
         this.terms = new long[n];
-        this.peerBuffers = new long[n - 1];
+        this.morePeerBuffers = n > 2 ? new long[n - 2] : null;
         this.arena = region.arenaBytes > 0 ? new ShmArena(region) : null;
         this.engine = Thread.ofPlatform().daemon().name("cohort-shm-" + label.replace(' ', '-') + "-rank-" + me)
                 .unstarted(this::engineLoop);
@@ -413,9 +412,8 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             for (int j = 0; j < n; j++) {
                 terms[j] = region.slot(j, q) + lo * e;
             }
-            resultAt[0] = resultSlot(me, q) + lo * e;
             ReduceKernels.reduce(data.dataType(), t.call.op(), n, me, user, (s0 + lo) * e, shm, terms, hi - lo,
-                    user, (s0 + lo) * e, resultAt);
+                    user, (s0 + lo) * e, resultSlot(me, q) + lo * e, null);
         }
         sync(t, false);
         copyResults(user, nseg - 1, full, count, e);
@@ -434,15 +432,18 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         MemorySegment shared = arena.memory();
         long lo = partLo(count, count, me, e);
         long hi = partLo(count, count, me + 1, e);
+        long firstPeer = -1;
         for (int j = 0, p = 0; j < n; j++) {
             long at = j == me ? mine : region.memory.get(ValueLayout.JAVA_LONG, region.bufferAtOffset(j, t.call.sequence()));
             terms[j] = arena.areaOffset(j) + at + lo * e;
-            if (j != me) {
-                peerBuffers[p++] = terms[j];
+            if (j != me && firstPeer < 0) {
+                firstPeer = terms[j];
+            } else if (j != me) {
+                morePeerBuffers[p++] = terms[j];
             }
         }
         ReduceKernels.reduce(data.dataType(), t.call.op(), n, me, shared, terms[me], shared, terms, hi - lo,
-                shared, terms[me], peerBuffers);
+                shared, terms[me], firstPeer, morePeerBuffers);
         sync(t, false);
     }
 
@@ -493,7 +494,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
                 terms[j] = region.slot(j, q) + me * per * e;
             }
             ReduceKernels.reduce(input.dataType(), t.call.op(), n, me, in, (me * block + s0) * e, shm, terms, len,
-                    out, s0 * e, NO_RESULTS);
+                    out, s0 * e, -1, null);
         }
         ring += nseg;
     }
