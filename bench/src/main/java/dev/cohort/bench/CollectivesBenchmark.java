@@ -3,6 +3,7 @@ package dev.cohort.bench;
 import dev.cohort.core.BackendChoice;
 import dev.cohort.core.Backends;
 import dev.cohort.core.DistributedBackend;
+import dev.cohort.core.collective.BufferAllocator;
 import dev.cohort.core.collective.DataType;
 import dev.cohort.core.collective.DenseBuffer;
 import dev.cohort.core.collective.ProcessGroup;
@@ -30,7 +31,8 @@ import picocli.CommandLine.Option;
  * per iteration an untimed barrier, then the timed operation on every rank; the iteration's time
  * is the slowest rank's; the result is the median (and minimum) over iterations. Bus bandwidth as
  * in nccl-tests: allreduce 2(n-1)/n x bytes/time, broadcast bytes/time, allgather
- * (n-1)/n x n x bytes/time. Buffers are direct float32 (wrapped, never copied, by Gloo). Before
+ * (n-1)/n x n x bytes/time. Buffers are direct float32 (wrapped, never copied, by Gloo); with
+ * {@code --in-place} the allreduce buffers come from the group's allocator (the shm arena). Before
  * anything is timed, {@value #JIT_WARMUP_CALLS} small untimed calls bring the JVM to steady state.
  */
 @Command(name = "collectives", mixinStandardHelpOptions = true,
@@ -60,6 +62,10 @@ final class CollectivesBenchmark implements Callable<Integer> {
                     + "(repeatable; see the backend's options).")
     List<String> engineOptions = new ArrayList<>();
 
+    @Option(names = "--in-place", description = "Allreduce buffers from the group's allocator (the shm engine's "
+            + "arena, reduced in place: nothing copied in or out).")
+    boolean inPlace;
+
     @Override
     public Integer call() throws Exception {
         if (world < 1) {
@@ -71,7 +77,7 @@ final class CollectivesBenchmark implements Callable<Integer> {
         if (name.equals(ThreadsBackend.NAME)) {
             ThreadsWorld threads = new ThreadsWorld(world);
             threads.runAll(rank -> {
-                runRank(threads.group(rank), ThreadsBackend.NAME, sizeList, out);
+                runRank(threads.group(rank), ThreadsBackend.NAME, sizeList, out, inPlace);
                 return null;
             }, Duration.ofSeconds(timeoutSeconds));
         } else {
@@ -79,7 +85,7 @@ final class CollectivesBenchmark implements Callable<Integer> {
                 throw new IllegalArgumentException("unknown backend '" + backend + "'; available: " + Backends.names());
             }
             List<String> workerArgs = new ArrayList<>(List.of("collectives-worker", "--backend", name,
-                    "--sizes", join(sizeList), "--json", out.toString()));
+                    "--sizes", join(sizeList), "--json", out.toString(), "--in-place=" + inPlace));
             engineOptions.forEach(o -> workerArgs.add("--engine-option=" + o));
             int rc = Workers.launch(world, backend, workerArgs);
             if (rc != 0) {
@@ -101,6 +107,8 @@ final class CollectivesBenchmark implements Callable<Integer> {
         Path json;
         @Option(names = "--engine-option")
         List<String> engineOptions = new ArrayList<>();
+        @Option(names = "--in-place", arity = "1")
+        boolean inPlace;
 
         @Override
         public Integer call() {
@@ -111,7 +119,7 @@ final class CollectivesBenchmark implements Callable<Integer> {
             engineCli.parseArgs(args.toArray(String[]::new));
             try (DistributedBackend b = choice.backend()) {
                 b.initialize();
-                runRank(b.group(), b.name(), Sizes.parse(sizes), json);
+                runRank(b.group(), b.name(), Sizes.parse(sizes), json, inPlace);
             }
             return 0;
         }
@@ -125,17 +133,25 @@ final class CollectivesBenchmark implements Callable<Integer> {
     /** Untimed calls made once before anything is timed, so the JIT has compiled the hot paths. */
     static final int JIT_WARMUP_CALLS = 2000;
 
-    static void runRank(ProcessGroup group, String engine, List<Long> sizeList, Path out) {
+    static void runRank(ProcessGroup group, String engine, List<Long> sizeList, Path out, boolean inPlace) {
         int n = group.size();
-        warmUpJit(group);
+        BufferAllocator allocator = !inPlace ? null : group.allocator().orElseThrow(() -> new IllegalArgumentException(
+                "--in-place: the " + engine + " engine offers no allocator for buffers it moves in place (shm does)"));
+        warmUpJit(group, allocator);
         List<Report.Row> rows = new ArrayList<>();
         for (long bytes : sizeList) {
             int[] plan = iterations(bytes);
-            DenseBuffer data = DenseBuffer.allocateDirect(DataType.FLOAT32, (int) (bytes / 4));
+            int count = (int) (bytes / 4);
+            DenseBuffer data = allocator == null ? DenseBuffer.allocateDirect(DataType.FLOAT32, count)
+                    : allocator.allocate(DataType.FLOAT32, count).orElseThrow(() -> new IllegalStateException(
+                            "--in-place: no room for " + Sizes.format(bytes) + " in " + allocator.describe()));
             fill(data);
             Runnable scale = () -> scale(data, 1.0f / n);
             double[] t = timed(group, () -> group.allreduce(data, ReduceOp.SUM).await(), plan[0], plan[1], scale);
             rows.add(Report.Row.of("allreduce", bytes, plan[1], t, bytes / t[0] / 1e9, 2.0 * (n - 1) / n));
+            if (allocator != null) {
+                allocator.release(data);
+            }
         }
         long big = 16 * Sizes.MIB;
         DenseBuffer data = DenseBuffer.allocateDirect(DataType.FLOAT32, (int) (big / 4));
@@ -149,7 +165,7 @@ final class CollectivesBenchmark implements Callable<Integer> {
         rows.add(Report.Row.of("barrier", 0, 500, t, 0, 0));
         if (group.rank() == 0) {
             try {
-                Files.writeString(out, Report.json("cohort-" + engine, n, rows));
+                Files.writeString(out, Report.json("cohort-" + engine + (inPlace ? " (allreduce in place)" : ""), n, rows));
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }
@@ -160,16 +176,23 @@ final class CollectivesBenchmark implements Callable<Integer> {
     /**
      * Steady state for a JVM: the peers run compiled code from the first call, Cohort's Java path
      * (and the shm engine's Vector API kernels, very slow until C2 compiles them) needs a few
-     * thousand calls first. Small allreduces of several sizes and barriers, untimed.
+     * thousand calls first. Small allreduces of several sizes and barriers, untimed, on buffers
+     * like the timed ones (from {@code allocator} when not null).
      */
-    static void warmUpJit(ProcessGroup group) {
-        DenseBuffer small = DenseBuffer.allocateDirect(DataType.FLOAT32, 1024);
-        DenseBuffer medium = DenseBuffer.allocateDirect(DataType.FLOAT32, 16 * 1024);
+    static void warmUpJit(ProcessGroup group, BufferAllocator allocator) {
+        DenseBuffer small = allocator == null ? DenseBuffer.allocateDirect(DataType.FLOAT32, 1024)
+                : allocator.allocate(DataType.FLOAT32, 1024).orElseThrow();
+        DenseBuffer medium = allocator == null ? DenseBuffer.allocateDirect(DataType.FLOAT32, 16 * 1024)
+                : allocator.allocate(DataType.FLOAT32, 16 * 1024).orElseThrow();
         for (int i = 0; i < JIT_WARMUP_CALLS; i++) {
             group.allreduce(i % 4 == 0 ? medium : small, ReduceOp.SUM).await();
             if (i % 8 == 0) {
                 group.barrier().await();
             }
+        }
+        if (allocator != null) {
+            allocator.release(small);
+            allocator.release(medium);
         }
     }
 

@@ -2,6 +2,7 @@ package dev.cohort.launcher;
 
 import dev.cohort.core.Topology;
 import dev.cohort.core.env.LaunchEnvironment;
+import dev.cohort.core.env.SharedMemoryFiles;
 import java.io.File;
 import java.io.IOException;
 import java.io.Writer;
@@ -19,7 +20,8 @@ import java.util.function.BiConsumer;
  * One round of this node's workers: started together, watched, stopped together. Each worker
  * gets the inherited environment, the caller's extra variables, and the launch contract of
  * {@link LaunchEnvironment}; its output goes through {@link OutputPump}s; its exit is handed to
- * {@code onExit} as (local rank, exit code) from a JDK thread.
+ * {@code onExit} as (local rank, exit code) from a JDK thread. Once stopped, it removes the
+ * {@code /dev/shm} files of this run that its workers left (see {@link SharedMemoryFiles}).
  */
 final class WorkerGroup {
 
@@ -27,13 +29,18 @@ final class WorkerGroup {
     private static final File NO_INPUT = new File("/dev/null");
 
     private final List<Worker> workers;
+    /** The launch contract the workers got (less their ranks): names this run's shared-memory files. */
+    private final Map<String, String> contract;
+    private final Console console;
 
     private record Worker(int rank, Process process, OutputPump out, OutputPump err, OutputPump.LastLines last,
                           Writer log) {
     }
 
-    private WorkerGroup(List<Worker> workers) {
+    private WorkerGroup(List<Worker> workers, Map<String, String> contract, Console console) {
         this.workers = workers;
+        this.contract = contract;
+        this.console = console;
     }
 
     /**
@@ -44,6 +51,9 @@ final class WorkerGroup {
                              Map<String, String> extraEnv, Console console, OrphanGuard guard,
                              BiConsumer<Integer, Integer> onExit) throws IOException {
         List<Worker> started = new ArrayList<>();
+        Map<String, String> runContract = new LaunchEnvironment(options.masterAddr(), masterPort,
+                new Topology(0, options.worldSize(), 0, options.nprocPerNode(), options.nodeRank()), restart,
+                options.runId()).toMap();
         try {
             for (int local = 0; local < options.nprocPerNode(); local++) {
                 int rank = options.globalRank(local);
@@ -81,10 +91,10 @@ final class WorkerGroup {
                 process.onExit().thenAccept(p -> onExit.accept(localRank, p.exitValue()));
             }
         } catch (IOException | RuntimeException e) {
-            new WorkerGroup(started).stop(Duration.ZERO, guard);
+            new WorkerGroup(started, runContract, console).stop(Duration.ZERO, guard);
             throw e;
         }
-        return new WorkerGroup(started);
+        return new WorkerGroup(started, runContract, console);
     }
 
     private static Writer openLog(Path dir, int rank, int restart) throws IOException {
@@ -125,7 +135,7 @@ final class WorkerGroup {
 
     /**
      * Stops every worker's process tree (SIGTERM, SIGKILL after {@code grace}), tells {@code guard}
-     * they are gone, and closes the logs.
+     * they are gone, closes the logs, and removes the shared-memory files they left.
      */
     void stop(Duration grace, OrphanGuard guard) {
         List<Long> groups = processGroups();
@@ -136,6 +146,23 @@ final class WorkerGroup {
             w.out.await(OutputPump.millisLeft(deadline));
             w.err.await(OutputPump.millisLeft(deadline));
             closeQuietly(w.log);
+        }
+        removeSharedMemoryLeftovers();
+    }
+
+    /**
+     * The shm engine unlinks its file once every rank attached; a crash before that leaves it in
+     * {@code /dev/shm}, holding memory until reboot. This node's workers are dead now, so every file
+     * of this run (this restart or earlier) is garbage.
+     */
+    private void removeSharedMemoryLeftovers() {
+        SharedMemoryFiles.Removal removal = SharedMemoryFiles.removeLeftovers(SharedMemoryFiles.DIRECTORY, contract);
+        if (!removal.removed().isEmpty()) {
+            console.message("removed " + removal.removed().size() + " shared-memory file(s) the workers left: "
+                    + removal.removed());
+        }
+        for (String failure : removal.failures()) {
+            console.message("cannot remove a shared-memory file the workers left (remove it by hand): " + failure);
         }
     }
 

@@ -5,6 +5,7 @@ import static dev.cohort.launcher.testing.Processes.awaitPid;
 import static dev.cohort.launcher.testing.Processes.pids;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.cohort.core.env.SharedMemoryFiles;
 import dev.cohort.launcher.testing.Processes;
 import dev.cohort.launcher.testing.TestWorker;
 import java.nio.file.Files;
@@ -12,6 +13,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
@@ -129,6 +131,41 @@ class LauncherTest {
         assertThat(envLines()).noneMatch(l -> l.startsWith("[rank 1]") && !l.contains("COHORT_RESTART_COUNT=2"));
         assertThat(console.err()).contains("restarting the group: restart 1 of 3", "restart 2 of 3");
         assertNoneAlive(pids(dir));
+    }
+
+    @Test
+    @Timeout(60)
+    void sharedMemoryFilesACrashedGroupLeftAreRemovedBeforeTheRestartAndOthersKept() throws Exception {
+        String runId = "leftover-" + ProcessHandle.current().pid() + "-" + System.nanoTime() % 100_000;
+        int port = Ports.pickFree();
+        // Files that are not this run's: another run whose id extends this one, and another job with
+        // the same run id (another master port).
+        List<Path> others = List.of(shmFile(runId + "-1", 0, port), shmFile(runId, 0, Ports.pickFree()));
+        try {
+            LaunchResult result = javaWorkers(options(2).masterPort(port).runId(runId).maxRestarts(1).build(),
+                    "shm-leftover", dir.toString()).run();
+
+            assertThat(result.exitCode()).as(console.err()).isZero();
+            assertThat(result.failures()).singleElement().satisfies(f -> assertThat(f.status().code()).isEqualTo(7));
+            String created = console.out().lines().filter(l -> l.startsWith("[rank 0] CREATED "))
+                    .map(l -> l.substring("[rank 0] CREATED ".length())).findFirst().orElseThrow();
+            assertThat(created).startsWith("/dev/shm/cohort-" + runId + "-0-");
+            assertThat(console.out()).contains("[rank 0] LEFTOVER GONE " + created);
+            assertThat(console.err()).contains("removed 1 shared-memory file(s) the workers left: [" + created + "]");
+            assertThat(Path.of(created)).doesNotExist();
+            assertThat(others).allMatch(Files::exists);
+            assertNoneAlive(pids(dir));
+        } finally {
+            for (Path p : others) {
+                Files.deleteIfExists(p);
+            }
+        }
+    }
+
+    private static Path shmFile(String runId, int restart, int port) throws java.io.IOException {
+        Map<String, String> env = Map.of("COHORT_RUN_ID", runId, "COHORT_RESTART_COUNT", Integer.toString(restart),
+                "MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port));
+        return Files.createFile(SharedMemoryFiles.path(env));
     }
 
     @Test

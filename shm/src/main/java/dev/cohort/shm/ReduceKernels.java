@@ -19,8 +19,9 @@ import jdk.incubator.vector.VectorSpecies;
  * {@code terms[j]} of the mapping, except this rank's own ({@code self}), which is read from the
  * caller's memory {@code own} at {@code ownOff}. Operands are folded in rank order 0, 1, ..., n-1,
  * so the result does not depend on which rank computes it. The result goes to {@code out} at
- * {@code outOff} and, when {@code resultOff >= 0}, also to the mapping at {@code resultOff} for
- * the other ranks to copy. AVG sums and then divides by {@code n} (truncating for integers), on
+ * {@code outOff} and, when {@code resultOff >= 0}, also to the mapping at {@code resultOff} and
+ * at each offset in {@code moreResults} (null for none): where the other ranks copy it from, or,
+ * for an allreduce in place, their own buffers. AVG sums and then divides by {@code n} (truncating for integers), on
  * the rank that reduces, so every rank copies the same bits. MIN and MAX follow
  * {@link Math#min}/{@link Math#max}, like the scalar tails.
  */
@@ -40,7 +41,7 @@ final class ReduceKernels {
     }
 
     static void reduce(DataType type, ReduceOp op, int n, int self, MemorySegment own, long ownOff,
-                       MemorySegment shm, long[] terms, long count, MemorySegment out, long outOff, long resultOff) {
+                       MemorySegment shm, long[] terms, long count, MemorySegment out, long outOff, long resultOff, long[] moreResults) {
         int opc = switch (op) {
             case SUM, AVG -> SUM;
             case PRODUCT -> PRODUCT;
@@ -49,16 +50,16 @@ final class ReduceKernels {
         };
         boolean avg = op == ReduceOp.AVG && n > 1;
         switch (type) {
-            case FLOAT32 -> reduceFloat(opc, avg, n, self, own, ownOff, shm, terms, count, out, outOff, resultOff);
-            case FLOAT64 -> reduceDouble(opc, avg, n, self, own, ownOff, shm, terms, count, out, outOff, resultOff);
-            case INT32 -> reduceInt(opc, avg, n, self, own, ownOff, shm, terms, count, out, outOff, resultOff);
-            case INT64 -> reduceLong(opc, avg, n, self, own, ownOff, shm, terms, count, out, outOff, resultOff);
+            case FLOAT32 -> reduceFloat(opc, avg, n, self, own, ownOff, shm, terms, count, out, outOff, resultOff, moreResults);
+            case FLOAT64 -> reduceDouble(opc, avg, n, self, own, ownOff, shm, terms, count, out, outOff, resultOff, moreResults);
+            case INT32 -> reduceInt(opc, avg, n, self, own, ownOff, shm, terms, count, out, outOff, resultOff, moreResults);
+            case INT64 -> reduceLong(opc, avg, n, self, own, ownOff, shm, terms, count, out, outOff, resultOff, moreResults);
         }
     }
 
     private static void reduceFloat(int opc, boolean avg, int n, int self, MemorySegment own, long ownOff,
                                    MemorySegment shm, long[] terms, long count, MemorySegment out, long outOff,
-                                   long resultOff) {
+                                   long resultOff, long[] moreResults) {
         VectorSpecies<Float> sp = FloatVector.SPECIES_PREFERRED;
         int step = sp.length();
         long upper = count - count % step;
@@ -85,6 +86,11 @@ final class ReduceKernels {
             if (resultOff >= 0) {
                 acc.intoMemorySegment(shm, resultOff + b, NO);
             }
+            if (moreResults != null) {
+                for (long r : moreResults) {
+                    acc.intoMemorySegment(shm, r + b, NO);
+                }
+            }
         }
         for (; i < count; i++) {
             long b = i * 4L;
@@ -105,12 +111,17 @@ final class ReduceKernels {
             if (resultOff >= 0) {
                 shm.set(F32, resultOff + b, acc);
             }
+            if (moreResults != null) {
+                for (long r : moreResults) {
+                    shm.set(F32, r + b, acc);
+                }
+            }
         }
     }
 
     private static void reduceDouble(int opc, boolean avg, int n, int self, MemorySegment own, long ownOff,
                                    MemorySegment shm, long[] terms, long count, MemorySegment out, long outOff,
-                                   long resultOff) {
+                                   long resultOff, long[] moreResults) {
         VectorSpecies<Double> sp = DoubleVector.SPECIES_PREFERRED;
         int step = sp.length();
         long upper = count - count % step;
@@ -137,6 +148,11 @@ final class ReduceKernels {
             if (resultOff >= 0) {
                 acc.intoMemorySegment(shm, resultOff + b, NO);
             }
+            if (moreResults != null) {
+                for (long r : moreResults) {
+                    acc.intoMemorySegment(shm, r + b, NO);
+                }
+            }
         }
         for (; i < count; i++) {
             long b = i * 8L;
@@ -157,12 +173,17 @@ final class ReduceKernels {
             if (resultOff >= 0) {
                 shm.set(F64, resultOff + b, acc);
             }
+            if (moreResults != null) {
+                for (long r : moreResults) {
+                    shm.set(F64, r + b, acc);
+                }
+            }
         }
     }
 
     private static void reduceInt(int opc, boolean avg, int n, int self, MemorySegment own, long ownOff,
                                    MemorySegment shm, long[] terms, long count, MemorySegment out, long outOff,
-                                   long resultOff) {
+                                   long resultOff, long[] moreResults) {
         VectorSpecies<Integer> sp = IntVector.SPECIES_PREFERRED;
         int step = sp.length();
         long upper = count - count % step;
@@ -189,6 +210,11 @@ final class ReduceKernels {
             if (resultOff >= 0) {
                 acc.intoMemorySegment(shm, resultOff + b, NO);
             }
+            if (moreResults != null) {
+                for (long r : moreResults) {
+                    acc.intoMemorySegment(shm, r + b, NO);
+                }
+            }
         }
         for (; i < count; i++) {
             long b = i * 4L;
@@ -209,12 +235,17 @@ final class ReduceKernels {
             if (resultOff >= 0) {
                 shm.set(I32, resultOff + b, acc);
             }
+            if (moreResults != null) {
+                for (long r : moreResults) {
+                    shm.set(I32, r + b, acc);
+                }
+            }
         }
     }
 
     private static void reduceLong(int opc, boolean avg, int n, int self, MemorySegment own, long ownOff,
                                    MemorySegment shm, long[] terms, long count, MemorySegment out, long outOff,
-                                   long resultOff) {
+                                   long resultOff, long[] moreResults) {
         VectorSpecies<Long> sp = LongVector.SPECIES_PREFERRED;
         int step = sp.length();
         long upper = count - count % step;
@@ -241,6 +272,11 @@ final class ReduceKernels {
             if (resultOff >= 0) {
                 acc.intoMemorySegment(shm, resultOff + b, NO);
             }
+            if (moreResults != null) {
+                for (long r : moreResults) {
+                    acc.intoMemorySegment(shm, r + b, NO);
+                }
+            }
         }
         for (; i < count; i++) {
             long b = i * 8L;
@@ -260,6 +296,11 @@ final class ReduceKernels {
             out.set(I64, outOff + b, acc);
             if (resultOff >= 0) {
                 shm.set(I64, resultOff + b, acc);
+            }
+            if (moreResults != null) {
+                for (long r : moreResults) {
+                    shm.set(I64, r + b, acc);
+                }
             }
         }
     }

@@ -1,11 +1,13 @@
 package dev.cohort.shm;
 
 import dev.cohort.core.collective.AbstractProcessGroup;
+import dev.cohort.core.collective.BufferAllocator;
 import dev.cohort.core.collective.Collective;
 import dev.cohort.core.collective.CollectiveException;
 import dev.cohort.core.collective.CollectiveMismatchException;
 import dev.cohort.core.collective.CollectiveTimeoutException;
 import dev.cohort.core.collective.DenseBuffer;
+import dev.cohort.core.collective.OpKind;
 import dev.cohort.core.collective.PendingWork;
 import dev.cohort.core.collective.Work;
 import java.lang.foreign.MemorySegment;
@@ -48,6 +50,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * <li>broadcast: the root copies a segment into its slot; after the barrier the others copy it out.
  * <li>allgather(v): every rank copies its segment into its slot; after the barrier everyone copies
  *   the others' segments into place.
+ * <li>allreduce in place: when the buffer lies in this rank's arena ({@link #allocator()}), its
+ *   offset is published next to the tag; after the barrier rank r reduces part r of the whole
+ *   buffer straight from every rank's arena buffer and writes the result into all of them; a
+ *   second barrier ends it. Nothing is copied in or out and no segmenting is needed. The tag says
+ *   which way a rank goes, so ranks that disagree fail with a mismatch instead of corrupting data.
  * </ul>
  * Every operation starts by publishing a tag (sequence number and signature hash) next to its
  * barrier counter; after the first barrier each rank compares the others' tags with its own, so
@@ -70,20 +77,29 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private final AtomicBoolean engineIdle = new AtomicBoolean();
     private final Thread engine;
     private final long[] terms;
+    /** The peers' buffers but the first, for an in-place allreduce's results (null with two ranks). */
+    private final long[] morePeerBuffers;
+    /** Tags of in-place allreduces differ from the copying ones' by this. */
+    static final long IN_PLACE = 0x5BD1E9955BD1E995L;
+    /** This rank's arena, or null when --shm-arena-mib is 0. */
+    private final ShmArena arena;
+    private long bytesCopied;
     private volatile boolean closing;
     private volatile CollectiveException broken;
     private volatile Task current;
     private long ring;
 
-    ShmProcessGroup(String label, ShmRegion region, Duration timeout) {
+    ShmProcessGroup(String label, ShmRegion region, Duration timeout, Duration stallTime) {
         super(region.rank, region.size, timeout);
         this.label = label;
         this.region = region;
-        this.barrier = new SpinBarrier(region);
+        this.barrier = new SpinBarrier(region, stallTime);
         this.segment = region.segmentBytes;
         this.n = region.size;
         this.me = region.rank;
         this.terms = new long[n];
+        this.morePeerBuffers = n > 2 ? new long[n - 2] : null;
+        this.arena = region.arenaBytes > 0 ? new ShmArena(region) : null;
         this.engine = Thread.ofPlatform().daemon().name("cohort-shm-" + label.replace(' ', '-') + "-rank-" + me)
                 .unstarted(this::engineLoop);
         engine.start();
@@ -94,6 +110,22 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         return label + " " + super.who();
     }
 
+    /** This rank's arena: allreduces of buffers allocated there copy nothing. */
+    @Override
+    public Optional<BufferAllocator> allocator() {
+        return Optional.ofNullable(arena);
+    }
+
+    /** Bytes this rank's collectives copied between callers' buffers and the mapping (diagnostics, tests). */
+    long bytesCopied() {
+        runner.lock();
+        try {
+            return bytesCopied;
+        } finally {
+            runner.unlock();
+        }
+    }
+
     // ----- execution ---------------------------------------------------------------------------
 
     /** One queued call. */
@@ -102,6 +134,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         final PendingWork pending;
         final long deadline;
         final long timeoutNanos;
+        long tag;
 
         Task(Collective call, Duration timeout) {
             this.call = call;
@@ -133,6 +166,16 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         @Override
         public boolean closed() {
             return closing;
+        }
+
+        @Override
+        public long sequence() {
+            return call.sequence();
+        }
+
+        @Override
+        public long tag() {
+            return tag;
         }
     }
 
@@ -249,6 +292,9 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             if (me == 0) {
                 region.deleteIfOurs();
             }
+            if (arena != null) {
+                arena.close();
+            }
             region.close();
         } finally {
             if (idle) {
@@ -261,9 +307,21 @@ final class ShmProcessGroup extends AbstractProcessGroup {
 
     private void execute(Task t) {
         Collective c = t.call;
-        region.memory.set(ValueLayout.JAVA_LONG, region.tagOffset(me, c.sequence()), tag(c));
+        MemorySegment user = c.kind() == OpKind.ALLREDUCE ? segmentOf(c.input()) : null;
+        long inArena = user != null && arena != null ? arena.offsetOf(user) : -1;
+        t.tag = inArena >= 0 ? tag(c) ^ IN_PLACE : tag(c);
+        if (inArena >= 0) {
+            region.memory.set(ValueLayout.JAVA_LONG, region.bufferAtOffset(me, c.sequence()), inArena);
+        }
+        region.memory.set(ValueLayout.JAVA_LONG, region.tagOffset(me, c.sequence()), t.tag);
         switch (c.kind()) {
-            case ALLREDUCE -> allreduce(t);
+            case ALLREDUCE -> {
+                if (inArena >= 0) {
+                    allreduceInPlace(t, inArena);
+                } else {
+                    allreduce(t, user);
+                }
+            }
             case REDUCE_SCATTER -> reduceScatter(t);
             case BROADCAST -> broadcast(t);
             case ALLGATHER -> allgather(t, null);
@@ -280,17 +338,29 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private void sync(Task t, boolean first) {
         barrier.await(t.deadline, t.timeoutNanos, t);
         if (first) {
-            long mine = tag(t.call);
             for (int j = 0; j < n; j++) {
                 long theirs = region.memory.get(ValueLayout.JAVA_LONG,
                         region.tagOffset(j, t.call.sequence()));
-                if (theirs != mine) {
+                if (theirs == (t.tag ^ IN_PLACE)) {
+                    boolean mineInArena = t.tag != tag(t.call);
+                    throw new CollectiveMismatchException(t.describe() + ": rank " + j + "'s buffer is "
+                            + (mineInArena ? "not " : "") + "in its shm arena and this rank's is"
+                            + (mineInArena ? "" : " not") + "; allocate the buffers of a collective from "
+                            + "group.allocator() on every rank or on none");
+                }
+                if (theirs != t.tag) {
                     throw new CollectiveMismatchException(t.describe() + ": rank " + j
                             + " issued a different collective (kind, type, length, op or root) as its #"
                             + t.call.sequence());
                 }
             }
         }
+    }
+
+    /** Every copy between a caller's buffer and the mapping goes through here, to be counted. */
+    private void copy(MemorySegment from, long fromOffset, MemorySegment to, long toOffset, long bytes) {
+        MemorySegment.copy(from, fromOffset, to, toOffset, bytes);
+        bytesCopied += bytes;
     }
 
     private int stage(long k) {
@@ -310,7 +380,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         return Math.min(len, full * j / n / perLine * perLine);
     }
 
-    private void allreduce(Task t) {
+    private void allreduce(Task t, MemorySegment user) {
         DenseBuffer data = t.call.input();
         long count = data.count();
         if (count == 0 || n == 1) {
@@ -318,7 +388,6 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             return;
         }
         int e = data.dataType().byteSize();
-        MemorySegment user = segmentOf(data);
         MemorySegment shm = region.memory;
         long full = segment / e;
         long nseg = (count + full - 1) / full;
@@ -331,7 +400,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
                 if (j != me) {
                     long lo = partLo(full, len, j, e);
                     long hi = partLo(full, len, j + 1, e);
-                    MemorySegment.copy(user, (s0 + lo) * e, shm, mine + lo * e, (hi - lo) * e);
+                    copy(user, (s0 + lo) * e, shm, mine + lo * e, (hi - lo) * e);
                 }
             }
             sync(t, k == 0);
@@ -344,11 +413,38 @@ final class ShmProcessGroup extends AbstractProcessGroup {
                 terms[j] = region.slot(j, q) + lo * e;
             }
             ReduceKernels.reduce(data.dataType(), t.call.op(), n, me, user, (s0 + lo) * e, shm, terms, hi - lo,
-                    user, (s0 + lo) * e, resultSlot(me, q) + lo * e);
+                    user, (s0 + lo) * e, resultSlot(me, q) + lo * e, null);
         }
         sync(t, false);
         copyResults(user, nseg - 1, full, count, e);
         ring += nseg;
+    }
+
+    /** The allreduce of a buffer at offset {@code mine} of this rank's arena (see the class comment). */
+    private void allreduceInPlace(Task t, long mine) {
+        DenseBuffer data = t.call.input();
+        long count = data.count();
+        sync(t, true);
+        if (count == 0 || n == 1) {
+            return;
+        }
+        int e = data.dataType().byteSize();
+        MemorySegment shared = arena.memory();
+        long lo = partLo(count, count, me, e);
+        long hi = partLo(count, count, me + 1, e);
+        long firstPeer = -1;
+        for (int j = 0, p = 0; j < n; j++) {
+            long at = j == me ? mine : region.memory.get(ValueLayout.JAVA_LONG, region.bufferAtOffset(j, t.call.sequence()));
+            terms[j] = arena.areaOffset(j) + at + lo * e;
+            if (j != me && firstPeer < 0) {
+                firstPeer = terms[j];
+            } else if (j != me) {
+                morePeerBuffers[p++] = terms[j];
+            }
+        }
+        ReduceKernels.reduce(data.dataType(), t.call.op(), n, me, shared, terms[me], shared, terms, hi - lo,
+                shared, terms[me], firstPeer, morePeerBuffers);
+        sync(t, false);
     }
 
     /** Where the rank that reduces part {@code owner} leaves its result (see the class comment). */
@@ -364,7 +460,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             if (j != me) {
                 long lo = partLo(full, len, j, e);
                 long hi = partLo(full, len, j + 1, e);
-                MemorySegment.copy(region.memory, resultSlot(j, q) + lo * e, user, (s0 + lo) * e, (hi - lo) * e);
+                copy(region.memory, resultSlot(j, q) + lo * e, user, (s0 + lo) * e, (hi - lo) * e);
             }
         }
     }
@@ -390,7 +486,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             long mine = region.slot(me, q);
             for (int j = 0; j < n; j++) {
                 if (j != me) {
-                    MemorySegment.copy(in, (j * block + s0) * e, shm, mine + j * per * e, len * e);
+                    copy(in, (j * block + s0) * e, shm, mine + j * per * e, len * e);
                 }
             }
             sync(t, k == 0);
@@ -398,7 +494,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
                 terms[j] = region.slot(j, q) + me * per * e;
             }
             ReduceKernels.reduce(input.dataType(), t.call.op(), n, me, in, (me * block + s0) * e, shm, terms, len,
-                    out, s0 * e, -1);
+                    out, s0 * e, -1, null);
         }
         ring += nseg;
     }
@@ -420,11 +516,11 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             long len = Math.min(full, count - s0);
             long at = region.slot(root, stage(k));
             if (me == root) {
-                MemorySegment.copy(user, s0 * e, region.memory, at, len * e);
+                copy(user, s0 * e, region.memory, at, len * e);
             }
             sync(t, k == 0);
             if (me != root) {
-                MemorySegment.copy(region.memory, at, user, s0 * e, len * e);
+                copy(region.memory, at, user, s0 * e, len * e);
             }
         }
         ring += nseg;
@@ -446,7 +542,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         }
         MemorySegment in = segmentOf(input);
         MemorySegment out = segmentOf(output);
-        MemorySegment.copy(in, 0, out, offsets[me] * e, counts[me] * e);
+        copy(in, 0, out, offsets[me] * e, counts[me] * e);
         long full = segment / e;
         long nseg = n == 1 ? 0 : (most + full - 1) / full;
         if (nseg == 0) {
@@ -458,13 +554,13 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             int q = stage(k);
             long mineLen = Math.max(0, Math.min(full, counts[me] - s0));
             if (mineLen > 0) {
-                MemorySegment.copy(in, s0 * e, region.memory, region.slot(me, q), mineLen * e);
+                copy(in, s0 * e, region.memory, region.slot(me, q), mineLen * e);
             }
             sync(t, k == 0);
             for (int j = 0; j < n; j++) {
                 long len = Math.max(0, Math.min(full, counts[j] - s0));
                 if (j != me && len > 0) {
-                    MemorySegment.copy(region.memory, region.slot(j, q), out, (offsets[j] + s0) * e, len * e);
+                    copy(region.memory, region.slot(j, q), out, (offsets[j] + s0) * e, len * e);
                 }
             }
         }

@@ -2,8 +2,10 @@ package dev.cohort.shm;
 
 import dev.cohort.core.collective.CollectiveException;
 import dev.cohort.core.collective.CollectiveTimeoutException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -15,7 +17,8 @@ import java.util.concurrent.locks.LockSupport;
  * {@link #YIELD_NS}, then parks {@link #PARK_NS} at a time. Past the spin phase it checks, every
  * {@link #CHECK_NS}, the deadline, whether the group was closed, whether a peer aborted and
  * whether the missing peers' processes are alive, so a wait never outlives a dead peer or the
- * operation's timeout.
+ * operation's timeout; and once an operation has waited the stall time, it prints one report
+ * naming the ranks it waits for (see {@link #reportStall}).
  */
 final class SpinBarrier {
 
@@ -29,15 +32,24 @@ final class SpinBarrier {
         String describe();
 
         boolean closed();
+
+        /** The operation's sequence number in the group. */
+        long sequence();
+
+        /** The tag this rank published for it (see {@link ShmProcessGroup}). */
+        long tag();
     }
 
     private final ShmRegion region;
+    private final long stallNanos;
     private final ProcessHandle[] peers;
     private final long[] pids;
     private long phase;
+    private long stallReportedFor = -1;
 
-    SpinBarrier(ShmRegion region) {
+    SpinBarrier(ShmRegion region, Duration stallTime) {
         this.region = region;
+        this.stallNanos = stallTime.toNanos();
         int n = region.size;
         this.peers = new ProcessHandle[n];
         this.pids = new long[n];
@@ -113,9 +125,46 @@ final class SpinBarrier {
                         + ") abandoned the group after a failure of its own (see its log)");
             }
         }
-        if (System.nanoTime() - deadline >= 0) {
+        long now = System.nanoTime();
+        if (now - deadline >= 0) {
             throw new CollectiveTimeoutException(context.describe() + ": timed out after "
-                    + java.time.Duration.ofNanos(timeoutNanos) + " waiting for rank(s) " + missing);
+                    + Duration.ofNanos(timeoutNanos) + " waiting for rank(s) " + missing);
         }
+        long issued = deadline - timeoutNanos;
+        if (now - issued >= stallNanos && stallReportedFor != context.sequence() && !missing.isEmpty()) {
+            stallReportedFor = context.sequence();
+            System.err.println(reportStall(context, missing, timeoutNanos));
+        }
+    }
+
+    /**
+     * The stall report: who the operation waits for. A missing peer that has not started this
+     * operation (stopped, slow, or its program took another path) is told apart from one that
+     * started it and stopped inside: a peer that started it has published its tag in the slot of
+     * the operation's sequence parity (either way of running it, copying or in place).
+     */
+    String reportStall(Context context, List<Integer> missing, long timeoutNanos) {
+        List<Integer> notReached = new ArrayList<>();
+        List<Integer> inside = new ArrayList<>();
+        for (int j : missing) {
+            long theirs = (long) ShmRegion.LONG.getAcquire(region.memory, region.tagOffset(j, context.sequence()));
+            boolean started = theirs == context.tag() || theirs == (context.tag() ^ ShmProcessGroup.IN_PLACE);
+            (started ? inside : notReached).add(j);
+        }
+        StringBuilder s = new StringBuilder("cohort: ").append(context.describe()).append(" has waited ")
+                .append(seconds(stallNanos)).append("; ");
+        if (!notReached.isEmpty()) {
+            s.append("rank(s) ").append(notReached).append(" have not reached it (stopped, slow or gone?)");
+        }
+        if (!inside.isEmpty()) {
+            s.append(notReached.isEmpty() ? "" : "; ").append("rank(s) ").append(inside)
+                    .append(" started it but have not reached this step (stopped or slow?)");
+        }
+        return s.append("; it fails at its timeout (").append(seconds(timeoutNanos)).append(")").toString();
+    }
+
+    /** "2 s", "0.5 s". */
+    private static String seconds(long nanos) {
+        return nanos % 1_000_000_000L == 0 ? nanos / 1_000_000_000L + " s" : String.format(Locale.ROOT, "%.1f s", nanos / 1e9);
     }
 }

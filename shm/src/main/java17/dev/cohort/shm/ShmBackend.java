@@ -2,9 +2,9 @@ package dev.cohort.shm;
 
 import dev.cohort.core.Connection;
 import dev.cohort.core.DistributedBackend;
+import dev.cohort.core.env.SharedMemoryFiles;
 import java.lang.reflect.InvocationTargetException;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Map;
 
 /**
@@ -80,8 +80,8 @@ public final class ShmBackend extends DistributedBackend {
         if (ModuleLayer.boot().findModule("jdk.incubator.vector").isEmpty()) {
             return "the shm engine needs the incubating Vector API: start the JVM with " + VECTOR_FLAG;
         }
-        if (!Files.isDirectory(Path.of(ShmPaths.DIRECTORY))) {
-            return "the shm engine needs " + ShmPaths.DIRECTORY + " (a tmpfs, as on Linux); use --distributed-backend gloo";
+        if (!Files.isDirectory(SharedMemoryFiles.DIRECTORY)) {
+            return "the shm engine needs " + SharedMemoryFiles.DIRECTORY + " (a tmpfs, as on Linux); use --distributed-backend gloo";
         }
         return null;
     }

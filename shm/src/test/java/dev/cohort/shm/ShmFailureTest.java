@@ -81,4 +81,57 @@ class ShmFailureTest {
         assertThat(JvmWorkers.failedAfter(out)).isLessThan(2.9);
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
+
+    @Test
+    @Timeout(value = 90, unit = TimeUnit.SECONDS)
+    void aStoppedRankIsReportedAsAStallThenFailsAtTheTimeout() throws Exception {
+        String run = ShmProcessesTest.runId("stop");
+        // Rank 1 stops itself (SIGSTOP) after three allreduces; rank 0 waits in allreduce #3 (stall
+        // report at 2 s, timeout 6 s). The test notes when the report and the failure appear in rank
+        // 0's log, then continues rank 1, which must fail at once on its own (rank 0 is gone).
+        long[] seenAt = new long[2];   // report, failure (System.nanoTime())
+        Thread watcher = Thread.ofPlatform().start(() -> {
+            Path log0 = tmp.resolve("rank-0.log");
+            Path log1 = tmp.resolve("rank-1.log");
+            try {
+                for (int i = 0; i < 1200 && seenAt[1] == 0; i++) {
+                    Thread.sleep(25);
+                    String text = Files.exists(log0) ? Files.readString(log0) : "";
+                    if (seenAt[0] == 0 && text.contains("has waited")) {
+                        seenAt[0] = System.nanoTime();
+                    }
+                    if (text.contains("FAILED after")) {
+                        seenAt[1] = System.nanoTime();
+                    }
+                }
+                Matcher m = Pattern.compile("STOPPING pid (\\d+)").matcher(Files.readString(log1));
+                if (m.find()) {
+                    new ProcessBuilder("kill", "-CONT", m.group(1)).start().waitFor(10, TimeUnit.SECONDS);
+                }
+            } catch (InterruptedException | IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        List<Result> results = ShmProcessesTest.run("stop", run, 2, tmp, Duration.ofSeconds(60));
+        watcher.join(10_000);
+        String out = results.get(0).output();
+        assertThat(results.get(0).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(3);
+        assertThat(out).contains("cohort: shm world rank 0 of 2: allreduce #3 (float32[1024] SUM) has waited 2 s; "
+                + "rank(s) [1] have not reached it (stopped, slow or gone?); it fails at its timeout (6 s)");
+        assertThat(out.split("has waited", -1)).as("one report").hasSize(2);
+        assertThat(out).contains("CollectiveTimeoutException")
+                .contains("allreduce #3 (float32[1024] SUM): timed out after PT6S waiting for rank(s) [1]");
+        double failedAfter = JvmWorkers.failedAfter(out);
+        assertThat(failedAfter).isBetween(5.9, 12.0);
+        assertThat(seenAt[0]).as("report seen").isPositive();
+        assertThat(seenAt[1]).as("failure seen").isPositive();
+        // The report came about 2 s into the 6 s wait: about 4 s before the failure.
+        assertThat((seenAt[1] - seenAt[0]) / 1e9).isBetween(3.0, 5.0);
+        Result stopped = results.get(1);
+        assertThat(stopped.killed()).as(JvmWorkers.describe(results)).isFalse();
+        assertThat(stopped.output()).contains("RESUMED").contains("peer rank 0");
+        assertThat(stopped.exitCode()).isEqualTo(3);
+        assertThat(JvmWorkers.failedAfter(stopped.output())).isLessThan(2.0);
+        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
 }

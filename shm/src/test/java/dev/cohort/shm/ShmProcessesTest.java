@@ -2,6 +2,7 @@ package dev.cohort.shm;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.cohort.core.env.SharedMemoryFiles;
 import dev.cohort.core.testing.JvmWorkers;
 import dev.cohort.core.testing.JvmWorkers.Result;
 import java.io.IOException;
@@ -39,8 +40,8 @@ class ShmProcessesTest {
 
     /** The mapping files of {@code runId} still in /dev/shm. */
     static List<Path> leftovers(String runId) {
-        try (Stream<Path> files = Files.list(Path.of(ShmPaths.DIRECTORY))) {
-            return files.filter(p -> p.getFileName().toString().startsWith(ShmPaths.PREFIX + runId + "-")).toList();
+        try (Stream<Path> files = Files.list(SharedMemoryFiles.DIRECTORY)) {
+            return files.filter(p -> p.getFileName().toString().startsWith(SharedMemoryFiles.PREFIX + runId + "-")).toList();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

@@ -7,6 +7,7 @@ import dev.cohort.core.collective.CollectiveMismatchException;
 import dev.cohort.core.collective.DenseBuffer;
 import dev.cohort.core.collective.ReduceOp;
 import dev.cohort.core.conformance.ConformanceSuite;
+import dev.cohort.core.env.SharedMemoryFiles;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -121,15 +122,30 @@ class ShmThreadsTest {
     }
 
     @Test
-    @Timeout(value = 30, unit = TimeUnit.SECONDS)
-    void twoJobsWithTheSameRunIdButDifferentPortsUseDifferentFiles() {
-        Map<String, String> a = env("same", 0, 2, 2);
-        Map<String, String> b = env("same", 0, 2, 2);
-        a.put("MASTER_PORT", "29500");
-        b.put("MASTER_PORT", "29501");
-        assertThat(ShmEngine.mappingPath(a)).isNotEqualTo(ShmEngine.mappingPath(b));
-        assertThat(ShmEngine.mappingPath(a).toString()).startsWith("/dev/shm/cohort-same-0-");
-        a.put("COHORT_RESTART_COUNT", "2");
-        assertThat(ShmEngine.mappingPath(a).toString()).startsWith("/dev/shm/cohort-same-2-");
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aStallReportTellsPeersThatHaveNotStartedTheOperationFromThoseStuckInsideIt() throws Exception {
+        String run = "stall-" + ProcessHandle.current().pid();
+        List<ShmRegion> regions = onRanks(3, r -> ShmRegion.attach(SharedMemoryFiles.path(env(run, r, 3, 3)), r, 3,
+                4096, 0, Duration.ofSeconds(20), "rank " + r));
+        try {
+            SpinBarrier.Context allreduce3 = new SpinBarrier.Context() {
+                @Override public String describe() { return "shm world rank 0 of 3: allreduce #3 (float32[8] SUM)"; }
+                @Override public boolean closed() { return false; }
+                @Override public long sequence() { return 3; }
+                @Override public long tag() { return 0x1234; }
+            };
+            // Rank 1 published the tag of #1 in #3's slot (it has not started #3); rank 2 published #3's
+            // (it started it, in place, and stopped inside).
+            ShmRegion.LONG.setRelease(regions.get(1).memory, regions.get(1).tagOffset(1, 3), 0x9876L);
+            ShmRegion.LONG.setRelease(regions.get(2).memory, regions.get(2).tagOffset(2, 3), 0x1234L ^ ShmProcessGroup.IN_PLACE);
+            String report = new SpinBarrier(regions.get(0), Duration.ofMillis(1500))
+                    .reportStall(allreduce3, List.of(1, 2), Duration.ofSeconds(6).toNanos());
+            assertThat(report).isEqualTo("cohort: shm world rank 0 of 3: allreduce #3 (float32[8] SUM) has waited 1.5 s; "
+                    + "rank(s) [1] have not reached it (stopped, slow or gone?); rank(s) [2] started it but have not "
+                    + "reached this step (stopped or slow?); it fails at its timeout (6 s)");
+        } finally {
+            regions.forEach(ShmRegion::close);
+        }
+        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
 }

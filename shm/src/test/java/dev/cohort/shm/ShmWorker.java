@@ -6,6 +6,7 @@ import dev.cohort.core.collective.CollectiveException;
 import dev.cohort.core.collective.DenseBuffer;
 import dev.cohort.core.collective.ReduceOp;
 import dev.cohort.core.conformance.ConformanceSuite;
+import java.time.Duration;
 import java.util.Arrays;
 
 /**
@@ -13,22 +14,26 @@ import java.util.Arrays;
  * (as {@code ./cohort} would find it). Modes: {@code conformance} (the whole suite),
  * {@code conformance-small} (without the 4 Mi cases), {@code die} (rank 1 halts after three
  * allreduces, rank 0 reports how its next one fails), {@code absent} (rank 1 stops calling
- * collectives). Prints {@code TOPOLOGY}, {@code OK rank R} and {@code FAILED after X s} lines.
+ * collectives), {@code stop} (rank 1 prints {@code STOPPING pid P} and stops itself with
+ * SIGSTOP; once continued, it runs the allreduce rank 0 gave up on). Prints {@code TOPOLOGY},
+ * {@code OK rank R} and {@code FAILED after X s} lines.
  */
 public final class ShmWorker {
 
     public static void main(String[] args) {
         String mode = args.length > 0 ? args[0] : "conformance";
         try (DistributedBackend backend = Backends.select("shm")) {
+            boolean fault = mode.equals("die") || mode.equals("absent") || mode.equals("stop");
             if (backend instanceof ShmBackend) {
                 ((ShmOptions) backend.commandLineOptions())
-                        .timeout(java.time.Duration.ofSeconds(mode.equals("die") || mode.equals("absent") ? 3 : 60))
-                        .connectTimeout(java.time.Duration.ofSeconds(30));
+                        .timeout(Duration.ofSeconds(mode.equals("stop") ? 6 : fault ? 3 : 60))
+                        .stallTime(Duration.ofSeconds(mode.equals("stop") ? 2 : 30))
+                        .connectTimeout(Duration.ofSeconds(30));
             }
             backend.initialize();
             int rank = backend.rank();
             System.out.println("TOPOLOGY " + backend.topology());
-            if (mode.equals("die") || mode.equals("absent")) {
+            if (fault) {
                 fault(backend, mode);
                 return;
             }
@@ -55,7 +60,7 @@ public final class ShmWorker {
         System.exit(0);
     }
 
-    private static void fault(DistributedBackend backend, String mode) throws InterruptedException {
+    private static void fault(DistributedBackend backend, String mode) throws Exception {
         float[] data = new float[1024];
         for (int i = 0; i < 3; i++) {
             backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await();
@@ -64,10 +69,21 @@ public final class ShmWorker {
             if (mode.equals("die")) {
                 Runtime.getRuntime().halt(9);   // no shutdown hooks, no close: as abrupt as SIGKILL for the peers
             }
-            System.out.println("ABSENT pid " + ProcessHandle.current().pid());
-            System.out.flush();
-            Thread.sleep(10_000);
-            Runtime.getRuntime().halt(0);
+            if (mode.equals("stop")) {
+                System.out.println("STOPPING pid " + ProcessHandle.current().pid());
+                System.out.flush();
+                new ProcessBuilder("kill", "-STOP", Long.toString(ProcessHandle.current().pid())).start().waitFor();
+                // The stop takes effect once a thread of this JVM handles the signal, which on a busy
+                // host can be after kill exited and this thread ran on: wait here, not in a collective.
+                Thread.sleep(1000);
+                System.out.println("RESUMED");
+                System.out.flush();
+            } else {
+                System.out.println("ABSENT pid " + ProcessHandle.current().pid());
+                System.out.flush();
+                Thread.sleep(10_000);
+                Runtime.getRuntime().halt(0);
+            }
         }
         long start = System.nanoTime();
         try {

@@ -78,6 +78,14 @@ public final class DistributedOptimizer extends Optimizer {
         return buckets.bucketCount();
     }
 
+    /**
+     * How many buckets live in memory the engine reduces in place, copying nothing in or out (the
+     * shm engine's arena; for diagnostics).
+     */
+    public int bucketsInSharedMemory() {
+        return buckets.sharedBucketCount();
+    }
+
     /** How many bucket allreduces started during backward so far (for diagnostics: overlap at work). */
     public long bucketsStartedDuringBackward() {
         return buckets.startedDuringBackward();

@@ -1,5 +1,6 @@
 package dev.cohort.torch;
 
+import dev.cohort.core.collective.BufferAllocator;
 import dev.cohort.core.collective.DataType;
 import dev.cohort.core.collective.DenseBuffer;
 import dev.cohort.core.collective.ProcessGroup;
@@ -8,6 +9,7 @@ import dev.cohort.core.collective.Work;
 import dev.cohort.gloo.LibTorch;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorBase;
@@ -34,6 +36,14 @@ import org.bytedeco.pytorch.VoidTensorHook;
  * into the parameters' {@code .grad}. Inside {@link #pauseHooks} scopes hooks do nothing, so
  * accumulation steps cost no communication (DDP's {@code no_sync}).
  *
+ * <p>Bucket storage comes from the group's {@link BufferAllocator} where the engine offers one (the
+ * shm engine's arena, inside its shared mapping): the bucket tensors then wrap that memory and
+ * the allreduce reads and writes it in place, copying nothing in or out. The ranks agree bucket by
+ * bucket with one small allreduce at construction (an engine refuses a collective whose buffer is
+ * shared on some ranks only); buckets that do not fit everywhere use ordinary direct memory. Each
+ * bucket holds its buffer as long as its tensors: the buffer keeps the mapping alive, the tensors
+ * (made by {@code from_blob}) do not.
+ *
  * <p>All native objects here live as long as the optimizer and are retained against the caller's
  * {@code PointerScope}; the hooks are called by native code and must never be freed while the
  * parameters exist. Per-step temporaries are freed at once by scopes of our own, not left to the
@@ -50,6 +60,7 @@ final class GradientBuckets {
     private final List<Bucket> buckets = new ArrayList<>();
     private final List<VoidTensorHook> hooks = new ArrayList<>();   // kept reachable: native code calls them
     private int nextToStart;
+    private int sharedBuckets;
     private int paused;
     private long startedDuringBackward;
 
@@ -75,7 +86,7 @@ final class GradientBuckets {
             }
             open.add(p, p.numel() * type.byteSize());
         }
-        buckets.forEach(Bucket::allocate);
+        allocateStorage(group.allocator());
         if (overlap) {
             for (Bucket b : buckets) {
                 for (int slot = 0; slot < b.params.size(); slot++) {
@@ -85,8 +96,51 @@ final class GradientBuckets {
         }
     }
 
+    /**
+     * Takes each bucket's buffer from {@code allocator} where every rank has room for it, else
+     * from ordinary direct memory; then makes the bucket tensors over it.
+     */
+    private void allocateStorage(Optional<BufferAllocator> allocator) {
+        if (allocator.isPresent()) {
+            BufferAllocator shared = allocator.get();
+            int[] everywhere = new int[buckets.size()];
+            for (int i = 0; i < buckets.size(); i++) {
+                Bucket b = buckets.get(i);
+                b.buffer = shared.allocate(b.type, b.count()).orElse(null);
+                everywhere[i] = b.buffer == null ? 0 : 1;
+            }
+            group.allreduce(DenseBuffer.of(everywhere), ReduceOp.MIN).await();
+            long missedBytes = 0;
+            int missed = 0;
+            for (int i = 0; i < buckets.size(); i++) {
+                Bucket b = buckets.get(i);
+                if (everywhere[i] == 0) {
+                    if (b.buffer != null) {
+                        shared.release(b.buffer);
+                        b.buffer = null;
+                    }
+                    missed++;
+                    missedBytes += b.bytes;
+                } else {
+                    sharedBuckets++;
+                }
+            }
+            if (missed > 0 && group.rank() == 0) {
+                System.err.printf("cohort: %d of %d gradient buckets (%.1f MiB) do not fit on every rank in %s; "
+                        + "their allreduces copy in and out%n", missed, buckets.size(), missedBytes / 1048576.0,
+                        shared.describe());
+            }
+        }
+        buckets.forEach(Bucket::allocate);
+    }
+
     int bucketCount() {
         return buckets.size();
+    }
+
+    /** How many buckets live in memory the group moves in place ({@link ProcessGroup#allocator()}). */
+    int sharedBucketCount() {
+        return sharedBuckets;
     }
 
     /** How many bucket allreduces hooks started while backward was running (overlap at work). */
@@ -190,8 +244,15 @@ final class GradientBuckets {
             bytes += paramBytes;
         }
 
+        int count() {
+            return Math.toIntExact(bytes / type.byteSize());
+        }
+
+        /** Makes the bucket tensors over {@code buffer}, first allocating it as direct memory if it has none. */
         void allocate() {
-            buffer = DenseBuffer.allocateDirect(type, Math.toIntExact(bytes / type.byteSize()));
+            if (buffer == null) {
+                buffer = DenseBuffer.allocateDirect(type, count());
+            }
             flat = LibTorch.retain(TensorBuffers.tensor(buffer));
             for (int i = 0; i < params.size(); i++) {
                 long[] r = ranges.get(i);

@@ -22,6 +22,8 @@ final class TinyTraining {
 
     static final int GLOBAL_BATCH = 12;
     static final int STEPS = 6;
+    /** After {@link #distributed} on this thread: "S OF N", S of the optimizer's N buckets in memory the engine moves in place. */
+    static final ThreadLocal<String> lastBuckets = ThreadLocal.withInitial(() -> "");
 
     static final class Net extends Module {
         final LinearImpl fc1;
@@ -141,6 +143,7 @@ final class TinyTraining {
             throw new AssertionError("only " + optimizer.bucketsStartedDuringBackward() + " of " + STEPS + " x "
                     + optimizer.bucketCount() + " buckets started during backward");
         }
+        lastBuckets.set(optimizer.bucketsInSharedMemory() + " OF " + optimizer.bucketCount());
         return weights(local);
     }
 

@@ -227,6 +227,7 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
         @Override public Work allgatherv(DenseBuffer i, DenseBuffer o, int[] c) { return group.startAllgatherv(i, o, c, timeout); }
         @Override public Work reduceScatter(DenseBuffer i, DenseBuffer o, ReduceOp op) { return group.startReduceScatter(i, o, op, timeout); }
         @Override public Work barrier() { return group.startBarrier(timeout); }
+        @Override public java.util.Optional<BufferAllocator> allocator() { return group.allocator(); }
         @Override public void close() { group.close(); }
 
         @Override

@@ -1,6 +1,7 @@
 package dev.cohort.core.collective;
 
 import java.time.Duration;
+import java.util.Optional;
 
 /**
  * A fixed set of ranks that run collectives together. Every call is asynchronous: it returns a
@@ -59,6 +60,14 @@ public interface ProcessGroup extends AutoCloseable {
 
     /** Completes once every rank has entered it. */
     Work barrier();
+
+    /**
+     * Where to allocate buffers that this group's collectives move without copying them in and
+     * out, if the engine offers that (the shm engine does); empty by default.
+     */
+    default Optional<BufferAllocator> allocator() {
+        return Optional.empty();
+    }
 
     /** Releases the group's resources. Pending operations fail. Idempotent. */
     @Override

@@ -1,8 +1,10 @@
 package dev.cohort.launcher.testing;
 
+import dev.cohort.core.env.SharedMemoryFiles;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.Map;
 
 /**
@@ -15,6 +17,10 @@ import java.util.Map;
  * fail-after DIR MILLIS CODE R  rank R exits CODE after MILLIS; the others sleep until stopped
  * fail-until DIR RESTART CODE R rank R exits CODE while COHORT_RESTART_COUNT &lt; RESTART; else like env
  * sleep DIR                     sleep until stopped
+ * shm-leftover DIR              restart 0: rank 0 creates the shm file the engine would map for this
+ *                               run, prints "CREATED path" and exits 7 (a crash before the others
+ *                               attach); later restarts: rank 0 prints "LEFTOVER GONE" or "LEFTOVER
+ *                               PRESENT" for the files of the earlier restarts; then like env
  * spam DIR LINES                print LINES long lines, each written in pieces, then exit 0
  * rendezvous DIR                rank 0 accepts every other rank on MASTER_PORT and prints "RENDEZVOUS n";
  *                               the others connect to MASTER_ADDR:MASTER_PORT; then like env
@@ -55,6 +61,10 @@ public final class TestWorker {
                 printEnv(env);
             }
             case "sleep" -> sleepForever();
+            case "shm-leftover" -> {
+                shmLeftover(env, rank, Integer.parseInt(restart));
+                printEnv(env);
+            }
             case "spam" -> spam(rank, Integer.parseInt(args[2]));
             case "rendezvous" -> {
                 rendezvous(env, rank);
@@ -112,6 +122,35 @@ public final class TestWorker {
                 }
                 Thread.sleep(100);
             }
+        }
+    }
+
+    private static void shmLeftover(Map<String, String> env, int rank, int restart) throws IOException {
+        if (rank != 0) {
+            if (restart == 0) {
+                sleepForeverUnchecked();
+            }
+            return;
+        }
+        if (restart == 0) {
+            Path file = Files.createFile(SharedMemoryFiles.path(env));
+            System.out.println("CREATED " + file);
+            System.out.flush();
+            System.exit(7);
+        }
+        for (int earlier = 0; earlier < restart; earlier++) {
+            Map<String, String> then = new HashMap<>(env);
+            then.put("COHORT_RESTART_COUNT", Integer.toString(earlier));
+            Path file = SharedMemoryFiles.path(then);
+            System.out.println(Files.exists(file) ? "LEFTOVER PRESENT " + file : "LEFTOVER GONE " + file);
+        }
+    }
+
+    private static void sleepForeverUnchecked() {
+        try {
+            sleepForever();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
