@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ./cohort demo: trains on Fashion-MNIST with data-parallel workers on Gloo, through the launcher.
+# ./cohort demo: trains on Fashion-MNIST with data-parallel workers (shm or Gloo), through the launcher.
 # Builds what is needed, gets the data (installs Debian's dataset-fashion-mnist when root), trains,
 # and writes the summary to out/demo-summary.json. JAVA_HOME comes from ./cohort (the newest JDK).
 set -euo pipefail
@@ -9,12 +9,14 @@ PACKAGE=dataset-fashion-mnist
 
 usage() {
   cat <<'TXT'
-usage: ./cohort demo [--workers N] [--epochs E] [--model mlp|cnn] [--max-restarts K] [--json FILE]
-                     [--data-dir DIR] [TRAINER OPTIONS...]
-Trains a classifier on Fashion-MNIST with N workers (default 2) on Gloo, started by ./cohort run.
+usage: ./cohort demo [--workers N] [--epochs E] [--model mlp|cnn] [--backend auto|shm|gloo]
+                     [--max-restarts K] [--json FILE] [--data-dir DIR] [TRAINER OPTIONS...]
+Trains a classifier on Fashion-MNIST with N workers (default 2), started by ./cohort run.
   --workers N        workers on this machine (default 2)
   --epochs E         epochs (default 5)
   --model mlp|cnn    784-512-256-10 MLP (default) or a small CNN
+  --backend NAME     the engine: auto (default) takes the fastest that runs here — shm (shared
+                     memory, all workers on this machine) on a JDK >= 22, else gloo
   --max-restarts K   restart the group up to K times after a failure (default 0); the run then
                      checkpoints every 100 steps and a restarted group resumes from the last one
   --json FILE        where the summary goes (default out/demo-summary.json)
@@ -24,7 +26,7 @@ Any other option goes to the trainer (dev.cohort.examples.FashionMnistTrainer --
 TXT
 }
 
-workers=2 epochs=5 model=mlp max_restarts=0 json="$ROOT/out/demo-summary.json" data_dir="" extra=()
+workers=2 epochs=5 model=mlp backend=auto max_restarts=0 json="$ROOT/out/demo-summary.json" data_dir="" extra=()
 need_value() { [ "$#" -ge 2 ] && [ -n "$2" ] || { echo "cohort demo: $1 needs a value" >&2; exit 2; }; }
 while [ "$#" -gt 0 ]; do
   case "$1" in
@@ -35,6 +37,8 @@ while [ "$#" -gt 0 ]; do
     --epochs=*) epochs="${1#*=}"; shift ;;
     --model) need_value "$@"; model="$2"; shift 2 ;;
     --model=*) model="${1#*=}"; shift ;;
+    --backend) need_value "$@"; backend="$2"; shift 2 ;;
+    --backend=*) backend="${1#*=}"; shift ;;
     --max-restarts) need_value "$@"; max_restarts="$2"; shift 2 ;;
     --max-restarts=*) max_restarts="${1#*=}"; shift ;;
     --json) need_value "$@"; json="$2"; shift 2 ;;
@@ -48,6 +52,7 @@ case "$workers" in ''|*[!0-9]*|0) echo "cohort demo: --workers must be a whole n
 case "$epochs" in ''|*[!0-9]*|0) echo "cohort demo: --epochs must be a whole number >= 1, got '$epochs'" >&2; exit 2 ;; esac
 case "$max_restarts" in ''|*[!0-9]*) echo "cohort demo: --max-restarts must be a whole number, got '$max_restarts'" >&2; exit 2 ;; esac
 case "$model" in mlp|cnn) ;; *) echo "cohort demo: --model must be mlp or cnn, got '$model'" >&2; exit 2 ;; esac
+case "$backend" in auto|shm|gloo) ;; *) echo "cohort demo: --backend must be auto, shm or gloo, got '$backend'" >&2; exit 2 ;; esac
 
 # The data: Debian's package when no directory was given.
 if [ -z "$data_dir" ]; then
@@ -89,10 +94,29 @@ if [ -z "$jar" ] || [ ! -f "$ROOT/examples/target/classpath.txt" ] || [ ! -f "$s
 fi
 classpath="$jar:$(cat "$ROOT/examples/target/classpath.txt")"
 
+# The engine: shared memory when every worker is on this machine and the JDK has the foreign-memory
+# and Vector APIs (22+); Gloo otherwise. Say which, and why.
+why=""
+if [ "$backend" = auto ]; then
+  if [ "$jdk_version" -ge 22 ]; then
+    backend=shm; why=" (auto: all workers on this machine and JDK $jdk_version: shared memory is the fastest engine here; --backend gloo for Gloo)"
+  else
+    backend=gloo; why=" (auto: JDK $jdk_version has no foreign-memory API for shm; run on a JDK >= 22 for shared memory)"
+  fi
+fi
+if [ "$backend" = shm ] && [ "$jdk_version" -lt 22 ]; then
+  echo "cohort demo: --backend shm needs a JDK >= 22 (this is JDK $jdk_version); use --backend gloo" >&2; exit 2
+fi
+# JVM options for the launcher, which its workers inherit: shm needs the Vector API module.
+java_opts="${COHORT_JAVA_OPTS-}"
+if [ -z "${COHORT_JAVA_OPTS+x}" ] && [ "$jdk_version" -ge 22 ]; then
+  java_opts="--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED"
+fi
+
 mkdir -p "$(dirname "$json")"
 json="$(cd "$(dirname "$json")" && pwd)/$(basename "$json")"
 rm -f "$json"
-echo "cohort demo: training $model on Fashion-MNIST, $workers workers on Gloo, $epochs epochs" >&2
+echo "cohort demo: training $model on Fashion-MNIST, $workers workers on $backend$why, $epochs epochs" >&2
 # The launcher starts each worker with its own class path, which is this module's: it has the trainer.
 # With restarts, a restarted group must resume where the failed one stopped: checkpoint this run
 # (in a directory of its own, so a later demo starts afresh) unless the user chose a directory.
@@ -102,9 +126,10 @@ if [ "$max_restarts" -gt 0 ] && ! printf '%s\n' ${extra[@]+"${extra[@]}"} | grep
   echo "cohort demo: --max-restarts $max_restarts: checkpoints every 100 steps in ${recovery[1]}" >&2
 fi
 set +e
-"$JAVA_HOME/bin/java" ${COHORT_JAVA_OPTS:-} -cp "$classpath" dev.cohort.launcher.LauncherMain \
+# shellcheck disable=SC2086
+"$JAVA_HOME/bin/java" $java_opts -cp "$classpath" dev.cohort.launcher.LauncherMain \
   --nproc-per-node "$workers" --master-port 0 --max-restarts "$max_restarts" -- \
-  dev.cohort.examples.FashionMnistTrainer --distributed-backend gloo --data-dir "$data_dir" \
+  dev.cohort.examples.FashionMnistTrainer --distributed-backend "$backend" --data-dir "$data_dir" \
   --model "$model" --epochs "$epochs" --json "$json" ${recovery[@]+"${recovery[@]}"} ${extra[@]+"${extra[@]}"}
 code=$?
 set -e

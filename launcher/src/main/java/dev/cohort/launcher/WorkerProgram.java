@@ -79,9 +79,11 @@ public final class WorkerProgram {
         return new WorkerProgram(cmd, "main class " + mainClass);
     }
 
-    /** Runs {@code java -jar jar args...} with this JVM's {@code java}. */
+    /** Runs {@code java -jar jar args...} with this JVM's {@code java} and module options. */
     public static WorkerProgram jar(Path jar, List<String> args) {
-        List<String> cmd = new ArrayList<>(List.of(javaExecutable(), "-jar", jar.toString()));
+        List<String> cmd = new ArrayList<>(List.of(javaExecutable()));
+        cmd.addAll(inheritedModuleOptions());
+        cmd.addAll(List.of("-jar", jar.toString()));
         cmd.addAll(args);
         return new WorkerProgram(cmd, "jar " + jar);
     }
@@ -126,7 +128,7 @@ public final class WorkerProgram {
         }
         boolean className = CLASS_NAME.matcher(first).matches();
         if (className && loadable(first, classPath)) {
-            return mainClass(first, args, classPath, List.of());
+            return mainClass(first, args, classPath, inheritedModuleOptions());
         }
         if (onPath(first)) {
             return command(tokens);

@@ -45,7 +45,8 @@ class OptionsAndProgramTest {
     @Test
     void programTokensResolveToMainClassJarOrCommand() {
         assertThat(WorkerProgram.resolve(List.of(TestWorker.class.getName(), "env"), CP).command())
-                .endsWith(TestWorker.class.getName(), "env").contains("-cp");
+                .endsWith(TestWorker.class.getName(), "env").contains("-cp")
+                .containsAll(WorkerProgram.inheritedModuleOptions());     // e.g. shm's --add-modules
         assertThat(WorkerProgram.resolve(List.of("sh", "-c", "true"), CP).command()).containsExactly("sh", "-c", "true");
         assertThatThrownBy(() -> WorkerProgram.resolve(List.of(), CP)).hasMessageContaining("after '--'");
         assertThatThrownBy(() -> WorkerProgram.resolve(List.of("com.example.Missing"), CP))
