@@ -150,8 +150,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         if (sendStaging.capacity() < bytes) {
             sendStaging = ByteBuffer.allocateDirect(Math.max(bytes, 4096)).order(ByteOrder.nativeOrder());
         }
-        ByteBuffer payload = sendStaging.clear().limit(bytes).slice().order(ByteOrder.nativeOrder());
-        DenseBuffer.of(payload.duplicate().order(ByteOrder.nativeOrder()), input.dataType()).copyFrom(input);
+        ByteBuffer payload = sendStaging.clear().limit(bytes).slice();
+        DenseBuffer.of(payload, input.dataType()).copyFrom(input);
         return payload;
     }
 
@@ -162,13 +162,12 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     private void reduceDirect(Collective call, ByteBuffer mineStaged) {
         DenseBuffer out = call.input();
         DataType type = out.dataType();
-        DenseBuffer own = DenseBuffer.of(mineStaged.duplicate().order(ByteOrder.nativeOrder()), type);
+        DenseBuffer own = DenseBuffer.of(mineStaged, type);
         if (rank() != 0) {
-            out.copyFrom(DenseBuffer.of(mesh.received(0).duplicate().order(ByteOrder.nativeOrder()), type));
+            out.copyFrom(DenseBuffer.of(mesh.received(0), type));
         }
         for (int r = 1; r < size(); r++) {
-            DenseBuffer next = r == rank() ? own
-                    : DenseBuffer.of(mesh.received(r).duplicate().order(ByteOrder.nativeOrder()), type);
+            DenseBuffer next = r == rank() ? own : DenseBuffer.of(mesh.received(r), type);
             Reduction.accumulate(call.op(), out, next);
         }
         Reduction.finish(call.op(), out, size());

@@ -13,7 +13,9 @@ import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -92,6 +94,7 @@ final class StoreGuard implements AutoCloseable {
     /** One thread: accepts, reads handshakes as they arrive, drops the silent and the wrong. */
     private void run() {
         try {
+            List<SocketChannel> validated = new ArrayList<>();
             while (!closed) {
                 selector.select(500);
                 for (SelectionKey key : selector.selectedKeys()) {
@@ -101,10 +104,18 @@ final class StoreGuard implements AutoCloseable {
                     if (key.isAcceptable()) {
                         acceptAll();
                     } else if (key.isReadable()) {
-                        readHandshake(key, (Pending) key.attachment());
+                        readHandshake(key, (Pending) key.attachment(), validated);
                     }
                 }
                 selector.selectedKeys().clear();
+                if (!validated.isEmpty()) {
+                    selector.selectNow();              // deregisters the cancelled keys: blocking mode is allowed again
+                    for (SocketChannel ch : validated) {
+                        ch.configureBlocking(true);
+                        daemon("cohort-store-guard-conn", () -> forward(ch)).start();
+                    }
+                    validated.clear();
+                }
                 expire(System.nanoTime());
             }
         } catch (IOException | RuntimeException e) {
@@ -127,7 +138,8 @@ final class StoreGuard implements AutoCloseable {
         }
     }
 
-    private void readHandshake(SelectionKey key, Pending p) {
+    /** Reads a pending handshake; a complete, valid one joins {@code validated} (its key cancelled). */
+    private void readHandshake(SelectionKey key, Pending p, List<SocketChannel> validated) {
         int n;
         try {
             n = p.channel().read(p.received());
@@ -140,7 +152,7 @@ final class StoreGuard implements AutoCloseable {
             pending.remove(p);
             key.cancel();
             if (Arrays.equals(p.received().array(), HANDSHAKE)) {
-                daemon("cohort-store-guard-conn", () -> forward(p.channel())).start();
+                validated.add(p.channel());
             } else {
                 reject(p, "not a c10d store client");
             }
@@ -158,7 +170,6 @@ final class StoreGuard implements AutoCloseable {
         Socket client = null;
         Socket upstream = new Socket();
         try {
-            selectorSafeBlocking(channel);
             client = channel.socket();
             forwarded.add(client);
             forwarded.add(upstream);
@@ -179,20 +190,6 @@ final class StoreGuard implements AutoCloseable {
             closeForwarded(client);
             closeForwarded(upstream);
         }
-    }
-
-    /** Blocking mode for the pumps; the key was cancelled, so wait until the selector let go of it. */
-    private void selectorSafeBlocking(SocketChannel channel) throws IOException {
-        for (int i = 0; i < 1000; i++) {
-            try {
-                channel.configureBlocking(true);
-                return;
-            } catch (java.nio.channels.IllegalBlockingModeException e) {
-                selector.wakeup();
-                Thread.onSpinWait();
-            }
-        }
-        channel.configureBlocking(true);
     }
 
     private void pump(Socket from, Socket to) {
@@ -226,11 +223,6 @@ final class StoreGuard implements AutoCloseable {
                     + (n == REJECTIONS_REPORTED ? "; further drops are counted silently" : ""));
         }
         closeQuietly(p.channel());
-    }
-
-    /** Connections dropped so far (strangers). */
-    int rejected() {
-        return rejected.get();
     }
 
     private void closeForwarded(Socket s) {
