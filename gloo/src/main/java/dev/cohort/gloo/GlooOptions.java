@@ -14,8 +14,6 @@ public final class GlooOptions {
     public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
     /** Default time after which a waiting collective is reported as stalled. */
     public static final Duration DEFAULT_STALL_TIME = Duration.ofSeconds(30);
-    /** Default largest allreduce sent over the peer mesh instead of Gloo. */
-    public static final int DEFAULT_DIRECT_MAX_BYTES = 256 * 1024;
     /** Default time allowed for all ranks to meet at the store and connect to each other. */
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(60);
 
@@ -44,10 +42,10 @@ public final class GlooOptions {
     boolean consistencyCheck = true;
 
     @Option(names = "--gloo-direct-max-bytes", paramLabel = "BYTES",
-            description = "Allreduces up to this size travel whole over Cohort's own peer connections (one "
-                    + "message each way) instead of through Gloo; 0 sends all through Gloo; needs the consistency "
-                    + "check, and the same value on every rank (default: ${DEFAULT-VALUE}).")
-    int directMaxBytes = DEFAULT_DIRECT_MAX_BYTES;
+            description = "Allreduces and broadcasts up to this size travel over Cohort's own peer connections "
+                    + "(one pipelined message each way) instead of through Gloo; 0 sends all through Gloo; needs "
+                    + "the consistency check, and the same value on every rank (default: every size).")
+    int directMaxBytes = -1;
 
     @Option(names = "--gloo-rendezvous", paramLabel = "URI",
             description = "env:// (MASTER_ADDR/MASTER_PORT, rank 0 hosts a TCP store; the default) or "
@@ -88,17 +86,21 @@ public final class GlooOptions {
         return consistencyCheck;
     }
 
-    /** Allreduces up to {@code bytes} go over the peer mesh; 0: all through Gloo. */
+    /** Allreduces and broadcasts up to {@code bytes} go over the peer mesh; 0: all through Gloo. */
     public GlooOptions directMaxBytes(int bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("--gloo-direct-max-bytes must be >= 0, got " + bytes);
+        }
         this.directMaxBytes = bytes;
         return this;
     }
 
-    int directMaxBytes() {
-        if (directMaxBytes < 0) {
+    /** The largest allreduce or broadcast carried by the mesh. */
+    long meshMaxBytes() {
+        if (directMaxBytes < -1) {
             throw new IllegalArgumentException("--gloo-direct-max-bytes must be >= 0, got " + directMaxBytes);
         }
-        return directMaxBytes;
+        return directMaxBytes < 0 ? Long.MAX_VALUE : directMaxBytes;
     }
 
     public GlooOptions rendezvous(String uri) {

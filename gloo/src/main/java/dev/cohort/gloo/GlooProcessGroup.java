@@ -5,15 +5,11 @@ import dev.cohort.core.collective.Collective;
 import dev.cohort.core.collective.CollectiveException;
 import dev.cohort.core.collective.CollectiveMismatchException;
 import dev.cohort.core.collective.CollectiveTimeoutException;
-import dev.cohort.core.collective.DataType;
 import dev.cohort.core.collective.DenseBuffer;
 import dev.cohort.core.collective.OpKind;
 import dev.cohort.core.collective.ReduceOp;
-import dev.cohort.core.collective.SignatureWords;
 import dev.cohort.core.collective.Reduction;
 import dev.cohort.core.collective.Work;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -48,13 +44,11 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     private final NativeCache cache = new NativeCache();
     private final String label;
     private final Map<String, String> ranksByAddress;
-    /** The always-on consistency check (null when turned off); guards {@link #mine} and {@link #all}. */
+    /** The always-on consistency check (null when turned off); calls over it hold its lock. */
     private final PeerMesh mesh;
-    private final long[] mine = new long[SignatureWords.WORDS];
-    private final long[] all;
-    /** Allreduces up to this many bytes travel whole over the mesh (-1: none). */
-    private final long directMaxBytes;
-    private ByteBuffer sendStaging = ByteBuffer.allocateDirect(0);
+    private final MeshCollectives overMesh;
+    /** Allreduces and broadcasts up to this many bytes travel over the mesh instead of Gloo (-1: none). */
+    private final long meshMaxBytes;
     /** The first disagreement seen; Gloo's tags are out of step after it, so the group is unusable. */
     private volatile CollectiveMismatchException mismatch;
     private volatile StallWatch stallWatch;
@@ -90,14 +84,14 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     };
 
     GlooProcessGroup(ProcessGroupGloo pg, String label, int rank, int size, Duration timeout,
-                     Map<String, String> ranksByAddress, PeerMesh mesh, int directMaxBytes) {
+                     Map<String, String> ranksByAddress, PeerMesh mesh, long meshMaxBytes) {
         super(rank, size, timeout);
-        this.directMaxBytes = mesh == null ? -1 : directMaxBytes;
+        this.meshMaxBytes = mesh == null ? -1 : meshMaxBytes;
         this.pg = pg;
         this.label = label;
         this.ranksByAddress = ranksByAddress;
         this.mesh = mesh;
-        this.all = new long[size * SignatureWords.WORDS];
+        this.overMesh = mesh == null ? null : new MeshCollectives(mesh, rank, size, label + " " + who());
     }
 
     /** Watches this group's collectives for stalls from now on (closed with the group). */
@@ -121,56 +115,39 @@ final class GlooProcessGroup extends AbstractProcessGroup {
             return startData(call, timeout, Math.max(1, timeout.toMillis()));
         }
         long deadline = System.nanoTime() + timeout.toNanos();
+        String what = label + " " + who() + ": " + call.describe();
         synchronized (mesh) {
-            SignatureWords.encode(call, mine, 0);
-            boolean direct = call.kind() == OpKind.ALLREDUCE && call.input().byteSize() <= directMaxBytes;
-            ByteBuffer payload = direct ? stage(call.input()) : null;
-            String what = label + " " + who() + ": " + call.describe();
-            mesh.exchange(mine, payload, all, deadline, what, meshStall);
-            String difference = SignatureWords.disagreement(label + " " + who(), all, size());
-            if (difference != null || mesh.payloadMismatch() >= 0) {
-                CollectiveMismatchException e = new CollectiveMismatchException(difference != null ? difference
-                        : what + ": rank " + mesh.payloadMismatch() + " sent its data another way; start every rank "
-                        + "with the same --gloo-direct-max-bytes");
+            try {
+                boolean carried = call.input() != null && call.input().byteSize() > 0
+                        && call.input().byteSize() <= meshMaxBytes;
+                switch (call.kind()) {
+                    case ALLREDUCE -> {
+                        if (carried) {
+                            overMesh.allreduce(call, deadline, what, meshStall);
+                            return GlooWork.completed(call);
+                        }
+                    }
+                    case BROADCAST -> {
+                        if (carried) {
+                            overMesh.broadcast(call, deadline, what, meshStall);
+                            return GlooWork.completed(call);
+                        }
+                    }
+                    case BARRIER -> {
+                        overMesh.agree(call, deadline, what, meshStall);
+                        return GlooWork.completed(call);
+                    }
+                    default -> {
+                    }
+                }
+                overMesh.agree(call, deadline, what, meshStall);
+            } catch (CollectiveMismatchException e) {
                 mismatch = e;
                 throw e;
-            }
-            if (direct) {
-                reduceDirect(call, payload);
-                return GlooWork.completed(call);
             }
             Duration left = Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime()));
             return startData(call, left, left.toMillis());
         }
-    }
-
-    /** This rank's contribution, copied to direct memory for the mesh. */
-    private ByteBuffer stage(DenseBuffer input) {
-        int bytes = (int) input.byteSize();
-        if (sendStaging.capacity() < bytes) {
-            sendStaging = ByteBuffer.allocateDirect(Math.max(bytes, 4096)).order(ByteOrder.nativeOrder());
-        }
-        ByteBuffer payload = sendStaging.clear().limit(bytes).slice();
-        DenseBuffer.of(payload, input.dataType()).copyFrom(input);
-        return payload;
-    }
-
-    /**
-     * The allreduce's result from every rank's contribution, reduced in rank order
-     * ((x0 op x1) op x2 ...), so every rank computes the same bits.
-     */
-    private void reduceDirect(Collective call, ByteBuffer mineStaged) {
-        DenseBuffer out = call.input();
-        DataType type = out.dataType();
-        DenseBuffer own = DenseBuffer.of(mineStaged, type);
-        if (rank() != 0) {
-            out.copyFrom(DenseBuffer.of(mesh.received(0), type));
-        }
-        for (int r = 1; r < size(); r++) {
-            DenseBuffer next = r == rank() ? own : DenseBuffer.of(mesh.received(r), type);
-            Reduction.accumulate(call.op(), out, next);
-        }
-        Reduction.finish(call.op(), out, size());
     }
 
     private Work startData(Collective call, Duration timeout, long ms) {

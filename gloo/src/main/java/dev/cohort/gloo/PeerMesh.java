@@ -24,8 +24,8 @@ import org.bytedeco.pytorch.StringVector;
 /**
  * A full mesh of plain TCP connections between the ranks of a group. Over it the ranks show each
  * other the {@link SignatureWords signature} of every collective before any of them hands it to
- * Gloo, and small allreduces travel whole: each rank sends its data with its signature, so one
- * message each way replaces Gloo's several steps and thread hand-offs.
+ * Gloo, and {@link MeshCollectives} carries allreduce, broadcast and barrier itself: each message
+ * opens with the sender's signature, so the check costs nothing extra on those.
  *
  * <p>Why before: Gloo aborts the whole process ({@code std::terminate}) when a message is longer
  * than the receiver expects, and silently mixes data when ranks reduce with different operations.
@@ -46,7 +46,9 @@ final class PeerMesh implements AutoCloseable {
     private static final long MAGIC = 0x436f686f72745347L;      // "CohortSG"
     /** A message: the signature words, then the payload's length in bytes, then the payload. */
     private static final int HEADER = (SignatureWords.WORDS + 1) * Long.BYTES;
-    private static final ByteBuffer EMPTY = ByteBuffer.allocate(0);
+    /** Socket buffers asked for (the kernel caps them at net.core.[rw]mem_max). */
+    static final int SOCKET_BUFFER_BYTES = Integer.getInteger("cohort.mesh.socketBuffer", 4 << 20);
+    private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0);
 
     /** Names what a rank still waits for, once, after the stall time. */
     interface StallReport {
@@ -60,11 +62,15 @@ final class PeerMesh implements AutoCloseable {
     private final SocketChannel[] peers;
     private final SelectionKey[] keys;
     private final ByteBuffer[] inbound;
-    private final ByteBuffer outbound = ByteBuffer.allocateDirect(HEADER).order(ByteOrder.LITTLE_ENDIAN);
     private final ByteBuffer[] headerOut;
+    private final ByteBuffer[] headerStore;
     private final ByteBuffer[] payloadOut;
     private final ByteBuffer[] payloadIn;
     private final ByteBuffer[] payloadStore;
+    private final long[] expected;
+    private final long[] all;
+    private final ByteBuffer[] writePair = new ByteBuffer[2];
+    private final ByteBuffer[] readPair = new ByteBuffer[2];
     private final Selector selector;
     private int payloadMismatch = -1;
 
@@ -74,14 +80,18 @@ final class PeerMesh implements AutoCloseable {
         this.peers = peers;
         this.inbound = new ByteBuffer[size];
         this.headerOut = new ByteBuffer[size];
+        this.headerStore = new ByteBuffer[size];
         this.payloadOut = new ByteBuffer[size];
         this.payloadIn = new ByteBuffer[size];
         this.payloadStore = new ByteBuffer[size];
+        this.expected = new long[size];
+        this.all = new long[size * SignatureWords.WORDS];
         this.keys = new SelectionKey[size];
         this.selector = Selector.open();
         for (int j = 0; j < size; j++) {
             if (j != rank) {
                 inbound[j] = ByteBuffer.allocateDirect(HEADER).order(ByteOrder.LITTLE_ENDIAN);
+                headerStore[j] = ByteBuffer.allocateDirect(HEADER).order(ByteOrder.LITTLE_ENDIAN);
                 peers[j].configureBlocking(false);
                 keys[j] = peers[j].register(selector, SelectionKey.OP_READ, j);
             }
@@ -97,6 +107,7 @@ final class PeerMesh implements AutoCloseable {
         long deadline = System.nanoTime() + timeout.toNanos();
         SocketChannel[] peers = new SocketChannel[size];
         try (ServerSocketChannel server = ServerSocketChannel.open()) {
+            server.setOption(StandardSocketOptions.SO_RCVBUF, SOCKET_BUFFER_BYTES);
             server.bind(new InetSocketAddress(address, 0), size);
             InetSocketAddress local = (InetSocketAddress) server.getLocalAddress();
             store.set(key + rank, local.getAddress().getHostAddress() + " " + local.getPort());
@@ -128,6 +139,8 @@ final class PeerMesh implements AutoCloseable {
         SocketChannel ch = SocketChannel.open();
         try {
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            ch.setOption(StandardSocketOptions.SO_RCVBUF, SOCKET_BUFFER_BYTES);
+            ch.setOption(StandardSocketOptions.SO_SNDBUF, SOCKET_BUFFER_BYTES);
             ch.socket().connect(new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1])),
                     (int) Math.min(Integer.MAX_VALUE, remainingMillis(deadline)));
             ByteBuffer hello = ByteBuffer.allocate(3 * Long.BYTES).order(ByteOrder.LITTLE_ENDIAN)
@@ -167,6 +180,7 @@ final class PeerMesh implements AutoCloseable {
                 continue;
             }
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            ch.setOption(StandardSocketOptions.SO_SNDBUF, SOCKET_BUFFER_BYTES);
             peers[peer] = ch;
             expected--;
         }
@@ -193,60 +207,98 @@ final class PeerMesh implements AutoCloseable {
     }
 
     /**
-     * Sends {@code mine} ({@value SignatureWords#WORDS} words) and {@code payload} (may be
-     * {@code null}: none) to every peer; fills {@code all} with every rank's words, rank by rank,
-     * and {@link #received(int)} with every peer's payload. Callers serialize calls.
+     * What one collective does with the bytes that arrive: the mesh calls {@link #signaturesArrived}
+     * once every peer's signature is in, and {@link #progress} whenever payload bytes moved after
+     * that (the receive buffers' positions say how far each peer's payload has come).
+     */
+    interface Transfer {
+        /** Every rank's words, rank by rank; false ends the exchange at once (the ranks disagree). */
+        boolean signaturesArrived(long[] all);
+
+        /** Payload bytes were sent or received; the caller may consume what is complete. */
+        void progress();
+    }
+
+    /**
+     * Sends {@code mine} ({@value SignatureWords#WORDS} words) and {@code toPeer[j]} to every peer
+     * {@code j}, and receives each peer's words and {@code fromPeer[j].remaining()} payload bytes
+     * into {@code fromPeer[j]}; {@code null} entries mean no payload. Sending and receiving overlap
+     * with each other and with {@code transfer}'s work. When {@code guardPayload} is set, no payload
+     * byte is read before {@code transfer} accepted the signatures (the receive buffers are the
+     * caller's memory, which a mismatched call must not touch). Callers serialize calls.
      *
-     * @throws CollectiveException        naming the rank whose connection broke (its process is gone),
-     *                                    or the ranks that send payloads of other lengths
+     * @return false when {@code transfer} refused the signatures, or a peer announced a payload of
+     *         another length ({@link #payloadMismatch()}); the connections are then out of step
+     * @throws CollectiveException        naming the rank whose connection broke (its process is gone)
      * @throws CollectiveTimeoutException naming the ranks that sent nothing before {@code deadline}
      */
-    void exchange(long[] mine, ByteBuffer payload, long[] all, long deadlineNanos, String what, StallReport stall) {
-        System.arraycopy(mine, 0, all, rank * SignatureWords.WORDS, SignatureWords.WORDS);
-        int payloadBytes = payload == null ? 0 : payload.remaining();
-        outbound.clear();
-        for (long w : mine) {
-            outbound.putLong(w);
-        }
-        outbound.putLong(payloadBytes).flip();
+    boolean exchange(long[] mine, ByteBuffer[] toPeer, ByteBuffer[] fromPeer, boolean guardPayload,
+                     long deadlineNanos, String what, StallReport stall, Transfer transfer) {
         for (int j = 0; j < size; j++) {
             if (j != rank) {
-                headerOut[j] = outbound.duplicate();
-                payloadOut[j] = payload == null ? EMPTY : payload.duplicate();
+                payloadOut[j] = toPeer[j] == null ? EMPTY : toPeer[j];
+                ByteBuffer header = headerStore[j].clear();
+                for (long w : mine) {
+                    header.putLong(w);
+                }
+                headerOut[j] = header.putLong(payloadOut[j].remaining()).flip();
                 inbound[j].clear();
-                payloadIn[j] = null;
+                payloadIn[j] = fromPeer[j] == null ? EMPTY : fromPeer[j];
+                expected[j] = payloadIn[j].remaining();
             }
         }
         long start = System.nanoTime();
         boolean reported = false;
+        boolean agreed = false;
         payloadMismatch = -1;
         while (true) {
-            boolean busy = false;
+            boolean moved = false;
+            boolean pending = false;
             for (int j = 0; j < size; j++) {
                 if (j == rank) {
                     continue;
                 }
                 if (sending(j)) {
-                    busy |= send(j, what);
+                    moved |= send(j, what);
+                    pending |= sending(j);
                 }
-                if (receiving(j)) {
-                    busy |= receive(j, payloadBytes, what);
+                if (receiving(j, agreed || !guardPayload)) {
+                    moved |= receive(j, agreed || !guardPayload, what);
+                    pending |= receiving(j, true);
                 }
             }
-            if (!busy) {
-                break;
+            if (!agreed && headersComplete()) {
+                for (int j = 0; j < size; j++) {
+                    for (int w = 0; w < SignatureWords.WORDS; w++) {
+                        all[j * SignatureWords.WORDS + w] = j == rank ? mine[w] : inbound[j].getLong(w * Long.BYTES);
+                    }
+                }
+                if (!transfer.signaturesArrived(all) || payloadMismatch >= 0) {
+                    return false;
+                }
+                agreed = true;
+                moved = true;
+                pending = pendingAny();
+            }
+            if (agreed && moved) {
+                transfer.progress();
+            }
+            if (!pending) {
+                return true;
+            }
+            if (moved) {
+                continue;
             }
             long now = System.nanoTime();
             if (now >= deadlineNanos) {
-                throw new CollectiveTimeoutException(what + " timed out: rank(s) " + waitingFor()
-                        + " never issued it (stopped, slow, or calling other collectives?)");
+                throw new CollectiveTimeoutException(what + " timed out: " + waitingFor());
             }
             long wake = deadlineNanos;
             if (stall != null && !reported) {
                 long stallAt = start + stall.after().toNanos();
                 if (now >= stallAt) {
                     reported = true;
-                    stall.report(what, "rank(s) " + waitingFor() + " have not issued it yet (stopped, slow or gone?)");
+                    stall.report(what, waitingFor());
                     continue;
                 }
                 wake = Math.min(wake, stallAt);
@@ -254,7 +306,8 @@ final class PeerMesh implements AutoCloseable {
             try {
                 for (int j = 0; j < size; j++) {
                     if (j != rank) {
-                        keys[j].interestOps(SelectionKey.OP_READ | (sending(j) ? SelectionKey.OP_WRITE : 0));
+                        keys[j].interestOps((receiving(j, true) ? SelectionKey.OP_READ : 0)
+                                | (sending(j) ? SelectionKey.OP_WRITE : 0));
                     }
                 }
                 selector.select(Math.max(1, (wake - now) / 1_000_000));
@@ -263,18 +316,11 @@ final class PeerMesh implements AutoCloseable {
                 throw new CollectiveException(what + " failed waiting for its peers: " + e, e);
             }
         }
-        for (int j = 0; j < size; j++) {
-            if (j != rank) {
-                ByteBuffer b = inbound[j];
-                b.flip();
-                for (int w = 0; w < SignatureWords.WORDS; w++) {
-                    all[j * SignatureWords.WORDS + w] = b.getLong();
-                }
-                if (payloadIn[j] != null) {
-                    payloadIn[j].flip();
-                }
-            }
-        }
+    }
+
+    /** Every rank's words from the last {@link #exchange}, rank by rank. */
+    long[] signatures() {
+        return all;
     }
 
     /**
@@ -285,80 +331,101 @@ final class PeerMesh implements AutoCloseable {
         return payloadMismatch;
     }
 
-    /** Peer {@code j}'s payload from the last {@link #exchange}, positioned at its start. */
-    ByteBuffer received(int j) {
-        return payloadIn[j] == null ? EMPTY.duplicate() : payloadIn[j];
+    /** A direct buffer of {@code bytes} for peer {@code j}'s payload, reused between calls. */
+    ByteBuffer receiveBuffer(int j, int bytes) {
+        ByteBuffer b = payloadStore[j];
+        if (b == null || b.capacity() < bytes) {
+            b = ByteBuffer.allocateDirect(Math.max(bytes, 4096)).order(ByteOrder.nativeOrder());
+            payloadStore[j] = b;
+        }
+        return b.clear().limit(bytes);
+    }
+
+    private boolean headersComplete() {
+        for (int j = 0; j < size; j++) {
+            if (j != rank && inbound[j].hasRemaining()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private boolean pendingAny() {
+        for (int j = 0; j < size; j++) {
+            if (j != rank && (sending(j) || receiving(j, true))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private boolean sending(int j) {
         return headerOut[j].hasRemaining() || payloadOut[j].hasRemaining();
     }
 
-    private boolean receiving(int j) {
-        return inbound[j].hasRemaining() || (payloadIn[j] != null && payloadIn[j].hasRemaining());
+    /** Whether peer {@code j}'s header, or (when {@code payloadToo}) its payload, is incomplete. */
+    private boolean receiving(int j, boolean payloadToo) {
+        return inbound[j].hasRemaining() || (payloadToo && payloadMismatch != j && payloadIn[j].hasRemaining());
     }
 
-    /** Writes what the socket takes; true while something is left to send. */
+    /** Writes what the socket takes; true when some bytes went out. */
     private boolean send(int j, String what) {
         try {
-            peers[j].write(new ByteBuffer[] {headerOut[j], payloadOut[j]});
+            writePair[0] = headerOut[j];
+            writePair[1] = payloadOut[j];
+            return peers[j].write(writePair) > 0;
         } catch (IOException e) {
             throw lost(j, what, e);
         }
-        return sending(j);
     }
 
-    /** Reads what peer {@code j} sent; true while its message is incomplete. */
-    private boolean receive(int j, int expectedPayload, String what) {
+    /** Reads what peer {@code j} sent (its payload only when {@code payloadToo}); true when some bytes came. */
+    private boolean receive(int j, boolean payloadToo, String what) {
         try {
             ByteBuffer header = inbound[j];
+            long n;
             if (header.hasRemaining()) {
-                if (peers[j].read(header) < 0) {
+                if (payloadToo) {
+                    readPair[0] = header;
+                    readPair[1] = payloadIn[j];
+                    n = peers[j].read(readPair);
+                } else {
+                    n = peers[j].read(header);
+                }
+                if (n < 0) {
                     throw lost(j, what, null);
                 }
-                if (header.hasRemaining()) {
-                    return true;
-                }
-                long length = header.getLong(SignatureWords.WORDS * Long.BYTES);
-                if (length != expectedPayload) {
-                    // The ranks disagree (the signatures say how); the stream is abandoned either way.
+                if (!header.hasRemaining() && header.getLong(SignatureWords.WORDS * Long.BYTES) != expected[j]) {
+                    // The ranks disagree (the signatures say how); this stream is abandoned.
                     payloadMismatch = j;
-                    headerOut[j].position(headerOut[j].limit());
-                    payloadOut[j].position(payloadOut[j].limit());
-                    return false;
                 }
-                if (length == 0) {
-                    return false;
-                }
-                payloadIn[j] = payloadBuffer(j, (int) length);
+                return n > 0;
             }
-            if (peers[j].read(payloadIn[j]) < 0) {
+            n = peers[j].read(payloadIn[j]);
+            if (n < 0) {
                 throw lost(j, what, null);
             }
-            return payloadIn[j].hasRemaining();
+            return n > 0;
         } catch (IOException e) {
             throw lost(j, what, e);
         }
     }
 
-    private ByteBuffer payloadBuffer(int j, int bytes) {
-        ByteBuffer b = payloadStore[j];
-        if (b == null || b.capacity() < bytes) {
-            b = ByteBuffer.allocateDirect(Math.max(bytes, 4096)).order(ByteOrder.nativeOrder());
-            payloadStore[j] = b;
-        }
-        b.clear().limit(bytes);
-        return b;
-    }
-
+    /** The ranks this rank still waits for: first those whose call has not come, then those still sending. */
     private String waitingFor() {
-        List<Integer> missing = new ArrayList<>();
+        List<Integer> silent = new ArrayList<>();
+        List<Integer> sendingStill = new ArrayList<>();
         for (int j = 0; j < size; j++) {
-            if (j != rank && receiving(j)) {
-                missing.add(j);
+            if (j != rank && inbound[j].hasRemaining()) {
+                silent.add(j);
+            } else if (j != rank && receiving(j, true)) {
+                sendingStill.add(j);
             }
         }
-        return missing.toString();
+        if (!silent.isEmpty()) {
+            return "rank(s) " + silent + " have not issued it yet (stopped, slow, gone, or calling other collectives?)";
+        }
+        return "rank(s) " + sendingStill + " issued it but their data has not all arrived (stopped, slow or gone?)";
     }
 
     /** The error for a broken connection, worded like Gloo's lost-peer errors: "lost peer ADDRESS (rank(s) J)". */

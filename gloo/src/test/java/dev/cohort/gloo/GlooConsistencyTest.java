@@ -44,6 +44,9 @@ class GlooConsistencyTest {
                 "root", List.of("rank 1: broadcast int64[4] root=0", "rank 2: broadcast int64[4] root=1"),
                 "order", List.of("rank 0: allreduce float32[16] SUM", "rank 1: broadcast float32[16] root=0"),
                 "empty", List.of("rank 0: allreduce float32[0] SUM", "rank 2: allreduce float32[3] SUM"),
+                "root-untouched", List.of("rank 1: broadcast float32[1048576] root=0",
+                        "rank 2: broadcast float32[1048576] root=1"),
+                "op-untouched", List.of("rank 0: allreduce float32[1048576] SUM", "rank 1: allreduce float32[1048576] MIN"),
                 "allgatherv", List.of("rank 0: allgatherv float32 counts(total 6, hash"));
         Pattern line = Pattern.compile("CASE (\\S+) MISMATCH (\\d+) (.*) \\(sum 3\\.0\\)");
         for (Result r : results) {

@@ -2,6 +2,7 @@ package dev.cohort.gloo;
 
 import dev.cohort.core.collective.CollectiveException;
 import dev.cohort.core.collective.CollectiveMismatchException;
+import dev.cohort.core.collective.DataType;
 import dev.cohort.core.collective.DenseBuffer;
 import dev.cohort.core.collective.ProcessGroup;
 import dev.cohort.core.collective.ReduceOp;
@@ -45,11 +46,49 @@ public final class GlooMismatchWorker {
             }
         });
         CASES.put("empty", (g, r) -> g.allreduce(DenseBuffer.of(new float[r == 0 ? 0 : 3]), ReduceOp.SUM).await());
+        // Large direct buffers travel over the peer mesh straight from and into the caller's
+        // memory: a disagreement must leave that memory as it was.
+        CASES.put("root-untouched", (g, r) -> {
+            DenseBuffer data = marked(r);
+            try {
+                g.broadcast(data, r == 2 ? 1 : 0).await();
+            } finally {
+                assertMarked(data, r);
+            }
+        });
+        CASES.put("op-untouched", (g, r) -> {
+            DenseBuffer data = marked(r);
+            try {
+                g.allreduce(data, r == 1 ? ReduceOp.MIN : ReduceOp.SUM).await();
+            } finally {
+                assertMarked(data, r);
+            }
+        });
         CASES.put("allgatherv", (g, r) -> {
             int[] counts = r == 0 ? new int[] {1, 2, 3} : new int[] {1, 3, 2};
             int total = 6;
             g.allgatherv(DenseBuffer.of(new float[counts[r]]), DenseBuffer.of(new float[total]), counts).await();
         });
+    }
+
+    private static final int MARKED_COUNT = 1 << 20;
+
+    /** 4 MiB of direct memory, every element {@code rank + 0.5}. */
+    private static DenseBuffer marked(int rank) {
+        DenseBuffer data = DenseBuffer.allocateDirect(DataType.FLOAT32, MARKED_COUNT);
+        for (int i = 0; i < MARKED_COUNT; i++) {
+            data.setDouble(i, rank + 0.5);
+        }
+        return data;
+    }
+
+    private static void assertMarked(DenseBuffer data, int rank) {
+        for (int i = 0; i < MARKED_COUNT; i++) {
+            if (data.getDouble(i) != rank + 0.5) {
+                throw new AssertionError("rank " + rank + ": element " + i + " changed to " + data.getDouble(i)
+                        + " by a call the ranks disagreed on");
+            }
+        }
     }
 
     public static void main(String[] args) {

@@ -12,26 +12,64 @@ import java.nio.LongBuffer;
  */
 public final class Reduction {
 
+    /** Float32 elements moved through heap arrays at a time, where the JIT vectorizes the loop. */
+    private static final int CHUNK = 2048;
+    private static final ThreadLocal<float[][]> SCRATCH = ThreadLocal.withInitial(() -> new float[2][CHUNK]);
+
     private Reduction() {
     }
 
     /** {@code acc[i] = op(acc[i], in[i])}; AVG accumulates like SUM (see {@link #finish}). */
     public static void accumulate(ReduceOp op, DenseBuffer acc, DenseBuffer in) {
-        int n = acc.count();
-        if (in.count() != n || in.dataType() != acc.dataType()) {
+        check(acc, in);
+        fold(op, acc, in);
+    }
+
+    /**
+     * {@code acc[i] = op(left[i], acc[i])}: folds an operand that comes <em>before</em> the
+     * accumulator in rank order, without a copy (a rank holding its own input folds the lower
+     * ranks' result in front of it).
+     */
+    public static void accumulateLeft(ReduceOp op, DenseBuffer left, DenseBuffer acc) {
+        check(acc, left);
+        if (acc.dataType() == DataType.FLOAT32) {
+            combine(op, (FloatBuffer) left.view(), (FloatBuffer) acc.view(), (FloatBuffer) acc.view(), acc.count());
+            return;
+        }
+        DenseBuffer result = left.copyLike();
+        fold(op, result, acc);
+        acc.copyFrom(result);
+    }
+
+    private static void check(DenseBuffer acc, DenseBuffer in) {
+        if (in.count() != acc.count() || in.dataType() != acc.dataType()) {
             throw new IllegalArgumentException("cannot reduce " + in.describe() + " into " + acc.describe());
         }
-        switch (acc.dataType()) {
-            case FLOAT32 -> {
-                FloatBuffer a = (FloatBuffer) acc.view();
-                FloatBuffer b = (FloatBuffer) in.view();
-                switch (op) {
-                    case SUM, AVG -> { for (int i = 0; i < n; i++) a.put(i, a.get(i) + b.get(i)); }
-                    case PRODUCT -> { for (int i = 0; i < n; i++) a.put(i, a.get(i) * b.get(i)); }
-                    case MIN -> { for (int i = 0; i < n; i++) a.put(i, Math.min(a.get(i), b.get(i))); }
-                    case MAX -> { for (int i = 0; i < n; i++) a.put(i, Math.max(a.get(i), b.get(i))); }
-                }
+    }
+
+    /** {@code out[i] = op(a[i], b[i])}, a chunk at a time through heap scratch arrays; {@code out} may be {@code a} or {@code b}. */
+    private static void combine(ReduceOp op, FloatBuffer a, FloatBuffer b, FloatBuffer out, int n) {
+        float[][] scratch = SCRATCH.get();
+        float[] x = scratch[0];
+        float[] y = scratch[1];
+        for (int from = 0; from < n; from += CHUNK) {
+            int m = Math.min(CHUNK, n - from);
+            a.get(from, x, 0, m);
+            b.get(from, y, 0, m);
+            switch (op) {
+                case SUM, AVG -> { for (int i = 0; i < m; i++) x[i] = x[i] + y[i]; }
+                case PRODUCT -> { for (int i = 0; i < m; i++) x[i] = x[i] * y[i]; }
+                case MIN -> { for (int i = 0; i < m; i++) x[i] = Math.min(x[i], y[i]); }
+                case MAX -> { for (int i = 0; i < m; i++) x[i] = Math.max(x[i], y[i]); }
             }
+            out.put(from, x, 0, m);
+        }
+    }
+
+    private static void fold(ReduceOp op, DenseBuffer acc, DenseBuffer in) {
+        int n = acc.count();
+        switch (acc.dataType()) {
+            case FLOAT32 -> combine(op, (FloatBuffer) acc.view(), (FloatBuffer) in.view(), (FloatBuffer) acc.view(), n);
             case FLOAT64 -> {
                 DoubleBuffer a = (DoubleBuffer) acc.view();
                 DoubleBuffer b = (DoubleBuffer) in.view();

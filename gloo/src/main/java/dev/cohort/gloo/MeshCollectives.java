@@ -1,0 +1,281 @@
+package dev.cohort.gloo;
+
+import dev.cohort.core.collective.Collective;
+import dev.cohort.core.collective.CollectiveMismatchException;
+import dev.cohort.core.collective.DataType;
+import dev.cohort.core.collective.DenseBuffer;
+import dev.cohort.core.collective.Reduction;
+import dev.cohort.core.collective.SignatureWords;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
+
+/**
+ * Collectives carried over the {@link PeerMesh} with the consistency check built in: a rank's
+ * first bytes to each peer are its call's signature, and nothing lands in the caller's memory
+ * before every rank's signature arrived and matched.
+ *
+ * <p>Algorithms, for p ranks and n bytes. A <em>block</em> is one of p equal parts of the
+ * buffer; block j belongs to rank j.
+ * <ul>
+ * <li><b>allreduce, whole</b> (p = 2, or n ≤ {@link #WHOLE_MAX_BYTES}): every rank sends its
+ *     whole input to every peer and folds the p inputs itself. A rank sends (p−1)·n bytes — for
+ *     p = 2 as many as a ring's 2(p−1)/p·n, in one step instead of 2(p−1);
+ * <li><b>allreduce, in blocks</b> (p > 2, larger n): every rank sends block j to rank j, which
+ *     folds the p copies of its block; then every rank sends its folded block to every peer.
+ *     A rank sends 2(p−1)/p·n bytes, as in a ring, in two steps instead of 2(p−1);
+ * <li><b>broadcast</b>: the root sends to every peer;
+ * <li><b>barrier</b>: the signatures alone — no rank leaves before every rank's call arrived;
+ * <li>anything else: {@link #agree} exchanges the signatures, then Gloo runs the call.
+ * </ul>
+ * Folds run in rank order ((x0 op x1) op x2 ...), so every rank computes the same bits, segment
+ * by segment while the rest still streams in. Direct caller buffers are sent from and received
+ * into where they lie (no copy); heap arrays go through a staging copy.
+ */
+final class MeshCollectives {
+
+    /** Bytes folded at a time once every peer's share of them arrived (fits in L2 with its operands). */
+    static final int SEGMENT_BYTES = 128 * 1024;
+    /** With more than 2 ranks, allreduces up to this size are sent whole; larger ones in blocks. */
+    static final int WHOLE_MAX_BYTES = 256 * 1024;
+
+    private final PeerMesh mesh;
+    private final int rank;
+    private final int size;
+    private final String who;
+    private final long[] mine = new long[SignatureWords.WORDS];
+    private final ByteBuffer[] toPeer;
+    private final ByteBuffer[] fromPeer;
+    private ByteBuffer sendStore = ByteBuffer.allocateDirect(0);
+
+    MeshCollectives(PeerMesh mesh, int rank, int size, String who) {
+        this.mesh = mesh;
+        this.rank = rank;
+        this.size = size;
+        this.who = who;
+        this.toPeer = new ByteBuffer[size];
+        this.fromPeer = new ByteBuffer[size];
+    }
+
+    /** Exchanges {@code call}'s signature only: returns when every rank issued the same call (a barrier). */
+    void agree(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        clear();
+        run(call, false, deadlineNanos, what, stall, new Check());
+    }
+
+    /** The allreduce of {@code call.input()} in place. */
+    void allreduce(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        if (size > 2 && call.input().byteSize() > WHOLE_MAX_BYTES) {
+            allreduceInBlocks(call, deadlineNanos, what, stall);
+            return;
+        }
+        clear();
+        DenseBuffer data = call.input();
+        int bytes = (int) data.byteSize();
+        boolean inPlace = data.isDirect();
+        ByteBuffer own = inPlace ? bytesOf(data) : staged(data);
+        for (int j = 0; j < size; j++) {
+            if (j != rank) {
+                toPeer[j] = own.duplicate();
+                fromPeer[j] = mesh.receiveBuffer(j, bytes);
+            }
+        }
+        Fold fold = new Fold(call, data, inPlace);
+        run(call, false, deadlineNanos, what, stall, fold);
+        fold.progress();
+    }
+
+    private void allreduceInBlocks(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        DenseBuffer data = call.input();
+        int e = data.dataType().byteSize();
+        boolean direct = data.isDirect();
+        // Step 1: block j of this rank's input to rank j; fold the copies of this rank's block.
+        clear();
+        ByteBuffer own = direct ? bytesOf(data) : staged(data);
+        DenseBuffer mineBlock = block(data, rank);
+        for (int j = 0; j < size; j++) {
+            if (j != rank) {
+                toPeer[j] = bytes(own, blockStart(data, j) * e, block(data, j).count() * e);
+                fromPeer[j] = mesh.receiveBuffer(j, mineBlock.count() * e);
+            }
+        }
+        Fold fold = new Fold(call, mineBlock, false);
+        run(call, false, deadlineNanos, what, stall, fold);
+        fold.progress();
+        // Step 2: this rank's folded block to every peer; every peer's block into place.
+        clear();
+        ByteBuffer result = direct ? bytesOf(data) : null;
+        ByteBuffer folded = direct ? bytes(result, blockStart(data, rank) * e, mineBlock.count() * e) : staged(mineBlock);
+        for (int j = 0; j < size; j++) {
+            if (j != rank) {
+                toPeer[j] = folded.duplicate();
+                int count = block(data, j).count();
+                fromPeer[j] = direct ? bytes(result, blockStart(data, j) * e, count * e) : mesh.receiveBuffer(j, count * e);
+            }
+        }
+        run(call, false, deadlineNanos, what, stall, new Check());
+        if (!direct) {
+            for (int j = 0; j < size; j++) {
+                if (j != rank) {
+                    block(data, j).copyFrom(DenseBuffer.of(fromPeer[j].flip(), data.dataType()));
+                }
+            }
+        }
+    }
+
+    /** The broadcast of the root's {@code call.input()} into every other rank's. */
+    void broadcast(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        clear();
+        DenseBuffer data = call.input();
+        int bytes = (int) data.byteSize();
+        int root = call.root();
+        boolean direct = data.isDirect();
+        if (rank == root) {
+            ByteBuffer own = direct ? bytesOf(data) : staged(data);
+            for (int j = 0; j < size; j++) {
+                if (j != rank) {
+                    toPeer[j] = own.duplicate();
+                }
+            }
+        } else {
+            fromPeer[root] = direct ? bytesOf(data) : mesh.receiveBuffer(root, bytes);
+        }
+        run(call, direct, deadlineNanos, what, stall, new Check());
+        if (rank != root && !direct) {
+            data.copyFrom(DenseBuffer.of(fromPeer[root].flip(), data.dataType()));
+        }
+    }
+
+    private void run(Collective call, boolean guardPayload, long deadlineNanos, String what,
+                     PeerMesh.StallReport stall, Check check) {
+        SignatureWords.encode(call, mine, 0);
+        if (!mesh.exchange(mine, toPeer, fromPeer, guardPayload, deadlineNanos, what, stall, check)) {
+            throw new CollectiveMismatchException(check.disagreement != null ? check.disagreement
+                    : what + ": rank " + mesh.payloadMismatch() + " sent its data another way; start every rank "
+                    + "with the same --gloo-direct-max-bytes");
+        }
+    }
+
+    private void clear() {
+        Arrays.fill(toPeer, null);
+        Arrays.fill(fromPeer, null);
+    }
+
+    /** Rank {@code j}'s block: elements [j·b, (j+1)·b) of the buffer, b = ⌈count / p⌉ (the last ones may be short or empty). */
+    private DenseBuffer block(DenseBuffer data, int j) {
+        int from = blockStart(data, j);
+        int to = blockStart(data, j + 1);
+        return data.slice(from, to - from);
+    }
+
+    private int blockStart(DenseBuffer data, int j) {
+        int per = (data.count() + size - 1) / size;
+        return (int) Math.min(data.count(), (long) j * per);
+    }
+
+    private static ByteBuffer bytes(ByteBuffer all, int from, int length) {
+        return all.duplicate().limit(from + length).position(from).slice().order(ByteOrder.nativeOrder());
+    }
+
+    /** The bytes of a direct buffer, where they lie. */
+    private static ByteBuffer bytesOf(DenseBuffer data) {
+        long bytes = data.byteSize();
+        if (bytes == 0) {
+            return ByteBuffer.allocateDirect(0);
+        }
+        Pointer at = new Pointer(data.view());
+        return new BytePointer(at).capacity(bytes).limit(bytes).asByteBuffer().order(ByteOrder.nativeOrder());
+    }
+
+    /** A direct copy of a heap buffer, reused between calls. */
+    private ByteBuffer staged(DenseBuffer data) {
+        int bytes = (int) data.byteSize();
+        if (sendStore.capacity() < bytes) {
+            sendStore = ByteBuffer.allocateDirect(Math.max(bytes, 4096)).order(ByteOrder.nativeOrder());
+        }
+        ByteBuffer b = sendStore.clear().limit(bytes).slice().order(ByteOrder.nativeOrder());
+        DenseBuffer.of(b, data.dataType()).copyFrom(data);
+        return b;
+    }
+
+    /** Accepts the signatures only when every rank's match; moves no data itself. */
+    private class Check implements PeerMesh.Transfer {
+        String disagreement;
+
+        @Override
+        public boolean signaturesArrived(long[] all) {
+            disagreement = SignatureWords.disagreement(who, all, size);
+            return disagreement == null;
+        }
+
+        @Override
+        public void progress() {
+        }
+    }
+
+    /**
+     * Folds every peer's copy of {@code target}'s elements (arriving in {@code fromPeer}) into
+     * {@code target}, as they complete. A byte range is folded once every peer's copy of it
+     * arrived and — when {@code target} is also what is being sent — once it went out to every
+     * peer, since folding overwrites it.
+     */
+    private final class Fold extends Check {
+        private final Collective call;
+        private final DenseBuffer target;
+        private final int bytes;
+        private final int elementBytes;
+        private final boolean sendsFromTarget;
+        private int folded;
+
+        Fold(Collective call, DenseBuffer target, boolean sendsFromTarget) {
+            this.call = call;
+            this.target = target;
+            this.bytes = (int) target.byteSize();
+            this.elementBytes = target.dataType().byteSize();
+            this.sendsFromTarget = sendsFromTarget;
+        }
+
+        @Override
+        public void progress() {
+            int ready = bytes;
+            for (int j = 0; j < size; j++) {
+                if (j != rank) {
+                    ready = Math.min(ready, fromPeer[j].position());
+                    if (sendsFromTarget) {
+                        ready = Math.min(ready, toPeer[j].position());
+                    }
+                }
+            }
+            ready -= ready % elementBytes;
+            if (ready == folded || (ready < bytes && ready - folded < SEGMENT_BYTES)) {
+                return;
+            }
+            fold(folded, ready);
+            folded = ready;
+        }
+
+        /** The result over bytes {@code [from, to)}: rank order, so every rank computes the same bits. */
+        private void fold(int from, int to) {
+            DataType type = target.dataType();
+            DenseBuffer out = target.slice(from / elementBytes, (to - from) / elementBytes);
+            if (rank > 0) {
+                // out holds x_rank: fold x0 op ... op x_(rank-1) in the first receive buffer, put it in front.
+                DenseBuffer lower = segment(0, from, to, type);
+                for (int r = 1; r < rank; r++) {
+                    Reduction.accumulate(call.op(), lower, segment(r, from, to, type));
+                }
+                Reduction.accumulateLeft(call.op(), lower, out);
+            }
+            for (int r = rank + 1; r < size; r++) {
+                Reduction.accumulate(call.op(), out, segment(r, from, to, type));
+            }
+            Reduction.finish(call.op(), out, size);
+        }
+
+        private DenseBuffer segment(int peer, int from, int to, DataType type) {
+            return DenseBuffer.of(fromPeer[peer].duplicate().limit(to).position(from), type);
+        }
+    }
+}
