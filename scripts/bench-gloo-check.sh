@@ -1,28 +1,29 @@
 #!/usr/bin/env bash
 # The gloo engine's consistency check and direct path, side by side with PyTorch's Gloo in one
 # sitting, rounds alternating:
-#   A  default (consistency check on; allreduces <= 256 KiB over the peer mesh)
-#   B  check on, everything through Gloo (--gloo-direct-max-bytes=0)
+#   A  default (consistency check on; allreduce, broadcast and barrier over Cohort's peer mesh)
+#   B  check on, everything else through Gloo (--gloo-direct-max-bytes=0)
 #   C  check off (--no-gloo-consistency-check): plain Gloo, as before the check existed
 #   P  PyTorch 1.13's Gloo (../shared/peers/torch_collectives.py)
 # The check's cost is B against C; the direct path's gain is A against B.
-#   scripts/bench-gloo-check.sh [ROUNDS] [OUT_DIR] [SIZES]
+#   scripts/bench-gloo-check.sh [ROUNDS] [OUT_DIR] [SIZES]     (WORLD=N for N ranks; default 2)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PEERS="${PEERS:-$ROOT/../shared/peers}"
 ROUNDS="${1:-3}"
 OUT="${2:-$ROOT/out/gloo-check-$(date +%Y%m%d-%H%M%S)}"
 SIZES="${3:-4K,64K,256K,1M,16M}"
+WORLD="${WORLD:-2}"
 mkdir -p "$OUT"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 for ((i = 1; i <= ROUNDS; i++)); do
   echo "== round $i of $ROUNDS" >&2
-  "$ROOT/cohort" bench collectives --backend gloo --world 2 --sizes "$SIZES" --json "$OUT/A-$i.json" >/dev/null
-  "$ROOT/cohort" bench collectives --backend gloo --world 2 --sizes "$SIZES" --json "$OUT/B-$i.json" \
+  "$ROOT/cohort" bench collectives --backend gloo --world "$WORLD" --sizes "$SIZES" --json "$OUT/A-$i.json" >/dev/null
+  "$ROOT/cohort" bench collectives --backend gloo --world "$WORLD" --sizes "$SIZES" --json "$OUT/B-$i.json" \
     --engine-option=--gloo-direct-max-bytes=0 >/dev/null
-  "$ROOT/cohort" bench collectives --backend gloo --world 2 --sizes "$SIZES" --json "$OUT/C-$i.json" \
+  "$ROOT/cohort" bench collectives --backend gloo --world "$WORLD" --sizes "$SIZES" --json "$OUT/C-$i.json" \
     --engine-option=--no-gloo-consistency-check >/dev/null
-  /usr/bin/python3 "$PEERS/torch_collectives.py" --world 2 --port $((29650 + i)) --max-mib 16 --out "$OUT/P-$i.json" >/dev/null
+  /usr/bin/python3 "$PEERS/torch_collectives.py" --world "$WORLD" --port $((29650 + i)) --max-mib 16 --out "$OUT/P-$i.json" >/dev/null
 done
 /usr/bin/python3 - "$OUT" <<'PY'
 import json, glob, os, statistics, sys

@@ -17,15 +17,12 @@ import org.bytedeco.javacpp.Pointer;
  * first bytes to each peer are its call's signature, and nothing lands in the caller's memory
  * before every rank's signature arrived and matched.
  *
- * <p>Algorithms, for p ranks and n bytes. A <em>block</em> is one of p equal parts of the
- * buffer; block j belongs to rank j.
+ * <p>Algorithms, for p ranks and n bytes:
  * <ul>
- * <li><b>allreduce, whole</b> (p = 2, or n ≤ {@link #WHOLE_MAX_BYTES}): every rank sends its
- *     whole input to every peer and folds the p inputs itself. A rank sends (p−1)·n bytes — for
- *     p = 2 as many as a ring's 2(p−1)/p·n, in one step instead of 2(p−1);
- * <li><b>allreduce, in blocks</b> (p > 2, larger n): every rank sends block j to rank j, which
- *     folds the p copies of its block; then every rank sends its folded block to every peer.
- *     A rank sends 2(p−1)/p·n bytes, as in a ring, in two steps instead of 2(p−1);
+ * <li><b>allreduce</b>: every rank sends its whole input to every peer and folds the p inputs
+ *     itself. A rank sends (p−1)·n bytes: for p = 2 as many as a ring's 2(p−1)/p·n, in one step
+ *     instead of 2(p−1); for more ranks only small messages should come here (the group decides,
+ *     see {@link GlooOptions#meshMaxBytes(int)}).
  * <li><b>broadcast</b>: the root sends to every peer;
  * <li><b>barrier</b>: the signatures alone — no rank leaves before every rank's call arrived;
  * <li>anything else: {@link #agree} exchanges the signatures, then Gloo runs the call.
@@ -38,8 +35,6 @@ final class MeshCollectives {
 
     /** Bytes folded at a time once every peer's share of them arrived (fits in L2 with its operands). */
     static final int SEGMENT_BYTES = 128 * 1024;
-    /** With more than 2 ranks, allreduces up to this size are sent whole; larger ones in blocks. */
-    static final int WHOLE_MAX_BYTES = 256 * 1024;
 
     private final PeerMesh mesh;
     private final int rank;
@@ -67,10 +62,6 @@ final class MeshCollectives {
 
     /** The allreduce of {@code call.input()} in place. */
     void allreduce(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
-        if (size > 2 && call.input().byteSize() > WHOLE_MAX_BYTES) {
-            allreduceInBlocks(call, deadlineNanos, what, stall);
-            return;
-        }
         clear();
         DenseBuffer data = call.input();
         int bytes = (int) data.byteSize();
@@ -85,44 +76,6 @@ final class MeshCollectives {
         Fold fold = new Fold(call, data, inPlace);
         run(call, false, deadlineNanos, what, stall, fold);
         fold.progress();
-    }
-
-    private void allreduceInBlocks(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
-        DenseBuffer data = call.input();
-        int e = data.dataType().byteSize();
-        boolean direct = data.isDirect();
-        // Step 1: block j of this rank's input to rank j; fold the copies of this rank's block.
-        clear();
-        ByteBuffer own = direct ? bytesOf(data) : staged(data);
-        DenseBuffer mineBlock = block(data, rank);
-        for (int j = 0; j < size; j++) {
-            if (j != rank) {
-                toPeer[j] = bytes(own, blockStart(data, j) * e, block(data, j).count() * e);
-                fromPeer[j] = mesh.receiveBuffer(j, mineBlock.count() * e);
-            }
-        }
-        Fold fold = new Fold(call, mineBlock, false);
-        run(call, false, deadlineNanos, what, stall, fold);
-        fold.progress();
-        // Step 2: this rank's folded block to every peer; every peer's block into place.
-        clear();
-        ByteBuffer result = direct ? bytesOf(data) : null;
-        ByteBuffer folded = direct ? bytes(result, blockStart(data, rank) * e, mineBlock.count() * e) : staged(mineBlock);
-        for (int j = 0; j < size; j++) {
-            if (j != rank) {
-                toPeer[j] = folded.duplicate();
-                int count = block(data, j).count();
-                fromPeer[j] = direct ? bytes(result, blockStart(data, j) * e, count * e) : mesh.receiveBuffer(j, count * e);
-            }
-        }
-        run(call, false, deadlineNanos, what, stall, new Check());
-        if (!direct) {
-            for (int j = 0; j < size; j++) {
-                if (j != rank) {
-                    block(data, j).copyFrom(DenseBuffer.of(fromPeer[j].flip(), data.dataType()));
-                }
-            }
-        }
     }
 
     /** The broadcast of the root's {@code call.input()} into every other rank's. */
@@ -161,22 +114,6 @@ final class MeshCollectives {
     private void clear() {
         Arrays.fill(toPeer, null);
         Arrays.fill(fromPeer, null);
-    }
-
-    /** Rank {@code j}'s block: elements [j·b, (j+1)·b) of the buffer, b = ⌈count / p⌉ (the last ones may be short or empty). */
-    private DenseBuffer block(DenseBuffer data, int j) {
-        int from = blockStart(data, j);
-        int to = blockStart(data, j + 1);
-        return data.slice(from, to - from);
-    }
-
-    private int blockStart(DenseBuffer data, int j) {
-        int per = (data.count() + size - 1) / size;
-        return (int) Math.min(data.count(), (long) j * per);
-    }
-
-    private static ByteBuffer bytes(ByteBuffer all, int from, int length) {
-        return all.duplicate().limit(from + length).position(from).slice().order(ByteOrder.nativeOrder());
     }
 
     /** The bytes of a direct buffer, where they lie. */

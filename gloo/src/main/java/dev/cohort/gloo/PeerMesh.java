@@ -46,8 +46,6 @@ final class PeerMesh implements AutoCloseable {
     private static final long MAGIC = 0x436f686f72745347L;      // "CohortSG"
     /** A message: the signature words, then the payload's length in bytes, then the payload. */
     private static final int HEADER = (SignatureWords.WORDS + 1) * Long.BYTES;
-    /** Socket buffers asked for (the kernel caps them at net.core.[rw]mem_max). */
-    static final int SOCKET_BUFFER_BYTES = Integer.getInteger("cohort.mesh.socketBuffer", 4 << 20);
     private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0);
 
     /** Names what a rank still waits for, once, after the stall time. */
@@ -107,7 +105,6 @@ final class PeerMesh implements AutoCloseable {
         long deadline = System.nanoTime() + timeout.toNanos();
         SocketChannel[] peers = new SocketChannel[size];
         try (ServerSocketChannel server = ServerSocketChannel.open()) {
-            server.setOption(StandardSocketOptions.SO_RCVBUF, SOCKET_BUFFER_BYTES);
             server.bind(new InetSocketAddress(address, 0), size);
             InetSocketAddress local = (InetSocketAddress) server.getLocalAddress();
             store.set(key + rank, local.getAddress().getHostAddress() + " " + local.getPort());
@@ -139,8 +136,6 @@ final class PeerMesh implements AutoCloseable {
         SocketChannel ch = SocketChannel.open();
         try {
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-            ch.setOption(StandardSocketOptions.SO_RCVBUF, SOCKET_BUFFER_BYTES);
-            ch.setOption(StandardSocketOptions.SO_SNDBUF, SOCKET_BUFFER_BYTES);
             ch.socket().connect(new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1])),
                     (int) Math.min(Integer.MAX_VALUE, remainingMillis(deadline)));
             ByteBuffer hello = ByteBuffer.allocate(3 * Long.BYTES).order(ByteOrder.LITTLE_ENDIAN)
@@ -180,7 +175,6 @@ final class PeerMesh implements AutoCloseable {
                 continue;
             }
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-            ch.setOption(StandardSocketOptions.SO_SNDBUF, SOCKET_BUFFER_BYTES);
             peers[peer] = ch;
             expected--;
         }
