@@ -52,10 +52,15 @@ class HierProcessesTest {
         return what + "-" + ProcessHandle.current().pid() + "-" + System.nanoTime() % 100_000;
     }
 
+    /** The worker's command: the backend chosen by name on its command line, timeouts 60 s unless {@code options} say. */
     static List<String> command(String mode, String... options) {
-        List<String> args = new ArrayList<>(List.of(mode, "--distributed-backend", "hier", "--hier-timeout", "60",
-                "--hier-connect-timeout", "60"));
+        List<String> args = new ArrayList<>(List.of(mode, "--distributed-backend", "hier"));
         args.addAll(List.of(options));
+        for (String option : List.of("--hier-timeout", "--hier-connect-timeout")) {
+            if (!args.contains(option)) {
+                args.addAll(List.of(option, "60"));
+            }
+        }
         return JvmWorkers.javaCommand(HierWorker.class, JVM_ARGS, args);
     }
 
