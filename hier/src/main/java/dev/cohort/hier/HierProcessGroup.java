@@ -41,6 +41,10 @@ final class HierProcessGroup extends AbstractProcessGroup {
     private final CallQueue queue;
     private final AutoCloseable leadersBackend;
     private final HostView hostView;
+    /** Intermediate results, reused from call to call (calls run one at a time). */
+    private final Scratch hostGathered = new Scratch();
+    private final Scratch gathered = new Scratch();
+    private final Scratch reduced = new Scratch();
 
     HierProcessGroup(Stages stages, HostLayout layout, int rank, Duration timeout, AutoCloseable leadersBackend) {
         super(rank, layout.worldSize(), timeout);
@@ -94,11 +98,10 @@ final class HierProcessGroup extends AbstractProcessGroup {
         }
         ReduceOp partial = op == ReduceOp.AVG ? ReduceOp.SUM : op;
         stages.withinHost(d, deadline, g -> g.allreduce(data, partial));
-        stages.betweenHosts(d, deadline, g -> {
+        stages.betweenHostsThenShare(d, deadline, g -> {
             g.allreduce(data, partial).await();
             Reduction.finish(op, data, size());
-        });
-        stages.withinHost(d, deadline, g -> g.broadcast(data, 0));
+        }, data);
     }
 
     private void broadcast(String d, DenseBuffer data, int root, long deadline) {
@@ -106,9 +109,10 @@ final class HierProcessGroup extends AbstractProcessGroup {
         if (stages.host == rootHost) {
             stages.withinHost(d, deadline, g -> g.broadcast(data, layout.localOf(root)));
         }
-        stages.betweenHosts(d, deadline, g -> g.broadcast(data, rootHost).await());
-        if (stages.host != rootHost) {
-            stages.withinHost(d, deadline, g -> g.broadcast(data, 0));
+        if (stages.host == rootHost) {
+            stages.betweenHosts(d, deadline, g -> g.broadcast(data, rootHost).await());
+        } else {
+            stages.betweenHostsThenShare(d, deadline, g -> g.broadcast(data, rootHost).await(), data);
         }
     }
 
@@ -136,20 +140,19 @@ final class HierProcessGroup extends AbstractProcessGroup {
             return;
         }
         DataType type = input.dataType();
-        DenseBuffer hostBlock = DenseBuffer.allocateDirect(type, hostTotals[stages.host]);
+        DenseBuffer hostBlock = hostGathered.take(type, hostTotals[stages.host]);
         stages.withinHost(d, deadline, g -> uniform ? g.allgather(input, hostBlock) : g.allgatherv(input, hostBlock, hostCounts));
         if (layout.hosts == 1) {
             toRankOrder(hostBlock, output, counts);
             return;
         }
-        stages.betweenHosts(d, deadline, g -> {
-            DenseBuffer all = layout.hostMajor ? output : DenseBuffer.allocateDirect(type, output.count());
+        stages.betweenHostsThenShare(d, deadline, g -> {
+            DenseBuffer all = layout.hostMajor ? output : gathered.take(type, output.count());
             (uniform ? g.allgather(hostBlock, all) : g.allgatherv(hostBlock, all, hostTotals)).await();
             if (!layout.hostMajor) {
                 toRankOrder(all, output, counts);
             }
-        });
-        stages.withinHost(d, deadline, g -> g.broadcast(output, 0));
+        }, output);
     }
 
     /** Copies the blocks of {@code hostMajor} (host by host, local rank by local rank) to global rank order. */
@@ -169,7 +172,8 @@ final class HierProcessGroup extends AbstractProcessGroup {
     }
 
     private void reduceScatter(String d, DenseBuffer input, DenseBuffer output, ReduceOp op, long deadline) {
-        DenseBuffer all = input.copyLike();
+        DenseBuffer all = reduced.take(input.dataType(), input.count());
+        all.copyFrom(input);
         allreduce(d, all, op, deadline);
         output.copyFrom(all.slice(rank() * output.count(), output.count()));
     }

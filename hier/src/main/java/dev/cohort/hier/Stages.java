@@ -6,7 +6,9 @@ import dev.cohort.core.collective.CollectiveTimeoutException;
 import dev.cohort.core.collective.DenseBuffer;
 import dev.cohort.core.collective.ProcessGroup;
 import dev.cohort.core.collective.Work;
+import dev.cohort.core.collective.DataType;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.function.Consumer;
@@ -30,6 +32,8 @@ import java.util.regex.Pattern;
 final class Stages {
 
     static final Duration VERDICT_GRACE = Duration.ofSeconds(2);
+    /** Results up to this size travel within the host together with the verdict. */
+    static final int SHARED_WITH_VERDICT_BYTES = 64 * 1024;
     private static final Pattern LOCAL_PEER = Pattern.compile("peer rank (\\d+)");
     private static final Pattern LEADER_PEER = Pattern.compile("\\(rank\\(s\\) ([0-9,]+)\\)");
 
@@ -49,6 +53,8 @@ final class Stages {
     volatile HostLayout layout;
     /** The stage running now, for timeout messages. */
     volatile String current = "none";
+    /** The verdict and the small results that travel with it (calls run one at a time). */
+    private ByteBuffer packetBytes = ByteBuffer.allocateDirect(0);
 
     Stages(String who, int host, int hosts, boolean leader, ProcessGroup hostGroup) {
         this.who = who;
@@ -94,39 +100,87 @@ final class Stages {
         if (hosts == 1) {
             return;
         }
-        String stage = betweenHostsName();
-        current = stage;
-        CollectiveException failure = null;
-        if (leader) {
-            try {
-                step.accept(left(call, stage, deadline, Duration.ZERO));
-            } catch (CollectiveException e) {
-                failure = e.getMessage().startsWith(who) ? e : failed(call, stage, e, withGlobalRanks(e.getMessage(), true));
-            } catch (RuntimeException e) {
-                failure = new CollectiveException(who + ": " + call + " failed " + stage + ": " + e.getMessage(), e);
-            }
-        }
-        relay(call, deadline, failure);
+        relay(call, deadline, runOnLeader(call, deadline, step), null);
     }
 
-    /** The verdict: the leader broadcasts it, the others fail with the leader's message when it failed. */
-    private void relay(String call, long deadline, CollectiveException failure) {
-        String stage = "waiting for the verdict of host " + host + "'s leader";
+    /**
+     * {@link #betweenHosts}, after which the leader's {@code data} is broadcast within the host;
+     * up to {@link #SHARED_WITH_VERDICT_BYTES} the data travels with the verdict (one shm step
+     * instead of two), larger data after it. Nothing happens with one host.
+     */
+    void betweenHostsThenShare(String call, long deadline, LeaderStep step, DenseBuffer data) {
+        if (hosts == 1) {
+            return;
+        }
+        if (data.byteSize() > SHARED_WITH_VERDICT_BYTES) {
+            betweenHosts(call, deadline, step);
+            withinHost(call, deadline, g -> g.broadcast(data, 0));
+            return;
+        }
+        int bytes = (int) data.byteSize();
+        DenseBuffer packet = packet(bytes);
+        DenseBuffer payload = DenseBuffer.of(packetBytes.duplicate().position(8).limit(8 + bytes), data.dataType());
+        CollectiveException failure = runOnLeader(call, deadline, left -> step.run(leaders.withTimeout(left)));
+        if (leader && failure == null) {
+            payload.copyFrom(data);
+        }
+        relay(call, deadline, failure, packet);
+        if (!leader) {
+            data.copyFrom(payload);
+        }
+    }
+
+    /** The verdict word followed by {@code bytes} bytes, in memory reused from call to call. */
+    private DenseBuffer packet(int bytes) {
+        int words = 1 + (bytes + 7) / 8;
+        if (packetBytes.capacity() < 8 * words) {
+            packetBytes = ByteBuffer.allocateDirect(8 * words).order(ByteOrder.nativeOrder());
+        }
+        return DenseBuffer.of(packetBytes.duplicate().clear().limit(8 * words), DataType.INT64);
+    }
+
+    /** On the leader: runs {@code step} and returns its failure, naming the stage; null on success or elsewhere. */
+    private CollectiveException runOnLeader(String call, long deadline, Consumer<Duration> step) {
+        String stage = betweenHostsName();
+        current = stage;
+        if (!leader) {
+            return null;
+        }
+        try {
+            step.accept(left(call, stage, deadline, Duration.ZERO));
+            return null;
+        } catch (CollectiveException e) {
+            return e.getMessage().startsWith(who) ? e : failed(call, stage, e, withGlobalRanks(e.getMessage(), true));
+        } catch (RuntimeException e) {
+            return new CollectiveException(who + ": " + call + " failed " + stage + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * The verdict: the leader broadcasts it (as word 0 of {@code packet}, or alone when that is
+     * null), the others fail with the leader's message when it failed.
+     */
+    private void relay(String call, long deadline, CollectiveException failure, DenseBuffer packet) {
+        String stage = withinHostName() + " waiting for its leader's verdict";
         current = stage;
         byte[] text = failure == null ? new byte[0] : failure.getMessage().getBytes(StandardCharsets.UTF_8);
-        long[] verdict = {text.length};
+        DenseBuffer verdict = packet != null ? packet : DenseBuffer.of(new long[1]);
+        if (leader) {
+            verdict.setLong(0, text.length);
+        }
         try {
             // The leader relays even just after the deadline; the others outwait it.
             ProcessGroup g = hostGroup.withTimeout(left(call, stage, deadline, leader ? VERDICT_GRACE
                     : VERDICT_GRACE.multipliedBy(2)));
-            g.broadcast(DenseBuffer.of(verdict), 0).await();
-            if (verdict[0] != 0) {
-                ByteBuffer bytes = ByteBuffer.allocate((int) ((verdict[0] + 7) / 8 * 8));
+            g.broadcast(verdict, 0).await();
+            long length = verdict.getLong(0);
+            if (length != 0) {
+                ByteBuffer bytes = ByteBuffer.allocate((int) ((length + 7) / 8 * 8));
                 bytes.put(text);
                 bytes.clear();
                 g.broadcast(DenseBuffer.of(bytes.asLongBuffer()), 0).await();
                 if (failure == null) {
-                    String leaderMessage = new String(bytes.array(), 0, (int) verdict[0], StandardCharsets.UTF_8);
+                    String leaderMessage = new String(bytes.array(), 0, (int) length, StandardCharsets.UTF_8);
                     throw new CollectiveException(who + ": " + call + " failed " + betweenHostsName()
                             + " on this host's leader" + leaderRank() + ": " + leaderMessage);
                 }
