@@ -3,10 +3,10 @@ package dev.cohort.hier;
 import dev.cohort.core.collective.CollectiveException;
 import dev.cohort.core.collective.CollectiveMismatchException;
 import dev.cohort.core.collective.CollectiveTimeoutException;
+import dev.cohort.core.collective.DataType;
 import dev.cohort.core.collective.DenseBuffer;
 import dev.cohort.core.collective.ProcessGroup;
 import dev.cohort.core.collective.Work;
-import dev.cohort.core.collective.DataType;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -22,7 +22,8 @@ import java.util.regex.Pattern;
  * leaders (local rank 0), while the host's other ranks wait for the leader's <em>verdict</em>: a
  * word broadcast over shm after every such stage, 0 when it succeeded, else the length of the
  * leader's error message, which follows. So a rank whose leader lost a peer on another host fails
- * with the leader's message (naming that peer) instead of timing out.
+ * with the leader's message (naming that peer) instead of timing out. A small result the leader
+ * brings back travels in the same broadcast, right after the verdict word.
  *
  * <p>All stages of one collective share its deadline. A leader may relay its verdict up to
  * {@link #VERDICT_GRACE} after the deadline (its own stage may have just timed out), and the
@@ -37,7 +38,7 @@ final class Stages {
     private static final Pattern LOCAL_PEER = Pattern.compile("peer rank (\\d+)");
     private static final Pattern LEADER_PEER = Pattern.compile("\\(rank\\(s\\) ([0-9,]+)\\)");
 
-    /** A stage that only the leader runs, given the time left. */
+    /** A stage that only the leader runs, on the leaders' group (whose timeout is the time left). */
     interface LeaderStep {
         void run(ProcessGroup leaders);
     }
