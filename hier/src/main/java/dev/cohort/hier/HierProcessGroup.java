@@ -27,7 +27,9 @@ import java.util.Optional;
  * <li>allgather(v): gather within the host (by local rank), then between hosts (host by host),
  *   then the leader moves each rank's block to its place in global rank order (a host's ranks
  *   need not be contiguous) and broadcasts the result within the host.
- * <li>reduce-scatter: an allreduce of a copy of the input, of which each rank keeps its block.
+ * <li>reduce-scatter: allreduce of a copy of the input within the host; when each host's ranks
+ *   are contiguous, reduce-scatter of host-sized blocks between hosts and broadcast of the host's
+ *   block within it, else the allreduce above; each rank keeps its block.
  * <li>barrier: barrier within the host, barrier between hosts, and the verdict releases the rest.
  * </ul>
  * With one host only the stages within it run (the allgathers still put the blocks in global
@@ -174,8 +176,21 @@ final class HierProcessGroup extends AbstractProcessGroup {
     private void reduceScatter(String d, DenseBuffer input, DenseBuffer output, ReduceOp op, long deadline) {
         DenseBuffer all = reduced.take(input.dataType(), input.count());
         all.copyFrom(input);
-        allreduce(d, all, op, deadline);
-        output.copyFrom(all.slice(rank() * output.count(), output.count()));
+        if (layout.hosts == 1 || !layout.hostMajor) {
+            allreduce(d, all, op, deadline);
+            output.copyFrom(all.slice(rank() * output.count(), output.count()));
+            return;
+        }
+        // Host k's ranks hold blocks k*m .. k*m+m-1: the leaders reduce-scatter host-sized blocks.
+        ReduceOp partial = op == ReduceOp.AVG ? ReduceOp.SUM : op;
+        int hostBlock = layout.perHost * output.count();
+        DenseBuffer mine = gathered.take(input.dataType(), hostBlock);
+        stages.withinHost(d, deadline, g -> g.allreduce(all, partial));
+        stages.betweenHostsThenShare(d, deadline, g -> {
+            g.reduceScatter(all, mine, partial).await();
+            Reduction.finish(op, mine, size());
+        }, mine);
+        output.copyFrom(mine.slice(layout.localOf(rank()) * output.count(), output.count()));
     }
 
     /** After a failure: closes the leaders' group, so the other hosts' leaders fail now instead of at their timeout. */
