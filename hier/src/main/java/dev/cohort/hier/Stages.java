@@ -35,8 +35,9 @@ final class Stages {
     static final Duration VERDICT_GRACE = Duration.ofSeconds(2);
     /** Results up to this size travel within the host together with the verdict. */
     static final int SHARED_WITH_VERDICT_BYTES = 64 * 1024;
-    private static final Pattern LOCAL_PEER = Pattern.compile("peer rank (\\d+)");
-    private static final Pattern LEADER_PEER = Pattern.compile("\\(rank\\(s\\) ([0-9,]+)\\)");
+    /** How the sub-groups name their ranks: "peer rank 1", "(rank(s) 1,2)", "rank(s) [1, 2]". */
+    private static final Pattern SUB_GROUP_RANKS =
+            Pattern.compile("peer rank (\\d+)|\\(rank\\(s\\) ([0-9,]+)\\)|rank\\(s\\) \\[([0-9, ]*)\\]");
 
     /** A stage that only the leader runs, on the leaders' group (whose timeout is the time left). */
     interface LeaderStep {
@@ -231,8 +232,9 @@ final class Stages {
     }
 
     /**
-     * {@code message} of a sub-group with its ranks translated: shm's "peer rank j" is local rank
-     * j of this host; Gloo's "(rank(s) k)" is the leader of host k.
+     * {@code message} of a sub-group with its ranks translated to global ranks: shm's
+     * "peer rank j" and "rank(s) [j, ...]" are local ranks of this host; Gloo's "(rank(s) k)" and
+     * "rank(s) [k, ...]" are leaders' ranks, k the leader of host k.
      */
     String withGlobalRanks(String message, boolean betweenHosts) {
         HostLayout l = layout;
@@ -240,22 +242,23 @@ final class Stages {
             return message;
         }
         StringBuilder out = new StringBuilder();
-        Matcher m = (betweenHosts ? LEADER_PEER : LOCAL_PEER).matcher(message);
+        Matcher m = SUB_GROUP_RANKS.matcher(message);
         while (m.find()) {
-            String replacement;
-            if (betweenHosts) {
-                StringBuilder ranks = new StringBuilder();
-                for (String k : m.group(1).split(",")) {
-                    int h = Integer.parseInt(k);
-                    ranks.append(ranks.isEmpty() ? "" : ", ").append("global rank ")
-                            .append(h < l.hosts ? l.globalRank(h, 0) : -1).append(" (leader of host ").append(h).append(')');
+            String ranks = m.group(1) != null ? m.group(1) : m.group(2) != null ? m.group(2) : m.group(3);
+            StringBuilder global = new StringBuilder();
+            for (String r : ranks.split(",")) {
+                if (r.isBlank()) {
+                    continue;
                 }
-                replacement = "(rank(s) " + m.group(1) + ": " + ranks + ")";
-            } else {
-                int j = Integer.parseInt(m.group(1));
-                replacement = m.group() + (j < l.perHost ? " (global rank " + l.globalRank(host, j) + ")" : "");
+                int k = Integer.parseInt(r.trim());
+                global.append(global.isEmpty() ? "" : ", ");
+                if (betweenHosts) {
+                    global.append(k < l.hosts ? "global rank " + l.globalRank(k, 0) + " (leader of host " + k + ")" : "?");
+                } else {
+                    global.append(k < l.perHost ? "global rank " + l.globalRank(host, k) : "?");
+                }
             }
-            m.appendReplacement(out, Matcher.quoteReplacement(replacement));
+            m.appendReplacement(out, Matcher.quoteReplacement(m.group() + " (" + global + ")"));
         }
         m.appendTail(out);
         if (betweenHosts) {

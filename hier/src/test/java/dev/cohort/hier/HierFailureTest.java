@@ -79,6 +79,30 @@ class HierFailureTest {
     }
 
     @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aRankThatStopsCallingCollectivesTimesOutItsHostAndTheOthersFollow() {
+        // Rank 3 stops after three allreduces: rank 2 waits for it within host 1 until the 4 s
+        // timeout, then leaves the leaders' group, so host 0 fails at once, naming host 1's leader.
+        String run = HierProcessesTest.runId("absent");
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(4,
+                r -> HierProcessesTest.command("absent:3", "--hier-timeout", "4"),
+                r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2), tmp, Duration.ofSeconds(100));
+        String all = JvmWorkers.describe(results);
+        assertThat(results.get(2).output()).as(all).contains("CollectiveTimeoutException")
+                .contains("within host 1 (shm)").contains("waiting for rank(s) [1] (global rank 3)");
+        assertThat(JvmWorkers.failedAfter(results.get(2).output())).as(all).isBetween(3.9, 6.0);
+        assertThat(results.get(0).output()).as(all).contains("between hosts").contains("leader of host 1");
+        assertThat(results.get(1).output()).as(all).contains("on this host's leader (global rank 0)");
+        for (int r = 0; r < 3; r++) {
+            assertThat(results.get(r).exitCode()).as(all).isEqualTo(3);
+            // The timeout, plus at most twice the verdict's grace for ranks that wait on their leader.
+            assertThat(JvmWorkers.failedAfter(results.get(r).output())).as(all).isLessThan(4 + 2 * 2 + 1.0);
+        }
+        assertThat(results.get(3).output()).as(all).doesNotContain("FAILED");
+    }
+
+    @Test
     @Timeout(value = 150, unit = TimeUnit.SECONDS)
     void aKilledRankIsNamedByItsHostAndTheOtherHostFailsInTime() throws Exception {
         // Rank 3 is not a leader: its host names it; host 0 learns only that host 1's leader left.

@@ -17,7 +17,8 @@ import picocli.CommandLine.Command;
  * parsed with {@link Backends#addOptions}, so the backend is found and configured as
  * {@code ./cohort run} would. Modes: {@code conformance} (the whole suite),
  * {@code conformance-small} (without the 4 Mi cases), {@code victim:R} (allreduces of 4 MiB until
- * one fails; rank R prints {@code VICTIM pid P} after three and goes on, for the test to SIGKILL it).
+ * one fails; rank R prints {@code VICTIM pid P} after three and goes on, for the test to SIGKILL it),
+ * {@code absent:R} (the same, but rank R stops calling collectives after three, for 10 s, then exits).
  * Prints {@code TOPOLOGY}, {@code NODE k RANKS [...]}, {@code OK rank R} and
  * {@code FAILED after X s} lines.
  */
@@ -37,8 +38,8 @@ public final class HierWorker {
             int rank = backend.rank();
             System.out.println("BACKEND " + backend.name());
             System.out.println("TOPOLOGY " + backend.topology());
-            if (mode.startsWith("victim:")) {
-                untilOneFails(backend, Integer.parseInt(mode.substring("victim:".length())));
+            if (mode.startsWith("victim:") || mode.startsWith("absent:")) {
+                untilOneFails(backend, Integer.parseInt(mode.substring("victim:".length())), mode.startsWith("absent:"));
                 return;
             }
             int checks = switch (mode) {
@@ -66,12 +67,16 @@ public final class HierWorker {
     }
 
     /** Allreduces until one fails; reports how long the failing one took and its message. */
-    private static void untilOneFails(DistributedBackend backend, int victim) {
+    private static void untilOneFails(DistributedBackend backend, int victim, boolean absent) throws InterruptedException {
         float[] data = new float[1 << 20];
         for (int i = 0; ; i++) {
             if (i == 3 && backend.rank() == victim) {
                 System.out.println("VICTIM pid " + ProcessHandle.current().pid());
                 System.out.flush();
+                if (absent) {
+                    Thread.sleep(10_000);
+                    Runtime.getRuntime().halt(0);
+                }
             }
             long start = System.nanoTime();
             try {
