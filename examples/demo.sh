@@ -9,14 +9,15 @@ PACKAGE=dataset-fashion-mnist
 
 usage() {
   cat <<'TXT'
-usage: ./cohort demo [--workers N] [--epochs E] [--model mlp|cnn] [--backend auto|shm|gloo]
+usage: ./cohort demo [--workers N] [--epochs E] [--model mlp|cnn] [--backend auto|shm|gloo|hier]
                      [--max-restarts K] [--json FILE] [--data-dir DIR] [TRAINER OPTIONS...]
 Trains a classifier on Fashion-MNIST with N workers (default 2), started by ./cohort run.
   --workers N        workers on this machine (default 2)
   --epochs E         epochs (default 5)
   --model mlp|cnn    784-512-256-10 MLP (default) or a small CNN
   --backend NAME     the engine: auto (default) takes the fastest that runs here — shm (shared
-                     memory, all workers on this machine) on a JDK >= 22, else gloo
+                     memory, all workers on this machine) on a JDK >= 22, else gloo; hier (shm
+                     within each host, Gloo between hosts) is auto's choice for several hosts
   --max-restarts K   restart the group up to K times after a failure (default 0); the run then
                      checkpoints every 100 steps and a restarted group resumes from the last one
   --json FILE        where the summary goes (default out/demo-summary.json)
@@ -52,7 +53,7 @@ case "$workers" in ''|*[!0-9]*|0) echo "cohort demo: --workers must be a whole n
 case "$epochs" in ''|*[!0-9]*|0) echo "cohort demo: --epochs must be a whole number >= 1, got '$epochs'" >&2; exit 2 ;; esac
 case "$max_restarts" in ''|*[!0-9]*) echo "cohort demo: --max-restarts must be a whole number, got '$max_restarts'" >&2; exit 2 ;; esac
 case "$model" in mlp|cnn) ;; *) echo "cohort demo: --model must be mlp or cnn, got '$model'" >&2; exit 2 ;; esac
-case "$backend" in auto|shm|gloo) ;; *) echo "cohort demo: --backend must be auto, shm or gloo, got '$backend'" >&2; exit 2 ;; esac
+case "$backend" in auto|shm|gloo|hier) ;; *) echo "cohort demo: --backend must be auto, shm, gloo or hier, got '$backend'" >&2; exit 2 ;; esac
 
 # The data: Debian's package when no directory was given.
 if [ -z "$data_dir" ]; then
@@ -104,8 +105,8 @@ if [ "$backend" = auto ]; then
     backend=gloo; why=" (auto: JDK $jdk_version has no foreign-memory API for shm; run on a JDK >= 22 for shared memory)"
   fi
 fi
-if [ "$backend" = shm ] && [ "$jdk_version" -lt 22 ]; then
-  echo "cohort demo: --backend shm needs a JDK >= 22 (this is JDK $jdk_version); use --backend gloo" >&2; exit 2
+if { [ "$backend" = shm ] || [ "$backend" = hier ]; } && [ "$jdk_version" -lt 22 ]; then
+  echo "cohort demo: --backend $backend needs a JDK >= 22 (this is JDK $jdk_version); use --backend gloo" >&2; exit 2
 fi
 # JVM options for the launcher, which its workers inherit: shm needs the Vector API module.
 java_opts="${COHORT_JAVA_OPTS-}"

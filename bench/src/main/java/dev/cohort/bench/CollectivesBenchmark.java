@@ -42,7 +42,9 @@ final class CollectivesBenchmark implements Callable<Integer> {
     static final List<Long> DEFAULT_SIZES = List.of(4 * Sizes.KIB, 64 * Sizes.KIB, Sizes.MIB, 16 * Sizes.MIB,
             64 * Sizes.MIB, 256 * Sizes.MIB);
 
-    @Option(names = "--backend", description = "gloo (one process per rank) or threads (one JVM). Default: ${DEFAULT-VALUE}.")
+    @Option(names = "--backend", description = "gloo, shm or hier (one process per rank; for hier on one machine add "
+            + "--engine-option=--hier-ranks-per-host=K to make hosts of K ranks) or threads (one JVM). "
+            + "Default: ${DEFAULT-VALUE}.")
     String backend = "gloo";
 
     @Option(names = "--world", description = "Number of ranks. Default: ${DEFAULT-VALUE}.")

@@ -13,7 +13,8 @@ public final class BackendChoice {
 
     @Option(names = {"--distributed-backend", "--distr-backend"}, paramLabel = "NAME",
             description = "The distributed backend (case-insensitive): ${COMPLETION-CANDIDATES}. "
-                    + "Default: the COHORT_BACKEND environment variable, else none (one worker).",
+                    + "auto: the fastest that runs here (shm on one host, hier across hosts, gloo on JDK 17). "
+                    + "Default: the COHORT_BACKEND environment variable (./cohort run sets auto), else none (one worker).",
             completionCandidates = Names.class)
     String name;
 

@@ -21,6 +21,14 @@ public final class Backends {
 
     /** The environment variable naming the backend when no command-line option does. */
     public static final String ENV_BACKEND = "COHORT_BACKEND";
+    /** The name that stands for the fastest backend that runs here (see {@link #auto}). */
+    public static final String AUTO = "auto";
+    /** The first JDK that runs the shared-memory engines (foreign-memory API). */
+    static final int SHARED_MEMORY_JDK = 22;
+
+    /** What {@value #AUTO} stands for: a backend's name, and why, for messages. */
+    public record AutoChoice(String backend, String reason) {
+    }
 
     private Backends() {
     }
@@ -36,14 +44,43 @@ public final class Backends {
         return byName;
     }
 
-    /** The names of the backends on the class path. */
+    /** The names of the backends on the class path, and {@value #AUTO}. */
     public static List<String> names() {
-        return new ArrayList<>(discover().keySet());
+        List<String> names = new ArrayList<>(discover().keySet());
+        names.add(AUTO);
+        return names;
     }
 
     /**
-     * The backend called {@code name} (case-insensitive); {@code null} or blank means the
-     * {@value #ENV_BACKEND} environment variable, and when that is unset too, {@code none}.
+     * The fastest backend for workers laid out as the launch environment {@code env} says, on JDK
+     * {@code jdk}, before checking what is on the class path: {@code none} for one worker (or no
+     * launch environment); {@code shm} when all workers are on one host and {@code hier} (shm
+     * within each host, Gloo between them) when they span several, on JDK 22 or newer; else
+     * {@code gloo}.
+     */
+    public static AutoChoice auto(Map<String, String> env, int jdk) {
+        if (!dev.cohort.core.env.LaunchEnvironment.isPresent(env)) {
+            return new AutoChoice(NonDistributedBackend.NAME, "no launch environment (RANK, WORLD_SIZE): one worker");
+        }
+        Topology t = dev.cohort.core.env.LaunchEnvironment.parseTopology(env);
+        if (t.worldSize() == 1) {
+            return new AutoChoice(NonDistributedBackend.NAME, "one worker");
+        }
+        boolean oneHost = t.localWorldSize() == t.worldSize();
+        if (jdk < SHARED_MEMORY_JDK) {
+            return new AutoChoice("gloo", "JDK " + jdk + " has no foreign-memory API for shared memory; a JDK >= "
+                    + SHARED_MEMORY_JDK + " would use " + (oneHost ? "shm" : "hier"));
+        }
+        return oneHost
+                ? new AutoChoice("shm", "all " + t.worldSize() + " workers on one host: shared memory")
+                : new AutoChoice("hier", t.worldSize() + " workers on " + (t.worldSize() / t.localWorldSize())
+                        + " hosts: shared memory within each host, Gloo between hosts");
+    }
+
+    /**
+     * The backend called {@code name} (case-insensitive), or {@value #AUTO}'s choice (see
+     * {@link #auto}); {@code null} or blank means the {@value #ENV_BACKEND} environment variable
+     * ({@code ./cohort run} sets {@value #AUTO}), and when that is unset too, {@code none}.
      *
      * @throws IllegalArgumentException     for an unknown name, listing the known ones
      * @throws BackendUnavailableException for a known backend that cannot run here
@@ -62,6 +99,9 @@ public final class Backends {
         if (chosen == null || chosen.isBlank()) {
             return backends.get(NonDistributedBackend.NAME);
         }
+        if (chosen.trim().equalsIgnoreCase(AUTO)) {
+            return selectAuto(source, backends, env);
+        }
         DistributedBackend backend = backends.get(chosen.trim().toLowerCase(Locale.ROOT));
         if (backend == null) {
             throw new IllegalArgumentException("unknown backend '" + chosen + "' (from " + source
@@ -70,6 +110,32 @@ public final class Backends {
         if (!backend.isAvailable()) {
             throw new BackendUnavailableException("the " + backend.name() + " backend (from " + source
                     + ") cannot run here: " + backend.unavailableReason());
+        }
+        return backend;
+    }
+
+    /**
+     * {@link #auto}'s choice, or {@code gloo} when the chosen engine is not on the class path or
+     * cannot run here; says which on rank 0's standard error.
+     */
+    private static DistributedBackend selectAuto(String source, Map<String, DistributedBackend> backends,
+                                                 Map<String, String> env) {
+        AutoChoice choice = auto(env, Runtime.version().feature());
+        DistributedBackend backend = backends.get(choice.backend());
+        String reason = choice.reason();
+        if (backend == null || !backend.isAvailable()) {
+            DistributedBackend gloo = backends.get("gloo");
+            if (gloo == null || !gloo.isAvailable()) {
+                throw new BackendUnavailableException("backend auto (from " + source + ") chose " + choice.backend()
+                        + " (" + reason + "), which " + (backend == null ? "is not on the class path" : "cannot run here: "
+                        + backend.unavailableReason()) + ", and gloo cannot run either");
+            }
+            reason = choice.backend() + (backend == null ? " is not on the class path" : " cannot run here: "
+                    + backend.unavailableReason());
+            backend = gloo;
+        }
+        if ("0".equals(env.getOrDefault(dev.cohort.core.env.LaunchEnvironment.RANK, "0"))) {
+            System.err.println("cohort: backend auto (from " + source + "): " + backend.name() + " (" + reason + ")");
         }
         return backend;
     }

@@ -30,6 +30,51 @@ class BackendsTest {
         assertThat(Backends.select("none", all, Map.of("COHORT_BACKEND", "threads"))).isInstanceOf(NonDistributedBackend.class);
     }
 
+    private static Map<String, String> layout(int world, int perHost) {
+        return Map.of("RANK", "0", "WORLD_SIZE", Integer.toString(world), "LOCAL_RANK", "0",
+                "LOCAL_WORLD_SIZE", Integer.toString(perHost), "GROUP_RANK", "0");
+    }
+
+    @Test
+    void autoPicksByHostsAndJdk() {
+        assertThat(Backends.names()).contains("auto");
+        assertThat(Backends.auto(Map.of(), 25).backend()).isEqualTo("none");
+        assertThat(Backends.auto(layout(1, 1), 25).backend()).isEqualTo("none");
+        assertThat(Backends.auto(layout(4, 4), 25).backend()).isEqualTo("shm");
+        assertThat(Backends.auto(layout(4, 2), 25)).isEqualTo(new Backends.AutoChoice("hier",
+                "4 workers on 2 hosts: shared memory within each host, Gloo between hosts"));
+        assertThat(Backends.auto(layout(4, 4), 22).backend()).isEqualTo("shm");
+        assertThat(Backends.auto(layout(4, 4), 17).backend()).isEqualTo("gloo");
+        assertThat(Backends.auto(layout(4, 2), 21)).isEqualTo(new Backends.AutoChoice("gloo",
+                "JDK 21 has no foreign-memory API for shared memory; a JDK >= 22 would use hier"));
+    }
+
+    private static DistributedBackend fake(String name) {
+        return new DistributedBackend() {
+            @Override public String name() { return name; }
+            @Override public boolean isAvailable() { return true; }
+            @Override protected Connection connect() { throw new AssertionError(); }
+        };
+    }
+
+    @Test
+    void autoFallsBackToGlooWhenTheChosenEngineIsMissing() {
+        Map<String, DistributedBackend> all = new TreeMap<>(Backends.discover());
+        DistributedBackend gloo = fake("gloo");
+        all.put("gloo", gloo);
+        all.remove("hier");
+        assertThat(Backends.select("auto", all, layout(4, 2))).isSameAs(gloo);
+        DistributedBackend hier = fake("hier");
+        all.put("hier", hier);
+        boolean sharedMemoryJdk = Runtime.version().feature() >= 22;
+        assertThat(Backends.select(null, all, Map.of("COHORT_BACKEND", "AUTO", "RANK", "1", "WORLD_SIZE", "4",
+                "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "2", "GROUP_RANK", "0"))).isSameAs(sharedMemoryJdk ? hier : gloo);
+        all.remove("gloo");
+        all.remove("hier");
+        assertThatThrownBy(() -> Backends.select("auto", all, layout(4, 2)))
+                .isInstanceOf(BackendUnavailableException.class).hasMessageContaining("gloo cannot run either");
+    }
+
     @Test
     void unknownNameListsTheAvailableOnes() {
         assertThatThrownBy(() -> Backends.select("horovod", Backends.discover(), Map.of()))

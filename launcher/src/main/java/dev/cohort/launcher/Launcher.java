@@ -1,5 +1,8 @@
 package dev.cohort.launcher;
 
+import dev.cohort.core.Backends;
+import dev.cohort.core.env.LaunchEnvironment;
+
 import dev.cohort.launcher.control.Command;
 import dev.cohort.launcher.control.ControlClient;
 import dev.cohort.launcher.control.ControlServer;
@@ -171,11 +174,15 @@ public final class Launcher implements AutoCloseable {
                             + options.worldSize() + "), " + program.description() + ", master "
                             + options.masterAddr() + ":" + masterPort);
                     console.message(ComputeThreads.describe(threads, cores, options.nprocPerNode()));
+                    console.message(backendDefault());
                 } else {
                     console.message("restarting the group: restart " + round + " of " + options.maxRestarts());
                 }
                 Map<String, String> env = new java.util.LinkedHashMap<>(options.environment());
                 env.putAll(threads);
+                if (!inheritedEnvironment().containsKey(Backends.ENV_BACKEND)) {
+                    env.put(Backends.ENV_BACKEND, Backends.AUTO);
+                }
                 int r = round;
                 try {
                     synchronized (lock) {
@@ -217,6 +224,27 @@ public final class Launcher implements AutoCloseable {
                         "rank " + failure.rank() + where + " " + failure.status().describe()));
             }
         }
+    }
+
+    /**
+     * Which backend workers that name none get: {@link Backends#AUTO} (set as
+     * {@value Backends#ENV_BACKEND}) unless the launcher's environment names one. The workers run
+     * on this JVM's JDK, so the choice they make is the one said here (or gloo, when the chosen
+     * engine is not on their class path; they say so).
+     */
+    private String backendDefault() {
+        String set = inheritedEnvironment().get(Backends.ENV_BACKEND);
+        if (set != null) {
+            return "workers that choose no --distributed-backend use " + Backends.ENV_BACKEND + "=" + set;
+        }
+        Map<String, String> first = Map.of(LaunchEnvironment.RANK, Integer.toString(options.globalRank(0)),
+                LaunchEnvironment.WORLD_SIZE, Integer.toString(options.worldSize()),
+                LaunchEnvironment.LOCAL_RANK, "0",
+                LaunchEnvironment.LOCAL_WORLD_SIZE, Integer.toString(options.nprocPerNode()),
+                LaunchEnvironment.GROUP_RANK, Integer.toString(options.nodeRank()));
+        Backends.AutoChoice auto = Backends.auto(first, Runtime.version().feature());
+        return "workers that choose no --distributed-backend, or auto, use " + auto.backend() + " (" + auto.reason()
+                + "; " + Backends.ENV_BACKEND + "=" + Backends.AUTO + ")";
     }
 
     private static String lastLines(WorkerFailure failure) {

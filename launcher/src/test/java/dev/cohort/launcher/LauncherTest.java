@@ -62,13 +62,15 @@ class LauncherTest {
                     l -> l.contains(" RANK=" + l.charAt(6) + " ")).findFirst().orElseThrow();
             assertThat(line).contains("WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2", "GROUP_RANK=0", "COHORT_RESTART_COUNT=0",
                     "COHORT_RUN_ID=clean-run", "MASTER_ADDR=127.0.0.1", "OMP_NUM_THREADS=2", "OPENBLAS_NUM_THREADS=2",
-                    "COHORT_COMPUTE_THREADS=2", "MKL_NUM_THREADS=7");
+                    "COHORT_COMPUTE_THREADS=2", "MKL_NUM_THREADS=7", "COHORT_BACKEND=auto");
         }
         assertThat(env).anyMatch(l -> l.startsWith("[rank 0] ENV") && l.contains(" RANK=0 ") && l.contains("LOCAL_RANK=0"));
         assertThat(env).anyMatch(l -> l.startsWith("[rank 1] ENV") && l.contains(" RANK=1 ") && l.contains("LOCAL_RANK=1"));
         assertThat(env.stream().map(l -> l.replaceAll(".*MASTER_PORT=(\\d+).*", "$1")).distinct()).hasSize(1)
                 .allMatch(p -> Integer.parseInt(p) > 0);
         assertThat(console.err().lines().filter(l -> l.startsWith("cohort: compute threads"))).hasSize(1);
+        assertThat(console.err()).contains("cohort: workers that choose no --distributed-backend, or auto, use "
+                + (Runtime.version().feature() >= 22 ? "shm (all 2 workers on one host" : "gloo (JDK "));
         assertNoneAlive(pids(dir));
     }
 

@@ -2,6 +2,7 @@ package dev.cohort.shm;
 
 import dev.cohort.core.Connection;
 import dev.cohort.core.Topology;
+import dev.cohort.core.collective.ProcessGroup;
 import dev.cohort.core.env.LaunchEnvironment;
 import dev.cohort.core.env.SharedMemoryFiles;
 import java.nio.file.Path;
@@ -25,12 +26,22 @@ public final class ShmEngine {
                     + LaunchEnvironment.LOCAL_WORLD_SIZE + "=" + topology.localWorldSize()
                     + "; use --distributed-backend gloo for several hosts");
         }
-        Path path = SharedMemoryFiles.path(env);
-        String who = "shm world rank " + topology.rank() + " of " + topology.worldSize();
-        ShmRegion region = ShmRegion.attach(path, topology.localRank(), topology.localWorldSize(),
-                options.segmentBytes(), options.arenaBytes(), options.connectTimeout(), who);
-        ShmProcessGroup world = new ShmProcessGroup("shm world", region, options.timeout(), options.stallTime());
+        ProcessGroup world = group("shm world", SharedMemoryFiles.path(env), topology.localRank(),
+                topology.localWorldSize(), options);
         // One host: the node group is the world group (Connection closes it once).
         return new Connection(topology, world, world);
+    }
+
+    /**
+     * Attaches rank {@code rank} of {@code size} to the group that maps {@code path} (see
+     * {@link SharedMemoryFiles#path(Map, String)}), for engines that combine shm with others: the
+     * hierarchical backend's group of the ranks of one host. Every rank of the group passes the
+     * same path, size and options; {@code label} starts the group's messages ("shm host 1").
+     */
+    public static ProcessGroup group(String label, Path path, int rank, int size, ShmOptions options) {
+        String who = label + " rank " + rank + " of " + size;
+        ShmRegion region = ShmRegion.attach(path, rank, size, options.segmentBytes(), options.arenaBytes(),
+                options.connectTimeout(), who);
+        return new ShmProcessGroup(label, region, options.timeout(), options.stallTime());
     }
 }

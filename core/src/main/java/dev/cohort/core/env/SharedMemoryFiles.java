@@ -22,7 +22,10 @@ import java.util.regex.Pattern;
  * <p>A group's file is {@code cohort-<run id>-<restart count>-<scope>}, where the scope is 12 hex
  * digits of a hash of the user id, {@code MASTER_ADDR} and {@code MASTER_PORT}: a launcher picks
  * a free port per job, so two jobs with the same run id on one host (the default run id is
- * {@value LaunchEnvironment#DEFAULT_RUN_ID}), or two users, never share a name.
+ * {@value LaunchEnvironment#DEFAULT_RUN_ID}), or two users, never share a name. A job with
+ * several shared-memory groups per host (the hierarchical backend's, one per host; hosts may share
+ * a {@code /dev/shm}, as network namespaces do) names each with a suffix:
+ * {@code cohort-<run id>-<restart count>-<scope>-<group>}.
  */
 public final class SharedMemoryFiles {
 
@@ -51,14 +54,26 @@ public final class SharedMemoryFiles {
     }
 
     /**
-     * Removes from {@code directory} the mapping files of the run that {@code env} describes: same
-     * run id, same scope (so the same user, {@code MASTER_ADDR} and {@code MASTER_PORT}), restart
+     * The file of the shared-memory group called {@code group} (1-32 characters of
+     * {@code [A-Za-z0-9]}, e.g. {@code host3}) of the workers started with {@code env}.
+     */
+    public static Path path(Map<String, String> env, String group) {
+        if (!group.matches("[A-Za-z0-9]{1,32}")) {
+            throw new IllegalArgumentException("a shared-memory group's name must be 1-32 characters of [A-Za-z0-9], got '"
+                    + group + "'");
+        }
+        return DIRECTORY.resolve(path(env).getFileName() + "-" + group);
+    }
+
+    /**
+     * Removes from {@code directory} the mapping files of the run that {@code env} describes (with
+     * or without a group suffix): same run id, same scope (so the same user, {@code MASTER_ADDR} and {@code MASTER_PORT}), restart
      * count at most {@code env}'s, regular files owned by this process's user. Call it only when
      * no worker of that run on this host is alive: a group still attaching would lose its file.
      */
     public static Removal removeLeftovers(Path directory, Map<String, String> env) {
         Pattern ours = Pattern.compile(Pattern.quote(PREFIX + LaunchEnvironment.parseRunId(env) + "-") + "([0-9]{1,9})"
-                + Pattern.quote("-" + scope(env)));
+                + Pattern.quote("-" + scope(env)) + "(-[A-Za-z0-9]{1,32})?");
         int lastRestart = restartCount(env);
         Optional<Integer> uid = userId();
         List<Path> removed = new ArrayList<>();

@@ -85,6 +85,21 @@ class SharedMemoryFilesTest {
 
     @Test
     @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void groupsOfOneRunHaveTheirOwnFilesWhichTheLeftoverRemovalFindsToo() throws IOException {
+        Map<String, String> env = env("job", 0, 29500);
+        Path host0 = SharedMemoryFiles.path(env, "host0");
+        assertThat(host0.toString()).isEqualTo(SharedMemoryFiles.path(env) + "-host0");
+        assertThat(SharedMemoryFiles.path(env, "host1")).isNotEqualTo(host0);
+        assertThatThrownBy(() -> SharedMemoryFiles.path(env, "host-1")).isInstanceOf(IllegalArgumentException.class);
+        Path group = Files.createFile(dir.resolve(host0.getFileName()));
+        Path otherJobsGroup = Files.createFile(dir.resolve(SharedMemoryFiles.path(env("job", 0, 29501), "host0")
+                .getFileName()));
+        assertThat(SharedMemoryFiles.removeLeftovers(dir, env).removed()).containsExactly(group);
+        assertThat(otherJobsGroup).exists();
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
     void aMissingDirectoryRemovesNothing() {
         SharedMemoryFiles.Removal removal = SharedMemoryFiles.removeLeftovers(dir.resolve("absent"), env("job", 0, 1));
         assertThat(removal.removed()).isEmpty();

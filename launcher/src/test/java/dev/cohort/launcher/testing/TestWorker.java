@@ -78,7 +78,7 @@ public final class TestWorker {
         StringBuilder sb = new StringBuilder("ENV");
         for (String k : new String[] {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
                 "LOCAL_WORLD_SIZE", "GROUP_RANK", "COHORT_RESTART_COUNT", "COHORT_RUN_ID", "OMP_NUM_THREADS",
-                "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "COHORT_COMPUTE_THREADS"}) {
+                "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "COHORT_COMPUTE_THREADS", "COHORT_BACKEND"}) {
             sb.append(' ').append(k).append('=').append(env.get(k));
         }
         System.out.println(sb);

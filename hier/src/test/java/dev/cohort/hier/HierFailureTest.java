@@ -1,0 +1,115 @@
+package dev.cohort.hier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.cohort.core.testing.JvmWorkers;
+import dev.cohort.core.testing.JvmWorkers.Result;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A rank SIGKILLed while every rank runs allreduces (2 hosts x 2 ranks on this machine, timeout
+ * 10 s): the others fail well before the timeout, each naming the lost rank or, on the other host,
+ * the leader that lost it; nothing is left in /dev/shm.
+ */
+class HierFailureTest {
+
+    private static final double TIMEOUT_SECONDS = 10;
+
+    @TempDir
+    Path tmp;
+
+    /** Runs the 2x2 job in which rank {@code victim} is SIGKILLed a second after its third allreduce. */
+    private List<Result> killDuringAllreduces(String run, int victim) throws InterruptedException {
+        int port = JvmWorkers.freePort();
+        Thread killer = Thread.ofPlatform().start(() -> {
+            Path log = tmp.resolve("rank-" + victim + ".log");
+            try {
+                for (int i = 0; i < 1200; i++) {
+                    Thread.sleep(50);
+                    String text = Files.exists(log) ? Files.readString(log) : "";
+                    Matcher m = Pattern.compile("VICTIM pid (\\d+)").matcher(text);
+                    if (m.find()) {
+                        Thread.sleep(1000);
+                        ProcessHandle.of(Long.parseLong(m.group(1))).ifPresent(ProcessHandle::destroyForcibly);
+                        return;
+                    }
+                }
+            } catch (InterruptedException | IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        List<Result> results = JvmWorkers.run(4,
+                r -> HierProcessesTest.command("victim:" + victim, "--hier-timeout", Double.toString(TIMEOUT_SECONDS)),
+                r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2), tmp, Duration.ofSeconds(100));
+        killer.join();
+        assertThat(results.get(victim).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(137);
+        for (Result r : results) {
+            if (r.rank() != victim) {
+                assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isEqualTo(3);
+                assertThat(JvmWorkers.failedAfter(r.output())).as(JvmWorkers.describe(results)).isLessThan(TIMEOUT_SECONDS);
+            }
+        }
+        assertThat(HierProcessesTest.leftovers(run)).isEmpty();
+        return results;
+    }
+
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void aKilledLeaderIsNamedOnBothHosts() throws Exception {
+        // Rank 2 leads host 1: rank 3 loses it within the host, rank 0 between hosts, and rank 1
+        // hears it from its leader, rank 0.
+        List<Result> results = killDuringAllreduces(HierProcessesTest.runId("kill-leader"), 2);
+        String all = JvmWorkers.describe(results);
+        assertThat(results.get(3).output()).as(all).contains("hier rank 3 of 4 (host 1, local rank 1)")
+                .contains("within host 1 (shm)").contains("lost peer rank 0 (global rank 2)");
+        assertThat(results.get(0).output()).as(all).contains("hier rank 0 of 4 (host 0, local rank 0)")
+                .contains("between hosts").contains("global rank 2 (leader of host 1)");
+        assertThat(results.get(1).output()).as(all).contains("hier rank 1 of 4 (host 0, local rank 1)")
+                .contains("on this host's leader (global rank 0)").contains("global rank 2 (leader of host 1)");
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aRankThatStopsCallingCollectivesTimesOutItsHostAndTheOthersFollow() {
+        // Rank 3 stops after three allreduces: rank 2 waits for it within host 1 until the 4 s
+        // timeout, then leaves the leaders' group, so host 0 fails at once, naming host 1's leader.
+        String run = HierProcessesTest.runId("absent");
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(4,
+                r -> HierProcessesTest.command("absent:3", "--hier-timeout", "4"),
+                r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2), tmp, Duration.ofSeconds(100));
+        String all = JvmWorkers.describe(results);
+        assertThat(results.get(2).output()).as(all).contains("CollectiveTimeoutException")
+                .contains("within host 1 (shm)").contains("waiting for rank(s) [1] (global rank 3)");
+        assertThat(JvmWorkers.failedAfter(results.get(2).output())).as(all).isBetween(3.9, 6.0);
+        assertThat(results.get(0).output()).as(all).contains("between hosts").contains("leader of host 1");
+        assertThat(results.get(1).output()).as(all).contains("on this host's leader (global rank 0)");
+        for (int r = 0; r < 3; r++) {
+            assertThat(results.get(r).exitCode()).as(all).isEqualTo(3);
+            // The timeout, plus at most twice the verdict's grace for ranks that wait on their leader.
+            assertThat(JvmWorkers.failedAfter(results.get(r).output())).as(all).isLessThan(4 + 2 * 2 + 1.0);
+        }
+        assertThat(results.get(3).output()).as(all).doesNotContain("FAILED");
+    }
+
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void aKilledRankIsNamedByItsHostAndTheOtherHostFailsInTime() throws Exception {
+        // Rank 3 is not a leader: its host names it; host 0 learns only that host 1's leader left.
+        List<Result> results = killDuringAllreduces(HierProcessesTest.runId("kill-local"), 3);
+        String all = JvmWorkers.describe(results);
+        assertThat(results.get(2).output()).as(all).contains("within host 1 (shm)")
+                .contains("lost peer rank 1 (global rank 3)");
+        assertThat(results.get(0).output()).as(all).contains("between hosts").contains("leader of host 1");
+    }
+}

@@ -1,0 +1,52 @@
+package dev.cohort.hier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.cohort.core.testing.JvmWorkers;
+import dev.cohort.core.testing.JvmWorkers.Result;
+import dev.cohort.core.testing.TwoHosts;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * 2 hosts x 2 ranks: network namespaces joined by a veth pair, Gloo between the leaders across
+ * it, shm within each (the namespaces share /dev/shm; each host's group has its own file).
+ */
+class HierMultiHostTest {
+
+    @TempDir
+    Path tmp;
+
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void conformanceAcrossTwoNamespacedHosts() {
+        String why = TwoHosts.unavailableReason();
+        assumeTrue(why == null, () -> "skipped: cannot create network namespaces here: " + why);
+        String run = HierProcessesTest.runId("netns");
+        try (TwoHosts hosts = TwoHosts.create()) {
+            int port = 29_400 + (int) (ProcessHandle.current().pid() % 500);
+            List<Result> results = JvmWorkers.run(4,
+                    r -> hosts.on(r / 2, HierProcessesTest.command("conformance")),
+                    r -> {
+                        Map<String, String> env = new java.util.HashMap<>(
+                                HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2));
+                        env.put("MASTER_ADDR", TwoHosts.ADDRESS_A);
+                        return env;
+                    },
+                    tmp, Duration.ofSeconds(220));
+            HierProcessesTest.assertAllOk(results);
+            assertThat(results.get(2).output())
+                    .contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
+            assertThat(results.get(0).output()).contains("NODE 0 RANKS [0, 1]");
+            assertThat(results.get(3).output()).contains("NODE 1 RANKS [2, 3]");
+        }
+        assertThat(HierProcessesTest.leftovers(run)).isEmpty();
+    }
+}
