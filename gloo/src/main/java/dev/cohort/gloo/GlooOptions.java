@@ -14,7 +14,7 @@ public final class GlooOptions {
     public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
     /** Default time after which a waiting collective is reported as stalled. */
     public static final Duration DEFAULT_STALL_TIME = Duration.ofSeconds(30);
-    /** Default largest allreduce or broadcast carried by the peer mesh in groups of more than 2 ranks. */
+    /** Default largest collective carried by the peer mesh in groups of more than 2 ranks. */
     public static final int DEFAULT_MESH_MAX_BYTES = 256 * 1024;
     /** Default time allowed for all ranks to meet at the store and connect to each other. */
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(60);
@@ -44,8 +44,8 @@ public final class GlooOptions {
     boolean consistencyCheck = true;
 
     @Option(names = "--gloo-direct-max-bytes", paramLabel = "BYTES",
-            description = "Allreduces and broadcasts up to this size travel over Cohort's own peer connections "
-                    + "(one pipelined message each way) instead of through Gloo; 0 sends all through Gloo; needs "
+            description = "Collectives up to this size (the output's for allgather) travel over Cohort's own peer "
+                    + "connections (one pipelined message each way) instead of through Gloo; 0 sends all through Gloo; needs "
                     + "the consistency check, and the same value on every rank (default: every size with 2 ranks, "
                     + "262144 with more).")
     int directMaxBytes = -1;
@@ -89,7 +89,7 @@ public final class GlooOptions {
         return consistencyCheck;
     }
 
-    /** Allreduces and broadcasts up to {@code bytes} go over the peer mesh; 0: all through Gloo. */
+    /** Collectives up to {@code bytes} go over the peer mesh; 0: all through Gloo. */
     public GlooOptions directMaxBytes(int bytes) {
         if (bytes < 0) {
             throw new IllegalArgumentException("--gloo-direct-max-bytes must be >= 0, got " + bytes);
@@ -99,7 +99,7 @@ public final class GlooOptions {
     }
 
     /**
-     * The largest allreduce or broadcast carried by the mesh in a group of {@code size} ranks. By
+     * The largest collective carried by the mesh in a group of {@code size} ranks. By
      * default every size with 2 ranks (whole messages send as many bytes as Gloo's ring, in one
      * step) and {@value #DEFAULT_MESH_MAX_BYTES} bytes with more: beyond that each rank would send
      * (p−1) whole copies, and a two-step reduce-scatter/allgather over the mesh measured slower than

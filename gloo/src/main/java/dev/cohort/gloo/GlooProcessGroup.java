@@ -47,7 +47,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     /** The always-on consistency check (null when turned off); calls over it hold its lock. */
     private final PeerMesh mesh;
     private final MeshCollectives overMesh;
-    /** Allreduces and broadcasts up to this many bytes travel over the mesh instead of Gloo (-1: none). */
+    /** Collectives moving up to this many bytes travel over the mesh instead of Gloo (-1: none). */
     private final long meshMaxBytes;
     /** The first disagreement seen; Gloo's tags are out of step after it, so the group is unusable. */
     private volatile CollectiveMismatchException mismatch;
@@ -118,27 +118,20 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         String what = label + " " + who() + ": " + call.describe();
         synchronized (mesh) {
             try {
-                boolean carried = call.input() != null && call.input().byteSize() > 0
-                        && call.input().byteSize() <= meshMaxBytes;
-                switch (call.kind()) {
-                    case ALLREDUCE -> {
-                        if (carried) {
-                            overMesh.allreduce(call, deadline, what, meshStall);
-                            return GlooWork.completed(call);
-                        }
+                long bytes = switch (call.kind()) {
+                    case ALLGATHER, ALLGATHERV -> call.output().byteSize();
+                    case BARRIER -> 0;
+                    default -> call.input().byteSize();
+                };
+                if (call.kind() == OpKind.BARRIER || (bytes > 0 && bytes <= meshMaxBytes)) {
+                    switch (call.kind()) {
+                        case ALLREDUCE -> overMesh.allreduce(call, deadline, what, meshStall);
+                        case BROADCAST -> overMesh.broadcast(call, deadline, what, meshStall);
+                        case ALLGATHER, ALLGATHERV -> overMesh.allgather(call, deadline, what, meshStall);
+                        case REDUCE_SCATTER -> overMesh.reduceScatter(call, deadline, what, meshStall);
+                        case BARRIER -> overMesh.agree(call, deadline, what, meshStall);
                     }
-                    case BROADCAST -> {
-                        if (carried) {
-                            overMesh.broadcast(call, deadline, what, meshStall);
-                            return GlooWork.completed(call);
-                        }
-                    }
-                    case BARRIER -> {
-                        overMesh.agree(call, deadline, what, meshStall);
-                        return GlooWork.completed(call);
-                    }
-                    default -> {
-                    }
+                    return GlooWork.completed(call);
                 }
                 overMesh.agree(call, deadline, what, meshStall);
             } catch (CollectiveMismatchException e) {

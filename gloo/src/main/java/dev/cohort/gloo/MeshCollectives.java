@@ -24,8 +24,12 @@ import org.bytedeco.javacpp.Pointer;
  *     instead of 2(p−1); for more ranks only small messages should come here (the group decides,
  *     see {@link GlooOptions#meshMaxBytes(int)}).
  * <li><b>broadcast</b>: the root sends to every peer;
+ * <li><b>allgather, allgatherv</b>: every rank sends its input to every peer — as many bytes as
+ *     a ring, in one step;
+ * <li><b>reduce-scatter</b>: every rank sends block j of its input to rank j, which folds the p
+ *     copies of its block — as many bytes as a ring, in one step;
  * <li><b>barrier</b>: the signatures alone — no rank leaves before every rank's call arrived;
- * <li>anything else: {@link #agree} exchanges the signatures, then Gloo runs the call.
+ * <li>calls the group leaves to Gloo: {@link #agree} exchanges the signatures first.
  * </ul>
  * Folds run in rank order ((x0 op x1) op x2 ...), so every rank computes the same bits, segment
  * by segment while the rest still streams in. Direct caller buffers are sent from and received
@@ -73,7 +77,7 @@ final class MeshCollectives {
                 fromPeer[j] = mesh.receiveBuffer(j, bytes);
             }
         }
-        Fold fold = new Fold(call, data, inPlace);
+        Fold fold = new Fold(call, data, inPlace, null);
         run(call, false, deadlineNanos, what, stall, fold);
         fold.progress();
     }
@@ -99,6 +103,62 @@ final class MeshCollectives {
         if (rank != root && !direct) {
             data.copyFrom(DenseBuffer.of(fromPeer[root].flip(), data.dataType()));
         }
+    }
+
+    /** Every rank's {@code call.input()}, in rank order, into {@code call.output()} (allgather and allgatherv). */
+    void allgather(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        clear();
+        DenseBuffer input = call.input();
+        DenseBuffer output = call.output();
+        int[] counts = call.counts();
+        int[] offsets = new int[size + 1];
+        for (int r = 0; r < size; r++) {
+            offsets[r + 1] = offsets[r] + (counts == null ? input.count() : counts[r]);
+        }
+        boolean direct = output.isDirect();
+        ByteBuffer own = input.isDirect() ? bytesOf(input) : staged(input);
+        ByteBuffer result = direct ? bytesOf(output) : null;
+        int e = output.dataType().byteSize();
+        for (int j = 0; j < size; j++) {
+            if (j != rank) {
+                toPeer[j] = own.duplicate();
+                int bytes = (offsets[j + 1] - offsets[j]) * e;
+                fromPeer[j] = direct ? slice(result, offsets[j] * e, bytes) : mesh.receiveBuffer(j, bytes);
+            }
+        }
+        run(call, direct, deadlineNanos, what, stall, new Check());
+        output.slice(offsets[rank], offsets[rank + 1] - offsets[rank]).copyFrom(input);
+        if (!direct) {
+            for (int j = 0; j < size; j++) {
+                if (j != rank) {
+                    output.slice(offsets[j], offsets[j + 1] - offsets[j])
+                            .copyFrom(DenseBuffer.of(fromPeer[j].flip(), output.dataType()));
+                }
+            }
+        }
+    }
+
+    /** Block r of every rank's {@code call.input()} folded into rank r's {@code call.output()}. */
+    void reduceScatter(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        clear();
+        DenseBuffer input = call.input();
+        DenseBuffer output = call.output();
+        int block = output.count();
+        int bytes = (int) output.byteSize();
+        ByteBuffer own = input.isDirect() ? bytesOf(input) : staged(input);
+        for (int j = 0; j < size; j++) {
+            if (j != rank) {
+                toPeer[j] = slice(own, j * bytes, bytes);
+                fromPeer[j] = mesh.receiveBuffer(j, bytes);
+            }
+        }
+        Fold fold = new Fold(call, output, false, input.slice(rank * block, block));
+        run(call, false, deadlineNanos, what, stall, fold);
+        fold.progress();
+    }
+
+    private static ByteBuffer slice(ByteBuffer all, int from, int length) {
+        return all.duplicate().limit(from + length).position(from).slice().order(ByteOrder.nativeOrder());
     }
 
     private void run(Collective call, boolean guardPayload, long deadlineNanos, String what,
@@ -159,15 +219,28 @@ final class MeshCollectives {
      * peer, since folding overwrites it.
      */
     private final class Fold extends Check {
+
+        @Override
+        public boolean signaturesArrived(long[] all) {
+            boolean agreed = super.signaturesArrived(all);
+            if (agreed && ownInput != null) {
+                target.copyFrom(ownInput);
+            }
+            return agreed;
+        }
+
         private final Collective call;
         private final DenseBuffer target;
         private final int bytes;
         private final int elementBytes;
         private final boolean sendsFromTarget;
+        private final DenseBuffer ownInput;
         private int folded;
 
-        Fold(Collective call, DenseBuffer target, boolean sendsFromTarget) {
+        /** {@code ownInput}: this rank's operand when it is not already in {@code target} (copied there once the call is agreed). */
+        Fold(Collective call, DenseBuffer target, boolean sendsFromTarget, DenseBuffer ownInput) {
             this.call = call;
+            this.ownInput = ownInput;
             this.target = target;
             this.bytes = (int) target.byteSize();
             this.elementBytes = target.dataType().byteSize();
