@@ -40,6 +40,13 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     // (the latter when the peer's socket was reset, e.g. rank 0 killed while another rank reads).
     private static final Pattern PEER = Pattern.compile("(?:peer|error) \\[?([0-9a-fA-F.:]+?)\\]?:(\\d+)");
 
+    /**
+     * Broadcasts larger than this go through Gloo even with 2 ranks: with one sender and one
+     * receiver per connection, Gloo's blocking transfers measured 1–3 ms faster at 16 MiB than the
+     * mesh's selector loop (3 sittings, docs/PERFORMANCE.md).
+     */
+    static final long MESH_BROADCAST_MAX_BYTES = 256 * 1024;
+
     private final ProcessGroupGloo pg;
     private final NativeCache cache = new NativeCache();
     private final String label;
@@ -123,7 +130,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                     case BARRIER -> 0;
                     default -> call.input().byteSize();
                 };
-                if (call.kind() == OpKind.BARRIER || (bytes > 0 && bytes <= meshMaxBytes)) {
+                long limit = call.kind() == OpKind.BROADCAST ? Math.min(meshMaxBytes, MESH_BROADCAST_MAX_BYTES) : meshMaxBytes;
+                if (call.kind() == OpKind.BARRIER || (bytes > 0 && bytes <= limit)) {
                     switch (call.kind()) {
                         case ALLREDUCE -> overMesh.allreduce(call, deadline, what, meshStall);
                         case BROADCAST -> overMesh.broadcast(call, deadline, what, meshStall);
