@@ -71,6 +71,11 @@ final class SpinBarrier {
         }
     }
 
+    /** Barriers this rank has entered since the mapping was created (tests count them). */
+    long phase() {
+        return phase;
+    }
+
     /** Ranks that have not reached the current phase (for messages). */
     List<Integer> missing() {
         List<Integer> m = new ArrayList<>();
