@@ -391,6 +391,8 @@ final class ShmProcessGroup extends AbstractProcessGroup {
                             + t.call.sequence());
                 }
             }
+            // After the tags: a peer that found a mismatch gives up at once, and the mismatch is the news.
+            barrier.checkNoneAbandoned(t);
         }
     }
 
