@@ -71,6 +71,31 @@ final class SpinBarrier {
         }
     }
 
+    /** Barriers this rank has entered since the mapping was created (tests count them). */
+    long phase() {
+        return phase;
+    }
+
+    /**
+     * Fails when a peer has given up on the group, even though every rank reached the barrier: a
+     * peer that timed out after entering it may have left its operand intact, and the operation
+     * must not succeed here while it failed there. Called after an operation's first barrier (a
+     * one-barrier allreduce has no later barrier that would find the peer gone). The flags are
+     * written once, on failure, so reading them costs a cache hit.
+     */
+    void checkNoneAbandoned(Context context) {
+        for (int j = 0; j < region.size; j++) {
+            if (j != region.rank && region.abortFlag(j) != 0) {
+                throw abandoned(j, context);
+            }
+        }
+    }
+
+    private CollectiveException abandoned(int j, Context context) {
+        return new CollectiveException(context.describe() + ": peer rank " + j + " (pid " + pids[j]
+                + ") abandoned the group after a failure of its own (see its log)");
+    }
+
     /** Ranks that have not reached the current phase (for messages). */
     List<Integer> missing() {
         List<Integer> m = new ArrayList<>();
@@ -121,8 +146,7 @@ final class SpinBarrier {
                         + "): its process died while this rank waited for it");
             }
             if (region.abortFlag(j) != 0) {
-                throw new CollectiveException(context.describe() + ": peer rank " + j + " (pid " + pids[j]
-                        + ") abandoned the group after a failure of its own (see its log)");
+                throw abandoned(j, context);
             }
         }
         long now = System.nanoTime();

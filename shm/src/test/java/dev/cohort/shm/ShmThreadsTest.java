@@ -20,6 +20,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Fast checks with one thread per rank in this JVM (each rank attaches to the mapping as a
@@ -93,6 +95,81 @@ class ShmThreadsTest {
         });
         assertThat(errors.get(0)).contains("shm world rank 0 of 2: allreduce #0 (float32[8] SUM)").contains("rank 1");
         assertThat(errors.get(1)).contains("rank 0 issued a different collective");
+    }
+
+    @ParameterizedTest(name = "world {0}")
+    @ValueSource(ints = {2, 3})
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void smallAllreducesTakeOneBarrierAndEveryRankGetsTheRankOrderSumBitForBit(int world) throws Exception {
+        String run = "flat" + world + "-" + ProcessHandle.current().pid();
+        int flatMax = (int) (ShmProcessGroup.FLAT_MAX_BYTES / 4);
+        int[] sizes = {1, 17, 1000, flatMax, flatMax + 1};
+        List<List<Object>> seen = onRanks(world, r -> {
+            try (ShmBackend b = backend(run, r, world, new ShmOptions())) {
+                b.initialize();
+                ShmProcessGroup group = (ShmProcessGroup) b.group();
+                List<Object> out = new ArrayList<>();
+                for (int size : sizes) {
+                    for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG}) {
+                        float[] data = new float[size];
+                        for (int i = 0; i < size; i++) {
+                            data[i] = operand(r, i);
+                        }
+                        long before = group.barriersPassed();
+                        group.allreduce(DenseBuffer.of(data), op).await();
+                        out.add(group.barriersPassed() - before);
+                        out.add(data);
+                    }
+                }
+                return out;
+            }
+        });
+        int k = 0;
+        for (int size : sizes) {
+            for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG}) {
+                float[] expected = new float[size];
+                for (int i = 0; i < size; i++) {
+                    float acc = operand(0, i);
+                    for (int j = 1; j < world; j++) {
+                        acc += operand(j, i);
+                    }
+                    expected[i] = op == ReduceOp.AVG ? acc / world : acc;
+                }
+                for (int r = 0; r < world; r++) {
+                    // One barrier up to FLAT_MAX_BYTES; above it, the segmented path's two (one segment + the last).
+                    assertThat(seen.get(r).get(k)).as("barriers of %s over %d floats", op, size)
+                            .isEqualTo(size <= flatMax ? 1L : 2L);
+                    assertThat((float[]) seen.get(r).get(k + 1)).as("rank %d, %s over %d floats", r, op, size)
+                            .containsExactly(expected);
+                }
+                k += 2;
+            }
+        }
+        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+
+    /** Values whose float sums depend on the order of addition, so a rank that folded differently would show. */
+    private static float operand(int rank, int i) {
+        return (float) Math.scalb(1.0 + ((i * 7919 + rank * 104729) % 1000) / 997.0, (i + rank * 13) % 40 - 20);
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void ranksThatIssueTheSameLengthWithAnotherOpFailWithAMismatch() throws Exception {
+        String run = "mismatchop-" + ProcessHandle.current().pid();
+        List<String> errors = onRanks(2, r -> {
+            try (ShmBackend b = backend(run, r, 2, new ShmOptions().timeout(Duration.ofSeconds(10)))) {
+                b.initialize();
+                try {
+                    b.group().allreduce(DenseBuffer.of(new float[8]), r == 0 ? ReduceOp.SUM : ReduceOp.MAX).await();
+                    return "no error";
+                } catch (CollectiveMismatchException e) {
+                    return e.getMessage();
+                }
+            }
+        });
+        assertThat(errors.get(0)).contains("allreduce #0 (float32[8] SUM)").contains("rank 1 issued a different collective");
+        assertThat(errors.get(1)).contains("allreduce #0 (float32[8] MAX)").contains("rank 0 issued a different collective");
     }
 
     @Test
