@@ -181,7 +181,7 @@ public final class GlooBackend extends DistributedBackend {
                 throw e;
             }
         }
-        return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress, mesh, options.meshMaxBytes(size));
+        return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress, mesh, options.meshLimit());
     }
 
     /** The interface named by option or {@code GLOO_SOCKET_IFNAME}, else the address that reaches the master. */

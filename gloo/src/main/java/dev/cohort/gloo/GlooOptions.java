@@ -14,8 +14,6 @@ public final class GlooOptions {
     public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
     /** Default time after which a waiting collective is reported as stalled. */
     public static final Duration DEFAULT_STALL_TIME = Duration.ofSeconds(30);
-    /** Default largest collective carried by the peer mesh in groups of more than 2 ranks. */
-    public static final int DEFAULT_MESH_MAX_BYTES = 256 * 1024;
     /** Default time allowed for all ranks to meet at the store and connect to each other. */
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(60);
 
@@ -46,8 +44,9 @@ public final class GlooOptions {
     @Option(names = "--gloo-direct-max-bytes", paramLabel = "BYTES",
             description = "Collectives up to this size (the output's for allgather) travel over Cohort's own peer "
                     + "connections (one pipelined message each way) instead of through Gloo; 0 sends all through Gloo; needs "
-                    + "the consistency check, and the same value on every rank (default: every size with 2 ranks, "
-                    + "262144 with more).")
+                    + "the consistency check, and the same value on every rank (default: allgather, allgatherv, "
+                    + "reduce-scatter and barrier always; allreduce always with 2 ranks, else up to 262144; broadcast "
+                    + "up to 262144).")
     int directMaxBytes = -1;
 
     @Option(names = "--gloo-rendezvous", paramLabel = "URI",
@@ -98,21 +97,12 @@ public final class GlooOptions {
         return this;
     }
 
-    /**
-     * The largest collective carried by the mesh in a group of {@code size} ranks. By
-     * default every size with 2 ranks (whole messages send as many bytes as Gloo's ring, in one
-     * step) and {@value #DEFAULT_MESH_MAX_BYTES} bytes with more: beyond that each rank would send
-     * (p−1) whole copies, and a two-step reduce-scatter/allgather over the mesh measured slower than
-     * Gloo with 3 ranks on 2 cores (docs/PERFORMANCE.md).
-     */
-    long meshMaxBytes(int size) {
+    /** The largest collective the user allows on the mesh, or -1: the measured defaults ({@link MeshCollectives#carriesByDefault}). */
+    long meshLimit() {
         if (directMaxBytes < -1) {
             throw new IllegalArgumentException("--gloo-direct-max-bytes must be >= 0, got " + directMaxBytes);
         }
-        if (directMaxBytes >= 0) {
-            return directMaxBytes;
-        }
-        return size == 2 ? Long.MAX_VALUE : DEFAULT_MESH_MAX_BYTES;
+        return directMaxBytes;
     }
 
     public GlooOptions rendezvous(String uri) {

@@ -40,13 +40,6 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     // (the latter when the peer's socket was reset, e.g. rank 0 killed while another rank reads).
     private static final Pattern PEER = Pattern.compile("(?:peer|error) \\[?([0-9a-fA-F.:]+?)\\]?:(\\d+)");
 
-    /**
-     * Broadcasts larger than this go through Gloo even with 2 ranks: with one sender and one
-     * receiver per connection, Gloo's blocking transfers measured 1–3 ms faster at 16 MiB than the
-     * mesh's selector loop (3 sittings, docs/PERFORMANCE.md).
-     */
-    static final long MESH_BROADCAST_MAX_BYTES = 256 * 1024;
-
     private final ProcessGroupGloo pg;
     private final NativeCache cache = new NativeCache();
     private final String label;
@@ -54,8 +47,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     /** The always-on consistency check (null when turned off); calls over it hold its lock. */
     private final PeerMesh mesh;
     private final MeshCollectives overMesh;
-    /** Collectives moving up to this many bytes travel over the mesh instead of Gloo (-1: none). */
-    private final long meshMaxBytes;
+    /** Collectives moving up to this many bytes travel over the mesh (-1: the measured defaults). */
+    private final long meshLimit;
     /** The first disagreement seen; Gloo's tags are out of step after it, so the group is unusable. */
     private volatile CollectiveMismatchException mismatch;
     private volatile StallWatch stallWatch;
@@ -91,9 +84,9 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     };
 
     GlooProcessGroup(ProcessGroupGloo pg, String label, int rank, int size, Duration timeout,
-                     Map<String, String> ranksByAddress, PeerMesh mesh, long meshMaxBytes) {
+                     Map<String, String> ranksByAddress, PeerMesh mesh, long meshLimit) {
         super(rank, size, timeout);
-        this.meshMaxBytes = mesh == null ? -1 : meshMaxBytes;
+        this.meshLimit = meshLimit;
         this.pg = pg;
         this.label = label;
         this.ranksByAddress = ranksByAddress;
@@ -130,8 +123,9 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                     case BARRIER -> 0;
                     default -> call.input().byteSize();
                 };
-                long limit = call.kind() == OpKind.BROADCAST ? Math.min(meshMaxBytes, MESH_BROADCAST_MAX_BYTES) : meshMaxBytes;
-                if (call.kind() == OpKind.BARRIER || (bytes > 0 && bytes <= limit)) {
+                boolean carried = call.kind() == OpKind.BARRIER || (bytes > 0 && (meshLimit >= 0 ? bytes <= meshLimit
+                        : MeshCollectives.carriesByDefault(call.kind(), bytes, size())));
+                if (carried) {
                     switch (call.kind()) {
                         case ALLREDUCE -> overMesh.allreduce(call, deadline, what, meshStall);
                         case BROADCAST -> overMesh.broadcast(call, deadline, what, meshStall);

@@ -4,6 +4,7 @@ import dev.cohort.core.collective.Collective;
 import dev.cohort.core.collective.CollectiveMismatchException;
 import dev.cohort.core.collective.DataType;
 import dev.cohort.core.collective.DenseBuffer;
+import dev.cohort.core.collective.OpKind;
 import dev.cohort.core.collective.Reduction;
 import dev.cohort.core.collective.SignatureWords;
 import java.nio.ByteBuffer;
@@ -21,8 +22,7 @@ import org.bytedeco.javacpp.Pointer;
  * <ul>
  * <li><b>allreduce</b>: every rank sends its whole input to every peer and folds the p inputs
  *     itself. A rank sends (p−1)·n bytes: for p = 2 as many as a ring's 2(p−1)/p·n, in one step
- *     instead of 2(p−1); for more ranks only small messages should come here (the group decides,
- *     see {@link GlooOptions#meshMaxBytes(int)}).
+ *     instead of 2(p−1); with more ranks only small messages come here ({@link #carriesByDefault}).
  * <li><b>broadcast</b>: the root sends to every peer;
  * <li><b>allgather, allgatherv</b>: every rank sends its input to every peer — as many bytes as
  *     a ring, in one step;
@@ -40,6 +40,9 @@ final class MeshCollectives {
     /** Bytes folded at a time once every peer's share of them arrived (fits in L2 with its operands). */
     static final int SEGMENT_BYTES = 128 * 1024;
 
+    /** With more than 2 ranks, allreduces up to this size go over the mesh; every broadcast up to it. */
+    static final long WHOLE_MAX_BYTES = 256 * 1024;
+
     private final PeerMesh mesh;
     private final int rank;
     private final int size;
@@ -56,6 +59,22 @@ final class MeshCollectives {
         this.who = who;
         this.toPeer = new ByteBuffer[size];
         this.fromPeer = new ByteBuffer[size];
+    }
+
+    /**
+     * Whether a call of {@code kind} moving {@code bytes} goes over the mesh by default, as measured
+     * on loopback (docs/PERFORMANCE.md). Allgather(v), reduce-scatter and barrier always: each rank
+     * sends as many bytes as in Gloo's ring, in one step (allgather 16 MiB with 3 ranks: 36 against
+     * 104 ms). Allreduce with 2 ranks always; with more, up to {@link #WHOLE_MAX_BYTES}: beyond,
+     * the (p−1) whole copies lose to Gloo's ring (3 ranks, 16 MiB: 52 against 29 ms). Broadcast up
+     * to {@link #WHOLE_MAX_BYTES}: Gloo's blocking one-way transfer measured as fast or faster.
+     */
+    static boolean carriesByDefault(OpKind kind, long bytes, int size) {
+        return switch (kind) {
+            case BARRIER, ALLGATHER, ALLGATHERV, REDUCE_SCATTER -> true;
+            case ALLREDUCE -> size == 2 || bytes <= WHOLE_MAX_BYTES;
+            case BROADCAST -> bytes <= WHOLE_MAX_BYTES;
+        };
     }
 
     /** Exchanges {@code call}'s signature only: returns when every rank issued the same call (a barrier). */
