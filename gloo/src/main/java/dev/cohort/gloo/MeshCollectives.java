@@ -40,6 +40,11 @@ final class MeshCollectives {
     /** Bytes folded at a time once every peer's share of them arrived (fits in L2 with its operands). */
     static final int SEGMENT_BYTES = 128 * 1024;
 
+    /**
+     * Allreduces larger than this travel as several messages, each checked like a call of its own:
+     * it bounds the receive buffers a rank keeps per peer (and the staging copy of heap inputs).
+     */
+    static final int MAX_MESSAGE_BYTES = Integer.getInteger("cohort.gloo.meshMessageBytes", 64 << 20);
     /** With more than 2 ranks, allreduces up to this size go over the mesh; every broadcast up to it. */
     static final long WHOLE_MAX_BYTES = 256 * 1024;
 
@@ -85,8 +90,17 @@ final class MeshCollectives {
 
     /** The allreduce of {@code call.input()} in place. */
     void allreduce(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        DenseBuffer all = call.input();
+        int perMessage = Math.max(1, MAX_MESSAGE_BYTES / all.dataType().byteSize());
+        for (int from = 0; from < all.count(); from += perMessage) {
+            allreducePart(call, all.slice(from, Math.min(perMessage, all.count() - from)), deadlineNanos, what, stall);
+        }
+    }
+
+    /** One message's worth of an allreduce: {@code data} is a part of {@code call.input()}. */
+    private void allreducePart(Collective call, DenseBuffer data, long deadlineNanos, String what,
+                               PeerMesh.StallReport stall) {
         clear();
-        DenseBuffer data = call.input();
         int bytes = (int) data.byteSize();
         boolean inPlace = data.isDirect();
         ByteBuffer own = inPlace ? bytesOf(data) : staged(data);

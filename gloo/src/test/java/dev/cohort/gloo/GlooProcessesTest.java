@@ -49,6 +49,18 @@ class GlooProcessesTest {
     }
 
     @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void largeAllreducesSplitIntoSeveralMeshMessagesStayCorrect() {
+        // 1 MiB messages: the suite's 16 MiB allreduces travel as 16 messages each.
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(2,
+                r -> JvmWorkers.javaCommand(GlooWorker.class, List.of("-Dcohort.gloo.meshMessageBytes=1048576"),
+                        List.of("conformance")),
+                r -> env(r, 2, port, 2), tmp, Duration.ofSeconds(220));
+        assertAllOk(results);
+    }
+
+    @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void twoSimulatedNodesGetTheirOwnNodeGroups() {
         int port = JvmWorkers.freePort();
