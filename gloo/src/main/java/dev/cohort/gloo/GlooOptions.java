@@ -45,8 +45,8 @@ public final class GlooOptions {
             description = "Collectives up to this size (the output's for allgather) travel over Cohort's own peer "
                     + "connections (one pipelined message each way) instead of through Gloo; 0 sends all through Gloo; needs "
                     + "the consistency check, and the same value on every rank (default: allgather, allgatherv, "
-                    + "reduce-scatter and barrier always; allreduce always with 2 ranks, else up to 262144; broadcast "
-                    + "up to 262144).")
+                    + "reduce-scatter and barrier always; allreduce and broadcast always with 2 ranks, else up to "
+                    + "262144).")
     int directMaxBytes = -1;
 
     @Option(names = "--gloo-rendezvous", paramLabel = "URI",
