@@ -312,11 +312,6 @@ final class PeerMesh implements AutoCloseable {
         }
     }
 
-    /** Every rank's words from the last {@link #exchange}, rank by rank. */
-    long[] signatures() {
-        return all;
-    }
-
     /**
      * A peer whose payload length differed from this rank's in the last {@link #exchange}, or -1.
      * The connections are out of step afterwards: the group must not be used again.
