@@ -32,8 +32,17 @@ import picocli.CommandLine.Option;
  * is the slowest rank's; the result is the median (and minimum) over iterations. Bus bandwidth as
  * in nccl-tests: allreduce 2(n-1)/n x bytes/time, broadcast bytes/time, allgather
  * (n-1)/n x n x bytes/time. Buffers are direct float32 (wrapped, never copied, by Gloo); with
- * {@code --in-place} the allreduce buffers come from the group's allocator (the shm arena). Before
- * anything is timed, {@value #JIT_WARMUP_CALLS} small untimed calls bring the JVM to steady state.
+ * {@code --in-place} the allreduce buffers come from the group's allocator (the shm engine's arena).
+ *
+ * <p>Warm-up: the peers run compiled code from their first call; a JVM runs the interpreter, then
+ * C1, then C2, and the Vector API kernels fall back to slow Java code until C2 compiles them (a
+ * 4 KiB shm allreduce then takes 20 us instead of 2). So before anything is timed,
+ * {@value #JIT_WARMUP_CALLS} small untimed calls run, and each measured operation then repeats
+ * untimed, after the peer script's own warm-up count, until it stops getting faster (see
+ * {@link WarmUp}) or {@code --warmup-ms} have passed. With ranks pinned to one core each, the JIT
+ * compiler shares that core with a rank spinning in barriers, and compiling the path took seconds:
+ * after 400 ms a 4 KiB allreduce still took 8 us, after 3 s 1.4 us. What is timed is the steady
+ * state a training job runs in after its first seconds.
  */
 @Command(name = "collectives", mixinStandardHelpOptions = true,
         description = "Collective latency and bandwidth, side by side with torch_collectives.py.")
@@ -64,6 +73,10 @@ final class CollectivesBenchmark implements Callable<Integer> {
                     + "(repeatable; see the backend's options).")
     List<String> engineOptions = new ArrayList<>();
 
+    @Option(names = "--warmup-ms", paramLabel = "MS", description = "At most this long of untimed repetitions of each "
+            + "measured operation, until it stops getting faster (JIT steady state). Default: ${DEFAULT-VALUE}.")
+    int warmupMs = 6000;
+
     @Option(names = "--in-place", description = "Allreduce buffers from the group's allocator (the shm engine's "
             + "arena, reduced in place: nothing copied in or out).")
     boolean inPlace;
@@ -79,7 +92,7 @@ final class CollectivesBenchmark implements Callable<Integer> {
         if (name.equals(ThreadsBackend.NAME)) {
             ThreadsWorld threads = new ThreadsWorld(world);
             threads.runAll(rank -> {
-                runRank(threads.group(rank), ThreadsBackend.NAME, sizeList, out, inPlace);
+                runRank(threads.group(rank), ThreadsBackend.NAME, sizeList, out, inPlace, warmupMs);
                 return null;
             }, Duration.ofSeconds(timeoutSeconds));
         } else {
@@ -87,7 +100,8 @@ final class CollectivesBenchmark implements Callable<Integer> {
                 throw new IllegalArgumentException("unknown backend '" + backend + "'; available: " + Backends.names());
             }
             List<String> workerArgs = new ArrayList<>(List.of("collectives-worker", "--backend", name,
-                    "--sizes", join(sizeList), "--json", out.toString(), "--in-place=" + inPlace));
+                    "--sizes", join(sizeList), "--json", out.toString(), "--in-place=" + inPlace,
+                    "--warmup-ms", Integer.toString(warmupMs)));
             engineOptions.forEach(o -> workerArgs.add("--engine-option=" + o));
             int rc = Workers.launch(world, backend, workerArgs);
             if (rc != 0) {
@@ -111,6 +125,8 @@ final class CollectivesBenchmark implements Callable<Integer> {
         List<String> engineOptions = new ArrayList<>();
         @Option(names = "--in-place", arity = "1")
         boolean inPlace;
+        @Option(names = "--warmup-ms", required = true)
+        int warmupMs;
 
         @Override
         public Integer call() {
@@ -121,7 +137,7 @@ final class CollectivesBenchmark implements Callable<Integer> {
             engineCli.parseArgs(args.toArray(String[]::new));
             try (DistributedBackend b = choice.backend()) {
                 b.initialize();
-                runRank(b.group(), b.name(), Sizes.parse(sizes), json, inPlace);
+                runRank(b.group(), b.name(), Sizes.parse(sizes), json, inPlace, warmupMs);
             }
             return 0;
         }
@@ -135,7 +151,9 @@ final class CollectivesBenchmark implements Callable<Integer> {
     /** Untimed calls made once before anything is timed, so the JIT has compiled the hot paths. */
     static final int JIT_WARMUP_CALLS = 2000;
 
-    static void runRank(ProcessGroup group, String engine, List<Long> sizeList, Path out, boolean inPlace) {
+    static void runRank(ProcessGroup group, String engine, List<Long> sizeList, Path out, boolean inPlace,
+                        int warmupMs) {
+        long warmupNanos = warmupMs * 1_000_000L;
         int n = group.size();
         BufferAllocator allocator = !inPlace ? null : group.allocator().orElseThrow(() -> new IllegalArgumentException(
                 "--in-place: the " + engine + " engine offers no allocator for buffers it moves in place (shm does)"));
@@ -149,7 +167,8 @@ final class CollectivesBenchmark implements Callable<Integer> {
                             "--in-place: no room for " + Sizes.format(bytes) + " in " + allocator.describe()));
             fill(data);
             Runnable scale = () -> scale(data, 1.0f / n);
-            double[] t = timed(group, () -> group.allreduce(data, ReduceOp.SUM).await(), plan[0], plan[1], scale);
+            double[] t = timed(group, () -> group.allreduce(data, ReduceOp.SUM).await(), plan[0], warmupNanos, plan[1],
+                    scale);
             rows.add(Report.Row.of("allreduce", bytes, plan[1], t, bytes / t[0] / 1e9, 2.0 * (n - 1) / n));
             if (allocator != null) {
                 allocator.release(data);
@@ -158,12 +177,12 @@ final class CollectivesBenchmark implements Callable<Integer> {
         long big = 16 * Sizes.MIB;
         DenseBuffer data = DenseBuffer.allocateDirect(DataType.FLOAT32, (int) (big / 4));
         fill(data);
-        double[] t = timed(group, () -> group.broadcast(data, 0).await(), 5, 30, null);
+        double[] t = timed(group, () -> group.broadcast(data, 0).await(), 5, warmupNanos, 30, null);
         rows.add(Report.Row.of("broadcast", big, 30, t, big / t[0] / 1e9, 1.0));
         DenseBuffer gathered = DenseBuffer.allocateDirect(DataType.FLOAT32, (int) (big / 4) * n);
-        t = timed(group, () -> group.allgather(data, gathered).await(), 5, 30, null);
+        t = timed(group, () -> group.allgather(data, gathered).await(), 5, warmupNanos, 30, null);
         rows.add(Report.Row.of("allgather", big, 30, t, n * big / t[0] / 1e9, (n - 1.0) / n));
-        t = timed(group, () -> group.barrier().await(), 50, 500, null);
+        t = timed(group, () -> group.barrier().await(), 50, warmupNanos, 500, null);
         rows.add(Report.Row.of("barrier", 0, 500, t, 0, 0));
         if (group.rank() == 0) {
             try {
@@ -212,12 +231,23 @@ final class CollectivesBenchmark implements Callable<Integer> {
         return new int[] {2, 7};
     }
 
-    /** Returns {median, min} over iterations of the slowest rank's time, in seconds. */
-    static double[] timed(ProcessGroup group, Runnable op, int warm, int iters, Runnable after) {
-        for (int i = 0; i < warm; i++) {
+    /**
+     * Returns {median, min} over iterations of the slowest rank's time, in seconds, after
+     * {@code warm} untimed calls and then more until {@link WarmUp} says they stopped getting
+     * faster or {@code warmNanos} have passed.
+     */
+    static double[] timed(ProcessGroup group, Runnable op, int warm, long warmNanos, int iters, Runnable after) {
+        WarmUp warmUp = new WarmUp(warmNanos);
+        double[] more = {1};
+        for (int i = 0; i < warm || more[0] > 0; i++) {
             op.run();
             if (after != null) {
                 after.run();
+            }
+            if (i >= warm - 1 && (i - warm + 1) % 8 == 0) {
+                // Rank 0 decides for everyone, so every rank makes the same calls.
+                more[0] = group.rank() == 0 && warmUp.goOn(8) ? 1 : 0;
+                group.allreduce(DenseBuffer.of(more), ReduceOp.MAX).await();
             }
         }
         double[] times = new double[iters];
@@ -235,6 +265,51 @@ final class CollectivesBenchmark implements Callable<Integer> {
         Arrays.sort(sorted);
         double median = iters % 2 == 1 ? sorted[iters / 2] : (sorted[iters / 2 - 1] + sorted[iters / 2]) / 2;
         return new double[] {median, sorted[0]};
+    }
+
+    /**
+     * When to stop warming up: the calls are counted in windows of at least {@link #WINDOW_NS};
+     * after at least {@link #MIN_NS}, warm-up ends once {@link #SETTLED_WINDOWS} windows in a row
+     * were not 3 % faster per call than the best before them, or at the budget. (Compilations
+     * land one after another; a plateau of a few hundred milliseconds came before a drop from
+     * 4.6 to 1.4 us per call, and 1.5 s of warm-up left some runs at 3.3 us.)
+     */
+    static final class WarmUp {
+        static final long MIN_NS = 3_000_000_000L;
+        static final long WINDOW_NS = 100_000_000;
+        static final int SETTLED_WINDOWS = 5;
+        private final long started = System.nanoTime();
+        private final long budgetNanos;
+        private long windowStart = started;
+        private long windowCalls;
+        private double best = Double.MAX_VALUE;
+        private int notBetter;
+
+        WarmUp(long budgetNanos) {
+            this.budgetNanos = budgetNanos;
+        }
+
+        /** Counts {@code calls} more; returns whether to go on. */
+        boolean goOn(int calls) {
+            long now = System.nanoTime();
+            windowCalls += calls;
+            if (now - started >= budgetNanos) {
+                return false;
+            }
+            if (now - windowStart < WINDOW_NS) {
+                return true;
+            }
+            double perCall = (double) (now - windowStart) / windowCalls;
+            if (perCall < best * 0.97) {
+                best = perCall;
+                notBetter = 0;
+            } else {
+                notBetter++;
+            }
+            windowStart = now;
+            windowCalls = 0;
+            return notBetter < SETTLED_WINDOWS || now - started < MIN_NS;
+        }
     }
 
     private static void fill(DenseBuffer data) {
