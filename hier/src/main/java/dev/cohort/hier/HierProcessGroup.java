@@ -9,6 +9,7 @@ import dev.cohort.core.collective.ProcessGroup;
 import dev.cohort.core.collective.ReduceOp;
 import dev.cohort.core.collective.Reduction;
 import dev.cohort.core.collective.Work;
+import dev.cohort.shm.CallQueue;
 import java.time.Duration;
 import java.util.Optional;
 
@@ -53,7 +54,7 @@ final class HierProcessGroup extends AbstractProcessGroup {
         this.stages = stages;
         this.layout = layout;
         this.leadersBackend = leadersBackend;
-        this.queue = new CallQueue("cohort-hier-rank-" + rank, stages, e -> abandonLeaders());
+        this.queue = new CallQueue("cohort-hier-rank-" + rank, c -> "in the stage " + stages.current, e -> abandonLeaders());
         this.hostView = new HostView(timeout);
     }
 
@@ -75,7 +76,7 @@ final class HierProcessGroup extends AbstractProcessGroup {
 
     @Override
     protected Work start(Collective call, Duration timeout) {
-        return queue.submit(stages.who, call, timeout, deadline -> execute(call, deadline));
+        return queue.submit(stages.who, call, timeout, running -> execute(call, running.deadline()));
     }
 
     private void execute(Collective c, long deadline) {
@@ -206,7 +207,7 @@ final class HierProcessGroup extends AbstractProcessGroup {
 
     @Override
     protected void release() {
-        queue.close();
+        queue.close(() -> { });
         try {
             hostView.close();
             stages.hostGroup.close();
@@ -234,7 +235,7 @@ final class HierProcessGroup extends AbstractProcessGroup {
 
         @Override
         protected Work start(Collective c, Duration timeout) {
-            return queue.submit(who(), c, timeout, deadline -> stages.withinHost(c.describe(), deadline, g -> switch (c.kind()) {
+            return queue.submit(who(), c, timeout, running -> stages.withinHost(c.describe(), running.deadline(), g -> switch (c.kind()) {
                 case ALLREDUCE -> g.allreduce(c.input(), c.op());
                 case BROADCAST -> g.broadcast(c.input(), c.root());
                 case ALLGATHER -> g.allgather(c.input(), c.output());

@@ -3,44 +3,23 @@ package dev.cohort.shm;
 import dev.cohort.core.collective.AbstractProcessGroup;
 import dev.cohort.core.collective.BufferAllocator;
 import dev.cohort.core.collective.Collective;
-import dev.cohort.core.collective.CollectiveException;
 import dev.cohort.core.collective.CollectiveMismatchException;
-import dev.cohort.core.collective.CollectiveTimeoutException;
 import dev.cohort.core.collective.DenseBuffer;
 import dev.cohort.core.collective.OpKind;
-import dev.cohort.core.collective.PendingWork;
 import dev.cohort.core.collective.SignatureWords;
 import dev.cohort.core.collective.Work;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A {@link dev.cohort.core.collective.ProcessGroup} over one {@link ShmRegion}.
  *
- * <p><b>Execution.</b> Calls are queued in issue order and executed one at a time under the
- * {@code runner} lock, by whichever thread gets there first: the thread that calls
- * {@link Work#await()} runs the queue up to its own operation (so {@code allreduce(..).await()}
- * costs no thread hand-off, which would cost more than a small allreduce itself), and an engine
- * thread runs operations nobody awaits within {@link #GRACE_NS}, so work issued and not awaited
- * still progresses. {@link Work#await(Duration)} and {@link Work#isDone()} only wait or look.
- *
- * <p>The engine thread is not woken for a call made alone: a wake-up is a system call, and on a
- * pinned core the woken thread preempts the caller; both cost more than a small allreduce's
- * arithmetic, and a caller that awaits at once runs the call itself anyway. A call is a reason to
- * wake the engine when calls are already queued (work is being issued ahead of awaiting it, as
- * DDP's bucket allreduces are) or when the engine sleeps because the group was idle for
- * {@link #IDLE_AFTER_NS}. Otherwise the engine looks at the queue every {@link #POLL_NS} while
- * the group is busy, so a lone call nobody awaits still starts within about
- * {@code POLL_NS + GRACE_NS}. Waking the engine every 250 us instead doubled the cost of
- * calls on one rank in some runs (a 1-rank barrier 0.3-0.8 against 0.25-1.5 us).
+ * <p><b>Execution.</b> Calls run one at a time in issue order through a {@link CallQueue}: mostly
+ * on the thread that awaits them, so {@code allreduce(..).await()} costs no thread hand-off,
+ * which would cost more than a small allreduce itself.
  *
  * <p><b>Algorithms.</b> The words: a <em>segment</em> is the part of a message that passes
  * through the slots at once (at most {@code S} bytes per rank); each slot has two
@@ -81,11 +60,6 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class ShmProcessGroup extends AbstractProcessGroup {
 
-    static final long GRACE_NS = 200_000;
-    /** How often the engine looks at the queue while the group is busy (see the class comment). */
-    static final long POLL_NS = 2_000_000;
-    /** After this long without a call the engine parks until the next one wakes it. */
-    static final long IDLE_AFTER_NS = 20_000_000;
     /**
      * Allreduces of at most this many bytes (and at most one segment) take the one-barrier path
      * in which every rank reduces the whole message (see the class comment): a barrier and a
@@ -103,13 +77,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private final long segment;
     private final int n;
     private final int me;
-    private final ConcurrentLinkedQueue<Task> queue = new ConcurrentLinkedQueue<>();
-    private final ReentrantLock runner = new ReentrantLock();
-    /** True while the engine thread is parked until a call wakes it. */
-    private final AtomicBoolean engineIdle = new AtomicBoolean();
-    /** Calls started; the engine reads it to tell a busy group from an idle one (a hint: updates may be lost). */
-    private final AtomicLong starts = new AtomicLong();
-    private final Thread engine;
+    private final CallQueue queue;
     private final long[] terms;
     /** Scratch for the signature words of the call being started (under the runner lock). */
     private final long[] words = new long[SignatureWords.WORDS];
@@ -120,10 +88,24 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     /** This rank's arena, or null when --shm-arena-mib is 0. */
     private final ShmArena arena;
     private long bytesCopied;
-    private volatile boolean closing;
-    private volatile CollectiveException broken;
-    private volatile Task current;
     private long ring;
+    /** The call running now and the tag this rank published for it (under the queue's runner lock). */
+    private CallQueue.Call running;
+    private long tag;
+    /** What the barrier says it was doing when it reports or fails: the running call. */
+    private final SpinBarrier.Context context = new SpinBarrier.Context() {
+        @Override public String describe() { return running.describe(); }
+        @Override public boolean closed() { return running.closing(); }
+        @Override public long sequence() { return running.collective().sequence(); }
+        @Override public long tag() { return tag; }
+    };
+    /**
+     * The segments of the last buffers called with: DDP's buckets and a benchmark's buffers come
+     * back every call, and wrapping a buffer allocates a view and a segment (under the runner lock).
+     */
+    private final DenseBuffer[] wrapped = new DenseBuffer[4];
+    private final MemorySegment[] segments = new MemorySegment[4];
+    private int nextWrapped;
 
     ShmProcessGroup(String label, ShmRegion region, Duration timeout, Duration stallTime) {
         super(region.rank, region.size, timeout);
@@ -137,9 +119,8 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         this.morePeerBuffers = n > 2 ? new long[n - 2] : null;
         this.arena = region.arenaBytes > 0 ? new ShmArena(region) : null;
         compileKernelsOnce(region);
-        this.engine = Thread.ofPlatform().daemon().name("cohort-shm-" + label.replace(' ', '-') + "-rank-" + me)
-                .unstarted(this::engineLoop);
-        engine.start();
+        this.queue = new CallQueue("cohort-shm-" + label.replace(' ', '-') + "-rank-" + me,
+                c -> "waiting for rank(s) " + barrier.missing(), e -> region.abort());
     }
 
     private static final AtomicBoolean KERNELS_COMPILED = new AtomicBoolean();
@@ -166,210 +147,24 @@ final class ShmProcessGroup extends AbstractProcessGroup {
 
     /** Bytes this rank's collectives copied between callers' buffers and the mapping (diagnostics, tests). */
     long bytesCopied() {
-        runner.lock();
-        try {
-            return bytesCopied;
-        } finally {
-            runner.unlock();
-        }
+        return queue.whileIdle(() -> bytesCopied);
     }
 
     /** Barriers this rank's collectives have passed (diagnostics, tests: how many steps an algorithm takes). */
     long barriersPassed() {
-        runner.lock();
-        try {
-            return barrier.phase();
-        } finally {
-            runner.unlock();
-        }
+        return queue.whileIdle(barrier::phase);
     }
 
     // ----- execution ---------------------------------------------------------------------------
 
-    /** One queued call. */
-    private final class Task implements Work, SpinBarrier.Context {
-        final Collective call;
-        final PendingWork pending;
-        final long issued;
-        final long deadline;
-        final long timeoutNanos;
-        long tag;
-
-        Task(Collective call, Duration timeout) {
-            this.call = call;
-            this.timeoutNanos = timeout.toNanos();
-            this.issued = System.nanoTime();
-            this.deadline = issued + timeoutNanos;
-            this.pending = new PendingWork(call, timeout, w -> timedOut(this));
-        }
-
-        @Override public Collective collective() { return call; }
-        @Override public boolean isDone() { return pending.isDone(); }
-        @Override public Optional<CollectiveException> failure() { return pending.failure(); }
-
-        @Override
-        public void await() {
-            runUntil(this);
-            pending.await();
-        }
-
-        @Override
-        public void await(Duration timeout) {
-            pending.await(timeout);
-        }
-
-        @Override
-        public String describe() {
-            return who() + ": " + call.describe();
-        }
-
-        @Override
-        public boolean closed() {
-            return closing;
-        }
-
-        @Override
-        public long sequence() {
-            return call.sequence();
-        }
-
-        @Override
-        public long tag() {
-            return tag;
-        }
-    }
-
     @Override
     protected Work start(Collective call, Duration timeout) {
-        Task task = new Task(call, timeout);
-        boolean behind = !queue.isEmpty();
-        queue.add(task);
-        starts.lazySet(starts.get() + 1);
-        if (behind || engineIdle.get() && engineIdle.compareAndSet(true, false)) {
-            LockSupport.unpark(engine);
-        }
-        return task;
-    }
-
-    /** Runs queued operations on this thread until {@code task} is done. */
-    private void runUntil(Task task) {
-        while (!task.isDone()) {
-            runner.lock();
-            try {
-                runOne();
-            } finally {
-                runner.unlock();
-            }
-        }
-    }
-
-    /** Under the runner lock: executes the oldest queued operation, if any. */
-    private void runOne() {
-        Task t = queue.poll();
-        if (t == null) {
-            return;
-        }
-        if (t.isDone()) {
-            // Its waiter reached the deadline before it started: the ranks are out of step now.
-            broken = t.failure().orElseGet(() -> new CollectiveException(t.describe() + ": abandoned"));
-            region.abort();
-            return;
-        }
-        CollectiveException b = broken;
-        if (b != null) {
-            t.pending.fail(new CollectiveException(t.describe() + ": the group is unusable after an earlier failure: "
-                    + b.getMessage(), b));
-            return;
-        }
-        if (closing) {
-            t.pending.fail(new CollectiveException(t.describe() + ": the process group was closed"));
-            return;
-        }
-        current = t;
-        try {
-            execute(t);
-            t.pending.complete();
-        } catch (CollectiveException e) {
-            fail(t, e);
-        } catch (RuntimeException | Error e) {
-            fail(t, new CollectiveException(t.describe() + " failed: " + e, e));
-        } finally {
-            current = null;
-        }
-    }
-
-    private void fail(Task t, CollectiveException e) {
-        broken = e;
-        region.abort();
-        t.pending.fail(e);
-    }
-
-    /** Called by a waiter that reached the deadline before the operation finished. */
-    private CollectiveException timedOut(Task t) {
-        Task running = current;
-        if (running == t) {
-            return new CollectiveTimeoutException(t.describe() + ": timed out after "
-                    + Duration.ofNanos(t.timeoutNanos) + " waiting for rank(s) " + barrier.missing());
-        }
-        return new CollectiveTimeoutException(t.describe() + ": timed out after " + Duration.ofNanos(t.timeoutNanos)
-                + " before it started" + (running == null ? "" : ", queued behind " + running.call.describe()));
-    }
-
-    private void engineLoop() {
-        long seen = starts.get();
-        long quietSince = System.nanoTime();
-        while (!closing) {
-            Task head = queue.peek();
-            long now = System.nanoTime();
-            if (head == null) {
-                long started = starts.get();
-                if (started != seen) {
-                    seen = started;
-                    quietSince = now;
-                }
-                if (now - quietSince < IDLE_AFTER_NS) {
-                    LockSupport.parkNanos(this, POLL_NS);
-                    continue;
-                }
-                engineIdle.set(true);
-                if (queue.isEmpty() && !closing) {
-                    LockSupport.park(this);
-                }
-                engineIdle.set(false);
-                seen = starts.get();
-                quietSince = System.nanoTime();
-                continue;
-            }
-            long age = now - head.issued;
-            if (age < GRACE_NS) {
-                LockSupport.parkNanos(this, GRACE_NS - age);   // let an awaiting caller run it on its own thread
-            } else if (runner.tryLock()) {
-                try {
-                    runOne();
-                } finally {
-                    runner.unlock();
-                }
-            } else {
-                LockSupport.parkNanos(this, GRACE_NS);   // a caller is running operations; it may run this one too
-            }
-        }
+        return queue.submit(who(), call, timeout, this::execute);
     }
 
     @Override
     protected void release() {
-        closing = true;
-        LockSupport.unpark(engine);
-        boolean idle = false;
-        try {
-            engine.join(TimeUnit.SECONDS.toMillis(10));
-            idle = runner.tryLock(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        try {
-            for (Task t; (t = queue.poll()) != null; ) {
-                t.pending.fail(new CollectiveException(t.describe() + ": the process group was closed"));
-            }
+        queue.close(() -> {
             if (me == 0) {
                 region.deleteIfOurs();
             }
@@ -377,24 +172,23 @@ final class ShmProcessGroup extends AbstractProcessGroup {
                 arena.close();
             }
             region.close();
-        } finally {
-            if (idle) {
-                runner.unlock();
-            }
-        }
+            java.util.Arrays.fill(wrapped, null);
+            java.util.Arrays.fill(segments, null);
+        });
     }
 
     // ----- the algorithms ----------------------------------------------------------------------
 
-    private void execute(Task t) {
-        Collective c = t.call;
+    private void execute(CallQueue.Call t) {
+        running = t;
+        Collective c = t.collective();
         MemorySegment user = c.kind() == OpKind.ALLREDUCE ? segmentOf(c.input()) : null;
         long inArena = user != null && arena != null ? arena.offsetOf(user) : -1;
-        t.tag = inArena >= 0 ? tag(c) ^ IN_PLACE : tag(c);
+        tag = inArena >= 0 ? tag(c) ^ IN_PLACE : tag(c);
         if (inArena >= 0) {
             region.memory.set(ValueLayout.JAVA_LONG, region.bufferAtOffset(me, c.sequence()), inArena);
         }
-        region.memory.set(ValueLayout.JAVA_LONG, region.tagOffset(me, c.sequence()), t.tag);
+        region.memory.set(ValueLayout.JAVA_LONG, region.tagOffset(me, c.sequence()), tag);
         switch (c.kind()) {
             case ALLREDUCE -> {
                 if (inArena >= 0) {
@@ -426,27 +220,27 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     }
 
     /** One barrier; the first of each operation also compares the ranks' tags. */
-    private void sync(Task t, boolean first) {
-        barrier.await(t.deadline, t.timeoutNanos, t);
+    private void sync(CallQueue.Call t, boolean first) {
+        barrier.await(t.deadline(), t.timeoutNanos(), context);
         if (first) {
             for (int j = 0; j < n; j++) {
                 long theirs = region.memory.get(ValueLayout.JAVA_LONG,
-                        region.tagOffset(j, t.call.sequence()));
-                if (theirs == (t.tag ^ IN_PLACE)) {
-                    boolean mineInArena = t.tag != tag(t.call);
+                        region.tagOffset(j, t.collective().sequence()));
+                if (theirs == (tag ^ IN_PLACE)) {
+                    boolean mineInArena = tag != tag(t.collective());
                     throw new CollectiveMismatchException(t.describe() + ": rank " + j + "'s buffer is "
                             + (mineInArena ? "not " : "") + "in its shm arena and this rank's is"
                             + (mineInArena ? "" : " not") + "; allocate the buffers of a collective from "
                             + "group.allocator() on every rank or on none");
                 }
-                if (theirs != t.tag) {
+                if (theirs != tag) {
                     throw new CollectiveMismatchException(t.describe() + ": rank " + j
                             + " issued a different collective (kind, type, length, op or root) as its #"
-                            + t.call.sequence());
+                            + t.collective().sequence());
                 }
             }
             // After the tags: a peer that found a mismatch gives up at once, and the mismatch is the news.
-            barrier.checkNoneAbandoned(t);
+            barrier.checkNoneAbandoned(context);
         }
     }
 
@@ -460,8 +254,17 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         return (int) ((ring + k) & 1);
     }
 
-    private static MemorySegment segmentOf(DenseBuffer b) {
-        return MemorySegment.ofBuffer(b.view());
+    private MemorySegment segmentOf(DenseBuffer b) {
+        for (int i = 0; i < wrapped.length; i++) {
+            if (wrapped[i] == b) {
+                return segments[i];
+            }
+        }
+        MemorySegment s = MemorySegment.ofBuffer(b.view());
+        wrapped[nextWrapped] = b;
+        segments[nextWrapped] = s;
+        nextWrapped = (nextWrapped + 1) % wrapped.length;
+        return s;
     }
 
     /** Start (in elements) of part j of a segment of {@code full} elements, clipped to {@code len}. */
@@ -473,8 +276,8 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         return Math.min(len, full * j / n / perLine * perLine);
     }
 
-    private void allreduce(Task t, MemorySegment user) {
-        DenseBuffer data = t.call.input();
+    private void allreduce(CallQueue.Call t, MemorySegment user) {
+        DenseBuffer data = t.collective().input();
         long count = data.count();
         if (count == 0 || n == 1) {
             sync(t, true);
@@ -510,7 +313,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             for (int j = 0; j < n; j++) {
                 terms[j] = region.slot(j, q) + lo * e;
             }
-            ReduceKernels.reduce(data.dataType(), t.call.op(), n, me, user, (s0 + lo) * e, shm, terms, hi - lo,
+            ReduceKernels.reduce(data.dataType(), t.collective().op(), n, me, user, (s0 + lo) * e, shm, terms, hi - lo,
                     user, (s0 + lo) * e, resultSlot(me, q) + lo * e, null);
         }
         sync(t, false);
@@ -519,7 +322,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     }
 
     /** A small allreduce with one barrier (see the class comment). */
-    private void allreduceFlat(Task t, MemorySegment user, long count, long bytes) {
+    private void allreduceFlat(CallQueue.Call t, MemorySegment user, long count, long bytes) {
         MemorySegment shm = region.memory;
         int q = stage(0);
         copy(user, 0, shm, region.slot(me, q), bytes);
@@ -527,14 +330,14 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         for (int j = 0; j < n; j++) {
             terms[j] = region.slot(j, q);
         }
-        ReduceKernels.reduce(t.call.input().dataType(), t.call.op(), n, me, user, 0, shm, terms, count,
+        ReduceKernels.reduce(t.collective().input().dataType(), t.collective().op(), n, me, user, 0, shm, terms, count,
                 user, 0, -1, null);
         ring += 1;
     }
 
     /** The allreduce of a buffer at offset {@code mine} of this rank's arena (see the class comment). */
-    private void allreduceInPlace(Task t, long mine) {
-        DenseBuffer data = t.call.input();
+    private void allreduceInPlace(CallQueue.Call t, long mine) {
+        DenseBuffer data = t.collective().input();
         long count = data.count();
         sync(t, true);
         if (count == 0 || n == 1) {
@@ -546,7 +349,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         long hi = partLo(count, count, me + 1, e);
         long firstPeer = -1;
         for (int j = 0, p = 0; j < n; j++) {
-            long at = j == me ? mine : region.memory.get(ValueLayout.JAVA_LONG, region.bufferAtOffset(j, t.call.sequence()));
+            long at = j == me ? mine : region.memory.get(ValueLayout.JAVA_LONG, region.bufferAtOffset(j, t.collective().sequence()));
             terms[j] = arena.areaOffset(j) + at + lo * e;
             if (j != me && firstPeer < 0) {
                 firstPeer = terms[j];
@@ -554,7 +357,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
                 morePeerBuffers[p++] = terms[j];
             }
         }
-        ReduceKernels.reduce(data.dataType(), t.call.op(), n, me, shared, terms[me], shared, terms, hi - lo,
+        ReduceKernels.reduce(data.dataType(), t.collective().op(), n, me, shared, terms[me], shared, terms, hi - lo,
                 shared, terms[me], firstPeer, morePeerBuffers);
         sync(t, false);
     }
@@ -577,9 +380,9 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         }
     }
 
-    private void reduceScatter(Task t) {
-        DenseBuffer input = t.call.input();
-        DenseBuffer output = t.call.output();
+    private void reduceScatter(CallQueue.Call t) {
+        DenseBuffer input = t.collective().input();
+        DenseBuffer output = t.collective().output();
         long block = output.count();
         if (block == 0) {
             sync(t, true);
@@ -605,16 +408,16 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             for (int j = 0; j < n; j++) {
                 terms[j] = region.slot(j, q) + me * per * e;
             }
-            ReduceKernels.reduce(input.dataType(), t.call.op(), n, me, in, (me * block + s0) * e, shm, terms, len,
+            ReduceKernels.reduce(input.dataType(), t.collective().op(), n, me, in, (me * block + s0) * e, shm, terms, len,
                     out, s0 * e, -1, null);
         }
         ring += nseg;
     }
 
-    private void broadcast(Task t) {
-        DenseBuffer data = t.call.input();
+    private void broadcast(CallQueue.Call t) {
+        DenseBuffer data = t.collective().input();
         long count = data.count();
-        int root = t.call.root();
+        int root = t.collective().root();
         if (count == 0 || n == 1) {
             sync(t, true);
             return;
@@ -638,9 +441,9 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         ring += nseg;
     }
 
-    private void allgather(Task t, int[] countsOrNull) {
-        DenseBuffer input = t.call.input();
-        DenseBuffer output = t.call.output();
+    private void allgather(CallQueue.Call t, int[] countsOrNull) {
+        DenseBuffer input = t.collective().input();
+        DenseBuffer output = t.collective().output();
         int e = input.dataType().byteSize();
         long[] counts = new long[n];
         long[] offsets = new long[n];

@@ -164,7 +164,7 @@ class ShmThreadsTest {
                 List<Long> out = new ArrayList<>();
                 for (int round = 0; round < 4; round++) {
                     if (round >= 2) {
-                        sleepMillis(10 * ShmProcessGroup.IDLE_AFTER_NS / 1_000_000);   // the engine parks
+                        sleepMillis(10 * CallQueue.IDLE_AFTER_NS / 1_000_000);   // the engine parks
                     }
                     float[] data = new float[1000 + round];
                     java.util.Arrays.fill(data, r + 1);
