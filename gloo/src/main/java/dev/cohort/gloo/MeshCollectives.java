@@ -41,8 +41,9 @@ final class MeshCollectives {
     static final int SEGMENT_BYTES = 128 * 1024;
 
     /**
-     * Allreduces larger than this travel as several messages, each checked like a call of its own:
-     * it bounds the receive buffers a rank keeps per peer (and the staging copy of heap inputs).
+     * Calls that move more than this per peer travel as several messages, each checked like a call
+     * of its own: it bounds the receive buffers a rank keeps per peer and the staging copy of heap
+     * inputs, whatever the call's size.
      */
     static final int MAX_MESSAGE_BYTES = Integer.getInteger("cohort.gloo.meshMessageBytes", 64 << 20);
     /** With more than 2 ranks, allreduces and broadcasts up to this size go over the mesh. */
@@ -91,7 +92,7 @@ final class MeshCollectives {
     /** The allreduce of {@code call.input()} in place. */
     void allreduce(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
         DenseBuffer all = call.input();
-        int perMessage = Math.max(1, MAX_MESSAGE_BYTES / all.dataType().byteSize());
+        int perMessage = perMessage(all.dataType());
         for (int from = 0; from < all.count(); from += perMessage) {
             allreducePart(call, all.slice(from, Math.min(perMessage, all.count() - from)), deadlineNanos, what, stall);
         }
@@ -115,10 +116,24 @@ final class MeshCollectives {
         fold.progress();
     }
 
+    /** Elements of {@code type} in one message (see {@link #MAX_MESSAGE_BYTES}). */
+    private static int perMessage(DataType type) {
+        return Math.max(1, MAX_MESSAGE_BYTES / type.byteSize());
+    }
+
     /** The broadcast of the root's {@code call.input()} into every other rank's. */
     void broadcast(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        DenseBuffer all = call.input();
+        int perMessage = perMessage(all.dataType());
+        for (int from = 0; from < all.count(); from += perMessage) {
+            broadcastPart(call, all.slice(from, Math.min(perMessage, all.count() - from)), deadlineNanos, what, stall);
+        }
+    }
+
+    /** One message's worth of a broadcast: {@code data} is a part of {@code call.input()}. */
+    private void broadcastPart(Collective call, DenseBuffer data, long deadlineNanos, String what,
+                               PeerMesh.StallReport stall) {
         clear();
-        DenseBuffer data = call.input();
         int bytes = (int) data.byteSize();
         int root = call.root();
         boolean direct = data.isDirect();
@@ -138,33 +153,56 @@ final class MeshCollectives {
         }
     }
 
-    /** Every rank's {@code call.input()}, in rank order, into {@code call.output()} (allgather and allgatherv). */
+    /**
+     * Every rank's {@code call.input()}, in rank order, into {@code call.output()} (allgather and
+     * allgatherv). Message k carries elements {@code [k P, (k+1) P)} of every rank's block (P =
+     * {@link #perMessage}), empty for blocks that short.
+     */
     void allgather(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
-        clear();
         DenseBuffer input = call.input();
         DenseBuffer output = call.output();
         int[] counts = call.counts();
         int[] offsets = new int[size + 1];
+        int most = 0;
         for (int r = 0; r < size; r++) {
-            offsets[r + 1] = offsets[r] + (counts == null ? input.count() : counts[r]);
+            int count = counts == null ? input.count() : counts[r];
+            offsets[r + 1] = offsets[r] + count;
+            most = Math.max(most, count);
         }
+        int perMessage = perMessage(output.dataType());
+        for (int from = 0; from < most; from += perMessage) {
+            allgatherPart(call, offsets, from, perMessage, deadlineNanos, what, stall);
+        }
+        output.slice(offsets[rank], offsets[rank + 1] - offsets[rank]).copyFrom(input);
+    }
+
+    /** Elements {@code [from, from + perMessage)} of every rank's block. */
+    private void allgatherPart(Collective call, int[] offsets, int from, int perMessage, long deadlineNanos,
+                               String what, PeerMesh.StallReport stall) {
+        clear();
+        DenseBuffer input = call.input();
+        DenseBuffer output = call.output();
+        int[] length = new int[size];
+        for (int r = 0; r < size; r++) {
+            length[r] = Math.max(0, Math.min(perMessage, offsets[r + 1] - offsets[r] - from));
+        }
+        DenseBuffer mine = input.slice(Math.min(from, input.count()), length[rank]);
         boolean direct = output.isDirect();
-        ByteBuffer own = input.isDirect() ? bytesOf(input) : staged(input);
+        ByteBuffer own = mine.isDirect() ? bytesOf(mine) : staged(mine);
         ByteBuffer result = direct ? bytesOf(output) : null;
         int e = output.dataType().byteSize();
         for (int j = 0; j < size; j++) {
             if (j != rank) {
                 toPeer[j] = own.duplicate();
-                int bytes = (offsets[j + 1] - offsets[j]) * e;
-                fromPeer[j] = direct ? slice(result, offsets[j] * e, bytes) : mesh.receiveBuffer(j, bytes);
+                int bytes = length[j] * e;
+                fromPeer[j] = direct ? slice(result, (offsets[j] + from) * e, bytes) : mesh.receiveBuffer(j, bytes);
             }
         }
         run(call, direct, deadlineNanos, what, stall, new Check());
-        output.slice(offsets[rank], offsets[rank + 1] - offsets[rank]).copyFrom(input);
         if (!direct) {
             for (int j = 0; j < size; j++) {
-                if (j != rank) {
-                    output.slice(offsets[j], offsets[j + 1] - offsets[j])
+                if (j != rank && length[j] > 0) {
+                    output.slice(offsets[j] + from, length[j])
                             .copyFrom(DenseBuffer.of(fromPeer[j].flip(), output.dataType()));
                 }
             }
@@ -173,19 +211,29 @@ final class MeshCollectives {
 
     /** Block r of every rank's {@code call.input()} folded into rank r's {@code call.output()}. */
     void reduceScatter(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        int block = call.output().count();
+        int perMessage = perMessage(call.output().dataType());
+        for (int from = 0; from < block; from += perMessage) {
+            reduceScatterPart(call, block, from, Math.min(perMessage, block - from), deadlineNanos, what, stall);
+        }
+    }
+
+    /** Elements {@code [from, from + length)} of every block. */
+    private void reduceScatterPart(Collective call, int block, int from, int length, long deadlineNanos, String what,
+                                   PeerMesh.StallReport stall) {
         clear();
         DenseBuffer input = call.input();
         DenseBuffer output = call.output();
-        int block = output.count();
-        int bytes = (int) output.byteSize();
-        ByteBuffer own = input.isDirect() ? bytesOf(input) : staged(input);
+        int bytes = length * output.dataType().byteSize();
+        ByteBuffer heapParts = input.isDirect() ? null : stagedParts(input, block, from, length);
         for (int j = 0; j < size; j++) {
             if (j != rank) {
-                toPeer[j] = slice(own, j * bytes, bytes);
+                toPeer[j] = heapParts == null ? bytesOf(input.slice(j * block + from, length))
+                        : slice(heapParts, j * bytes, bytes);
                 fromPeer[j] = mesh.receiveBuffer(j, bytes);
             }
         }
-        Fold fold = new Fold(call, output, false, input.slice(rank * block, block));
+        Fold fold = new Fold(call, output.slice(from, length), false, input.slice(rank * block + from, length));
         run(call, false, deadlineNanos, what, stall, fold);
         fold.progress();
     }
@@ -221,13 +269,27 @@ final class MeshCollectives {
 
     /** A direct copy of a heap buffer, reused between calls. */
     private ByteBuffer staged(DenseBuffer data) {
-        int bytes = (int) data.byteSize();
+        ByteBuffer b = sendStore((int) data.byteSize());
+        DenseBuffer.of(b, data.dataType()).copyFrom(data);
+        return b;
+    }
+
+    /** Elements {@code [from, from + length)} of each of the {@code size} blocks of a heap buffer, one after another. */
+    private ByteBuffer stagedParts(DenseBuffer data, int block, int from, int length) {
+        ByteBuffer b = sendStore(size * length * data.dataType().byteSize());
+        DenseBuffer parts = DenseBuffer.of(b, data.dataType());
+        for (int j = 0; j < size; j++) {
+            parts.slice(j * length, length).copyFrom(data.slice(j * block + from, length));
+        }
+        return b;
+    }
+
+    /** {@code bytes} of the reused staging buffer. */
+    private ByteBuffer sendStore(int bytes) {
         if (sendStore.capacity() < bytes) {
             sendStore = ByteBuffer.allocateDirect(Math.max(bytes, 4096)).order(ByteOrder.nativeOrder());
         }
-        ByteBuffer b = sendStore.clear().limit(bytes).slice().order(ByteOrder.nativeOrder());
-        DenseBuffer.of(b, data.dataType()).copyFrom(data);
-        return b;
+        return sendStore.clear().limit(bytes).slice().order(ByteOrder.nativeOrder());
     }
 
     /** Accepts the signatures only when every rank's match; moves no data itself. */
