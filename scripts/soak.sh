@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Soak benchmark (issue 7 item 6; a script, not a CI test): trains the main job (Fashion-MNIST, MLP)
-# with 3 workers on Gloo through the launcher for a given time, samples every worker's (and the
+# with 3 workers through the launcher, on the demo's default engine (auto: shm on one host with JDK
+# >= 22, else Gloo), for a given time, samples every worker's (and the
 # launcher's) resident memory and open file descriptors, and says whether they grew after warm-up.
 #
 #   scripts/soak.sh [--minutes 20] [--workers 3] [--interval 5] [--warmup-minutes W] [--model mlp|cnn]
