@@ -1,13 +1,16 @@
 package dev.cohort.shm;
 
+import dev.cohort.core.Timeouts;
 import dev.cohort.core.collective.Collective;
 import dev.cohort.core.collective.CollectiveException;
 import dev.cohort.core.collective.CollectiveTimeoutException;
-import dev.cohort.core.collective.PendingWork;
 import dev.cohort.core.collective.Work;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -39,6 +42,20 @@ import java.util.function.Function;
  * <p>After a failure the queue is broken: later calls fail at once, naming the first failure.
  */
 public final class CallQueue {
+
+    private static final Object DONE = new Object();
+    private static final VarHandle OUTCOME;
+    private static final VarHandle BLOCKED;
+
+    static {
+        try {
+            MethodHandles.Lookup lookup = MethodHandles.lookup();
+            OUTCOME = lookup.findVarHandle(Call.class, "outcome", Object.class);
+            BLOCKED = lookup.findVarHandle(Call.class, "blocked", CountDownLatch.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     /** What a call does. */
     public interface Body {
@@ -83,7 +100,10 @@ public final class CallQueue {
         private final String who;
         private final Collective collective;
         private final Body body;
-        private final PendingWork pending;
+        /** What became of the call: null while pending, {@code DONE}, or its failure. */
+        private volatile Object outcome;
+        /** Created by the first thread that has to block for the outcome (a caller that runs the call never does). */
+        private volatile CountDownLatch blocked;
         private final long issued;
         private final long deadline;
         private final long timeoutNanos;
@@ -95,7 +115,6 @@ public final class CallQueue {
             this.timeoutNanos = timeout.toNanos();
             this.issued = System.nanoTime();
             this.deadline = issued + timeoutNanos;
-            this.pending = new PendingWork(collective, timeout, w -> timedOut(this));
         }
 
         /** When the call must be done by ({@link System#nanoTime()}). */
@@ -118,14 +137,86 @@ public final class CallQueue {
         }
 
         @Override public Collective collective() { return collective; }
-        @Override public boolean isDone() { return pending.isDone(); }
-        @Override public Optional<CollectiveException> failure() { return pending.failure(); }
-        @Override public void await(Duration timeout) { pending.await(timeout); }
+        @Override public boolean isDone() { return outcome != null; }
+
+        @Override
+        public Optional<CollectiveException> failure() {
+            return outcome instanceof CollectiveException e ? Optional.of(e) : Optional.empty();
+        }
+
+        @Override
+        public void await(Duration timeout) {
+            waitFor(Timeouts.requirePositive(timeout).toNanos());
+        }
 
         @Override
         public void await() {
             runUntil(this);
-            pending.await();
+            waitFor(Long.MAX_VALUE);
+        }
+
+        /** Success; false when the call had already settled (its waiter reached the deadline first). */
+        boolean complete() {
+            return settle(DONE);
+        }
+
+        /** Failure; false when the call had already settled. */
+        boolean fail(CollectiveException cause) {
+            return settle(cause);
+        }
+
+        private boolean settle(Object result) {
+            if (!OUTCOME.compareAndSet(this, null, result)) {
+                return false;
+            }
+            CountDownLatch latch = blocked;
+            if (latch != null) {
+                latch.countDown();
+            }
+            return true;
+        }
+
+        /**
+         * Waits up to {@code requested} and at most until the deadline, where the call fails naming
+         * what it was waiting for; throws its failure.
+         */
+        private void waitFor(long requested) {
+            if (outcome == null) {
+                long wait = Math.min(requested, Math.max(0, deadline - System.nanoTime()));
+                boolean settled;
+                try {
+                    settled = latch().await(wait, TimeUnit.NANOSECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new CollectiveException("interrupted while waiting for " + collective.describe(), e);
+                }
+                if (!settled) {
+                    if (deadline - System.nanoTime() <= 0) {
+                        settle(timedOut(this));
+                    } else {
+                        throw new CollectiveTimeoutException(collective.describe() + " still running after "
+                                + Duration.ofNanos(requested) + "; it stays pending until its own timeout");
+                    }
+                }
+            }
+            if (outcome instanceof CollectiveException e) {
+                throw e;
+            }
+        }
+
+        /** The latch a blocking waiter waits on, made once; counted down here if the call settled meanwhile. */
+        private CountDownLatch latch() {
+            CountDownLatch latch = blocked;
+            if (latch == null) {
+                latch = new CountDownLatch(1);
+                if (!BLOCKED.compareAndSet(this, null, latch)) {
+                    latch = blocked;
+                }
+            }
+            if (outcome != null) {
+                latch.countDown();   // settled before the settler could see the latch
+            }
+            return latch;
         }
     }
 
@@ -153,7 +244,7 @@ public final class CallQueue {
 
     /**
      * Runs queued calls until {@code call} is done, or until its deadline passes while another
-     * thread runs calls (then {@link PendingWork#await()} reports the timeout, naming the call it
+     * thread runs calls (then the call's own wait reports the timeout, naming the call it
      * was queued behind).
      */
     private void runUntil(Call call) {
@@ -188,18 +279,18 @@ public final class CallQueue {
         }
         CollectiveException b = broken;
         if (b != null) {
-            c.pending.fail(new CollectiveException(c.describe() + ": the group is unusable after an earlier failure: "
+            c.fail(new CollectiveException(c.describe() + ": the group is unusable after an earlier failure: "
                     + b.getMessage(), b));
             return;
         }
         if (closing) {
-            c.pending.fail(new CollectiveException(c.describe() + ": the process group was closed"));
+            c.fail(new CollectiveException(c.describe() + ": the process group was closed"));
             return;
         }
         current = c;
         try {
             c.body.run(c);
-            if (!c.pending.complete()) {
+            if (!c.complete()) {
                 // Its waiter reached the deadline while it ran and was told it failed: out of step.
                 fail(c, c.failure().orElseGet(() -> new CollectiveException(c.describe() + ": abandoned")));
             }
@@ -217,7 +308,7 @@ public final class CallQueue {
         if (first) {
             broken = e;
         }
-        c.pending.fail(e);
+        c.fail(e);
         if (first) {
             onFailure.accept(e);
         }
@@ -291,7 +382,7 @@ public final class CallQueue {
         }
         try {
             for (Call c; (c = queue.poll()) != null; ) {
-                c.pending.fail(new CollectiveException(c.describe() + ": the process group was closed"));
+                c.fail(new CollectiveException(c.describe() + ": the process group was closed"));
             }
             cleanup.run();
         } finally {
