@@ -10,6 +10,7 @@ import dev.cohort.core.collective.SignatureWords;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.function.Consumer;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
 
@@ -91,11 +92,7 @@ final class MeshCollectives {
 
     /** The allreduce of {@code call.input()} in place. */
     void allreduce(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
-        DenseBuffer all = call.input();
-        int perMessage = perMessage(all.dataType());
-        for (int from = 0; from < all.count(); from += perMessage) {
-            allreducePart(call, all.slice(from, Math.min(perMessage, all.count() - from)), deadlineNanos, what, stall);
-        }
+        inMessages(call.input(), part -> allreducePart(call, part, deadlineNanos, what, stall));
     }
 
     /** One message's worth of an allreduce: {@code data} is a part of {@code call.input()}. */
@@ -116,6 +113,14 @@ final class MeshCollectives {
         fold.progress();
     }
 
+    /** Calls {@code part} with each message's slice of {@code all}, in order. */
+    private static void inMessages(DenseBuffer all, Consumer<DenseBuffer> part) {
+        int perMessage = perMessage(all.dataType());
+        for (int from = 0; from < all.count(); from += perMessage) {
+            part.accept(all.slice(from, Math.min(perMessage, all.count() - from)));
+        }
+    }
+
     /** Elements of {@code type} in one message (see {@link #MAX_MESSAGE_BYTES}). */
     private static int perMessage(DataType type) {
         return Math.max(1, MAX_MESSAGE_BYTES / type.byteSize());
@@ -123,11 +128,7 @@ final class MeshCollectives {
 
     /** The broadcast of the root's {@code call.input()} into every other rank's. */
     void broadcast(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
-        DenseBuffer all = call.input();
-        int perMessage = perMessage(all.dataType());
-        for (int from = 0; from < all.count(); from += perMessage) {
-            broadcastPart(call, all.slice(from, Math.min(perMessage, all.count() - from)), deadlineNanos, what, stall);
-        }
+        inMessages(call.input(), part -> broadcastPart(call, part, deadlineNanos, what, stall));
     }
 
     /** One message's worth of a broadcast: {@code data} is a part of {@code call.input()}. */
