@@ -18,6 +18,7 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * Runs a group's calls one at a time, in issue order, mostly on the threads that await them: the
@@ -233,7 +234,7 @@ public final class CallQueue {
     }
 
     /** Holds the runner lock while {@code action} runs: no call runs meanwhile (diagnostics, tests). */
-    public <T> T whileIdle(java.util.function.Supplier<T> action) {
+    public <T> T whileIdle(Supplier<T> action) {
         runner.lock();
         try {
             return action.get();

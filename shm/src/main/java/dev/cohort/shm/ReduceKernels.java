@@ -4,7 +4,9 @@ import dev.cohort.core.collective.DataType;
 import dev.cohort.core.collective.ReduceOp;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
@@ -85,9 +87,9 @@ final class ReduceKernels {
     static boolean compileFloatKernels(MemorySegment shm, long scratch, int n, long budgetNanos) {
         int count = 256;
         long bytes = count * 4L;
-        MemorySegment direct = MemorySegment.ofBuffer(java.nio.ByteBuffer.allocateDirect((int) bytes * 2));
+        MemorySegment direct = MemorySegment.ofBuffer(ByteBuffer.allocateDirect((int) bytes * 2));
         long[] terms = new long[Math.max(2, n)];
-        java.util.Arrays.fill(terms, scratch);
+        Arrays.fill(terms, scratch);
         long deadline = System.nanoTime() + budgetNanos;
         while (true) {
             for (int i = 0; i < 64; i++) {

@@ -11,6 +11,7 @@ import dev.cohort.core.collective.Work;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -172,8 +173,8 @@ final class ShmProcessGroup extends AbstractProcessGroup {
                 arena.close();
             }
             region.close();
-            java.util.Arrays.fill(wrapped, null);
-            java.util.Arrays.fill(segments, null);
+            Arrays.fill(wrapped, null);
+            Arrays.fill(segments, null);
         });
     }
 
