@@ -10,6 +10,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 
@@ -27,18 +30,28 @@ public final class JvmWorkers {
     private JvmWorkers() {
     }
 
+    /** Every port {@link #freePort()} handed out in this JVM: it never hands one out twice. */
+    private static final Set<Integer> HANDED_OUT = ConcurrentHashMap.newKeySet();
+
     /**
-     * A TCP port that was free a moment ago, below Linux's ephemeral range (32768 and up): a
-     * client that connects to an ephemeral port before its server listens can be given that very
-     * port and connect to itself, taking the port from the server (the reason torchrun's default
-     * is 29500).
+     * A TCP port that was free a moment ago and that no earlier call in this JVM returned, below
+     * Linux's ephemeral range (32768 and up): a client that connects to an ephemeral port before
+     * its server listens can be given that very port and connect to itself, taking the port from
+     * the server (the reason torchrun's default is 29500). Tests that pick several ports before
+     * starting anything (one per run, say) would otherwise now and then get the same one twice,
+     * and a second run's ranks would reach the first run's store.
      */
     public static int freePort() {
-        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        ThreadLocalRandom random = ThreadLocalRandom.current();
         for (int attempt = 0; attempt < 200; attempt++) {
             int port = 20_000 + random.nextInt(12_000);
+            if (HANDED_OUT.contains(port)) {
+                continue;
+            }
             try (ServerSocket s = new ServerSocket(port)) {
-                return s.getLocalPort();
+                if (HANDED_OUT.add(port)) {
+                    return port;
+                }
             } catch (IOException e) {
                 // taken: try another
             }
