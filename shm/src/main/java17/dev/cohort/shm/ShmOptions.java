@@ -13,8 +13,14 @@ public final class ShmOptions {
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(60);
     /** Default time after which a waiting collective is reported as stalled. */
     public static final Duration DEFAULT_STALL_TIME = Duration.ofSeconds(30);
-    /** Default bytes one rank's slot holds per pipeline stage (two stages per slot). */
-    public static final int DEFAULT_SEGMENT_KIB = 1024;
+    /**
+     * Default bytes one rank's slot holds per pipeline stage (two stages per slot). Each step of a
+     * large copying allreduce with 2 ranks touches one segment of the caller's buffer and one and
+     * a half of the mapping: 2.5 MiB at 1024 KiB, more than one core's L2 here (2 MiB). At 256 KiB
+     * a 16 MiB allreduce took 1.9-2.0 ms against 2.1-2.8 ms at 1024 KiB (6 alternating rounds, faster in 5; see
+     * docs/PERFORMANCE.md). 128 KiB measured the same as 256.
+     */
+    public static final int DEFAULT_SEGMENT_KIB = 256;
     /** Default size of each rank's arena for buffers collectives move in place (see {@code group.allocator()}). */
     public static final int DEFAULT_ARENA_MIB = 256;
 
@@ -32,7 +38,7 @@ public final class ShmOptions {
     double stallSeconds = DEFAULT_STALL_TIME.toSeconds();
 
     @Option(names = "--shm-segment-kib", paramLabel = "KIB",
-            description = "Pipeline segment per rank in KiB; larger messages are cut into segments (default: 1024).")
+            description = "Pipeline segment per rank in KiB; larger messages are cut into segments (default: 256).")
     int segmentKib = DEFAULT_SEGMENT_KIB;
 
     @Option(names = "--shm-arena-mib", paramLabel = "MIB",

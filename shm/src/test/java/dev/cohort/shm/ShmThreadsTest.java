@@ -136,10 +136,12 @@ class ShmThreadsTest {
                     }
                     expected[i] = op == ReduceOp.AVG ? acc / world : acc;
                 }
+                long segment = new ShmOptions().segmentBytes();
+                long segments = (size * 4L + segment - 1) / segment;
                 for (int r = 0; r < world; r++) {
-                    // One barrier up to FLAT_MAX_BYTES; above it, the segmented path's two (one segment + the last).
+                    // One barrier up to FLAT_MAX_BYTES; above it, the segmented path's one per segment and one more.
                     assertThat(seen.get(r).get(k)).as("barriers of %s over %d floats", op, size)
-                            .isEqualTo(size <= flatMax ? 1L : 2L);
+                            .isEqualTo(size <= flatMax ? 1L : segments + 1);
                     assertThat((float[]) seen.get(r).get(k + 1)).as("rank %d, %s over %d floats", r, op, size)
                             .containsExactly(expected);
                 }
