@@ -42,6 +42,7 @@ public final class GlooBackend extends DistributedBackend {
     private final GlooOptions options;
     private final Map<String, String> env;
     private Rendezvous rendezvous;
+    private volatile JobNotes notes;
 
     public GlooBackend() {
         this(new GlooOptions(), System.getenv());
@@ -110,11 +111,29 @@ public final class GlooBackend extends DistributedBackend {
                     : group("gloo node " + topology.nodeRank(),
                             rendezvous.prefixed("cohort/" + runScope + "/node-" + topology.nodeRank()), device,
                             topology.localRank(), topology.localWorldSize(), timeout, connectTimeout, ranksByAddress);
-            return new Connection(topology, world, node, rendezvous);
+            JobNotes jobNotes = new JobNotes(rendezvous.client().clone(), "cohort/" + runScope + "/note/");
+            notes = jobNotes;
+            Rendezvous store = rendezvous;
+            return new Connection(topology, world, node, () -> {
+                jobNotes.close();
+                store.close();
+            });
         } catch (RuntimeException e) {
             rendezvous.close();
             throw e;
         }
+    }
+
+    /**
+     * Notes the ranks of this job leave each other in its store (see {@link JobNotes}); valid
+     * from {@link #initialize()} until {@link #close()}.
+     */
+    public JobNotes notes() {
+        JobNotes n = notes;
+        if (n == null) {
+            throw new IllegalStateException("the gloo backend is not initialized: call initialize() before notes()");
+        }
+        return n;
     }
 
     /**

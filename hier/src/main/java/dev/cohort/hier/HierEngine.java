@@ -68,6 +68,7 @@ public final class HierEngine {
             stages.onLeader("connecting the hosts' leaders", deadline, left -> {
                 leaders[0] = connectLeaders(env, host, hosts, options, left);
                 stages.leaders = leaders[0].group();
+                stages.notes = leaders[0].notes();
             });
             HostLayout layout = exchangeRanks(stages, topology, deadline);
             stages.layout = layout;

@@ -7,6 +7,7 @@ import dev.cohort.core.collective.DataType;
 import dev.cohort.core.collective.DenseBuffer;
 import dev.cohort.core.collective.ProcessGroup;
 import dev.cohort.core.collective.Work;
+import dev.cohort.gloo.JobNotes;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -53,6 +54,12 @@ final class Stages {
     volatile ProcessGroup leaders;
     /** Known once the leaders exchanged their ranks; until then messages keep the sub-groups' ranks. */
     volatile HostLayout layout;
+    /**
+     * Where the leaders tell each other why a stage within their host failed, so the other hosts,
+     * which only see that leader stop answering, can name the rank behind it (set on leaders of a
+     * job with several hosts).
+     */
+    volatile JobNotes notes;
     /** The stage running now, for timeout messages. */
     volatile String current = "none";
     /** The verdict and the small results that travel with it (calls run one at a time). */
@@ -82,8 +89,34 @@ final class Stages {
         try {
             op.apply(hostGroup.withTimeout(left)).await();
         } catch (CollectiveException e) {
-            throw failed(call, stage, e, withGlobalRanks(e.getMessage(), false));
+            CollectiveException failure = failed(call, stage, e, withGlobalRanks(e.getMessage(), false));
+            JobNotes n = notes;
+            if (n != null) {
+                n.post(noteKey(host), failure.getMessage());
+            }
+            throw failure;
         }
+    }
+
+    private static String noteKey(int host) {
+        return "hier/host" + host;
+    }
+
+    /** What the other hosts' leaders noted about their own failures, for a failure between hosts. */
+    private String otherHostsNotes() {
+        JobNotes n = notes;
+        if (n == null) {
+            return "";
+        }
+        StringBuilder out = new StringBuilder();
+        for (int k = 0; k < hosts; k++) {
+            if (k != host) {
+                int other = k;
+                n.read(noteKey(k)).ifPresent(text -> out.append("; the leader of host ").append(other)
+                        .append(" had failed within its host: ").append(text));
+            }
+        }
+        return out.toString();
     }
 
     /**
@@ -152,7 +185,10 @@ final class Stages {
             step.accept(left(call, stage, deadline, Duration.ZERO));
             return null;
         } catch (CollectiveException e) {
-            return e.getMessage().startsWith(who) ? e : failed(call, stage, e, withGlobalRanks(e.getMessage(), true));
+            if (e.getMessage().startsWith(who)) {
+                return e;
+            }
+            return failed(call, stage, e, withGlobalRanks(e.getMessage(), true) + otherHostsNotes());
         } catch (RuntimeException e) {
             return new CollectiveException(who + ": " + call + " failed " + stage + ": " + e.getMessage(), e);
         }
