@@ -8,9 +8,10 @@ import org.bytedeco.pytorch.StringVector;
 
 /**
  * Short texts the ranks of one job leave each other in its rendezvous store, for error messages:
- * why a rank gave up, read by ranks that only saw it vanish. Best effort: every call waits at most
- * {@link #STORE_TIMEOUT} for the store and says whether it worked instead of throwing (the store
- * lives in rank 0's process, which may be the one that failed).
+ * why a rank gave up, read by ranks that only saw it vanish. Best effort: a call waits at most
+ * {@link #STORE_TIMEOUT} for the store and says whether it worked instead of throwing, and after
+ * the store failed to answer once, later calls give up at once (the store lives in rank 0's
+ * process, which may be the one that failed: a failing rank must not wait on it again and again).
  */
 public final class JobNotes implements AutoCloseable {
 
@@ -19,6 +20,7 @@ public final class JobNotes implements AutoCloseable {
     private final Store store;
     private final String prefix;
     private boolean closed;
+    private boolean unreachable;
 
     JobNotes(Store store, String prefix) {
         this.store = LibTorch.retain(store);
@@ -28,20 +30,21 @@ public final class JobNotes implements AutoCloseable {
 
     /** Leaves {@code text} under {@code key}, replacing an earlier note; false when the store did not take it. */
     public synchronized boolean post(String key, String text) {
-        if (closed) {
+        if (closed || unreachable) {
             return false;
         }
         try {
             store.set(prefix + key, text);
             return true;
         } catch (RuntimeException e) {
+            unreachable = true;
             return false;
         }
     }
 
     /** The note under {@code key}, if one was left and the store answers; does not wait for one. */
     public synchronized Optional<String> read(String key) {
-        if (closed) {
+        if (closed || unreachable) {
             return Optional.empty();
         }
         try {
@@ -50,6 +53,7 @@ public final class JobNotes implements AutoCloseable {
             }
             return Optional.of(store.get_to_str(prefix + key));
         } catch (RuntimeException e) {
+            unreachable = true;
             return Optional.empty();
         }
     }
