@@ -76,6 +76,16 @@ class GlooProcessesTest {
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void notesLeftInTheStoreReachEveryRank() {
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(3,
+                r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("notes")),
+                r -> env(r, 3, port, 3), tmp, Duration.ofSeconds(100));
+        assertAllOk(results);
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void fileRendezvousOnASharedFilesystem() {
         Path storeFile = tmp.resolve("store");
         List<Result> results = JvmWorkers.run(3,

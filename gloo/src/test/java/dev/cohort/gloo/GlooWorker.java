@@ -6,7 +6,8 @@ import java.time.Duration;
 
 /**
  * A worker process of the gloo tests. Modes: {@code conformance} (the whole suite),
- * {@code conformance-small} (without the 4 Mi cases), {@code smoke} (one allreduce).
+ * {@code conformance-small} (without the 4 Mi cases), {@code smoke} (one allreduce),
+ * {@code steady MILLIS} (checked allreduces for a while), {@code notes} (notes in the store).
  * Always checks the topology, the node-local group and averageAll, and prints
  * {@code TOPOLOGY ...} and {@code OK ...} lines for the test to read.
  */
@@ -44,6 +45,29 @@ public final class GlooWorker {
         return calls;
     }
 
+    /** Every rank leaves a note in the store; after a barrier every rank reads everyone's. */
+    static int notes(GlooBackend backend) {
+        JobNotes notes = backend.notes();
+        int rank = backend.rank();
+        int n = backend.worldSize();
+        if (!notes.post("from/" + rank, "rank " + rank + " was here")) {
+            throw new AssertionError("the store did not take rank " + rank + "'s note");
+        }
+        backend.group().barrier().await();
+        for (int r = 0; r < n; r++) {
+            int from = r;
+            String text = notes.read("from/" + r).orElseThrow(() -> new AssertionError("no note from rank " + from));
+            if (!text.equals("rank " + r + " was here")) {
+                throw new AssertionError("rank " + r + "'s note reads '" + text + "'");
+            }
+        }
+        if (notes.read("from/" + n).isPresent()) {
+            throw new AssertionError("a note that nobody left");
+        }
+        backend.group().barrier().await();
+        return n + 1;
+    }
+
     public static void main(String[] args) {
         String mode = args.length > 0 ? args[0] : "conformance";
         GlooOptions options = new GlooOptions().timeout(Duration.ofSeconds(60)).connectTimeout(Duration.ofSeconds(60));
@@ -60,6 +84,7 @@ public final class GlooWorker {
                 case "conformance-small" -> ConformanceSuite.run(backend.group(), false);
                 case "smoke" -> manyBuffers(backend);
                 case "steady" -> steady(backend, Integer.parseInt(args[1]));
+                case "notes" -> notes(backend);
                 default -> throw new IllegalArgumentException("unknown mode " + mode);
             };
             // The node group holds exactly the ranks of this node.

@@ -54,7 +54,9 @@ final class HierProcessGroup extends AbstractProcessGroup {
         this.stages = stages;
         this.layout = layout;
         this.leadersBackend = leadersBackend;
-        this.queue = new CallQueue("cohort-hier-rank-" + rank, c -> "in the stage " + stages.current, e -> abandonLeaders());
+        // A rank waiting for its leader's verdict may wait past the deadline (see Stages).
+        this.queue = new CallQueue("cohort-hier-rank-" + rank, c -> "in the stage " + stages.current, e -> abandonLeaders(),
+                Stages.VERDICT_GRACE.multipliedBy(2).plusSeconds(1));
         this.hostView = new HostView(timeout);
     }
 

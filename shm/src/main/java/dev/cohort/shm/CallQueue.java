@@ -71,6 +71,7 @@ public final class CallQueue {
     public static final long IDLE_AFTER_NS = 20_000_000;
 
     private final Function<Call, String> whereRunning;
+    private final long overrunNanos;
     private final Consumer<CollectiveException> onFailure;
     private final ConcurrentLinkedQueue<Call> queue = new ConcurrentLinkedQueue<>();
     private final ReentrantLock runner = new ReentrantLock();
@@ -83,15 +84,26 @@ public final class CallQueue {
     private volatile CollectiveException broken;
     private volatile Call current;
 
+    /** {@link #CallQueue(String, Function, Consumer, Duration)} with an overrun of one second. */
+    public CallQueue(String threadName, Function<Call, String> whereRunning, Consumer<CollectiveException> onFailure) {
+        this(threadName, whereRunning, onFailure, Duration.ofSeconds(1));
+    }
+
     /**
      * @param threadName   the engine thread's name
      * @param whereRunning for the message of a call that timed out while running, what it was
      *                     waiting for ("waiting for rank(s) [2]")
      * @param onFailure    told of the first failure (the group tells its peers it gave up)
+     * @param overrun      how long past its deadline a running call may take to fail by itself
+     *                     (its own message names the peer or stage behind it); a thread waiting
+     *                     for a call another thread runs waits that much longer before it fails
+     *                     the call with {@code whereRunning}'s words
      */
-    public CallQueue(String threadName, Function<Call, String> whereRunning, Consumer<CollectiveException> onFailure) {
+    public CallQueue(String threadName, Function<Call, String> whereRunning, Consumer<CollectiveException> onFailure,
+                     Duration overrun) {
         this.whereRunning = whereRunning;
         this.onFailure = onFailure;
+        this.overrunNanos = overrun.toNanos();
         this.engine = Thread.ofPlatform().daemon().name(threadName).unstarted(this::engineLoop);
         engine.start();
     }
@@ -187,6 +199,11 @@ public final class CallQueue {
                 boolean settled;
                 try {
                     settled = latch().await(wait, TimeUnit.NANOSECONDS);
+                    if (!settled && current == this && deadline - System.nanoTime() <= 0) {
+                        // A running call fails by itself at its deadline (or within the overrun
+                        // its engine allows), naming what it waited for: give it the chance.
+                        settled = latch().await(overrunNanos, TimeUnit.NANOSECONDS);
+                    }
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     throw new CollectiveException("interrupted while waiting for " + collective.describe(), e);

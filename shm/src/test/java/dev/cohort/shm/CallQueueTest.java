@@ -121,6 +121,23 @@ class CallQueueTest {
     }
 
     @Test
+    void aRunningCallThatFailsByItselfJustAfterItsDeadlineIsReportedInItsOwnWords() throws Exception {
+        CountDownLatch inside = new CountDownLatch(1);
+        Work call = submit(Duration.ofMillis(300), c -> {
+            inside.countDown();
+            try {
+                Thread.sleep(500);   // e.g. a hier rank getting its leader's verdict just after the deadline
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            throw new CollectiveTimeoutException(c.describe() + ": the leader says rank 3 stopped");
+        });
+        assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();   // the engine thread runs it, not this one
+        assertThatThrownBy(() -> call.await(Duration.ofSeconds(5))).isInstanceOf(CollectiveTimeoutException.class)
+                .hasMessageContaining("the leader says rank 3 stopped");
+    }
+
+    @Test
     void closingWaitsForTheRunningCallThenFailsTheQueuedOnesAndRunsTheCleanup() throws Exception {
         CountDownLatch inside = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
