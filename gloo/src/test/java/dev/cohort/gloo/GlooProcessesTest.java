@@ -10,6 +10,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -82,6 +84,22 @@ class GlooProcessesTest {
                 r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("notes")),
                 r -> env(r, 3, port, 3), tmp, Duration.ofSeconds(100));
         assertAllOk(results);
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void notesGiveUpAtOnceOnceTheStoreIsGone() {
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(2,
+                r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("notes-store-gone")),
+                r -> env(r, 2, port, 2), tmp, Duration.ofSeconds(100));
+        assertAllOk(results);
+        Matcher gone = Pattern.compile("NOTES GONE (\\d+) (\\d+) (\\d+)").matcher(results.get(1).output());
+        assertThat(gone.find()).as(JvmWorkers.describe(results)).isTrue();
+        // The first call waits at most the store's 2 s; after it failed, the others do not wait.
+        assertThat(Long.parseLong(gone.group(1))).as(JvmWorkers.describe(results)).isLessThan(3000);
+        assertThat(Long.parseLong(gone.group(2))).as(JvmWorkers.describe(results)).isLessThan(100);
+        assertThat(Long.parseLong(gone.group(3))).as(JvmWorkers.describe(results)).isLessThan(100);
     }
 
     @Test

@@ -7,7 +7,8 @@ import java.time.Duration;
 /**
  * A worker process of the gloo tests. Modes: {@code conformance} (the whole suite),
  * {@code conformance-small} (without the 4 Mi cases), {@code smoke} (one allreduce),
- * {@code steady MILLIS} (checked allreduces for a while), {@code notes} (notes in the store).
+ * {@code steady MILLIS} (checked allreduces for a while), {@code notes} (notes in the store),
+ * {@code notes-store-gone} (notes once rank 0 and its store left).
  * Always checks the topology, the node-local group and averageAll, and prints
  * {@code TOPOLOGY ...} and {@code OK ...} lines for the test to read.
  */
@@ -68,6 +69,35 @@ public final class GlooWorker {
         return n + 1;
     }
 
+    /**
+     * Rank 0, which hosts the store, leaves; rank 1 then asks for a note: empty within the store's
+     * 2 s, and every later call answers at once (prints {@code NOTES GONE <ms> <ms> <ms>}).
+     */
+    static void notesAfterTheStoreIsGone(GlooBackend backend) throws InterruptedException {
+        backend.group().barrier().await();
+        if (backend.rank() == 0) {
+            System.out.println("OK rank 0 leaving");
+            System.out.flush();
+            Runtime.getRuntime().halt(0);
+        }
+        Thread.sleep(1000);
+        JobNotes notes = backend.notes();
+        long t0 = System.nanoTime();
+        boolean first = notes.read("from/0").isPresent();
+        long t1 = System.nanoTime();
+        boolean second = notes.read("from/0").isPresent();
+        long t2 = System.nanoTime();
+        boolean posted = notes.post("from/1", "too late");
+        long t3 = System.nanoTime();
+        if (first || second || posted) {
+            throw new AssertionError("a store that is gone answered: " + first + " " + second + " " + posted);
+        }
+        System.out.println("NOTES GONE " + (t1 - t0) / 1_000_000 + " " + (t2 - t1) / 1_000_000 + " " + (t3 - t2) / 1_000_000);
+        System.out.println("OK rank " + backend.rank());
+        System.out.flush();
+        Runtime.getRuntime().halt(0);
+    }
+
     public static void main(String[] args) {
         String mode = args.length > 0 ? args[0] : "conformance";
         GlooOptions options = new GlooOptions().timeout(Duration.ofSeconds(60)).connectTimeout(Duration.ofSeconds(60));
@@ -79,6 +109,9 @@ public final class GlooWorker {
             int rank = backend.rank();
             int n = backend.worldSize();
             System.out.println("TOPOLOGY " + backend.topology());
+            if (mode.equals("notes-store-gone")) {
+                notesAfterTheStoreIsGone(backend);
+            }
             int checks = switch (mode) {
                 case "conformance" -> ConformanceSuite.run(backend.group(), true);
                 case "conformance-small" -> ConformanceSuite.run(backend.group(), false);
