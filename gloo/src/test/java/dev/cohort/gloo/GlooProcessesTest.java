@@ -38,15 +38,24 @@ class GlooProcessesTest {
         }
     }
 
+    /**
+     * Runs {@code world} workers in {@code mode} ({@code localWorld} per simulated node) on a
+     * fresh port within {@code seconds}, and checks that every one reported OK.
+     */
+    private List<Result> runAllOk(int world, int localWorld, List<String> jvmArgs, String mode, int seconds) {
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(world,
+                r -> JvmWorkers.javaCommand(GlooWorker.class, jvmArgs, List.of(mode)),
+                r -> env(r, world, port, localWorld), tmp, Duration.ofSeconds(seconds));
+        assertAllOk(results);
+        return results;
+    }
+
     @ParameterizedTest(name = "world {0}")
     @ValueSource(ints = {2, 3, 4})
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void conformanceSuitePassesAcrossProcesses(int world) {
-        int port = JvmWorkers.freePort();
-        List<Result> results = JvmWorkers.run(world,
-                r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("conformance")),
-                r -> env(r, world, port, world), tmp, Duration.ofSeconds(220));
-        assertAllOk(results);
+        List<Result> results = runAllOk(world, world, List.of(), "conformance", 220);
         assertThat(results.get(0).output()).contains("TOPOLOGY Topology[rank=0, worldSize=" + world);
     }
 
@@ -56,22 +65,13 @@ class GlooProcessesTest {
     void largeCallsSplitIntoSeveralMeshMessagesStayCorrect(int world) {
         // 1 MiB messages: the suite's 16 MiB allreduces, broadcasts, allgathers and reduce-scatters
         // travel as 16 messages each (with 3 ranks allreduce and broadcast that large go through Gloo).
-        int port = JvmWorkers.freePort();
-        List<Result> results = JvmWorkers.run(world,
-                r -> JvmWorkers.javaCommand(GlooWorker.class, List.of("-Dcohort.gloo.meshMessageBytes=1048576"),
-                        List.of("conformance")),
-                r -> env(r, world, port, world), tmp, Duration.ofSeconds(280));
-        assertAllOk(results);
+        runAllOk(world, world, List.of("-Dcohort.gloo.meshMessageBytes=1048576"), "conformance", 280);
     }
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void twoSimulatedNodesGetTheirOwnNodeGroups() {
-        int port = JvmWorkers.freePort();
-        List<Result> results = JvmWorkers.run(4,
-                r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("smoke")),
-                r -> env(r, 4, port, 2), tmp, Duration.ofSeconds(100));
-        assertAllOk(results);
+        List<Result> results = runAllOk(4, 2, List.of(), "smoke", 100);
         assertThat(results.get(1).output()).contains("NODE 0 RANKS [0, 1]");
         assertThat(results.get(3).output()).contains("NODE 1 RANKS [2, 3]");
     }
@@ -79,21 +79,13 @@ class GlooProcessesTest {
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void notesLeftInTheStoreReachEveryRank() {
-        int port = JvmWorkers.freePort();
-        List<Result> results = JvmWorkers.run(3,
-                r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("notes")),
-                r -> env(r, 3, port, 3), tmp, Duration.ofSeconds(100));
-        assertAllOk(results);
+        runAllOk(3, 3, List.of(), "notes", 100);
     }
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void notesGiveUpAtOnceOnceTheStoreIsGone() {
-        int port = JvmWorkers.freePort();
-        List<Result> results = JvmWorkers.run(2,
-                r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("notes-store-gone")),
-                r -> env(r, 2, port, 2), tmp, Duration.ofSeconds(100));
-        assertAllOk(results);
+        List<Result> results = runAllOk(2, 2, List.of(), "notes-store-gone", 100);
         Matcher gone = Pattern.compile("NOTES GONE (\\d+) (\\d+) (\\d+)").matcher(results.get(1).output());
         assertThat(gone.find()).as(JvmWorkers.describe(results)).isTrue();
         // The first call waits at most the store's 2 s; after it failed, the others do not wait.
@@ -118,11 +110,6 @@ class GlooProcessesTest {
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void workersLoadingLibtorchIntoAnEmptyCacheAtOnceDoNotCrash() throws Exception {
         Path cache = Files.createDirectory(tmp.resolve("javacpp-cache"));
-        int port = JvmWorkers.freePort();
-        List<Result> results = JvmWorkers.run(2,
-                r -> JvmWorkers.javaCommand(GlooWorker.class, List.of("-Dorg.bytedeco.javacpp.cachedir=" + cache),
-                        List.of("smoke")),
-                r -> env(r, 2, port, 2), tmp, Duration.ofSeconds(280));
-        assertAllOk(results);
+        runAllOk(2, 2, List.of("-Dorg.bytedeco.javacpp.cachedir=" + cache), "smoke", 280);
     }
 }
