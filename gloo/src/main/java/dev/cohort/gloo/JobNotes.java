@@ -35,7 +35,9 @@ public final class JobNotes implements AutoCloseable {
         }
         try {
             store.set(prefix + key, text);
-            return true;
+            // A set is not answered; a check on the same connection is, after the set was applied.
+            // So once this returns, a rank that sees this one leave and then reads finds the note.
+            return store.check(new StringVector(prefix + key));
         } catch (RuntimeException e) {
             unreachable = true;
             return false;

@@ -89,13 +89,21 @@ final class Stages {
         try {
             op.apply(hostGroup.withTimeout(left)).await();
         } catch (CollectiveException e) {
-            CollectiveException failure = failed(call, stage, e, withGlobalRanks(e.getMessage(), false));
-            JobNotes n = notes;
-            if (n != null) {
-                n.post(noteKey(host), failure.getMessage());
-            }
-            throw failure;
+            throw noted(failed(call, stage, e, withGlobalRanks(e.getMessage(), false)));
         }
+    }
+
+    /**
+     * Leaves {@code failure}, of a stage within this host, as this leader's note for the other
+     * hosts (which see only this leader leave), then returns it. It is posted before the failure
+     * is thrown, hence before this leader leaves the leaders' group.
+     */
+    private CollectiveException noted(CollectiveException failure) {
+        JobNotes n = notes;
+        if (n != null) {
+            n.post(noteKey(host), failure.getMessage());
+        }
+        return failure;
     }
 
     private static String noteKey(int host) {
@@ -231,7 +239,10 @@ final class Stages {
             if (e.getMessage().startsWith(who)) {
                 throw e;
             }
-            throw failed(call, stage, e, withGlobalRanks(e.getMessage(), false));
+            // The step between hosts succeeded and the host failed after it (a leader relaying
+            // its verdict finds a local rank gone): the other hosts go on to the next call and
+            // see only this leader leave, so it leaves them its note as well.
+            throw noted(failed(call, stage, e, withGlobalRanks(e.getMessage(), false)));
         }
         if (failure != null) {
             throw failure;

@@ -28,8 +28,13 @@ class HierFailureTest {
     @TempDir
     Path tmp;
 
-    /** Runs the 2x2 job in which rank {@code victim} is SIGKILLed a second after its third allreduce. */
-    private List<Result> killDuringAllreduces(String run, int victim) throws InterruptedException {
+    /** Runs the 2x2 job of allreduces in which rank {@code victim} is SIGKILLed a second after its third. */
+    private List<Result> killDuringCalls(String run, int victim) throws InterruptedException {
+        return killDuringCalls(run, "victim:" + victim, victim);
+    }
+
+    /** The same, with the worker mode {@code mode} (see {@link HierWorker}). */
+    private List<Result> killDuringCalls(String run, String mode, int victim) throws InterruptedException {
         int port = JvmWorkers.freePort();
         Thread killer = Thread.ofPlatform().start(() -> {
             Path log = tmp.resolve("rank-" + victim + ".log");
@@ -49,7 +54,7 @@ class HierFailureTest {
             }
         });
         List<Result> results = JvmWorkers.run(4,
-                r -> HierProcessesTest.command("victim:" + victim, "--hier-timeout", Double.toString(TIMEOUT_SECONDS)),
+                r -> HierProcessesTest.command(mode, "--hier-timeout", Double.toString(TIMEOUT_SECONDS)),
                 r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2), tmp, Duration.ofSeconds(100));
         killer.join();
         assertThat(results.get(victim).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(137);
@@ -68,7 +73,7 @@ class HierFailureTest {
     void aKilledLeaderIsNamedOnBothHosts() throws Exception {
         // Rank 2 leads host 1: rank 3 loses it within the host, rank 0 between hosts, and rank 1
         // hears it from its leader, rank 0.
-        List<Result> results = killDuringAllreduces(HierProcessesTest.runId("kill-leader"), 2);
+        List<Result> results = killDuringCalls(HierProcessesTest.runId("kill-leader"), 2);
         String all = JvmWorkers.describe(results);
         assertThat(results.get(3).output()).as(all).contains("hier rank 3 of 4 (host 1, local rank 1)")
                 .contains("within host 1 (shm)").contains("lost peer rank 0 (global rank 2)");
@@ -107,7 +112,22 @@ class HierFailureTest {
     void aKilledRankIsNamedByItsHostAndTheOtherHostFailsInTime() throws Exception {
         // Rank 3 is not a leader: its host names it, and its leader leaves a note in the store
         // naming it for host 0, which sees only host 1's leader go away.
-        List<Result> results = killDuringAllreduces(HierProcessesTest.runId("kill-local"), 3);
+        assertHost1LostRank3(killDuringCalls(HierProcessesTest.runId("kill-local"), 3));
+    }
+
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void aRankKilledWhileItsLeaderWorksBetweenHostsIsNamedOnTheOtherHost() throws Exception {
+        // Broadcasts from rank 0: host 0 comes 3 s late to the fourth, and rank 3 is killed before
+        // it, while host 1's leader waits between hosts. The leader succeeds there and finds rank 3
+        // gone only when it relays its verdict; host 0 has moved on to the next broadcast by then and
+        // sees only the leader leave, so the leader's note must reach it.
+        List<Result> results = killDuringCalls(HierProcessesTest.runId("kill-relay"), "late-broadcasts:3", 3);
+        assertHost1LostRank3(results);
+        assertThat(results.get(2).output()).as(JvmWorkers.describe(results)).contains("waiting for its leader's verdict");
+    }
+
+    private static void assertHost1LostRank3(List<Result> results) {
         String all = JvmWorkers.describe(results);
         assertThat(results.get(2).output()).as(all).contains("within host 1 (shm)")
                 .contains("lost peer rank 1 (global rank 3)");

@@ -18,7 +18,11 @@ import picocli.CommandLine.Command;
  * {@code ./cohort run} would. Modes: {@code conformance} (the whole suite),
  * {@code conformance-small} (without the 4 Mi cases), {@code victim:R} (allreduces of 4 MiB until
  * one fails; rank R prints {@code VICTIM pid P} after three and goes on, for the test to SIGKILL it),
- * {@code absent:R} (the same, but rank R stops calling collectives after three, for 10 s, then exits).
+ * {@code absent:R} (the same, but rank R stops calling collectives after three, for 10 s, then exits),
+ * {@code late-broadcasts:R} (4 KiB broadcasts from rank 0 until one fails: rank R stops as in
+ * {@code absent:R}, for the test to SIGKILL it, and host 0's ranks start the fourth broadcast 3 s
+ * late, so the leader of R's host waits between hosts while R dies and meets the loss only when it
+ * relays its verdict).
  * Prints {@code TOPOLOGY}, {@code NODE k RANKS [...]}, {@code OK rank R} and
  * {@code FAILED after X s} lines.
  */
@@ -38,8 +42,9 @@ public final class HierWorker {
             int rank = backend.rank();
             System.out.println("BACKEND " + backend.name());
             System.out.println("TOPOLOGY " + backend.topology());
-            if (mode.startsWith("victim:") || mode.startsWith("absent:")) {
-                untilOneFails(backend, Integer.parseInt(mode.substring("victim:".length())), mode.startsWith("absent:"));
+            if (mode.startsWith("victim:") || mode.startsWith("absent:") || mode.startsWith("late-broadcasts:")) {
+                untilOneFails(backend, mode.substring(0, mode.indexOf(':')),
+                        Integer.parseInt(mode.substring(mode.indexOf(':') + 1)));
                 return;
             }
             int checks = switch (mode) {
@@ -67,22 +72,31 @@ public final class HierWorker {
     }
 
     /** Allreduces until one fails; reports how long the failing one took and its message. */
-    private static void untilOneFails(DistributedBackend backend, int victim, boolean absent) throws InterruptedException {
-        float[] data = new float[1 << 20];
+    private static void untilOneFails(DistributedBackend backend, String kind, int victim) throws InterruptedException {
+        boolean broadcasts = kind.equals("late-broadcasts");
+        float[] data = new float[broadcasts ? 1 << 10 : 1 << 20];
         for (int i = 0; ; i++) {
             if (i == 3 && backend.rank() == victim) {
                 System.out.println("VICTIM pid " + ProcessHandle.current().pid());
                 System.out.flush();
-                if (absent) {
+                if (!kind.equals("victim")) {
                     Thread.sleep(10_000);
                     Runtime.getRuntime().halt(0);
                 }
             }
+            if (i == 3 && broadcasts && backend.nodeRank() == 0) {
+                Thread.sleep(3_000);
+            }
             long start = System.nanoTime();
             try {
-                backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await();
+                if (broadcasts) {
+                    backend.group().broadcast(DenseBuffer.of(data), 0).await();
+                } else {
+                    backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await();
+                }
             } catch (CollectiveException e) {
-                System.out.printf("FAILED after %.1f s in allreduce %d %s: %s%n", (System.nanoTime() - start) / 1e9, i,
+                System.out.printf("FAILED after %.1f s in %s %d %s: %s%n", (System.nanoTime() - start) / 1e9,
+                        broadcasts ? "broadcast" : "allreduce", i,
                         e.getClass().getSimpleName(), e.getMessage());
                 System.out.flush();
                 Runtime.getRuntime().halt(3);
