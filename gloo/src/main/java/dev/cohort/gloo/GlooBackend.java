@@ -12,14 +12,11 @@ import java.net.SocketException;
 import java.net.UnknownHostException;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.Map;
-import java.util.TreeMap;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.GlooDeviceVector;
 import org.bytedeco.pytorch.ProcessGroupGloo;
 import org.bytedeco.pytorch.Store;
-import org.bytedeco.pytorch.StringVector;
 import org.bytedeco.pytorch.gloo.Device;
 
 /**
@@ -101,7 +98,8 @@ public final class GlooBackend extends DistributedBackend {
                     topology.worldSize(), connectTimeout);
         }
         try {
-            Map<String, String> ranksByAddress = publishAddresses(topology, device, runScope, connectTimeout);
+            Map<String, String> ranksByAddress = Membership.join(rendezvous.client(), rendezvous.toString(), topology,
+                    deviceAddress(device), runScope, options.joinsAs(), connectTimeout);
             GlooProcessGroup world = group("gloo world", rendezvous.prefixed("cohort/" + runScope + "/world"), device,
                     topology.rank(), topology.worldSize(), timeout, connectTimeout, ranksByAddress);
             world.watchStalls(new StallWatch(rendezvous.client().clone(), "cohort/" + runScope + "/issued/",
@@ -134,48 +132,6 @@ public final class GlooBackend extends DistributedBackend {
             throw new IllegalStateException("the gloo backend is not initialized: call initialize() before notes()");
         }
         return n;
-    }
-
-    /**
-     * Every rank claims its rank and records its address, world size and run in the store; every
-     * rank then reads all records. Catches two processes with the same {@code RANK}, ranks that
-     * disagree on {@code WORLD_SIZE} or on the run, and ranks that never come (after
-     * {@code timeout}), each with a message naming the ranks and values. Returns each address with
-     * the other ranks there (several when they share a host), so errors about a lost peer can name it.
-     */
-    private Map<String, String> publishAddresses(Topology topology, Device device, String scope, Duration timeout) {
-        Store store = rendezvous.client();
-        String me = "rank " + topology.rank() + " of " + topology.worldSize();
-        if (store.add("cohort/" + scope + "/claim/" + topology.rank(), 1) > 1) {
-            throw new GlooConnectException(me + ": another process already joined run '" + scope + "' as RANK="
-                    + topology.rank() + "; every process needs its own RANK in [0, WORLD_SIZE)");
-        }
-        String record = deviceAddress(device) + "|" + topology.worldSize() + "|" + scope;
-        store.set("cohort/member/" + topology.rank(), record);
-        Map<String, String> byAddress = new TreeMap<>();
-        for (int r = 0; r < topology.worldSize(); r++) {
-            String key = "cohort/member/" + r;
-            try {
-                store._wait(new StringVector(key), new Milliseconds(timeout.toMillis()));
-            } catch (RuntimeException e) {
-                throw new GlooConnectException(me + ": rank " + r + " did not join the rendezvous at " + rendezvous
-                        + " within " + timeout + " (is it started, with the same MASTER_ADDR/MASTER_PORT?): "
-                        + e.getMessage(), e);
-            }
-            String[] peer = store.get_to_str(key).split("\\|", 3);
-            if (!peer[1].equals(Integer.toString(topology.worldSize()))) {
-                throw new GlooConnectException(me + ": rank " + r + " was started with WORLD_SIZE=" + peer[1]
-                        + " but this rank with WORLD_SIZE=" + topology.worldSize() + "; start every rank with the same WORLD_SIZE");
-            }
-            if (!peer[2].equals(scope)) {
-                throw new GlooConnectException(me + ": rank " + r + " belongs to run '" + peer[2] + "' but this rank to '"
-                        + scope + "' (COHORT_RUN_ID/restart count differ); two jobs share MASTER_ADDR:MASTER_PORT?");
-            }
-            if (r != topology.rank()) {
-                byAddress.merge(peer[0], Integer.toString(r), (a, b) -> a + "," + b);
-            }
-        }
-        return new HashMap<>(byAddress);
     }
 
     private GlooProcessGroup group(String label, Store store, Device device, int rank, int size, Duration timeout,

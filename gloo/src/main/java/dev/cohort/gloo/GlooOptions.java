@@ -54,6 +54,25 @@ public final class GlooOptions {
                     + "file:///PATH (a file on a filesystem all ranks share).")
     String rendezvous = "env://";
 
+    /** What this process runs, as the other ranks see it when they meet (see {@link Membership}). */
+    private String joinsAs = "the gloo backend";
+
+    /**
+     * Names what this process runs for the rendezvous, when a Gloo group is part of another
+     * backend (hier's group of host leaders): ranks that run something else are told so at once.
+     */
+    public GlooOptions joinsAs(String description) {
+        if (description.contains("|")) {
+            throw new IllegalArgumentException("joinsAs must not contain '|', got '" + description + "'");
+        }
+        this.joinsAs = description;
+        return this;
+    }
+
+    String joinsAs() {
+        return joinsAs;
+    }
+
     public GlooOptions networkInterface(String name) {
         this.networkInterface = name;
         return this;

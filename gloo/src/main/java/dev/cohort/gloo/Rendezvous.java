@@ -48,7 +48,9 @@ final class Rendezvous implements AutoCloseable {
         TCPStoreOptions options = new TCPStoreOptions()
                 .isServer(rank == 0)
                 .numWorkers(new SizeTPointer(1).put(worldSize))
-                .waitWorkers(true)
+                // The ranks wait for each other in Membership, which can stop early when one of
+                // them finds the job misconfigured; the store's own wait could not.
+                .waitWorkers(false)
                 .timeout(new Milliseconds(timeout.toMillis()));
         String connectTo = host;
         int connectPort = port;

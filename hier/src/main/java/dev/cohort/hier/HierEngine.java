@@ -97,7 +97,7 @@ public final class HierEngine {
             leadersEnv.put(GlooBackend.ENV_INTERFACE, ifname);
         }
         GlooOptions glooOptions = new GlooOptions().timeout(options.timeout()).connectTimeout(left)
-                .stallTime(options.stallTime());
+                .stallTime(options.stallTime()).joinsAs("the hier backend's group of host leaders");
         GlooBackend backend = new GlooBackend(glooOptions, leadersEnv);
         try {
             backend.initialize();

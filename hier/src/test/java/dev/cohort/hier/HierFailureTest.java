@@ -15,6 +15,8 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A rank SIGKILLed while every rank runs allreduces (2 hosts x 2 ranks on this machine, timeout
@@ -125,6 +127,32 @@ class HierFailureTest {
         List<Result> results = killDuringCalls(HierProcessesTest.runId("kill-relay"), "late-broadcasts:3", 3);
         assertHost1LostRank3(results);
         assertThat(results.get(2).output()).as(JvmWorkers.describe(results)).contains("waiting for its leader's verdict");
+    }
+
+    @ParameterizedTest(name = "host {0} runs gloo")
+    @ValueSource(ints = {0, 1})
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void hostsThatRunDifferentBackendsAreToldAtOnce(int glooHost) {
+        // As when `auto` meets a host with JDK 17 (gloo) and one with JDK 25 (hier): every rank
+        // fails naming both backends, long before the 60 s connect timeout.
+        String run = HierProcessesTest.runId("mixed");
+        int port = JvmWorkers.freePort();
+        long start = System.nanoTime();
+        List<Result> results = JvmWorkers.run(4,
+                r -> r / 2 == glooHost
+                        ? JvmWorkers.javaCommand(HierWorker.class, HierProcessesTest.JVM_ARGS,
+                                List.of("conformance-small", "--distributed-backend", "gloo"))
+                        : HierProcessesTest.command("conformance-small"),
+                r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2), tmp, Duration.ofSeconds(100));
+        double seconds = (System.nanoTime() - start) / 1e9;
+        String all = JvmWorkers.describe(results);
+        for (Result r : results) {
+            assertThat(r.exitCode()).as(all).isNotZero();
+            assertThat(r.output()).as(all).contains("every process of a job must run the same backend")
+                    .contains("runs the gloo backend (4 ranks)").contains("the hier backend's group of host leaders (2 ranks)");
+        }
+        assertThat(seconds).as(all).isLessThan(40);
+        assertThat(HierProcessesTest.leftovers(run)).isEmpty();
     }
 
     private static void assertHost1LostRank3(List<Result> results) {
