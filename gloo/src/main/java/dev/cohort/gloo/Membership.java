@@ -26,11 +26,8 @@ import org.bytedeco.pytorch.StringVector;
  */
 final class Membership {
 
+    /** Unscoped, with the run in its value: a rank of another run that reaches this store is told so. */
     static final String JOB = "cohort/job";
-    static final String FAILED = "cohort/rendezvous-failed";
-    /** How many processes came, and the sum of the WORLD_SIZEs they were started with. */
-    static final String ARRIVED = "cohort/arrived";
-    static final String WORLD_SUM = "cohort/world-sum";
     /**
      * How long rank 0, whose process hosts the store, keeps it up after the rendezvous failed, so
      * that ranks still starting learn why instead of finding no store (at most until the connect
@@ -40,13 +37,24 @@ final class Membership {
     private static final long MAX_POLL_MILLIS = 20;
 
     private final Store store;
+    /**
+     * Keys under this run's scope, so that a run's failure is seen only by that run's ranks; the
+     * one exception is a rank that finds a rank of another run, which tells both runs.
+     */
+    private final String failedKey;
+    /** How many processes came, and the sum of the WORLD_SIZEs they were started with. */
+    private final String arrivedKey;
+    private final String worldSumKey;
     private final String where;
     private final String me;
     private final long deadline;
     private final Duration timeout;
 
-    private Membership(Store store, String where, String me, Duration timeout) {
+    private Membership(Store store, String scope, String where, String me, Duration timeout) {
         this.store = store;
+        this.failedKey = failedKey(scope);
+        this.arrivedKey = "cohort/" + scope + "/arrived";
+        this.worldSumKey = "cohort/" + scope + "/world-sum";
         this.where = where;
         this.me = me;
         this.timeout = timeout;
@@ -64,7 +72,7 @@ final class Membership {
     static Map<String, String> join(Store store, String where, Topology topology, String address, String scope,
                                     String joinsAs, Duration timeout) {
         String me = "rank " + topology.rank() + " of " + topology.worldSize();
-        Membership membership = new Membership(store, where, me, timeout);
+        Membership membership = new Membership(store, scope, where, me, timeout);
         try {
             return membership.join(topology, address, scope, joinsAs);
         } catch (GlooConnectException e) {
@@ -77,11 +85,11 @@ final class Membership {
 
     private Map<String, String> join(Topology topology, String address, String scope, String joinsAs) {
         String world = Integer.toString(topology.worldSize());
-        store.add(ARRIVED, 1);
-        store.add(WORLD_SUM, topology.worldSize());
-        if (store.check(new StringVector(FAILED))) {
+        store.add(arrivedKey, 1);
+        store.add(worldSumKey, topology.worldSize());
+        if (store.check(new StringVector(failedKey))) {
             throw new GlooConnectException(me + ": the other processes at " + where + " had already given up: "
-                    + store.get_to_str(FAILED));
+                    + store.get_to_str(failedKey));
         }
         if (topology.rank() == 0) {
             store.set(JOB, joinsAs + "|" + world + "|" + scope);
@@ -120,14 +128,17 @@ final class Membership {
                     + world + "; start every rank with the same WORLD_SIZE");
         }
         if (!theirScope.equals(scope)) {
-            throw failure("rank " + rank + " belongs to run '" + theirScope + "' but this rank to '" + scope
-                    + "' (COHORT_RUN_ID/restart count differ); two jobs share MASTER_ADDR:MASTER_PORT?");
+            // Both runs are told: the records of two runs on one store cannot be trusted.
+            GlooConnectException e = failure("rank " + rank + " belongs to run '" + theirScope + "' but this rank to '"
+                    + scope + "' (COHORT_RUN_ID/restart count differ); two jobs share MASTER_ADDR:MASTER_PORT?");
+            post(failedKey(theirScope), e.getMessage());
+            throw e;
         }
     }
 
     /**
      * Waits until {@code key} is in the store; fails at once with another rank's message when one
-     * posted {@link #FAILED}, or with {@code missing} at the deadline.
+     * posted under the failed key, or with {@code missing} at the deadline.
      */
     private void await(String key, String missing) {
         long sleep = 1;
@@ -135,9 +146,9 @@ final class Membership {
             if (store.check(new StringVector(key))) {
                 return;
             }
-            if (store.check(new StringVector(FAILED))) {
+            if (store.check(new StringVector(failedKey))) {
                 throw new GlooConnectException(me + ": gave up meeting at " + where + " because another process "
-                        + "did: " + store.get_to_str(FAILED));
+                        + "did: " + store.get_to_str(failedKey));
             }
             long left = deadline - System.nanoTime();
             if (left <= 0) {
@@ -159,8 +170,8 @@ final class Membership {
         long until = Math.min(deadline, System.nanoTime() + LINGER.toNanos());
         try {
             while (System.nanoTime() < until) {
-                long arrived = store.add(ARRIVED, 0);
-                if (arrived >= world && store.add(WORLD_SUM, 0) == arrived * world) {
+                long arrived = store.add(arrivedKey, 0);
+                if (arrived >= world && store.add(worldSumKey, 0) == arrived * world) {
                     return;
                 }
                 Thread.sleep(MAX_POLL_MILLIS);
@@ -175,13 +186,21 @@ final class Membership {
     /** The failure {@code problem}, also posted for the other ranks; the first posted is the one they report. */
     private GlooConnectException failure(String problem) {
         String message = me + ": " + problem;
+        post(failedKey, message);
+        return new GlooConnectException(message);
+    }
+
+    private void post(String key, String message) {
         try {
-            if (!store.check(new StringVector(FAILED))) {
-                store.set(FAILED, message);
+            if (!store.check(new StringVector(key))) {
+                store.set(key, message);
             }
         } catch (RuntimeException e) {
             // Best effort: the others still fail at their connect timeout.
         }
-        return new GlooConnectException(message);
+    }
+
+    private static String failedKey(String scope) {
+        return "cohort/" + scope + "/rendezvous-failed";
     }
 }

@@ -322,7 +322,8 @@ final class ShmRegion implements AutoCloseable {
             while (pid(r) == 0) {
                 if (System.nanoTime() - deadline > 0) {
                     throw new ShmConnectException(who + ": rank " + r + " did not attach to " + path + " within "
-                            + timeout);
+                            + timeout + " (is it started, on this host, with the same COHORT_RUN_ID, and does it run "
+                            + "the same backend? `auto` picks shm only on JDK 22 or newer)");
                 }
                 long creator = memory.get(ValueLayout.JAVA_LONG, H_CREATOR);
                 if (!alive(creator)) {
