@@ -23,6 +23,11 @@ public final class Backends {
     public static final String ENV_BACKEND = "COHORT_BACKEND";
     /** The name that stands for the fastest backend that runs here (see {@link #auto}). */
     public static final String AUTO = "auto";
+    /**
+     * The oldest JDK any node of the job runs its workers on, set by {@code ./cohort run} across
+     * nodes: {@link #auto} chooses by it, so that every node makes the same choice.
+     */
+    public static final String ENV_OLDEST_JDK = "COHORT_OLDEST_JDK";
     /** The first JDK that runs the shared-memory engines (foreign-memory API). */
     static final int SHARED_MEMORY_JDK = 22;
 
@@ -56,7 +61,8 @@ public final class Backends {
      * {@code jdk}, before checking what is on the class path: {@code none} for one worker (or no
      * launch environment); {@code shm} when all workers are on one host and {@code hier} (shm
      * within each host, Gloo between them) when they span several, on JDK 22 or newer; else
-     * {@code gloo}.
+     * {@code gloo}. The JDK is the older of {@code jdk} and {@value #ENV_OLDEST_JDK}, when set:
+     * every process must choose the same.
      */
     public static AutoChoice auto(Map<String, String> env, int jdk) {
         if (!dev.cohort.core.env.LaunchEnvironment.isPresent(env)) {
@@ -67,14 +73,32 @@ public final class Backends {
             return new AutoChoice(NonDistributedBackend.NAME, "one worker");
         }
         boolean oneHost = t.localWorldSize() == t.worldSize();
-        if (jdk < SHARED_MEMORY_JDK) {
-            return new AutoChoice("gloo", "JDK " + jdk + " has no foreign-memory API for shared memory; a JDK >= "
-                    + SHARED_MEMORY_JDK + " would use " + (oneHost ? "shm" : "hier"));
+        int oldest = oldestJdk(env, jdk);
+        if (oldest < SHARED_MEMORY_JDK) {
+            return new AutoChoice("gloo", oldest < jdk
+                    ? "a node of this job runs its workers on JDK " + oldest + ", which has no foreign-memory API for "
+                            + "shared memory, so every node uses gloo; JDK >= " + SHARED_MEMORY_JDK + " on every node "
+                            + "would use hier"
+                    : "JDK " + jdk + " has no foreign-memory API for shared memory; a JDK >= " + SHARED_MEMORY_JDK
+                            + " would use " + (oneHost ? "shm" : "hier"));
         }
         return oneHost
                 ? new AutoChoice("shm", "all " + t.worldSize() + " workers on one host: shared memory")
                 : new AutoChoice("hier", t.worldSize() + " workers on " + (t.worldSize() / t.localWorldSize())
                         + " hosts: shared memory within each host, Gloo between hosts");
+    }
+
+    private static int oldestJdk(Map<String, String> env, int jdk) {
+        String text = env.get(ENV_OLDEST_JDK);
+        if (text == null || text.isBlank()) {
+            return jdk;
+        }
+        try {
+            return Math.min(jdk, Integer.parseInt(text.trim()));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(ENV_OLDEST_JDK + "='" + text + "' must be a JDK feature version such "
+                    + "as 17 (./cohort run sets it; unset it otherwise)");
+        }
     }
 
     /**

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.cohort.core.threads.ThreadsBackend;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
@@ -47,6 +48,23 @@ class BackendsTest {
         assertThat(Backends.auto(layout(4, 4), 17).backend()).isEqualTo("gloo");
         assertThat(Backends.auto(layout(4, 2), 21)).isEqualTo(new Backends.AutoChoice("gloo",
                 "JDK 21 has no foreign-memory API for shared memory; a JDK >= 22 would use hier"));
+    }
+
+    @Test
+    void autoChoosesByTheOldestJdkOfTheJob() {
+        // ./cohort run across nodes sets the oldest JDK any node runs its workers on, so a JDK 25
+        // node of a job with a JDK 17 node chooses gloo, as that node does.
+        Map<String, String> env = new HashMap<>(layout(4, 2));
+        env.put(Backends.ENV_OLDEST_JDK, "17");
+        assertThat(Backends.auto(env, 25)).isEqualTo(new Backends.AutoChoice("gloo", "a node of this job runs its "
+                + "workers on JDK 17, which has no foreign-memory API for shared memory, so every node uses gloo; "
+                + "JDK >= 22 on every node would use hier"));
+        assertThat(Backends.auto(env, 17).backend()).isEqualTo("gloo");
+        env.put(Backends.ENV_OLDEST_JDK, "22");
+        assertThat(Backends.auto(env, 25).backend()).isEqualTo("hier");
+        env.put(Backends.ENV_OLDEST_JDK, "seventeen");
+        assertThatThrownBy(() -> Backends.auto(env, 25)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("COHORT_OLDEST_JDK='seventeen' must be a JDK feature version");
     }
 
     private static DistributedBackend fake(String name) {

@@ -61,6 +61,8 @@ public final class Launcher implements AutoCloseable {
     private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
     private final Object lock = new Object();
     private volatile boolean stopRequested;
+    /** What node 0 said of the job (across nodes; null on one node): see {@link Command.Job}. */
+    private Command.Job job;
     private WorkerGroup group;
     private OrphanGuard guard;
     private boolean ran;
@@ -163,6 +165,8 @@ public final class Launcher implements AutoCloseable {
                 String how = exit.code() == 0 ? "run finished: " : "run failed (exit " + exit.code() + "): ";
                 console.message(how + exit.message());
                 return new LaunchResult(exit.code(), Math.max(round, 0), failures, exit.message());
+            } else if (event instanceof FromReferee f && f.command() instanceof Command.Job job) {
+                this.job = job;
             } else if (event instanceof FromReferee f && f.command() instanceof Command.Start start) {
                 stopGroup();
                 round = start.round();
@@ -182,6 +186,9 @@ public final class Launcher implements AutoCloseable {
                 env.putAll(threads);
                 if (!inheritedEnvironment().containsKey(Backends.ENV_BACKEND)) {
                     env.put(Backends.ENV_BACKEND, Backends.AUTO);
+                }
+                if (job != null) {
+                    env.put(Backends.ENV_OLDEST_JDK, Integer.toString(job.oldestJdk()));
                 }
                 int r = round;
                 try {
@@ -230,7 +237,8 @@ public final class Launcher implements AutoCloseable {
      * Which backend workers that name none get: {@link Backends#AUTO} (set as
      * {@value Backends#ENV_BACKEND}) unless the launcher's environment names one. The workers run
      * on this JVM's JDK, so the choice they make is the one said here (or gloo, when the chosen
-     * engine is not on their class path; they say so).
+     * engine is not on their class path; they say so). Across nodes, they choose by the oldest
+     * JDK of any node ({@link Command.Job}), so that every node chooses alike.
      */
     private String backendDefault() {
         String set = inheritedEnvironment().get(Backends.ENV_BACKEND);
@@ -242,7 +250,11 @@ public final class Launcher implements AutoCloseable {
                 LaunchEnvironment.LOCAL_RANK, "0",
                 LaunchEnvironment.LOCAL_WORLD_SIZE, Integer.toString(options.nprocPerNode()),
                 LaunchEnvironment.GROUP_RANK, Integer.toString(options.nodeRank()));
-        Backends.AutoChoice auto = Backends.auto(first, Runtime.version().feature());
+        Map<String, String> env = new java.util.HashMap<>(first);
+        if (job != null) {
+            env.put(Backends.ENV_OLDEST_JDK, Integer.toString(job.oldestJdk()));
+        }
+        Backends.AutoChoice auto = Backends.auto(env, Runtime.version().feature());
         return "workers that choose no --distributed-backend, or auto, use " + auto.backend() + " (" + auto.reason()
                 + "; " + Backends.ENV_BACKEND + "=" + Backends.AUTO + ")";
     }

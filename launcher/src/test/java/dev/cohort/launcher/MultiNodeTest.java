@@ -68,7 +68,13 @@ class MultiNodeTest {
     }
 
     private Process node(String ns, int nodeRank, List<String> options, String... workerArgs) throws IOException {
-        List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", ns, WorkerProgram.javaExecutable(), "-cp",
+        return node(ns, nodeRank, WorkerProgram.javaExecutable(), options, workerArgs);
+    }
+
+    /** A node's launcher run by {@code java} (its workers run on the same JDK). */
+    private Process node(String ns, int nodeRank, String java, List<String> options, String... workerArgs)
+            throws IOException {
+        List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", ns, java, "-cp",
                 System.getProperty("java.class.path"), LauncherMain.class.getName(), "--nnodes", "2", "--node-rank",
                 Integer.toString(nodeRank), "--nproc-per-node", "2", "--master-addr", MASTER, "--master-port", "29500",
                 "--grace-period", "2", "--join-timeout", "30", "--run-id", "multi"));
@@ -110,6 +116,56 @@ class MultiNodeTest {
                     "LOCAL_WORLD_SIZE=2", "GROUP_RANK=" + node, "MASTER_ADDR=" + MASTER, "MASTER_PORT=29500",
                     "COHORT_RUN_ID=multi", "COHORT_RESTART_COUNT=0");
         }
+    }
+
+    @Test
+    void autoChoosesTheSameBackendOnNodesWithDifferentJdks() throws Exception {
+        // Node 1 runs on a JDK without the foreign-memory API: auto must pick gloo on node 0 too,
+        // not hier, or the nodes would run different backends.
+        String old = javaOfJdk(17, 21);
+        String recent = javaOfJdk(22, 999);
+        Assumptions.assumeTrue(old != null && recent != null, "needs a JDK 17-21 and a JDK >= 22 under /usr/lib/jvm");
+        Process n1 = node(NS1, 1, old, List.of(), "auto", dir.toString());
+        Process n0 = node(NS0, 0, recent, List.of(), "auto", dir.toString());
+        assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isZero();
+        assertThat(awaitExit(n1, 1)).as("node 1 exit; output:\n%s", output(1)).isZero();
+
+        assertThat(output(0)).contains("workers that choose no --distributed-backend, or auto, use gloo (a node of this "
+                + "job runs its workers on JDK 17");
+        for (int rank = 0; rank < 4; rank++) {
+            String out = output(rank / 2);
+            assertThat(out).as(out).contains("[rank " + rank + "] AUTO gloo");
+            assertThat(envLine(out, rank)).contains("COHORT_OLDEST_JDK=17", "COHORT_BACKEND=auto");
+        }
+        // Node 0's workers run on JDK 22 or newer and still choose gloo, saying why.
+        assertThat(output(0)).contains("AUTO gloo (a node of this job runs its workers on JDK 17, which has no "
+                + "foreign-memory API for shared memory, so every node uses gloo; JDK >= 22 on every node would use hier)");
+    }
+
+    /** The {@code java} of a JDK under /usr/lib/jvm whose feature version is in [min, max], or null. */
+    private static String javaOfJdk(int min, int max) throws IOException {
+        Path jvms = Path.of("/usr/lib/jvm");
+        if (!Files.isDirectory(jvms)) {
+            return null;
+        }
+        try (var dirs = Files.list(jvms)) {
+            for (Path jdk : dirs.sorted().collect(Collectors.toList())) {
+                Path release = jdk.resolve("release");
+                Path java = jdk.resolve("bin/java");
+                if (!Files.isRegularFile(release) || !Files.isExecutable(java)) {
+                    continue;
+                }
+                for (String line : Files.readAllLines(release)) {
+                    if (line.startsWith("JAVA_VERSION=")) {
+                        int feature = Integer.parseInt(line.replaceAll("[^0-9.]", "").split("\\.")[0]);
+                        if (feature >= min && feature <= max) {
+                            return java.toString();
+                        }
+                    }
+                }
+            }
+        }
+        return null;
     }
 
     @Test

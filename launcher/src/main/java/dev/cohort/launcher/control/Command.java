@@ -3,6 +3,14 @@ package dev.cohort.launcher.control;
 /** What the referee tells every node's launcher to do. */
 public sealed interface Command {
 
+    /**
+     * What every node must know of the others before its workers start, sent once, before the
+     * first {@link Start}: the oldest JDK any node runs its workers on ({@code oldestJdk}, on node
+     * {@code node}), by which {@code auto} chooses the same backend on every node.
+     */
+    record Job(int oldestJdk, int node) implements Command {
+    }
+
     /** Start the workers of round {@code round} (0 = first start, then the restart count). */
     record Start(int round) implements Command {
     }

@@ -33,7 +33,8 @@ public final class ControlClient implements Coordinator {
                          Duration joinTimeout) {
         this.host = host;
         this.port = port;
-        this.hello = "HELLO " + runId + " " + node + " " + nodes + " " + nprocPerNode;
+        // The workers run on this JVM's JDK (WorkerProgram uses java.home).
+        this.hello = "HELLO " + runId + " " + node + " " + nodes + " " + nprocPerNode + " " + Runtime.version().feature();
         this.joinTimeout = joinTimeout;
     }
 

@@ -28,6 +28,8 @@ public final class ControlServer implements AutoCloseable {
     private final int nprocPerNode;
     private final Referee referee;
     private final Map<Integer, Wire> joined = new TreeMap<>();
+    /** The JDK feature version each joined node runs its workers on. */
+    private final Map<Integer, Integer> jdks = new TreeMap<>();
     private final ScheduledExecutorService timer;
     private boolean finished;
 
@@ -103,7 +105,7 @@ public final class ControlServer implements AutoCloseable {
         String[] f = line == null ? new String[0] : line.split(" ");
         String why;
         int node = -1;
-        if (f.length != 5 || !f[0].equals("HELLO")) {
+        if (f.length != 6 || !f[0].equals("HELLO") || !f[5].matches("[0-9]{1,4}")) {
             why = "expected HELLO from a cohort launcher, got '" + line + "'";
         } else if (!f[1].equals(runId)) {
             why = "--run-id " + f[1] + " differs from node 0's --run-id " + runId;
@@ -120,8 +122,9 @@ public final class ControlServer implements AutoCloseable {
                 if (why == null) {
                     wire.send("OK");
                     joined.put(node, wire);
+                    jdks.put(node, Integer.parseInt(f[5]));
                     if (joined.size() == nodes) {
-                        broadcast(List.of(referee.begin()));
+                        broadcast(List.of(oldestJdk(), referee.begin()));
                     }
                     return node;
                 }
@@ -129,6 +132,17 @@ public final class ControlServer implements AutoCloseable {
         }
         wire.send("ERROR " + why);
         return -1;
+    }
+
+    /** The oldest JDK the nodes run their workers on, and the first node that runs it. */
+    private Command.Job oldestJdk() {
+        Map.Entry<Integer, Integer> oldest = null;
+        for (Map.Entry<Integer, Integer> e : jdks.entrySet()) {
+            if (oldest == null || e.getValue() < oldest.getValue()) {
+                oldest = e;
+            }
+        }
+        return new Command.Job(oldest.getValue(), oldest.getKey());
     }
 
     private synchronized void onReport(Report report) {

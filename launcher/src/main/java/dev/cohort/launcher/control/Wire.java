@@ -13,8 +13,8 @@ import java.nio.charset.StandardCharsets;
  * {@link #PING_MILLIS}; a read that sees nothing for {@link #SILENCE_MILLIS} means the peer is gone.
  *
  * <pre>
- * node → node 0: HELLO runId node nnodes nprocPerNode | DONE r | FAILED r code summary | STOPPED r | PING
- * node 0 → node: OK | ERROR message | START r | STOP r | EXIT code message | PING
+ * node → node 0: HELLO runId node nnodes nprocPerNode jdk | DONE r | FAILED r code summary | STOPPED r | PING
+ * node 0 → node: OK | ERROR message | JOB oldestJdk node | START r | STOP r | EXIT code message | PING
  * </pre>
  */
 final class Wire implements AutoCloseable {
@@ -55,6 +55,8 @@ final class Wire implements AutoCloseable {
     static Command parseCommand(String line) {
         String[] f = line.split(" ", 3);
         switch (f[0]) {
+            case "JOB":
+                return new Command.Job(Integer.parseInt(f[1]), Integer.parseInt(f[2]));
             case "START":
                 return new Command.Start(Integer.parseInt(f[1]));
             case "STOP":
@@ -67,7 +69,9 @@ final class Wire implements AutoCloseable {
     }
 
     static String format(Command c) {
-        if (c instanceof Command.Start s) {
+        if (c instanceof Command.Job j) {
+            return "JOB " + j.oldestJdk() + " " + j.node();
+        } else if (c instanceof Command.Start s) {
             return "START " + s.round();
         } else if (c instanceof Command.Stop s) {
             return "STOP " + s.round();

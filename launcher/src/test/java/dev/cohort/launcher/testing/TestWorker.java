@@ -1,5 +1,6 @@
 package dev.cohort.launcher.testing;
 
+import dev.cohort.core.Backends;
 import dev.cohort.core.env.SharedMemoryFiles;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -22,6 +23,7 @@ import java.util.Map;
  *                               attach); later restarts: rank 0 prints "LEFTOVER GONE" or "LEFTOVER
  *                               PRESENT" for the files of the earlier restarts; then like env
  * spam DIR LINES                print LINES long lines, each written in pieces, then exit 0
+ * auto DIR                      print "AUTO backend (reason) on JDK n", auto's choice here; then like env
  * rendezvous DIR                rank 0 accepts every other rank on MASTER_PORT and prints "RENDEZVOUS n";
  *                               the others connect to MASTER_ADDR:MASTER_PORT; then like env
  * </pre>
@@ -66,6 +68,12 @@ public final class TestWorker {
                 printEnv(env);
             }
             case "spam" -> spam(rank, Integer.parseInt(args[2]));
+            case "auto" -> {
+                Backends.AutoChoice choice = Backends.auto(env, Runtime.version().feature());
+                System.out.println("AUTO " + choice.backend() + " (" + choice.reason() + ") on JDK "
+                        + Runtime.version().feature());
+                printEnv(env);
+            }
             case "rendezvous" -> {
                 rendezvous(env, rank);
                 printEnv(env);
@@ -78,7 +86,8 @@ public final class TestWorker {
         StringBuilder sb = new StringBuilder("ENV");
         for (String k : new String[] {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
                 "LOCAL_WORLD_SIZE", "GROUP_RANK", "COHORT_RESTART_COUNT", "COHORT_RUN_ID", "OMP_NUM_THREADS",
-                "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "COHORT_COMPUTE_THREADS", "COHORT_BACKEND"}) {
+                "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "COHORT_COMPUTE_THREADS", "COHORT_BACKEND",
+                "COHORT_OLDEST_JDK"}) {
             sb.append(' ').append(k).append('=').append(env.get(k));
         }
         System.out.println(sb);
