@@ -61,8 +61,9 @@ public final class Backends {
      * {@code jdk}, before checking what is on the class path: {@code none} for one worker (or no
      * launch environment); {@code shm} when all workers are on one host and {@code hier} (shm
      * within each host, Gloo between them) when they span several, on JDK 22 or newer; else
-     * {@code gloo}. The JDK is the older of {@code jdk} and {@value #ENV_OLDEST_JDK}, when set:
-     * every process must choose the same.
+     * {@code gloo}, also when the hosts run different numbers of workers (known from
+     * {@code GROUP_WORLD_SIZE}, the number of hosts). The JDK is the older of {@code jdk} and
+     * {@value #ENV_OLDEST_JDK}, when set: every process must choose the same.
      */
     public static AutoChoice auto(Map<String, String> env, int jdk) {
         if (!dev.cohort.core.env.LaunchEnvironment.isPresent(env)) {
@@ -81,6 +82,13 @@ public final class Backends {
                             + "would use hier"
                     : "JDK " + jdk + " has no foreign-memory API for shared memory; a JDK >= " + SHARED_MEMORY_JDK
                             + " would use " + (oneHost ? "shm" : "hier"));
+        }
+        String nodes = env.get(dev.cohort.core.env.LaunchEnvironment.GROUP_WORLD_SIZE);
+        if (!oneHost && nodes != null && nodes.trim().matches("[0-9]{1,6}")
+                && (long) t.localWorldSize() * Integer.parseInt(nodes.trim()) != t.worldSize()) {
+            return new AutoChoice("gloo", "the " + nodes.trim() + " hosts run different numbers of workers ("
+                    + t.localWorldSize() + " here, " + t.worldSize() + " in all), and hier needs the same number on "
+                    + "every host");
         }
         return oneHost
                 ? new AutoChoice("shm", "all " + t.worldSize() + " workers on one host: shared memory")

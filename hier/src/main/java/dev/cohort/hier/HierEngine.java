@@ -35,6 +35,15 @@ public final class HierEngine {
         Topology launched = LaunchEnvironment.parseTopology(env);
         int world = launched.worldSize();
         int perHost = options.ranksPerHost() > 0 ? options.ranksPerHost() : launched.localWorldSize();
+        String nodes = env.get(LaunchEnvironment.GROUP_WORLD_SIZE);
+        if (options.ranksPerHost() <= 0 && nodes != null && nodes.trim().matches("[0-9]{1,6}")
+                && (long) perHost * Integer.parseInt(nodes.trim()) != world) {
+            // Every host sees this (not only those whose count does not divide WORLD_SIZE), so all fail at once.
+            throw new IllegalArgumentException("the hier backend needs the same number of ranks on every host, but "
+                    + LaunchEnvironment.WORLD_SIZE + "=" + world + " ranks on " + LaunchEnvironment.GROUP_WORLD_SIZE + "="
+                    + nodes.trim() + " hosts with " + LaunchEnvironment.LOCAL_WORLD_SIZE + "=" + perHost
+                    + " here; use --distributed-backend gloo (or auto, which picks it for such a layout)");
+        }
         if (world % perHost != 0) {
             throw new IllegalArgumentException("the hier backend needs the same number of ranks on every host, but "
                     + LaunchEnvironment.WORLD_SIZE + "=" + world + " is not a multiple of "

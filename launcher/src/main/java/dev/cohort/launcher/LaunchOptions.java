@@ -44,11 +44,18 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
         return new Builder();
     }
 
+    /**
+     * The world size if every node runs {@code nprocPerNode} workers. Across nodes the nodes may
+     * run different numbers, and node 0 tells each launcher the real world and its ranks.
+     */
     public int worldSize() {
         return nnodes * nprocPerNode;
     }
 
-    /** Global rank of local worker {@code localRank}: nodes hold consecutive blocks of ranks. */
+    /**
+     * Global rank of local worker {@code localRank} if every node runs {@code nprocPerNode}
+     * workers (see {@link #worldSize()}): nodes hold consecutive blocks of ranks.
+     */
     public int globalRank(int localRank) {
         return nodeRank * nprocPerNode + localRank;
     }

@@ -110,7 +110,7 @@ public final class Launcher implements AutoCloseable {
             }
             if (options.nnodes() > 1) {
                 server = new ControlServer(options.controlPort(), options.runId(), options.nnodes(),
-                        options.nprocPerNode(), options.maxRestarts(), options.joinTimeout());
+                        options.maxRestarts(), options.joinTimeout());
             }
         }
         guard = OrphanGuard.start();
@@ -172,10 +172,11 @@ public final class Launcher implements AutoCloseable {
                 round = start.round();
                 reported = false;
                 finished = 0;
+                NodePlacement placement = placement();
                 if (round == 0) {
                     console.message("starting " + options.nprocPerNode() + " worker(s) (ranks "
-                            + options.globalRank(0) + ".." + options.globalRank(options.nprocPerNode() - 1) + " of "
-                            + options.worldSize() + "), " + program.description() + ", master "
+                            + placement.globalRank(0) + ".." + placement.globalRank(options.nprocPerNode() - 1) + " of "
+                            + placement.worldSize() + "), " + program.description() + ", master "
                             + options.masterAddr() + ":" + masterPort);
                     console.message(ComputeThreads.describe(threads, cores, options.nprocPerNode()));
                     console.message(backendDefault());
@@ -187,16 +188,14 @@ public final class Launcher implements AutoCloseable {
                 if (!inheritedEnvironment().containsKey(Backends.ENV_BACKEND)) {
                     env.put(Backends.ENV_BACKEND, Backends.AUTO);
                 }
-                if (job != null) {
-                    env.put(Backends.ENV_OLDEST_JDK, Integer.toString(job.oldestJdk()));
-                }
+                env.putAll(jobVariables());
                 int r = round;
                 try {
                     synchronized (lock) {
                         if (stopRequested) {
                             continue;
                         }
-                        group = WorkerGroup.start(options, masterPort, program, round, env, console, guard,
+                        group = WorkerGroup.start(options, placement, masterPort, program, round, env, console, guard,
                                 (local, code) -> events.add(new WorkerExited(r, local, code)));
                     }
                 } catch (IOException e) {
@@ -245,18 +244,34 @@ public final class Launcher implements AutoCloseable {
         if (set != null) {
             return "workers that choose no --distributed-backend use " + Backends.ENV_BACKEND + "=" + set;
         }
-        Map<String, String> first = Map.of(LaunchEnvironment.RANK, Integer.toString(options.globalRank(0)),
-                LaunchEnvironment.WORLD_SIZE, Integer.toString(options.worldSize()),
+        NodePlacement placement = placement();
+        Map<String, String> env = new java.util.HashMap<>(Map.of(
+                LaunchEnvironment.RANK, Integer.toString(placement.globalRank(0)),
+                LaunchEnvironment.WORLD_SIZE, Integer.toString(placement.worldSize()),
                 LaunchEnvironment.LOCAL_RANK, "0",
                 LaunchEnvironment.LOCAL_WORLD_SIZE, Integer.toString(options.nprocPerNode()),
-                LaunchEnvironment.GROUP_RANK, Integer.toString(options.nodeRank()));
-        Map<String, String> env = new java.util.HashMap<>(first);
-        if (job != null) {
-            env.put(Backends.ENV_OLDEST_JDK, Integer.toString(job.oldestJdk()));
-        }
+                LaunchEnvironment.GROUP_RANK, Integer.toString(options.nodeRank())));
+        env.putAll(jobVariables());
         Backends.AutoChoice auto = Backends.auto(env, Runtime.version().feature());
         return "workers that choose no --distributed-backend, or auto, use " + auto.backend() + " (" + auto.reason()
                 + "; " + Backends.ENV_BACKEND + "=" + Backends.AUTO + ")";
+    }
+
+    private NodePlacement placement() {
+        return job == null ? NodePlacement.of(options) : NodePlacement.of(options, job);
+    }
+
+    /**
+     * What workers learn of the whole job beyond the launch contract: the number of nodes, and
+     * across nodes the oldest JDK of any node (by which {@code auto} chooses, see {@link Command.Job}).
+     */
+    private Map<String, String> jobVariables() {
+        Map<String, String> vars = new java.util.HashMap<>();
+        vars.put(LaunchEnvironment.GROUP_WORLD_SIZE, Integer.toString(options.nnodes()));
+        if (job != null) {
+            vars.put(Backends.ENV_OLDEST_JDK, Integer.toString(job.oldestJdk()));
+        }
+        return vars;
     }
 
     private static String lastLines(WorkerFailure failure) {

@@ -47,17 +47,18 @@ final class WorkerGroup {
      * Starts {@code options.nprocPerNode()} workers for round {@code restart}. When one fails to
      * start, those already started are stopped and the exception is thrown.
      */
-    static WorkerGroup start(LaunchOptions options, int masterPort, WorkerProgram program, int restart,
+    static WorkerGroup start(LaunchOptions options, NodePlacement placement, int masterPort, WorkerProgram program,
+                             int restart,
                              Map<String, String> extraEnv, Console console, OrphanGuard guard,
                              BiConsumer<Integer, Integer> onExit) throws IOException {
         List<Worker> started = new ArrayList<>();
         Map<String, String> runContract = new LaunchEnvironment(options.masterAddr(), masterPort,
-                new Topology(0, options.worldSize(), 0, options.nprocPerNode(), options.nodeRank()), restart,
+                new Topology(0, placement.worldSize(), 0, options.nprocPerNode(), options.nodeRank()), restart,
                 options.runId()).toMap();
         try {
             for (int local = 0; local < options.nprocPerNode(); local++) {
-                int rank = options.globalRank(local);
-                Topology topology = new Topology(rank, options.worldSize(), local, options.nprocPerNode(),
+                int rank = placement.globalRank(local);
+                Topology topology = new Topology(rank, placement.worldSize(), local, options.nprocPerNode(),
                         options.nodeRank());
                 LaunchEnvironment contract = new LaunchEnvironment(options.masterAddr(), masterPort, topology, restart,
                         options.runId());

@@ -68,15 +68,16 @@ class MultiNodeTest {
     }
 
     private Process node(String ns, int nodeRank, List<String> options, String... workerArgs) throws IOException {
-        return node(ns, nodeRank, WorkerProgram.javaExecutable(), options, workerArgs);
+        return node(ns, nodeRank, WorkerProgram.javaExecutable(), 2, options, workerArgs);
     }
 
-    /** A node's launcher run by {@code java} (its workers run on the same JDK). */
-    private Process node(String ns, int nodeRank, String java, List<String> options, String... workerArgs)
+    /** A node's launcher of {@code workers} workers, run by {@code java} (its workers run on the same JDK). */
+    private Process node(String ns, int nodeRank, String java, int workers, List<String> options, String... workerArgs)
             throws IOException {
         List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", ns, java, "-cp",
                 System.getProperty("java.class.path"), LauncherMain.class.getName(), "--nnodes", "2", "--node-rank",
-                Integer.toString(nodeRank), "--nproc-per-node", "2", "--master-addr", MASTER, "--master-port", "29500",
+                Integer.toString(nodeRank), "--nproc-per-node", Integer.toString(workers), "--master-addr", MASTER,
+                "--master-port", "29500",
                 "--grace-period", "2", "--join-timeout", "30", "--run-id", "multi"));
         cmd.addAll(options);
         cmd.addAll(List.of("--", TestWorker.class.getName()));
@@ -125,8 +126,8 @@ class MultiNodeTest {
         String old = javaOfJdk(17, 21);
         String recent = javaOfJdk(22, 999);
         Assumptions.assumeTrue(old != null && recent != null, "needs a JDK 17-21 and a JDK >= 22 under /usr/lib/jvm");
-        Process n1 = node(NS1, 1, old, List.of(), "auto", dir.toString());
-        Process n0 = node(NS0, 0, recent, List.of(), "auto", dir.toString());
+        Process n1 = node(NS1, 1, old, 2, List.of(), "auto", dir.toString());
+        Process n0 = node(NS0, 0, recent, 2, List.of(), "auto", dir.toString());
         assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isZero();
         assertThat(awaitExit(n1, 1)).as("node 1 exit; output:\n%s", output(1)).isZero();
 
@@ -140,6 +141,27 @@ class MultiNodeTest {
         // Node 0's workers run on JDK 22 or newer and still choose gloo, saying why.
         assertThat(output(0)).contains("AUTO gloo (a node of this job runs its workers on JDK 17, which has no "
                 + "foreign-memory API for shared memory, so every node uses gloo; JDK >= 22 on every node would use hier)");
+    }
+
+    @Test
+    void nodesWithDifferentNumbersOfWorkersFormOneGroup() throws Exception {
+        // As torchrun allows: node 0 runs 2 workers, node 1 one; node 0 numbers the ranks, and
+        // auto picks gloo on both (hier needs the same number on every host).
+        Process n1 = node(NS1, 1, WorkerProgram.javaExecutable(), 1, List.of(), "auto", dir.toString());
+        Process n0 = node(NS0, 0, WorkerProgram.javaExecutable(), 2, List.of(), "auto", dir.toString());
+        assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isZero();
+        assertThat(awaitExit(n1, 1)).as("node 1 exit; output:\n%s", output(1)).isZero();
+
+        assertThat(output(0)).contains("starting 2 worker(s) (ranks 0..1 of 3)");
+        assertThat(output(1)).contains("starting 1 worker(s) (ranks 2..2 of 3)");
+        int[][] expected = {{0, 0, 0, 2}, {1, 0, 1, 2}, {2, 1, 0, 1}};   // rank, node, local rank, local world
+        for (int[] e : expected) {
+            String out = output(e[1]);
+            assertThat(envLine(out, e[0])).contains(" RANK=" + e[0] + " ", "WORLD_SIZE=3", "LOCAL_RANK=" + e[2],
+                    "LOCAL_WORLD_SIZE=" + e[3], "GROUP_RANK=" + e[1], "GROUP_WORLD_SIZE=2");
+            assertThat(out).contains("[rank " + e[0] + "] AUTO gloo (the 2 hosts run different numbers of workers ("
+                    + e[3] + " here, 3 in all)");
+        }
     }
 
     /** The {@code java} of a JDK under /usr/lib/jvm whose feature version is in [min, max], or null. */

@@ -30,6 +30,11 @@ public record LaunchEnvironment(String masterAddr, int masterPort, Topology topo
     public static final String LOCAL_RANK = "LOCAL_RANK";
     public static final String LOCAL_WORLD_SIZE = "LOCAL_WORLD_SIZE";
     public static final String GROUP_RANK = "GROUP_RANK";
+    /**
+     * The number of nodes (torchrun's name; optional: set by {@code ./cohort run}). Nodes may run
+     * different numbers of workers, so WORLD_SIZE need not be LOCAL_WORLD_SIZE times this.
+     */
+    public static final String GROUP_WORLD_SIZE = "GROUP_WORLD_SIZE";
     public static final String RESTART_COUNT = "COHORT_RESTART_COUNT";
     public static final String RUN_ID = "COHORT_RUN_ID";
     public static final String DEFAULT_RUN_ID = "cohort";

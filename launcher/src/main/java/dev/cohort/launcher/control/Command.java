@@ -1,14 +1,21 @@
 package dev.cohort.launcher.control;
 
+import java.util.List;
+
 /** What the referee tells every node's launcher to do. */
 public sealed interface Command {
 
     /**
      * What every node must know of the others before its workers start, sent once, before the
      * first {@link Start}: the oldest JDK any node runs its workers on ({@code oldestJdk}, on node
-     * {@code node}), by which {@code auto} chooses the same backend on every node.
+     * {@code node}), by which {@code auto} chooses the same backend on every node; and where each
+     * node's ranks begin ({@code firstRanks[k]} for node k; nodes may run different numbers of
+     * workers) in a world of {@code worldSize}.
      */
-    record Job(int oldestJdk, int node) implements Command {
+    record Job(int oldestJdk, int node, int worldSize, List<Integer> firstRanks) implements Command {
+        public Job {
+            firstRanks = List.copyOf(firstRanks);
+        }
     }
 
     /** Start the workers of round {@code round} (0 = first start, then the restart count). */

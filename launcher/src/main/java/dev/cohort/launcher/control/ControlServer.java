@@ -25,11 +25,11 @@ public final class ControlServer implements AutoCloseable {
     private final ServerSocket server;
     private final String runId;
     private final int nodes;
-    private final int nprocPerNode;
     private final Referee referee;
     private final Map<Integer, Wire> joined = new TreeMap<>();
-    /** The JDK feature version each joined node runs its workers on. */
+    /** The JDK feature version each joined node runs its workers on, and how many workers it runs. */
     private final Map<Integer, Integer> jdks = new TreeMap<>();
+    private final Map<Integer, Integer> workers = new TreeMap<>();
     private final ScheduledExecutorService timer;
     private boolean finished;
 
@@ -38,7 +38,7 @@ public final class ControlServer implements AutoCloseable {
      *
      * @throws IllegalArgumentException when the port is taken
      */
-    public ControlServer(int port, String runId, int nodes, int nprocPerNode, int maxRestarts, Duration joinTimeout) {
+    public ControlServer(int port, String runId, int nodes, int maxRestarts, Duration joinTimeout) {
         try {
             server = new ServerSocket();
             server.setReuseAddress(true);
@@ -49,7 +49,6 @@ public final class ControlServer implements AutoCloseable {
         }
         this.runId = runId;
         this.nodes = nodes;
-        this.nprocPerNode = nprocPerNode;
         this.referee = new Referee(nodes, maxRestarts);
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "cohort-control-timer"));
         timer.scheduleAtFixedRate(this::ping, Wire.PING_MILLIS, Wire.PING_MILLIS, TimeUnit.MILLISECONDS);
@@ -111,8 +110,8 @@ public final class ControlServer implements AutoCloseable {
             why = "--run-id " + f[1] + " differs from node 0's --run-id " + runId;
         } else if (!f[3].equals(Integer.toString(nodes))) {
             why = "--nnodes " + f[3] + " differs from node 0's --nnodes " + nodes;
-        } else if (!f[4].equals(Integer.toString(nprocPerNode))) {
-            why = "--nproc-per-node " + f[4] + " differs from node 0's --nproc-per-node " + nprocPerNode;
+        } else if (!f[4].matches("[1-9][0-9]{0,5}")) {
+            why = "--nproc-per-node " + f[4] + " is not a positive number";
         } else {
             node = Integer.parseInt(f[2]);
             synchronized (this) {
@@ -123,8 +122,9 @@ public final class ControlServer implements AutoCloseable {
                     wire.send("OK");
                     joined.put(node, wire);
                     jdks.put(node, Integer.parseInt(f[5]));
+                    workers.put(node, Integer.parseInt(f[4]));
                     if (joined.size() == nodes) {
-                        broadcast(List.of(oldestJdk(), referee.begin()));
+                        broadcast(List.of(job(), referee.begin()));
                     }
                     return node;
                 }
@@ -134,15 +134,21 @@ public final class ControlServer implements AutoCloseable {
         return -1;
     }
 
-    /** The oldest JDK the nodes run their workers on, and the first node that runs it. */
-    private Command.Job oldestJdk() {
+    /** The oldest JDK the nodes run their workers on (and the first node that runs it); the nodes' ranks, node by node. */
+    private Command.Job job() {
         Map.Entry<Integer, Integer> oldest = null;
         for (Map.Entry<Integer, Integer> e : jdks.entrySet()) {
             if (oldest == null || e.getValue() < oldest.getValue()) {
                 oldest = e;
             }
         }
-        return new Command.Job(oldest.getValue(), oldest.getKey());
+        List<Integer> first = new ArrayList<>();
+        int world = 0;
+        for (int n = 0; n < nodes; n++) {
+            first.add(world);
+            world += workers.get(n);
+        }
+        return new Command.Job(oldest.getValue(), oldest.getKey(), world, first);
     }
 
     private synchronized void onReport(Report report) {

@@ -1,5 +1,9 @@
 package dev.cohort.launcher.control;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Collectors;
+
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -14,7 +18,8 @@ import java.nio.charset.StandardCharsets;
  *
  * <pre>
  * node → node 0: HELLO runId node nnodes nprocPerNode jdk | DONE r | FAILED r code summary | STOPPED r | PING
- * node 0 → node: OK | ERROR message | JOB oldestJdk node | START r | STOP r | EXIT code message | PING
+ * node 0 → node: OK | ERROR message | JOB oldestJdk node worldSize first0,first1,... | START r | STOP r
+ *                 | EXIT code message | PING
  * </pre>
  */
 final class Wire implements AutoCloseable {
@@ -55,8 +60,14 @@ final class Wire implements AutoCloseable {
     static Command parseCommand(String line) {
         String[] f = line.split(" ", 3);
         switch (f[0]) {
-            case "JOB":
-                return new Command.Job(Integer.parseInt(f[1]), Integer.parseInt(f[2]));
+            case "JOB": {
+                String[] j = line.split(" ");
+                List<Integer> first = new ArrayList<>();
+                for (String r : j[4].split(",")) {
+                    first.add(Integer.parseInt(r));
+                }
+                return new Command.Job(Integer.parseInt(j[1]), Integer.parseInt(j[2]), Integer.parseInt(j[3]), first);
+            }
             case "START":
                 return new Command.Start(Integer.parseInt(f[1]));
             case "STOP":
@@ -70,7 +81,8 @@ final class Wire implements AutoCloseable {
 
     static String format(Command c) {
         if (c instanceof Command.Job j) {
-            return "JOB " + j.oldestJdk() + " " + j.node();
+            return "JOB " + j.oldestJdk() + " " + j.node() + " " + j.worldSize() + " "
+                    + j.firstRanks().stream().map(String::valueOf).collect(Collectors.joining(","));
         } else if (c instanceof Command.Start s) {
             return "START " + s.round();
         } else if (c instanceof Command.Stop s) {

@@ -85,7 +85,7 @@ public final class TestWorker {
     private static void printEnv(Map<String, String> env) {
         StringBuilder sb = new StringBuilder("ENV");
         for (String k : new String[] {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
-                "LOCAL_WORLD_SIZE", "GROUP_RANK", "COHORT_RESTART_COUNT", "COHORT_RUN_ID", "OMP_NUM_THREADS",
+                "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "COHORT_RESTART_COUNT", "COHORT_RUN_ID", "OMP_NUM_THREADS",
                 "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "COHORT_COMPUTE_THREADS", "COHORT_BACKEND",
                 "COHORT_OLDEST_JDK"}) {
             sb.append(' ').append(k).append('=').append(env.get(k));
