@@ -61,8 +61,7 @@ public final class Backends {
      * {@code jdk}, before checking what is on the class path: {@code none} for one worker (or no
      * launch environment); {@code shm} when all workers are on one host and {@code hier} (shm
      * within each host, Gloo between them) when they span several, on JDK 22 or newer; else
-     * {@code gloo}, also when the hosts run different numbers of workers (known from
-     * {@code GROUP_WORLD_SIZE}, the number of hosts). The JDK is the older of {@code jdk} and
+     * {@code gloo}. The JDK is the older of {@code jdk} and
      * {@value #ENV_OLDEST_JDK}, when set: every process must choose the same.
      */
     public static AutoChoice auto(Map<String, String> env, int jdk) {
@@ -84,15 +83,11 @@ public final class Backends {
                             + " would use " + (oneHost ? "shm" : "hier"));
         }
         String nodes = env.get(dev.cohort.core.env.LaunchEnvironment.GROUP_WORLD_SIZE);
-        if (!oneHost && nodes != null && nodes.trim().matches("[0-9]{1,6}")
-                && (long) t.localWorldSize() * Integer.parseInt(nodes.trim()) != t.worldSize()) {
-            return new AutoChoice("gloo", "the " + nodes.trim() + " hosts run different numbers of workers ("
-                    + t.localWorldSize() + " here, " + t.worldSize() + " in all), and hier needs the same number on "
-                    + "every host");
-        }
+        String hosts = nodes != null && nodes.trim().matches("[0-9]{1,6}") ? nodes.trim()
+                : t.worldSize() % t.localWorldSize() == 0 ? Integer.toString(t.worldSize() / t.localWorldSize()) : "several";
         return oneHost
                 ? new AutoChoice("shm", "all " + t.worldSize() + " workers on one host: shared memory")
-                : new AutoChoice("hier", t.worldSize() + " workers on " + (t.worldSize() / t.localWorldSize())
+                : new AutoChoice("hier", t.worldSize() + " workers on " + hosts
                         + " hosts: shared memory within each host, Gloo between hosts");
     }
 

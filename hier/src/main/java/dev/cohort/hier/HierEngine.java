@@ -35,27 +35,12 @@ public final class HierEngine {
         Topology launched = LaunchEnvironment.parseTopology(env);
         int world = launched.worldSize();
         int perHost = options.ranksPerHost() > 0 ? options.ranksPerHost() : launched.localWorldSize();
-        String nodes = env.get(LaunchEnvironment.GROUP_WORLD_SIZE);
-        if (options.ranksPerHost() <= 0 && nodes != null && nodes.trim().matches("[0-9]{1,6}")
-                && (long) perHost * Integer.parseInt(nodes.trim()) != world) {
-            // Every host sees this (not only those whose count does not divide WORLD_SIZE), so all fail at once.
-            throw new IllegalArgumentException("the hier backend needs the same number of ranks on every host, but "
-                    + LaunchEnvironment.WORLD_SIZE + "=" + world + " ranks on " + LaunchEnvironment.GROUP_WORLD_SIZE + "="
-                    + nodes.trim() + " hosts with " + LaunchEnvironment.LOCAL_WORLD_SIZE + "=" + perHost
-                    + " here; use --distributed-backend gloo (or auto, which picks it for such a layout)");
-        }
-        if (world % perHost != 0) {
-            throw new IllegalArgumentException("the hier backend needs the same number of ranks on every host, but "
-                    + LaunchEnvironment.WORLD_SIZE + "=" + world + " is not a multiple of "
-                    + (options.ranksPerHost() > 0 ? "--hier-ranks-per-host" : LaunchEnvironment.LOCAL_WORLD_SIZE)
-                    + "=" + perHost);
-        }
-        int hosts = world / perHost;
+        int hosts = hostCount(options, env, world, perHost);
         int host = options.ranksPerHost() > 0 ? launched.rank() / perHost : launched.nodeRank();
         int local = options.ranksPerHost() > 0 ? launched.rank() % perHost : launched.localRank();
         if (host >= hosts) {
-            throw new IllegalArgumentException(LaunchEnvironment.GROUP_RANK + "=" + host + " but " + world + " ranks of "
-                    + perHost + " per host make " + hosts + " host(s), numbered from 0");
+            throw new IllegalArgumentException(LaunchEnvironment.GROUP_RANK + "=" + host + " but the job has " + hosts
+                    + " host(s), numbered from 0");
         }
         Topology topology = new Topology(launched.rank(), world, local, perHost, host);
         String who = "hier rank " + topology.rank() + " of " + world + " (host " + host + ", local rank " + local + ")";
@@ -93,6 +78,35 @@ public final class HierEngine {
     }
 
     /**
+     * How many hosts the job has: {@code GROUP_WORLD_SIZE} when set (hosts may then run different
+     * numbers of ranks), else WORLD_SIZE over the ranks per host, which must then be the same on
+     * every host.
+     */
+    private static int hostCount(HierOptions options, Map<String, String> env, int world, int perHost) {
+        String nodes = env.get(LaunchEnvironment.GROUP_WORLD_SIZE);
+        if (options.ranksPerHost() <= 0 && nodes != null && !nodes.isBlank()) {
+            int hosts;
+            try {
+                hosts = Integer.parseInt(nodes.trim());
+            } catch (NumberFormatException e) {
+                hosts = 0;
+            }
+            if (hosts < 1 || hosts > world) {
+                throw new IllegalArgumentException(LaunchEnvironment.GROUP_WORLD_SIZE + "='" + nodes + "' must be a "
+                        + "number of hosts in [1, WORLD_SIZE=" + world + "]");
+            }
+            return hosts;
+        }
+        if (world % perHost != 0) {
+            throw new IllegalArgumentException("WORLD_SIZE=" + world + " is not a multiple of "
+                    + (options.ranksPerHost() > 0 ? "--hier-ranks-per-host" : LaunchEnvironment.LOCAL_WORLD_SIZE)
+                    + "=" + perHost + ": hosts run different numbers of ranks, and then the hier backend needs "
+                    + LaunchEnvironment.GROUP_WORLD_SIZE + " (the number of hosts; ./cohort run sets it)");
+        }
+        return world / perHost;
+    }
+
+    /**
      * The leaders' Gloo group: a gloo backend whose launch environment holds only the leaders,
      * leader k as rank k on a single "node" (so Gloo builds no second group).
      */
@@ -117,19 +131,45 @@ public final class HierEngine {
         }
     }
 
-    /** Where every rank lives: gathered within each host, then between the leaders, then broadcast. */
+    /**
+     * Where every rank lives: gathered within each host, then between the leaders (each host's
+     * size, then its ranks), then broadcast within each host as one array: the sizes, then the
+     * ranks host by host.
+     */
     private static HostLayout exchangeRanks(Stages stages, Topology topology, long deadline) {
         String call = "exchanging ranks";
+        int hosts = stages.hosts;
         long[] hostRanks = new long[topology.localWorldSize()];
         stages.withinHost(call, deadline, g -> g.allgather(DenseBuffer.of(new long[] {topology.rank()}),
                 DenseBuffer.of(hostRanks)));
-        long[] all = stages.hosts == 1 ? hostRanks : new long[topology.worldSize()];
-        stages.betweenHosts(call, deadline, g -> g.allgather(DenseBuffer.of(hostRanks), DenseBuffer.of(all)).await());
-        if (stages.hosts > 1) {
-            stages.withinHost(call, deadline, g -> g.broadcast(DenseBuffer.of(all), 0));
+        long[] layout = new long[hosts + topology.worldSize()];
+        if (hosts == 1) {
+            layout[0] = hostRanks.length;
+            System.arraycopy(hostRanks, 0, layout, 1, hostRanks.length);
+        }
+        stages.betweenHosts(call, deadline, g -> {
+            long[] sizes = new long[hosts];
+            g.allgather(DenseBuffer.of(new long[] {hostRanks.length}), DenseBuffer.of(sizes)).await();
+            int[] counts = new int[hosts];
+            long total = 0;
+            for (int k = 0; k < hosts; k++) {
+                counts[k] = (int) sizes[k];
+                total += sizes[k];
+            }
+            if (total != topology.worldSize()) {
+                throw new IllegalArgumentException(stages.who + ": the hosts run " + java.util.Arrays.toString(sizes)
+                        + " ranks, " + total + " in all, not WORLD_SIZE=" + topology.worldSize());
+            }
+            System.arraycopy(sizes, 0, layout, 0, hosts);
+            g.allgatherv(DenseBuffer.of(hostRanks), DenseBuffer.of(layout, hosts, topology.worldSize()), counts)
+                    .await();
+        });
+        if (hosts > 1) {
+            stages.withinHost(call, deadline, g -> g.broadcast(DenseBuffer.of(layout), 0));
         }
         try {
-            return HostLayout.of(stages.hosts, topology.localWorldSize(), all);
+            return HostLayout.of(java.util.Arrays.copyOf(layout, hosts),
+                    java.util.Arrays.copyOfRange(layout, hosts, layout.length));
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(stages.who + ": inconsistent launch environments: " + e.getMessage(), e);
         }

@@ -29,8 +29,8 @@ import java.util.Optional;
  *   then the leader moves each rank's block to its place in global rank order (a host's ranks
  *   need not be contiguous) and broadcasts the result within the host.
  * <li>reduce-scatter: allreduce of a copy of the input within the host; when each host's ranks
- *   are contiguous, reduce-scatter of host-sized blocks between hosts and broadcast of the host's
- *   block within it, else the allreduce above; each rank keeps its block.
+ *   are contiguous and every host runs as many, reduce-scatter of host-sized blocks between hosts
+ *   and broadcast of the host's block within it, else the allreduce above; each rank keeps its block.
  * <li>barrier: barrier within the host, barrier between hosts, and the verdict releases the rest.
  * </ul>
  * With one host only the stages within it run (the allgathers still put the blocks in global
@@ -129,10 +129,10 @@ final class HierProcessGroup extends AbstractProcessGroup {
 
     /** allgather ({@code uniform}) and allgatherv: {@code counts} by global rank. */
     private void gather(String d, DenseBuffer input, DenseBuffer output, int[] counts, boolean uniform, long deadline) {
-        int[] hostCounts = new int[layout.perHost];
+        int[] hostCounts = new int[layout.sizeOf(stages.host)];
         int[] hostTotals = new int[layout.hosts];
         for (int k = 0; k < layout.hosts; k++) {
-            for (int j = 0; j < layout.perHost; j++) {
+            for (int j = 0; j < layout.sizeOf(k); j++) {
                 int c = counts[layout.globalRank(k, j)];
                 hostTotals[k] += c;
                 if (k == stages.host) {
@@ -153,7 +153,8 @@ final class HierProcessGroup extends AbstractProcessGroup {
         }
         stages.betweenHostsThenShare(d, deadline, g -> {
             DenseBuffer all = layout.hostMajor ? output : gathered.take(type, output.count());
-            (uniform ? g.allgather(hostBlock, all) : g.allgatherv(hostBlock, all, hostTotals)).await();
+            // Hosts of different sizes contribute blocks of different sizes, even to an allgather.
+            (uniform && layout.uniform ? g.allgather(hostBlock, all) : g.allgatherv(hostBlock, all, hostTotals)).await();
             if (!layout.hostMajor) {
                 toRankOrder(all, output, counts);
             }
@@ -168,7 +169,7 @@ final class HierProcessGroup extends AbstractProcessGroup {
         }
         int at = 0;
         for (int k = 0; k < layout.hosts; k++) {
-            for (int j = 0; j < layout.perHost; j++) {
+            for (int j = 0; j < layout.sizeOf(k); j++) {
                 int r = layout.globalRank(k, j);
                 output.slice(offsets[r], counts[r]).copyFrom(hostMajor.slice(at, counts[r]));
                 at += counts[r];
@@ -179,14 +180,14 @@ final class HierProcessGroup extends AbstractProcessGroup {
     private void reduceScatter(String d, DenseBuffer input, DenseBuffer output, ReduceOp op, long deadline) {
         DenseBuffer all = reduced.take(input.dataType(), input.count());
         all.copyFrom(input);
-        if (layout.hosts == 1 || !layout.hostMajor) {
+        if (layout.hosts == 1 || !layout.hostMajor || !layout.uniform) {
             allreduce(d, all, op, deadline);
             output.copyFrom(all.slice(rank() * output.count(), output.count()));
             return;
         }
         // Host k's ranks hold blocks k*m .. k*m+m-1: the leaders reduce-scatter host-sized blocks.
         ReduceOp partial = op == ReduceOp.AVG ? ReduceOp.SUM : op;
-        int hostBlock = layout.perHost * output.count();
+        int hostBlock = layout.sizeOf(stages.host) * output.count();
         DenseBuffer mine = gathered.take(input.dataType(), hostBlock);
         stages.withinHost(d, deadline, g -> g.allreduce(all, partial));
         stages.betweenHostsThenShare(d, deadline, g -> {

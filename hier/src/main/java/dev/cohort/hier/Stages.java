@@ -302,7 +302,7 @@ final class Stages {
                 if (betweenHosts) {
                     global.append(k < l.hosts ? "global rank " + l.globalRank(k, 0) + " (leader of host " + k + ")" : "?");
                 } else {
-                    global.append(k < l.perHost ? "global rank " + l.globalRank(host, k) : "?");
+                    global.append(k < l.sizeOf(host) ? "global rank " + l.globalRank(host, k) : "?");
                 }
             }
             m.appendReplacement(out, Matcher.quoteReplacement(m.group() + " (" + global + ")"));

@@ -115,6 +115,27 @@ class HierProcessesTest {
 
     @Test
     @Timeout(value = 200, unit = TimeUnit.SECONDS)
+    void hostsThatRunDifferentNumbersOfRanks() {
+        // Host 0 runs rank 1 alone, host 1 ranks 0 and 2 (GROUP_WORLD_SIZE=2 says how many hosts):
+        // uneven and interleaved at once; reduce-scatter takes its general path.
+        String run = runId("uneven");
+        int port = JvmWorkers.freePort();
+        int[] host = {1, 0, 1};
+        int[] local = {0, 0, 1};
+        List<Result> results = run(3, r -> command("conformance-small"), r -> {
+            Map<String, String> env = env(run, port, r, 3, host[r] == 0 ? 1 : 2, host[r], local[r]);
+            env.put("GROUP_WORLD_SIZE", "2");
+            return env;
+        }, tmp, Duration.ofSeconds(180));
+        assertAllOk(results);
+        assertThat(results.get(1).output()).contains("NODE 0 RANKS [1]");
+        assertThat(results.get(2).output()).contains("NODE 1 RANKS [0, 2]")
+                .contains("TOPOLOGY Topology[rank=2, worldSize=3, localRank=1, localWorldSize=2, nodeRank=1]");
+        assertThat(leftovers(run)).isEmpty();
+    }
+
+    @Test
+    @Timeout(value = 200, unit = TimeUnit.SECONDS)
     void hostsSimulatedWithRanksPerHostOnALaunchOfOneNode() {
         String run = runId("simulated");
         int port = JvmWorkers.freePort();
