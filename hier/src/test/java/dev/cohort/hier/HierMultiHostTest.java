@@ -49,4 +49,33 @@ class HierMultiHostTest {
         }
         assertThat(HierProcessesTest.leftovers(run)).isEmpty();
     }
+
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void hostsOfTwoRanksAndOneAcrossNamespaces() {
+        // Host 0 runs ranks 0 and 1, host 1 rank 2 alone: its shm group has one rank, and the
+        // leaders' allgathers carry blocks of different sizes across the veth pair.
+        String why = TwoHosts.unavailableReason();
+        assumeTrue(why == null, () -> "skipped: cannot create network namespaces here: " + why);
+        String run = HierProcessesTest.runId("netns-uneven");
+        try (TwoHosts hosts = TwoHosts.create()) {
+            int port = 29_400 + (int) (ProcessHandle.current().pid() % 500) + 1;
+            List<Result> results = JvmWorkers.run(3,
+                    r -> hosts.on(r / 2, HierProcessesTest.command("conformance-small")),
+                    r -> {
+                        Map<String, String> env = new java.util.HashMap<>(
+                                HierProcessesTest.env(run, port, r, 3, r < 2 ? 2 : 1, r / 2, r % 2));
+                        env.put("MASTER_ADDR", TwoHosts.ADDRESS_A);
+                        env.put("GROUP_WORLD_SIZE", "2");
+                        return env;
+                    },
+                    tmp, Duration.ofSeconds(220));
+            HierProcessesTest.assertAllOk(results);
+            assertThat(results.get(2).output())
+                    .contains("TOPOLOGY Topology[rank=2, worldSize=3, localRank=0, localWorldSize=1, nodeRank=1]")
+                    .contains("NODE 1 RANKS [2]");
+            assertThat(results.get(0).output()).contains("NODE 0 RANKS [0, 1]");
+        }
+        assertThat(HierProcessesTest.leftovers(run)).isEmpty();
+    }
 }
