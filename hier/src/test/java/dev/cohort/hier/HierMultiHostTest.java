@@ -24,6 +24,26 @@ class HierMultiHostTest {
     @TempDir
     Path tmp;
 
+    /**
+     * Runs worker {@code mode} with {@code ranks[k]} ranks on host k (host 0's first), rank 0's
+     * store at host 0's address; port {@code portOffset} keeps the tests of one JVM apart.
+     */
+    private List<Result> runOnTwoHosts(TwoHosts hosts, String run, int portOffset, String mode, int[] ranks) {
+        int port = 29_400 + (int) (ProcessHandle.current().pid() % 500) + portOffset;
+        int world = ranks[0] + ranks[1];
+        return JvmWorkers.run(world,
+                r -> hosts.on(r < ranks[0] ? 0 : 1, HierProcessesTest.command(mode)),
+                r -> {
+                    int host = r < ranks[0] ? 0 : 1;
+                    Map<String, String> env = new java.util.HashMap<>(HierProcessesTest.env(run, port, r, world,
+                            ranks[host], host, host == 0 ? r : r - ranks[0]));
+                    env.put("MASTER_ADDR", TwoHosts.ADDRESS_A);
+                    env.put("GROUP_WORLD_SIZE", "2");
+                    return env;
+                },
+                tmp, Duration.ofSeconds(220));
+    }
+
     @Test
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void conformanceAcrossTwoNamespacedHosts() {
@@ -31,16 +51,7 @@ class HierMultiHostTest {
         assumeTrue(why == null, () -> "skipped: cannot create network namespaces here: " + why);
         String run = HierProcessesTest.runId("netns");
         try (TwoHosts hosts = TwoHosts.create()) {
-            int port = 29_400 + (int) (ProcessHandle.current().pid() % 500);
-            List<Result> results = JvmWorkers.run(4,
-                    r -> hosts.on(r / 2, HierProcessesTest.command("conformance")),
-                    r -> {
-                        Map<String, String> env = new java.util.HashMap<>(
-                                HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2));
-                        env.put("MASTER_ADDR", TwoHosts.ADDRESS_A);
-                        return env;
-                    },
-                    tmp, Duration.ofSeconds(220));
+            List<Result> results = runOnTwoHosts(hosts, run, 0, "conformance", new int[] {2, 2});
             HierProcessesTest.assertAllOk(results);
             assertThat(results.get(2).output())
                     .contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
@@ -59,17 +70,7 @@ class HierMultiHostTest {
         assumeTrue(why == null, () -> "skipped: cannot create network namespaces here: " + why);
         String run = HierProcessesTest.runId("netns-uneven");
         try (TwoHosts hosts = TwoHosts.create()) {
-            int port = 29_400 + (int) (ProcessHandle.current().pid() % 500) + 1;
-            List<Result> results = JvmWorkers.run(3,
-                    r -> hosts.on(r / 2, HierProcessesTest.command("conformance-small")),
-                    r -> {
-                        Map<String, String> env = new java.util.HashMap<>(
-                                HierProcessesTest.env(run, port, r, 3, r < 2 ? 2 : 1, r / 2, r % 2));
-                        env.put("MASTER_ADDR", TwoHosts.ADDRESS_A);
-                        env.put("GROUP_WORLD_SIZE", "2");
-                        return env;
-                    },
-                    tmp, Duration.ofSeconds(220));
+            List<Result> results = runOnTwoHosts(hosts, run, 1, "conformance-small", new int[] {2, 1});
             HierProcessesTest.assertAllOk(results);
             assertThat(results.get(2).output())
                     .contains("TOPOLOGY Topology[rank=2, worldSize=3, localRank=0, localWorldSize=1, nodeRank=1]")
