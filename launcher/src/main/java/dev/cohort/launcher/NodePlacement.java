@@ -3,20 +3,18 @@ package dev.cohort.launcher;
 import dev.cohort.launcher.control.Command;
 
 /**
- * Where this node's workers sit in the job: {@code workers} consecutive global ranks from
- * {@code firstRank}, in a world of {@code worldSize} ranks on {@code nodes} nodes. On one node it
- * follows from the options; across nodes node 0 says ({@link Command.Job}), because nodes may run
- * different numbers of workers.
+ * Where this node's workers sit in the job: consecutive global ranks from {@code firstRank}, in a
+ * world of {@code worldSize} ranks. On one node it follows from the options; across nodes node 0
+ * says ({@link Command.Job}), because nodes may run different numbers of workers.
  */
-record NodePlacement(int worldSize, int nodes, int firstRank, int workers) {
+record NodePlacement(int worldSize, int firstRank) {
 
     static NodePlacement of(LaunchOptions options) {
-        return new NodePlacement(options.worldSize(), options.nnodes(), options.globalRank(0), options.nprocPerNode());
+        return new NodePlacement(options.worldSize(), options.globalRank(0));
     }
 
     static NodePlacement of(LaunchOptions options, Command.Job job) {
-        return new NodePlacement(job.worldSize(), options.nnodes(), job.firstRanks().get(options.nodeRank()),
-                options.nprocPerNode());
+        return new NodePlacement(job.worldSize(), job.firstRanks().get(options.nodeRank()));
     }
 
     int globalRank(int localRank) {
