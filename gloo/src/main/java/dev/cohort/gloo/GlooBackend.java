@@ -100,15 +100,16 @@ public final class GlooBackend extends DistributedBackend {
         try {
             Map<String, String> ranksByAddress = Membership.join(rendezvous.client(), rendezvous.toString(), topology,
                     deviceAddress(device), runScope, options.joinsAs(), connectTimeout);
+            Duration spin = options.spin(topology.localWorldSize());
             GlooProcessGroup world = group("gloo world", rendezvous.prefixed("cohort/" + runScope + "/world"), device,
-                    topology.rank(), topology.worldSize(), timeout, connectTimeout, ranksByAddress);
+                    topology.rank(), topology.worldSize(), timeout, connectTimeout, ranksByAddress, spin);
             world.watchStalls(new StallWatch(rendezvous.client().clone(), "cohort/" + runScope + "/issued/",
                     topology.rank(), topology.worldSize(), options.stallTime()));
             // On one node the node group is the world: no second Gloo group and its threads.
             GlooProcessGroup node = topology.localWorldSize() == topology.worldSize() ? world
                     : group("gloo node " + topology.nodeRank(),
                             rendezvous.prefixed("cohort/" + runScope + "/node-" + topology.nodeRank()), device,
-                            topology.localRank(), topology.localWorldSize(), timeout, connectTimeout, ranksByAddress);
+                            topology.localRank(), topology.localWorldSize(), timeout, connectTimeout, ranksByAddress, spin);
             JobNotes jobNotes = new JobNotes(rendezvous.client().clone(), "cohort/" + runScope + "/note/");
             notes = jobNotes;
             Rendezvous store = rendezvous;
@@ -135,7 +136,7 @@ public final class GlooBackend extends DistributedBackend {
     }
 
     private GlooProcessGroup group(String label, Store store, Device device, int rank, int size, Duration timeout,
-                                   Duration connectTimeout, Map<String, String> ranksByAddress) {
+                                   Duration connectTimeout, Map<String, String> ranksByAddress, Duration spin) {
         ProcessGroupGloo.Options o = ProcessGroupGloo.Options.create(new Milliseconds(connectTimeout.toMillis()));
         o.devices(new GlooDeviceVector(device));
         ProcessGroupGloo pg;
@@ -149,7 +150,7 @@ public final class GlooBackend extends DistributedBackend {
         PeerMesh mesh = null;
         if (options.consistencyCheck() && size > 1) {
             try {
-                mesh = PeerMesh.connect(store, "peer-mesh/", rank, size, meshAddress(device), connectTimeout,
+                mesh = PeerMesh.connect(store, "peer-mesh/", rank, size, meshAddress(device), connectTimeout, spin,
                         label + " rank " + rank + " of " + size);
             } catch (RuntimeException e) {
                 LibTorch.release(pg);

@@ -31,9 +31,15 @@ import org.bytedeco.pytorch.StringVector;
  * than the receiver expects, and silently mixes data when ranks reduce with different operations.
  * So a call is issued to Gloo only after every rank's signature arrived and matched. The cost is
  * one small message to each peer and the wait for theirs — which a collective waits for anyway,
- * because it cannot finish before the last rank joins. A rank that finds a signature missing
- * sleeps in a selector at once: spinning was measured to be slower (65 µs against 10 µs median
- * for a 2-rank exchange on a 2-core machine), because a spinning rank takes the CPU its peer needs.
+ * because it cannot finish before the last rank joins.
+ *
+ * <p>Waiting: a rank whose peers' bytes have not come keeps polling its connections for
+ * {@code spin} (--gloo-spin-us) after the last byte moved, then sleeps in a selector until more
+ * arrive. Waking from the selector took 20-60 us on a 2-core machine; with 50 us of polling a
+ * 4 KiB allreduce of 2 ranks took 8-11 us instead of 21-61. Polling takes the CPU, so it is off
+ * by default where a host runs more ranks than it has CPUs (a rank polling there would take the
+ * CPU its peer needs: an early measurement on that machine, before polling was bounded, found a
+ * 2-rank exchange 65 us against 10 us).
  *
  * <p>Wiring: each rank listens on an ephemeral port of the address Gloo uses, publishes it in the
  * group's store, connects to every lower rank and accepts every higher one; a connection opens with
@@ -70,10 +76,13 @@ final class PeerMesh implements AutoCloseable {
     private final ByteBuffer[] writePair = new ByteBuffer[2];
     private final ByteBuffer[] readPair = new ByteBuffer[2];
     private final Selector selector;
+    /** How long a rank polls its connections after the last byte moved before it sleeps in the selector. */
+    private final long spinNanos;
     private int payloadMismatch = -1;
 
-    private PeerMesh(int rank, int size, SocketChannel[] peers) throws IOException {
+    private PeerMesh(int rank, int size, SocketChannel[] peers, Duration spin) throws IOException {
         this.rank = rank;
+        this.spinNanos = spin.toNanos();
         this.size = size;
         this.peers = peers;
         this.inbound = new ByteBuffer[size];
@@ -101,7 +110,7 @@ final class PeerMesh implements AutoCloseable {
      * {@code key + rank}. Fails with a {@link GlooConnectException} after {@code timeout}.
      */
     static PeerMesh connect(Store store, String key, int rank, int size, InetAddress address,
-                                 Duration timeout, String who) {
+                                 Duration timeout, Duration spin, String who) {
         long deadline = System.nanoTime() + timeout.toNanos();
         SocketChannel[] peers = new SocketChannel[size];
         try (ServerSocketChannel server = ServerSocketChannel.open()) {
@@ -112,7 +121,7 @@ final class PeerMesh implements AutoCloseable {
                 peers[j] = dial(store, key, j, rank, size, deadline, who);
             }
             accept(server, peers, rank, size, deadline, who);
-            return new PeerMesh(rank, size, peers);
+            return new PeerMesh(rank, size, peers, spin);
         } catch (IOException | RuntimeException e) {
             for (SocketChannel p : peers) {
                 closeQuietly(p);
@@ -242,6 +251,7 @@ final class PeerMesh implements AutoCloseable {
             }
         }
         long start = System.nanoTime();
+        long lastMoved = start;
         boolean reported = false;
         boolean agreed = false;
         payloadMismatch = -1;
@@ -280,12 +290,17 @@ final class PeerMesh implements AutoCloseable {
             if (!pending) {
                 return true;
             }
+            long now = System.nanoTime();
             if (moved) {
+                lastMoved = now;
                 continue;
             }
-            long now = System.nanoTime();
             if (now >= deadlineNanos) {
                 throw new CollectiveTimeoutException(what + " timed out: " + waitingFor());
+            }
+            if (now - lastMoved < spinNanos) {
+                Thread.onSpinWait();
+                continue;
             }
             long wake = deadlineNanos;
             if (stall != null && !reported) {

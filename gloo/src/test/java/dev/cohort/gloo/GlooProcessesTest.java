@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** The conformance suite on Gloo with one JVM per rank, rendezvous through the environment. */
@@ -57,6 +58,17 @@ class GlooProcessesTest {
     void conformanceSuitePassesAcrossProcesses(int world) {
         List<Result> results = runAllOk(world, world, List.of(), "conformance", 220);
         assertThat(results.get(0).output()).contains("TOPOLOGY Topology[rank=0, worldSize=" + world);
+    }
+
+    /**
+     * By default a waiting rank polls its connections where every rank has a CPU (world 2 here)
+     * and sleeps at once where not (3 and 4 here): each world also the other way.
+     */
+    @ParameterizedTest(name = "world {0}, polling {1} us")
+    @CsvSource({"2, 0", "3, 50"})
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void conformanceSuitePassesWithAndWithoutPolling(int world, int spinMicros) {
+        runAllOk(world, world, List.of("-Dcohort.test.glooSpinUs=" + spinMicros), "conformance", 220);
     }
 
     @ParameterizedTest(name = "world {0}")

@@ -101,6 +101,10 @@ public final class GlooWorker {
     public static void main(String[] args) {
         String mode = args.length > 0 ? args[0] : "conformance";
         GlooOptions options = new GlooOptions().timeout(Duration.ofSeconds(60)).connectTimeout(Duration.ofSeconds(60));
+        Long spinMicros = Long.getLong("cohort.test.glooSpinUs");
+        if (spinMicros != null) {
+            options.spin(Duration.ofNanos(spinMicros * 1000));
+        }
         if (args.length > 1 && args[1].startsWith("file:")) {
             options.rendezvous(args[1]);
         }
