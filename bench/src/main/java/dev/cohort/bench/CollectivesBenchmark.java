@@ -1,6 +1,5 @@
 package dev.cohort.bench;
 
-import dev.cohort.core.BackendChoice;
 import dev.cohort.core.Backends;
 import dev.cohort.core.DistributedBackend;
 import dev.cohort.core.collective.BufferAllocator;
@@ -23,6 +22,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -81,6 +81,9 @@ final class CollectivesBenchmark implements Callable<Integer> {
             + "arena, reduced in place: nothing copied in or out).")
     boolean inPlace;
 
+    @Mixin
+    Nodes nodes = new Nodes();
+
     @Override
     public Integer call() throws Exception {
         if (world < 1) {
@@ -90,6 +93,9 @@ final class CollectivesBenchmark implements Callable<Integer> {
         Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-collectives", ".json");
         String name = backend.toLowerCase(Locale.ROOT);
         if (name.equals(ThreadsBackend.NAME)) {
+            if (nodes.nnodes > 1) {
+                throw new IllegalArgumentException("the threads backend runs in one JVM; --nnodes needs a process backend");
+            }
             ThreadsWorld threads = new ThreadsWorld(world);
             threads.runAll(rank -> {
                 runRank(threads.group(rank), ThreadsBackend.NAME, sizeList, out, inPlace, warmupMs);
@@ -103,8 +109,8 @@ final class CollectivesBenchmark implements Callable<Integer> {
                     "--sizes", join(sizeList), "--json", out.toString(), "--in-place=" + inPlace,
                     "--warmup-ms", Integer.toString(warmupMs)));
             engineOptions.forEach(o -> workerArgs.add("--engine-option=" + o));
-            int rc = Workers.launch(world, backend, workerArgs);
-            if (rc != 0) {
+            int rc = Workers.launch(world, nodes, backend, workerArgs);
+            if (rc != 0 || !nodes.reports()) {
                 return rc;
             }
         }
@@ -130,22 +136,12 @@ final class CollectivesBenchmark implements Callable<Integer> {
 
         @Override
         public Integer call() {
-            CommandLine engineCli = new CommandLine(new EngineOptions());
-            BackendChoice choice = Backends.addOptions(engineCli);
-            List<String> args = new ArrayList<>(List.of("--distributed-backend", backend));
-            args.addAll(engineOptions);
-            engineCli.parseArgs(args.toArray(String[]::new));
-            try (DistributedBackend b = choice.backend()) {
+            try (DistributedBackend b = Engines.open(backend, engineOptions)) {
                 b.initialize();
                 runRank(b.group(), b.name(), Sizes.parse(sizes), json, inPlace, warmupMs);
             }
             return 0;
         }
-    }
-
-    /** The command line the engine options are parsed on (the backends add theirs). */
-    @Command(name = "engine-options")
-    static final class EngineOptions {
     }
 
     /** Untimed calls made once before anything is timed, so the JIT has compiled the hot paths. */

@@ -2,13 +2,13 @@ package dev.cohort.bench;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.cohort.core.Backends;
 import dev.cohort.core.DistributeRequest;
 import dev.cohort.core.DistributedBackend;
 import dev.cohort.gloo.LibTorch;
 import dev.cohort.torch.TorchDistributor;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import org.bytedeco.javacpp.PointerScope;
@@ -21,6 +21,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -48,6 +49,12 @@ final class TrainBenchmark implements Callable<Integer> {
     Path json;
     @Option(names = "--no-overlap", description = "Average gradients only at the step, not during backward.")
     boolean noOverlap;
+    @Option(names = "--engine-option", paramLabel = "OPTION",
+            description = "An option for the engine in each worker, e.g. --engine-option=--gloo-spin-us=0 "
+                    + "(repeatable; see the backend's options).")
+    List<String> engineOptions = new ArrayList<>();
+    @Mixin
+    Nodes nodes = new Nodes();
 
     @Override
     public Integer call() throws Exception {
@@ -55,9 +62,12 @@ final class TrainBenchmark implements Callable<Integer> {
             throw new IllegalArgumentException("--world, --steps and --batch must be >= 1 and --warm >= 0");
         }
         Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-train", ".json");
-        int rc = Workers.launch(world, backend, List.of("train-worker", "--backend", backend, "--steps", Integer.toString(steps),
-                "--warm", Integer.toString(warm), "--batch", Integer.toString(batch), "--json", out.toString(), "--overlap=" + !noOverlap));
-        if (rc != 0) {
+        List<String> workerArgs = new ArrayList<>(List.of("train-worker", "--backend", backend, "--steps",
+                Integer.toString(steps), "--warm", Integer.toString(warm), "--batch", Integer.toString(batch),
+                "--json", out.toString(), "--overlap=" + !noOverlap));
+        engineOptions.forEach(o -> workerArgs.add("--engine-option=" + o));
+        int rc = Workers.launch(world, nodes, backend, workerArgs);
+        if (rc != 0 || !nodes.reports()) {
             return rc;
         }
         Result r = new ObjectMapper().readValue(out.toFile(), Result.class);
@@ -89,12 +99,13 @@ final class TrainBenchmark implements Callable<Integer> {
         @Option(names = "--batch", required = true) int batch;
         @Option(names = "--json", required = true) Path json;
         @Option(names = "--overlap", arity = "1") boolean overlap = true;
+        @Option(names = "--engine-option") List<String> engineOptions = new ArrayList<>();
 
         @Override
         public Integer call() throws Exception {
             LibTorch.load();
             torch.set_num_threads(1);
-            try (DistributedBackend b = Backends.select(backend)) {
+            try (DistributedBackend b = Engines.open(backend, engineOptions)) {
                 b.initialize();
                 torch.manual_seed(b.rank());
                 Mlp model = new Mlp();

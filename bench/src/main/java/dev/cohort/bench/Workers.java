@@ -17,11 +17,11 @@ final class Workers {
     private Workers() {
     }
 
-    /** Runs {@code BenchMain args} on {@code world} local workers; returns the launcher's exit code. */
-    static int launch(int world, String backend, List<String> args) throws IOException {
+    /** Runs {@code BenchMain args} on this node's workers of {@code world}; returns the launcher's exit code. */
+    static int launch(int world, Nodes nodes, String backend, List<String> args) throws IOException {
         String env = System.getenv("COHORT_BIND_CORES");
         boolean bind = env != null ? !env.equals("0") : backend.equalsIgnoreCase("shm");
-        LaunchOptions options = LaunchOptions.builder().nprocPerNode(world).masterPort(0).bindCores(bind)
+        LaunchOptions options = nodes.launchOptions(world).bindCores(bind)
                 .addEnvironment("OMP_NUM_THREADS", "1").addEnvironment("OPENBLAS_NUM_THREADS", "1")
                 .addEnvironment("COHORT_COMPUTE_THREADS", "1").build();
         LaunchResult result = new Launcher(options, WorkerProgram.mainClass(BenchMain.class.getName(), args)).run();

@@ -1,0 +1,62 @@
+package dev.cohort.bench;
+
+import dev.cohort.launcher.LaunchOptions;
+import picocli.CommandLine.Option;
+
+/**
+ * Where a benchmark's workers run: on this machine only (the default), or as node
+ * {@code --node-rank} of {@code --nnodes}, started once per host like {@code cohort run}, so that
+ * engines are measured across real hosts. {@code --world} stays the total number of ranks.
+ */
+final class Nodes {
+
+    @Option(names = "--nnodes", description = "Hosts the ranks are spread over; start the same command on each, "
+            + "with its own --node-rank. Default: ${DEFAULT-VALUE}.")
+    int nnodes = 1;
+
+    @Option(names = "--node-rank", paramLabel = "K", description = "This host's index in [0, nnodes); node 0 runs "
+            + "rank 0, writes --json and prints the table. Default: ${DEFAULT-VALUE}.")
+    int nodeRank = 0;
+
+    @Option(names = "--master-addr", paramLabel = "HOST", description = "Address of node 0, as the other hosts reach it "
+            + "(required with --nnodes > 1).")
+    String masterAddr;
+
+    @Option(names = "--master-port", paramLabel = "PORT", description = "Rank 0's port (required with --nnodes > 1; "
+            + "the launchers' control channel uses the next one).")
+    int masterPort;
+
+    /** This node's workers out of {@code world}, after checking the options together. */
+    int workersHere(int world) {
+        if (nnodes < 1 || nodeRank < 0 || nodeRank >= nnodes) {
+            throw new IllegalArgumentException("--node-rank must be in [0, --nnodes); got --node-rank " + nodeRank
+                    + " with --nnodes " + nnodes);
+        }
+        if (nnodes == 1) {
+            return world;
+        }
+        if (world % nnodes != 0) {
+            throw new IllegalArgumentException("--world " + world + " does not split evenly over --nnodes " + nnodes
+                    + "; give each host the same number of ranks");
+        }
+        if (masterAddr == null || masterPort <= 0) {
+            throw new IllegalArgumentException("--nnodes " + nnodes + " needs --master-addr and --master-port "
+                    + "(node 0's address and a free port, the same on every host)");
+        }
+        return world / nnodes;
+    }
+
+    /** Whether this node prints the results (rank 0 lives on node 0 and writes them). */
+    boolean reports() {
+        return nodeRank == 0;
+    }
+
+    /** The launcher's options for this node's share of {@code world}. */
+    LaunchOptions.Builder launchOptions(int world) {
+        LaunchOptions.Builder options = LaunchOptions.builder().nprocPerNode(workersHere(world));
+        if (nnodes == 1) {
+            return options.masterPort(0);
+        }
+        return options.nnodes(nnodes).nodeRank(nodeRank).masterAddr(masterAddr).masterPort(masterPort);
+    }
+}

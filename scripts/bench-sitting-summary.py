@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""Summarizes a bench-sitting.sh directory as markdown.
+
+Files: <run>-<round>.json (Cohort's benchmark and torch_collectives.py: {"world", "results": [{op,
+bytes, median_s, busbw_gbs}]}; the training runs: {"samples_per_s"}) and <run>-<round>.txt
+(mpi_allreduce.py's table). Collectives: each run's median over rounds of its per-run median, with
+its bus bandwidth; then each Cohort run's bus bandwidth over each peer's, taken round by round (the
+two ran minutes apart), as the median over rounds with the range in brackets. Training: samples/s
+per round, and each Cohort run over PyTorch DDP, round by round."""
+import glob, json, os, re, statistics, sys
+
+out = sys.argv[1]
+ORDER = ["shm-copy", "shm-inplace", "hier", "gloo", "mpi-shm", "mpi-tcp", "mpi-hosts", "torch-gloo"]
+NAMES = {"shm-copy": "shm copying", "shm-inplace": "shm in place", "hier": "hier", "gloo": "Cohort gloo",
+         "mpi-shm": "Open MPI shm", "mpi-tcp": "Open MPI TCP",
+         "mpi-hosts": "Open MPI (shm within, TCP between hosts)", "torch-gloo": "PyTorch Gloo"}
+PEERS = ["mpi-shm", "mpi-tcp", "mpi-hosts", "torch-gloo"]
+TRAINING = {"train-gloo": "Cohort gloo", "train-shm": "Cohort shm", "torch-ddp": "PyTorch DDP"}
+MPI_OPS = {"allreduce": "allreduce", "bcast": "broadcast", "allgather(per-rank)": "allgather", "barrier": "barrier"}
+UNITS = {"KiB": 1 << 10, "MiB": 1 << 20}
+
+
+def from_json(f):
+    """(op, bytes) -> (median seconds, busbw GB/s)."""
+    return {(r["op"], r["bytes"]): (r["median_s"], r["busbw_gbs"]) for r in json.load(open(f))["results"]}
+
+
+def from_mpi(f):
+    """(op, bytes) -> (median seconds, busbw GB/s); the median from algbw where it has more digits than the ms."""
+    rows, n = {}, 2
+    for line in open(f):
+        m = re.search(r"np=(\d+)", line)
+        if m:
+            n = int(m.group(1))
+        p = line.split()
+        if len(p) < 7 or p[0].lower() not in MPI_OPS or not p[-4].endswith("ms"):
+            continue
+        op = MPI_OPS[p[0].lower()]
+        nbytes = 0 if p[1] == "-" else int(p[1]) * UNITS[p[2]]
+        alg, bus, ms = float(p[-2]), float(p[-1]), float(p[-4][:-2])
+        moved = n * nbytes if op == "allgather" else nbytes
+        rows[(op, nbytes)] = (moved / alg / 1e9 if alg > 0 else ms / 1e3, bus)
+    return rows
+
+
+runs, trained = {}, {}
+for f in glob.glob(os.path.join(out, "*-[0-9]*.*")):
+    m = re.fullmatch(r"(.+)-(\d+)\.(json|txt)", os.path.basename(f))
+    if m and m.group(1) in NAMES:
+        runs.setdefault(m.group(1), {})[int(m.group(2))] = (from_json if m.group(3) == "json" else from_mpi)(f)
+    elif m and m.group(1) in TRAINING:
+        trained.setdefault(m.group(1), {})[int(m.group(2))] = json.load(open(f))["samples_per_s"]
+present = [r for r in ORDER if r in runs]
+mine = [r for r in present if r not in PEERS]
+if not mine and not trained:
+    sys.exit(f"{out}: no Cohort runs (<run>-<round>.json) here")
+
+
+def size(b):
+    return "-" if b == 0 else (f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB")
+
+
+def median(run, key, i):
+    vals = [r[key][i] for r in runs[run].values() if key in r]
+    return statistics.median(vals) if vals else None
+
+
+def duration(s):
+    return "-" if s is None else (f"{s * 1e6:.1f} µs" if s < 1e-3 else f"{s * 1e3:.3f} ms")
+
+
+def ratio(a, b, key):
+    rs = [runs[a][i][key][1] / runs[b][i][key][1] for i in runs[a]
+          if i in runs[b] and key in runs[a][i] and key in runs[b][i] and runs[b][i][key][1] > 0]
+    return "-" if not rs else f"**{statistics.median(rs):.2f}** ({min(rs):.2f}–{max(rs):.2f})"
+
+
+def applies(run, key):
+    return run != "shm-inplace" or key[0] == "allreduce"
+
+
+def training():
+    print("\nTraining (`./cohort bench train`, `torch_ddp.py`): samples/s per round; Cohort over PyTorch DDP "
+          "round by round, median (range)\n")
+    print("| run | rounds | median | over PyTorch DDP |")
+    print("|---|---|---|---|")
+    ddp = trained.get("torch-ddp", {})
+    for run, name in TRAINING.items():
+        if run not in trained:
+            continue
+        per = trained[run]
+        rs = [per[i] / ddp[i] for i in per if i in ddp]
+        over = "-" if run == "torch-ddp" or not rs else f"**{statistics.median(rs):.2f}** ({min(rs):.2f}–{max(rs):.2f})"
+        print(f"| {name} | {', '.join(f'{per[i]:,.0f}' for i in sorted(per))} | {statistics.median(per.values()):,.0f} | {over} |")
+
+
+if not mine:
+    training()
+    sys.exit(0)
+rows = list(next(iter(runs[mine[0]].values())).keys())
+rounds = max(len(r) for r in runs.values())
+print(f"{rounds} rounds alternating; medians over rounds of each run's median (bus bandwidth in GB/s after the slash)\n")
+print("| op | size | " + " | ".join(NAMES[r] for r in present) + " |")
+print("|---|---|" + "---|" * len(present))
+for key in rows:
+    cells = []
+    for r in present:
+        t, bw = median(r, key, 0), median(r, key, 1)
+        cells.append("-" if not applies(r, key) or t is None else duration(t) + ("" if key[0] == "barrier" else f" / {bw:.2f}"))
+    print(f"| {key[0]} | {size(key[1])} | " + " | ".join(cells) + " |")
+pairs = [(a, b) for a in mine for b in PEERS if b in runs]
+if pairs:
+    print("\nBus bandwidth ratio, Cohort over peer, round by round: median (range)\n")
+    print("| op | size | " + " | ".join(f"{NAMES[a]} / {NAMES[b]}" for a, b in pairs) + " |")
+    print("|---|---|" + "---|" * len(pairs))
+    for key in rows:
+        if key[0] == "barrier":
+            continue
+        print(f"| {key[0]} | {size(key[1])} | "
+              + " | ".join(ratio(a, b, key) if applies(a, key) else "-" for a, b in pairs) + " |")
+if trained:
+    training()

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Cohort's engines and the peers in one sitting, alternating run by run, round by round, then a
+# markdown summary (medians over rounds; ratios against each peer, median and range over rounds).
+#   scripts/bench-sitting.sh [ROUNDS] [OUT_DIR]
+# Environment:
+#   WORLD     ranks (default 2)
+#   RUNS      which runs, in this order each round (default: every one that fits WORLD):
+#               shm-copy     Cohort shm, allreduce from private buffers (copied in and out)
+#               shm-inplace  Cohort shm, allreduce of buffers in the mapping (--in-place)
+#               hier         Cohort hier, hosts of PER_HOST ranks simulated on this machine
+#               gloo         Cohort gloo (the peer mesh and Gloo through c10d)
+#               mpi-shm      Open MPI 4.1 through mpi4py, shared memory (vader)
+#               mpi-tcp      Open MPI, TCP over loopback only
+#               torch-gloo   PyTorch 1.13's Gloo (torch_collectives.py)
+#               train-gloo   Cohort's training benchmark on gloo (./cohort bench train)
+#               train-shm    the same on shm (gradient buckets in the arena)
+#               torch-ddp    PyTorch DDP on its Gloo (torch_ddp.py), the same model and batches
+#   PER_HOST  ranks per simulated host for hier (default WORLD/2)
+#   SIZES     Cohort's allreduce sizes (default 4K,64K,1M,16M); the peers run their own fixed
+#             lists, of which the same sizes are compared
+#   TRAIN_STEPS  timed steps of each training run (default 500)
+# Every run holds /tmp/cohort-cpu.lock exclusively (the machine to itself), so builds may
+# interleave between runs but never during one.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+PEERS="${PEERS:-$ROOT/../shared/peers}"
+ROUNDS="${1:-3}"
+OUT="${2:-$ROOT/out/sitting-$(date +%Y%m%d-%H%M%S)}"
+WORLD="${WORLD:-2}"
+PER_HOST="${PER_HOST:-$((WORLD / 2))}"
+SIZES="${SIZES:-4K,64K,1M,16M}"
+TRAIN_STEPS="${TRAIN_STEPS:-500}"
+LOCK="${COHORT_CPU_LOCK:-/tmp/cohort-cpu.lock}"
+if [ -z "${RUNS:-}" ]; then
+  RUNS="shm-copy shm-inplace gloo mpi-shm mpi-tcp torch-gloo"
+  [ "$WORLD" -ge 4 ] && RUNS="hier gloo mpi-shm mpi-tcp torch-gloo"
+fi
+mkdir -p "$OUT"
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+alone() { flock -x "$LOCK" "$@"; }
+cohort() { alone "$ROOT/cohort" bench collectives --world "$WORLD" --sizes "$SIZES" "$@" >/dev/null; }
+train() { alone "$ROOT/cohort" bench train --world "$WORLD" --steps "$TRAIN_STEPS" "$@" >/dev/null; }
+mpi() { alone mpirun --allow-run-as-root --oversubscribe -np "$WORLD" "$@" /usr/bin/python3 "$PEERS/mpi_allreduce.py"; }
+echo "WORLD=$WORLD PER_HOST=$PER_HOST SIZES=$SIZES RUNS=$RUNS rounds=$ROUNDS, $(nproc) cores, $(date -Is)" > "$OUT/sitting.txt"
+for ((i = 1; i <= ROUNDS; i++)); do
+  for run in $RUNS; do
+    echo "== round $i of $ROUNDS: $run" >&2
+    case "$run" in
+      shm-copy)    cohort --backend shm --json "$OUT/$run-$i.json" ;;
+      shm-inplace) cohort --backend shm --in-place --json "$OUT/$run-$i.json" ;;
+      hier)        cohort --backend hier --engine-option=--hier-ranks-per-host="$PER_HOST" --json "$OUT/$run-$i.json" ;;
+      gloo)        cohort --backend gloo --json "$OUT/$run-$i.json" ;;
+      mpi-shm)     mpi > "$OUT/$run-$i.txt" ;;
+      mpi-tcp)     mpi --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo > "$OUT/$run-$i.txt" ;;
+      torch-gloo)  alone /usr/bin/python3 "$PEERS/torch_collectives.py" --world "$WORLD" --port $((29700 + i)) \
+                     --max-mib 16 --out "$OUT/$run-$i.json" >/dev/null ;;
+      train-gloo)  train --backend gloo --json "$OUT/$run-$i.json" ;;
+      train-shm)   train --backend shm --json "$OUT/$run-$i.json" ;;
+      torch-ddp)   alone /usr/bin/python3 "$PEERS/torch_ddp.py" --world "$WORLD" --steps "$TRAIN_STEPS" \
+                     --port $((29750 + i)) --out "$OUT/$run-$i.json" >/dev/null ;;
+      *) echo "unknown run '$run' (see the comment at the top of $0)" >&2; exit 2 ;;
+    esac
+  done
+done
+/usr/bin/python3 "$ROOT/scripts/bench-sitting-summary.py" "$OUT" | tee "$OUT/summary.md"

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Cohort's engines across two hosts, alternating round by round: two network namespaces on this
+# machine joined by a veth pair, each link limited to RATE by a token bucket (tc tbf), as a network
+# between real hosts would be; WORLD ranks, half on each host. Then a markdown summary.
+#   RATE=1gbit scripts/bench-two-hosts.sh [ROUNDS] [OUT_DIR]
+# Environment: RATE (tc's syntax, e.g. 1gbit, 10gbit; empty: the veth's own speed), WORLD (default
+# 4), SIZES (default 4K,64K,1M,16M), RUNS (default "hier gloo mpi": Cohort hier, Cohort gloo,
+# Open MPI with shared memory within a host and TCP between). Needs root, iproute2 and Open MPI
+# for the mpi run. Each run holds /tmp/cohort-cpu.lock exclusively.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+PEERS="${PEERS:-$ROOT/../shared/peers}"
+ROUNDS="${1:-3}"
+OUT="${2:-$ROOT/out/two-hosts-$(date +%Y%m%d-%H%M%S)}"
+WORLD="${WORLD:-4}"
+SIZES="${SIZES:-4K,64K,1M,16M}"
+RUNS="${RUNS:-hier gloo mpi}"
+RATE="${RATE:-}"
+LOCK="${COHORT_CPU_LOCK:-/tmp/cohort-cpu.lock}"
+PER_HOST=$((WORLD / 2))
+[ $((PER_HOST * 2)) = "$WORLD" ] || { echo "WORLD must be even (half the ranks on each host)" >&2; exit 2; }
+TAG="$$"
+NS=("cohort-bench-$TAG-0" "cohort-bench-$TAG-1")
+DEV=("cbh0$TAG" "cbh1$TAG")
+ADDR=(198.51.100.1 198.51.100.2)
+mkdir -p "$OUT"
+cleanup() { for ns in "${NS[@]}"; do ip netns del "$ns" 2>/dev/null || true; done; }
+trap cleanup EXIT
+ip netns add "${NS[0]}"
+ip netns add "${NS[1]}"
+ip link add "${DEV[0]}" type veth peer name "${DEV[1]}"
+for k in 0 1; do
+  ip link set "${DEV[$k]}" netns "${NS[$k]}"
+  ip -n "${NS[$k]}" addr add "${ADDR[$k]}/24" dev "${DEV[$k]}"
+  ip -n "${NS[$k]}" link set "${DEV[$k]}" up
+  ip -n "${NS[$k]}" link set lo up
+  if [ -n "$RATE" ]; then
+    ip netns exec "${NS[$k]}" tc qdisc add dev "${DEV[$k]}" root tbf rate "$RATE" burst 1mb latency 100ms
+  fi
+done
+# Open MPI starts the other host's daemon through this "remote shell": a command in that namespace.
+AGENT="$OUT/netns-shell"
+cat > "$AGENT" <<AGENT_EOF
+#!/bin/sh
+host="\$1"; shift
+case "\$host" in ${ADDR[0]}) ns=${NS[0]} ;; *) ns=${NS[1]} ;; esac
+exec ip netns exec "\$ns" sh -c "\$*"
+AGENT_EOF
+chmod +x "$AGENT"
+echo "WORLD=$WORLD RATE=${RATE:-veth} SIZES=$SIZES RUNS=$RUNS rounds=$ROUNDS, $(nproc) cores, $(date -Is)" > "$OUT/sitting.txt"
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+exec 9>>"$LOCK"
+alone() { flock -x 9; local rc=0; "$@" || rc=$?; flock -u 9; return $rc; }
+on() { local k="$1"; shift; ip netns exec "${NS[$k]}" "$@"; }
+# Both hosts' launchers of one Cohort run; node 0 writes the JSON.
+cohort_pair() {
+  local backend="$1" port="$2" json="$3" other rc=0
+  local common=(bench collectives --backend "$backend" --world "$WORLD" --sizes "$SIZES" --nnodes 2
+                --master-addr "${ADDR[0]}" --master-port "$port")
+  on 1 "$ROOT/cohort" "${common[@]}" --node-rank 1 > "$json.node1.log" 2>&1 &
+  other=$!
+  on 0 "$ROOT/cohort" "${common[@]}" --node-rank 0 --json "$json" > "$json.node0.log" 2>&1 || rc=$?
+  wait "$other" || rc=$((rc ? rc : $?))
+  return $rc
+}
+mpi_pair() {
+  on 0 mpirun --allow-run-as-root --oversubscribe -np "$WORLD" --host "${ADDR[0]}:$PER_HOST,${ADDR[1]}:$PER_HOST" \
+    --mca plm_rsh_agent "$AGENT" --mca btl self,vader,tcp \
+    --mca btl_tcp_if_include 198.51.100.0/24 --mca oob_tcp_if_include 198.51.100.0/24 \
+    /usr/bin/python3 "$PEERS/mpi_allreduce.py" > "$1"
+}
+for ((i = 1; i <= ROUNDS; i++)); do
+  for run in $RUNS; do
+    echo "== round $i of $ROUNDS: $run" >&2
+    case "$run" in
+      hier|gloo) alone cohort_pair "$run" $((31000 + 10 * i)) "$OUT/$run-$i.json" ;;
+      mpi)       alone mpi_pair "$OUT/mpi-hosts-$i.txt" ;;
+      *) echo "unknown run '$run'" >&2; exit 2 ;;
+    esac
+  done
+done
+/usr/bin/python3 "$ROOT/scripts/bench-sitting-summary.py" "$OUT" | tee "$OUT/summary.md"
