@@ -41,7 +41,7 @@ alone() { flock -x "$LOCK" "$@"; }
 cohort() { alone "$ROOT/cohort" bench collectives --world "$WORLD" --sizes "$SIZES" "$@" >/dev/null; }
 train() { alone "$ROOT/cohort" bench train --world "$WORLD" --steps "$TRAIN_STEPS" "$@" >/dev/null; }
 mpi() { alone mpirun --allow-run-as-root --oversubscribe -np "$WORLD" "$@" /usr/bin/python3 "$PEERS/mpi_allreduce.py"; }
-echo "WORLD=$WORLD PER_HOST=$PER_HOST SIZES=$SIZES RUNS=$RUNS rounds=$ROUNDS, $(nproc) cores, $(date -Is)" > "$OUT/sitting.txt"
+echo "WORLD=$WORLD PER_HOST=$PER_HOST SIZES=$SIZES RUNS=$RUNS rounds=$ROUNDS, $(getconf _NPROCESSORS_ONLN) CPUs online, $(date -Is)" > "$OUT/sitting.txt"
 for ((i = 1; i <= ROUNDS; i++)); do
   for run in $RUNS; do
     echo "== round $i of $ROUNDS: $run" >&2

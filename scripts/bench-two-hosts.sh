@@ -7,6 +7,8 @@
 # 4), SIZES (default 4K,64K,1M,16M), RUNS (default "hier gloo mpi": Cohort hier, Cohort gloo,
 # Open MPI with shared memory within a host and TCP between). Needs root, iproute2 and Open MPI
 # for the mpi run. Each run holds /tmp/cohort-cpu.lock exclusively.
+# Both "hosts" share this machine's CPUs: with more ranks than CPUs, small collectives measure the
+# scheduler (Open MPI is told to yield when idle); large ones at a limited RATE measure the link.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PEERS="${PEERS:-$ROOT/../shared/peers}"
@@ -38,16 +40,17 @@ for k in 0 1; do
     ip netns exec "${NS[$k]}" tc qdisc add dev "${DEV[$k]}" root tbf rate "$RATE" burst 1mb latency 100ms
   fi
 done
-# Open MPI starts the other host's daemon through this "remote shell": a command in that namespace.
+# Open MPI starts the other host's daemon through this "remote shell": a command in that namespace,
+# under a host name of its own (Open MPI tells hosts apart by name).
 AGENT="$OUT/netns-shell"
 cat > "$AGENT" <<AGENT_EOF
 #!/bin/sh
 host="\$1"; shift
 case "\$host" in ${ADDR[0]}) ns=${NS[0]} ;; *) ns=${NS[1]} ;; esac
-exec ip netns exec "\$ns" sh -c "\$*"
+exec ip netns exec "\$ns" unshare --uts sh -c "hostname \$ns; \$*"
 AGENT_EOF
 chmod +x "$AGENT"
-echo "WORLD=$WORLD RATE=${RATE:-veth} SIZES=$SIZES RUNS=$RUNS rounds=$ROUNDS, $(nproc) cores, $(date -Is)" > "$OUT/sitting.txt"
+echo "WORLD=$WORLD RATE=${RATE:-veth} SIZES=$SIZES RUNS=$RUNS rounds=$ROUNDS, $(getconf _NPROCESSORS_ONLN) CPUs online, $(date -Is)" > "$OUT/sitting.txt"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 exec 9>>"$LOCK"
 alone() { flock -x 9; local rc=0; "$@" || rc=$?; flock -u 9; return $rc; }
@@ -65,7 +68,7 @@ cohort_pair() {
 }
 mpi_pair() {
   on 0 mpirun --allow-run-as-root --oversubscribe -np "$WORLD" --host "${ADDR[0]}:$PER_HOST,${ADDR[1]}:$PER_HOST" \
-    --mca plm_rsh_agent "$AGENT" --mca btl self,vader,tcp \
+    --mca plm_rsh_agent "$AGENT" --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 \
     --mca btl_tcp_if_include 198.51.100.0/24 --mca oob_tcp_if_include 198.51.100.0/24 \
     /usr/bin/python3 "$PEERS/mpi_allreduce.py" > "$1"
 }
