@@ -5,7 +5,8 @@
 #   RATE=1gbit scripts/bench-two-hosts.sh [ROUNDS] [OUT_DIR]
 # Environment: RATE (tc's syntax, e.g. 1gbit, 10gbit; empty: the veth's own speed), WORLD (default
 # 4), SIZES (default 4K,64K,1M,16M), RUNS (default "hier gloo mpi": Cohort hier, Cohort gloo,
-# Open MPI with shared memory within a host and TCP between). Needs root, iproute2 and Open MPI
+# Open MPI with shared memory within a host and TCP between), ENGINE_OPTIONS (for Cohort's runs,
+# e.g. "--hier-leaders-spin-us=0"). Needs root, iproute2 and Open MPI
 # for the mpi run. Each run holds /tmp/cohort-cpu.lock exclusively.
 # Both "hosts" share this machine's CPUs: with more ranks than CPUs, small collectives measure the
 # scheduler (Open MPI is told to yield when idle); large ones at a limited RATE measure the link.
@@ -60,6 +61,7 @@ cohort_pair() {
   local backend="$1" port="$2" json="$3" other rc=0
   local common=(bench collectives --backend "$backend" --world "$WORLD" --sizes "$SIZES" --nnodes 2
                 --master-addr "${ADDR[0]}" --master-port "$port")
+  for o in ${ENGINE_OPTIONS:-}; do common+=("--engine-option=$o"); done
   on 1 "$ROOT/cohort" "${common[@]}" --node-rank 1 > "$json.node1.log" 2>&1 &
   other=$!
   on 0 "$ROOT/cohort" "${common[@]}" --node-rank 0 --json "$json" > "$json.node0.log" 2>&1 || rc=$?

@@ -119,11 +119,11 @@ public final class HierEngine {
         if (ifname != null) {
             leadersEnv.put(GlooBackend.ENV_INTERFACE, ifname);
         }
-        // Polling suits the leaders where their host has a CPU per rank; the leaders' own layout
+        // By default the leaders poll where their host has a CPU per rank; the leaders' own layout
         // (one per host, all on one "node") says nothing about that.
         GlooOptions glooOptions = new GlooOptions().timeout(options.timeout()).connectTimeout(left)
                 .stallTime(options.stallTime()).joinsAs("the hier backend's group of host leaders")
-                .spin(GlooOptions.defaultSpin(launch.topology().localWorldSize()));
+                .spin(options.leadersSpin().orElseGet(() -> GlooOptions.defaultSpin(launch.topology().localWorldSize())));
         GlooBackend backend = new GlooBackend(glooOptions, leadersEnv);
         try {
             backend.initialize();

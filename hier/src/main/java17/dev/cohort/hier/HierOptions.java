@@ -2,6 +2,7 @@ package dev.cohort.hier;
 
 import dev.cohort.core.Timeouts;
 import java.time.Duration;
+import java.util.Optional;
 import picocli.CommandLine.Option;
 
 /** The hier backend's command-line options, each next to its default. */
@@ -31,6 +32,11 @@ public final class HierOptions {
                     + "machine); 0 takes the hosts from LOCAL_RANK, LOCAL_WORLD_SIZE and GROUP_RANK (default: 0).")
     int ranksPerHost;
 
+    @Option(names = "--hier-leaders-spin-us", paramLabel = "MICROSECONDS",
+            description = "How long a host's leader, waiting for the other hosts' bytes, keeps polling before it "
+                    + "sleeps, as --gloo-spin-us (default: 50 where the host has a CPU for each of its ranks, else 0).")
+    Integer leadersSpinMicros;
+
     public HierOptions timeout(Duration timeout) {
         this.timeoutSeconds = Timeouts.toSeconds("--hier-timeout", timeout);
         return this;
@@ -51,6 +57,26 @@ public final class HierOptions {
         this.ranksPerHost = k;
         ranksPerHost();
         return this;
+    }
+
+    /** The leaders poll this long before they sleep (see --hier-leaders-spin-us); zero never polls. */
+    public HierOptions leadersSpin(Duration spin) {
+        if (spin.isNegative()) {
+            throw new IllegalArgumentException("--hier-leaders-spin-us must be >= 0, got " + spin);
+        }
+        this.leadersSpinMicros = Math.toIntExact(spin.toNanos() / 1000);
+        return this;
+    }
+
+    /** The leaders' polling time as set, or empty: the gloo engine's default for this host. */
+    public Optional<Duration> leadersSpin() {
+        if (leadersSpinMicros == null) {
+            return Optional.empty();
+        }
+        if (leadersSpinMicros < 0) {
+            throw new IllegalArgumentException("--hier-leaders-spin-us must be >= 0, got " + leadersSpinMicros);
+        }
+        return Optional.of(Duration.ofNanos(leadersSpinMicros * 1000L));
     }
 
     public Duration timeout() {
