@@ -1,9 +1,10 @@
 package dev.cohort.examples;
 
-import dev.cohort.core.BackendChoice;
-import dev.cohort.core.BackendUnavailableException;
-import dev.cohort.core.Backends;
-import dev.cohort.core.DistributedBackend;
+import dev.cohort.cli.BackendOptions;
+import dev.cohort.cli.BackendChoice;
+import dev.cohort.api.BackendUnavailableException;
+import dev.cohort.api.Backends;
+import dev.cohort.api.DistributedBackend;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -22,7 +23,7 @@ import picocli.CommandLine.Option;
  * ./cohort run --nproc-per-node 2 -- dev.cohort.examples.FashionMnistTrainer --distributed-backend gloo --model cnn
  * </pre>
  *
- * The backend's options come from one call ({@link Backends#addOptions}); the training itself is
+ * The backend's options come from one call ({@link BackendOptions#add}); the training itself is
  * {@link FashionMnistTraining}. Exit codes: 0 done, 1 failed (bad data, backend error), 2 bad options.
  */
 @Command(name = "fashion-mnist", mixinStandardHelpOptions = true, sortOptions = false,
@@ -115,7 +116,7 @@ public final class FashionMnistTrainer implements Callable<Integer> {
 
     int execute(String... args) {
         CommandLine cli = new CommandLine(this);
-        backendChoice = Backends.addOptions(cli);
+        backendChoice = BackendOptions.add(cli);
         cli.setParameterExceptionHandler((ex, a) -> {
             err.println("fashion-mnist: " + ex.getMessage());
             err.println("see --help");

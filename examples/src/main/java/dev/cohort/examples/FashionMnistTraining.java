@@ -2,12 +2,12 @@ package dev.cohort.examples;
 
 import static org.bytedeco.pytorch.global.torch.cross_entropy;
 
-import dev.cohort.core.DistributeRequest;
-import dev.cohort.core.Distributed;
-import dev.cohort.core.DistributedBackend;
-import dev.cohort.core.collective.DenseBuffer;
-import dev.cohort.core.env.LaunchEnvironment;
-import dev.cohort.gloo.LibTorch;
+import dev.cohort.api.DistributeRequest;
+import dev.cohort.api.Distributed;
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.LaunchEnvironment;
+import dev.cohort.libtorch.LibTorch;
 import dev.cohort.torch.Batch;
 import dev.cohort.torch.Checkpoints;
 import dev.cohort.torch.DataLoader;

@@ -1,6 +1,6 @@
 package dev.cohort.examples;
 
-import dev.cohort.core.env.LaunchEnvironment;
+import dev.cohort.api.LaunchEnvironment;
 import java.io.IOException;
 import java.util.Map;
 

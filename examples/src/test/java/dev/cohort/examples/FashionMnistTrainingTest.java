@@ -2,9 +2,9 @@ package dev.cohort.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.cohort.core.DistributedBackend;
-import dev.cohort.core.threads.ThreadsBackend;
-import dev.cohort.core.threads.ThreadsWorld;
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.runtime.threads.ThreadsBackend;
+import dev.cohort.runtime.threads.ThreadsWorld;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;

@@ -1,0 +1,239 @@
+package dev.cohort.api;
+
+
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.api.collective.ReduceOp;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.ServiceLoader;
+
+/**
+ * The contract a training program is written against, whatever engine runs underneath (the
+ * {@code DistributedBackend} of DALLE-pytorch, in Java). A program asks how many workers there
+ * are and which one it is, waits for the others, wraps its model, optimizer, data and scheduler
+ * for distribution, and averages values across workers.
+ *
+ * <p>Life cycle: construct (usually through {@link Backends}), {@link #initialize()}, use,
+ * {@link #close()}. Every method except {@link #name()}, {@link #isAvailable()},
+ * {@link #unavailableReason()}, {@link #commandLineOptions()}, {@code initialize} and
+ * {@code close} requires an initialized, open backend and otherwise throws
+ * {@link IllegalStateException} naming the backend.
+ *
+ * <p>Engines implement {@link #connect()} (the seed's {@code _initialize}); everything else is
+ * derived from the {@link Connection} it returns, so all engines behave alike.
+ */
+public abstract class DistributedBackend implements AutoCloseable {
+
+    /** The rank of the root worker. */
+    public static final int ROOT_RANK = 0;
+
+    private volatile Connection connection;
+    private volatile boolean closed;
+
+    /** The backend's name, as chosen with {@code --distributed-backend} (lower case). */
+    public abstract String name();
+
+    /** Whether the engine's classes and native libraries load here. Never throws. */
+    public abstract boolean isAvailable();
+
+    /** When {@link #isAvailable()} is false: what is missing and how to get it. */
+    public String unavailableReason() {
+        return "";
+    }
+
+    /**
+     * An object with picocli {@code @Option} fields for this backend's command-line options (added
+     * as a mixin by cohort-cli's {@code BackendOptions.add}), or {@code null} when it has none. The same object
+     * is consulted by {@link #connect()}, so options parsed into it take effect.
+     */
+    public Object commandLineOptions() {
+        return null;
+    }
+
+    /** Joins the group of workers: the seed's {@code _initialize}. Called once. */
+    protected abstract Connection connect();
+
+    /**
+     * Joins the group of workers. Idempotent: later calls return at once.
+     *
+     * @throws BackendUnavailableException if the engine cannot run here
+     * @throws IllegalStateException       after {@link #close()}
+     */
+    public final synchronized void initialize() {
+        if (closed) {
+            throw new IllegalStateException("the " + name() + " backend is closed; create a new one");
+        }
+        if (connection != null) {
+            return;
+        }
+        if (!isAvailable()) {
+            throw new BackendUnavailableException("the " + name() + " backend is not available: " + unavailableReason());
+        }
+        connection = connect();
+    }
+
+    public final boolean isInitialized() {
+        return connection != null && !closed;
+    }
+
+    /** The number of workers. */
+    public final int worldSize() {
+        return connection().topology().worldSize();
+    }
+
+    /** This worker's global rank, {@code 0 <= rank < worldSize}. */
+    public final int rank() {
+        return connection().topology().rank();
+    }
+
+    /** This worker's rank among the workers of its node. */
+    public final int localRank() {
+        return connection().topology().localRank();
+    }
+
+    /** The number of workers on this worker's node. */
+    public final int localWorldSize() {
+        return connection().topology().localWorldSize();
+    }
+
+    /** The index of this worker's node. */
+    public final int nodeRank() {
+        return connection().topology().nodeRank();
+    }
+
+    public final Topology topology() {
+        return connection().topology();
+    }
+
+    public final boolean isRootWorker() {
+        return rank() == ROOT_RANK;
+    }
+
+    public final boolean isLocalRootWorker() {
+        return localRank() == ROOT_RANK;
+    }
+
+    /** The group of all workers, for collectives beyond the contract's. */
+    public final ProcessGroup group() {
+        return connection().world();
+    }
+
+    /** The group of the workers on this worker's node (its ranks are local ranks). */
+    public final ProcessGroup nodeGroup() {
+        return connection().node();
+    }
+
+    /** Waits until every worker on this node has called it (not the other nodes' workers). */
+    public final void localBarrier() {
+        connection().node().barrier().await();
+    }
+
+    /** Waits until every worker has called it. */
+    public final void barrier() {
+        connection().world().barrier().await();
+    }
+
+    /**
+     * Checks that a batch can be split among the workers. {@code globalBatchSize} is the
+     * <em>global</em> batch: the number of samples of one step summed over all workers (with
+     * {@code b} samples per worker, pass {@code b * worldSize()}). The rule: at least one sample
+     * per worker. Backends may override it.
+     *
+     * @throws IllegalArgumentException when the batch is smaller than the number of workers
+     */
+    public void checkBatchSize(int globalBatchSize) {
+        int world = worldSize();
+        if (globalBatchSize < world) {
+            throw new IllegalArgumentException("batch size can't be smaller than the number of workers ("
+                    + globalBatchSize + " < " + world + ")");
+        }
+    }
+
+    /**
+     * Wraps a model, optimizer, training data and scheduler for distributed training. The wrapping
+     * comes from the framework integration on the class path that supports the model (a
+     * {@link Distributor}); with one worker, or with nothing to wrap, the inputs come back unchanged.
+     *
+     * @throws IllegalArgumentException when several workers train a model no integration supports
+     */
+    public <M, O, D, S> Distributed<M, O, D, S> distribute(DistributeRequest<M, O, D, S> request) {
+        java.util.Objects.requireNonNull(request, "request");
+        connection();
+        List<String> known = new ArrayList<>();
+        for (Distributor d : ServiceLoader.load(Distributor.class)) {
+            if (d.supports(request)) {
+                return d.distribute(this, request);
+            }
+            known.add(d.getClass().getName());
+        }
+        if (worldSize() == 1 || request.model() == null) {
+            return request.unchanged();
+        }
+        throw new IllegalArgumentException("no framework integration can distribute a model of type "
+                + request.model().getClass().getName() + " (integrations found: " + known
+                + "); add the module for your framework, e.g. cohort-torch for org.bytedeco.pytorch models");
+    }
+
+    /** The mean of {@code value} over all workers. */
+    public final double averageAll(double value) {
+        double[] one = {value};
+        connection().world().allreduce(DenseBuffer.of(one), ReduceOp.AVG).await();
+        return one[0];
+    }
+
+    /** The element-wise mean over all workers, in a new array; {@code values} is not modified. */
+    public final float[] averageAll(float[] values) {
+        float[] copy = values.clone();
+        connection().world().allreduce(DenseBuffer.of(copy), ReduceOp.AVG).await();
+        return copy;
+    }
+
+    /** The element-wise mean over all workers, in a new array; {@code values} is not modified. */
+    public final double[] averageAll(double[] values) {
+        double[] copy = values.clone();
+        connection().world().allreduce(DenseBuffer.of(copy), ReduceOp.AVG).await();
+        return copy;
+    }
+
+    /**
+     * The element-wise mean over all workers, in a new buffer of the same kind (direct stays
+     * direct); {@code values} is not modified. Integer types are averaged with truncation.
+     */
+    public final DenseBuffer averageAll(DenseBuffer values) {
+        DenseBuffer copy = values.copyLike();
+        connection().world().allreduce(copy, ReduceOp.AVG).await();
+        return copy;
+    }
+
+    /** Leaves the group and releases the engine. Idempotent. */
+    @Override
+    public final synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (connection != null) {
+            connection.close();
+        }
+    }
+
+    private Connection connection() {
+        Connection c = connection;
+        if (closed) {
+            throw new IllegalStateException("the " + name() + " backend is closed");
+        }
+        if (c == null) {
+            throw new IllegalStateException("the " + name()
+                    + " backend has not been initialized; call initialize() at the start of your program");
+        }
+        return c;
+    }
+
+    @Override
+    public String toString() {
+        Connection c = connection;
+        return name() + (c == null ? " (not initialized)" : " " + c.topology());
+    }
+
+}

@@ -1,0 +1,33 @@
+package dev.cohort.api;
+
+/**
+ * Where this process sits: its global rank among {@code worldSize} workers, and its local rank
+ * among the {@code localWorldSize} workers of node {@code nodeRank}.
+ */
+public record Topology(int rank, int worldSize, int localRank, int localWorldSize, int nodeRank) {
+
+    public Topology {
+        if (worldSize < 1) {
+            throw new IllegalArgumentException("world size must be >= 1, got " + worldSize);
+        }
+        if (rank < 0 || rank >= worldSize) {
+            throw new IllegalArgumentException("rank must be in [0, world size " + worldSize + "), got " + rank);
+        }
+        if (localWorldSize < 1 || localWorldSize > worldSize) {
+            throw new IllegalArgumentException("local world size must be in [1, world size " + worldSize + "], got "
+                    + localWorldSize);
+        }
+        if (localRank < 0 || localRank >= localWorldSize) {
+            throw new IllegalArgumentException("local rank must be in [0, local world size " + localWorldSize
+                    + "), got " + localRank);
+        }
+        if (nodeRank < 0) {
+            throw new IllegalArgumentException("node rank must be >= 0, got " + nodeRank);
+        }
+    }
+
+    /** A single process: world size 1. */
+    public static Topology single() {
+        return new Topology(0, 1, 0, 1, 0);
+    }
+}

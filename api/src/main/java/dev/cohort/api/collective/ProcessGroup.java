@@ -1,0 +1,75 @@
+package dev.cohort.api.collective;
+
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * A fixed set of ranks that run collectives together. Every call is asynchronous: it returns a
+ * {@link Work} at once; {@code work.await()} blocks until it is done or its timeout expires.
+ * Every rank must issue the same collectives in the same order; all ranks receive bit-identical
+ * results.
+ *
+ * <p>Each call has a timeout: the group's {@link #timeout()} (default
+ * {@link #DEFAULT_TIMEOUT}), or another one for calls made through {@link #withTimeout}. When
+ * a call fails or times out the group is unusable and must be closed.
+ *
+ * <p>Misuse (null or read-only output buffers, wrong lengths, a root out of range, a call after
+ * {@link #close()}) throws {@link IllegalArgumentException} or {@link IllegalStateException} at
+ * the call, before anything is sent.
+ */
+public interface ProcessGroup extends AutoCloseable {
+
+    /** The default timeout of each collective: 5 minutes. */
+    Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
+
+    /** This process's rank in the group, {@code 0 <= rank < size}. */
+    int rank();
+
+    /** The number of ranks. */
+    int size();
+
+    /** The timeout each call made through this object gets. */
+    Duration timeout();
+
+    /** The same group, with {@code timeout} for calls made through the returned object. */
+    ProcessGroup withTimeout(Duration timeout);
+
+    /** Combines {@code data} element-wise over all ranks, in place. */
+    Work allreduce(DenseBuffer data, ReduceOp op);
+
+    /** Copies {@code data} of rank {@code root} into {@code data} of every other rank. */
+    Work broadcast(DenseBuffer data, int root);
+
+    /**
+     * Concatenates every rank's {@code input} (all of the same length) in rank order into each
+     * rank's {@code output}, which holds {@code size() * input.count()} elements.
+     */
+    Work allgather(DenseBuffer input, DenseBuffer output);
+
+    /**
+     * Like {@link #allgather} with per-rank lengths: rank r contributes {@code counts[r]}
+     * elements; {@code output} holds their sum; every rank passes the same {@code counts}.
+     */
+    Work allgatherv(DenseBuffer input, DenseBuffer output, int[] counts);
+
+    /**
+     * Reduces {@code input} ({@code size() * output.count()} elements) over all ranks and leaves
+     * block r of the result, {@code output.count()} elements, in rank r's {@code output}.
+     */
+    Work reduceScatter(DenseBuffer input, DenseBuffer output, ReduceOp op);
+
+    /** Completes once every rank has entered it. */
+    Work barrier();
+
+    /**
+     * Where to allocate buffers that this group's collectives move without copying them in and
+     * out, if the engine offers that (the shm engine does); empty by default.
+     */
+    default Optional<BufferAllocator> allocator() {
+        return Optional.empty();
+    }
+
+    /** Releases the group's resources. Pending operations fail. Idempotent. */
+    @Override
+    void close();
+}

@@ -1,0 +1,38 @@
+package dev.cohort.cli;
+
+import dev.cohort.api.Backends;
+import dev.cohort.api.DistributedBackend;
+import java.util.Map;
+import picocli.CommandLine;
+import picocli.CommandLine.Model.CommandSpec;
+
+/**
+ * The backend options of a picocli program: the seed's {@code wrap_arg_parser}.
+ *
+ * <p>A training program calls {@link #add(CommandLine)} once; its command line then takes
+ * {@code --distributed-backend NAME} (alias {@code --distr-backend}) and every backend's own
+ * options. After parsing, {@link BackendChoice#backend()} is the chosen backend.
+ */
+public final class BackendOptions {
+
+    private BackendOptions() {
+    }
+
+    /**
+     * Adds {@code --distributed-backend} and every discovered backend's options to {@code cli}.
+     * Call before parsing; read the choice after.
+     */
+    public static BackendChoice add(CommandLine cli) {
+        Map<String, DistributedBackend> backends = Backends.discover();
+        BackendChoice choice = new BackendChoice(backends);
+        CommandSpec spec = cli.getCommandSpec();
+        spec.addMixin("distributed", CommandSpec.forAnnotatedObject(choice));
+        for (DistributedBackend b : backends.values()) {
+            Object options = b.commandLineOptions();
+            if (options != null) {
+                spec.addMixin("backend-" + b.name(), CommandSpec.forAnnotatedObject(options));
+            }
+        }
+        return choice;
+    }
+}

@@ -1,0 +1,27 @@
+package dev.cohort.cli.readme;
+
+import dev.cohort.cli.BackendOptions;
+import dev.cohort.cli.BackendChoice;
+import dev.cohort.api.Backends;
+import dev.cohort.api.DistributedBackend;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** The README's example program (15 lines), kept compiling and tested by ReadmeExampleTest. */
+@Command(name = "train") public class Train implements Runnable {
+    @Option(names = "--batch-size") int batchSize = 64;
+    BackendChoice distributed;
+    public void run() {
+        DistributedBackend backend = distributed.backend();
+        backend.initialize();
+        backend.checkBatchSize(batchSize * backend.worldSize());
+        double loss = backend.averageAll(0.5 * (backend.rank() + 1));
+        if (backend.isRootWorker()) System.out.printf("%d workers, mean loss %.3f%n", backend.worldSize(), loss);
+    }
+    public static void main(String[] args) {
+        Train train = new Train(); CommandLine cli = new CommandLine(train);
+        train.distributed = BackendOptions.add(cli);
+        System.exit(cli.execute(args));
+    }
+}

@@ -1,0 +1,244 @@
+package dev.cohort.gloo;
+
+import dev.cohort.libtorch.LibTorch;
+
+import dev.cohort.api.Connection;
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.Topology;
+import dev.cohort.api.LaunchEnvironment;
+import java.io.IOException;
+import java.net.DatagramSocket;
+import java.net.InetAddress;
+import java.net.NetworkInterface;
+import java.net.SocketException;
+import java.net.UnknownHostException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import org.bytedeco.javacpp.chrono.Milliseconds;
+import org.bytedeco.pytorch.GlooDeviceVector;
+import org.bytedeco.pytorch.ProcessGroupGloo;
+import org.bytedeco.pytorch.Store;
+import org.bytedeco.pytorch.gloo.Device;
+
+/**
+ * The {@code gloo} backend: collectives on Gloo through PyTorch's c10d, across processes and
+ * hosts. Joins the group described by the launch environment ({@link LaunchEnvironment}:
+ * torchrun's {@code MASTER_ADDR}, {@code MASTER_PORT}, {@code RANK}, {@code WORLD_SIZE},
+ * {@code LOCAL_RANK}, {@code LOCAL_WORLD_SIZE}, {@code GROUP_RANK}); rank 0 hosts the TCP store.
+ * Builds two Gloo groups: the world, and the ranks of this node (for the node-local barrier); on
+ * a single node they are one and the same.
+ *
+ * <p>Timeouts (see {@link GlooOptions}): 60 s for all ranks to meet and connect, 5 min per
+ * collective by default.
+ */
+public final class GlooBackend extends DistributedBackend {
+
+    public static final String NAME = "gloo";
+    /** PyTorch's variable naming the interface Gloo binds to. */
+    public static final String ENV_INTERFACE = "GLOO_SOCKET_IFNAME";
+
+    private final GlooOptions options;
+    private final Map<String, String> env;
+    private Rendezvous rendezvous;
+    private volatile JobNotes notes;
+
+    public GlooBackend() {
+        this(new GlooOptions(), System.getenv());
+    }
+
+    public GlooBackend(GlooOptions options) {
+        this(options, System.getenv());
+    }
+
+    /** With an explicit environment instead of the process's (for programs that start ranks themselves). */
+    public GlooBackend(GlooOptions options, Map<String, String> environment) {
+        this.options = options;
+        this.env = Map.copyOf(environment);
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public boolean isAvailable() {
+        return LibTorch.isLoadable();
+    }
+
+    @Override
+    public String unavailableReason() {
+        return LibTorch.failureReason();
+    }
+
+    @Override
+    public Object commandLineOptions() {
+        return options;
+    }
+
+    @Override
+    protected Connection connect() {
+        LibTorch.load();
+        Duration connectTimeout = options.connectTimeout();
+        Duration timeout = options.timeout();
+        Path storeFile = fileRendezvous(options.rendezvous);
+        Topology topology;
+        String runScope;
+        Device device;
+        if (storeFile != null) {
+            topology = LaunchEnvironment.parseTopology(env);
+            runScope = LaunchEnvironment.parseRunId(env);
+            rendezvous = Rendezvous.file(storeFile, topology.worldSize(), connectTimeout);
+            device = device(null, 0);
+        } else {
+            LaunchEnvironment launch = LaunchEnvironment.parse(env);
+            topology = launch.topology();
+            runScope = launch.runId() + "/" + launch.restartCount();
+            device = device(launch.masterAddr(), launch.masterPort());
+            rendezvous = Rendezvous.tcp(launch.masterAddr(), launch.masterPort(), topology.rank(),
+                    topology.worldSize(), connectTimeout);
+        }
+        try {
+            Map<String, String> ranksByAddress = Membership.join(rendezvous.client(), rendezvous.toString(), topology,
+                    deviceAddress(device), runScope, options.joinsAs(), connectTimeout);
+            Duration spin = options.spin(topology.localWorldSize());
+            GlooProcessGroup world = group("gloo world", rendezvous.prefixed("cohort/" + runScope + "/world"), device,
+                    topology.rank(), topology.worldSize(), timeout, connectTimeout, ranksByAddress, spin);
+            world.watchStalls(new StallWatch(rendezvous.client().clone(), "cohort/" + runScope + "/issued/",
+                    topology.rank(), topology.worldSize(), options.stallTime()));
+            // On one node the node group is the world: no second Gloo group and its threads.
+            GlooProcessGroup node = topology.localWorldSize() == topology.worldSize() ? world
+                    : group("gloo node " + topology.nodeRank(),
+                            rendezvous.prefixed("cohort/" + runScope + "/node-" + topology.nodeRank()), device,
+                            topology.localRank(), topology.localWorldSize(), timeout, connectTimeout, ranksByAddress, spin);
+            JobNotes jobNotes = new JobNotes(rendezvous.client().clone(), "cohort/" + runScope + "/note/");
+            notes = jobNotes;
+            Rendezvous store = rendezvous;
+            return new Connection(topology, world, node, () -> {
+                jobNotes.close();
+                store.close();
+            });
+        } catch (RuntimeException e) {
+            rendezvous.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Notes the ranks of this job leave each other in its store (see {@link JobNotes}); valid
+     * from {@link #initialize()} until {@link #close()}.
+     */
+    public JobNotes notes() {
+        JobNotes n = notes;
+        if (n == null) {
+            throw new IllegalStateException("the gloo backend is not initialized: call initialize() before notes()");
+        }
+        return n;
+    }
+
+    private GlooProcessGroup group(String label, Store store, Device device, int rank, int size, Duration timeout,
+                                   Duration connectTimeout, Map<String, String> ranksByAddress, Duration spin) {
+        ProcessGroupGloo.Options o = ProcessGroupGloo.Options.create(new Milliseconds(connectTimeout.toMillis()));
+        o.devices(new GlooDeviceVector(device));
+        ProcessGroupGloo pg;
+        try {
+            pg = LibTorch.retain(new ProcessGroupGloo(store, rank, size, o));
+        } catch (RuntimeException e) {
+            throw new GlooConnectException(label + " rank " + rank + " of " + size + ": could not connect to its peers within "
+                    + connectTimeout + ": " + e.getMessage(), e);
+        }
+        pg.setTimeout(new Milliseconds(timeout.toMillis()));
+        PeerMesh mesh = null;
+        if (options.consistencyCheck() && size > 1) {
+            try {
+                mesh = PeerMesh.connect(store, "peer-mesh/", rank, size, meshAddress(device), connectTimeout, spin,
+                        label + " rank " + rank + " of " + size);
+            } catch (RuntimeException e) {
+                LibTorch.release(pg);
+                throw e;
+            }
+        }
+        return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress, mesh, options.meshLimit());
+    }
+
+    /** The interface named by option or {@code GLOO_SOCKET_IFNAME}, else the address that reaches the master. */
+    private Device device(String masterAddr, int masterPort) {
+        String ifname = options.networkInterface != null ? options.networkInterface : env.get(ENV_INTERFACE);
+        if (ifname != null && !ifname.isBlank()) {
+            try {
+                if (NetworkInterface.getByName(ifname) == null) {
+                    throw new IllegalArgumentException("network interface '" + ifname + "' (from "
+                            + (options.networkInterface != null ? "--gloo-interface" : ENV_INTERFACE)
+                            + ") does not exist here; see `ip link`");
+                }
+            } catch (SocketException e) {
+                throw new IllegalStateException("cannot list network interfaces: " + e.getMessage(), e);
+            }
+            return ProcessGroupGloo.createDeviceForInterface(ifname);
+        }
+        if (masterAddr == null) {
+            return ProcessGroupGloo.createDefaultDevice();
+        }
+        return ProcessGroupGloo.createDeviceForHostname(localAddressTowards(masterAddr, masterPort).getHostAddress());
+    }
+
+    /** The local address the kernel would use to reach {@code host} (no packet is sent). */
+    static InetAddress localAddressTowards(String host, int port) {
+        InetAddress target;
+        try {
+            target = InetAddress.getByName(host);
+        } catch (UnknownHostException e) {
+            throw new IllegalArgumentException("MASTER_ADDR='" + host + "' does not resolve: " + e.getMessage(), e);
+        }
+        if (target.isLoopbackAddress()) {
+            return target;
+        }
+        try (DatagramSocket probe = new DatagramSocket()) {
+            probe.connect(target, port);
+            InetAddress local = probe.getLocalAddress();
+            if (local == null || local.isAnyLocalAddress()) {
+                throw new IllegalStateException("no route from this host to MASTER_ADDR=" + host);
+            }
+            return local;
+        } catch (IOException e) {
+            throw new IllegalStateException("no route from this host to MASTER_ADDR=" + host + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The address Gloo's device listens on, where the signature mesh listens too. */
+    private static InetAddress meshAddress(Device device) {
+        String address = deviceAddress(device);
+        try {
+            return InetAddress.getByName(address);
+        } catch (UnknownHostException e) {
+            throw new GlooConnectException("Gloo's device address '" + address + "' does not resolve: " + e.getMessage(), e);
+        }
+    }
+
+    private static String deviceAddress(Device device) {
+        String s = device.str().getString();
+        int at = s.indexOf("addr=[");
+        if (at < 0) {
+            return s;
+        }
+        int end = s.indexOf(']', at);
+        String addr = s.substring(at + 6, end);
+        int colon = addr.lastIndexOf(':');
+        return colon > 0 && addr.indexOf(':') == colon ? addr.substring(0, colon) : addr;
+    }
+
+    /** The shared file of a {@code file:///PATH} rendezvous, or {@code null} for {@code env://}. */
+    static Path fileRendezvous(String text) {
+        if (text == null || text.equals("env://") || text.equals("env")) {
+            return null;
+        }
+        if (text.startsWith("file://") && text.length() > "file://".length()) {
+            Path path = Path.of(text.substring("file://".length()));
+            if (path.isAbsolute()) {
+                return path;
+            }
+        }
+        throw new IllegalArgumentException("--gloo-rendezvous '" + text + "': use env:// or file:///ABSOLUTE/PATH");
+    }
+}

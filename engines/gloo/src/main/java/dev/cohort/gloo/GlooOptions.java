@@ -1,0 +1,197 @@
+package dev.cohort.gloo;
+
+import dev.cohort.api.Timeouts;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import picocli.CommandLine.Option;
+
+/**
+ * The gloo backend's command-line options, each with its default. {@code --gloo-interface}
+ * defaults to the {@code GLOO_SOCKET_IFNAME} environment variable, as in PyTorch.
+ */
+public final class GlooOptions {
+
+    /** Default timeout of each collective. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
+    /** Default time after which a waiting collective is reported as stalled. */
+    public static final Duration DEFAULT_STALL_TIME = Duration.ofSeconds(30);
+    /** Default time allowed for all ranks to meet at the store and connect to each other. */
+    public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(60);
+    /**
+     * Default time a rank waiting for its peers' data keeps polling its connections before it
+     * sleeps in the kernel, where its host has a CPU for every rank. Waking from that sleep took
+     * 20-60 us here, longer than a small collective takes when the data is polled for.
+     */
+    public static final Duration DEFAULT_SPIN = Duration.ofNanos(50_000);
+
+    @Option(names = "--gloo-interface", paramLabel = "IFNAME",
+            description = "Network interface Gloo binds to (default: GLOO_SOCKET_IFNAME, else the interface "
+                    + "that reaches MASTER_ADDR).")
+    String networkInterface;
+
+    @Option(names = "--gloo-timeout", paramLabel = "SECONDS",
+            description = "Timeout of each collective (default: 300).")
+    double timeoutSeconds = DEFAULT_TIMEOUT.toSeconds();
+
+    @Option(names = "--gloo-connect-timeout", paramLabel = "SECONDS",
+            description = "Time for all ranks to meet and connect (default: 60).")
+    double connectTimeoutSeconds = DEFAULT_CONNECT_TIMEOUT.toSeconds();
+
+    @Option(names = "--gloo-stall-seconds", paramLabel = "SECONDS",
+            description = "A collective waiting longer than this is reported with the ranks that have not "
+                    + "issued it yet (default: 30; it still fails only at --gloo-timeout).")
+    double stallSeconds = DEFAULT_STALL_TIME.toSeconds();
+
+    @Option(names = "--gloo-consistency-check", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "Before each collective the ranks compare what they call (operation, type, length, "
+                    + "reduce op, root, order) and all fail naming the difference instead of hanging or "
+                    + "returning wrong data (default: on; --no-gloo-consistency-check only to measure its cost).")
+    boolean consistencyCheck = true;
+
+    @Option(names = "--gloo-direct-max-bytes", paramLabel = "BYTES",
+            description = "Collectives up to this size (the output's for allgather) travel over Cohort's own peer "
+                    + "connections (one pipelined message each way) instead of through Gloo; 0 sends all through Gloo; needs "
+                    + "the consistency check, and the same value on every rank (default: allgather, allgatherv, "
+                    + "reduce-scatter and barrier always; allreduce and broadcast always with 2 ranks, else up to "
+                    + "262144).")
+    int directMaxBytes = -1;
+
+    @Option(names = "--gloo-spin-us", paramLabel = "MICROSECONDS",
+            description = "How long a rank waiting for its peers' data keeps polling its connections before it "
+                    + "sleeps until data arrives; 0 never polls (default: 50 when this host runs no more ranks than "
+                    + "it has CPUs, else 0: polling would take the CPU a rank needs).")
+    Integer spinMicros;
+
+    @Option(names = "--gloo-rendezvous", paramLabel = "URI",
+            description = "env:// (MASTER_ADDR/MASTER_PORT, rank 0 hosts a TCP store; the default) or "
+                    + "file:///PATH (a file on a filesystem all ranks share).")
+    String rendezvous = "env://";
+
+    /** What this process runs, as the other ranks see it when they meet (see {@link Membership}). */
+    private String joinsAs = "the gloo backend";
+
+    /**
+     * Names what this process runs for the rendezvous, when a Gloo group is part of another
+     * backend (hier's group of host leaders): ranks that run something else are told so at once.
+     */
+    public GlooOptions joinsAs(String description) {
+        if (description.contains("|")) {
+            throw new IllegalArgumentException("joinsAs must not contain '|', got '" + description + "'");
+        }
+        this.joinsAs = description;
+        return this;
+    }
+
+    String joinsAs() {
+        return joinsAs;
+    }
+
+    public GlooOptions networkInterface(String name) {
+        this.networkInterface = name;
+        return this;
+    }
+
+    public GlooOptions timeout(Duration timeout) {
+        this.timeoutSeconds = Timeouts.toSeconds("--gloo-timeout", timeout);
+        return this;
+    }
+
+    public GlooOptions connectTimeout(Duration timeout) {
+        this.connectTimeoutSeconds = Timeouts.toSeconds("--gloo-connect-timeout", timeout);
+        return this;
+    }
+
+    public GlooOptions stallTime(Duration stall) {
+        this.stallSeconds = Timeouts.toSeconds("--gloo-stall-seconds", stall);
+        return this;
+    }
+
+    Duration stallTime() {
+        return Timeouts.ofSeconds("--gloo-stall-seconds", stallSeconds);
+    }
+
+    /** Turns the always-on consistency check off (for measuring its cost; see --gloo-consistency-check). */
+    public GlooOptions consistencyCheck(boolean on) {
+        this.consistencyCheck = on;
+        return this;
+    }
+
+    boolean consistencyCheck() {
+        return consistencyCheck;
+    }
+
+    /** Collectives up to {@code bytes} go over the peer mesh; 0: all through Gloo. */
+    public GlooOptions directMaxBytes(int bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("--gloo-direct-max-bytes must be >= 0, got " + bytes);
+        }
+        this.directMaxBytes = bytes;
+        return this;
+    }
+
+    /** The largest collective the user allows on the mesh, or -1: the measured defaults ({@link MeshCollectives#carriesByDefault}). */
+    long meshLimit() {
+        if (directMaxBytes < -1) {
+            throw new IllegalArgumentException("--gloo-direct-max-bytes must be >= 0, got " + directMaxBytes);
+        }
+        return directMaxBytes;
+    }
+
+    /** Polls this long before sleeping (see --gloo-spin-us); {@link Duration#ZERO} never polls. */
+    public GlooOptions spin(Duration spin) {
+        if (spin.isNegative()) {
+            throw new IllegalArgumentException("--gloo-spin-us must be >= 0, got " + spin);
+        }
+        this.spinMicros = Math.toIntExact(spin.toNanos() / 1000);
+        return this;
+    }
+
+    /** The polling time of a rank whose host runs {@code ranksOnThisHost} ranks: as set, else {@link #defaultSpin}. */
+    Duration spin(int ranksOnThisHost) {
+        if (spinMicros == null) {
+            return defaultSpin(ranksOnThisHost);
+        }
+        if (spinMicros < 0) {
+            throw new IllegalArgumentException("--gloo-spin-us must be >= 0, got " + spinMicros);
+        }
+        return Duration.ofNanos(spinMicros * 1000L);
+    }
+
+    /**
+     * {@link #DEFAULT_SPIN} where the host has a CPU for each of its {@code ranksOnThisHost} ranks,
+     * else none. CPUs are counted online, not in this process's affinity mask: a rank pinned to
+     * one CPU of its own may poll.
+     */
+    public static Duration defaultSpin(int ranksOnThisHost) {
+        return ranksOnThisHost <= hostCpus() ? DEFAULT_SPIN : Duration.ZERO;
+    }
+
+    /** CPUs online on this host (/sys/devices/system/cpu/online, e.g. "0-3,8"), at least this JVM's count. */
+    static int hostCpus() {
+        int online = 0;
+        try {
+            for (String range : Files.readString(Path.of("/sys/devices/system/cpu/online")).trim().split(",")) {
+                String[] ends = range.split("-");
+                online += ends.length == 1 ? 1 : Integer.parseInt(ends[1]) - Integer.parseInt(ends[0]) + 1;
+            }
+        } catch (IOException | RuntimeException e) {
+            online = 0;   // not Linux, or unreadable: the JVM's count below
+        }
+        return Math.max(online, Runtime.getRuntime().availableProcessors());
+    }
+
+    public GlooOptions rendezvous(String uri) {
+        this.rendezvous = uri;
+        return this;
+    }
+
+    Duration timeout() {
+        return Timeouts.ofSeconds("--gloo-timeout", timeoutSeconds);
+    }
+
+    Duration connectTimeout() {
+        return Timeouts.ofSeconds("--gloo-connect-timeout", connectTimeoutSeconds);
+    }
+}

@@ -1,0 +1,296 @@
+package dev.cohort.gloo;
+
+import dev.cohort.libtorch.LibTorch;
+
+import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.api.collective.Collective;
+import dev.cohort.api.collective.CollectiveException;
+import dev.cohort.api.collective.CollectiveMismatchException;
+import dev.cohort.api.collective.CollectiveTimeoutException;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.OpKind;
+import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.runtime.Reduction;
+import dev.cohort.api.collective.Work;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.bytedeco.javacpp.chrono.Milliseconds;
+import org.bytedeco.pytorch.AllgatherOptions;
+import org.bytedeco.pytorch.AllreduceOptions;
+import org.bytedeco.pytorch.BarrierOptions;
+import org.bytedeco.pytorch.BroadcastOptions;
+import org.bytedeco.pytorch.ProcessGroupGloo;
+import org.bytedeco.pytorch.ReduceScatterOptions;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorVector;
+
+/**
+ * A {@link dev.cohort.api.collective.ProcessGroup} on c10d's {@code ProcessGroupGloo}.
+ *
+ * <p>Mapping: allreduce, broadcast and barrier map one to one; allgather uses the flat
+ * {@code _allgather_base} and reduce-scatter {@code _reduce_scatter_base}, so one tensor covers the
+ * whole buffer (Gloo would read a list of tensors as replicas). AVG runs as SUM followed by a local
+ * division, so its integer semantics match the other engines'. Gloo has no allgatherv: every rank
+ * pads its block to the largest count, the padded blocks are gathered, and the result is compacted.
+ */
+final class GlooProcessGroup extends AbstractProcessGroup {
+
+    // Gloo names the peer as "Connection closed by peer [ADDR]:PORT" or "Read error [ADDR]:PORT: ..."
+    // (the latter when the peer's socket was reset, e.g. rank 0 killed while another rank reads).
+    private static final Pattern PEER = Pattern.compile("(?:peer|error) \\[?([0-9a-fA-F.:]+?)\\]?:(\\d+)");
+
+    private final ProcessGroupGloo pg;
+    private final NativeCache cache = new NativeCache();
+    private final String label;
+    private final Map<String, String> ranksByAddress;
+    /** The always-on consistency check (null when turned off); calls over it hold its lock. */
+    private final PeerMesh mesh;
+    private final MeshCollectives overMesh;
+    /** Collectives moving up to this many bytes travel over the mesh (-1: the measured defaults). */
+    private final long meshLimit;
+    /** The first disagreement seen; Gloo's tags are out of step after it, so the group is unusable. */
+    private volatile CollectiveMismatchException mismatch;
+    private volatile StallWatch stallWatch;
+    private final GlooWork.StallReport stallReport = new GlooWork.StallReport() {
+        @Override
+        public Duration after() {
+            StallWatch w = stallWatch;
+            return w == null ? Duration.ofDays(365) : w.stallTime();
+        }
+
+        @Override
+        public void report(Collective call) {
+            StallWatch w = stallWatch;
+            if (w != null) {
+                System.err.println("cohort: " + label + " " + who() + ": " + call.describe() + " has waited "
+                        + w.stallTime().toSeconds() + " s; " + w.laggards(call.sequence())
+                        + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
+            }
+        }
+    };
+
+    private final PeerMesh.StallReport meshStall = new PeerMesh.StallReport() {
+        @Override
+        public Duration after() {
+            return stallReport.after();
+        }
+
+        @Override
+        public void report(String what, String waitingFor) {
+            System.err.println("cohort: " + what + " has waited " + after().toSeconds() + " s; " + waitingFor
+                    + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
+        }
+    };
+
+    GlooProcessGroup(ProcessGroupGloo pg, String label, int rank, int size, Duration timeout,
+                     Map<String, String> ranksByAddress, PeerMesh mesh, long meshLimit) {
+        super(rank, size, timeout);
+        this.meshLimit = meshLimit;
+        this.pg = pg;
+        this.label = label;
+        this.ranksByAddress = ranksByAddress;
+        this.mesh = mesh;
+        this.overMesh = mesh == null ? null : new MeshCollectives(mesh, rank, size, label + " " + who());
+    }
+
+    /** Watches this group's collectives for stalls from now on (closed with the group). */
+    void watchStalls(StallWatch watch) {
+        this.stallWatch = watch;
+    }
+
+    @Override
+    protected Work start(Collective call, Duration timeout) {
+        CollectiveMismatchException earlier = mismatch;
+        if (earlier != null) {
+            throw new CollectiveMismatchException(label + " " + who() + ": " + call.describe()
+                    + " refused: the group is unusable after ranks disagreed earlier (restart the job):\n"
+                    + earlier.getMessage());
+        }
+        StallWatch watch = stallWatch;
+        if (watch != null) {
+            watch.issued(call.sequence());
+        }
+        if (mesh == null) {
+            return startData(call, timeout, Math.max(1, timeout.toMillis()));
+        }
+        long deadline = System.nanoTime() + timeout.toNanos();
+        String what = label + " " + who() + ": " + call.describe();
+        synchronized (mesh) {
+            try {
+                long bytes = switch (call.kind()) {
+                    case ALLGATHER, ALLGATHERV -> call.output().byteSize();
+                    case BARRIER -> 0;
+                    default -> call.input().byteSize();
+                };
+                boolean carried = call.kind() == OpKind.BARRIER || (bytes > 0 && (meshLimit >= 0 ? bytes <= meshLimit
+                        : MeshCollectives.carriesByDefault(call.kind(), bytes, size())));
+                if (carried) {
+                    switch (call.kind()) {
+                        case ALLREDUCE -> overMesh.allreduce(call, deadline, what, meshStall);
+                        case BROADCAST -> overMesh.broadcast(call, deadline, what, meshStall);
+                        case ALLGATHER, ALLGATHERV -> overMesh.allgather(call, deadline, what, meshStall);
+                        case REDUCE_SCATTER -> overMesh.reduceScatter(call, deadline, what, meshStall);
+                        case BARRIER -> overMesh.agree(call, deadline, what, meshStall);
+                    }
+                    return GlooWork.completed(call);
+                }
+                overMesh.agree(call, deadline, what, meshStall);
+            } catch (CollectiveMismatchException e) {
+                mismatch = e;
+                throw e;
+            }
+            Duration left = Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime()));
+            return startData(call, left, left.toMillis());
+        }
+    }
+
+    private Work startData(Collective call, Duration timeout, long ms) {
+        NativeTensors t = new NativeTensors(cache);
+        try {
+            return switch (call.kind()) {
+                case ALLREDUCE -> {
+                    if (call.input().count() == 0) {
+                        yield GlooWork.completed(call);
+                    }
+                    Tensor data = t.wrap(call.input(), true, true);
+                    AllreduceOptions o = cache.options(List.of(OpKind.ALLREDUCE, redOp(call.op()), ms),
+                            () -> new AllreduceOptions().reduceOp(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))
+                                    .timeout(new Milliseconds(ms)));
+                    Runnable finish = call.op() == ReduceOp.AVG
+                            ? () -> Reduction.finish(ReduceOp.AVG, call.input(), size()) : () -> { };
+                    yield work(call, pg.allreduce(t.keep(new TensorVector(data)), o), t, finish, timeout);
+                }
+                case BROADCAST -> {
+                    if (call.input().count() == 0) {
+                        yield GlooWork.completed(call);
+                    }
+                    boolean root = call.root() == rank();
+                    Tensor data = t.wrap(call.input(), root, !root);
+                    BroadcastOptions o = cache.options(List.of(OpKind.BROADCAST, call.root(), ms),
+                            () -> new BroadcastOptions().rootRank(call.root()).timeout(new Milliseconds(ms)));
+                    yield work(call, pg.broadcast(t.keep(new TensorVector(data)), o), t, () -> { }, timeout);
+                }
+                case ALLGATHER -> {
+                    if (call.input().count() == 0) {
+                        yield GlooWork.completed(call);
+                    }
+                    Tensor in = t.wrap(call.input(), true, false);
+                    Tensor out = t.wrap(call.output(), false, true);
+                    AllgatherOptions o = allgatherOptions(ms);
+                    yield work(call, pg._allgather_base(out, in, o), t, () -> { }, timeout);
+                }
+                case ALLGATHERV -> allgatherv(call, t, ms, timeout);
+                case REDUCE_SCATTER -> {
+                    if (call.output().count() == 0) {
+                        yield GlooWork.completed(call);
+                    }
+                    Tensor in = t.wrap(call.input(), true, false);
+                    Tensor out = t.wrap(call.output(), false, true);
+                    ReduceScatterOptions o = cache.options(List.of(OpKind.REDUCE_SCATTER, redOp(call.op()), ms),
+                            () -> new ReduceScatterOptions().reduceOp(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))
+                                    .timeout(new Milliseconds(ms)));
+                    Runnable finish = call.op() == ReduceOp.AVG
+                            ? () -> Reduction.finish(ReduceOp.AVG, call.output(), size()) : () -> { };
+                    yield work(call, pg._reduce_scatter_base(out, in, o), t, finish, timeout);
+                }
+                case BARRIER -> work(call, pg.barrier(cache.options(List.of(OpKind.BARRIER, ms),
+                        () -> new BarrierOptions().timeout(new Milliseconds(ms)))), t, () -> { }, timeout);
+            };
+        } catch (RuntimeException e) {
+            t.close();
+            throw translate(call, e);
+        }
+    }
+
+    private AllgatherOptions allgatherOptions(long ms) {
+        return cache.options(List.of(OpKind.ALLGATHER, ms), () -> new AllgatherOptions().timeout(new Milliseconds(ms)));
+    }
+
+    private Work allgatherv(Collective call, NativeTensors t, long ms, Duration timeout) {
+        int[] counts = call.counts();
+        int max = 0;
+        for (int c : counts) {
+            max = Math.max(max, c);
+        }
+        if (max == 0) {
+            return GlooWork.completed(call);
+        }
+        DenseBuffer padded = DenseBuffer.allocateDirect(call.input().dataType(), max);
+        padded.slice(0, call.input().count()).copyFrom(call.input());
+        DenseBuffer gathered = DenseBuffer.allocateDirect(call.input().dataType(), max * size());
+        Tensor in = t.tensor(padded);
+        Tensor out = t.tensor(gathered);
+        int block = max;
+        Runnable unpad = () -> {
+            int offset = 0;
+            for (int r = 0; r < counts.length; r++) {
+                call.output().slice(offset, counts[r]).copyFrom(gathered.slice(r * block, counts[r]));
+                offset += counts[r];
+            }
+        };
+        return work(call, pg._allgather_base(out, in, allgatherOptions(ms)), t, unpad, timeout);
+    }
+
+    private Work work(Collective call, org.bytedeco.pytorch.Work w, NativeTensors t, Runnable finish, Duration timeout) {
+        return new GlooWork(call, w, t, finish, timeout, e -> translate(call, e), stallReport);
+    }
+
+    /** Turns a c10d error into one that names this rank, the operation and, where known, the peer. */
+    CollectiveException translate(Collective call, RuntimeException e) {
+        if (e instanceof CollectiveException ours) {
+            return ours;
+        }
+        String message = String.valueOf(e.getMessage());
+        String peer = "";
+        Matcher m = PEER.matcher(message);
+        if (m.find()) {
+            String ranks = ranksByAddress.get(m.group(1));
+            peer = "; lost peer " + m.group(1) + (ranks == null ? "" : " (rank(s) " + ranks + ")");
+        }
+        String text = label + " " + who() + ": " + call.describe() + " failed" + peer + ": " + firstLine(message);
+        if (message.contains("Timed out") || message.contains("timed out") || message.contains("timeout")) {
+            return new CollectiveTimeoutException(text, e);
+        }
+        return new CollectiveException(text, e);
+    }
+
+    @Override
+    protected void release() {
+        try {
+            pg.shutdown();
+        } catch (RuntimeException e) {
+            // the group is going away; a failed shutdown of a broken group changes nothing
+        }
+        LibTorch.release(pg);
+        cache.close();
+        StallWatch watch = stallWatch;
+        if (watch != null) {
+            watch.close();
+        }
+        if (mesh != null) {
+            mesh.close();
+        }
+    }
+
+    @Override
+    protected String who() {
+        return "rank " + rank() + " of " + size();
+    }
+
+    private static org.bytedeco.pytorch.ReduceOp.RedOpType redOp(ReduceOp op) {
+        return switch (op) {
+            case SUM, AVG -> org.bytedeco.pytorch.ReduceOp.RedOpType.SUM;
+            case PRODUCT -> org.bytedeco.pytorch.ReduceOp.RedOpType.PRODUCT;
+            case MIN -> org.bytedeco.pytorch.ReduceOp.RedOpType.MIN;
+            case MAX -> org.bytedeco.pytorch.ReduceOp.RedOpType.MAX;
+        };
+    }
+
+    private static String firstLine(String s) {
+        int nl = s.indexOf('\n');
+        return nl < 0 ? s : s.substring(0, nl);
+    }
+}

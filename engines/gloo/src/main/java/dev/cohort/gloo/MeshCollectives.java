@@ -1,0 +1,387 @@
+package dev.cohort.gloo;
+
+import dev.cohort.api.collective.Collective;
+import dev.cohort.api.collective.CollectiveMismatchException;
+import dev.cohort.api.collective.DataType;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.OpKind;
+import dev.cohort.runtime.Reduction;
+import dev.cohort.runtime.SignatureWords;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+import java.util.function.Consumer;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
+
+/**
+ * Collectives carried over the {@link PeerMesh} with the consistency check built in: a rank's
+ * first bytes to each peer are its call's signature, and nothing lands in the caller's memory
+ * before every rank's signature arrived and matched.
+ *
+ * <p>Algorithms, for p ranks and n bytes:
+ * <ul>
+ * <li><b>allreduce</b>: every rank sends its whole input to every peer and folds the p inputs
+ *     itself. A rank sends (p−1)·n bytes: for p = 2 as many as a ring's 2(p−1)/p·n, in one step
+ *     instead of 2(p−1); with more ranks only small messages come here ({@link #carriesByDefault}).
+ * <li><b>broadcast</b>: the root sends to every peer;
+ * <li><b>allgather, allgatherv</b>: every rank sends its input to every peer — as many bytes as
+ *     a ring, in one step;
+ * <li><b>reduce-scatter</b>: every rank sends block j of its input to rank j, which folds the p
+ *     copies of its block — as many bytes as a ring, in one step;
+ * <li><b>barrier</b>: the signatures alone — no rank leaves before every rank's call arrived;
+ * <li>calls the group leaves to Gloo: {@link #agree} exchanges the signatures first.
+ * </ul>
+ * Folds run in rank order ((x0 op x1) op x2 ...), so every rank computes the same bits, segment
+ * by segment while the rest still streams in. Direct caller buffers are sent from and received
+ * into where they lie (no copy); heap arrays go through a staging copy.
+ */
+final class MeshCollectives {
+
+    /** Bytes folded at a time once every peer's share of them arrived (fits in L2 with its operands). */
+    static final int SEGMENT_BYTES = 128 * 1024;
+
+    /**
+     * Calls that move more than this per peer travel as several messages, each checked like a call
+     * of its own: it bounds the receive buffers a rank keeps per peer and the staging copy of heap
+     * inputs, whatever the call's size.
+     */
+    static final int MAX_MESSAGE_BYTES = Integer.getInteger("cohort.gloo.meshMessageBytes", 64 << 20);
+    /** With more than 2 ranks, allreduces and broadcasts up to this size go over the mesh. */
+    static final long WHOLE_MAX_BYTES = 256 * 1024;
+
+    private final PeerMesh mesh;
+    private final int rank;
+    private final int size;
+    private final String who;
+    private final long[] mine = new long[SignatureWords.WORDS];
+    private final ByteBuffer[] toPeer;
+    private final ByteBuffer[] fromPeer;
+    private ByteBuffer sendStore = ByteBuffer.allocateDirect(0);
+
+    MeshCollectives(PeerMesh mesh, int rank, int size, String who) {
+        this.mesh = mesh;
+        this.rank = rank;
+        this.size = size;
+        this.who = who;
+        this.toPeer = new ByteBuffer[size];
+        this.fromPeer = new ByteBuffer[size];
+    }
+
+    /**
+     * Whether a call of {@code kind} moving {@code bytes} goes over the mesh by default, as measured
+     * on loopback (docs/PERFORMANCE.md). Allgather(v), reduce-scatter and barrier always: each rank
+     * sends as many bytes as in Gloo's ring, in one step (allgather 16 MiB with 3 ranks: 36 against
+     * 104 ms). Allreduce with 2 ranks always; with more, up to {@link #WHOLE_MAX_BYTES}: beyond,
+     * the (p−1) whole copies lose to Gloo's ring (3 ranks, 16 MiB: 52 against 29 ms). Broadcast the
+     * same way: with 2 ranks the mesh and Gloo measured level at 16 MiB (medians of 5: 7.8 against
+     * 8.1 ms; other sittings 7.9 / 8.6 and 9.5 / 8.3), and on the mesh the check is free.
+     */
+    static boolean carriesByDefault(OpKind kind, long bytes, int size) {
+        return switch (kind) {
+            case BARRIER, ALLGATHER, ALLGATHERV, REDUCE_SCATTER -> true;
+            case ALLREDUCE, BROADCAST -> size == 2 || bytes <= WHOLE_MAX_BYTES;
+        };
+    }
+
+    /** Exchanges {@code call}'s signature only: returns when every rank issued the same call (a barrier). */
+    void agree(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        clear();
+        run(call, false, deadlineNanos, what, stall, new Check());
+    }
+
+    /** The allreduce of {@code call.input()} in place. */
+    void allreduce(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        inMessages(call.input(), part -> allreducePart(call, part, deadlineNanos, what, stall));
+    }
+
+    /** One message's worth of an allreduce: {@code data} is a part of {@code call.input()}. */
+    private void allreducePart(Collective call, DenseBuffer data, long deadlineNanos, String what,
+                               PeerMesh.StallReport stall) {
+        clear();
+        int bytes = (int) data.byteSize();
+        boolean inPlace = data.isDirect();
+        ByteBuffer own = inPlace ? bytesOf(data) : staged(data);
+        for (int j = 0; j < size; j++) {
+            if (j != rank) {
+                toPeer[j] = own.duplicate();
+                fromPeer[j] = mesh.receiveBuffer(j, bytes);
+            }
+        }
+        Fold fold = new Fold(call, data, inPlace, null);
+        run(call, false, deadlineNanos, what, stall, fold);
+        fold.progress();
+    }
+
+    /** Calls {@code part} with each message's slice of {@code all}, in order. */
+    private static void inMessages(DenseBuffer all, Consumer<DenseBuffer> part) {
+        int perMessage = perMessage(all.dataType());
+        for (int from = 0; from < all.count(); from += perMessage) {
+            part.accept(all.slice(from, Math.min(perMessage, all.count() - from)));
+        }
+    }
+
+    /** Elements of {@code type} in one message (see {@link #MAX_MESSAGE_BYTES}). */
+    private static int perMessage(DataType type) {
+        return Math.max(1, MAX_MESSAGE_BYTES / type.byteSize());
+    }
+
+    /** The broadcast of the root's {@code call.input()} into every other rank's. */
+    void broadcast(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        inMessages(call.input(), part -> broadcastPart(call, part, deadlineNanos, what, stall));
+    }
+
+    /** One message's worth of a broadcast: {@code data} is a part of {@code call.input()}. */
+    private void broadcastPart(Collective call, DenseBuffer data, long deadlineNanos, String what,
+                               PeerMesh.StallReport stall) {
+        clear();
+        int bytes = (int) data.byteSize();
+        int root = call.root();
+        boolean direct = data.isDirect();
+        if (rank == root) {
+            ByteBuffer own = direct ? bytesOf(data) : staged(data);
+            for (int j = 0; j < size; j++) {
+                if (j != rank) {
+                    toPeer[j] = own.duplicate();
+                }
+            }
+        } else {
+            fromPeer[root] = direct ? bytesOf(data) : mesh.receiveBuffer(root, bytes);
+        }
+        run(call, direct, deadlineNanos, what, stall, new Check());
+        if (rank != root && !direct) {
+            data.copyFrom(DenseBuffer.of(fromPeer[root].flip(), data.dataType()));
+        }
+    }
+
+    /**
+     * Every rank's {@code call.input()}, in rank order, into {@code call.output()} (allgather and
+     * allgatherv). Message k carries elements {@code [k P, (k+1) P)} of every rank's block (P =
+     * {@link #perMessage}), empty for blocks that short.
+     */
+    void allgather(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        DenseBuffer input = call.input();
+        DenseBuffer output = call.output();
+        int[] counts = call.counts();
+        int[] offsets = new int[size + 1];
+        int most = 0;
+        for (int r = 0; r < size; r++) {
+            int count = counts == null ? input.count() : counts[r];
+            offsets[r + 1] = offsets[r] + count;
+            most = Math.max(most, count);
+        }
+        int perMessage = perMessage(output.dataType());
+        for (int from = 0; from < most; from += perMessage) {
+            allgatherPart(call, offsets, from, perMessage, deadlineNanos, what, stall);
+        }
+        output.slice(offsets[rank], offsets[rank + 1] - offsets[rank]).copyFrom(input);
+    }
+
+    /** Elements {@code [from, from + perMessage)} of every rank's block. */
+    private void allgatherPart(Collective call, int[] offsets, int from, int perMessage, long deadlineNanos,
+                               String what, PeerMesh.StallReport stall) {
+        clear();
+        DenseBuffer input = call.input();
+        DenseBuffer output = call.output();
+        int[] length = new int[size];
+        for (int r = 0; r < size; r++) {
+            length[r] = Math.max(0, Math.min(perMessage, offsets[r + 1] - offsets[r] - from));
+        }
+        DenseBuffer mine = input.slice(Math.min(from, input.count()), length[rank]);
+        boolean direct = output.isDirect();
+        ByteBuffer own = mine.isDirect() ? bytesOf(mine) : staged(mine);
+        ByteBuffer result = direct ? bytesOf(output) : null;
+        int e = output.dataType().byteSize();
+        for (int j = 0; j < size; j++) {
+            if (j != rank) {
+                toPeer[j] = own.duplicate();
+                int bytes = length[j] * e;
+                fromPeer[j] = direct ? slice(result, (offsets[j] + from) * e, bytes) : mesh.receiveBuffer(j, bytes);
+            }
+        }
+        run(call, direct, deadlineNanos, what, stall, new Check());
+        if (!direct) {
+            for (int j = 0; j < size; j++) {
+                if (j != rank && length[j] > 0) {
+                    output.slice(offsets[j] + from, length[j])
+                            .copyFrom(DenseBuffer.of(fromPeer[j].flip(), output.dataType()));
+                }
+            }
+        }
+    }
+
+    /** Block r of every rank's {@code call.input()} folded into rank r's {@code call.output()}. */
+    void reduceScatter(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        int block = call.output().count();
+        int perMessage = perMessage(call.output().dataType());
+        for (int from = 0; from < block; from += perMessage) {
+            reduceScatterPart(call, block, from, Math.min(perMessage, block - from), deadlineNanos, what, stall);
+        }
+    }
+
+    /** Elements {@code [from, from + length)} of every block. */
+    private void reduceScatterPart(Collective call, int block, int from, int length, long deadlineNanos, String what,
+                                   PeerMesh.StallReport stall) {
+        clear();
+        DenseBuffer input = call.input();
+        DenseBuffer output = call.output();
+        int bytes = length * output.dataType().byteSize();
+        ByteBuffer heapParts = input.isDirect() ? null : stagedParts(input, block, from, length);
+        for (int j = 0; j < size; j++) {
+            if (j != rank) {
+                toPeer[j] = heapParts == null ? bytesOf(input.slice(j * block + from, length))
+                        : slice(heapParts, j * bytes, bytes);
+                fromPeer[j] = mesh.receiveBuffer(j, bytes);
+            }
+        }
+        Fold fold = new Fold(call, output.slice(from, length), false, input.slice(rank * block + from, length));
+        run(call, false, deadlineNanos, what, stall, fold);
+        fold.progress();
+    }
+
+    private static ByteBuffer slice(ByteBuffer all, int from, int length) {
+        return all.duplicate().limit(from + length).position(from).slice().order(ByteOrder.nativeOrder());
+    }
+
+    private void run(Collective call, boolean guardPayload, long deadlineNanos, String what,
+                     PeerMesh.StallReport stall, Check check) {
+        SignatureWords.encode(call, mine, 0);
+        if (!mesh.exchange(mine, toPeer, fromPeer, guardPayload, deadlineNanos, what, stall, check)) {
+            throw new CollectiveMismatchException(check.disagreement != null ? check.disagreement
+                    : what + ": rank " + mesh.payloadMismatch() + " sent its data another way; start every rank "
+                    + "with the same --gloo-direct-max-bytes");
+        }
+    }
+
+    private void clear() {
+        Arrays.fill(toPeer, null);
+        Arrays.fill(fromPeer, null);
+    }
+
+    /** The bytes of a direct buffer, where they lie. */
+    private static ByteBuffer bytesOf(DenseBuffer data) {
+        long bytes = data.byteSize();
+        if (bytes == 0) {
+            return ByteBuffer.allocateDirect(0);
+        }
+        Pointer at = new Pointer(data.view());
+        return new BytePointer(at).capacity(bytes).limit(bytes).asByteBuffer().order(ByteOrder.nativeOrder());
+    }
+
+    /** A direct copy of a heap buffer, reused between calls. */
+    private ByteBuffer staged(DenseBuffer data) {
+        ByteBuffer b = sendStore((int) data.byteSize());
+        DenseBuffer.of(b, data.dataType()).copyFrom(data);
+        return b;
+    }
+
+    /** Elements {@code [from, from + length)} of each of the {@code size} blocks of a heap buffer, one after another. */
+    private ByteBuffer stagedParts(DenseBuffer data, int block, int from, int length) {
+        ByteBuffer b = sendStore(size * length * data.dataType().byteSize());
+        DenseBuffer parts = DenseBuffer.of(b, data.dataType());
+        for (int j = 0; j < size; j++) {
+            parts.slice(j * length, length).copyFrom(data.slice(j * block + from, length));
+        }
+        return b;
+    }
+
+    /** {@code bytes} of the reused staging buffer. */
+    private ByteBuffer sendStore(int bytes) {
+        if (sendStore.capacity() < bytes) {
+            sendStore = ByteBuffer.allocateDirect(Math.max(bytes, 4096)).order(ByteOrder.nativeOrder());
+        }
+        return sendStore.clear().limit(bytes).slice().order(ByteOrder.nativeOrder());
+    }
+
+    /** Accepts the signatures only when every rank's match; moves no data itself. */
+    private class Check implements PeerMesh.Transfer {
+        String disagreement;
+
+        @Override
+        public boolean signaturesArrived(long[] all) {
+            disagreement = SignatureWords.disagreement(who, all, size);
+            return disagreement == null;
+        }
+
+        @Override
+        public void progress() {
+        }
+    }
+
+    /**
+     * Folds every peer's copy of {@code target}'s elements (arriving in {@code fromPeer}) into
+     * {@code target}, as they complete. A byte range is folded once every peer's copy of it
+     * arrived and — when {@code target} is also what is being sent — once it went out to every
+     * peer, since folding overwrites it.
+     */
+    private final class Fold extends Check {
+
+        @Override
+        public boolean signaturesArrived(long[] all) {
+            boolean agreed = super.signaturesArrived(all);
+            if (agreed && ownInput != null) {
+                target.copyFrom(ownInput);
+            }
+            return agreed;
+        }
+
+        private final Collective call;
+        private final DenseBuffer target;
+        private final int bytes;
+        private final int elementBytes;
+        private final boolean sendsFromTarget;
+        private final DenseBuffer ownInput;
+        private int folded;
+
+        /** {@code ownInput}: this rank's operand when it is not already in {@code target} (copied there once the call is agreed). */
+        Fold(Collective call, DenseBuffer target, boolean sendsFromTarget, DenseBuffer ownInput) {
+            this.call = call;
+            this.ownInput = ownInput;
+            this.target = target;
+            this.bytes = (int) target.byteSize();
+            this.elementBytes = target.dataType().byteSize();
+            this.sendsFromTarget = sendsFromTarget;
+        }
+
+        @Override
+        public void progress() {
+            int ready = bytes;
+            for (int j = 0; j < size; j++) {
+                if (j != rank) {
+                    ready = Math.min(ready, fromPeer[j].position());
+                    if (sendsFromTarget) {
+                        ready = Math.min(ready, toPeer[j].position());
+                    }
+                }
+            }
+            ready -= ready % elementBytes;
+            if (ready == folded || (ready < bytes && ready - folded < SEGMENT_BYTES)) {
+                return;
+            }
+            fold(folded, ready);
+            folded = ready;
+        }
+
+        /** The result over bytes {@code [from, to)}: rank order, so every rank computes the same bits. */
+        private void fold(int from, int to) {
+            DataType type = target.dataType();
+            DenseBuffer out = target.slice(from / elementBytes, (to - from) / elementBytes);
+            if (rank > 0) {
+                // out holds x_rank: fold x0 op ... op x_(rank-1) in the first receive buffer, put it in front.
+                DenseBuffer lower = segment(0, from, to, type);
+                for (int r = 1; r < rank; r++) {
+                    Reduction.accumulate(call.op(), lower, segment(r, from, to, type));
+                }
+                Reduction.accumulateLeft(call.op(), lower, out);
+            }
+            for (int r = rank + 1; r < size; r++) {
+                Reduction.accumulate(call.op(), out, segment(r, from, to, type));
+            }
+            Reduction.finish(call.op(), out, size);
+        }
+
+        private DenseBuffer segment(int peer, int from, int to, DataType type) {
+            return DenseBuffer.of(fromPeer[peer].duplicate().limit(to).position(from), type);
+        }
+    }
+}

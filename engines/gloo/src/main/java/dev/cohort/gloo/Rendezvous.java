@@ -1,0 +1,132 @@
+package dev.cohort.gloo;
+
+import dev.cohort.libtorch.LibTorch;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.bytedeco.javacpp.SizeTPointer;
+import org.bytedeco.javacpp.chrono.Milliseconds;
+import org.bytedeco.pytorch.FileStore;
+import org.bytedeco.pytorch.IntOptional;
+import org.bytedeco.pytorch.PrefixStore;
+import org.bytedeco.pytorch.Store;
+import org.bytedeco.pytorch.TCPStore;
+import org.bytedeco.pytorch.TCPStoreOptions;
+
+/**
+ * The bootstrap key-value store the ranks meet in: a c10d {@code TCPStore} hosted by rank 0, or
+ * a {@code FileStore} on a filesystem every rank shares.
+ *
+ * <p>Trap: c10d takes stores as {@code intrusive_ptr}; JavaCPP adopts a Java-created store the
+ * first time it is passed to native code, and a second pass aborts the process. So the object we
+ * construct is kept here (alive for the whole job, it hosts the server on rank 0) and only
+ * native-made clones are ever handed on. Both are retained against the caller's
+ * {@code PointerScope}.
+ */
+final class Rendezvous implements AutoCloseable {
+
+    private final Store owner;
+    private final Store client;
+    private final String description;
+    private final StoreGuard guard;
+
+    private Rendezvous(Store owner, String description, StoreGuard guard) {
+        this.owner = LibTorch.retain(owner);
+        this.client = LibTorch.retain(owner.clone());
+        this.description = description;
+        this.guard = guard;
+    }
+
+    /**
+     * Connects to (on rank 0: hosts) the TCP store at {@code host:port}; waits for all ranks. Rank
+     * 0 runs the store on a loopback port behind a {@link StoreGuard} on {@code host:port}.
+     */
+    static Rendezvous tcp(String host, int port, int rank, int worldSize, Duration timeout) {
+        String where = "TCP store at " + host + ":" + port;
+        String who = "rank " + rank + " of " + worldSize;
+        TCPStoreOptions options = new TCPStoreOptions()
+                .isServer(rank == 0)
+                .numWorkers(new SizeTPointer(1).put(worldSize))
+                // The ranks wait for each other in Membership, which can stop early when one of
+                // them finds the job misconfigured; the store's own wait could not.
+                .waitWorkers(false)
+                .timeout(new Milliseconds(timeout.toMillis()));
+        String connectTo = host;
+        int connectPort = port;
+        StoreGuard guard = null;
+        if (rank == 0) {
+            StoreListener.Listening inner = loopbackListener(who);
+            if (inner != null) {
+                guard = StoreGuard.open(resolve(host, who), port,
+                        new InetSocketAddress(InetAddress.getLoopbackAddress(), inner.port()), who);
+                options.masterListenFd(new IntOptional(inner.fd()));
+                connectTo = InetAddress.getLoopbackAddress().getHostAddress();
+                connectPort = inner.port();
+            } else {
+                System.err.println("cohort: " + who + ": cannot find a socket's descriptor here (no /proc?); the "
+                        + where + " runs unguarded on every interface");
+            }
+        }
+        options.port((short) connectPort);
+        try {
+            return new Rendezvous(new TCPStore(connectTo, options), where, guard);
+        } catch (RuntimeException e) {
+            if (guard != null) {
+                guard.close();
+            }
+            throw new GlooConnectException(who + ": could not "
+                    + (rank == 0 ? "host" : "reach") + " the " + where + " within " + timeout
+                    + " (is MASTER_ADDR/MASTER_PORT right, is rank 0 running, and are all " + worldSize
+                    + " ranks started?): " + e.getMessage(), e);
+        }
+    }
+
+    private static StoreListener.Listening loopbackListener(String who) {
+        try {
+            return StoreListener.bind(InetAddress.getLoopbackAddress());
+        } catch (IOException e) {
+            throw new GlooConnectException(who + ": cannot open a loopback port for the TCP store: " + e, e);
+        }
+    }
+
+    private static InetAddress resolve(String host, String who) {
+        try {
+            return InetAddress.getByName(host);
+        } catch (IOException e) {
+            throw new GlooConnectException(who + ": MASTER_ADDR='" + host + "' does not resolve: " + e.getMessage(), e);
+        }
+    }
+
+    /** Meets through a file on a filesystem every rank shares. */
+    static Rendezvous file(Path path, int worldSize, Duration timeout) {
+        FileStore store = new FileStore(path.toString(), worldSize);
+        store.setTimeout(new Milliseconds(timeout.toMillis()));
+        return new Rendezvous(store, "file store " + path, null);
+    }
+
+    /** A native-owned view of the store with every key under {@code prefix}. */
+    Store prefixed(String prefix) {
+        return new PrefixStore(prefix, client).clone();
+    }
+
+    Store client() {
+        return client;
+    }
+
+    @Override
+    public String toString() {
+        return description;
+    }
+
+    @Override
+    public void close() {
+        LibTorch.release(client);
+        LibTorch.release(owner);
+        if (guard != null) {
+            guard.close();
+        }
+    }
+}

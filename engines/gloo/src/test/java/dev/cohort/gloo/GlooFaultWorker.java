@@ -1,0 +1,54 @@
+package dev.cohort.gloo;
+
+import dev.cohort.api.collective.CollectiveException;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ReduceOp;
+import java.time.Duration;
+
+/**
+ * A worker for the gloo failure tests. Rank 0 runs a few allreduces; rank 1 misbehaves as
+ * {@code args[0]} says: {@code absent} (stops calling collectives and sleeps), {@code die} (the
+ * process exits abruptly). Rank 0 prints {@code FAILED <class>: <message>} and exits 3 when its
+ * collective fails as it should.
+ */
+public final class GlooFaultWorker {
+
+    public static void main(String[] args) throws Exception {
+        String mode = args[0];
+        GlooOptions options = new GlooOptions().timeout(Duration.ofSeconds(mode.equals("stop") ? 6 : 3))
+                .connectTimeout(Duration.ofSeconds(5)).stallTime(Duration.ofSeconds(2));
+        try (GlooBackend backend = new GlooBackend(options)) {
+            backend.initialize();
+            float[] data = new float[1024];
+            for (int i = 0; i < 3; i++) {
+                backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await();
+            }
+            if (backend.rank() == 1) {
+                if (mode.equals("die")) {
+                    Runtime.getRuntime().halt(9);
+                }
+                if (mode.equals("stop")) {
+                    Thread.sleep(1500);          // let the stall watch publish this rank's progress
+                    new ProcessBuilder("kill", "-STOP", Long.toString(ProcessHandle.current().pid())).start();
+                }
+                Thread.sleep(10_000);
+                Runtime.getRuntime().halt(0);
+            }
+            long start = System.nanoTime();
+            try {
+                backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await();
+                System.out.println("UNEXPECTED SUCCESS");
+                System.exit(0);
+            } catch (CollectiveException e) {
+                System.out.printf("FAILED after %.1f s %s: %s%n", (System.nanoTime() - start) / 1e9,
+                        e.getClass().getSimpleName(), e.getMessage());
+                System.out.flush();
+                Runtime.getRuntime().halt(3);
+            }
+        } catch (GlooConnectException e) {
+            System.out.println("CONNECT FAILED " + e.getMessage());
+            System.out.flush();
+            Runtime.getRuntime().halt(4);
+        }
+    }
+}

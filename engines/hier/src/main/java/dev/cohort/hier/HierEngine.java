@@ -1,0 +1,180 @@
+package dev.cohort.hier;
+
+import dev.cohort.api.Connection;
+import dev.cohort.api.Topology;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.api.LaunchEnvironment;
+import dev.cohort.runtime.SharedMemoryFiles;
+import dev.cohort.gloo.GlooBackend;
+import dev.cohort.gloo.GlooOptions;
+import dev.cohort.shm.ShmEngine;
+import dev.cohort.shm.ShmOptions;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * Joins this rank to the hierarchical group: the engine behind {@link HierBackend} (loaded
+ * reflectively, because it needs JDK 22+).
+ *
+ * <p>Steps, all within {@code --hier-connect-timeout}: the ranks of each host attach to their shm
+ * group (file {@code cohort-<run>-<restart>-<scope>-host<k>}); the leaders (local rank 0) join a
+ * Gloo group of one rank per host, rank k for host k, through an ordinary gloo backend whose
+ * launch environment describes just the leaders (they meet at {@code MASTER_ADDR:MASTER_PORT},
+ * where host 0's leader hosts the store); then every rank learns where every other rank lives
+ * (gathered within each host, then between the leaders, then broadcast within each host).
+ */
+public final class HierEngine {
+
+    private HierEngine() {
+    }
+
+    /** Called by {@link HierBackend#connect()}. */
+    public static Connection connect(HierOptions options, Map<String, String> env) {
+        Topology launched = LaunchEnvironment.parseTopology(env);
+        int world = launched.worldSize();
+        int perHost = options.ranksPerHost() > 0 ? options.ranksPerHost() : launched.localWorldSize();
+        int hosts = hostCount(options, env, world, perHost);
+        int host = options.ranksPerHost() > 0 ? launched.rank() / perHost : launched.nodeRank();
+        int local = options.ranksPerHost() > 0 ? launched.rank() % perHost : launched.localRank();
+        if (host >= hosts) {
+            throw new IllegalArgumentException(LaunchEnvironment.GROUP_RANK + "=" + host + " but the job has " + hosts
+                    + " host(s), numbered from 0");
+        }
+        Topology topology = new Topology(launched.rank(), world, local, perHost, host);
+        String who = "hier rank " + topology.rank() + " of " + world + " (host " + host + ", local rank " + local + ")";
+        long deadline = System.nanoTime() + options.connectTimeout().toNanos();
+
+        ShmOptions shmOptions = new ShmOptions().timeout(options.timeout()).connectTimeout(options.connectTimeout())
+                .stallTime(options.stallTime());
+        ProcessGroup hostGroup;
+        try {
+            hostGroup = ShmEngine.group("shm host " + host, SharedMemoryFiles.path(env, "host" + host), local, perHost,
+                    shmOptions);
+        } catch (RuntimeException e) {
+            throw new IllegalStateException(who + ": could not join the shm group of host " + host + ": "
+                    + e.getMessage(), e);
+        }
+        Stages stages = new Stages(who, host, hosts, local == 0, hostGroup);
+        GlooBackend[] leaders = new GlooBackend[1];
+        try {
+            stages.onLeader("connecting the hosts' leaders", deadline, left -> {
+                leaders[0] = connectLeaders(env, host, hosts, options, left);
+                stages.leaders = leaders[0].group();
+                stages.notes = leaders[0].notes();
+            });
+            HostLayout layout = exchangeRanks(stages, topology, deadline);
+            stages.layout = layout;
+            HierProcessGroup group = new HierProcessGroup(stages, layout, topology.rank(), options.timeout(), leaders[0]);
+            return new Connection(topology, group, group.hostView());
+        } catch (RuntimeException e) {
+            hostGroup.close();
+            if (leaders[0] != null) {
+                leaders[0].close();
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * How many hosts the job has: {@code GROUP_WORLD_SIZE} when set (hosts may then run different
+     * numbers of ranks), else WORLD_SIZE over the ranks per host, which must then be the same on
+     * every host.
+     */
+    private static int hostCount(HierOptions options, Map<String, String> env, int world, int perHost) {
+        String nodes = env.get(LaunchEnvironment.GROUP_WORLD_SIZE);
+        if (options.ranksPerHost() <= 0 && nodes != null && !nodes.isBlank()) {
+            int hosts;
+            try {
+                hosts = Integer.parseInt(nodes.trim());
+            } catch (NumberFormatException e) {
+                hosts = 0;
+            }
+            if (hosts < 1 || hosts > world) {
+                throw new IllegalArgumentException(LaunchEnvironment.GROUP_WORLD_SIZE + "='" + nodes + "' must be a "
+                        + "number of hosts in [1, WORLD_SIZE=" + world + "]");
+            }
+            return hosts;
+        }
+        if (world % perHost != 0) {
+            throw new IllegalArgumentException("WORLD_SIZE=" + world + " is not a multiple of "
+                    + (options.ranksPerHost() > 0 ? "--hier-ranks-per-host" : LaunchEnvironment.LOCAL_WORLD_SIZE)
+                    + "=" + perHost + ": hosts run different numbers of ranks, and then the hier backend needs "
+                    + LaunchEnvironment.GROUP_WORLD_SIZE + " (the number of hosts; ./cohort run sets it)");
+        }
+        return world / perHost;
+    }
+
+    /**
+     * The leaders' Gloo group: a gloo backend whose launch environment holds only the leaders,
+     * leader k as rank k on a single "node" (so Gloo builds no second group).
+     */
+    private static GlooBackend connectLeaders(Map<String, String> env, int host, int hosts, HierOptions options,
+                                              Duration left) {
+        LaunchEnvironment launch = LaunchEnvironment.parse(env);
+        Map<String, String> leadersEnv = new HashMap<>(new LaunchEnvironment(launch.masterAddr(), launch.masterPort(),
+                new Topology(host, hosts, host, hosts, 0), launch.restartCount(), launch.runId()).toMap());
+        String ifname = env.get(GlooBackend.ENV_INTERFACE);
+        if (ifname != null) {
+            leadersEnv.put(GlooBackend.ENV_INTERFACE, ifname);
+        }
+        // By default the leaders poll where their host has a CPU per rank; the leaders' own layout
+        // (one per host, all on one "node") says nothing about that.
+        GlooOptions glooOptions = new GlooOptions().timeout(options.timeout()).connectTimeout(left)
+                .stallTime(options.stallTime()).joinsAs("the hier backend's group of host leaders")
+                .spin(options.leadersSpin().orElseGet(() -> GlooOptions.defaultSpin(launch.topology().localWorldSize())));
+        GlooBackend backend = new GlooBackend(glooOptions, leadersEnv);
+        try {
+            backend.initialize();
+            return backend;
+        } catch (RuntimeException e) {
+            backend.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Where every rank lives: gathered within each host, then between the leaders (each host's
+     * size, then its ranks), then broadcast within each host as one array: the sizes, then the
+     * ranks host by host.
+     */
+    private static HostLayout exchangeRanks(Stages stages, Topology topology, long deadline) {
+        String call = "exchanging ranks";
+        int hosts = stages.hosts;
+        long[] hostRanks = new long[topology.localWorldSize()];
+        stages.withinHost(call, deadline, g -> g.allgather(DenseBuffer.of(new long[] {topology.rank()}),
+                DenseBuffer.of(hostRanks)));
+        long[] layout = new long[hosts + topology.worldSize()];
+        if (hosts == 1) {
+            layout[0] = hostRanks.length;
+            System.arraycopy(hostRanks, 0, layout, 1, hostRanks.length);
+        }
+        stages.betweenHosts(call, deadline, g -> {
+            long[] sizes = new long[hosts];
+            g.allgather(DenseBuffer.of(new long[] {hostRanks.length}), DenseBuffer.of(sizes)).await();
+            int[] counts = new int[hosts];
+            long total = 0;
+            for (int k = 0; k < hosts; k++) {
+                counts[k] = (int) sizes[k];
+                total += sizes[k];
+            }
+            if (total != topology.worldSize()) {
+                throw new IllegalArgumentException(stages.who + ": the hosts run " + java.util.Arrays.toString(sizes)
+                        + " ranks, " + total + " in all, not WORLD_SIZE=" + topology.worldSize());
+            }
+            System.arraycopy(sizes, 0, layout, 0, hosts);
+            g.allgatherv(DenseBuffer.of(hostRanks), DenseBuffer.of(layout, hosts, topology.worldSize()), counts)
+                    .await();
+        });
+        if (hosts > 1) {
+            stages.withinHost(call, deadline, g -> g.broadcast(DenseBuffer.of(layout), 0));
+        }
+        try {
+            return HostLayout.of(java.util.Arrays.copyOf(layout, hosts),
+                    java.util.Arrays.copyOfRange(layout, hosts, layout.length));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(stages.who + ": inconsistent launch environments: " + e.getMessage(), e);
+        }
+    }
+}

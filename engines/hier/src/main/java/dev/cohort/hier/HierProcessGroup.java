@@ -1,0 +1,256 @@
+package dev.cohort.hier;
+
+import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.api.collective.BufferAllocator;
+import dev.cohort.api.collective.Collective;
+import dev.cohort.api.collective.DataType;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.runtime.Reduction;
+import dev.cohort.api.collective.Work;
+import dev.cohort.runtime.CallQueue;
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * A {@link ProcessGroup} of all ranks of the job, built from the shm group of each host and the
+ * Gloo group of the hosts' leaders (see {@link Stages} for the words <em>within the host</em>,
+ * <em>between hosts</em> and <em>verdict</em>).
+ *
+ * <ul>
+ * <li>allreduce: allreduce within the host (the host's partial result, AVG as SUM), allreduce of
+ *   the partials between hosts (AVG divides by the world size there), broadcast within the host
+ *   from the leader. The leaders compute the same bits (Gloo's guarantee) and pass them on, so
+ *   every rank holds the same bits.
+ * <li>broadcast: on the root's host, broadcast from the root (so the leader has it); between
+ *   hosts, broadcast from the root host's leader; on the other hosts, broadcast from the leader.
+ * <li>allgather(v): gather within the host (by local rank), then between hosts (host by host),
+ *   then the leader moves each rank's block to its place in global rank order (a host's ranks
+ *   need not be contiguous) and broadcasts the result within the host.
+ * <li>reduce-scatter: allreduce of a copy of the input within the host; when each host's ranks
+ *   are contiguous and every host runs as many, reduce-scatter of host-sized blocks between hosts
+ *   and broadcast of the host's block within it, else the allreduce above; each rank keeps its block.
+ * <li>barrier: barrier within the host, barrier between hosts, and the verdict releases the rest.
+ * </ul>
+ * With one host only the stages within it run (the allgathers still put the blocks in global
+ * rank order). Calls run one at a time in issue order ({@link CallQueue}); each has one deadline
+ * for all its stages.
+ */
+final class HierProcessGroup extends AbstractProcessGroup {
+
+    private final Stages stages;
+    private final HostLayout layout;
+    private final CallQueue queue;
+    private final AutoCloseable leadersBackend;
+    private final HostView hostView;
+    /** Intermediate results, reused from call to call (calls run one at a time). */
+    private final Scratch hostGathered = new Scratch();
+    private final Scratch gathered = new Scratch();
+    private final Scratch reduced = new Scratch();
+
+    HierProcessGroup(Stages stages, HostLayout layout, int rank, Duration timeout, AutoCloseable leadersBackend) {
+        super(rank, layout.worldSize(), timeout);
+        this.stages = stages;
+        this.layout = layout;
+        this.leadersBackend = leadersBackend;
+        // A rank waiting for its leader's verdict may wait past the deadline (see Stages).
+        this.queue = new CallQueue("cohort-hier-rank-" + rank, c -> "in the stage " + stages.current, e -> abandonLeaders(),
+                Stages.VERDICT_GRACE.multipliedBy(2).plusSeconds(1));
+        this.hostView = new HostView(timeout);
+    }
+
+    /** The group of this host's ranks (local ranks), whose calls queue with this group's. */
+    ProcessGroup hostView() {
+        return hostView;
+    }
+
+    @Override
+    protected String who() {
+        return stages.who;
+    }
+
+    /** This host's shm arena: the stages within the host move buffers allocated there without copying them. */
+    @Override
+    public Optional<BufferAllocator> allocator() {
+        return stages.hostGroup.allocator();
+    }
+
+    @Override
+    protected Work start(Collective call, Duration timeout) {
+        return queue.submit(stages.who, call, timeout, running -> execute(call, running.deadline()));
+    }
+
+    private void execute(Collective c, long deadline) {
+        String d = c.describe();
+        switch (c.kind()) {
+            case ALLREDUCE -> allreduce(d, c.input(), c.op(), deadline);
+            case BROADCAST -> broadcast(d, c.input(), c.root(), deadline);
+            case ALLGATHER -> gather(d, c.input(), c.output(), uniformCounts(c.input().count()), true, deadline);
+            case ALLGATHERV -> gather(d, c.input(), c.output(), c.counts(), false, deadline);
+            case REDUCE_SCATTER -> reduceScatter(d, c.input(), c.output(), c.op(), deadline);
+            case BARRIER -> {
+                stages.withinHost(d, deadline, ProcessGroup::barrier);
+                stages.betweenHosts(d, deadline, g -> g.barrier().await());
+            }
+        }
+    }
+
+    private void allreduce(String d, DenseBuffer data, ReduceOp op, long deadline) {
+        if (layout.hosts == 1) {
+            stages.withinHost(d, deadline, g -> g.allreduce(data, op));
+            return;
+        }
+        ReduceOp partial = op == ReduceOp.AVG ? ReduceOp.SUM : op;
+        stages.withinHost(d, deadline, g -> g.allreduce(data, partial));
+        stages.betweenHostsThenShare(d, deadline, g -> {
+            g.allreduce(data, partial).await();
+            Reduction.finish(op, data, size());
+        }, data);
+    }
+
+    private void broadcast(String d, DenseBuffer data, int root, long deadline) {
+        int rootHost = layout.hostOf(root);
+        if (stages.host == rootHost) {
+            stages.withinHost(d, deadline, g -> g.broadcast(data, layout.localOf(root)));
+        }
+        if (stages.host == rootHost) {
+            stages.betweenHosts(d, deadline, g -> g.broadcast(data, rootHost).await());
+        } else {
+            stages.betweenHostsThenShare(d, deadline, g -> g.broadcast(data, rootHost).await(), data);
+        }
+    }
+
+    private int[] uniformCounts(int count) {
+        int[] counts = new int[size()];
+        java.util.Arrays.fill(counts, count);
+        return counts;
+    }
+
+    /** allgather ({@code uniform}) and allgatherv: {@code counts} by global rank. */
+    private void gather(String d, DenseBuffer input, DenseBuffer output, int[] counts, boolean uniform, long deadline) {
+        int[] hostCounts = new int[layout.sizeOf(stages.host)];
+        int[] hostTotals = new int[layout.hosts];
+        for (int k = 0; k < layout.hosts; k++) {
+            for (int j = 0; j < layout.sizeOf(k); j++) {
+                int c = counts[layout.globalRank(k, j)];
+                hostTotals[k] += c;
+                if (k == stages.host) {
+                    hostCounts[j] = c;
+                }
+            }
+        }
+        if (layout.hosts == 1 && layout.hostMajor) {
+            stages.withinHost(d, deadline, g -> uniform ? g.allgather(input, output) : g.allgatherv(input, output, hostCounts));
+            return;
+        }
+        DataType type = input.dataType();
+        DenseBuffer hostBlock = hostGathered.take(type, hostTotals[stages.host]);
+        stages.withinHost(d, deadline, g -> uniform ? g.allgather(input, hostBlock) : g.allgatherv(input, hostBlock, hostCounts));
+        if (layout.hosts == 1) {
+            toRankOrder(hostBlock, output, counts);
+            return;
+        }
+        stages.betweenHostsThenShare(d, deadline, g -> {
+            DenseBuffer all = layout.hostMajor ? output : gathered.take(type, output.count());
+            // Hosts of different sizes contribute blocks of different sizes, even to an allgather.
+            (uniform && layout.uniform ? g.allgather(hostBlock, all) : g.allgatherv(hostBlock, all, hostTotals)).await();
+            if (!layout.hostMajor) {
+                toRankOrder(all, output, counts);
+            }
+        }, output);
+    }
+
+    /** Copies the blocks of {@code hostMajor} (host by host, local rank by local rank) to global rank order. */
+    private void toRankOrder(DenseBuffer hostMajor, DenseBuffer output, int[] counts) {
+        int[] offsets = new int[counts.length];
+        for (int r = 1; r < counts.length; r++) {
+            offsets[r] = offsets[r - 1] + counts[r - 1];
+        }
+        int at = 0;
+        for (int k = 0; k < layout.hosts; k++) {
+            for (int j = 0; j < layout.sizeOf(k); j++) {
+                int r = layout.globalRank(k, j);
+                output.slice(offsets[r], counts[r]).copyFrom(hostMajor.slice(at, counts[r]));
+                at += counts[r];
+            }
+        }
+    }
+
+    private void reduceScatter(String d, DenseBuffer input, DenseBuffer output, ReduceOp op, long deadline) {
+        DenseBuffer all = reduced.take(input.dataType(), input.count());
+        all.copyFrom(input);
+        if (layout.hosts == 1 || !layout.hostMajor || !layout.uniform) {
+            allreduce(d, all, op, deadline);
+            output.copyFrom(all.slice(rank() * output.count(), output.count()));
+            return;
+        }
+        // Host k's ranks hold blocks k*m .. k*m+m-1: the leaders reduce-scatter host-sized blocks.
+        ReduceOp partial = op == ReduceOp.AVG ? ReduceOp.SUM : op;
+        int hostBlock = layout.sizeOf(stages.host) * output.count();
+        DenseBuffer mine = gathered.take(input.dataType(), hostBlock);
+        stages.withinHost(d, deadline, g -> g.allreduce(all, partial));
+        stages.betweenHostsThenShare(d, deadline, g -> {
+            g.reduceScatter(all, mine, partial).await();
+            Reduction.finish(op, mine, size());
+        }, mine);
+        output.copyFrom(mine.slice(layout.localOf(rank()) * output.count(), output.count()));
+    }
+
+    /** After a failure: closes the leaders' group, so the other hosts' leaders fail now instead of at their timeout. */
+    private void abandonLeaders() {
+        if (leadersBackend != null) {
+            try {
+                leadersBackend.close();
+            } catch (Exception e) {
+                System.err.println("cohort: " + stages.who + ": closing the leaders' group after a failure: " + e);
+            }
+        }
+    }
+
+    @Override
+    protected void release() {
+        queue.close(() -> { });
+        try {
+            hostView.close();
+            stages.hostGroup.close();
+        } finally {
+            abandonLeaders();
+        }
+    }
+
+    /** The ranks of this host as a group of their own (the backend's node group), sharing the call queue. */
+    private final class HostView extends AbstractProcessGroup {
+
+        HostView(Duration timeout) {
+            super(stages.hostGroup.rank(), stages.hostGroup.size(), timeout);
+        }
+
+        @Override
+        protected String who() {
+            return stages.who + " host " + stages.host + " group";
+        }
+
+        @Override
+        public Optional<BufferAllocator> allocator() {
+            return stages.hostGroup.allocator();
+        }
+
+        @Override
+        protected Work start(Collective c, Duration timeout) {
+            return queue.submit(who(), c, timeout, running -> stages.withinHost(c.describe(), running.deadline(), g -> switch (c.kind()) {
+                case ALLREDUCE -> g.allreduce(c.input(), c.op());
+                case BROADCAST -> g.broadcast(c.input(), c.root());
+                case ALLGATHER -> g.allgather(c.input(), c.output());
+                case ALLGATHERV -> g.allgatherv(c.input(), c.output(), c.counts());
+                case REDUCE_SCATTER -> g.reduceScatter(c.input(), c.output(), c.op());
+                case BARRIER -> g.barrier();
+            }));
+        }
+
+        @Override
+        protected void release() {
+            // The hierarchical group owns the shm group and closes it.
+        }
+    }
+}

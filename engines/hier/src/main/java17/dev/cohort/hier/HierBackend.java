@@ -1,0 +1,101 @@
+package dev.cohort.hier;
+
+import dev.cohort.api.Connection;
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.gloo.GlooBackend;
+import dev.cohort.shm.ShmBackend;
+import java.lang.reflect.InvocationTargetException;
+import java.util.Map;
+
+/**
+ * The {@code hier} backend: shared memory ({@code shm}) among the ranks of each host, Gloo
+ * between hosts, one leader per host (its {@code LOCAL_RANK} 0). An allreduce is reduced within
+ * each host, allreduced among the leaders and broadcast within each host again; the other
+ * collectives are built the same way (see {@code HierProcessGroup}). On one host it is shm with
+ * no leaders' group.
+ *
+ * <p>The hosts come from the launch environment ({@code RANK}, {@code WORLD_SIZE},
+ * {@code LOCAL_RANK}, {@code LOCAL_WORLD_SIZE}, {@code GROUP_RANK}; every host runs
+ * {@code LOCAL_WORLD_SIZE} ranks); the leaders meet at {@code MASTER_ADDR:MASTER_PORT}, where the
+ * leader of host 0 hosts Gloo's store, so {@code MASTER_ADDR} is an address of host 0, as with
+ * torchrun.
+ *
+ * <p>Compiled for Java 17 like {@link ShmBackend}: it loads the engine ({@code HierEngine},
+ * JDK 22+) only when {@link #isAvailable()}, and otherwise says what is missing.
+ */
+public final class HierBackend extends DistributedBackend {
+
+    public static final String NAME = "hier";
+
+    private static final String ENGINE = "dev.cohort.hier.HierEngine";
+
+    private final HierOptions options;
+    private final Map<String, String> env;
+
+    public HierBackend() {
+        this(new HierOptions(), System.getenv());
+    }
+
+    public HierBackend(HierOptions options) {
+        this(options, System.getenv());
+    }
+
+    /** With an explicit environment instead of the process's (for programs that start ranks themselves). */
+    public HierBackend(HierOptions options, Map<String, String> environment) {
+        this.options = options;
+        this.env = Map.copyOf(environment);
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public boolean isAvailable() {
+        return missing() == null;
+    }
+
+    @Override
+    public String unavailableReason() {
+        String m = missing();
+        return m == null ? "" : m;
+    }
+
+    @Override
+    public Object commandLineOptions() {
+        return options;
+    }
+
+    /** What this JVM lacks for either engine, or {@code null}. */
+    private static String missing() {
+        ShmBackend shm = new ShmBackend();
+        if (!shm.isAvailable()) {
+            return "the hier backend uses shm within each host: " + shm.unavailableReason();
+        }
+        GlooBackend gloo = new GlooBackend();
+        if (!gloo.isAvailable()) {
+            return "the hier backend uses gloo between hosts: " + gloo.unavailableReason();
+        }
+        return null;
+    }
+
+    @Override
+    protected Connection connect() {
+        try {
+            return (Connection) Class.forName(ENGINE).getMethod("connect", HierOptions.class, Map.class)
+                    .invoke(null, options, env);
+        } catch (InvocationTargetException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof RuntimeException r) {
+                throw r;
+            }
+            if (cause instanceof Error err) {
+                throw err;
+            }
+            throw new IllegalStateException(cause);
+        } catch (ReflectiveOperationException | LinkageError e) {
+            throw new IllegalStateException("cannot load the hier engine (" + ENGINE + "): " + e, e);
+        }
+    }
+}

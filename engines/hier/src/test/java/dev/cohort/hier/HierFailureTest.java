@@ -1,0 +1,168 @@
+package dev.cohort.hier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.cohort.testkit.JvmWorkers;
+import dev.cohort.testkit.JvmWorkers.Result;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * A rank SIGKILLed while every rank runs allreduces (2 hosts x 2 ranks on this machine, timeout
+ * 10 s): the others fail well before the timeout, each naming the lost rank or, on the other host,
+ * the leader that lost it; nothing is left in /dev/shm.
+ */
+class HierFailureTest {
+
+    private static final double TIMEOUT_SECONDS = 10;
+
+    @TempDir
+    Path tmp;
+
+    /** Runs the 2x2 job of allreduces in which rank {@code victim} is SIGKILLed a second after its third. */
+    private List<Result> killDuringCalls(String run, int victim) throws InterruptedException {
+        return killDuringCalls(run, "victim:" + victim, victim);
+    }
+
+    /** The same, with the worker mode {@code mode} (see {@link HierWorker}). */
+    private List<Result> killDuringCalls(String run, String mode, int victim) throws InterruptedException {
+        int port = JvmWorkers.freePort();
+        Thread killer = Thread.ofPlatform().start(() -> {
+            Path log = tmp.resolve("rank-" + victim + ".log");
+            try {
+                for (int i = 0; i < 1200; i++) {
+                    Thread.sleep(50);
+                    String text = Files.exists(log) ? Files.readString(log) : "";
+                    Matcher m = Pattern.compile("VICTIM pid (\\d+)").matcher(text);
+                    if (m.find()) {
+                        Thread.sleep(1000);
+                        ProcessHandle.of(Long.parseLong(m.group(1))).ifPresent(ProcessHandle::destroyForcibly);
+                        return;
+                    }
+                }
+            } catch (InterruptedException | IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        List<Result> results = JvmWorkers.run(4,
+                r -> HierProcessesTest.command(mode, "--hier-timeout", Double.toString(TIMEOUT_SECONDS)),
+                r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2), tmp, Duration.ofSeconds(100));
+        killer.join();
+        assertThat(results.get(victim).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(137);
+        for (Result r : results) {
+            if (r.rank() != victim) {
+                assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isEqualTo(3);
+                assertThat(JvmWorkers.failedAfter(r.output())).as(JvmWorkers.describe(results)).isLessThan(TIMEOUT_SECONDS);
+            }
+        }
+        assertThat(HierProcessesTest.leftovers(run)).isEmpty();
+        return results;
+    }
+
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void aKilledLeaderIsNamedOnBothHosts() throws Exception {
+        // Rank 2 leads host 1: rank 3 loses it within the host, rank 0 between hosts, and rank 1
+        // hears it from its leader, rank 0.
+        List<Result> results = killDuringCalls(HierProcessesTest.runId("kill-leader"), 2);
+        String all = JvmWorkers.describe(results);
+        assertThat(results.get(3).output()).as(all).contains("hier rank 3 of 4 (host 1, local rank 1)")
+                .contains("within host 1 (shm)").contains("lost peer rank 0 (global rank 2)");
+        assertThat(results.get(0).output()).as(all).contains("hier rank 0 of 4 (host 0, local rank 0)")
+                .contains("between hosts").contains("global rank 2 (leader of host 1)");
+        assertThat(results.get(1).output()).as(all).contains("hier rank 1 of 4 (host 0, local rank 1)")
+                .contains("on this host's leader (global rank 0)").contains("global rank 2 (leader of host 1)");
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void aRankThatStopsCallingCollectivesTimesOutItsHostAndTheOthersFollow() {
+        // Rank 3 stops after three allreduces: rank 2 waits for it within host 1 until the 4 s
+        // timeout, then leaves the leaders' group, so host 0 fails at once, naming host 1's leader.
+        String run = HierProcessesTest.runId("absent");
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(4,
+                r -> HierProcessesTest.command("absent:3", "--hier-timeout", "4"),
+                r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2), tmp, Duration.ofSeconds(100));
+        String all = JvmWorkers.describe(results);
+        assertThat(results.get(2).output()).as(all).contains("CollectiveTimeoutException")
+                .contains("within host 1 (shm)").contains("waiting for rank(s) [1] (global rank 3)");
+        assertThat(JvmWorkers.failedAfter(results.get(2).output())).as(all).isBetween(3.9, 6.0);
+        assertThat(results.get(0).output()).as(all).contains("between hosts").contains("leader of host 1");
+        assertThat(results.get(1).output()).as(all).contains("on this host's leader (global rank 0)");
+        for (int r = 0; r < 3; r++) {
+            assertThat(results.get(r).exitCode()).as(all).isEqualTo(3);
+            // The timeout, plus at most twice the verdict's grace for ranks that wait on their leader.
+            assertThat(JvmWorkers.failedAfter(results.get(r).output())).as(all).isLessThan(4 + 2 * 2 + 1.0);
+        }
+        assertThat(results.get(3).output()).as(all).doesNotContain("FAILED");
+    }
+
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void aKilledRankIsNamedByItsHostAndTheOtherHostFailsInTime() throws Exception {
+        // Rank 3 is not a leader: its host names it, and its leader leaves a note in the store
+        // naming it for host 0, which sees only host 1's leader go away.
+        assertHost1LostRank3(killDuringCalls(HierProcessesTest.runId("kill-local"), 3));
+    }
+
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void aRankKilledWhileItsLeaderWorksBetweenHostsIsNamedOnTheOtherHost() throws Exception {
+        // Broadcasts from rank 0: host 0 comes 3 s late to the fourth, and rank 3 is killed before
+        // it, while host 1's leader waits between hosts. The leader succeeds there and finds rank 3
+        // gone only when it relays its verdict; host 0 has moved on to the next broadcast by then and
+        // sees only the leader leave, so the leader's note must reach it.
+        List<Result> results = killDuringCalls(HierProcessesTest.runId("kill-relay"), "late-broadcasts:3", 3);
+        assertHost1LostRank3(results);
+        assertThat(results.get(2).output()).as(JvmWorkers.describe(results)).contains("waiting for its leader's verdict");
+    }
+
+    @ParameterizedTest(name = "host {0} runs gloo")
+    @ValueSource(ints = {0, 1})
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void hostsThatRunDifferentBackendsAreToldAtOnce(int glooHost) {
+        // As when `auto` meets a host with JDK 17 (gloo) and one with JDK 25 (hier): every rank
+        // fails naming both backends, long before the 60 s connect timeout.
+        String run = HierProcessesTest.runId("mixed");
+        int port = JvmWorkers.freePort();
+        long start = System.nanoTime();
+        List<Result> results = JvmWorkers.run(4,
+                r -> r / 2 == glooHost
+                        ? JvmWorkers.javaCommand(HierWorker.class, HierProcessesTest.JVM_ARGS,
+                                List.of("conformance-small", "--distributed-backend", "gloo"))
+                        : HierProcessesTest.command("conformance-small"),
+                r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2), tmp, Duration.ofSeconds(100));
+        double seconds = (System.nanoTime() - start) / 1e9;
+        String all = JvmWorkers.describe(results);
+        for (Result r : results) {
+            assertThat(r.exitCode()).as(all).isNotZero();
+            assertThat(r.output()).as(all).contains("every process of a job must run the same backend")
+                    .contains("runs the gloo backend (4 ranks)").contains("the hier backend's group of host leaders (2 ranks)");
+        }
+        assertThat(seconds).as(all).isLessThan(40);
+        assertThat(HierProcessesTest.leftovers(run)).isEmpty();
+    }
+
+    private static void assertHost1LostRank3(List<Result> results) {
+        String all = JvmWorkers.describe(results);
+        assertThat(results.get(2).output()).as(all).contains("within host 1 (shm)")
+                .contains("lost peer rank 1 (global rank 3)");
+        for (int r = 0; r < 2; r++) {
+            assertThat(results.get(r).output()).as(all).contains("between hosts").contains("leader of host 1")
+                    .contains("the leader of host 1 had failed within its host")
+                    .contains("lost peer rank 1 (global rank 3)");
+        }
+    }
+}

@@ -1,0 +1,161 @@
+package dev.cohort.hier;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.cohort.runtime.SharedMemoryFiles;
+import dev.cohort.testkit.JvmWorkers;
+import dev.cohort.testkit.JvmWorkers.Result;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The conformance suite on hier with one JVM per rank on this machine, the hosts faked through
+ * the launch environment (2 hosts x 2 ranks, contiguous or interleaved), through
+ * {@code --hier-ranks-per-host}, or a single host.
+ */
+class HierProcessesTest {
+
+    /** What the shm engine needs in a worker JVM. */
+    static final List<String> JVM_ARGS = List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED");
+
+    @TempDir
+    Path tmp;
+
+    /** The launch environment of rank r: host {@code hostOf.apply(r)}, whose ranks count up by global rank. */
+    static Map<String, String> env(String runId, int port, int rank, int world, int perHost, int host, int local) {
+        Map<String, String> env = new HashMap<>();
+        env.put("MASTER_ADDR", "127.0.0.1");
+        env.put("MASTER_PORT", Integer.toString(port));
+        env.put("RANK", Integer.toString(rank));
+        env.put("WORLD_SIZE", Integer.toString(world));
+        env.put("LOCAL_RANK", Integer.toString(local));
+        env.put("LOCAL_WORLD_SIZE", Integer.toString(perHost));
+        env.put("GROUP_RANK", Integer.toString(host));
+        env.put("COHORT_RUN_ID", runId);
+        return env;
+    }
+
+    static String runId(String what) {
+        return what + "-" + ProcessHandle.current().pid() + "-" + System.nanoTime() % 100_000;
+    }
+
+    /** The worker's command: the backend chosen by name on its command line, timeouts 60 s unless {@code options} say. */
+    static List<String> command(String mode, String... options) {
+        List<String> args = new ArrayList<>(List.of(mode, "--distributed-backend", "hier"));
+        args.addAll(List.of(options));
+        for (String option : List.of("--hier-timeout", "--hier-connect-timeout")) {
+            if (!args.contains(option)) {
+                args.addAll(List.of(option, "60"));
+            }
+        }
+        return JvmWorkers.javaCommand(HierWorker.class, JVM_ARGS, args);
+    }
+
+    static List<Result> run(int world, IntFunction<List<String>> command, IntFunction<Map<String, String>> env,
+                            Path logs, Duration deadline) {
+        return JvmWorkers.run(world, command, env, logs, deadline);
+    }
+
+    static void assertAllOk(List<Result> results) {
+        for (Result r : results) {
+            assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
+            assertThat(r.output()).as(JvmWorkers.describe(results)).contains("OK rank " + r.rank()).contains("BACKEND hier");
+        }
+    }
+
+    /** The mapping files of {@code runId} still in /dev/shm. */
+    static List<Path> leftovers(String runId) {
+        try (Stream<Path> files = Files.list(SharedMemoryFiles.DIRECTORY)) {
+            return files.filter(p -> p.getFileName().toString().startsWith(SharedMemoryFiles.PREFIX + runId + "-")).toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    void conformanceSuiteOnTwoHostsOfTwoRanks() {
+        String run = runId("2x2");
+        int port = JvmWorkers.freePort();
+        List<Result> results = run(4, r -> command("conformance"), r -> env(run, port, r, 4, 2, r / 2, r % 2), tmp,
+                Duration.ofSeconds(280));
+        assertAllOk(results);
+        assertThat(results.get(3).output()).contains("TOPOLOGY Topology[rank=3, worldSize=4, localRank=1, localWorldSize=2, nodeRank=1]")
+                .contains("NODE 1 RANKS [2, 3]");
+        assertThat(results.get(0).output()).contains("NODE 0 RANKS [0, 1]");
+        assertThat(leftovers(run)).isEmpty();
+    }
+
+    @Test
+    @Timeout(value = 200, unit = TimeUnit.SECONDS)
+    void hostsWhoseRanksAreNotContiguous() {
+        // Host 0 runs ranks 0 and 2, host 1 ranks 1 and 3: allgathers must still come out in global rank order.
+        String run = runId("interleaved");
+        int port = JvmWorkers.freePort();
+        List<Result> results = run(4, r -> command("conformance-small"), r -> env(run, port, r, 4, 2, r % 2, r / 2), tmp,
+                Duration.ofSeconds(180));
+        assertAllOk(results);
+        assertThat(results.get(2).output()).contains("NODE 0 RANKS [0, 2]");
+        assertThat(results.get(1).output()).contains("NODE 1 RANKS [1, 3]");
+        assertThat(leftovers(run)).isEmpty();
+    }
+
+    @Test
+    @Timeout(value = 200, unit = TimeUnit.SECONDS)
+    void hostsThatRunDifferentNumbersOfRanks() {
+        // Host 0 runs rank 1 alone, host 1 ranks 0 and 2 (GROUP_WORLD_SIZE=2 says how many hosts):
+        // uneven and interleaved at once; reduce-scatter takes its general path.
+        String run = runId("uneven");
+        int port = JvmWorkers.freePort();
+        int[] host = {1, 0, 1};
+        int[] local = {0, 0, 1};
+        List<Result> results = run(3, r -> command("conformance-small"), r -> {
+            Map<String, String> env = env(run, port, r, 3, host[r] == 0 ? 1 : 2, host[r], local[r]);
+            env.put("GROUP_WORLD_SIZE", "2");
+            return env;
+        }, tmp, Duration.ofSeconds(180));
+        assertAllOk(results);
+        assertThat(results.get(1).output()).contains("NODE 0 RANKS [1]");
+        assertThat(results.get(2).output()).contains("NODE 1 RANKS [0, 2]")
+                .contains("TOPOLOGY Topology[rank=2, worldSize=3, localRank=1, localWorldSize=2, nodeRank=1]");
+        assertThat(leftovers(run)).isEmpty();
+    }
+
+    @Test
+    @Timeout(value = 200, unit = TimeUnit.SECONDS)
+    void hostsSimulatedWithRanksPerHostOnALaunchOfOneNode() {
+        String run = runId("simulated");
+        int port = JvmWorkers.freePort();
+        List<Result> results = run(4, r -> command("conformance-small", "--hier-ranks-per-host", "2"),
+                r -> env(run, port, r, 4, 4, 0, r), tmp, Duration.ofSeconds(180));
+        assertAllOk(results);
+        assertThat(results.get(2).output()).contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]")
+                .contains("NODE 1 RANKS [2, 3]");
+        assertThat(leftovers(run)).isEmpty();
+    }
+
+    @Test
+    @Timeout(value = 200, unit = TimeUnit.SECONDS)
+    void oneHostNeedsNoLeadersGroup() {
+        String run = runId("onehost");
+        int port = JvmWorkers.freePort();
+        List<Result> results = run(3, r -> command("conformance-small"), r -> env(run, port, r, 3, 3, 0, r), tmp,
+                Duration.ofSeconds(180));
+        assertAllOk(results);
+        assertThat(results.get(1).output()).contains("NODE 0 RANKS [0, 1, 2]");
+        assertThat(leftovers(run)).isEmpty();
+    }
+}

@@ -1,0 +1,107 @@
+package dev.cohort.hier;
+
+import dev.cohort.cli.BackendOptions;
+import dev.cohort.cli.BackendChoice;
+import dev.cohort.api.Backends;
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.collective.CollectiveException;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.testkit.ConformanceSuite;
+import java.util.Arrays;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * A worker process of the hier tests. Its first argument is the mode, the rest a command line as a
+ * training program would get it ({@code --distributed-backend hier --hier-timeout 60 ...}),
+ * parsed with {@link BackendOptions#add}, so the backend is found and configured as
+ * {@code ./cohort run} would. Modes: {@code conformance} (the whole suite),
+ * {@code conformance-small} (without the 4 Mi cases), {@code victim:R} (allreduces of 4 MiB until
+ * one fails; rank R prints {@code VICTIM pid P} after three and goes on, for the test to SIGKILL it),
+ * {@code absent:R} (the same, but rank R stops calling collectives after three, for 10 s, then exits),
+ * {@code late-broadcasts:R} (4 KiB broadcasts from rank 0 until one fails: rank R stops as in
+ * {@code absent:R}, for the test to SIGKILL it, and host 0's ranks start the fourth broadcast 3 s
+ * late, so the leader of R's host waits between hosts while R dies and meets the loss only when it
+ * relays its verdict).
+ * Prints {@code TOPOLOGY}, {@code NODE k RANKS [...]}, {@code OK rank R} and
+ * {@code FAILED after X s} lines.
+ */
+public final class HierWorker {
+
+    @Command(name = "hier-worker")
+    static final class Cli {
+    }
+
+    public static void main(String[] args) {
+        String mode = args[0];
+        CommandLine cli = new CommandLine(new Cli());
+        BackendChoice choice = BackendOptions.add(cli);
+        cli.parseArgs(Arrays.copyOfRange(args, 1, args.length));
+        try (DistributedBackend backend = choice.backend()) {
+            backend.initialize();
+            int rank = backend.rank();
+            System.out.println("BACKEND " + backend.name());
+            System.out.println("TOPOLOGY " + backend.topology());
+            if (mode.startsWith("victim:") || mode.startsWith("absent:") || mode.startsWith("late-broadcasts:")) {
+                untilOneFails(backend, mode.substring(0, mode.indexOf(':')),
+                        Integer.parseInt(mode.substring(mode.indexOf(':') + 1)));
+                return;
+            }
+            int checks = switch (mode) {
+                case "conformance" -> ConformanceSuite.run(backend.group(), true);
+                case "conformance-small" -> ConformanceSuite.run(backend.group(), false);
+                default -> throw new IllegalArgumentException("unknown mode " + mode);
+            };
+            // The node group holds exactly this host's ranks, by local rank.
+            long[] nodeRanks = new long[backend.localWorldSize()];
+            backend.localBarrier();
+            backend.nodeGroup().allgather(DenseBuffer.of(new long[] {rank}), DenseBuffer.of(nodeRanks)).await();
+            System.out.println("NODE " + backend.nodeRank() + " RANKS " + Arrays.toString(nodeRanks));
+            double mean = backend.averageAll(rank);
+            if (mean != (backend.worldSize() - 1) / 2.0) {
+                throw new AssertionError("averageAll(rank) = " + mean);
+            }
+            backend.barrier();
+            System.out.println("OK rank " + rank + " checks " + checks);
+        } catch (Throwable t) {
+            t.printStackTrace(System.out);
+            System.out.flush();
+            Runtime.getRuntime().halt(1);
+        }
+        System.exit(0);
+    }
+
+    /** Allreduces until one fails; reports how long the failing one took and its message. */
+    private static void untilOneFails(DistributedBackend backend, String kind, int victim) throws InterruptedException {
+        boolean broadcasts = kind.equals("late-broadcasts");
+        float[] data = new float[broadcasts ? 1 << 10 : 1 << 20];
+        for (int i = 0; ; i++) {
+            if (i == 3 && backend.rank() == victim) {
+                System.out.println("VICTIM pid " + ProcessHandle.current().pid());
+                System.out.flush();
+                if (!kind.equals("victim")) {
+                    Thread.sleep(10_000);
+                    Runtime.getRuntime().halt(0);
+                }
+            }
+            if (i == 3 && broadcasts && backend.nodeRank() == 0) {
+                Thread.sleep(3_000);
+            }
+            long start = System.nanoTime();
+            try {
+                if (broadcasts) {
+                    backend.group().broadcast(DenseBuffer.of(data), 0).await();
+                } else {
+                    backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await();
+                }
+            } catch (CollectiveException e) {
+                System.out.printf("FAILED after %.1f s in %s %d %s: %s%n", (System.nanoTime() - start) / 1e9,
+                        broadcasts ? "broadcast" : "allreduce", i,
+                        e.getClass().getSimpleName(), e.getMessage());
+                System.out.flush();
+                Runtime.getRuntime().halt(3);
+            }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+package dev.cohort.shm;
+
+import dev.cohort.api.Connection;
+import dev.cohort.api.Topology;
+import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.api.LaunchEnvironment;
+import dev.cohort.runtime.SharedMemoryFiles;
+import java.nio.file.Path;
+import java.util.Map;
+
+/**
+ * Joins the ranks of this host to one {@link ShmProcessGroup}: the engine behind
+ * {@link ShmBackend} (loaded reflectively, because it needs JDK 22+).
+ */
+public final class ShmEngine {
+
+    private ShmEngine() {
+    }
+
+    /** Called by {@link ShmBackend#connect()}. */
+    public static Connection connect(ShmOptions options, Map<String, String> env) {
+        Topology topology = LaunchEnvironment.parseTopology(env);
+        if (topology.localWorldSize() != topology.worldSize()) {
+            throw new IllegalArgumentException("the shm backend connects the ranks of one host only, but "
+                    + LaunchEnvironment.WORLD_SIZE + "=" + topology.worldSize() + " and "
+                    + LaunchEnvironment.LOCAL_WORLD_SIZE + "=" + topology.localWorldSize()
+                    + "; use --distributed-backend gloo for several hosts");
+        }
+        ProcessGroup world = group("shm world", SharedMemoryFiles.path(env), topology.localRank(),
+                topology.localWorldSize(), options);
+        // One host: the node group is the world group (Connection closes it once).
+        return new Connection(topology, world, world);
+    }
+
+    /**
+     * Attaches rank {@code rank} of {@code size} to the group that maps {@code path} (see
+     * {@link SharedMemoryFiles#path(Map, String)}), for engines that combine shm with others: the
+     * hierarchical backend's group of the ranks of one host. Every rank of the group passes the
+     * same path, size and options; {@code label} starts the group's messages ("shm host 1").
+     */
+    public static ProcessGroup group(String label, Path path, int rank, int size, ShmOptions options) {
+        String who = label + " rank " + rank + " of " + size;
+        ShmRegion region = ShmRegion.attach(path, rank, size, options.segmentBytes(), options.arenaBytes(),
+                options.connectTimeout(), who);
+        return new ShmProcessGroup(label, region, options.timeout(), options.stallTime());
+    }
+}

@@ -1,0 +1,487 @@
+package dev.cohort.shm;
+
+import dev.cohort.runtime.CallQueue;
+
+import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.api.collective.BufferAllocator;
+import dev.cohort.api.collective.Collective;
+import dev.cohort.api.collective.CollectiveMismatchException;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.OpKind;
+import dev.cohort.runtime.SignatureWords;
+import dev.cohort.api.collective.Work;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A {@link dev.cohort.api.collective.ProcessGroup} over one {@link ShmRegion}.
+ *
+ * <p><b>Execution.</b> Calls run one at a time in issue order through a {@link CallQueue}: mostly
+ * on the thread that awaits them, so {@code allreduce(..).await()} costs no thread hand-off,
+ * which would cost more than a small allreduce itself.
+ *
+ * <p><b>Algorithms.</b> The words: a <em>segment</em> is the part of a message that passes
+ * through the slots at once (at most {@code S} bytes per rank); each slot has two
+ * <em>stages</em>, and segment k of an operation uses stage {@code (ring + k) & 1}, so while the
+ * ranks read segment k from one stage they may write segment k+1 into the other. One barrier per
+ * segment separates writes from reads. The rule that keeps the pipeline safe: a rank writes a
+ * stage only at a point that every rank reaches after it finished reading that stage's previous
+ * contents (the barrier before them in program order).
+ * <ul>
+ * <li>small allreduce (at most {@link #FLAT_MAX_BYTES} and one segment): every rank copies its
+ *   whole message into its slot; after the one barrier every rank reduces the whole message over
+ *   all ranks in rank order (its own operand from its buffer) into its buffer. Each rank computes
+ *   every element itself, in the same order on the same operands, so the results are bit-identical;
+ *   one barrier instead of two, and no copy out. Nothing is written to the mapping but the
+ *   operand: writing the result over the peer's operand too (as the large path does) made the
+ *   reduce of 4 KiB 1.2 us instead of 0.75 on this machine, every line bouncing between the cores.
+ * <li>allreduce: each segment is cut into n <em>parts</em> at fixed, 64-byte aligned boundaries;
+ *   rank r copies its parts j != r into its slot; after the barrier, rank r reduces part r over
+ *   all ranks in rank order (its own operand from its buffer) and writes the result to its buffer
+ *   and to the mapping, from where the others copy it after the next barrier. With two ranks the
+ *   result goes into the peer's slot, over the operand just read, so the lines written are ones
+ *   this core already owns (the prototype measured up to 10x for writing lines the peer holds).
+ *   Every element is computed once, by one rank: results are bit-identical on all ranks.
+ * <li>reduce-scatter: rank r copies block j's segment into sub-slot j of its slot; after the
+ *   barrier rank r reduces block r's segment into its output.
+ * <li>broadcast: the root copies a segment into its slot; after the barrier the others copy it out.
+ * <li>allgather(v): every rank copies its segment into its slot; after the barrier everyone copies
+ *   the others' segments into place.
+ * <li>allreduce in place: when the buffer lies in this rank's arena ({@link #allocator()}), its
+ *   offset is published next to the tag; after the barrier rank r reduces part r of the whole
+ *   buffer straight from every rank's arena buffer and writes the result into all of them; a
+ *   second barrier ends it. Nothing is copied in or out and no segmenting is needed. The tag says
+ *   which way a rank goes, so ranks that disagree fail with a mismatch instead of corrupting data.
+ * </ul>
+ * Every operation starts by publishing a tag (sequence number and signature hash) next to its
+ * barrier counter; after the first barrier each rank compares the others' tags with its own, so
+ * ranks that issue different collectives fail with {@link CollectiveMismatchException}.
+ */
+final class ShmProcessGroup extends AbstractProcessGroup {
+
+    /**
+     * Allreduces of at most this many bytes (and at most one segment) take the one-barrier path
+     * in which every rank reduces the whole message (see the class comment): a barrier and a
+     * copy-out cost more than reducing the other half too. The prototype's bound; measured here
+     * with two pinned ranks, 64 KiB took 16-24 us on this path against 29-31 us on the two-barrier
+     * one (same sitting, a probe of the benchmark's barrier-then-call pattern).
+     */
+    static final long FLAT_MAX_BYTES = 256 * 1024;
+    /** Part boundaries are multiples of this many bytes (one cache line, one 512-bit vector). */
+    private static final long ALIGN = 64;
+
+    private final String label;
+    private final ShmRegion region;
+    private final SpinBarrier barrier;
+    private final long segment;
+    private final int n;
+    private final int me;
+    private final CallQueue queue;
+    private final long[] terms;
+    /** Scratch for the signature words of the call being started (under the runner lock). */
+    private final long[] words = new long[SignatureWords.WORDS];
+    /** The peers' buffers but the first, for an in-place allreduce's results (null with two ranks). */
+    private final long[] morePeerBuffers;
+    /** Tags of in-place allreduces differ from the copying ones' by this. */
+    static final long IN_PLACE = 0x5BD1E9955BD1E995L;
+    /** This rank's arena, or null when --shm-arena-mib is 0. */
+    private final ShmArena arena;
+    private long bytesCopied;
+    private long ring;
+    /** The call running now and the tag this rank published for it (under the queue's runner lock). */
+    private CallQueue.Call running;
+    private long tag;
+    /** What the barrier says it was doing when it reports or fails: the running call. */
+    private final SpinBarrier.Context context = new SpinBarrier.Context() {
+        @Override public String describe() { return running.describe(); }
+        @Override public boolean closed() { return running.closing(); }
+        @Override public long sequence() { return running.collective().sequence(); }
+        @Override public long tag() { return tag; }
+    };
+    /**
+     * The segments of the last buffers called with: DDP's buckets and a benchmark's buffers come
+     * back every call, and wrapping a buffer allocates a view and a segment (under the runner lock).
+     */
+    private final DenseBuffer[] wrapped = new DenseBuffer[4];
+    private final MemorySegment[] segments = new MemorySegment[4];
+    private int nextWrapped;
+
+    ShmProcessGroup(String label, ShmRegion region, Duration timeout, Duration stallTime) {
+        super(region.rank, region.size, timeout);
+        this.label = label;
+        this.region = region;
+        this.barrier = new SpinBarrier(region, stallTime);
+        this.segment = region.segmentBytes;
+        this.n = region.size;
+        this.me = region.rank;
+        this.terms = new long[n];
+        this.morePeerBuffers = n > 2 ? new long[n - 2] : null;
+        this.arena = region.arenaBytes > 0 ? new ShmArena(region) : null;
+        compileKernelsOnce(region);
+        this.queue = new CallQueue("cohort-shm-" + label.replace(' ', '-') + "-rank-" + me,
+                c -> "waiting for rank(s) " + barrier.missing(), e -> region.abort());
+    }
+
+    private static final AtomicBoolean KERNELS_COMPILED = new AtomicBoolean();
+    /** How long a JVM's first group may spend getting its kernels compiled (see {@link ReduceKernels#compileFloatKernels}). */
+    static final long COMPILE_BUDGET_NS = 2_000_000_000L;
+
+    /** Before the first group's first call: the reduction kernels, compiled (this rank's slot is scratch until then). */
+    private static void compileKernelsOnce(ShmRegion region) {
+        if (KERNELS_COMPILED.compareAndSet(false, true)) {
+            ReduceKernels.compileFloatKernels(region.memory, region.slot(region.rank, 0), region.size, COMPILE_BUDGET_NS);
+        }
+    }
+
+    @Override
+    protected String who() {
+        return label + " " + super.who();
+    }
+
+    /** This rank's arena: allreduces of buffers allocated there copy nothing. */
+    @Override
+    public Optional<BufferAllocator> allocator() {
+        return Optional.ofNullable(arena);
+    }
+
+    /** Bytes this rank's collectives copied between callers' buffers and the mapping (diagnostics, tests). */
+    long bytesCopied() {
+        return queue.whileIdle(() -> bytesCopied);
+    }
+
+    /** Barriers this rank's collectives have passed (diagnostics, tests: how many steps an algorithm takes). */
+    long barriersPassed() {
+        return queue.whileIdle(barrier::phase);
+    }
+
+    // ----- execution ---------------------------------------------------------------------------
+
+    @Override
+    protected Work start(Collective call, Duration timeout) {
+        return queue.submit(who(), call, timeout, this::execute);
+    }
+
+    @Override
+    protected void release() {
+        queue.close(() -> {
+            if (me == 0) {
+                region.deleteIfOurs();
+            }
+            if (arena != null) {
+                arena.close();
+            }
+            region.close();
+            Arrays.fill(wrapped, null);
+            Arrays.fill(segments, null);
+        });
+    }
+
+    // ----- the algorithms ----------------------------------------------------------------------
+
+    private void execute(CallQueue.Call t) {
+        running = t;
+        Collective c = t.collective();
+        MemorySegment user = c.kind() == OpKind.ALLREDUCE ? segmentOf(c.input()) : null;
+        long inArena = user != null && arena != null ? arena.offsetOf(user) : -1;
+        tag = inArena >= 0 ? tag(c) ^ IN_PLACE : tag(c);
+        if (inArena >= 0) {
+            region.memory.set(ValueLayout.JAVA_LONG, region.bufferAtOffset(me, c.sequence()), inArena);
+        }
+        region.memory.set(ValueLayout.JAVA_LONG, region.tagOffset(me, c.sequence()), tag);
+        switch (c.kind()) {
+            case ALLREDUCE -> {
+                if (inArena >= 0) {
+                    allreduceInPlace(t, inArena);
+                } else {
+                    allreduce(t, user);
+                }
+            }
+            case REDUCE_SCATTER -> reduceScatter(t);
+            case BROADCAST -> broadcast(t);
+            case ALLGATHER -> allgather(t, null);
+            case ALLGATHERV -> allgather(t, c.counts());
+            case BARRIER -> sync(t, true);
+        }
+    }
+
+    /**
+     * The operation's tag: its sequence number and signature ({@link SignatureWords}: kind, type,
+     * length, op, root, allgatherv's counts) mixed into 64 bits. No strings: this runs on every
+     * call, and building {@link Collective#signature()} cost more than a small allreduce.
+     */
+    private long tag(Collective c) {
+        SignatureWords.encode(c, words, 0);
+        long h = 0x243F6A8885A308D3L;
+        for (long w : words) {
+            h = Long.rotateLeft((h ^ w) * 0x9E3779B97F4A7C15L, 31);
+        }
+        return h ^ h >>> 29;
+    }
+
+    /** One barrier; the first of each operation also compares the ranks' tags. */
+    private void sync(CallQueue.Call t, boolean first) {
+        barrier.await(t.deadline(), t.timeoutNanos(), context);
+        if (first) {
+            for (int j = 0; j < n; j++) {
+                long theirs = region.memory.get(ValueLayout.JAVA_LONG,
+                        region.tagOffset(j, t.collective().sequence()));
+                if (theirs == (tag ^ IN_PLACE)) {
+                    boolean mineInArena = tag != tag(t.collective());
+                    throw new CollectiveMismatchException(t.describe() + ": rank " + j + "'s buffer is "
+                            + (mineInArena ? "not " : "") + "in its shm arena and this rank's is"
+                            + (mineInArena ? "" : " not") + "; allocate the buffers of a collective from "
+                            + "group.allocator() on every rank or on none");
+                }
+                if (theirs != tag) {
+                    throw new CollectiveMismatchException(t.describe() + ": rank " + j
+                            + " issued a different collective (kind, type, length, op or root) as its #"
+                            + t.collective().sequence());
+                }
+            }
+            // After the tags: a peer that found a mismatch gives up at once, and the mismatch is the news.
+            barrier.checkNoneAbandoned(context);
+        }
+    }
+
+    /** Every copy between a caller's buffer and the mapping goes through here, to be counted. */
+    private void copy(MemorySegment from, long fromOffset, MemorySegment to, long toOffset, long bytes) {
+        MemorySegment.copy(from, fromOffset, to, toOffset, bytes);
+        bytesCopied += bytes;
+    }
+
+    private int stage(long k) {
+        return (int) ((ring + k) & 1);
+    }
+
+    private MemorySegment segmentOf(DenseBuffer b) {
+        for (int i = 0; i < wrapped.length; i++) {
+            if (wrapped[i] == b) {
+                return segments[i];
+            }
+        }
+        MemorySegment s = MemorySegment.ofBuffer(b.view());
+        wrapped[nextWrapped] = b;
+        segments[nextWrapped] = s;
+        nextWrapped = (nextWrapped + 1) % wrapped.length;
+        return s;
+    }
+
+    /** Start (in elements) of part j of a segment of {@code full} elements, clipped to {@code len}. */
+    private long partLo(long full, long len, int j, int e) {
+        if (j >= n) {
+            return len;
+        }
+        long perLine = ALIGN / e;
+        return Math.min(len, full * j / n / perLine * perLine);
+    }
+
+    private void allreduce(CallQueue.Call t, MemorySegment user) {
+        DenseBuffer data = t.collective().input();
+        long count = data.count();
+        if (count == 0 || n == 1) {
+            sync(t, true);
+            return;
+        }
+        int e = data.dataType().byteSize();
+        MemorySegment shm = region.memory;
+        long bytes = count * e;
+        if (bytes <= FLAT_MAX_BYTES && bytes <= segment) {
+            allreduceFlat(t, user, count, bytes);
+            return;
+        }
+        long full = segment / e;
+        long nseg = (count + full - 1) / full;
+        for (long k = 0; k < nseg; k++) {
+            long s0 = k * full;
+            long len = Math.min(full, count - s0);
+            int q = stage(k);
+            long mine = region.slot(me, q);
+            for (int j = 0; j < n; j++) {
+                if (j != me) {
+                    long lo = partLo(full, len, j, e);
+                    long hi = partLo(full, len, j + 1, e);
+                    copy(user, (s0 + lo) * e, shm, mine + lo * e, (hi - lo) * e);
+                }
+            }
+            sync(t, k == 0);
+            if (k > 0) {
+                copyResults(user, k - 1, full, count, e);
+            }
+            long lo = partLo(full, len, me, e);
+            long hi = partLo(full, len, me + 1, e);
+            for (int j = 0; j < n; j++) {
+                terms[j] = region.slot(j, q) + lo * e;
+            }
+            ReduceKernels.reduce(data.dataType(), t.collective().op(), n, me, user, (s0 + lo) * e, shm, terms, hi - lo,
+                    user, (s0 + lo) * e, resultSlot(me, q) + lo * e, null);
+        }
+        sync(t, false);
+        copyResults(user, nseg - 1, full, count, e);
+        ring += nseg;
+    }
+
+    /** A small allreduce with one barrier (see the class comment). */
+    private void allreduceFlat(CallQueue.Call t, MemorySegment user, long count, long bytes) {
+        MemorySegment shm = region.memory;
+        int q = stage(0);
+        copy(user, 0, shm, region.slot(me, q), bytes);
+        sync(t, true);
+        for (int j = 0; j < n; j++) {
+            terms[j] = region.slot(j, q);
+        }
+        ReduceKernels.reduce(t.collective().input().dataType(), t.collective().op(), n, me, user, 0, shm, terms, count,
+                user, 0, -1, null);
+        ring += 1;
+    }
+
+    /** The allreduce of a buffer at offset {@code mine} of this rank's arena (see the class comment). */
+    private void allreduceInPlace(CallQueue.Call t, long mine) {
+        DenseBuffer data = t.collective().input();
+        long count = data.count();
+        sync(t, true);
+        if (count == 0 || n == 1) {
+            return;
+        }
+        int e = data.dataType().byteSize();
+        MemorySegment shared = arena.memory();
+        long lo = partLo(count, count, me, e);
+        long hi = partLo(count, count, me + 1, e);
+        long firstPeer = -1;
+        for (int j = 0, p = 0; j < n; j++) {
+            long at = j == me ? mine : region.memory.get(ValueLayout.JAVA_LONG, region.bufferAtOffset(j, t.collective().sequence()));
+            terms[j] = arena.areaOffset(j) + at + lo * e;
+            if (j != me && firstPeer < 0) {
+                firstPeer = terms[j];
+            } else if (j != me) {
+                morePeerBuffers[p++] = terms[j];
+            }
+        }
+        ReduceKernels.reduce(data.dataType(), t.collective().op(), n, me, shared, terms[me], shared, terms, hi - lo,
+                shared, terms[me], firstPeer, morePeerBuffers);
+        sync(t, false);
+    }
+
+    /** Where the rank that reduces part {@code owner} leaves its result (see the class comment). */
+    private long resultSlot(int owner, int q) {
+        return region.slot(n == 2 ? 1 - owner : owner, q);
+    }
+
+    private void copyResults(MemorySegment user, long k, long full, long count, int e) {
+        long s0 = k * full;
+        long len = Math.min(full, count - s0);
+        int q = stage(k);
+        for (int j = 0; j < n; j++) {
+            if (j != me) {
+                long lo = partLo(full, len, j, e);
+                long hi = partLo(full, len, j + 1, e);
+                copy(region.memory, resultSlot(j, q) + lo * e, user, (s0 + lo) * e, (hi - lo) * e);
+            }
+        }
+    }
+
+    private void reduceScatter(CallQueue.Call t) {
+        DenseBuffer input = t.collective().input();
+        DenseBuffer output = t.collective().output();
+        long block = output.count();
+        if (block == 0) {
+            sync(t, true);
+            return;
+        }
+        int e = input.dataType().byteSize();
+        MemorySegment in = segmentOf(input);
+        MemorySegment out = segmentOf(output);
+        MemorySegment shm = region.memory;
+        long per = Math.max(ALIGN / e, segment / n / ALIGN * ALIGN / e);   // elements of one block per segment
+        long nseg = (block + per - 1) / per;
+        for (long k = 0; k < nseg; k++) {
+            long s0 = k * per;
+            long len = Math.min(per, block - s0);
+            int q = stage(k);
+            long mine = region.slot(me, q);
+            for (int j = 0; j < n; j++) {
+                if (j != me) {
+                    copy(in, (j * block + s0) * e, shm, mine + j * per * e, len * e);
+                }
+            }
+            sync(t, k == 0);
+            for (int j = 0; j < n; j++) {
+                terms[j] = region.slot(j, q) + me * per * e;
+            }
+            ReduceKernels.reduce(input.dataType(), t.collective().op(), n, me, in, (me * block + s0) * e, shm, terms, len,
+                    out, s0 * e, -1, null);
+        }
+        ring += nseg;
+    }
+
+    private void broadcast(CallQueue.Call t) {
+        DenseBuffer data = t.collective().input();
+        long count = data.count();
+        int root = t.collective().root();
+        if (count == 0 || n == 1) {
+            sync(t, true);
+            return;
+        }
+        int e = data.dataType().byteSize();
+        MemorySegment user = segmentOf(data);
+        long full = segment / e;
+        long nseg = (count + full - 1) / full;
+        for (long k = 0; k < nseg; k++) {
+            long s0 = k * full;
+            long len = Math.min(full, count - s0);
+            long at = region.slot(root, stage(k));
+            if (me == root) {
+                copy(user, s0 * e, region.memory, at, len * e);
+            }
+            sync(t, k == 0);
+            if (me != root) {
+                copy(region.memory, at, user, s0 * e, len * e);
+            }
+        }
+        ring += nseg;
+    }
+
+    private void allgather(CallQueue.Call t, int[] countsOrNull) {
+        DenseBuffer input = t.collective().input();
+        DenseBuffer output = t.collective().output();
+        int e = input.dataType().byteSize();
+        long[] counts = new long[n];
+        long[] offsets = new long[n];
+        long total = 0;
+        long most = 0;
+        for (int j = 0; j < n; j++) {
+            counts[j] = countsOrNull == null ? input.count() : countsOrNull[j];
+            offsets[j] = total;
+            total += counts[j];
+            most = Math.max(most, counts[j]);
+        }
+        MemorySegment in = segmentOf(input);
+        MemorySegment out = segmentOf(output);
+        copy(in, 0, out, offsets[me] * e, counts[me] * e);
+        long full = segment / e;
+        long nseg = n == 1 ? 0 : (most + full - 1) / full;
+        if (nseg == 0) {
+            sync(t, true);
+            return;
+        }
+        for (long k = 0; k < nseg; k++) {
+            long s0 = k * full;
+            int q = stage(k);
+            long mineLen = Math.max(0, Math.min(full, counts[me] - s0));
+            if (mineLen > 0) {
+                copy(in, s0 * e, region.memory, region.slot(me, q), mineLen * e);
+            }
+            sync(t, k == 0);
+            for (int j = 0; j < n; j++) {
+                long len = Math.max(0, Math.min(full, counts[j] - s0));
+                if (j != me && len > 0) {
+                    copy(region.memory, region.slot(j, q), out, (offsets[j] + s0) * e, len * e);
+                }
+            }
+        }
+        ring += nseg;
+    }
+}

@@ -1,0 +1,194 @@
+package dev.cohort.shm;
+
+import dev.cohort.api.collective.CollectiveException;
+import dev.cohort.api.collective.CollectiveTimeoutException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The group's barrier: one monotonic counter per rank on its own cache line. Entering phase
+ * {@code p}, a rank release-stores {@code p} into its counter and acquire-loads the others' until
+ * all reach {@code p}: everything a rank wrote before entering is visible to every rank after it.
+ *
+ * <p>Waiting spins with {@link Thread#onSpinWait()} for {@link #SPIN_NS}, then yields until
+ * {@link #YIELD_NS}, then parks {@link #PARK_NS} at a time. Past the spin phase it checks, every
+ * {@link #CHECK_NS}, the deadline, whether the group was closed, whether a peer aborted and
+ * whether the missing peers' processes are alive, so a wait never outlives a dead peer or the
+ * operation's timeout; and once an operation has waited the stall time, it prints one report
+ * naming the ranks it waits for (see {@link #reportStall}).
+ */
+final class SpinBarrier {
+
+    static final long SPIN_NS = Long.getLong("cohort.shm.spinNs", 50_000);
+    static final long YIELD_NS = Long.getLong("cohort.shm.yieldNs", 2_000_000);
+    static final long PARK_NS = Long.getLong("cohort.shm.parkNs", 20_000);
+    static final long CHECK_NS = 2_000_000;
+
+    /** What the waiting rank was doing, for messages: "shm rank 0 of 2: allreduce #3 (...)". */
+    interface Context {
+        String describe();
+
+        boolean closed();
+
+        /** The operation's sequence number in the group. */
+        long sequence();
+
+        /** The tag this rank published for it (see {@link ShmProcessGroup}). */
+        long tag();
+    }
+
+    private final ShmRegion region;
+    private final long stallNanos;
+    private final ProcessHandle[] peers;
+    private final long[] pids;
+    private long phase;
+    private long stallReportedFor = -1;
+
+    SpinBarrier(ShmRegion region, Duration stallTime) {
+        this.region = region;
+        this.stallNanos = stallTime.toNanos();
+        int n = region.size;
+        this.peers = new ProcessHandle[n];
+        this.pids = new long[n];
+        for (int r = 0; r < n; r++) {
+            pids[r] = region.pid(r);
+            peers[r] = ProcessHandle.of(pids[r]).orElse(null);
+        }
+        this.phase = (long) ShmRegion.LONG.getAcquire(region.memory, region.counterOffset(region.rank));
+    }
+
+    /** Enters the next phase and waits until every rank has entered it. */
+    void await(long deadlineNanos, long timeoutNanos, Context context) {
+        long p = ++phase;
+        ShmRegion.LONG.setRelease(region.memory, region.counterOffset(region.rank), p);
+        for (int j = 0; j < region.size; j++) {
+            if (j != region.rank && (long) ShmRegion.LONG.getAcquire(region.memory, region.counterOffset(j)) < p) {
+                waitFor(j, p, deadlineNanos, timeoutNanos, context);
+            }
+        }
+    }
+
+    /** Barriers this rank has entered since the mapping was created (tests count them). */
+    long phase() {
+        return phase;
+    }
+
+    /**
+     * Fails when a peer has given up on the group, even though every rank reached the barrier: a
+     * peer that timed out after entering it may have left its operand intact, and the operation
+     * must not succeed here while it failed there. Called after an operation's first barrier (a
+     * one-barrier allreduce has no later barrier that would find the peer gone). The flags are
+     * written once, on failure, so reading them costs a cache hit.
+     */
+    void checkNoneAbandoned(Context context) {
+        for (int j = 0; j < region.size; j++) {
+            if (j != region.rank && region.abortFlag(j) != 0) {
+                throw abandoned(j, context);
+            }
+        }
+    }
+
+    private CollectiveException abandoned(int j, Context context) {
+        return new CollectiveException(context.describe() + ": peer rank " + j + " (pid " + pids[j]
+                + ") abandoned the group after a failure of its own (see its log)");
+    }
+
+    /** Ranks that have not reached the current phase (for messages). */
+    List<Integer> missing() {
+        List<Integer> m = new ArrayList<>();
+        for (int j = 0; j < region.size; j++) {
+            if (j != region.rank && (long) ShmRegion.LONG.getAcquire(region.memory, region.counterOffset(j)) < phase) {
+                m.add(j);
+            }
+        }
+        return m;
+    }
+
+    private void waitFor(int j, long p, long deadline, long timeoutNanos, Context context) {
+        long start = 0;
+        long nextCheck = 0;
+        int spins = 0;
+        long off = region.counterOffset(j);
+        while ((long) ShmRegion.LONG.getAcquire(region.memory, off) < p) {
+            Thread.onSpinWait();
+            if ((++spins & 255) != 0) {
+                continue;
+            }
+            long now = System.nanoTime();
+            if (start == 0) {
+                start = now;
+                nextCheck = now + SPIN_NS;
+            }
+            long waited = now - start;
+            if (waited > YIELD_NS) {
+                LockSupport.parkNanos(PARK_NS);
+            } else if (waited > SPIN_NS) {
+                Thread.yield();
+            }
+            if (now - nextCheck >= 0) {
+                check(deadline, timeoutNanos, context);
+                nextCheck = now + CHECK_NS;
+            }
+        }
+    }
+
+    private void check(long deadline, long timeoutNanos, Context context) {
+        if (context.closed()) {
+            throw new CollectiveException(context.describe() + ": the process group was closed");
+        }
+        List<Integer> missing = missing();
+        for (int j : missing) {
+            if (peers[j] == null || !peers[j].isAlive()) {
+                throw new CollectiveException(context.describe() + ": lost peer rank " + j + " (pid " + pids[j]
+                        + "): its process died while this rank waited for it");
+            }
+            if (region.abortFlag(j) != 0) {
+                throw abandoned(j, context);
+            }
+        }
+        long now = System.nanoTime();
+        if (now - deadline >= 0) {
+            throw new CollectiveTimeoutException(context.describe() + ": timed out after "
+                    + Duration.ofNanos(timeoutNanos) + " waiting for rank(s) " + missing);
+        }
+        long issued = deadline - timeoutNanos;
+        if (now - issued >= stallNanos && stallReportedFor != context.sequence() && !missing.isEmpty()) {
+            stallReportedFor = context.sequence();
+            System.err.println(reportStall(context, missing, timeoutNanos));
+        }
+    }
+
+    /**
+     * The stall report: who the operation waits for. A missing peer that has not started this
+     * operation (stopped, slow, or its program took another path) is told apart from one that
+     * started it and stopped inside: a peer that started it has published its tag in the slot of
+     * the operation's sequence parity (either way of running it, copying or in place).
+     */
+    String reportStall(Context context, List<Integer> missing, long timeoutNanos) {
+        List<Integer> notReached = new ArrayList<>();
+        List<Integer> inside = new ArrayList<>();
+        for (int j : missing) {
+            long theirs = (long) ShmRegion.LONG.getAcquire(region.memory, region.tagOffset(j, context.sequence()));
+            boolean started = theirs == context.tag() || theirs == (context.tag() ^ ShmProcessGroup.IN_PLACE);
+            (started ? inside : notReached).add(j);
+        }
+        StringBuilder s = new StringBuilder("cohort: ").append(context.describe()).append(" has waited ")
+                .append(seconds(stallNanos)).append("; ");
+        if (!notReached.isEmpty()) {
+            s.append("rank(s) ").append(notReached).append(" have not reached it (stopped, slow or gone?)");
+        }
+        if (!inside.isEmpty()) {
+            s.append(notReached.isEmpty() ? "" : "; ").append("rank(s) ").append(inside)
+                    .append(" started it but have not reached this step (stopped or slow?)");
+        }
+        return s.append("; it fails at its timeout (").append(seconds(timeoutNanos)).append(")").toString();
+    }
+
+    /** "2 s", "0.5 s". */
+    private static String seconds(long nanos) {
+        return nanos % 1_000_000_000L == 0 ? nanos / 1_000_000_000L + " s" : String.format(Locale.ROOT, "%.1f s", nanos / 1e9);
+    }
+}

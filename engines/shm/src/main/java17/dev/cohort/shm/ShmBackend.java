@@ -1,0 +1,107 @@
+package dev.cohort.shm;
+
+import dev.cohort.api.Connection;
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.runtime.SharedMemoryFiles;
+import java.lang.reflect.InvocationTargetException;
+import java.nio.file.Files;
+import java.util.Map;
+
+/**
+ * The {@code shm} backend: collectives between the worker processes of one host through a shared
+ * {@code /dev/shm} mapping, with reductions on the Vector API. All ranks must run on one host
+ * ({@code LOCAL_WORLD_SIZE == WORLD_SIZE}); use {@code gloo} across hosts.
+ *
+ * <p>Rendezvous needs only the launch environment's ranks and run id ({@code RANK},
+ * {@code WORLD_SIZE}, {@code LOCAL_RANK}, {@code LOCAL_WORLD_SIZE}, {@code GROUP_RANK},
+ * {@code COHORT_RUN_ID}, {@code COHORT_RESTART_COUNT}, and {@code MASTER_PORT} when set, to keep
+ * two jobs apart).
+ *
+ * <p>This class is compiled for Java 17 so that {@link java.util.ServiceLoader} can load it on
+ * every JDK Cohort supports; it loads the engine ({@code ShmEngine}, JDK 22+) only when
+ * {@link #isAvailable()}, and otherwise says what is missing.
+ */
+public final class ShmBackend extends DistributedBackend {
+
+    public static final String NAME = "shm";
+    /** The first JDK whose foreign-memory API is final. */
+    public static final int MIN_JDK = 22;
+    /** The JVM option the engine's reductions need. */
+    public static final String VECTOR_FLAG = "--add-modules jdk.incubator.vector";
+
+    private static final String ENGINE = "dev.cohort.shm.ShmEngine";
+
+    private final ShmOptions options;
+    private final Map<String, String> env;
+
+    public ShmBackend() {
+        this(new ShmOptions(), System.getenv());
+    }
+
+    public ShmBackend(ShmOptions options) {
+        this(options, System.getenv());
+    }
+
+    /** With an explicit environment instead of the process's (for programs that start ranks themselves). */
+    public ShmBackend(ShmOptions options, Map<String, String> environment) {
+        this.options = options;
+        this.env = Map.copyOf(environment);
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public boolean isAvailable() {
+        return missing() == null;
+    }
+
+    @Override
+    public String unavailableReason() {
+        String m = missing();
+        return m == null ? "" : m;
+    }
+
+    @Override
+    public Object commandLineOptions() {
+        return options;
+    }
+
+    /** What this JVM lacks for the engine, or {@code null}. */
+    static String missing() {
+        int feature = Runtime.version().feature();
+        if (feature < MIN_JDK) {
+            return "the shm engine needs JDK " + MIN_JDK + " or newer (foreign-memory API) with " + VECTOR_FLAG
+                    + "; this JVM is " + Runtime.version() + " (" + System.getProperty("java.home")
+                    + "); run on a newer JDK or use --distributed-backend gloo";
+        }
+        if (ModuleLayer.boot().findModule("jdk.incubator.vector").isEmpty()) {
+            return "the shm engine needs the incubating Vector API: start the JVM with " + VECTOR_FLAG;
+        }
+        if (!Files.isDirectory(SharedMemoryFiles.DIRECTORY)) {
+            return "the shm engine needs " + SharedMemoryFiles.DIRECTORY + " (a tmpfs, as on Linux); use --distributed-backend gloo";
+        }
+        return null;
+    }
+
+    @Override
+    protected Connection connect() {
+        try {
+            return (Connection) Class.forName(ENGINE).getMethod("connect", ShmOptions.class, Map.class)
+                    .invoke(null, options, env);
+        } catch (InvocationTargetException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof RuntimeException r) {
+                throw r;
+            }
+            if (cause instanceof Error err) {
+                throw err;
+            }
+            throw new IllegalStateException(cause);
+        } catch (ReflectiveOperationException | LinkageError e) {
+            throw new IllegalStateException("cannot load the shm engine (" + ENGINE + "): " + e, e);
+        }
+    }
+}

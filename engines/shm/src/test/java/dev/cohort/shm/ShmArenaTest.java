@@ -1,0 +1,176 @@
+package dev.cohort.shm;
+
+import static dev.cohort.shm.ShmThreadsTest.backend;
+import static dev.cohort.shm.ShmThreadsTest.onRanks;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.cohort.api.collective.BufferAllocator;
+import dev.cohort.api.collective.CollectiveMismatchException;
+import dev.cohort.api.collective.DataType;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.api.collective.ReduceOp;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The arena allocator and the in-place allreduce (one thread per rank, each attached as a process
+ * would be): same bits as the copying path, no byte copied, clear errors when ranks disagree.
+ */
+class ShmArenaTest {
+
+    private static final int[] SIZES = {0, 1, 17, 4099, 100_003};
+
+    /** Rank- and index-dependent values that are exact in every type. */
+    private static void fill(DenseBuffer b, int rank, int salt) {
+        for (int i = 0; i < b.count(); i++) {
+            int v = (i * 31 + rank * 7 + salt) % 23 - 11;
+            b.setDouble(i, b.dataType() == DataType.FLOAT32 || b.dataType() == DataType.FLOAT64 ? v * 0.37 + rank : v);
+        }
+    }
+
+    @ParameterizedTest(name = "world {0}")
+    @ValueSource(ints = {1, 2, 3, 4})
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void allreduceOfArenaBuffersCopiesNothingAndGivesTheCopyingPathsBits(int world) throws Exception {
+        String run = "arena" + world + "-" + ProcessHandle.current().pid();
+        List<Integer> compared = onRanks(world, r -> {
+            // 4 KiB segments: the copying path takes many pipeline segments; the in-place one needs none.
+            try (ShmBackend b = backend(run, r, world, new ShmOptions().segmentKib(4).arenaMib(8))) {
+                b.initialize();
+                ShmProcessGroup group = (ShmProcessGroup) b.group();
+                BufferAllocator arena = group.allocator().orElseThrow();
+                int checks = 0;
+                for (DataType type : DataType.values()) {
+                    for (ReduceOp op : ReduceOp.values()) {
+                        for (int size : SIZES) {
+                            DenseBuffer shared = arena.allocate(type, size).orElseThrow();
+                            DenseBuffer direct = DenseBuffer.allocateDirect(type, size);
+                            fill(shared, r, checks);
+                            fill(direct, r, checks);
+                            group.allreduce(direct, op).await();
+                            long before = group.bytesCopied();
+                            group.allreduce(shared, op).await();
+                            if (group.bytesCopied() != before) {
+                                throw new AssertionError("the in-place allreduce copied " + (group.bytesCopied() - before)
+                                        + " bytes: " + type + " " + op + " " + size);
+                            }
+                            if (MemorySegment.ofBuffer(shared.view()).mismatch(MemorySegment.ofBuffer(direct.view())) != -1) {
+                                throw new AssertionError("different bits: " + type + " " + op + " " + size);
+                            }
+                            arena.release(shared);
+                            checks++;
+                        }
+                    }
+                }
+                return checks;
+            }
+        });
+        assertThat(compared).allMatch(c -> c == DataType.values().length * ReduceOp.values().length * SIZES.length);
+        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void theInPlaceSumIsTheSumOfEveryRanksBuffer() throws Exception {
+        String run = "arenasum-" + ProcessHandle.current().pid();
+        List<float[]> results = onRanks(3, r -> {
+            try (ShmBackend b = backend(run, r, 3, new ShmOptions().arenaMib(1))) {
+                b.initialize();
+                DenseBuffer data = b.group().allocator().orElseThrow().allocate(DataType.FLOAT32, 1000).orElseThrow();
+                for (int i = 0; i < 1000; i++) {
+                    data.setDouble(i, i + 1000 * r);
+                }
+                b.group().allreduce(data, ReduceOp.SUM).await();
+                float[] out = new float[1000];
+                for (int i = 0; i < 1000; i++) {
+                    out[i] = (float) data.getDouble(i);
+                }
+                return out;
+            }
+        });
+        for (float[] out : results) {
+            for (int i = 0; i < 1000; i++) {
+                assertThat(out[i]).isEqualTo(3 * i + 3000f);
+            }
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void ranksThatDisagreeAboutTheArenaAreToldSo() throws Exception {
+        String run = "arenamix-" + ProcessHandle.current().pid();
+        List<String> errors = onRanks(2, r -> {
+            try (ShmBackend b = backend(run, r, 2, new ShmOptions().arenaMib(1).timeout(Duration.ofSeconds(10)))) {
+                b.initialize();
+                DenseBuffer data = r == 0 ? b.group().allocator().orElseThrow().allocate(DataType.FLOAT32, 64).orElseThrow()
+                        : DenseBuffer.allocateDirect(DataType.FLOAT32, 64);
+                try {
+                    b.group().allreduce(data, ReduceOp.SUM).await();
+                    return "no error";
+                } catch (CollectiveMismatchException e) {
+                    return e.getMessage();
+                }
+            }
+        });
+        assertThat(errors.get(0)).contains("shm world rank 0 of 2: allreduce #0 (float32[64] SUM): rank 1's buffer is not "
+                + "in its shm arena and this rank's is; allocate the buffers of a collective from group.allocator() on "
+                + "every rank or on none");
+        assertThat(errors.get(1)).contains("rank 0's buffer is in its shm arena and this rank's is not");
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void theArenaRunsOutReusesWhatIsReleasedAndItsBuffersOutliveTheGroup() throws Exception {
+        String run = "arenafull-" + ProcessHandle.current().pid();
+        DenseBuffer kept = onRanks(1, r -> {
+            try (ShmBackend b = backend(run, 0, 1, new ShmOptions().arenaMib(1))) {
+                b.initialize();
+                ProcessGroup group = b.group();
+                assertThat(group.withTimeout(Duration.ofSeconds(5)).allocator()).containsSame(group.allocator().get());
+                BufferAllocator arena = group.allocator().orElseThrow();
+                List<DenseBuffer> quarters = new ArrayList<>();
+                for (int i = 0; i < 4; i++) {
+                    quarters.add(arena.allocate(DataType.INT64, 32 * 1024).orElseThrow());   // 256 KiB each
+                }
+                assertThat(arena.allocate(DataType.INT32, 1)).isEmpty();
+                assertThat(arena.describe()).contains("1 MiB, --shm-arena-mib", "0 MiB unallocated", "found no room");
+                quarters.get(1).setLong(499, -1);
+                arena.release(quarters.get(1));
+                assertThatThrownBy(() -> arena.release(quarters.get(1))).hasMessageContaining("was not allocated");
+                Optional<DenseBuffer> again = arena.allocate(DataType.FLOAT32, 1000);
+                assertThat(again).isPresent();
+                assertThat(again.get().getDouble(999)).isZero();
+                quarters.get(3).setLong(7, 42);
+                return quarters.get(3);
+            }
+        }).get(0);
+        System.gc();
+        assertThat(kept.getLong(7)).as("still mapped after the group closed").isEqualTo(42);
+        kept.setLong(8, 43);
+        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void noArenaMeansNoAllocator() throws Exception {
+        String run = "noarena-" + ProcessHandle.current().pid();
+        List<Boolean> present = onRanks(1, r -> {
+            try (ShmBackend b = backend(run, 0, 1, new ShmOptions().arenaMib(0))) {
+                b.initialize();
+                return b.group().allocator().isPresent();
+            }
+        });
+        assertThat(present).containsExactly(false);
+        assertThatThrownBy(() -> new ShmOptions().arenaMib(-1)).hasMessageContaining("--shm-arena-mib must be in [0, 65536]");
+    }
+}

@@ -1,0 +1,101 @@
+package dev.cohort.shm;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.cohort.runtime.SharedMemoryFiles;
+import dev.cohort.testkit.JvmWorkers;
+import dev.cohort.testkit.JvmWorkers.Result;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** The conformance suite on shm with one JVM per rank, rendezvous through the environment. */
+class ShmProcessesTest {
+
+    /** The JVM flag the engine needs, as the worker JVMs get it. */
+    static final List<String> JVM_ARGS = List.of("--add-modules", "jdk.incubator.vector");
+
+    @TempDir
+    Path tmp;
+
+    static Map<String, String> env(String runId, int rank, int world, int port) {
+        Map<String, String> env = new HashMap<>(ShmThreadsTest.env(runId, rank, world, world));
+        env.put("MASTER_ADDR", "127.0.0.1");
+        env.put("MASTER_PORT", Integer.toString(port));
+        return env;
+    }
+
+    /** The mapping files of {@code runId} still in /dev/shm. */
+    static List<Path> leftovers(String runId) {
+        try (Stream<Path> files = Files.list(SharedMemoryFiles.DIRECTORY)) {
+            return files.filter(p -> p.getFileName().toString().startsWith(SharedMemoryFiles.PREFIX + runId + "-")).toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static String runId(String what) {
+        return what + "-" + ProcessHandle.current().pid() + "-" + System.nanoTime() % 100_000;
+    }
+
+    static List<Result> run(String mode, String runId, int world, Path logs, Duration deadline) {
+        int port = JvmWorkers.freePort();
+        return JvmWorkers.run(world, r -> JvmWorkers.javaCommand(ShmWorker.class, JVM_ARGS, List.of(mode)),
+                r -> env(runId, r, world, port), logs, deadline);
+    }
+
+    static void assertAllOk(List<Result> results) {
+        for (Result r : results) {
+            assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
+            assertThat(r.output()).as(JvmWorkers.describe(results)).contains("OK rank " + r.rank());
+        }
+    }
+
+    @ParameterizedTest(name = "world {0}")
+    @ValueSource(ints = {1, 2, 3, 4, 5, 6, 7, 8})
+    @Timeout(value = 180, unit = TimeUnit.SECONDS)
+    void smallConformanceSuiteAcrossProcesses(int world) {
+        String run = runId("small" + world);
+        List<Result> results = run("conformance-small", run, world, tmp, Duration.ofSeconds(160));
+        assertAllOk(results);
+        assertThat(results.get(0).output()).contains("TOPOLOGY Topology[rank=0, worldSize=" + world);
+        assertThat(results.get(world - 1).output()).contains("NODE 0 RANKS [");
+        assertThat(leftovers(run)).isEmpty();
+    }
+
+    @ParameterizedTest(name = "world {0}")
+    @ValueSource(ints = {2, 4})
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void fullConformanceSuiteWithLargeMessagesAcrossProcesses(int world) {
+        String run = runId("full" + world);
+        List<Result> results = run("conformance", run, world, tmp, Duration.ofSeconds(220));
+        assertAllOk(results);
+        assertThat(leftovers(run)).isEmpty();
+    }
+
+    @Test
+    @Timeout(value = 180, unit = TimeUnit.SECONDS)
+    void twoJobsWithTheSameRunIdOnOneHostDoNotCollide() throws Exception {
+        String run = runId("twojobs");
+        CompletableFuture<List<Result>> a = CompletableFuture.supplyAsync(
+                () -> run("conformance-small", run, 2, tmp.resolve("a"), Duration.ofSeconds(160)));
+        CompletableFuture<List<Result>> b = CompletableFuture.supplyAsync(
+                () -> run("conformance-small", run, 2, tmp.resolve("b"), Duration.ofSeconds(160)));
+        assertAllOk(a.get(170, TimeUnit.SECONDS));
+        assertAllOk(b.get(170, TimeUnit.SECONDS));
+        assertThat(leftovers(run)).isEmpty();
+    }
+}

@@ -1,0 +1,279 @@
+package dev.cohort.shm;
+
+import dev.cohort.runtime.CallQueue;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.cohort.api.collective.CollectiveMismatchException;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.api.collective.Work;
+import dev.cohort.testkit.ConformanceSuite;
+import dev.cohort.runtime.SharedMemoryFiles;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Fast checks with one thread per rank in this JVM (each rank attaches to the mapping as a
+ * process would); the process tests are the ones that count.
+ */
+class ShmThreadsTest {
+
+    static Map<String, String> env(String runId, int rank, int world, int localWorld) {
+        Map<String, String> env = new HashMap<>();
+        env.put("RANK", Integer.toString(rank));
+        env.put("WORLD_SIZE", Integer.toString(world));
+        env.put("LOCAL_RANK", Integer.toString(rank % localWorld));
+        env.put("LOCAL_WORLD_SIZE", Integer.toString(localWorld));
+        env.put("GROUP_RANK", Integer.toString(rank / localWorld));
+        env.put("COHORT_RUN_ID", runId);
+        return env;
+    }
+
+    static <T> List<T> onRanks(int world, IntFunction<T> body) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(world);
+        try {
+            List<Future<T>> fs = new ArrayList<>();
+            for (int r = 0; r < world; r++) {
+                int rank = r;
+                fs.add(pool.submit(() -> body.apply(rank)));
+            }
+            List<T> out = new ArrayList<>();
+            for (Future<T> f : fs) {
+                out.add(f.get(100, TimeUnit.SECONDS));
+            }
+            return out;
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    static ShmBackend backend(String runId, int rank, int world, ShmOptions options) {
+        return new ShmBackend(options.connectTimeout(Duration.ofSeconds(20)), env(runId, rank, world, world));
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void conformanceWithThreeRanksAndSmallSegments() throws Exception {
+        String run = "threads-" + ProcessHandle.current().pid();
+        // 4 KiB segments: every size of the suite's small cases takes several pipeline segments.
+        List<Integer> checks = onRanks(3, r -> {
+            try (ShmBackend b = backend(run, r, 3, new ShmOptions().segmentKib(4))) {
+                b.initialize();
+                return ConformanceSuite.run(b.group(), false);
+            }
+        });
+        assertThat(checks).allMatch(c -> c > 0);
+        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void ranksThatIssueDifferentCollectivesFailWithAMismatch() throws Exception {
+        String run = "mismatch-" + ProcessHandle.current().pid();
+        List<String> errors = onRanks(2, r -> {
+            try (ShmBackend b = backend(run, r, 2, new ShmOptions().timeout(Duration.ofSeconds(10)))) {
+                b.initialize();
+                float[] data = new float[r == 0 ? 8 : 9];
+                try {
+                    b.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await();
+                    return "no error";
+                } catch (CollectiveMismatchException e) {
+                    return e.getMessage();
+                }
+            }
+        });
+        assertThat(errors.get(0)).contains("shm world rank 0 of 2: allreduce #0 (float32[8] SUM)").contains("rank 1");
+        assertThat(errors.get(1)).contains("rank 0 issued a different collective");
+    }
+
+    @ParameterizedTest(name = "world {0}")
+    @ValueSource(ints = {2, 3})
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void smallAllreducesTakeOneBarrierAndEveryRankGetsTheRankOrderSumBitForBit(int world) throws Exception {
+        String run = "flat" + world + "-" + ProcessHandle.current().pid();
+        int flatMax = (int) (ShmProcessGroup.FLAT_MAX_BYTES / 4);
+        int[] sizes = {1, 17, 1000, flatMax, flatMax + 1};
+        List<List<Object>> seen = onRanks(world, r -> {
+            try (ShmBackend b = backend(run, r, world, new ShmOptions())) {
+                b.initialize();
+                ShmProcessGroup group = (ShmProcessGroup) b.group();
+                List<Object> out = new ArrayList<>();
+                for (int size : sizes) {
+                    for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG}) {
+                        float[] data = new float[size];
+                        for (int i = 0; i < size; i++) {
+                            data[i] = operand(r, i);
+                        }
+                        long before = group.barriersPassed();
+                        group.allreduce(DenseBuffer.of(data), op).await();
+                        out.add(group.barriersPassed() - before);
+                        out.add(data);
+                    }
+                }
+                return out;
+            }
+        });
+        int k = 0;
+        for (int size : sizes) {
+            for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG}) {
+                float[] expected = new float[size];
+                for (int i = 0; i < size; i++) {
+                    float acc = operand(0, i);
+                    for (int j = 1; j < world; j++) {
+                        acc += operand(j, i);
+                    }
+                    expected[i] = op == ReduceOp.AVG ? acc / world : acc;
+                }
+                long segment = new ShmOptions().segmentBytes();
+                long segments = (size * 4L + segment - 1) / segment;
+                for (int r = 0; r < world; r++) {
+                    // One barrier up to FLAT_MAX_BYTES; above it, the segmented path's one per segment and one more.
+                    assertThat(seen.get(r).get(k)).as("barriers of %s over %d floats", op, size)
+                            .isEqualTo(size <= flatMax ? 1L : segments + 1);
+                    assertThat((float[]) seen.get(r).get(k + 1)).as("rank %d, %s over %d floats", r, op, size)
+                            .containsExactly(expected);
+                }
+                k += 2;
+            }
+        }
+        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+
+    /**
+     * Calls nobody awaits (a DDP bucket started during backward) are run by the engine thread:
+     * while the group is busy it finds them by polling, and after the group was idle long enough
+     * for the engine to park, the call itself wakes it.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void callsNobodyAwaitsCompleteOnTheEngineThreadWhetherTheGroupWasBusyOrIdle() throws Exception {
+        String run = "unawaited-" + ProcessHandle.current().pid();
+        List<List<Long>> waited = onRanks(2, r -> {
+            try (ShmBackend b = backend(run, r, 2, new ShmOptions())) {
+                b.initialize();
+                List<Long> out = new ArrayList<>();
+                for (int round = 0; round < 4; round++) {
+                    if (round >= 2) {
+                        sleepMillis(10 * CallQueue.IDLE_AFTER_NS / 1_000_000);   // the engine parks
+                    }
+                    float[] data = new float[1000 + round];
+                    java.util.Arrays.fill(data, r + 1);
+                    Work work = b.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM);
+                    long t0 = System.nanoTime();
+                    while (!work.isDone()) {
+                        assertThat(System.nanoTime() - t0).as("round %d not done", round).isLessThan(10_000_000_000L);
+                        Thread.onSpinWait();
+                    }
+                    out.add((System.nanoTime() - t0) / 1_000_000);
+                    assertThat(work.failure()).isEmpty();
+                    assertThat(data).containsOnly(3f);
+                }
+                return out;
+            }
+        });
+        // Without the engine nothing would finish; with it, well under a second (typically ~0.5 ms).
+        assertThat(waited).allSatisfy(ms -> assertThat(ms).allMatch(m -> m < 2_000));
+        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+
+    private static void sleepMillis(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Values whose float sums depend on the order of addition, so a rank that folded differently would show. */
+    private static float operand(int rank, int i) {
+        return (float) Math.scalb(1.0 + ((i * 7919 + rank * 104729) % 1000) / 997.0, (i + rank * 13) % 40 - 20);
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void ranksThatIssueTheSameLengthWithAnotherOpFailWithAMismatch() throws Exception {
+        String run = "mismatchop-" + ProcessHandle.current().pid();
+        List<String> errors = onRanks(2, r -> {
+            try (ShmBackend b = backend(run, r, 2, new ShmOptions().timeout(Duration.ofSeconds(10)))) {
+                b.initialize();
+                try {
+                    b.group().allreduce(DenseBuffer.of(new float[8]), r == 0 ? ReduceOp.SUM : ReduceOp.MAX).await();
+                    return "no error";
+                } catch (CollectiveMismatchException e) {
+                    return e.getMessage();
+                }
+            }
+        });
+        assertThat(errors.get(0)).contains("allreduce #0 (float32[8] SUM)").contains("rank 1 issued a different collective");
+        assertThat(errors.get(1)).contains("allreduce #0 (float32[8] MAX)").contains("rank 0 issued a different collective");
+    }
+
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void severalHostsAreRefusedWithAPointerToGloo() {
+        ShmBackend b = new ShmBackend(new ShmOptions(), env("hosts", 0, 4, 2));
+        assertThatThrownBy(b::initialize).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("WORLD_SIZE=4 and LOCAL_WORLD_SIZE=2").hasMessageContaining("gloo");
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aRankWithAnotherWorldSizeIsRefused() throws Exception {
+        String run = "size-" + ProcessHandle.current().pid();
+        List<String> errors = onRanks(2, r -> {
+            try (ShmBackend b = new ShmBackend(new ShmOptions().connectTimeout(Duration.ofSeconds(5)),
+                    env(run, r, r == 0 ? 2 : 3, r == 0 ? 2 : 3))) {
+                b.initialize();
+                return "connected";
+            } catch (ShmConnectException e) {
+                return e.getMessage();
+            }
+        });
+        assertThat(errors.get(1)).contains("was created for another group: world size 2, this rank has WORLD_SIZE=3");
+        assertThat(errors.get(0)).contains("rank 1 did not attach");
+        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aStallReportTellsPeersThatHaveNotStartedTheOperationFromThoseStuckInsideIt() throws Exception {
+        String run = "stall-" + ProcessHandle.current().pid();
+        List<ShmRegion> regions = onRanks(3, r -> ShmRegion.attach(SharedMemoryFiles.path(env(run, r, 3, 3)), r, 3,
+                4096, 0, Duration.ofSeconds(20), "rank " + r));
+        try {
+            SpinBarrier.Context allreduce3 = new SpinBarrier.Context() {
+                @Override public String describe() { return "shm world rank 0 of 3: allreduce #3 (float32[8] SUM)"; }
+                @Override public boolean closed() { return false; }
+                @Override public long sequence() { return 3; }
+                @Override public long tag() { return 0x1234; }
+            };
+            // Rank 1 published the tag of #1 in #3's slot (it has not started #3); rank 2 published #3's
+            // (it started it, in place, and stopped inside).
+            ShmRegion.LONG.setRelease(regions.get(1).memory, regions.get(1).tagOffset(1, 3), 0x9876L);
+            ShmRegion.LONG.setRelease(regions.get(2).memory, regions.get(2).tagOffset(2, 3), 0x1234L ^ ShmProcessGroup.IN_PLACE);
+            String report = new SpinBarrier(regions.get(0), Duration.ofMillis(1500))
+                    .reportStall(allreduce3, List.of(1, 2), Duration.ofSeconds(6).toNanos());
+            assertThat(report).isEqualTo("cohort: shm world rank 0 of 3: allreduce #3 (float32[8] SUM) has waited 1.5 s; "
+                    + "rank(s) [1] have not reached it (stopped, slow or gone?); rank(s) [2] started it but have not "
+                    + "reached this step (stopped or slow?); it fails at its timeout (6 s)");
+        } finally {
+            regions.forEach(ShmRegion::close);
+        }
+        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+}

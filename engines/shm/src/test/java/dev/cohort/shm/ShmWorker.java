@@ -1,0 +1,101 @@
+package dev.cohort.shm;
+
+import dev.cohort.api.Backends;
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.collective.CollectiveException;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.testkit.ConformanceSuite;
+import java.time.Duration;
+import java.util.Arrays;
+
+/**
+ * A worker process of the shm tests, on the backend found through {@code Backends.select("shm")}
+ * (as {@code ./cohort} would find it). Modes: {@code conformance} (the whole suite),
+ * {@code conformance-small} (without the 4 Mi cases), {@code die} (rank 1 halts after three
+ * allreduces, rank 0 reports how its next one fails), {@code absent} (rank 1 stops calling
+ * collectives), {@code stop} (rank 1 prints {@code STOPPING pid P} and stops itself with
+ * SIGSTOP; once continued, it runs the allreduce rank 0 gave up on). Prints {@code TOPOLOGY},
+ * {@code OK rank R} and {@code FAILED after X s} lines.
+ */
+public final class ShmWorker {
+
+    public static void main(String[] args) {
+        String mode = args.length > 0 ? args[0] : "conformance";
+        try (DistributedBackend backend = Backends.select("shm")) {
+            boolean fault = mode.equals("die") || mode.equals("absent") || mode.equals("stop");
+            if (backend instanceof ShmBackend) {
+                ((ShmOptions) backend.commandLineOptions())
+                        .timeout(Duration.ofSeconds(mode.equals("stop") ? 6 : fault ? 3 : 60))
+                        .stallTime(Duration.ofSeconds(mode.equals("stop") ? 2 : 30))
+                        .connectTimeout(Duration.ofSeconds(30));
+            }
+            backend.initialize();
+            int rank = backend.rank();
+            System.out.println("TOPOLOGY " + backend.topology());
+            if (fault) {
+                fault(backend, mode);
+                return;
+            }
+            int checks = switch (mode) {
+                case "conformance" -> ConformanceSuite.run(backend.group(), true);
+                case "conformance-small" -> ConformanceSuite.run(backend.group(), false);
+                default -> throw new IllegalArgumentException("unknown mode " + mode);
+            };
+            long[] nodeRanks = new long[backend.localWorldSize()];
+            backend.localBarrier();
+            backend.nodeGroup().allgather(DenseBuffer.of(new long[] {rank}), DenseBuffer.of(nodeRanks)).await();
+            System.out.println("NODE " + backend.nodeRank() + " RANKS " + Arrays.toString(nodeRanks));
+            double mean = backend.averageAll(rank);
+            if (mean != (backend.worldSize() - 1) / 2.0) {
+                throw new AssertionError("averageAll(rank) = " + mean);
+            }
+            backend.barrier();
+            System.out.println("OK rank " + rank + " checks " + checks);
+        } catch (Throwable t) {
+            t.printStackTrace(System.out);
+            System.out.flush();
+            Runtime.getRuntime().halt(1);
+        }
+        System.exit(0);
+    }
+
+    private static void fault(DistributedBackend backend, String mode) throws Exception {
+        float[] data = new float[1024];
+        for (int i = 0; i < 3; i++) {
+            backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await();
+        }
+        if (backend.rank() == 1) {
+            if (mode.equals("die")) {
+                Runtime.getRuntime().halt(9);   // no shutdown hooks, no close: as abrupt as SIGKILL for the peers
+            }
+            if (mode.equals("stop")) {
+                System.out.println("STOPPING pid " + ProcessHandle.current().pid());
+                System.out.flush();
+                new ProcessBuilder("kill", "-STOP", Long.toString(ProcessHandle.current().pid())).start().waitFor();
+                // The stop takes effect once a thread of this JVM handles the signal, which on a busy
+                // host can be after kill exited and this thread ran on: wait here, not in a collective.
+                Thread.sleep(1000);
+                System.out.println("RESUMED");
+                System.out.flush();
+            } else {
+                System.out.println("ABSENT pid " + ProcessHandle.current().pid());
+                System.out.flush();
+                Thread.sleep(10_000);
+                Runtime.getRuntime().halt(0);
+            }
+        }
+        long start = System.nanoTime();
+        try {
+            backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await();
+            System.out.println("UNEXPECTED SUCCESS");
+            System.out.flush();
+            Runtime.getRuntime().halt(0);
+        } catch (CollectiveException e) {
+            System.out.printf("FAILED after %.1f s %s: %s%n", (System.nanoTime() - start) / 1e9,
+                    e.getClass().getSimpleName(), e.getMessage());
+            System.out.flush();
+            Runtime.getRuntime().halt(3);
+        }
+    }
+}

@@ -1,0 +1,118 @@
+package dev.cohort.libtorch;
+
+import dev.cohort.api.BackendUnavailableException;
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import org.bytedeco.javacpp.Loader;
+import org.bytedeco.javacpp.Pointer;
+
+/**
+ * Loads libtorch (with c10d and Gloo) through JavaCPP, robustly.
+ *
+ * <p>Trap: on an empty JavaCPP cache, letting the first native call extract and load the
+ * libraries crashes the JVM (SIGSEGV in {@code pthread_mutex_lock} during libtorch's static
+ * initialization). Extracting the whole native directories first with
+ * {@link Loader#cacheResources(String)} avoids it. Several workers may start at once on an empty
+ * cache, so extraction is serialized between processes with a file lock in the cache directory
+ * (bounded wait), and within this JVM by this class's monitor.
+ */
+public final class LibTorch {
+
+    /** How long a process waits for another one to finish extracting the natives. */
+    static final Duration EXTRACT_LOCK_TIMEOUT = Duration.ofMinutes(5);
+
+    private static volatile boolean loaded;
+    private static volatile Throwable failure;
+
+    private LibTorch() {
+    }
+
+    /**
+     * Marks a native object Cohort keeps beyond the current call, so that a caller's
+     * {@code PointerScope} (JavaCPP's usual training-loop idiom) does not free it when it closes.
+     * Pair with {@link #release}.
+     */
+    public static <P extends Pointer> P retain(P p) {
+        p.retainReference();
+        return p;
+    }
+
+    /** Gives up what {@link #retain} kept; the object is freed once nothing else holds it. */
+    public static void release(Pointer p) {
+        if (p != null && !p.isNull()) {
+            p.releaseReference();
+        }
+    }
+
+    /** Whether libtorch loads; never throws. */
+    public static boolean isLoadable() {
+        try {
+            load();
+            return true;
+        } catch (Throwable t) {
+            return false;
+        }
+    }
+
+    /** What went wrong loading, or an empty string. */
+    public static String failureReason() {
+        Throwable t = failure;
+        if (t == null) {
+            return "";
+        }
+        return "libtorch (org.bytedeco:pytorch, linux-x86_64 natives) could not be loaded: " + t
+                + "; Cohort's gloo engine needs Linux on x86-64 with the cohort-gloo module's dependencies on the class path";
+    }
+
+    /**
+     * Loads libtorch once per JVM; call before touching any {@code org.bytedeco.pytorch} class.
+     *
+     * @throws BackendUnavailableException saying what is missing
+     */
+    public static synchronized void load() {
+        if (loaded) {
+            return;
+        }
+        if (failure != null) {
+            throw new BackendUnavailableException(failureReason(), failure);
+        }
+        try {
+            String platform = Loader.getPlatform();
+            extractUnderLock("/org/bytedeco/openblas/" + platform + "/", "/org/bytedeco/pytorch/" + platform + "/");
+            Loader.load(org.bytedeco.pytorch.global.torch.class);
+            loaded = true;
+        } catch (Throwable t) {
+            failure = t;
+            throw new BackendUnavailableException(failureReason(), t);
+        }
+    }
+
+    private static void extractUnderLock(String... resourceDirs) throws IOException, InterruptedException {
+        Path cache = Loader.getCacheDir().toPath();
+        Files.createDirectories(cache);
+        try (FileChannel channel = FileChannel.open(cache.resolve(".cohort-extract.lock"),
+                StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
+            long deadline = System.nanoTime() + EXTRACT_LOCK_TIMEOUT.toNanos();
+            FileLock lock;
+            while ((lock = channel.tryLock()) == null) {
+                if (System.nanoTime() > deadline) {
+                    throw new IOException("another process held " + cache.resolve(".cohort-extract.lock")
+                            + " for more than " + EXTRACT_LOCK_TIMEOUT + " while extracting native libraries");
+                }
+                Thread.sleep(50);
+            }
+            try {
+                for (String dir : resourceDirs) {
+                    Loader.cacheResources(dir);
+                }
+            } finally {
+                lock.release();
+            }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+package dev.cohort.torch;
+
+import dev.cohort.api.collective.DataType;
+import dev.cohort.api.collective.DenseBuffer;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+
+/** Views between tensors and {@link DenseBuffer}s, sharing memory (no copies). */
+final class TensorBuffers {
+
+    private TensorBuffers() {
+    }
+
+    /**
+     * A buffer over a contiguous CPU tensor's memory; the tensor must outlive every use of it.
+     *
+     * @throws IllegalArgumentException for a non-contiguous tensor or an unsupported type
+     */
+    static DenseBuffer view(Tensor t) {
+        if (!t.is_contiguous()) {
+            throw new IllegalArgumentException("tensor must be contiguous; call contiguous() first");
+        }
+        DataType type = dataType(t.scalar_type());
+        long bytes = t.numel() * type.byteSize();
+        if (bytes > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("tensor of " + bytes + " bytes is larger than 2 GiB");
+        }
+        if (bytes == 0) {
+            return DenseBuffer.allocateDirect(type, 0);
+        }
+        Pointer data = t.data_ptr();
+        return DenseBuffer.of(new BytePointer(data).capacity(bytes).asByteBuffer(), type);
+    }
+
+    /** A 1-d tensor over a direct buffer's memory (the buffer must outlive the tensor). */
+    static Tensor tensor(DenseBuffer direct) {
+        if (!direct.isDirect()) {
+            throw new IllegalArgumentException("only direct buffers can be viewed as tensors");
+        }
+        Pointer p = new Pointer(direct.view());
+        return torch.from_blob(p, new long[] {direct.count()}, new TensorOptions(scalarType(direct.dataType())));
+    }
+
+    /** Compared by value: JavaCPP's enum may hand back a different constant of the same value. */
+    static DataType dataType(torch.ScalarType type) {
+        for (DataType d : DataType.values()) {
+            if (scalarType(d).value == type.value) {
+                return d;
+            }
+        }
+        throw new IllegalArgumentException("tensors of type " + type
+                + " are not supported by Cohort's collectives (float32, float64, int32, int64 are)");
+    }
+
+    static torch.ScalarType scalarType(DataType type) {
+        return switch (type) {
+            case FLOAT32 -> torch.ScalarType.Float;
+            case FLOAT64 -> torch.ScalarType.Double;
+            case INT32 -> torch.ScalarType.Int;
+            case INT64 -> torch.ScalarType.Long;
+        };
+    }
+}

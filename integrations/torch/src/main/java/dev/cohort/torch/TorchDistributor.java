@@ -1,0 +1,139 @@
+package dev.cohort.torch;
+
+import dev.cohort.api.DistributeRequest;
+import dev.cohort.api.Distributed;
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.Distributor;
+import dev.cohort.api.collective.DataType;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.libtorch.LibTorch;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.bytedeco.pytorch.InputArchive;
+import org.bytedeco.pytorch.Module;
+import org.bytedeco.pytorch.Optimizer;
+import org.bytedeco.pytorch.OutputArchive;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorVector;
+
+/**
+ * {@code distribute()} for JavaCPP PyTorch: for a {@link Module}, the root's parameters and
+ * buffers are broadcast to every rank; an {@link Optimizer} gets the root's state (Horovod's
+ * {@code broadcast_optimizer_state}) and comes back as a {@link DistributedOptimizer}; a
+ * {@link DataLoader} comes back over this rank's shard ({@link DistributedSampler}); the
+ * learning-rate scheduler is passed through.
+ *
+ * <p>Options: {@value #BUCKET_BYTES} (a Number, default 25 MiB) sets the gradient bucket size;
+ * {@value #OVERLAP} (Boolean, default true) overlaps communication with backward.
+ * Declare the optimizer as {@code Optimizer} (the wrapper is an {@code Optimizer}, not an
+ * {@code SGD}).
+ */
+public final class TorchDistributor implements Distributor {
+
+    /** Option key: gradient bucket size in bytes. */
+    public static final String BUCKET_BYTES = "bucketBytes";
+    /** Option key: Boolean, start bucket allreduces during backward (default true). */
+    public static final String OVERLAP = "overlap";
+
+    @Override
+    public boolean supports(DistributeRequest<?, ?, ?, ?> request) {
+        return isTorchType(request.model()) || isTorchType(request.optimizer()) || request.trainingData() instanceof DataLoader;
+    }
+
+    private static boolean isTorchType(Object o) {
+        return o != null && o.getClass().getName().startsWith("org.bytedeco.pytorch.")
+                || o instanceof Module || o instanceof Optimizer;
+    }
+
+    @Override
+    @SuppressWarnings("unchecked")
+    public <M, O, D, S> Distributed<M, O, D, S> distribute(DistributedBackend backend, DistributeRequest<M, O, D, S> request) {
+        LibTorch.load();
+        ProcessGroup group = backend.group();
+        Object model = request.model();
+        if (model != null && !(model instanceof Module)) {
+            throw new IllegalArgumentException("the torch integration distributes org.bytedeco.pytorch.Module models, got "
+                    + model.getClass().getName());
+        }
+        Module module = (Module) model;
+        if (module != null) {
+            broadcastState(group, module);
+        }
+        O optimizer = request.optimizer();
+        if (optimizer != null) {
+            if (!(optimizer instanceof Optimizer)) {
+                throw new IllegalArgumentException("expected an org.bytedeco.pytorch.Optimizer, got " + optimizer.getClass().getName());
+            }
+            Optimizer local = (Optimizer) optimizer;
+            broadcastOptimizerState(group, local);
+            TensorVector params = module != null ? module.parameters() : local.parameters();
+            long bucketBytes = ((Number) request.options().getOrDefault(BUCKET_BYTES, GradientBuckets.DEFAULT_BUCKET_BYTES))
+                    .longValue();
+            boolean overlap = (Boolean) request.options().getOrDefault(OVERLAP, Boolean.TRUE);
+            optimizer = (O) new DistributedOptimizer(local, new GradientBuckets(group, params, bucketBytes, overlap));
+        }
+        D data = request.trainingData();
+        if (data instanceof DataLoader loader) {
+            data = (D) loader.sharded(backend.worldSize(), backend.rank());
+        }
+        return new Distributed<>(request.model(), optimizer, data, request.lrScheduler());
+    }
+
+    /** Every parameter and buffer of the root's model, into every rank's, in registration order. */
+    static void broadcastState(ProcessGroup group, Module module) {
+        for (TensorVector tensors : new TensorVector[] {module.parameters(), module.buffers()}) {
+            for (long i = 0; i < tensors.size(); i++) {
+                Tensor t = tensors.get(i);
+                if (!t.is_contiguous()) {
+                    throw new IllegalArgumentException("parameter or buffer " + i + " is not contiguous");
+                }
+                TorchCollectives.broadcast(group, t, DistributedBackend.ROOT_RANK);
+            }
+        }
+    }
+
+    /**
+     * The root's optimizer state (serialized by libtorch), loaded by every other rank: first its
+     * length, then the bytes, moved as int64 words.
+     */
+    static void broadcastOptimizerState(ProcessGroup group, Optimizer optimizer) {
+        if (group.size() == 1) {
+            return;
+        }
+        try {
+            Path file = Files.createTempFile("cohort-optimizer-", ".pt");
+            try {
+                byte[] bytes = new byte[0];
+                if (group.rank() == DistributedBackend.ROOT_RANK) {
+                    OutputArchive archive = new OutputArchive();
+                    optimizer.save(archive);
+                    archive.save_to(file.toString());
+                    bytes = Files.readAllBytes(file);
+                }
+                long[] length = {bytes.length};
+                group.broadcast(DenseBuffer.of(length), DistributedBackend.ROOT_RANK).await();
+                int words = (int) ((length[0] + 7) / 8);
+                ByteBuffer payload = ByteBuffer.allocateDirect(words * 8).order(ByteOrder.nativeOrder());
+                payload.put(bytes).clear();
+                group.broadcast(DenseBuffer.of(payload, DataType.INT64), DistributedBackend.ROOT_RANK).await();
+                if (group.rank() != DistributedBackend.ROOT_RANK) {
+                    byte[] received = new byte[(int) length[0]];
+                    payload.get(received);
+                    Files.write(file, received);
+                    InputArchive archive = new InputArchive();
+                    archive.load_from(file.toString());
+                    optimizer.load(archive);
+                }
+            } finally {
+                Files.deleteIfExists(file);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("broadcasting the optimizer state failed: " + e.getMessage(), e);
+        }
+    }
+}

@@ -1,0 +1,180 @@
+package dev.cohort.torch;
+
+import dev.cohort.api.DistributeRequest;
+import dev.cohort.api.Distributed;
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.libtorch.LibTorch;
+import org.bytedeco.pytorch.LinearImpl;
+import org.bytedeco.pytorch.Module;
+import org.bytedeco.pytorch.Optimizer;
+import org.bytedeco.pytorch.SGD;
+import org.bytedeco.pytorch.SGDOptions;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorVector;
+import org.bytedeco.pytorch.global.torch;
+
+/**
+ * A small deterministic training problem for the equivalence tests: an MLP 8-16-3, cross-entropy,
+ * SGD with momentum, a fixed global batch of 12 examples per step.
+ */
+final class TinyTraining {
+
+    static final int GLOBAL_BATCH = 12;
+    static final int STEPS = 6;
+    /** After {@link #distributed} on this thread: "S OF N", S of the optimizer's N buckets in memory the engine moves in place. */
+    static final ThreadLocal<String> lastBuckets = ThreadLocal.withInitial(() -> "");
+
+    static final class Net extends Module {
+        final LinearImpl fc1;
+        final LinearImpl fc2;
+
+        Net(long seed) {
+            fc1 = register_module("fc1", new LinearImpl(8, 16));
+            fc2 = register_module("fc2", new LinearImpl(16, 3));
+            TensorVector params = parameters();
+            java.util.SplittableRandom random = new java.util.SplittableRandom(seed);
+            for (long i = 0; i < params.size(); i++) {
+                DenseBuffer b = TensorBuffers.view(params.get(i));
+                for (int k = 0; k < b.count(); k++) {
+                    b.setDouble(k, random.nextDouble(-0.5, 0.5));
+                }
+            }
+        }
+
+        Tensor forward(Tensor x) {
+            return fc2.forward(torch.relu(fc1.forward(x)));
+        }
+    }
+
+    private TinyTraining() {
+    }
+
+    static Optimizer sgd(Module model) {
+        SGDOptions options = new SGDOptions(0.1);
+        options.momentum().put(0.9);
+        return new SGD(model.parameters(), options);
+    }
+
+    /** Examples {@code [from, from + count)} of step {@code step}'s global batch. */
+    static Batch batch(int step, int from, int count) {
+        float[] x = new float[count * 8];
+        long[] y = new long[count];
+        for (int i = 0; i < count; i++) {
+            java.util.SplittableRandom r = new java.util.SplittableRandom(step * 1000L + from + i);
+            for (int f = 0; f < 8; f++) {
+                x[i * 8 + f] = (float) r.nextDouble(-1, 1);
+            }
+            y[i] = r.nextInt(3);
+        }
+        return new Batch(torch.tensor(x).reshape(count, 8), torch.tensor(y));
+    }
+
+    static void step(Net model, Optimizer optimizer, Batch batch) {
+        optimizer.zero_grad();
+        Tensor loss = torch.cross_entropy(model.forward(batch.inputs()), batch.targets());
+        loss.backward();
+        optimizer.step();
+    }
+
+    /** Steps {@code [fromStep, toStep)} on one process with the whole batch. */
+    static void trainSingle(Net model, Optimizer optimizer, int fromStep, int toStep) {
+        for (int s = fromStep; s < toStep; s++) {
+            step(model, optimizer, batch(s, 0, GLOBAL_BATCH));
+        }
+    }
+
+    /** The whole run on one process; returns the final weights. */
+    static float[] single() {
+        LibTorch.load();
+        Net model = new Net(0);
+        trainSingle(model, sgd(model), 0, STEPS);
+        return weights(model);
+    }
+
+    /**
+     * The run on this rank of {@code backend}: each rank starts from different weights (the root's
+     * are broadcast) and trains on its contiguous shard of each global batch.
+     */
+    static float[] distributed(DistributedBackend backend) {
+        return distributed(backend, 25L << 20, true, 1, false);
+    }
+
+    /**
+     * As above with a bucket size, overlap on or off, and {@code microBatches} backward passes per
+     * step (gradient accumulation; the loss of each is scaled by 1/microBatches), the early ones
+     * inside {@code noSync()} when asked.
+     */
+    static float[] distributed(DistributedBackend backend, long bucketBytes, boolean overlap, int microBatches,
+                               boolean noSync) {
+        LibTorch.load();
+        int n = backend.worldSize();
+        int shard = GLOBAL_BATCH / n;
+        int micro = shard / microBatches;
+        Net local = new Net(backend.rank());
+        Distributed<Module, Optimizer, Object, Object> d;
+        // distribute inside a PointerScope, as JavaCPP programs often run everything in one
+        try (org.bytedeco.javacpp.PointerScope scope = new org.bytedeco.javacpp.PointerScope()) {
+            d = backend.distribute(DistributeRequest.of((Module) local, sgd(local), null, null)
+                        .withOption(TorchDistributor.BUCKET_BYTES, bucketBytes)
+                        .withOption(TorchDistributor.OVERLAP, overlap));
+        }
+        DistributedOptimizer optimizer = (DistributedOptimizer) d.optimizer();
+        for (int s = 0; s < STEPS; s++) {
+            System.gc();                      // native objects Cohort keeps must survive collection
+            try (org.bytedeco.javacpp.PointerScope stepScope = new org.bytedeco.javacpp.PointerScope()) {
+                optimizer.zero_grad();
+                for (int m = 0; m < microBatches; m++) {
+                    Batch b = batch(s, backend.rank() * shard + m * micro, micro);
+                    Tensor loss = torch.cross_entropy(local.forward(b.inputs()), b.targets()).div(
+                            new org.bytedeco.pytorch.Scalar((double) microBatches));
+                    if (noSync && m < microBatches - 1) {
+                        try (DistributedOptimizer.NoSync scope = optimizer.noSync()) {
+                            loss.backward();
+                        }
+                    } else {
+                        loss.backward();
+                    }
+                }
+                optimizer.step();
+            }
+        }
+        if (overlap && !noSync && optimizer.bucketsStartedDuringBackward() < (long) STEPS * optimizer.bucketCount()) {
+            throw new AssertionError("only " + optimizer.bucketsStartedDuringBackward() + " of " + STEPS + " x "
+                    + optimizer.bucketCount() + " buckets started during backward");
+        }
+        lastBuckets.set(optimizer.bucketsInSharedMemory() + " OF " + optimizer.bucketCount());
+        return weights(local);
+    }
+
+    static float[] weights(Module model) {
+        TensorVector params = model.parameters();
+        int total = 0;
+        for (long i = 0; i < params.size(); i++) {
+            total += (int) params.get(i).numel();
+        }
+        float[] all = new float[total];
+        int at = 0;
+        for (long i = 0; i < params.size(); i++) {
+            DenseBuffer b = TensorBuffers.view(params.get(i));
+            for (int k = 0; k < b.count(); k++) {
+                all[at++] = (float) b.getDouble(k);
+            }
+        }
+        return all;
+    }
+
+    /** The largest relative difference, with an absolute floor of 1e-7. */
+    static double maxRelativeDifference(float[] a, float[] b) {
+        if (a.length != b.length) {
+            throw new AssertionError("different parameter counts: " + a.length + " vs " + b.length);
+        }
+        double worst = 0;
+        for (int i = 0; i < a.length; i++) {
+            double diff = Math.abs(a[i] - b[i]);
+            double scale = Math.max(Math.max(Math.abs(a[i]), Math.abs(b[i])), 1e-2);
+            worst = Math.max(worst, diff / scale);
+        }
+        return worst;
+    }
+}

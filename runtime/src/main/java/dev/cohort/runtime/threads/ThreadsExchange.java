@@ -1,0 +1,194 @@
+package dev.cohort.runtime.threads;
+
+import dev.cohort.api.collective.Collective;
+import dev.cohort.api.collective.CollectiveException;
+import dev.cohort.api.collective.CollectiveMismatchException;
+import dev.cohort.api.collective.CollectiveTimeoutException;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.runtime.PendingWork;
+import dev.cohort.runtime.Reduction;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The meeting point of one group's ranks inside a JVM.
+ *
+ * <p>A <em>round</em> is one sequence number: each rank deposits its call and its pending work
+ * there. The rank that arrives last checks that all calls agree, computes the result once from
+ * every rank's buffers (folding ranks in rank order, so all ranks get the same bits), writes
+ * every rank's output and completes all works. A failure (mismatch, timeout, close) breaks the
+ * exchange: every pending and later call fails with the same cause.
+ */
+final class ThreadsExchange {
+
+    private final int size;
+    private final String name;
+    private final Map<Long, Round> rounds = new ConcurrentHashMap<>();
+    private volatile CollectiveException broken;
+
+    ThreadsExchange(String name, int size) {
+        this.name = name;
+        this.size = size;
+    }
+
+    int size() {
+        return size;
+    }
+
+    PendingWork submit(int rank, Collective call, Duration timeout) {
+        PendingWork work = new PendingWork(call, timeout, w -> timedOut(rank, w));
+        CollectiveException cause = broken;
+        if (cause != null) {
+            work.fail(cause);
+            return work;
+        }
+        Round round = rounds.computeIfAbsent(call.sequence(), s -> new Round());
+        boolean last;
+        synchronized (round) {
+            round.calls[rank] = call;
+            round.works[rank] = work;
+            last = ++round.arrived == size;
+        }
+        if (last) {
+            rounds.remove(call.sequence());
+            finish(round);
+        } else if (broken != null) {
+            work.fail(broken);
+        }
+        return work;
+    }
+
+    /** Fails everything pending now and everything issued later. */
+    void breakWith(CollectiveException cause) {
+        synchronized (this) {
+            if (broken == null) {
+                broken = cause;
+            }
+        }
+        for (Round round : rounds.values()) {
+            synchronized (round) {
+                for (PendingWork w : round.works) {
+                    if (w != null) {
+                        w.fail(broken);
+                    }
+                }
+            }
+        }
+    }
+
+    private CollectiveException timedOut(int rank, PendingWork work) {
+        Collective call = work.collective();
+        Round round = rounds.get(call.sequence());
+        List<Integer> missing = new ArrayList<>();
+        if (round != null) {
+            synchronized (round) {
+                for (int r = 0; r < size; r++) {
+                    if (round.calls[r] == null) {
+                        missing.add(r);
+                    }
+                }
+            }
+        }
+        CollectiveTimeoutException e = new CollectiveTimeoutException(name + " rank " + rank + ": " + call.describe()
+                + " timed out; " + (missing.isEmpty() ? "all ranks had joined" : "rank(s) " + missing + " never joined"));
+        breakWith(e);
+        return e;
+    }
+
+    private void finish(Round round) {
+        Collective[] calls = round.calls;
+        String expected = calls[0].signature();
+        for (int r = 1; r < size; r++) {
+            if (!calls[r].signature().equals(expected)) {
+                StringBuilder m = new StringBuilder(name + ": ranks disagree on collective #" + calls[0].sequence() + ":");
+                for (int q = 0; q < size; q++) {
+                    m.append("\n  rank ").append(q).append(": ").append(calls[q].signature());
+                }
+                CollectiveMismatchException e = new CollectiveMismatchException(m.toString());
+                for (PendingWork w : round.works) {
+                    w.fail(e);
+                }
+                breakWith(e);
+                return;
+            }
+        }
+        try {
+            compute(calls);
+        } catch (RuntimeException e) {
+            CollectiveException failure = new CollectiveException(name + ": " + calls[0].describe() + " failed: " + e, e);
+            for (PendingWork w : round.works) {
+                w.fail(failure);
+            }
+            breakWith(failure);
+            return;
+        }
+        for (PendingWork w : round.works) {
+            w.complete();
+        }
+    }
+
+    private void compute(Collective[] calls) {
+        Collective first = calls[0];
+        switch (first.kind()) {
+            case BARRIER -> { }
+            case BROADCAST -> {
+                DenseBuffer source = calls[first.root()].input();
+                for (int r = 0; r < size; r++) {
+                    if (r != first.root()) {
+                        calls[r].input().copyFrom(source);
+                    }
+                }
+            }
+            case ALLREDUCE -> {
+                DenseBuffer result = reduce(calls, c -> c.input(), first);
+                for (Collective c : calls) {
+                    c.input().copyFrom(result);
+                }
+            }
+            case REDUCE_SCATTER -> {
+                DenseBuffer result = reduce(calls, c -> c.input(), first);
+                int block = first.output().count();
+                for (int r = 0; r < size; r++) {
+                    calls[r].output().copyFrom(result.slice(r * block, block));
+                }
+            }
+            case ALLGATHER -> {
+                int block = first.input().count();
+                for (Collective target : calls) {
+                    for (int s = 0; s < size; s++) {
+                        target.output().slice(s * block, block).copyFrom(calls[s].input());
+                    }
+                }
+            }
+            case ALLGATHERV -> {
+                int[] counts = first.counts();
+                for (Collective target : calls) {
+                    int offset = 0;
+                    for (int s = 0; s < size; s++) {
+                        target.output().slice(offset, counts[s]).copyFrom(calls[s].input());
+                        offset += counts[s];
+                    }
+                }
+            }
+        }
+    }
+
+    private DenseBuffer reduce(Collective[] calls, java.util.function.Function<Collective, DenseBuffer> operand,
+                               Collective first) {
+        DenseBuffer acc = operand.apply(calls[0]).copy();
+        for (int r = 1; r < size; r++) {
+            Reduction.accumulate(first.op(), acc, operand.apply(calls[r]));
+        }
+        Reduction.finish(first.op(), acc, size);
+        return acc;
+    }
+
+    private final class Round {
+        final Collective[] calls = new Collective[size];
+        final PendingWork[] works = new PendingWork[size];
+        int arrived;
+    }
+}

@@ -1,0 +1,175 @@
+package dev.cohort.runtime;
+
+import dev.cohort.api.collective.Collective;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.cohort.api.collective.CollectiveException;
+import dev.cohort.api.collective.CollectiveTimeoutException;
+import dev.cohort.api.collective.OpKind;
+import dev.cohort.api.collective.Work;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The execution model shared by the shm and hierarchical engines, in one JVM. */
+@Timeout(value = 30, unit = TimeUnit.SECONDS)
+class CallQueueTest {
+
+    private final List<CollectiveException> failures = Collections.synchronizedList(new ArrayList<>());
+    private final CallQueue queue = new CallQueue("test-queue", c -> "inside the test body", failures::add);
+    private long sequence;
+
+    @AfterEach
+    void close() {
+        queue.close(() -> { });
+    }
+
+    private Work submit(Duration timeout, CallQueue.Body body) {
+        return queue.submit("test rank 0 of 1", new Collective(OpKind.BARRIER, sequence++, null, null, null, -1, null),
+                timeout, body);
+    }
+
+    private Work submit(CallQueue.Body body) {
+        return submit(Duration.ofSeconds(10), body);
+    }
+
+    @Test
+    void awaitingTheLastCallRunsEveryEarlierOneInIssueOrder() {
+        List<Integer> order = Collections.synchronizedList(new ArrayList<>());
+        List<Thread> threads = Collections.synchronizedList(new ArrayList<>());
+        List<Work> works = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            int k = i;
+            works.add(submit(c -> {
+                order.add(k);
+                threads.add(Thread.currentThread());
+            }));
+        }
+        works.get(4).await();
+        assertThat(order).containsExactly(0, 1, 2, 3, 4);
+        assertThat(works).allMatch(Work::isDone);
+        // The caller that awaits runs them, or the engine thread if they waited past the grace period.
+        assertThat(threads).allMatch(t -> t == Thread.currentThread() || t.getName().equals("test-queue"));
+    }
+
+    @Test
+    void aCallNobodyAwaitsIsRunByTheEngineThreadAlsoAfterTheQueueIdled() throws Exception {
+        for (int round = 0; round < 2; round++) {
+            AtomicReference<Thread> ranOn = new AtomicReference<>();
+            Work work = submit(c -> ranOn.set(Thread.currentThread()));
+            long t0 = System.nanoTime();
+            while (!work.isDone()) {
+                assertThat(System.nanoTime() - t0).isLessThan(TimeUnit.SECONDS.toNanos(5));
+                Thread.sleep(1);
+            }
+            assertThat(ranOn.get().getName()).isEqualTo("test-queue");
+            Thread.sleep(5 * CallQueue.IDLE_AFTER_NS / 1_000_000);   // the engine parks; the next call wakes it
+        }
+    }
+
+    @Test
+    void afterAFailureLaterCallsFailNamingTheFirstAndTheGroupIsToldOnce() {
+        Work bad = submit(c -> {
+            throw new CollectiveException(c.describe() + ": peer rank 1 left");
+        });
+        Work later = submit(c -> { });
+        assertThatThrownBy(bad::await).hasMessageContaining("barrier #0").hasMessageContaining("peer rank 1 left");
+        assertThatThrownBy(later::await).hasMessageContaining("barrier #1")
+                .hasMessageContaining("unusable after an earlier failure").hasMessageContaining("peer rank 1 left");
+        assertThat(failures).hasSize(1);
+    }
+
+    @Test
+    void aTimeoutSaysWhetherTheCallWasRunningOrStillQueuedBehindAnother() throws Exception {
+        CountDownLatch release = new CountDownLatch(1);
+        CountDownLatch inside = new CountDownLatch(1);
+        Work stuck = submit(Duration.ofMillis(300), c -> {
+            inside.countDown();
+            try {
+                release.await(5, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        Work queued = submit(Duration.ofMillis(300), c -> { });
+        Thread runner = new Thread(() -> {
+            try {
+                stuck.await();
+            } catch (CollectiveException expected) {
+                // checked below through failure()
+            }
+        });
+        runner.start();
+        assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+        assertThatThrownBy(queued::await).isInstanceOf(CollectiveTimeoutException.class)
+                .hasMessageContaining("barrier #1").hasMessageContaining("before it started")
+                .hasMessageContaining("queued behind barrier #0");
+        assertThatThrownBy(() -> stuck.await(Duration.ofSeconds(1))).isInstanceOf(CollectiveTimeoutException.class)
+                .hasMessageContaining("barrier #0").hasMessageContaining("timed out after PT0.3S inside the test body");
+        release.countDown();
+        runner.join(5_000);
+        // The call finished after its waiter was told it failed: the ranks are out of step, the queue is broken.
+        assertThatThrownBy(submit(c -> { })::await).hasMessageContaining("unusable after an earlier failure");
+    }
+
+    @Test
+    void aRunningCallThatFailsByItselfJustAfterItsDeadlineIsReportedInItsOwnWords() throws Exception {
+        CountDownLatch inside = new CountDownLatch(1);
+        Work call = submit(Duration.ofMillis(300), c -> {
+            inside.countDown();
+            try {
+                Thread.sleep(500);   // e.g. a hier rank getting its leader's verdict just after the deadline
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            throw new CollectiveTimeoutException(c.describe() + ": the leader says rank 3 stopped");
+        });
+        assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();   // the engine thread runs it, not this one
+        assertThatThrownBy(() -> call.await(Duration.ofSeconds(5))).isInstanceOf(CollectiveTimeoutException.class)
+                .hasMessageContaining("the leader says rank 3 stopped");
+    }
+
+    @Test
+    void closingWaitsForTheRunningCallThenFailsTheQueuedOnesAndRunsTheCleanup() throws Exception {
+        CountDownLatch inside = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        Work running = submit(c -> {
+            inside.countDown();
+            try {
+                release.await(5, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        Thread runner = new Thread(running::await);
+        runner.start();
+        assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
+        Work queued = submit(c -> { });
+        Thread releaser = new Thread(() -> {
+            try {
+                Thread.sleep(1_000);   // long after close() began: the engine has stopped by then
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            release.countDown();
+        });
+        releaser.start();
+        List<String> cleaned = new ArrayList<>();
+        assertThat(queue.close(() -> cleaned.add("region closed"))).as("no call running at the end").isTrue();
+        assertThat(cleaned).containsExactly("region closed");
+        assertThat(running.isDone()).isTrue();
+        assertThat(running.failure()).isEmpty();
+        assertThatThrownBy(queued::await).hasMessageContaining("barrier #1").hasMessageContaining("the process group was closed");
+        runner.join(5_000);
+        releaser.join(5_000);
+    }
+}

@@ -1,0 +1,24 @@
+package dev.cohort.runtime.threads;
+
+import dev.cohort.testkit.ConformanceSuite;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class ThreadsConformanceTest {
+
+    @ParameterizedTest(name = "world {0}")
+    @ValueSource(ints = {1, 2, 3, 4, 5, 6, 7, 8})
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void passesTheConformanceSuite(int world) {
+        ThreadsWorld threads = new ThreadsWorld(world, world, Duration.ofSeconds(60));
+        List<Integer> checks = threads.runAll(rank -> ConformanceSuite.run(threads.group(rank)), Duration.ofSeconds(110));
+        assertThat(checks).hasSize(world).allSatisfy(c -> assertThat(c).isGreaterThan(10_000));
+    }
+}

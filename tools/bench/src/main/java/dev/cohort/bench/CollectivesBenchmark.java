@@ -1,0 +1,333 @@
+package dev.cohort.bench;
+
+import dev.cohort.api.Backends;
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.collective.BufferAllocator;
+import dev.cohort.api.collective.DataType;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.runtime.threads.ThreadsBackend;
+import dev.cohort.runtime.threads.ThreadsWorld;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.FloatBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ./cohort bench collectives}: allreduce over a range of sizes, broadcast and allgather at
+ * 16 MiB, and barrier latency, timed exactly as {@code shared/peers/torch_collectives.py} does:
+ * per iteration an untimed barrier, then the timed operation on every rank; the iteration's time
+ * is the slowest rank's; the result is the median (and minimum) over iterations. Bus bandwidth as
+ * in nccl-tests: allreduce 2(n-1)/n x bytes/time, broadcast bytes/time, allgather
+ * (n-1)/n x n x bytes/time. Buffers are direct float32 (wrapped, never copied, by Gloo); with
+ * {@code --in-place} the allreduce buffers come from the group's allocator (the shm engine's arena).
+ *
+ * <p>Warm-up: the peers run compiled code from their first call; a JVM runs the interpreter, then
+ * C1, then C2, and the Vector API kernels fall back to slow Java code until C2 compiles them (a
+ * 4 KiB shm allreduce then takes 20 us instead of 2). So before anything is timed,
+ * {@value #JIT_WARMUP_CALLS} small untimed calls run, and each measured operation then repeats
+ * untimed, after the peer script's own warm-up count, until it stops getting faster (see
+ * {@link WarmUp}) or {@code --warmup-ms} have passed. With ranks pinned to one core each, the JIT
+ * compiler shares that core with a rank spinning in barriers, and compiling the path took seconds:
+ * after 400 ms a 4 KiB allreduce still took 8 us, after 3 s 1.4 us. What is timed is the steady
+ * state a training job runs in after its first seconds.
+ */
+@Command(name = "collectives", mixinStandardHelpOptions = true,
+        description = "Collective latency and bandwidth, side by side with torch_collectives.py.")
+final class CollectivesBenchmark implements Callable<Integer> {
+
+    static final List<Long> DEFAULT_SIZES = List.of(4 * Sizes.KIB, 64 * Sizes.KIB, Sizes.MIB, 16 * Sizes.MIB,
+            64 * Sizes.MIB, 256 * Sizes.MIB);
+
+    @Option(names = "--backend", description = "gloo, shm or hier (one process per rank; for hier on one machine add "
+            + "--engine-option=--hier-ranks-per-host=K to make hosts of K ranks) or threads (one JVM). "
+            + "Default: ${DEFAULT-VALUE}.")
+    String backend = "gloo";
+
+    @Option(names = "--world", description = "Number of ranks. Default: ${DEFAULT-VALUE}.")
+    int world = 2;
+
+    @Option(names = "--sizes", description = "Allreduce sizes, e.g. 4K,1M,16M. Default: 4K,64K,1M,16M,64M,256M.")
+    String sizes;
+
+    @Option(names = "--json", paramLabel = "FILE", description = "Write the results as JSON (the peers' shape).")
+    Path json;
+
+    @Option(names = "--timeout", paramLabel = "SECONDS", description = "Limit for the whole run. Default: ${DEFAULT-VALUE}.")
+    int timeoutSeconds = 900;
+
+    @Option(names = "--engine-option", paramLabel = "OPTION",
+            description = "An option for the engine in each worker, e.g. --engine-option=--no-gloo-consistency-check "
+                    + "(repeatable; see the backend's options).")
+    List<String> engineOptions = new ArrayList<>();
+
+    @Option(names = "--warmup-ms", paramLabel = "MS", description = "At most this long of untimed repetitions of each "
+            + "measured operation, until it stops getting faster (JIT steady state). Default: ${DEFAULT-VALUE}.")
+    int warmupMs = 6000;
+
+    @Option(names = "--in-place", description = "Allreduce buffers from the group's allocator (the shm engine's "
+            + "arena, reduced in place: nothing copied in or out).")
+    boolean inPlace;
+
+    @Mixin
+    Nodes nodes = new Nodes();
+
+    @Override
+    public Integer call() throws Exception {
+        if (world < 1) {
+            throw new IllegalArgumentException("--world must be >= 1, got " + world);
+        }
+        List<Long> sizeList = sizes == null ? DEFAULT_SIZES : Sizes.parse(sizes);
+        Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-collectives", ".json");
+        String name = backend.toLowerCase(Locale.ROOT);
+        if (name.equals(ThreadsBackend.NAME)) {
+            if (nodes.nnodes > 1) {
+                throw new IllegalArgumentException("the threads backend runs in one JVM; --nnodes needs a process backend");
+            }
+            ThreadsWorld threads = new ThreadsWorld(world);
+            threads.runAll(rank -> {
+                runRank(threads.group(rank), ThreadsBackend.NAME, sizeList, out, inPlace, warmupMs);
+                return null;
+            }, Duration.ofSeconds(timeoutSeconds));
+        } else {
+            if (!Backends.names().contains(name)) {
+                throw new IllegalArgumentException("unknown backend '" + backend + "'; available: " + Backends.names());
+            }
+            List<String> workerArgs = new ArrayList<>(List.of("collectives-worker", "--backend", name,
+                    "--sizes", join(sizeList), "--json", out.toString(), "--in-place=" + inPlace,
+                    "--warmup-ms", Integer.toString(warmupMs)));
+            engineOptions.forEach(o -> workerArgs.add("--engine-option=" + o));
+            int rc = Workers.launch(world, nodes, backend, workerArgs);
+            if (rc != 0 || !nodes.reports()) {
+                return rc;
+            }
+        }
+        System.out.print(Report.table(Files.readString(out)));
+        return 0;
+    }
+
+    /** The per-rank side, started by {@link CollectivesBenchmark} in each worker process. */
+    @Command(name = "collectives-worker", hidden = true)
+    static final class Worker implements Callable<Integer> {
+        @Option(names = "--backend", required = true)
+        String backend;
+        @Option(names = "--sizes", required = true)
+        String sizes;
+        @Option(names = "--json", required = true)
+        Path json;
+        @Option(names = "--engine-option")
+        List<String> engineOptions = new ArrayList<>();
+        @Option(names = "--in-place", arity = "1")
+        boolean inPlace;
+        @Option(names = "--warmup-ms", required = true)
+        int warmupMs;
+
+        @Override
+        public Integer call() {
+            try (DistributedBackend b = Engines.open(backend, engineOptions)) {
+                b.initialize();
+                runRank(b.group(), b.name(), Sizes.parse(sizes), json, inPlace, warmupMs);
+            }
+            return 0;
+        }
+    }
+
+    /** Untimed calls made once before anything is timed, so the JIT has compiled the hot paths. */
+    static final int JIT_WARMUP_CALLS = 2000;
+
+    static void runRank(ProcessGroup group, String engine, List<Long> sizeList, Path out, boolean inPlace,
+                        int warmupMs) {
+        long warmupNanos = warmupMs * 1_000_000L;
+        int n = group.size();
+        BufferAllocator allocator = !inPlace ? null : group.allocator().orElseThrow(() -> new IllegalArgumentException(
+                "--in-place: the " + engine + " engine offers no allocator for buffers it moves in place (shm does)"));
+        warmUpJit(group, allocator);
+        List<Report.Row> rows = new ArrayList<>();
+        for (long bytes : sizeList) {
+            int[] plan = iterations(bytes);
+            int count = (int) (bytes / 4);
+            DenseBuffer data = allocator == null ? DenseBuffer.allocateDirect(DataType.FLOAT32, count)
+                    : allocator.allocate(DataType.FLOAT32, count).orElseThrow(() -> new IllegalStateException(
+                            "--in-place: no room for " + Sizes.format(bytes) + " in " + allocator.describe()));
+            fill(data);
+            Runnable scale = () -> scale(data, 1.0f / n);
+            double[] t = timed(group, () -> group.allreduce(data, ReduceOp.SUM).await(), plan[0], warmupNanos, plan[1],
+                    scale);
+            rows.add(Report.Row.of("allreduce", bytes, plan[1], t, bytes / t[0] / 1e9, 2.0 * (n - 1) / n));
+            if (allocator != null) {
+                allocator.release(data);
+            }
+        }
+        long big = 16 * Sizes.MIB;
+        DenseBuffer data = DenseBuffer.allocateDirect(DataType.FLOAT32, (int) (big / 4));
+        fill(data);
+        double[] t = timed(group, () -> group.broadcast(data, 0).await(), 5, warmupNanos, 30, null);
+        rows.add(Report.Row.of("broadcast", big, 30, t, big / t[0] / 1e9, 1.0));
+        DenseBuffer gathered = DenseBuffer.allocateDirect(DataType.FLOAT32, (int) (big / 4) * n);
+        t = timed(group, () -> group.allgather(data, gathered).await(), 5, warmupNanos, 30, null);
+        rows.add(Report.Row.of("allgather", big, 30, t, n * big / t[0] / 1e9, (n - 1.0) / n));
+        t = timed(group, () -> group.barrier().await(), 50, warmupNanos, 500, null);
+        rows.add(Report.Row.of("barrier", 0, 500, t, 0, 0));
+        if (group.rank() == 0) {
+            try {
+                Files.writeString(out, Report.json("cohort-" + engine + (inPlace ? " (allreduce in place)" : ""), n, rows));
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        group.barrier().await();
+    }
+
+    /**
+     * Steady state for a JVM: the peers run compiled code from the first call, Cohort's Java path
+     * (and the shm engine's Vector API kernels, very slow until C2 compiles them) needs a few
+     * thousand calls first. Small allreduces of several sizes and barriers, untimed, on buffers
+     * like the timed ones (from {@code allocator} when not null).
+     */
+    static void warmUpJit(ProcessGroup group, BufferAllocator allocator) {
+        DenseBuffer small = allocator == null ? DenseBuffer.allocateDirect(DataType.FLOAT32, 1024)
+                : allocator.allocate(DataType.FLOAT32, 1024).orElseThrow();
+        DenseBuffer medium = allocator == null ? DenseBuffer.allocateDirect(DataType.FLOAT32, 16 * 1024)
+                : allocator.allocate(DataType.FLOAT32, 16 * 1024).orElseThrow();
+        for (int i = 0; i < JIT_WARMUP_CALLS; i++) {
+            group.allreduce(i % 4 == 0 ? medium : small, ReduceOp.SUM).await();
+            if (i % 8 == 0) {
+                group.barrier().await();
+            }
+        }
+        if (allocator != null) {
+            allocator.release(small);
+            allocator.release(medium);
+        }
+    }
+
+    /** Warm-up and timed iterations per size, as the peer script chooses them. */
+    static int[] iterations(long bytes) {
+        if (bytes <= Sizes.MIB) {
+            return new int[] {20, 200};
+        }
+        if (bytes <= 16 * Sizes.MIB) {
+            return new int[] {5, 30};
+        }
+        if (bytes <= 64 * Sizes.MIB) {
+            return new int[] {3, 12};
+        }
+        return new int[] {2, 7};
+    }
+
+    /**
+     * Returns {median, min} over iterations of the slowest rank's time, in seconds, after
+     * {@code warm} untimed calls and then more until {@link WarmUp} says they stopped getting
+     * faster or {@code warmNanos} have passed.
+     */
+    static double[] timed(ProcessGroup group, Runnable op, int warm, long warmNanos, int iters, Runnable after) {
+        WarmUp warmUp = new WarmUp(warmNanos);
+        double[] more = {1};
+        for (int i = 0; i < warm || more[0] > 0; i++) {
+            op.run();
+            if (after != null) {
+                after.run();
+            }
+            if (i >= warm - 1 && (i - warm + 1) % 8 == 0) {
+                // Rank 0 decides for everyone, so every rank makes the same calls.
+                more[0] = group.rank() == 0 && warmUp.goOn(8) ? 1 : 0;
+                group.allreduce(DenseBuffer.of(more), ReduceOp.MAX).await();
+            }
+        }
+        double[] times = new double[iters];
+        for (int i = 0; i < iters; i++) {
+            group.barrier().await();
+            long t0 = System.nanoTime();
+            op.run();
+            times[i] = (System.nanoTime() - t0) / 1e9;
+            if (after != null) {
+                after.run();
+            }
+        }
+        group.allreduce(DenseBuffer.of(times), ReduceOp.MAX).await();
+        double[] sorted = times.clone();
+        Arrays.sort(sorted);
+        double median = iters % 2 == 1 ? sorted[iters / 2] : (sorted[iters / 2 - 1] + sorted[iters / 2]) / 2;
+        return new double[] {median, sorted[0]};
+    }
+
+    /**
+     * When to stop warming up: the calls are counted in windows of at least {@link #WINDOW_NS};
+     * after at least {@link #MIN_NS}, warm-up ends once {@link #SETTLED_WINDOWS} windows in a row
+     * were not 3 % faster per call than the best before them, or at the budget. (Compilations
+     * land one after another; a plateau of a few hundred milliseconds came before a drop from
+     * 4.6 to 1.4 us per call, and 1.5 s of warm-up left some runs at 3.3 us.)
+     */
+    static final class WarmUp {
+        static final long MIN_NS = 3_000_000_000L;
+        static final long WINDOW_NS = 100_000_000;
+        static final int SETTLED_WINDOWS = 5;
+        private final long started = System.nanoTime();
+        private final long budgetNanos;
+        private long windowStart = started;
+        private long windowCalls;
+        private double best = Double.MAX_VALUE;
+        private int notBetter;
+
+        WarmUp(long budgetNanos) {
+            this.budgetNanos = budgetNanos;
+        }
+
+        /** Counts {@code calls} more; returns whether to go on. */
+        boolean goOn(int calls) {
+            long now = System.nanoTime();
+            windowCalls += calls;
+            if (now - started >= budgetNanos) {
+                return false;
+            }
+            if (now - windowStart < WINDOW_NS) {
+                return true;
+            }
+            double perCall = (double) (now - windowStart) / windowCalls;
+            if (perCall < best * 0.97) {
+                best = perCall;
+                notBetter = 0;
+            } else {
+                notBetter++;
+            }
+            windowStart = now;
+            windowCalls = 0;
+            return notBetter < SETTLED_WINDOWS || now - started < MIN_NS;
+        }
+    }
+
+    private static void fill(DenseBuffer data) {
+        FloatBuffer f = (FloatBuffer) data.view();
+        java.util.Random random = new java.util.Random(42);
+        for (int i = 0; i < f.limit(); i++) {
+            f.put(i, random.nextFloat());
+        }
+    }
+
+    private static void scale(DenseBuffer data, float factor) {
+        FloatBuffer f = (FloatBuffer) data.view();
+        for (int i = 0; i < f.limit(); i++) {
+            f.put(i, f.get(i) * factor);
+        }
+    }
+
+    private static String join(List<Long> sizes) {
+        StringBuilder s = new StringBuilder();
+        for (long b : sizes) {
+            s.append(s.length() == 0 ? "" : ",").append(b);
+        }
+        return s.toString();
+    }
+}

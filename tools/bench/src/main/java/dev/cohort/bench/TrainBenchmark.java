@@ -1,0 +1,156 @@
+package dev.cohort.bench;
+
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.cohort.api.DistributeRequest;
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.libtorch.LibTorch;
+import dev.cohort.torch.TorchDistributor;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.LinearImpl;
+import org.bytedeco.pytorch.Module;
+import org.bytedeco.pytorch.Optimizer;
+import org.bytedeco.pytorch.SGD;
+import org.bytedeco.pytorch.SGDOptions;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorVector;
+import org.bytedeco.pytorch.global.torch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ./cohort bench train}: data-parallel training throughput, exactly what
+ * {@code shared/peers/torch_ddp.py} measures: MLP 784-1024-1024-10, cross-entropy, SGD lr 0.01,
+ * batch 64 per rank, random data (16 fixed batches), 1 compute thread per rank; wall time of
+ * {@code steps} full steps (forward, loss, backward, gradient averaging, update) on rank 0 between
+ * two barriers, after {@code warm} steps.
+ */
+@Command(name = "train", mixinStandardHelpOptions = true,
+        description = "Training throughput, side by side with torch_ddp.py.")
+final class TrainBenchmark implements Callable<Integer> {
+
+    @Option(names = "--backend", description = "Engine of the workers. Default: ${DEFAULT-VALUE}.")
+    String backend = "gloo";
+    @Option(names = "--world", description = "Workers. Default: ${DEFAULT-VALUE}.")
+    int world = 2;
+    @Option(names = "--steps", description = "Timed steps. Default: ${DEFAULT-VALUE}.")
+    int steps = 1000;
+    @Option(names = "--warm", description = "Untimed warm-up steps. Default: ${DEFAULT-VALUE}.")
+    int warm = 20;
+    @Option(names = "--batch", description = "Batch per worker. Default: ${DEFAULT-VALUE}.")
+    int batch = 64;
+    @Option(names = "--json", paramLabel = "FILE", description = "Write the result as JSON (torch_ddp.py's shape).")
+    Path json;
+    @Option(names = "--no-overlap", description = "Average gradients only at the step, not during backward.")
+    boolean noOverlap;
+    @Option(names = "--engine-option", paramLabel = "OPTION",
+            description = "An option for the engine in each worker, e.g. --engine-option=--gloo-spin-us=0 "
+                    + "(repeatable; see the backend's options).")
+    List<String> engineOptions = new ArrayList<>();
+    @Mixin
+    Nodes nodes = new Nodes();
+
+    @Override
+    public Integer call() throws Exception {
+        if (world < 1 || steps < 1 || warm < 0 || batch < 1) {
+            throw new IllegalArgumentException("--world, --steps and --batch must be >= 1 and --warm >= 0");
+        }
+        Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-train", ".json");
+        List<String> workerArgs = new ArrayList<>(List.of("train-worker", "--backend", backend, "--steps",
+                Integer.toString(steps), "--warm", Integer.toString(warm), "--batch", Integer.toString(batch),
+                "--json", out.toString(), "--overlap=" + !noOverlap));
+        engineOptions.forEach(o -> workerArgs.add("--engine-option=" + o));
+        int rc = Workers.launch(world, nodes, backend, workerArgs);
+        if (rc != 0 || !nodes.reports()) {
+            return rc;
+        }
+        Result r = new ObjectMapper().readValue(out.toFile(), Result.class);
+        System.out.printf("%s world=%d threads/rank=%d steps=%d time=%.2fs steps/s=%.1f samples/s=%.0f%n", r.engine(),
+                r.world(), r.threadsPerRank(), r.steps(), r.seconds(), r.stepsPerS(), r.samplesPerS());
+        return 0;
+    }
+
+    record Result(String engine, String version, int world, @JsonProperty("threads_per_rank") int threadsPerRank,
+                  int steps, @JsonProperty("batch_per_rank") int batchPerRank, long params, double seconds,
+                  @JsonProperty("steps_per_s") double stepsPerS, @JsonProperty("samples_per_s") double samplesPerS) {
+    }
+
+    static final class Mlp extends Module {
+        final LinearImpl fc1 = register_module("fc1", new LinearImpl(784, 1024));
+        final LinearImpl fc2 = register_module("fc2", new LinearImpl(1024, 1024));
+        final LinearImpl fc3 = register_module("fc3", new LinearImpl(1024, 10));
+
+        Tensor forward(Tensor x) {
+            return fc3.forward(torch.relu(fc2.forward(torch.relu(fc1.forward(x)))));
+        }
+    }
+
+    @Command(name = "train-worker", hidden = true)
+    static final class Worker implements Callable<Integer> {
+        @Option(names = "--backend", required = true) String backend;
+        @Option(names = "--steps", required = true) int steps;
+        @Option(names = "--warm", required = true) int warm;
+        @Option(names = "--batch", required = true) int batch;
+        @Option(names = "--json", required = true) Path json;
+        @Option(names = "--overlap", arity = "1") boolean overlap = true;
+        @Option(names = "--engine-option") List<String> engineOptions = new ArrayList<>();
+
+        @Override
+        public Integer call() throws Exception {
+            LibTorch.load();
+            torch.set_num_threads(1);
+            try (DistributedBackend b = Engines.open(backend, engineOptions)) {
+                b.initialize();
+                torch.manual_seed(b.rank());
+                Mlp model = new Mlp();
+                Optimizer sgd = new SGD(model.parameters(), new SGDOptions(0.01));
+                Optimizer optimizer = b.distribute(DistributeRequest.of((Module) model, sgd, null, null)
+                        .withOption(TorchDistributor.OVERLAP, overlap)).optimizer();
+                int nb = 16;
+                Tensor[] xs = new Tensor[nb];
+                Tensor[] ys = new Tensor[nb];
+                for (int i = 0; i < nb; i++) {
+                    xs[i] = torch.randn(batch, 784);
+                    ys[i] = torch.randint(0, 10, new long[] {batch});
+                }
+                for (int i = 0; i < warm; i++) {
+                    step(model, optimizer, xs[i % nb], ys[i % nb]);
+                }
+                b.barrier();
+                long t0 = System.nanoTime();
+                for (int i = 0; i < steps; i++) {
+                    step(model, optimizer, xs[i % nb], ys[i % nb]);
+                }
+                b.barrier();
+                double seconds = (System.nanoTime() - t0) / 1e9;
+                if (b.isRootWorker()) {
+                    TensorVector params = model.parameters();
+                    long count = 0;
+                    for (long i = 0; i < params.size(); i++) {
+                        count += params.get(i).numel();
+                    }
+                    int n = b.worldSize();
+                    Result r = new Result("cohort-" + b.name() + (overlap ? "" : "-no-overlap"), "java " + Runtime.version(), n, 1, steps, batch, count,
+                            seconds, steps / seconds, (double) steps * batch * n / seconds);
+                    new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(json.toFile(), r);
+                }
+            }
+            return 0;
+        }
+
+        /** One step; its temporaries are freed at the end of the step, as Python's refcounting would. */
+        private static void step(Mlp model, Optimizer optimizer, Tensor x, Tensor y) {
+            try (PointerScope scope = new PointerScope()) {
+                optimizer.zero_grad();
+                torch.cross_entropy(model.forward(x), y).backward();
+                optimizer.step();
+            }
+        }
+    }
+}

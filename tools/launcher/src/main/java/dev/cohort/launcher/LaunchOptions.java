@@ -1,0 +1,232 @@
+package dev.cohort.launcher;
+
+import dev.cohort.api.LaunchEnvironment;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * How to launch a group of workers on this node: the settings of {@code ./cohort run}, shared by
+ * the command line and the Java API. Build with {@link #builder()}; {@link Builder#build()} fills
+ * the defaults and rejects bad values and combinations with a message that names the option.
+ *
+ * @param nprocPerNode workers on this node (default 1)
+ * @param nnodes       nodes in the group (default 1)
+ * @param nodeRank     this node's index in [0, nnodes) (default 0)
+ * @param masterAddr   where rank 0 listens (default 127.0.0.1; required with more than one node)
+ * @param masterPort   rank 0's port; 0 picks a free one on a single node (default 29500)
+ * @param controlPort  port of node 0's control channel with more than one node (default masterPort + 1)
+ * @param maxRestarts  how often the whole group is restarted after a failure (default 0)
+ * @param runId        names the run; passed to workers as COHORT_RUN_ID (default "cohort")
+ * @param logDir       where per-rank log files go besides the console; null for none (default)
+ * @param grace        between SIGTERM and SIGKILL when stopping workers (default 5 s)
+ * @param joinTimeout  how long nodes wait for each other to join (default 60 s)
+ * @param environment  extra variables for every worker, applied before the launch contract
+ * @param bindCores    pin local worker r to its own share of the cores ({@code taskset}) when there
+ *                     are no more workers than cores (default false): spinning engines such as shm
+ *                     need each rank on its own core; Gloo's threads do better unpinned
+ */
+public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String masterAddr, int masterPort,
+                            int controlPort, int maxRestarts, String runId, Path logDir, Duration grace,
+                            Duration joinTimeout, Map<String, String> environment, boolean bindCores) {
+
+    public static final int DEFAULT_MASTER_PORT = 29500;
+    public static final String DEFAULT_MASTER_ADDR = "127.0.0.1";
+    public static final Duration DEFAULT_JOIN_TIMEOUT = Duration.ofSeconds(60);
+
+    public LaunchOptions {
+        environment = Map.copyOf(environment);
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * The world size if every node runs {@code nprocPerNode} workers. Across nodes the nodes may
+     * run different numbers, and node 0 tells each launcher the real world and its ranks.
+     */
+    public int worldSize() {
+        return nnodes * nprocPerNode;
+    }
+
+    /**
+     * Global rank of local worker {@code localRank} if every node runs {@code nprocPerNode}
+     * workers (see {@link #worldSize()}): nodes hold consecutive blocks of ranks.
+     */
+    public int globalRank(int localRank) {
+        return nodeRank * nprocPerNode + localRank;
+    }
+
+    /**
+     * Reads a count option: a non-negative integer, or {@code auto} (when allowed) for the
+     * number of cores.
+     */
+    public static int parseCount(String option, String text, boolean autoAllowed) {
+        String t = text == null ? "" : text.trim();
+        if (autoAllowed && t.equalsIgnoreCase("auto")) {
+            return Runtime.getRuntime().availableProcessors();
+        }
+        try {
+            int n = Integer.parseInt(t);
+            if (n < 0) {
+                throw new IllegalArgumentException(option + " must not be negative, got " + text);
+            }
+            return n;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(option + " must be a whole number" + (autoAllowed ? " or 'auto'" : "")
+                    + ", got '" + text + "'");
+        }
+    }
+
+    /** Fluent settings; every property's default is given on {@link LaunchOptions}. */
+    public static final class Builder {
+        private int nprocPerNode = 1;
+        private int nnodes = 1;
+        private int nodeRank;
+        private String masterAddr;
+        private int masterPort = DEFAULT_MASTER_PORT;
+        private int controlPort;
+        private int maxRestarts;
+        private String runId = LaunchEnvironment.DEFAULT_RUN_ID;
+        private Path logDir;
+        private boolean bindCores;
+        private Duration grace = ProcessTreeKiller.DEFAULT_GRACE;
+        private Duration joinTimeout = DEFAULT_JOIN_TIMEOUT;
+        private final Map<String, String> environment = new LinkedHashMap<>();
+
+        private Builder() {
+        }
+
+        public Builder nprocPerNode(int n) {
+            this.nprocPerNode = n;
+            return this;
+        }
+
+        public Builder nnodes(int n) {
+            this.nnodes = n;
+            return this;
+        }
+
+        public Builder nodeRank(int rank) {
+            this.nodeRank = rank;
+            return this;
+        }
+
+        public Builder masterAddr(String addr) {
+            this.masterAddr = addr;
+            return this;
+        }
+
+        public Builder masterPort(int port) {
+            this.masterPort = port;
+            return this;
+        }
+
+        public Builder controlPort(int port) {
+            this.controlPort = port;
+            return this;
+        }
+
+        public Builder maxRestarts(int n) {
+            this.maxRestarts = n;
+            return this;
+        }
+
+        public Builder runId(String id) {
+            this.runId = id;
+            return this;
+        }
+
+        public Builder bindCores(boolean bind) {
+            this.bindCores = bind;
+            return this;
+        }
+
+        public Builder logDir(Path dir) {
+            this.logDir = dir;
+            return this;
+        }
+
+        public Builder grace(Duration grace) {
+            this.grace = grace;
+            return this;
+        }
+
+        public Builder joinTimeout(Duration timeout) {
+            this.joinTimeout = timeout;
+            return this;
+        }
+
+        public Builder addEnvironment(String name, String value) {
+            environment.put(Objects.requireNonNull(name, "name"), Objects.requireNonNull(value, "value"));
+            return this;
+        }
+
+        /** @throws IllegalArgumentException naming the option that is wrong and how to fix it */
+        public LaunchOptions build() {
+            if (nprocPerNode < 1) {
+                throw new IllegalArgumentException("--nproc-per-node must be at least 1, got " + nprocPerNode);
+            }
+            if (nnodes < 1) {
+                throw new IllegalArgumentException("--nnodes must be at least 1, got " + nnodes);
+            }
+            if (nodeRank < 0 || nodeRank >= nnodes) {
+                throw new IllegalArgumentException("--node-rank must be in [0, --nnodes=" + nnodes + "), got " + nodeRank
+                        + "; number the nodes 0.." + (nnodes - 1));
+            }
+            if (masterPort < 0 || masterPort > 65535) {
+                throw new IllegalArgumentException("--master-port must be in [1, 65535] (or 0 for a free port), got "
+                        + masterPort);
+            }
+            if (controlPort < 0 || controlPort > 65535) {
+                throw new IllegalArgumentException("--control-port must be in [1, 65535] (or 0 for --master-port + 1), got "
+                        + controlPort);
+            }
+            if (maxRestarts < 0) {
+                throw new IllegalArgumentException("--max-restarts must not be negative, got " + maxRestarts);
+            }
+            if (runId == null || !runId.matches("[A-Za-z0-9._-]{1,64}")) {
+                throw new IllegalArgumentException("--run-id must be 1-64 characters of [A-Za-z0-9._-], got '" + runId + "'");
+            }
+            if (grace == null || grace.isNegative()) {
+                throw new IllegalArgumentException("the grace period must not be negative, got " + grace);
+            }
+            if (joinTimeout == null || joinTimeout.isNegative() || joinTimeout.isZero()) {
+                throw new IllegalArgumentException("the join timeout must be positive, got " + joinTimeout);
+            }
+            String addr = masterAddr;
+            int control = controlPort;
+            if (nnodes > 1) {
+                if (addr == null || addr.isBlank()) {
+                    throw new IllegalArgumentException("--nnodes " + nnodes + " needs --master-addr: the address of the "
+                            + "node with --node-rank 0, reachable from every node");
+                }
+                if (masterPort == 0) {
+                    throw new IllegalArgumentException("--master-port 0 (a free port) works only with --nnodes 1; give "
+                            + "every node the same --master-port");
+                }
+                if (control == 0) {
+                    if (masterPort == 65535) {
+                        throw new IllegalArgumentException("--master-port 65535 leaves no port for the control channel "
+                                + "(--master-port + 1); pick a lower port or set --control-port");
+                    }
+                    control = masterPort + 1;
+                }
+                if (control == masterPort) {
+                    throw new IllegalArgumentException("--control-port must differ from --master-port " + masterPort);
+                }
+            }
+            if (addr == null || addr.isBlank()) {
+                addr = DEFAULT_MASTER_ADDR;
+            }
+            if (logDir != null && java.nio.file.Files.exists(logDir) && !java.nio.file.Files.isDirectory(logDir)) {
+                throw new IllegalArgumentException("--log-dir " + logDir + " exists and is not a directory");
+            }
+            return new LaunchOptions(nprocPerNode, nnodes, nodeRank, addr.trim(), masterPort, control, maxRestarts,
+                    runId, logDir, grace, joinTimeout, environment, bindCores);
+        }
+    }
+}

@@ -1,0 +1,330 @@
+package dev.cohort.launcher;
+
+import dev.cohort.api.Backends;
+import dev.cohort.api.LaunchEnvironment;
+
+import dev.cohort.launcher.control.Command;
+import dev.cohort.launcher.control.ControlClient;
+import dev.cohort.launcher.control.ControlServer;
+import dev.cohort.launcher.control.Coordinator;
+import dev.cohort.launcher.control.LocalCoordinator;
+import dev.cohort.launcher.control.Report;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Starts, watches and restarts this node's group of workers: what {@code ./cohort run} does,
+ * as a Java API.
+ *
+ * <pre>{@code
+ * LaunchOptions options = LaunchOptions.builder().nprocPerNode(2).maxRestarts(1).build();
+ * WorkerProgram program = WorkerProgram.mainClass("com.example.Train", List.of("--epochs", "3"));
+ * LaunchResult result = new Launcher(options, program).run();   // blocks; stop() from another thread
+ * }</pre>
+ *
+ * <p>One thread (the caller of {@link #run()}) owns the group and handles events in order:
+ * worker exits (from JDK threads) and the referee's commands (see {@link
+ * dev.cohort.launcher.control.Referee}). On the first non-zero exit of a round, this node stops
+ * its other workers, prints the failure and reports it; the referee then restarts the group on
+ * every node or ends the run. While {@link #run()} runs, a shutdown hook kills every worker tree,
+ * so no worker outlives a launcher stopped by SIGTERM or Ctrl-C, and an {@link OrphanGuard}
+ * kills them if the launcher itself is killed by SIGKILL. A Launcher runs once.
+ */
+public final class Launcher implements AutoCloseable {
+
+    /** The exit code of a run ended by {@link #stop()} (as if by SIGTERM). */
+    public static final int STOPPED_EXIT_CODE = 143;
+    private static final long DRAIN_MILLIS = 1000;
+
+    private sealed interface Event {
+    }
+
+    private record WorkerExited(int round, int localRank, int code) implements Event {
+    }
+
+    private record FromReferee(Command command) implements Event {
+    }
+
+    private record StopRequested() implements Event {
+    }
+
+    private final LaunchOptions options;
+    private final WorkerProgram program;
+    private Console console = Console.system();
+    private int cores = Runtime.getRuntime().availableProcessors();
+    private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
+    private final Object lock = new Object();
+    private volatile boolean stopRequested;
+    /** What node 0 said of the job (across nodes; null on one node): see {@link Command.Job}. */
+    private Command.Job job;
+    private WorkerGroup group;
+    private OrphanGuard guard;
+    private boolean ran;
+
+    public Launcher(LaunchOptions options, WorkerProgram program) {
+        this.options = Objects.requireNonNull(options, "options");
+        this.program = Objects.requireNonNull(program, "program");
+    }
+
+    /** Where workers' lines and the launcher's messages go (default: this process's stdout/stderr). */
+    public Launcher console(Console console) {
+        this.console = Objects.requireNonNull(console, "console");
+        return this;
+    }
+
+    /** The cores split among this node's workers (default: the available processors). */
+    public Launcher cores(int cores) {
+        if (cores < 1) {
+            throw new IllegalArgumentException("cores must be >= 1, got " + cores);
+        }
+        this.cores = cores;
+        return this;
+    }
+
+    /**
+     * Runs the group until every worker finished, restarts ran out, or {@link #stop()}.
+     *
+     * @throws IllegalArgumentException before any worker starts, when a port is taken
+     * @throws IOException              when this node cannot join node 0
+     */
+    public LaunchResult run() throws IOException {
+        synchronized (lock) {
+            if (ran) {
+                throw new IllegalStateException("a Launcher runs once; create a new one to launch again");
+            }
+            ran = true;
+        }
+        int masterPort = options.masterPort();
+        ControlServer server = null;
+        if (options.nodeRank() == 0) {
+            if (masterPort == 0) {
+                masterPort = Ports.pickFree();
+            } else {
+                Ports.requireFree(masterPort, "--master-port");
+            }
+            if (options.nnodes() > 1) {
+                server = new ControlServer(options.controlPort(), options.runId(), options.nnodes(),
+                        options.maxRestarts(), options.joinTimeout());
+            }
+        }
+        guard = OrphanGuard.start();
+        Thread hook = new Thread(this::killWorkers, "cohort-launcher-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        Coordinator coordinator = options.nnodes() == 1 ? new LocalCoordinator(options.maxRestarts())
+                : new ControlClient(options.masterAddr(), options.controlPort(), options.runId(), options.nodeRank(),
+                        options.nnodes(), options.nprocPerNode(), options.joinTimeout());
+        try {
+            if (options.nnodes() > 1) {
+                console.message("node " + options.nodeRank() + " of " + options.nnodes() + ": joining the group at "
+                        + options.masterAddr() + ":" + options.controlPort());
+            }
+            coordinator.open(c -> events.add(new FromReferee(c)));
+            return loop(coordinator, masterPort);
+        } finally {
+            killWorkers();
+            guard.close();
+            coordinator.close();
+            if (server != null) {
+                server.close();
+            }
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException e) {
+                // The JVM is shutting down; the hook runs anyway.
+            }
+        }
+    }
+
+    private LaunchResult loop(Coordinator coordinator, int masterPort) {
+        Map<String, String> threads = ComputeThreads.variables(inheritedEnvironment(), cores, options.nprocPerNode());
+        List<WorkerFailure> failures = new ArrayList<>();
+        int round = -1;
+        boolean reported = true;
+        int finished = 0;
+        while (true) {
+            Event event;
+            try {
+                event = events.poll(1, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                event = new StopRequested();
+            }
+            if (event == null) {
+                continue;
+            }
+            if (event instanceof StopRequested || stopRequested) {
+                return new LaunchResult(STOPPED_EXIT_CODE, Math.max(round, 0), failures, "stopped on request");
+            } else if (event instanceof FromReferee f && f.command() instanceof Command.Exit exit) {
+                stopGroup();
+                String how = exit.code() == 0 ? "run finished: " : "run failed (exit " + exit.code() + "): ";
+                console.message(how + exit.message());
+                return new LaunchResult(exit.code(), Math.max(round, 0), failures, exit.message());
+            } else if (event instanceof FromReferee f && f.command() instanceof Command.Job job) {
+                this.job = job;
+            } else if (event instanceof FromReferee f && f.command() instanceof Command.Start start) {
+                stopGroup();
+                round = start.round();
+                reported = false;
+                finished = 0;
+                NodePlacement placement = placement();
+                if (round == 0) {
+                    console.message("starting " + options.nprocPerNode() + " worker(s) (ranks "
+                            + placement.globalRank(0) + ".." + placement.globalRank(options.nprocPerNode() - 1) + " of "
+                            + placement.worldSize() + "), " + program.description() + ", master "
+                            + options.masterAddr() + ":" + masterPort);
+                    console.message(ComputeThreads.describe(threads, cores, options.nprocPerNode()));
+                    console.message(backendDefault());
+                } else {
+                    console.message("restarting the group: restart " + round + " of " + options.maxRestarts());
+                }
+                Map<String, String> env = new java.util.LinkedHashMap<>(options.environment());
+                env.putAll(threads);
+                if (!inheritedEnvironment().containsKey(Backends.ENV_BACKEND)) {
+                    env.put(Backends.ENV_BACKEND, Backends.AUTO);
+                }
+                env.putAll(jobVariables());
+                int r = round;
+                try {
+                    synchronized (lock) {
+                        if (stopRequested) {
+                            continue;
+                        }
+                        group = WorkerGroup.start(options, placement, masterPort, program, round, env, console, guard,
+                                (local, code) -> events.add(new WorkerExited(r, local, code)));
+                    }
+                } catch (IOException e) {
+                    console.message(e.getMessage());
+                    reported = true;
+                    coordinator.report(new Report.Failed(round, options.nodeRank(), 127, e.getMessage()));
+                }
+            } else if (event instanceof FromReferee f && f.command() instanceof Command.Stop stop) {
+                if (stop.round() == round && !reported) {
+                    console.message("another node's worker failed; stopping this node's workers");
+                    stopGroup();
+                    reported = true;
+                    coordinator.report(new Report.Stopped(round, options.nodeRank()));
+                }
+            } else if (event instanceof WorkerExited exited && exited.round() == round && !reported) {
+                if (exited.code() == 0) {
+                    if (++finished == options.nprocPerNode()) {
+                        reported = true;
+                        stopGroup();
+                        coordinator.report(new Report.Done(round, options.nodeRank()));
+                    }
+                    continue;
+                }
+                WorkerFailure failure = group.failure(exited.localRank(), round, exited.code(), DRAIN_MILLIS);
+                failures.add(failure);
+                console.message(failure.summary() + (round > 0 ? " (restart " + round + ")" : "")
+                        + "; stopping the other workers" + lastLines(failure));
+                stopGroup();
+                reported = true;
+                String where = options.nnodes() > 1 ? " on node " + options.nodeRank() : "";
+                coordinator.report(new Report.Failed(round, options.nodeRank(), exited.code(),
+                        "rank " + failure.rank() + where + " " + failure.status().describe()));
+            }
+        }
+    }
+
+    /**
+     * Which backend workers that name none get: {@link Backends#AUTO} (set as
+     * {@value Backends#ENV_BACKEND}) unless the launcher's environment names one. The workers run
+     * on this JVM's JDK, so the choice they make is the one said here (or gloo, when the chosen
+     * engine is not on their class path; they say so). Across nodes, they choose by the oldest
+     * JDK of any node ({@link Command.Job}), so that every node chooses alike.
+     */
+    private String backendDefault() {
+        String set = inheritedEnvironment().get(Backends.ENV_BACKEND);
+        if (set != null) {
+            return "workers that choose no --distributed-backend use " + Backends.ENV_BACKEND + "=" + set;
+        }
+        NodePlacement placement = placement();
+        Map<String, String> env = new java.util.HashMap<>(Map.of(
+                LaunchEnvironment.RANK, Integer.toString(placement.globalRank(0)),
+                LaunchEnvironment.WORLD_SIZE, Integer.toString(placement.worldSize()),
+                LaunchEnvironment.LOCAL_RANK, "0",
+                LaunchEnvironment.LOCAL_WORLD_SIZE, Integer.toString(options.nprocPerNode()),
+                LaunchEnvironment.GROUP_RANK, Integer.toString(options.nodeRank())));
+        env.putAll(jobVariables());
+        Backends.AutoChoice auto = Backends.auto(env, Runtime.version().feature());
+        return "workers that choose no --distributed-backend, or auto, use " + auto.backend() + " (" + auto.reason()
+                + "; " + Backends.ENV_BACKEND + "=" + Backends.AUTO + ")";
+    }
+
+    private NodePlacement placement() {
+        return job == null ? NodePlacement.of(options) : NodePlacement.of(options, job);
+    }
+
+    /**
+     * What workers learn of the whole job beyond the launch contract: the number of nodes, and
+     * across nodes the oldest JDK of any node (by which {@code auto} chooses, see {@link Command.Job}).
+     */
+    private Map<String, String> jobVariables() {
+        Map<String, String> vars = new java.util.HashMap<>();
+        vars.put(LaunchEnvironment.GROUP_WORLD_SIZE, Integer.toString(options.nnodes()));
+        if (job != null) {
+            vars.put(Backends.ENV_OLDEST_JDK, Integer.toString(job.oldestJdk()));
+        }
+        return vars;
+    }
+
+    private static String lastLines(WorkerFailure failure) {
+        if (failure.lastLines().isEmpty()) {
+            return "; it printed nothing";
+        }
+        StringBuilder sb = new StringBuilder("; its last lines:");
+        failure.lastLines().forEach(l -> sb.append("\n  | ").append(l));
+        return sb.toString();
+    }
+
+    private Map<String, String> inheritedEnvironment() {
+        Map<String, String> env = new java.util.HashMap<>(System.getenv());
+        env.putAll(options.environment());
+        return env;
+    }
+
+    // The group stays visible until it is dead, so that a concurrent killWorkers() (the shutdown
+    // hook) also waits for it rather than letting the JVM exit while workers live.
+    private void stopGroup() {
+        WorkerGroup g;
+        synchronized (lock) {
+            g = group;
+        }
+        if (g != null) {
+            g.stop(options.grace(), guard);
+            synchronized (lock) {
+                if (group == g) {
+                    group = null;
+                }
+            }
+        }
+    }
+
+    // From the shutdown hook or stop(): no group starts after this, the current one is killed.
+    private void killWorkers() {
+        synchronized (lock) {
+            stopRequested = true;
+        }
+        stopGroup();
+    }
+
+    /**
+     * Stops every worker (SIGTERM, SIGKILL after the grace period) and makes {@link #run()}
+     * return with {@link #STOPPED_EXIT_CODE}. Safe from any thread; returns once the workers are dead.
+     */
+    public void stop() {
+        killWorkers();
+        events.add(new StopRequested());
+    }
+
+    @Override
+    public void close() {
+        stop();
+    }
+}

@@ -1,0 +1,171 @@
+package dev.cohort.launcher.testing;
+
+import dev.cohort.api.Backends;
+import dev.cohort.runtime.SharedMemoryFiles;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * A worker for the launcher's tests. Every mode first records its pid as a file
+ * {@code DIR/pid-RANK-RESTART-PID}, so that tests can signal it and check it is gone.
+ *
+ * <pre>
+ * env DIR                       print "ENV k=v ..." (the launch contract and threads) and exit 0
+ * fail-start DIR CODE           print "starting", exit CODE at once
+ * fail-after DIR MILLIS CODE R  rank R exits CODE after MILLIS; the others sleep until stopped
+ * fail-until DIR RESTART CODE R rank R exits CODE while COHORT_RESTART_COUNT &lt; RESTART; else like env
+ * sleep DIR                     sleep until stopped
+ * shm-leftover DIR              restart 0: rank 0 creates the shm file the engine would map for this
+ *                               run, prints "CREATED path" and exits 7 (a crash before the others
+ *                               attach); later restarts: rank 0 prints "LEFTOVER GONE" or "LEFTOVER
+ *                               PRESENT" for the files of the earlier restarts; then like env
+ * spam DIR LINES                print LINES long lines, each written in pieces, then exit 0
+ * auto DIR                      print "AUTO backend (reason) on JDK n", auto's choice here; then like env
+ * rendezvous DIR                rank 0 accepts every other rank on MASTER_PORT and prints "RENDEZVOUS n";
+ *                               the others connect to MASTER_ADDR:MASTER_PORT; then like env
+ * </pre>
+ */
+public final class TestWorker {
+
+    private TestWorker() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> env = System.getenv();
+        int rank = Integer.parseInt(env.getOrDefault("RANK", "0"));
+        String restart = env.getOrDefault("COHORT_RESTART_COUNT", "0");
+        Path dir = Path.of(args[1]);
+        Files.createDirectories(dir);
+        Files.writeString(dir.resolve("pid-" + rank + "-" + restart + "-" + ProcessHandle.current().pid()), "");
+        switch (args[0]) {
+            case "env" -> printEnv(env);
+            case "fail-start" -> {
+                System.out.println("starting");
+                System.exit(Integer.parseInt(args[2]));
+            }
+            case "fail-after" -> {
+                if (rank == Integer.parseInt(args[4])) {
+                    System.out.println("working");
+                    Thread.sleep(Long.parseLong(args[2]));
+                    System.err.println("giving up with " + args[3]);
+                    System.exit(Integer.parseInt(args[3]));
+                }
+                sleepForever();
+            }
+            case "fail-until" -> {
+                if (rank == Integer.parseInt(args[4]) && Integer.parseInt(restart) < Integer.parseInt(args[2])) {
+                    System.out.println("failing at restart " + restart);
+                    System.exit(Integer.parseInt(args[3]));
+                }
+                printEnv(env);
+            }
+            case "sleep" -> sleepForever();
+            case "shm-leftover" -> {
+                shmLeftover(env, rank, Integer.parseInt(restart));
+                printEnv(env);
+            }
+            case "spam" -> spam(rank, Integer.parseInt(args[2]));
+            case "auto" -> {
+                Backends.AutoChoice choice = Backends.auto(env, Runtime.version().feature());
+                System.out.println("AUTO " + choice.backend() + " (" + choice.reason() + ") on JDK "
+                        + Runtime.version().feature());
+                printEnv(env);
+            }
+            case "rendezvous" -> {
+                rendezvous(env, rank);
+                printEnv(env);
+            }
+            default -> throw new IllegalArgumentException("unknown mode " + args[0]);
+        }
+    }
+
+    private static void printEnv(Map<String, String> env) {
+        StringBuilder sb = new StringBuilder("ENV");
+        for (String k : new String[] {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+                "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "COHORT_RESTART_COUNT", "COHORT_RUN_ID", "OMP_NUM_THREADS",
+                "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "COHORT_COMPUTE_THREADS", "COHORT_BACKEND",
+                "COHORT_OLDEST_JDK"}) {
+            sb.append(' ').append(k).append('=').append(env.get(k));
+        }
+        System.out.println(sb);
+    }
+
+    private static void spam(int rank, int lines) throws IOException {
+        String body = "x".repeat(200);
+        for (int i = 0; i < lines; i++) {
+            // Unbuffered pieces, so a line reaches the pipe in several writes.
+            System.out.write(("BEGIN " + rank + " " + i + " ").getBytes());
+            System.out.flush();
+            System.out.write(body.getBytes());
+            System.out.flush();
+            System.out.write(" END\n".getBytes());
+            System.out.flush();
+        }
+    }
+
+    private static void rendezvous(Map<String, String> env, int rank) throws Exception {
+        int port = Integer.parseInt(env.get("MASTER_PORT"));
+        int world = Integer.parseInt(env.get("WORLD_SIZE"));
+        if (rank == 0) {
+            try (java.net.ServerSocket server = new java.net.ServerSocket(port)) {
+                server.setSoTimeout(30_000);
+                for (int i = 1; i < world; i++) {
+                    server.accept().close();
+                }
+            }
+            System.out.println("RENDEZVOUS " + (world - 1));
+            return;
+        }
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (true) {
+            try (java.net.Socket s = new java.net.Socket()) {
+                s.connect(new java.net.InetSocketAddress(env.get("MASTER_ADDR"), port), 2000);
+                System.out.println("CONNECTED");
+                return;
+            } catch (IOException e) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(100);
+            }
+        }
+    }
+
+    private static void shmLeftover(Map<String, String> env, int rank, int restart) throws IOException {
+        if (rank != 0) {
+            if (restart == 0) {
+                sleepForeverUnchecked();
+            }
+            return;
+        }
+        if (restart == 0) {
+            Path file = Files.createFile(SharedMemoryFiles.path(env));
+            System.out.println("CREATED " + file);
+            System.out.flush();
+            System.exit(7);
+        }
+        for (int earlier = 0; earlier < restart; earlier++) {
+            Map<String, String> then = new HashMap<>(env);
+            then.put("COHORT_RESTART_COUNT", Integer.toString(earlier));
+            Path file = SharedMemoryFiles.path(then);
+            System.out.println(Files.exists(file) ? "LEFTOVER PRESENT " + file : "LEFTOVER GONE " + file);
+        }
+    }
+
+    private static void sleepForeverUnchecked() {
+        try {
+            sleepForever();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static void sleepForever() throws InterruptedException {
+        while (true) {
+            Thread.sleep(60_000);
+        }
+    }
+}
