@@ -4,6 +4,7 @@ import dev.cohort.libtorch.LibTorch;
 
 import dev.cohort.api.Connection;
 import dev.cohort.runtime.EngineBackend;
+import dev.cohort.api.JobLayout;
 import dev.cohort.api.Topology;
 import dev.cohort.api.LaunchEnvironment;
 import java.io.IOException;
@@ -15,6 +16,7 @@ import java.net.UnknownHostException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+import java.util.OptionalInt;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.GlooDeviceVector;
 import org.bytedeco.pytorch.ProcessGroupGloo;
@@ -57,6 +59,18 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
     @Override
     protected String missing() {
         return LibTorch.isLoadable() ? null : LibTorch.failureReason();
+    }
+
+    /** Any layout, across processes and hosts; below the shared-memory engines where they run. */
+    @Override
+    public OptionalInt autoPreference(JobLayout layout) {
+        return OptionalInt.of(10);
+    }
+
+    @Override
+    public String autoReason(JobLayout layout) {
+        return layout.worldSize() + " workers on " + (layout.oneHost() ? "one host" : layout.hostsText() + " hosts")
+                + ": Gloo over TCP";
     }
 
     @Override

@@ -1,10 +1,12 @@
 package dev.cohort.hier;
 
 import dev.cohort.api.Connection;
+import dev.cohort.api.JobLayout;
 import dev.cohort.runtime.EngineBackend;
 import dev.cohort.gloo.GlooBackend;
 import dev.cohort.shm.ShmBackend;
 import java.util.Map;
+import java.util.OptionalInt;
 
 /**
  * The {@code hier} backend: shared memory ({@code shm}) among the ranks of each host, Gloo
@@ -43,6 +45,27 @@ public final class HierBackend extends EngineBackend<HierOptions> {
     }
 
     /** What this JVM lacks for either engine, or {@code null}. */
+    @Override
+    public int minimumJdk() {
+        return ShmBackend.MIN_JDK;
+    }
+
+    @Override
+    public String olderJdksLack() {
+        return "no foreign-memory API for shared memory";
+    }
+
+    /** Workers on several hosts: shared memory within each, Gloo among their leaders. */
+    @Override
+    public OptionalInt autoPreference(JobLayout layout) {
+        return !layout.oneHost() ? OptionalInt.of(20) : OptionalInt.empty();
+    }
+
+    @Override
+    public String autoReason(JobLayout layout) {
+        return layout.worldSize() + " workers on " + layout.hostsText() + " hosts: shared memory within each host, Gloo between hosts";
+    }
+
     @Override
     protected String missing() {
         ShmBackend shm = new ShmBackend();

@@ -1,10 +1,12 @@
 package dev.cohort.shm;
 
 import dev.cohort.api.Connection;
+import dev.cohort.api.JobLayout;
 import dev.cohort.runtime.EngineBackend;
 import dev.cohort.runtime.SharedMemoryFiles;
 import java.nio.file.Files;
 import java.util.Map;
+import java.util.OptionalInt;
 
 /**
  * The {@code shm} backend: collectives between the worker processes of one host through a shared
@@ -45,6 +47,27 @@ public final class ShmBackend extends EngineBackend<ShmOptions> {
     }
 
     /** What this JVM lacks for the engine, or {@code null}. */
+    @Override
+    public int minimumJdk() {
+        return MIN_JDK;
+    }
+
+    @Override
+    public String olderJdksLack() {
+        return "no foreign-memory API for shared memory";
+    }
+
+    /** All workers on one host: the fastest engine there. */
+    @Override
+    public OptionalInt autoPreference(JobLayout layout) {
+        return layout.oneHost() ? OptionalInt.of(30) : OptionalInt.empty();
+    }
+
+    @Override
+    public String autoReason(JobLayout layout) {
+        return "all " + layout.worldSize() + " workers on one host: shared memory";
+    }
+
     @Override
     protected String missing() {
         int feature = Runtime.version().feature();
