@@ -95,19 +95,8 @@ if [ -z "$jar" ] || [ ! -f "$ROOT/examples/target/classpath.txt" ] || [ ! -f "$s
 fi
 classpath="$jar:$(cat "$ROOT/examples/target/classpath.txt")"
 
-# The engine: shared memory when every worker is on this machine and the JDK has the foreign-memory
-# and Vector APIs (22+); Gloo otherwise. Say which, and why.
-why=""
-if [ "$backend" = auto ]; then
-  if [ "$jdk_version" -ge 22 ]; then
-    backend=shm; why=" (auto: all workers on this machine and JDK $jdk_version: shared memory is the fastest engine here; --backend gloo for Gloo)"
-  else
-    backend=gloo; why=" (auto: JDK $jdk_version has no foreign-memory API for shm; run on a JDK >= 22 for shared memory)"
-  fi
-fi
-if { [ "$backend" = shm ] || [ "$backend" = hier ]; } && [ "$jdk_version" -lt 22 ]; then
-  echo "cohort demo: --backend $backend needs a JDK >= 22 (this is JDK $jdk_version); use --backend gloo" >&2; exit 2
-fi
+# The engine: auto (the default) is decided by Backends.auto, and the launcher and rank 0 say
+# which and why; a named engine that cannot run here fails saying what is missing.
 # JVM options for the launcher, which its workers inherit: shm needs the Vector API module.
 java_opts="${COHORT_JAVA_OPTS-}"
 if [ -z "${COHORT_JAVA_OPTS+x}" ] && [ "$jdk_version" -ge 22 ]; then
@@ -117,7 +106,7 @@ fi
 mkdir -p "$(dirname "$json")"
 json="$(cd "$(dirname "$json")" && pwd)/$(basename "$json")"
 rm -f "$json"
-echo "cohort demo: training $model on Fashion-MNIST, $workers workers on $backend$why, $epochs epochs" >&2
+echo "cohort demo: training $model on Fashion-MNIST, $workers workers, backend $backend, $epochs epochs" >&2
 # The launcher starts each worker with its own class path, which is this module's: it has the trainer.
 # With restarts, a restarted group must resume where the failed one stopped: checkpoint this run
 # (in a directory of its own, so a later demo starts afresh) unless the user chose a directory.

@@ -2,6 +2,8 @@ package dev.cohort.api;
 
 
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -10,7 +12,8 @@ import java.util.TreeMap;
 
 /**
  * Finds the backends on the class path ({@link ServiceLoader} of {@link DistributedBackend}) and
- * picks one by name: the seed's {@code distributed_utils}.
+ * picks one by name, or lets {@link #auto} pick by what each engine declares
+ * ({@link BackendProvider}): the seed's {@code distributed_utils}.
  *
  * <p>Command-line programs add the choice and every backend's options with cohort-cli's
  * {@code BackendOptions.add(CommandLine)}.
@@ -28,8 +31,6 @@ public final class Backends {
      * nodes: {@link #auto} chooses by it, so that every node makes the same choice.
      */
     public static final String ENV_OLDEST_JDK = "COHORT_OLDEST_JDK";
-    /** The first JDK that runs the shared-memory engines (foreign-memory API). */
-    static final int SHARED_MEMORY_JDK = 22;
 
     /** What {@value #AUTO} stands for: a backend's name, and why, for messages. */
     public record AutoChoice(String backend, String reason) {
@@ -55,38 +56,64 @@ public final class Backends {
     }
 
     /**
-     * The fastest backend for workers laid out as the launch environment {@code env} says, on JDK
-     * {@code jdk}, before checking what is on the class path: {@code none} for one worker (or no
-     * launch environment); {@code shm} when all workers are on one host and {@code hier} (shm
-     * within each host, Gloo between them) when they span several, on JDK 22 or newer; else
-     * {@code gloo}. The JDK is the older of {@code jdk} and
-     * {@value #ENV_OLDEST_JDK}, when set: every process must choose the same.
+     * The fastest engine on the class path for workers laid out as the launch environment
+     * {@code env} says, on JDK {@code jdk}: {@code none} for one worker (or no launch
+     * environment); otherwise the engine whose {@link BackendProvider#autoPreference} is highest
+     * among those whose {@link BackendProvider#minimumJdk} the job's JDK meets. The JDK is the older
+     * of {@code jdk} and {@value #ENV_OLDEST_JDK}, when set: every process must choose the same.
+     *
+     * @throws BackendUnavailableException when no engine on the class path suits the job
      */
     public static AutoChoice auto(Map<String, String> env, int jdk) {
-        if (!dev.cohort.api.LaunchEnvironment.isPresent(env)) {
+        return auto(env, jdk, discover().values());
+    }
+
+    /** {@link #auto(Map, int)} among {@code engines}. */
+    public static AutoChoice auto(Map<String, String> env, int jdk, Collection<? extends BackendProvider> engines) {
+        if (!LaunchEnvironment.isPresent(env)) {
             return new AutoChoice(NONE, "no launch environment (RANK, WORLD_SIZE): one worker");
         }
-        Topology t = dev.cohort.api.LaunchEnvironment.parseTopology(env);
-        if (t.worldSize() == 1) {
+        JobLayout layout = JobLayout.of(env);
+        if (layout.worldSize() == 1) {
             return new AutoChoice(NONE, "one worker");
         }
-        boolean oneHost = t.localWorldSize() == t.worldSize();
         int oldest = oldestJdk(env, jdk);
-        if (oldest < SHARED_MEMORY_JDK) {
-            return new AutoChoice("gloo", oldest < jdk
-                    ? "a node of this job runs its workers on JDK " + oldest + ", which has no foreign-memory API for "
-                            + "shared memory, so every node uses gloo; JDK >= " + SHARED_MEMORY_JDK + " on every node "
-                            + "would use hier"
-                    : "JDK " + jdk + " has no foreign-memory API for shared memory; a JDK >= " + SHARED_MEMORY_JDK
-                            + " would use " + (oneHost ? "shm" : "hier"));
+        List<BackendProvider> ranked = ranked(layout, oldest, engines);
+        if (ranked.isEmpty()) {
+            throw new BackendUnavailableException("backend auto: no engine on the class path runs " + layout.worldSize()
+                    + " workers (found: " + names(engines) + "); add one, e.g. cohort-gloo");
         }
-        String nodes = env.get(dev.cohort.api.LaunchEnvironment.GROUP_WORLD_SIZE);
-        String hosts = nodes != null && nodes.trim().matches("[0-9]{1,6}") ? nodes.trim()
-                : t.worldSize() % t.localWorldSize() == 0 ? Integer.toString(t.worldSize() / t.localWorldSize()) : "several";
-        return oneHost
-                ? new AutoChoice("shm", "all " + t.worldSize() + " workers on one host: shared memory")
-                : new AutoChoice("hier", t.worldSize() + " workers on " + hosts
-                        + " hosts: shared memory within each host, Gloo between hosts");
+        BackendProvider chosen = ranked.get(0);
+        List<BackendProvider> anyJdk = ranked(layout, Integer.MAX_VALUE, engines);
+        BackendProvider best = anyJdk.get(0);
+        if (best == chosen) {
+            return new AutoChoice(chosen.name(), chosen.autoReason(layout));
+        }
+        String needs = "JDK >= " + best.minimumJdk();
+        return new AutoChoice(chosen.name(), oldest < jdk
+                ? "a node of this job runs its workers on JDK " + oldest + ", which has " + best.olderJdksLack()
+                        + ", so every node uses " + chosen.name() + "; " + needs + " on every node would use " + best.name()
+                : "JDK " + jdk + " has " + best.olderJdksLack() + "; a " + needs + " would use " + best.name());
+    }
+
+    /** The engines that suit {@code layout} on JDK {@code jdk}, the most preferred first. */
+    private static List<BackendProvider> ranked(JobLayout layout, int jdk, Collection<? extends BackendProvider> engines) {
+        List<BackendProvider> fit = new ArrayList<>();
+        for (BackendProvider e : engines) {
+            if (e.minimumJdk() <= jdk && e.autoPreference(layout).isPresent()) {
+                fit.add(e);
+            }
+        }
+        fit.sort(Comparator.comparingInt((BackendProvider e) -> e.autoPreference(layout).getAsInt()).reversed());
+        return fit;
+    }
+
+    private static String names(Collection<? extends BackendProvider> engines) {
+        List<String> names = new ArrayList<>();
+        for (BackendProvider e : engines) {
+            names.add(e.name());
+        }
+        return String.join(", ", names);
     }
 
     private static int oldestJdk(Map<String, String> env, int jdk) {
@@ -141,26 +168,38 @@ public final class Backends {
     }
 
     /**
-     * {@link #auto}'s choice, or {@code gloo} when the chosen engine is not on the class path or
-     * cannot run here; says which on rank 0's standard error.
+     * {@link #auto}'s choice, or the next engine in its order when the chosen one cannot run here
+     * (its native libraries are missing, say); says which on rank 0's standard error.
      */
     private static DistributedBackend selectAuto(String source, Map<String, DistributedBackend> backends,
                                                  Map<String, String> env) {
-        AutoChoice choice = auto(env, Runtime.version().feature());
+        int jdk = Runtime.version().feature();
+        AutoChoice choice = auto(env, jdk, backends.values());
         DistributedBackend backend = backends.get(choice.backend());
-        String reason = choice.reason();
-        if (backend == null || !backend.isAvailable()) {
-            DistributedBackend gloo = backends.get("gloo");
-            if (gloo == null || !gloo.isAvailable()) {
-                throw new BackendUnavailableException("backend auto (from " + source + ") chose " + choice.backend()
-                        + " (" + reason + "), which " + (backend == null ? "is not on the class path" : "cannot run here: "
-                        + backend.unavailableReason()) + ", and gloo cannot run either");
-            }
-            reason = choice.backend() + (backend == null ? " is not on the class path" : " cannot run here: "
-                    + backend.unavailableReason());
-            backend = gloo;
+        if (backend == null) {
+            throw new BackendUnavailableException("backend auto (from " + source + ") chose " + choice.backend() + " ("
+                    + choice.reason() + "), which is not on the class path (cohort-runtime has it)");
         }
-        if ("0".equals(env.getOrDefault(dev.cohort.api.LaunchEnvironment.RANK, "0"))) {
+        String reason = choice.reason();
+        if (!backend.isAvailable()) {
+            List<BackendProvider> ranked = LaunchEnvironment.isPresent(env) && JobLayout.of(env).worldSize() > 1
+                    ? ranked(JobLayout.of(env), oldestJdk(env, jdk), backends.values()) : List.of();
+            DistributedBackend next = null;
+            for (BackendProvider e : ranked) {
+                if (e != backend && e.isAvailable()) {
+                    next = (DistributedBackend) e;
+                    break;
+                }
+            }
+            if (next == null) {
+                throw new BackendUnavailableException("backend auto (from " + source + ") chose " + choice.backend()
+                        + " (" + reason + "), which cannot run here: " + backend.unavailableReason()
+                        + "; no other engine on the class path suits this job");
+            }
+            reason = choice.backend() + " cannot run here: " + backend.unavailableReason();
+            backend = next;
+        }
+        if ("0".equals(env.getOrDefault(LaunchEnvironment.RANK, "0"))) {
             System.err.println("cohort: backend auto (from " + source + "): " + backend.name() + " (" + reason + ")");
         }
         return backend;

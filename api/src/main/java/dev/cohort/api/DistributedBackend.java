@@ -23,7 +23,7 @@ import java.util.ServiceLoader;
  * <p>Engines implement {@link #connect()} (the seed's {@code _initialize}); everything else is
  * derived from the {@link Connection} it returns, so all engines behave alike.
  */
-public abstract class DistributedBackend implements AutoCloseable {
+public abstract class DistributedBackend implements BackendProvider, AutoCloseable {
 
     /** The rank of the root worker. */
     public static final int ROOT_RANK = 0;
@@ -32,12 +32,15 @@ public abstract class DistributedBackend implements AutoCloseable {
     private volatile boolean closed;
 
     /** The backend's name, as chosen with {@code --distributed-backend} (lower case). */
+    @Override
     public abstract String name();
 
     /** Whether the engine's classes and native libraries load here. Never throws. */
+    @Override
     public abstract boolean isAvailable();
 
     /** When {@link #isAvailable()} is false: what is missing and how to get it. */
+    @Override
     public String unavailableReason() {
         return "";
     }

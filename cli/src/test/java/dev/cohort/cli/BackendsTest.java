@@ -10,9 +10,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.cohort.runtime.threads.ThreadsBackend;
+import dev.cohort.api.JobLayout;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.TreeMap;
+import java.util.function.Predicate;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -42,72 +45,93 @@ class BackendsTest {
                 "LOCAL_WORLD_SIZE", Integer.toString(perHost), "GROUP_RANK", "0");
     }
 
+    /** An engine that declares itself to auto as the real ones do (gloo, shm, hier). */
+    private static DistributedBackend engine(String name, int minJdk, boolean available, Predicate<JobLayout> suits,
+                                             int preference) {
+        return new DistributedBackend() {
+            @Override public String name() { return name; }
+            @Override public boolean isAvailable() { return available; }
+            @Override public String unavailableReason() { return available ? "" : "lib" + name + ".so is missing"; }
+            @Override public int minimumJdk() { return minJdk; }
+            @Override public String olderJdksLack() { return "no foreign-memory API for shared memory"; }
+            @Override public OptionalInt autoPreference(JobLayout l) {
+                return suits.test(l) ? OptionalInt.of(preference) : OptionalInt.empty();
+            }
+            @Override public String autoReason(JobLayout l) { return name + " suits " + l.worldSize() + " on " + l.hostsText(); }
+            @Override protected Connection connect() { throw new AssertionError(); }
+        };
+    }
+
+    private static Map<String, DistributedBackend> engines(boolean glooAvailable) {
+        Map<String, DistributedBackend> all = new TreeMap<>(Backends.discover());
+        all.put("gloo", engine("gloo", 17, glooAvailable, l -> true, 10));
+        all.put("shm", engine("shm", 22, true, JobLayout::oneHost, 30));
+        all.put("hier", engine("hier", 22, true, l -> !l.oneHost(), 20));
+        return all;
+    }
+
     @Test
-    void autoPicksByHostsAndJdk() {
+    void autoPicksTheMostPreferredEngineThatTheJdkRuns() {
+        var all = engines(true).values();
         assertThat(Backends.names()).contains("auto");
-        assertThat(Backends.auto(Map.of(), 25).backend()).isEqualTo("none");
-        assertThat(Backends.auto(layout(1, 1), 25).backend()).isEqualTo("none");
-        assertThat(Backends.auto(layout(4, 4), 25).backend()).isEqualTo("shm");
-        assertThat(Backends.auto(layout(4, 2), 25)).isEqualTo(new Backends.AutoChoice("hier",
-                "4 workers on 2 hosts: shared memory within each host, Gloo between hosts"));
-        assertThat(Backends.auto(layout(4, 4), 22).backend()).isEqualTo("shm");
-        assertThat(Backends.auto(layout(4, 4), 17).backend()).isEqualTo("gloo");
-        assertThat(Backends.auto(layout(4, 2), 21)).isEqualTo(new Backends.AutoChoice("gloo",
+        assertThat(Backends.auto(Map.of(), 25, all).backend()).isEqualTo("none");
+        assertThat(Backends.auto(layout(1, 1), 25, all).backend()).isEqualTo("none");
+        assertThat(Backends.auto(layout(4, 4), 25, all).backend()).isEqualTo("shm");
+        assertThat(Backends.auto(layout(4, 2), 25, all)).isEqualTo(new Backends.AutoChoice("hier", "hier suits 4 on 2"));
+        assertThat(Backends.auto(layout(4, 4), 22, all).backend()).isEqualTo("shm");
+        assertThat(Backends.auto(layout(4, 4), 17, all).backend()).isEqualTo("gloo");
+        assertThat(Backends.auto(layout(4, 2), 21, all)).isEqualTo(new Backends.AutoChoice("gloo",
                 "JDK 21 has no foreign-memory API for shared memory; a JDK >= 22 would use hier"));
+        assertThatThrownBy(() -> Backends.auto(layout(4, 2), 25, Backends.discover().values()))
+                .isInstanceOf(BackendUnavailableException.class)
+                .hasMessageContaining("no engine on the class path runs 4 workers").hasMessageContaining("threads");
     }
 
     @Test
     void autoCountsTheHostsFromGroupWorldSizeWhenHostsRunDifferentNumbersOfWorkers() {
-        // 3 workers on 2 hosts (2 + 1): hier runs such layouts, given the number of hosts.
+        // 3 workers on 2 hosts (2 + 1): the number of hosts comes from GROUP_WORLD_SIZE.
         for (int local : new int[] {1, 2}) {
             Map<String, String> env = new HashMap<>(layout(3, local));
             env.put("GROUP_WORLD_SIZE", "2");
-            assertThat(Backends.auto(env, 25)).isEqualTo(new Backends.AutoChoice("hier",
-                    "3 workers on 2 hosts: shared memory within each host, Gloo between hosts"));
+            assertThat(JobLayout.of(env)).isEqualTo(new JobLayout(3, local, 2));
+            assertThat(Backends.auto(env, 25, engines(true).values())).isEqualTo(new Backends.AutoChoice("hier", "hier suits 3 on 2"));
         }
+        assertThat(JobLayout.of(layout(3, 2)).hostsText()).isEqualTo("several");
     }
 
     @Test
     void autoChoosesByTheOldestJdkOfTheJob() {
         // ./cohort run across nodes sets the oldest JDK any node runs its workers on, so a JDK 25
         // node of a job with a JDK 17 node chooses gloo, as that node does.
+        var all = engines(true).values();
         Map<String, String> env = new HashMap<>(layout(4, 2));
         env.put(Backends.ENV_OLDEST_JDK, "17");
-        assertThat(Backends.auto(env, 25)).isEqualTo(new Backends.AutoChoice("gloo", "a node of this job runs its "
+        assertThat(Backends.auto(env, 25, all)).isEqualTo(new Backends.AutoChoice("gloo", "a node of this job runs its "
                 + "workers on JDK 17, which has no foreign-memory API for shared memory, so every node uses gloo; "
                 + "JDK >= 22 on every node would use hier"));
-        assertThat(Backends.auto(env, 17).backend()).isEqualTo("gloo");
+        assertThat(Backends.auto(env, 17, all).backend()).isEqualTo("gloo");
         env.put(Backends.ENV_OLDEST_JDK, "22");
-        assertThat(Backends.auto(env, 25).backend()).isEqualTo("hier");
+        assertThat(Backends.auto(env, 25, all).backend()).isEqualTo("hier");
         env.put(Backends.ENV_OLDEST_JDK, "seventeen");
-        assertThatThrownBy(() -> Backends.auto(env, 25)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> Backends.auto(env, 25, all)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("COHORT_OLDEST_JDK='seventeen' must be a JDK feature version");
     }
 
-    private static DistributedBackend fake(String name) {
-        return new DistributedBackend() {
-            @Override public String name() { return name; }
-            @Override public boolean isAvailable() { return true; }
-            @Override protected Connection connect() { throw new AssertionError(); }
-        };
-    }
-
     @Test
-    void autoFallsBackToGlooWhenTheChosenEngineIsMissing() {
-        Map<String, DistributedBackend> all = new TreeMap<>(Backends.discover());
-        DistributedBackend gloo = fake("gloo");
-        all.put("gloo", gloo);
-        all.remove("hier");
-        assertThat(Backends.select("auto", all, layout(4, 2))).isSameAs(gloo);
-        DistributedBackend hier = fake("hier");
-        all.put("hier", hier);
+    void autoTakesTheNextEngineWhenTheChosenOneCannotRunHere() {
+        Map<String, DistributedBackend> all = engines(true);
+        all.put("hier", engine("hier", 22, false, l -> !l.oneHost(), 20));
         boolean sharedMemoryJdk = Runtime.version().feature() >= 22;
+        assertThat(Backends.select("auto", all, layout(4, 2))).isSameAs(all.get("gloo"));
+        all.put("hier", engine("hier", 22, true, l -> !l.oneHost(), 20));
         assertThat(Backends.select(null, all, Map.of("COHORT_BACKEND", "AUTO", "RANK", "1", "WORLD_SIZE", "4",
-                "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "2", "GROUP_RANK", "0"))).isSameAs(sharedMemoryJdk ? hier : gloo);
-        all.remove("gloo");
-        all.remove("hier");
-        assertThatThrownBy(() -> Backends.select("auto", all, layout(4, 2)))
-                .isInstanceOf(BackendUnavailableException.class).hasMessageContaining("gloo cannot run either");
+                "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "2", "GROUP_RANK", "0")))
+                .isSameAs(sharedMemoryJdk ? all.get("hier") : all.get("gloo"));
+        Map<String, DistributedBackend> none = engines(false);
+        none.put("hier", engine("hier", 22, false, l -> !l.oneHost(), 20));
+        assertThatThrownBy(() -> Backends.select("auto", none, layout(4, 2)))
+                .isInstanceOf(BackendUnavailableException.class).hasMessageContaining(".so is missing")
+                .hasMessageContaining("no other engine on the class path suits this job");
     }
 
     @Test

@@ -142,6 +142,15 @@ public final class JvmWorkers {
         return Double.parseDouble(m.group(1));
     }
 
+    /** Asserts that every worker exited 0 and printed {@code OK rank R} and each of {@code also}. */
+    public static void assertAllOk(List<Result> results, String... also) {
+        for (Result r : results) {
+            org.assertj.core.api.Assertions.assertThat(r.exitCode()).as(describe(results)).isZero();
+            org.assertj.core.api.Assertions.assertThat(r.output()).as(describe(results)).contains("OK rank " + r.rank())
+                    .contains(also);
+        }
+    }
+
     /** Every worker's output, for assertion messages. */
     public static String describe(List<Result> results) {
         StringBuilder s = new StringBuilder();

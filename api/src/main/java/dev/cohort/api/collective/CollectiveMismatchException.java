@@ -1,5 +1,7 @@
 package dev.cohort.api.collective;
 
+import java.util.List;
+
 /**
  * Ranks issued different collectives at the same sequence number (another operation, length,
  * type, reduction or root). Nothing was written to any output buffer.
@@ -9,5 +11,10 @@ public class CollectiveMismatchException extends CollectiveException {
 
     public CollectiveMismatchException(String message) {
         super(message);
+    }
+
+    /** With this rank, the call and the peers (see {@link CollectiveException}). */
+    public CollectiveMismatchException(String message, Throwable cause, int rank, Collective collective, List<Integer> peers) {
+        super(message, cause, rank, collective, peers);
     }
 }

@@ -3,7 +3,8 @@ package dev.cohort.gloo;
 import dev.cohort.libtorch.LibTorch;
 
 import dev.cohort.api.Connection;
-import dev.cohort.api.DistributedBackend;
+import dev.cohort.runtime.EngineBackend;
+import dev.cohort.api.JobLayout;
 import dev.cohort.api.Topology;
 import dev.cohort.api.LaunchEnvironment;
 import java.io.IOException;
@@ -15,6 +16,7 @@ import java.net.UnknownHostException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+import java.util.OptionalInt;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.GlooDeviceVector;
 import org.bytedeco.pytorch.ProcessGroupGloo;
@@ -32,14 +34,12 @@ import org.bytedeco.pytorch.gloo.Device;
  * <p>Timeouts (see {@link GlooOptions}): 60 s for all ranks to meet and connect, 5 min per
  * collective by default.
  */
-public final class GlooBackend extends DistributedBackend {
+public final class GlooBackend extends EngineBackend<GlooOptions> {
 
     public static final String NAME = "gloo";
     /** PyTorch's variable naming the interface Gloo binds to. */
     public static final String ENV_INTERFACE = "GLOO_SOCKET_IFNAME";
 
-    private final GlooOptions options;
-    private final Map<String, String> env;
     private Rendezvous rendezvous;
     private volatile JobNotes notes;
 
@@ -53,28 +53,24 @@ public final class GlooBackend extends DistributedBackend {
 
     /** With an explicit environment instead of the process's (for programs that start ranks themselves). */
     public GlooBackend(GlooOptions options, Map<String, String> environment) {
-        this.options = options;
-        this.env = Map.copyOf(environment);
+        super(NAME, options, environment);
     }
 
     @Override
-    public String name() {
-        return NAME;
+    protected String missing() {
+        return LibTorch.isLoadable() ? null : LibTorch.failureReason();
+    }
+
+    /** Any layout, across processes and hosts; below the shared-memory engines where they run. */
+    @Override
+    public OptionalInt autoPreference(JobLayout layout) {
+        return OptionalInt.of(10);
     }
 
     @Override
-    public boolean isAvailable() {
-        return LibTorch.isLoadable();
-    }
-
-    @Override
-    public String unavailableReason() {
-        return LibTorch.failureReason();
-    }
-
-    @Override
-    public Object commandLineOptions() {
-        return options;
+    public String autoReason(JobLayout layout) {
+        return layout.worldSize() + " workers on " + (layout.oneHost() ? "one host" : layout.hostsText() + " hosts")
+                + ": Gloo over TCP";
     }
 
     @Override
@@ -100,7 +96,7 @@ public final class GlooBackend extends DistributedBackend {
                     topology.worldSize(), connectTimeout);
         }
         try {
-            Map<String, String> ranksByAddress = Membership.join(rendezvous.client(), rendezvous.toString(), topology,
+            Map<String, String> ranksByAddress = Membership.join(rendezvous, topology,
                     deviceAddress(device), runScope, options.joinsAs(), connectTimeout);
             Duration spin = options.spin(topology.localWorldSize());
             GlooProcessGroup world = group("gloo world", rendezvous.prefixed("cohort/" + runScope + "/world"), device,

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.IntSupplier;
 import org.bytedeco.pytorch.Store;
 import org.bytedeco.pytorch.StringVector;
 
@@ -22,7 +23,9 @@ import org.bytedeco.pytorch.StringVector;
  * with that rank's message instead of waiting out the connect timeout for ranks that will never
  * come. This is what happens when hosts run different backends, for instance {@code auto} on
  * hosts with different JDKs. A process that comes after that finds the key at once; rank 0, whose
- * process hosts the store, keeps it up a little while for such latecomers ({@link #LINGER}).
+ * process hosts the store, keeps it up while another process is connected to it, and at least a
+ * little while for latecomers ({@link #LINGER}), so that no process loses the store before it has
+ * read why the others gave up.
  */
 final class Membership {
 
@@ -31,12 +34,14 @@ final class Membership {
     /**
      * How long rank 0, whose process hosts the store, keeps it up after the rendezvous failed, so
      * that ranks still starting learn why instead of finding no store (at most until the connect
-     * timeout; less once every rank of its world came and all were started alike).
+     * timeout; less once every rank of its world came and all were started alike). Past it, the
+     * store stays up while another process is still connected (until the connect timeout).
      */
     static final Duration LINGER = Duration.ofSeconds(10);
     private static final long MAX_POLL_MILLIS = 20;
 
     private final Store store;
+    private final IntSupplier connectedClients;
     /**
      * Keys under this run's scope, so that a run's failure is seen only by that run's ranks; the
      * one exception is a rank that finds a rank of another run, which tells both runs.
@@ -50,8 +55,10 @@ final class Membership {
     private final long deadline;
     private final Duration timeout;
 
-    private Membership(Store store, String scope, String where, String me, Duration timeout) {
+    private Membership(Store store, IntSupplier connectedClients, String scope, String where, String me,
+                       Duration timeout) {
         this.store = store;
+        this.connectedClients = connectedClients;
         this.failedKey = failedKey(scope);
         this.arrivedKey = "cohort/" + scope + "/arrived";
         this.worldSumKey = "cohort/" + scope + "/world-sum";
@@ -69,10 +76,11 @@ final class Membership {
      * @throws GlooConnectException naming the ranks and values that differ, a rank claimed twice,
      *                              or a rank that never came
      */
-    static Map<String, String> join(Store store, String where, Topology topology, String address, String scope,
+    static Map<String, String> join(Rendezvous rendezvous, Topology topology, String address, String scope,
                                     String joinsAs, Duration timeout) {
         String me = "rank " + topology.rank() + " of " + topology.worldSize();
-        Membership membership = new Membership(store, scope, where, me, timeout);
+        Membership membership = new Membership(rendezvous.client(), rendezvous::connectedClients, scope,
+                rendezvous.toString(), me, timeout);
         try {
             return membership.join(topology, address, scope, joinsAs);
         } catch (GlooConnectException e) {
@@ -165,14 +173,22 @@ final class Membership {
         }
     }
 
-    /** On rank 0 after a failed rendezvous: keeps the store up for late ranks (see {@link #LINGER}). */
+    /**
+     * On rank 0 after a failed rendezvous: keeps the store up for late ranks (see {@link #LINGER}),
+     * and while any other process is connected to it, for it may not have read the failure yet.
+     */
     private void linger(int world) {
         long until = Math.min(deadline, System.nanoTime() + LINGER.toNanos());
         try {
-            while (System.nanoTime() < until) {
-                long arrived = store.add(arrivedKey, 0);
-                if (arrived >= world && store.add(worldSumKey, 0) == arrived * world) {
-                    return;
+            while (System.nanoTime() < deadline) {
+                if (connectedClients.getAsInt() == 0) {
+                    if (System.nanoTime() >= until) {
+                        return;
+                    }
+                    long arrived = store.add(arrivedKey, 0);
+                    if (arrived >= world && store.add(worldSumKey, 0) == arrived * world) {
+                        return;
+                    }
                 }
                 Thread.sleep(MAX_POLL_MILLIS);
             }

@@ -116,6 +116,11 @@ final class Rendezvous implements AutoCloseable {
         return client;
     }
 
+    /** How many other processes are connected to the store this process hosts (0 when it hosts none). */
+    int connectedClients() {
+        return guard == null ? 0 : guard.connectedClients();
+    }
+
     @Override
     public String toString() {
         return description;

@@ -55,6 +55,8 @@ final class StoreGuard implements AutoCloseable {
     private final ArrayDeque<Pending> pending = new ArrayDeque<>();
     private final Set<Socket> forwarded = ConcurrentHashMap.newKeySet();
     private final AtomicInteger rejected = new AtomicInteger();
+    /** c10d clients whose handshake was valid and whose connection has not ended yet. */
+    private final AtomicInteger clients = new AtomicInteger();
     private final String who;
     private volatile boolean closed;
 
@@ -152,6 +154,7 @@ final class StoreGuard implements AutoCloseable {
             pending.remove(p);
             key.cancel();
             if (Arrays.equals(p.received().array(), HANDSHAKE)) {
+                clients.incrementAndGet();
                 validated.add(p.channel());
             } else {
                 reject(p, "not a c10d store client");
@@ -189,7 +192,13 @@ final class StoreGuard implements AutoCloseable {
         } finally {
             closeForwarded(client);
             closeForwarded(upstream);
+            clients.decrementAndGet();
         }
+    }
+
+    /** How many store clients of other processes are connected through the guard now. */
+    int connectedClients() {
+        return clients.get();
     }
 
     private void pump(Socket from, Socket to) {

@@ -33,10 +33,7 @@ class GlooProcessesTest {
     }
 
     static void assertAllOk(List<Result> results) {
-        for (Result r : results) {
-            assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
-            assertThat(r.output()).as(JvmWorkers.describe(results)).contains("OK rank " + r.rank());
-        }
+        JvmWorkers.assertAllOk(results);
     }
 
     /**

@@ -1,8 +1,9 @@
 package dev.cohort.gloo;
 
 import dev.cohort.api.collective.DenseBuffer;
-import dev.cohort.testkit.ConformanceSuite;
+import dev.cohort.testkit.WorkerProcess;
 import java.time.Duration;
+import java.util.OptionalInt;
 
 /**
  * A worker process of the gloo tests. Modes: {@code conformance} (the whole suite),
@@ -108,40 +109,28 @@ public final class GlooWorker {
         if (args.length > 1 && args[1].startsWith("file:")) {
             options.rendezvous(args[1]);
         }
-        try (GlooBackend backend = new GlooBackend(options)) {
-            backend.initialize();
-            int rank = backend.rank();
-            int n = backend.worldSize();
-            System.out.println("TOPOLOGY " + backend.topology());
-            if (mode.equals("notes-store-gone")) {
-                notesAfterTheStoreIsGone(backend);
+        WorkerProcess.main(() -> {
+            try (GlooBackend backend = new GlooBackend(options)) {
+                backend.initialize();
+                System.out.println("TOPOLOGY " + backend.topology());
+                if (mode.equals("notes-store-gone")) {
+                    notesAfterTheStoreIsGone(backend);
+                }
+                OptionalInt suite = WorkerProcess.conformance(mode, backend);
+                int checks;
+                if (suite.isPresent()) {
+                    checks = suite.getAsInt();
+                } else if (mode.equals("smoke")) {
+                    checks = manyBuffers(backend);
+                } else if (mode.equals("steady")) {
+                    checks = steady(backend, Integer.parseInt(args[1]));
+                } else if (mode.equals("notes")) {
+                    checks = notes(backend);
+                } else {
+                    throw new IllegalArgumentException("unknown mode " + mode);
+                }
+                WorkerProcess.finish(backend, checks);
             }
-            int checks = switch (mode) {
-                case "conformance" -> ConformanceSuite.run(backend.group(), true);
-                case "conformance-small" -> ConformanceSuite.run(backend.group(), false);
-                case "smoke" -> manyBuffers(backend);
-                case "steady" -> steady(backend, Integer.parseInt(args[1]));
-                case "notes" -> notes(backend);
-                default -> throw new IllegalArgumentException("unknown mode " + mode);
-            };
-            // The node group holds exactly the ranks of this node.
-            long[] nodeRanks = new long[backend.localWorldSize()];
-            backend.localBarrier();
-            DenseBuffer mine = DenseBuffer.of(new long[] {rank});
-            backend.group().barrier().await();
-            backend.nodeGroup().allgather(mine, DenseBuffer.of(nodeRanks)).await();
-            System.out.println("NODE " + backend.nodeRank() + " RANKS " + java.util.Arrays.toString(nodeRanks));
-            double mean = backend.averageAll(rank);
-            if (mean != (n - 1) / 2.0) {
-                throw new AssertionError("averageAll(rank) = " + mean + ", expected " + (n - 1) / 2.0);
-            }
-            backend.barrier();
-            System.out.println("OK rank " + rank + " checks " + checks);
-        } catch (Throwable t) {
-            t.printStackTrace(System.out);
-            System.out.flush();
-            Runtime.getRuntime().halt(1);
-        }
-        System.exit(0);
+        });
     }
 }

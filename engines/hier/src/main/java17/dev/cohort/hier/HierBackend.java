@@ -1,11 +1,12 @@
 package dev.cohort.hier;
 
 import dev.cohort.api.Connection;
-import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.JobLayout;
+import dev.cohort.runtime.EngineBackend;
 import dev.cohort.gloo.GlooBackend;
 import dev.cohort.shm.ShmBackend;
-import java.lang.reflect.InvocationTargetException;
 import java.util.Map;
+import java.util.OptionalInt;
 
 /**
  * The {@code hier} backend: shared memory ({@code shm}) among the ranks of each host, Gloo
@@ -23,14 +24,12 @@ import java.util.Map;
  * <p>Compiled for Java 17 like {@link ShmBackend}: it loads the engine ({@code HierEngine},
  * JDK 22+) only when {@link #isAvailable()}, and otherwise says what is missing.
  */
-public final class HierBackend extends DistributedBackend {
+public final class HierBackend extends EngineBackend<HierOptions> {
 
     public static final String NAME = "hier";
 
     private static final String ENGINE = "dev.cohort.hier.HierEngine";
 
-    private final HierOptions options;
-    private final Map<String, String> env;
 
     public HierBackend() {
         this(new HierOptions(), System.getenv());
@@ -42,33 +41,33 @@ public final class HierBackend extends DistributedBackend {
 
     /** With an explicit environment instead of the process's (for programs that start ranks themselves). */
     public HierBackend(HierOptions options, Map<String, String> environment) {
-        this.options = options;
-        this.env = Map.copyOf(environment);
-    }
-
-    @Override
-    public String name() {
-        return NAME;
-    }
-
-    @Override
-    public boolean isAvailable() {
-        return missing() == null;
-    }
-
-    @Override
-    public String unavailableReason() {
-        String m = missing();
-        return m == null ? "" : m;
-    }
-
-    @Override
-    public Object commandLineOptions() {
-        return options;
+        super(NAME, options, environment);
     }
 
     /** What this JVM lacks for either engine, or {@code null}. */
-    private static String missing() {
+    @Override
+    public int minimumJdk() {
+        return ShmBackend.MIN_JDK;
+    }
+
+    @Override
+    public String olderJdksLack() {
+        return "no foreign-memory API for shared memory";
+    }
+
+    /** Workers on several hosts: shared memory within each, Gloo among their leaders. */
+    @Override
+    public OptionalInt autoPreference(JobLayout layout) {
+        return !layout.oneHost() ? OptionalInt.of(20) : OptionalInt.empty();
+    }
+
+    @Override
+    public String autoReason(JobLayout layout) {
+        return layout.worldSize() + " workers on " + layout.hostsText() + " hosts: shared memory within each host, Gloo between hosts";
+    }
+
+    @Override
+    protected String missing() {
         ShmBackend shm = new ShmBackend();
         if (!shm.isAvailable()) {
             return "the hier backend uses shm within each host: " + shm.unavailableReason();
@@ -82,20 +81,6 @@ public final class HierBackend extends DistributedBackend {
 
     @Override
     protected Connection connect() {
-        try {
-            return (Connection) Class.forName(ENGINE).getMethod("connect", HierOptions.class, Map.class)
-                    .invoke(null, options, env);
-        } catch (InvocationTargetException e) {
-            Throwable cause = e.getCause();
-            if (cause instanceof RuntimeException r) {
-                throw r;
-            }
-            if (cause instanceof Error err) {
-                throw err;
-            }
-            throw new IllegalStateException(cause);
-        } catch (ReflectiveOperationException | LinkageError e) {
-            throw new IllegalStateException("cannot load the hier engine (" + ENGINE + "): " + e, e);
-        }
+        return connectLoaded(ENGINE, HierOptions.class);
     }
 }

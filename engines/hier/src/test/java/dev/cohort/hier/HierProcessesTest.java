@@ -70,10 +70,7 @@ class HierProcessesTest {
     }
 
     static void assertAllOk(List<Result> results) {
-        for (Result r : results) {
-            assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
-            assertThat(r.output()).as(JvmWorkers.describe(results)).contains("OK rank " + r.rank()).contains("BACKEND hier");
-        }
+        JvmWorkers.assertAllOk(results, "BACKEND hier");
     }
 
     /** The mapping files of {@code runId} still in /dev/shm. */

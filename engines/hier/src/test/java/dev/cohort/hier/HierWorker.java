@@ -7,7 +7,7 @@ import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ReduceOp;
-import dev.cohort.testkit.ConformanceSuite;
+import dev.cohort.testkit.WorkerProcess;
 import java.util.Arrays;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -38,38 +38,21 @@ public final class HierWorker {
         CommandLine cli = new CommandLine(new Cli());
         BackendChoice choice = BackendOptions.add(cli);
         cli.parseArgs(Arrays.copyOfRange(args, 1, args.length));
-        try (DistributedBackend backend = choice.backend()) {
-            backend.initialize();
-            int rank = backend.rank();
-            System.out.println("BACKEND " + backend.name());
-            System.out.println("TOPOLOGY " + backend.topology());
-            if (mode.startsWith("victim:") || mode.startsWith("absent:") || mode.startsWith("late-broadcasts:")) {
-                untilOneFails(backend, mode.substring(0, mode.indexOf(':')),
-                        Integer.parseInt(mode.substring(mode.indexOf(':') + 1)));
-                return;
+        WorkerProcess.main(() -> {
+            try (DistributedBackend backend = choice.backend()) {
+                backend.initialize();
+                System.out.println("BACKEND " + backend.name());
+                System.out.println("TOPOLOGY " + backend.topology());
+                if (mode.startsWith("victim:") || mode.startsWith("absent:") || mode.startsWith("late-broadcasts:")) {
+                    untilOneFails(backend, mode.substring(0, mode.indexOf(':')),
+                            Integer.parseInt(mode.substring(mode.indexOf(':') + 1)));
+                    return;
+                }
+                int checks = WorkerProcess.conformance(mode, backend)
+                        .orElseThrow(() -> new IllegalArgumentException("unknown mode " + mode));
+                WorkerProcess.finish(backend, checks);
             }
-            int checks = switch (mode) {
-                case "conformance" -> ConformanceSuite.run(backend.group(), true);
-                case "conformance-small" -> ConformanceSuite.run(backend.group(), false);
-                default -> throw new IllegalArgumentException("unknown mode " + mode);
-            };
-            // The node group holds exactly this host's ranks, by local rank.
-            long[] nodeRanks = new long[backend.localWorldSize()];
-            backend.localBarrier();
-            backend.nodeGroup().allgather(DenseBuffer.of(new long[] {rank}), DenseBuffer.of(nodeRanks)).await();
-            System.out.println("NODE " + backend.nodeRank() + " RANKS " + Arrays.toString(nodeRanks));
-            double mean = backend.averageAll(rank);
-            if (mean != (backend.worldSize() - 1) / 2.0) {
-                throw new AssertionError("averageAll(rank) = " + mean);
-            }
-            backend.barrier();
-            System.out.println("OK rank " + rank + " checks " + checks);
-        } catch (Throwable t) {
-            t.printStackTrace(System.out);
-            System.out.flush();
-            Runtime.getRuntime().halt(1);
-        }
-        System.exit(0);
+        });
     }
 
     /** Allreduces until one fails; reports how long the failing one took and its message. */

@@ -1,11 +1,12 @@
 package dev.cohort.shm;
 
 import dev.cohort.api.Connection;
-import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.JobLayout;
+import dev.cohort.runtime.EngineBackend;
 import dev.cohort.runtime.SharedMemoryFiles;
-import java.lang.reflect.InvocationTargetException;
 import java.nio.file.Files;
 import java.util.Map;
+import java.util.OptionalInt;
 
 /**
  * The {@code shm} backend: collectives between the worker processes of one host through a shared
@@ -21,7 +22,7 @@ import java.util.Map;
  * every JDK Cohort supports; it loads the engine ({@code ShmEngine}, JDK 22+) only when
  * {@link #isAvailable()}, and otherwise says what is missing.
  */
-public final class ShmBackend extends DistributedBackend {
+public final class ShmBackend extends EngineBackend<ShmOptions> {
 
     public static final String NAME = "shm";
     /** The first JDK whose foreign-memory API is final. */
@@ -31,8 +32,6 @@ public final class ShmBackend extends DistributedBackend {
 
     private static final String ENGINE = "dev.cohort.shm.ShmEngine";
 
-    private final ShmOptions options;
-    private final Map<String, String> env;
 
     public ShmBackend() {
         this(new ShmOptions(), System.getenv());
@@ -44,33 +43,33 @@ public final class ShmBackend extends DistributedBackend {
 
     /** With an explicit environment instead of the process's (for programs that start ranks themselves). */
     public ShmBackend(ShmOptions options, Map<String, String> environment) {
-        this.options = options;
-        this.env = Map.copyOf(environment);
-    }
-
-    @Override
-    public String name() {
-        return NAME;
-    }
-
-    @Override
-    public boolean isAvailable() {
-        return missing() == null;
-    }
-
-    @Override
-    public String unavailableReason() {
-        String m = missing();
-        return m == null ? "" : m;
-    }
-
-    @Override
-    public Object commandLineOptions() {
-        return options;
+        super(NAME, options, environment);
     }
 
     /** What this JVM lacks for the engine, or {@code null}. */
-    static String missing() {
+    @Override
+    public int minimumJdk() {
+        return MIN_JDK;
+    }
+
+    @Override
+    public String olderJdksLack() {
+        return "no foreign-memory API for shared memory";
+    }
+
+    /** All workers on one host: the fastest engine there. */
+    @Override
+    public OptionalInt autoPreference(JobLayout layout) {
+        return layout.oneHost() ? OptionalInt.of(30) : OptionalInt.empty();
+    }
+
+    @Override
+    public String autoReason(JobLayout layout) {
+        return "all " + layout.worldSize() + " workers on one host: shared memory";
+    }
+
+    @Override
+    protected String missing() {
         int feature = Runtime.version().feature();
         if (feature < MIN_JDK) {
             return "the shm engine needs JDK " + MIN_JDK + " or newer (foreign-memory API) with " + VECTOR_FLAG
@@ -88,20 +87,6 @@ public final class ShmBackend extends DistributedBackend {
 
     @Override
     protected Connection connect() {
-        try {
-            return (Connection) Class.forName(ENGINE).getMethod("connect", ShmOptions.class, Map.class)
-                    .invoke(null, options, env);
-        } catch (InvocationTargetException e) {
-            Throwable cause = e.getCause();
-            if (cause instanceof RuntimeException r) {
-                throw r;
-            }
-            if (cause instanceof Error err) {
-                throw err;
-            }
-            throw new IllegalStateException(cause);
-        } catch (ReflectiveOperationException | LinkageError e) {
-            throw new IllegalStateException("cannot load the shm engine (" + ENGINE + "): " + e, e);
-        }
+        return connectLoaded(ENGINE, ShmOptions.class);
     }
 }

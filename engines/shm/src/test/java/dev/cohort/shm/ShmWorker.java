@@ -5,9 +5,8 @@ import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ReduceOp;
-import dev.cohort.testkit.ConformanceSuite;
+import dev.cohort.testkit.WorkerProcess;
 import java.time.Duration;
-import java.util.Arrays;
 
 /**
  * A worker process of the shm tests, on the backend found through {@code Backends.select("shm")}
@@ -22,42 +21,26 @@ public final class ShmWorker {
 
     public static void main(String[] args) {
         String mode = args.length > 0 ? args[0] : "conformance";
-        try (DistributedBackend backend = Backends.select("shm")) {
-            boolean fault = mode.equals("die") || mode.equals("absent") || mode.equals("stop");
-            if (backend instanceof ShmBackend) {
-                ((ShmOptions) backend.commandLineOptions())
-                        .timeout(Duration.ofSeconds(mode.equals("stop") ? 6 : fault ? 3 : 60))
-                        .stallTime(Duration.ofSeconds(mode.equals("stop") ? 2 : 30))
-                        .connectTimeout(Duration.ofSeconds(30));
+        WorkerProcess.main(() -> {
+            try (DistributedBackend backend = Backends.select("shm")) {
+                boolean fault = mode.equals("die") || mode.equals("absent") || mode.equals("stop");
+                if (backend instanceof ShmBackend) {
+                    ((ShmOptions) backend.commandLineOptions())
+                            .timeout(Duration.ofSeconds(mode.equals("stop") ? 6 : fault ? 3 : 60))
+                            .stallTime(Duration.ofSeconds(mode.equals("stop") ? 2 : 30))
+                            .connectTimeout(Duration.ofSeconds(30));
+                }
+                backend.initialize();
+                System.out.println("TOPOLOGY " + backend.topology());
+                if (fault) {
+                    fault(backend, mode);
+                    return;
+                }
+                int checks = WorkerProcess.conformance(mode, backend)
+                        .orElseThrow(() -> new IllegalArgumentException("unknown mode " + mode));
+                WorkerProcess.finish(backend, checks);
             }
-            backend.initialize();
-            int rank = backend.rank();
-            System.out.println("TOPOLOGY " + backend.topology());
-            if (fault) {
-                fault(backend, mode);
-                return;
-            }
-            int checks = switch (mode) {
-                case "conformance" -> ConformanceSuite.run(backend.group(), true);
-                case "conformance-small" -> ConformanceSuite.run(backend.group(), false);
-                default -> throw new IllegalArgumentException("unknown mode " + mode);
-            };
-            long[] nodeRanks = new long[backend.localWorldSize()];
-            backend.localBarrier();
-            backend.nodeGroup().allgather(DenseBuffer.of(new long[] {rank}), DenseBuffer.of(nodeRanks)).await();
-            System.out.println("NODE " + backend.nodeRank() + " RANKS " + Arrays.toString(nodeRanks));
-            double mean = backend.averageAll(rank);
-            if (mean != (backend.worldSize() - 1) / 2.0) {
-                throw new AssertionError("averageAll(rank) = " + mean);
-            }
-            backend.barrier();
-            System.out.println("OK rank " + rank + " checks " + checks);
-        } catch (Throwable t) {
-            t.printStackTrace(System.out);
-            System.out.flush();
-            Runtime.getRuntime().halt(1);
-        }
-        System.exit(0);
+        });
     }
 
     private static void fault(DistributedBackend backend, String mode) throws Exception {

@@ -1,0 +1,43 @@
+package dev.cohort.api;
+
+import java.util.OptionalInt;
+
+/**
+ * What {@code auto} asks of each engine on the class path: its name, the JDK it needs, whether it
+ * runs in this JVM, and how well it suits a job. {@link DistributedBackend} implements it, so an
+ * engine declares its own place in {@link Backends#auto} and {@code auto} names no engine.
+ */
+public interface BackendProvider {
+
+    /** The engine's name, as chosen with {@code --distributed-backend} (lower case). */
+    String name();
+
+    /** The oldest JDK (feature version) the engine runs on. */
+    default int minimumJdk() {
+        return 17;
+    }
+
+    /** What JDKs older than {@link #minimumJdk()} lack, for messages ("no foreign-memory API for shared memory"). */
+    default String olderJdksLack() {
+        return "not what the " + name() + " engine needs";
+    }
+
+    /** Whether the engine's classes and native libraries load here. Never throws. */
+    boolean isAvailable();
+
+    /** When {@link #isAvailable()} is false: what is missing and how to get it. */
+    String unavailableReason();
+
+    /**
+     * How well the engine suits a job of several workers laid out as {@code layout}: the highest
+     * wins {@code auto}; empty when {@code auto} should never pick it for such a job.
+     */
+    default OptionalInt autoPreference(JobLayout layout) {
+        return OptionalInt.empty();
+    }
+
+    /** Why the engine suits {@code layout}, for {@code auto}'s message ("all 4 workers on one host: shared memory"). */
+    default String autoReason(JobLayout layout) {
+        return name();
+    }
+}

@@ -1,0 +1,33 @@
+package dev.cohort.api;
+
+import java.util.Map;
+
+/**
+ * How a job's workers are placed, as {@code auto} sees it: how many, how many share this host,
+ * and on how many hosts.
+ *
+ * @param worldSize      all workers
+ * @param localWorldSize the workers of this host
+ * @param hosts          the number of hosts, or 0 when the launch environment does not say
+ */
+public record JobLayout(int worldSize, int localWorldSize, int hosts) {
+
+    /** From a launch environment ({@link LaunchEnvironment}; hosts from {@code GROUP_WORLD_SIZE} when set). */
+    public static JobLayout of(Map<String, String> env) {
+        Topology t = LaunchEnvironment.parseTopology(env);
+        String nodes = env.get(LaunchEnvironment.GROUP_WORLD_SIZE);
+        int hosts = nodes != null && nodes.trim().matches("[0-9]{1,6}") ? Integer.parseInt(nodes.trim())
+                : t.worldSize() % t.localWorldSize() == 0 ? t.worldSize() / t.localWorldSize() : 0;
+        return new JobLayout(t.worldSize(), t.localWorldSize(), hosts);
+    }
+
+    /** Whether every worker is on this host. */
+    public boolean oneHost() {
+        return localWorldSize == worldSize;
+    }
+
+    /** The number of hosts for messages: "2", or "several" when unknown. */
+    public String hostsText() {
+        return hosts > 0 ? Integer.toString(hosts) : "several";
+    }
+}

@@ -1,0 +1,77 @@
+package dev.cohort.runtime;
+
+import dev.cohort.api.Connection;
+import dev.cohort.api.DistributedBackend;
+import java.lang.reflect.InvocationTargetException;
+import java.util.Map;
+
+/**
+ * A backend configured by an options object (its command-line options) and a launch environment
+ * (the process's, or one given by a program that starts ranks itself). Subclasses say what this
+ * JVM lacks for the engine ({@link #missing()}) and how to connect.
+ *
+ * <p>Engines that need a newer JDK than Cohort's Java 17 keep a subclass compiled for Java 17, so
+ * that {@link java.util.ServiceLoader} loads it on every JDK and it can say what is missing, and
+ * reach the engine itself through {@link #connectLoaded}.
+ *
+ * @param <O> the options type
+ */
+public abstract class EngineBackend<O> extends DistributedBackend {
+
+    private final String name;
+    protected final O options;
+    protected final Map<String, String> env;
+
+    protected EngineBackend(String name, O options, Map<String, String> environment) {
+        this.name = name;
+        this.options = options;
+        this.env = Map.copyOf(environment);
+    }
+
+    @Override
+    public final String name() {
+        return name;
+    }
+
+    @Override
+    public final boolean isAvailable() {
+        return missing() == null;
+    }
+
+    @Override
+    public final String unavailableReason() {
+        String m = missing();
+        return m == null ? "" : m;
+    }
+
+    @Override
+    public final Object commandLineOptions() {
+        return options;
+    }
+
+    /** What this JVM lacks for the engine and what to do about it, or {@code null}. Never throws. */
+    protected abstract String missing();
+
+    /**
+     * Connects through {@code engineClass}'s static {@code connect(O options, Map env)}, loaded
+     * only now: the class may need a newer JDK than this one's caller was compiled for. The
+     * engine's own exceptions pass through unwrapped.
+     */
+    protected final Connection connectLoaded(String engineClass, Class<O> optionsType) {
+        try {
+            return (Connection) Class.forName(engineClass).getMethod("connect", optionsType, Map.class)
+                    .invoke(null, options, env);
+        } catch (InvocationTargetException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof RuntimeException r) {
+                throw r;
+            }
+            if (cause instanceof Error err) {
+                throw err;
+            }
+            throw new IllegalStateException(cause);
+        } catch (ReflectiveOperationException | LinkageError e) {
+            throw new IllegalStateException("cannot load the " + name + " engine (" + engineClass + "): " + e, e);
+        }
+    }
+}
