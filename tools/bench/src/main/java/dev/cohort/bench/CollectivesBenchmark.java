@@ -27,7 +27,7 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code ./cohort bench collectives}: allreduce over a range of sizes, broadcast and allgather at
- * 16 MiB, and barrier latency, timed exactly as {@code shared/peers/torch_collectives.py} does:
+ * 16 MiB, and barrier latency, timed exactly as the PyTorch peer script ({@code torch_collectives.py}) does:
  * per iteration an untimed barrier, then the timed operation on every rank; the iteration's time
  * is the slowest rank's; the result is the median (and minimum) over iterations. Bus bandwidth as
  * in nccl-tests: allreduce 2(n-1)/n x bytes/time, broadcast bytes/time, allgather
@@ -35,14 +35,14 @@ import picocli.CommandLine.Option;
  * {@code --in-place} the allreduce buffers come from the group's allocator (the shm engine's arena).
  *
  * <p>Warm-up: the peers run compiled code from their first call; a JVM runs the interpreter, then
- * C1, then C2, and the Vector API kernels fall back to slow Java code until C2 compiles them (a
- * 4 KiB shm allreduce then takes 20 us instead of 2). So before anything is timed,
+ * C1, then C2, and the Vector API kernels fall back to slow Java code until C2 compiles them (an
+ * order of magnitude slower). So before anything is timed,
  * {@value #JIT_WARMUP_CALLS} small untimed calls run, and each measured operation then repeats
  * untimed, after the peer script's own warm-up count, until it stops getting faster (see
  * {@link WarmUp}) or {@code --warmup-ms} have passed. With ranks pinned to one core each, the JIT
- * compiler shares that core with a rank spinning in barriers, and compiling the path took seconds:
- * after 400 ms a 4 KiB allreduce still took 8 us, after 3 s 1.4 us. What is timed is the steady
- * state a training job runs in after its first seconds.
+ * compiler shares that core with a rank spinning in barriers, and compiling the path can take
+ * seconds (measurements: docs/lab/PERFORMANCE-LOG.md). What is timed is the steady state a
+ * training job runs in after its first seconds.
  */
 @Command(name = "collectives", mixinStandardHelpOptions = true,
         description = "Collective latency and bandwidth, side by side with torch_collectives.py.")
@@ -267,8 +267,8 @@ final class CollectivesBenchmark implements Callable<Integer> {
      * When to stop warming up: the calls are counted in windows of at least {@link #WINDOW_NS};
      * after at least {@link #MIN_NS}, warm-up ends once {@link #SETTLED_WINDOWS} windows in a row
      * were not 3 % faster per call than the best before them, or at the budget. (Compilations
-     * land one after another; a plateau of a few hundred milliseconds came before a drop from
-     * 4.6 to 1.4 us per call, and 1.5 s of warm-up left some runs at 3.3 us.)
+     * land one after another, and a plateau of a few hundred milliseconds can come before the
+     * last large drop, so a shorter warm-up leaves some runs far from the steady state.)
      */
     static final class WarmUp {
         static final long MIN_NS = 3_000_000_000L;
