@@ -1,8 +1,7 @@
 package dev.cohort.shm;
 
-import dev.cohort.runtime.CallQueue;
-
 import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.CallQueue;
 import dev.cohort.api.collective.BufferAllocator;
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveMismatchException;
@@ -10,6 +9,8 @@ import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.OpKind;
 import dev.cohort.runtime.SignatureWords;
 import dev.cohort.api.collective.Work;
+import dev.cohort.shm.kernels.ReduceArgs;
+import dev.cohort.shm.kernels.ReduceKernels;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -81,11 +82,10 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private final int n;
     private final int me;
     private final CallQueue queue;
-    private final long[] terms;
+    /** The operands of the reduction being run (under the runner lock). */
+    private final ReduceArgs reduce;
     /** Scratch for the signature words of the call being started (under the runner lock). */
     private final long[] words = new long[SignatureWords.WORDS];
-    /** The peers' buffers but the first, for an in-place allreduce's results (null with two ranks). */
-    private final long[] morePeerBuffers;
     /** Tags of in-place allreduces differ from the copying ones' by this. */
     static final long IN_PLACE = 0x5BD1E9955BD1E995L;
     /** This rank's arena, or null when --shm-arena-mib is 0. */
@@ -118,8 +118,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         this.segment = region.segmentBytes;
         this.n = region.size;
         this.me = region.rank;
-        this.terms = new long[n];
-        this.morePeerBuffers = n > 2 ? new long[n - 2] : null;
+        this.reduce = new ReduceArgs(n).ranks(n, me);
         this.arena = region.arenaBytes > 0 ? new ShmArena(region) : null;
         compileKernelsOnce(region);
         this.queue = new CallQueue("cohort-shm-" + label.replace(' ', '-') + "-rank-" + me,
@@ -314,10 +313,10 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             long lo = partLo(full, len, me, e);
             long hi = partLo(full, len, me + 1, e);
             for (int j = 0; j < n; j++) {
-                terms[j] = region.slot(j, q) + lo * e;
+                reduce.term(j, region.slot(j, q) + lo * e);
             }
-            ReduceKernels.reduce(data.dataType(), t.collective().op(), n, me, user, (s0 + lo) * e, shm, terms, hi - lo,
-                    user, (s0 + lo) * e, resultSlot(me, q) + lo * e, null);
+            ReduceKernels.reduce(reduce.op(data.dataType(), t.collective().op()).shm(shm).own(user, (s0 + lo) * e)
+                    .count(hi - lo).out(user, (s0 + lo) * e).noResults().addResult(resultSlot(me, q) + lo * e));
         }
         sync(t, false);
         copyResults(user, nseg - 1, full, count, e);
@@ -331,10 +330,10 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         copy(user, 0, shm, region.slot(me, q), bytes);
         sync(t, true);
         for (int j = 0; j < n; j++) {
-            terms[j] = region.slot(j, q);
+            reduce.term(j, region.slot(j, q));
         }
-        ReduceKernels.reduce(t.collective().input().dataType(), t.collective().op(), n, me, user, 0, shm, terms, count,
-                user, 0, -1, null);
+        ReduceKernels.reduce(reduce.op(t.collective().input().dataType(), t.collective().op()).shm(shm).own(user, 0)
+                .count(count).out(user, 0).noResults());
         ring += 1;
     }
 
@@ -350,18 +349,20 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         MemorySegment shared = arena.memory();
         long lo = partLo(count, count, me, e);
         long hi = partLo(count, count, me + 1, e);
-        long firstPeer = -1;
-        for (int j = 0, p = 0; j < n; j++) {
+        reduce.noResults();
+        long own = -1;
+        for (int j = 0; j < n; j++) {
             long at = j == me ? mine : region.memory.get(ValueLayout.JAVA_LONG, region.bufferAtOffset(j, t.collective().sequence()));
-            terms[j] = arena.areaOffset(j) + at + lo * e;
-            if (j != me && firstPeer < 0) {
-                firstPeer = terms[j];
-            } else if (j != me) {
-                morePeerBuffers[p++] = terms[j];
+            long term = arena.areaOffset(j) + at + lo * e;
+            reduce.term(j, term);
+            if (j == me) {
+                own = term;
+            } else {
+                reduce.addResult(term);   // every peer's buffer, the first one first
             }
         }
-        ReduceKernels.reduce(data.dataType(), t.collective().op(), n, me, shared, terms[me], shared, terms, hi - lo,
-                shared, terms[me], firstPeer, morePeerBuffers);
+        ReduceKernels.reduce(reduce.op(data.dataType(), t.collective().op()).shm(shared).own(shared, own)
+                .count(hi - lo).out(shared, own));
         sync(t, false);
     }
 
@@ -409,10 +410,10 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             }
             sync(t, k == 0);
             for (int j = 0; j < n; j++) {
-                terms[j] = region.slot(j, q) + me * per * e;
+                reduce.term(j, region.slot(j, q) + me * per * e);
             }
-            ReduceKernels.reduce(input.dataType(), t.collective().op(), n, me, in, (me * block + s0) * e, shm, terms, len,
-                    out, s0 * e, -1, null);
+            ReduceKernels.reduce(reduce.op(input.dataType(), t.collective().op()).shm(shm).own(in, (me * block + s0) * e)
+                    .count(len).out(out, s0 * e).noResults());
         }
         ring += nseg;
     }
