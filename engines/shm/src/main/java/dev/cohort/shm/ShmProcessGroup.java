@@ -11,6 +11,8 @@ import dev.cohort.runtime.SignatureWords;
 import dev.cohort.api.collective.Work;
 import dev.cohort.shm.kernels.ReduceArgs;
 import dev.cohort.shm.kernels.ReduceKernels;
+import dev.cohort.shm.region.ShmAttachment;
+import dev.cohort.shm.region.ShmLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -19,7 +21,7 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * A {@link dev.cohort.api.collective.ProcessGroup} over one {@link ShmRegion}.
+ * A {@link dev.cohort.api.collective.ProcessGroup} over one {@link ShmAttachment} (laid out as {@link ShmLayout} says).
  *
  * <p><b>Execution.</b> Calls run one at a time in issue order through a {@link CallQueue}: mostly
  * on the thread that awaits them, so {@code allreduce(..).await()} costs no thread hand-off,
@@ -76,7 +78,8 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private static final long ALIGN = 64;
 
     private final String label;
-    private final ShmRegion region;
+    private final ShmAttachment attachment;
+    private final ShmLayout layout;
     private final SpinBarrier barrier;
     private final long segment;
     private final int n;
@@ -110,19 +113,20 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private final MemorySegment[] segments = new MemorySegment[4];
     private int nextWrapped;
 
-    ShmProcessGroup(String label, ShmRegion region, Duration timeout, Duration stallTime) {
-        super(region.rank, region.size, timeout);
+    ShmProcessGroup(String label, ShmAttachment attachment, Duration timeout, Duration stallTime) {
+        super(attachment.rank(), attachment.layout().size(), timeout);
         this.label = label;
-        this.region = region;
-        this.barrier = new SpinBarrier(region, stallTime);
-        this.segment = region.segmentBytes;
-        this.n = region.size;
-        this.me = region.rank;
+        this.attachment = attachment;
+        this.layout = attachment.layout();
+        this.barrier = new SpinBarrier(layout, attachment.rank(), stallTime);
+        this.segment = layout.segmentBytes();
+        this.n = layout.size();
+        this.me = attachment.rank();
         this.reduce = new ReduceArgs(n).ranks(n, me);
-        this.arena = region.arenaBytes > 0 ? new ShmArena(region) : null;
-        compileKernelsOnce(region);
+        this.arena = layout.arenaBytes() > 0 ? new ShmArena(attachment) : null;
+        compileKernelsOnce(attachment);
         this.queue = new CallQueue("cohort-shm-" + label.replace(' ', '-') + "-rank-" + me,
-                c -> "waiting for rank(s) " + barrier.missing(), e -> region.abort());
+                c -> "waiting for rank(s) " + barrier.missing(), e -> attachment.abort());
     }
 
     private static final AtomicBoolean KERNELS_COMPILED = new AtomicBoolean();
@@ -130,9 +134,10 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     static final long COMPILE_BUDGET_NS = 2_000_000_000L;
 
     /** Before the first group's first call: the reduction kernels, compiled (this rank's slot is scratch until then). */
-    private static void compileKernelsOnce(ShmRegion region) {
+    private static void compileKernelsOnce(ShmAttachment attachment) {
+        ShmLayout layout = attachment.layout();
         if (KERNELS_COMPILED.compareAndSet(false, true)) {
-            ReduceKernels.compileFloatKernels(region.memory, region.slot(region.rank, 0), region.size, COMPILE_BUDGET_NS);
+            ReduceKernels.compileFloatKernels(layout.memory(), layout.slot(attachment.rank(), 0), layout.size(), COMPILE_BUDGET_NS);
         }
     }
 
@@ -168,12 +173,12 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     protected void release() {
         queue.close(() -> {
             if (me == 0) {
-                region.deleteIfOurs();
+                attachment.deleteIfOurs();
             }
             if (arena != null) {
                 arena.close();
             }
-            region.close();
+            attachment.close();
             Arrays.fill(wrapped, null);
             Arrays.fill(segments, null);
         });
@@ -188,9 +193,9 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         long inArena = user != null && arena != null ? arena.offsetOf(user) : -1;
         tag = inArena >= 0 ? tag(c) ^ IN_PLACE : tag(c);
         if (inArena >= 0) {
-            region.memory.set(ValueLayout.JAVA_LONG, region.bufferAtOffset(me, c.sequence()), inArena);
+            layout.memory().set(ValueLayout.JAVA_LONG, layout.bufferAtOffset(me, c.sequence()), inArena);
         }
-        region.memory.set(ValueLayout.JAVA_LONG, region.tagOffset(me, c.sequence()), tag);
+        layout.memory().set(ValueLayout.JAVA_LONG, layout.tagOffset(me, c.sequence()), tag);
         switch (c.kind()) {
             case ALLREDUCE -> {
                 if (inArena >= 0) {
@@ -226,8 +231,8 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         barrier.await(t.deadline(), t.timeoutNanos(), context);
         if (first) {
             for (int j = 0; j < n; j++) {
-                long theirs = region.memory.get(ValueLayout.JAVA_LONG,
-                        region.tagOffset(j, t.collective().sequence()));
+                long theirs = layout.memory().get(ValueLayout.JAVA_LONG,
+                        layout.tagOffset(j, t.collective().sequence()));
                 if (theirs == (tag ^ IN_PLACE)) {
                     boolean mineInArena = tag != tag(t.collective());
                     throw new CollectiveMismatchException(t.describe() + ": rank " + j + "'s buffer is "
@@ -286,7 +291,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             return;
         }
         int e = data.dataType().byteSize();
-        MemorySegment shm = region.memory;
+        MemorySegment shm = layout.memory();
         long bytes = count * e;
         if (bytes <= FLAT_MAX_BYTES && bytes <= segment) {
             allreduceFlat(t, user, count, bytes);
@@ -298,7 +303,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             long s0 = k * full;
             long len = Math.min(full, count - s0);
             int q = stage(k);
-            long mine = region.slot(me, q);
+            long mine = layout.slot(me, q);
             for (int j = 0; j < n; j++) {
                 if (j != me) {
                     long lo = partLo(full, len, j, e);
@@ -313,7 +318,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             long lo = partLo(full, len, me, e);
             long hi = partLo(full, len, me + 1, e);
             for (int j = 0; j < n; j++) {
-                reduce.term(j, region.slot(j, q) + lo * e);
+                reduce.term(j, layout.slot(j, q) + lo * e);
             }
             ReduceKernels.reduce(reduce.op(data.dataType(), t.collective().op()).shm(shm).own(user, (s0 + lo) * e)
                     .count(hi - lo).out(user, (s0 + lo) * e).noResults().addResult(resultSlot(me, q) + lo * e));
@@ -325,12 +330,12 @@ final class ShmProcessGroup extends AbstractProcessGroup {
 
     /** A small allreduce with one barrier (see the class comment). */
     private void allreduceFlat(CallQueue.Call t, MemorySegment user, long count, long bytes) {
-        MemorySegment shm = region.memory;
+        MemorySegment shm = layout.memory();
         int q = stage(0);
-        copy(user, 0, shm, region.slot(me, q), bytes);
+        copy(user, 0, shm, layout.slot(me, q), bytes);
         sync(t, true);
         for (int j = 0; j < n; j++) {
-            reduce.term(j, region.slot(j, q));
+            reduce.term(j, layout.slot(j, q));
         }
         ReduceKernels.reduce(reduce.op(t.collective().input().dataType(), t.collective().op()).shm(shm).own(user, 0)
                 .count(count).out(user, 0).noResults());
@@ -352,7 +357,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         reduce.noResults();
         long own = -1;
         for (int j = 0; j < n; j++) {
-            long at = j == me ? mine : region.memory.get(ValueLayout.JAVA_LONG, region.bufferAtOffset(j, t.collective().sequence()));
+            long at = j == me ? mine : layout.memory().get(ValueLayout.JAVA_LONG, layout.bufferAtOffset(j, t.collective().sequence()));
             long term = arena.areaOffset(j) + at + lo * e;
             reduce.term(j, term);
             if (j == me) {
@@ -368,7 +373,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
 
     /** Where the rank that reduces part {@code owner} leaves its result (see the class comment). */
     private long resultSlot(int owner, int q) {
-        return region.slot(n == 2 ? 1 - owner : owner, q);
+        return layout.slot(n == 2 ? 1 - owner : owner, q);
     }
 
     private void copyResults(MemorySegment user, long k, long full, long count, int e) {
@@ -379,7 +384,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             if (j != me) {
                 long lo = partLo(full, len, j, e);
                 long hi = partLo(full, len, j + 1, e);
-                copy(region.memory, resultSlot(j, q) + lo * e, user, (s0 + lo) * e, (hi - lo) * e);
+                copy(layout.memory(), resultSlot(j, q) + lo * e, user, (s0 + lo) * e, (hi - lo) * e);
             }
         }
     }
@@ -395,14 +400,14 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         int e = input.dataType().byteSize();
         MemorySegment in = segmentOf(input);
         MemorySegment out = segmentOf(output);
-        MemorySegment shm = region.memory;
+        MemorySegment shm = layout.memory();
         long per = Math.max(ALIGN / e, segment / n / ALIGN * ALIGN / e);   // elements of one block per segment
         long nseg = (block + per - 1) / per;
         for (long k = 0; k < nseg; k++) {
             long s0 = k * per;
             long len = Math.min(per, block - s0);
             int q = stage(k);
-            long mine = region.slot(me, q);
+            long mine = layout.slot(me, q);
             for (int j = 0; j < n; j++) {
                 if (j != me) {
                     copy(in, (j * block + s0) * e, shm, mine + j * per * e, len * e);
@@ -410,7 +415,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             }
             sync(t, k == 0);
             for (int j = 0; j < n; j++) {
-                reduce.term(j, region.slot(j, q) + me * per * e);
+                reduce.term(j, layout.slot(j, q) + me * per * e);
             }
             ReduceKernels.reduce(reduce.op(input.dataType(), t.collective().op()).shm(shm).own(in, (me * block + s0) * e)
                     .count(len).out(out, s0 * e).noResults());
@@ -433,13 +438,13 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         for (long k = 0; k < nseg; k++) {
             long s0 = k * full;
             long len = Math.min(full, count - s0);
-            long at = region.slot(root, stage(k));
+            long at = layout.slot(root, stage(k));
             if (me == root) {
-                copy(user, s0 * e, region.memory, at, len * e);
+                copy(user, s0 * e, layout.memory(), at, len * e);
             }
             sync(t, k == 0);
             if (me != root) {
-                copy(region.memory, at, user, s0 * e, len * e);
+                copy(layout.memory(), at, user, s0 * e, len * e);
             }
         }
         ring += nseg;
@@ -473,13 +478,13 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             int q = stage(k);
             long mineLen = Math.max(0, Math.min(full, counts[me] - s0));
             if (mineLen > 0) {
-                copy(in, s0 * e, region.memory, region.slot(me, q), mineLen * e);
+                copy(in, s0 * e, layout.memory(), layout.slot(me, q), mineLen * e);
             }
             sync(t, k == 0);
             for (int j = 0; j < n; j++) {
                 long len = Math.max(0, Math.min(full, counts[j] - s0));
                 if (j != me && len > 0) {
-                    copy(region.memory, region.slot(j, q), out, (offsets[j] + s0) * e, len * e);
+                    copy(layout.memory(), layout.slot(j, q), out, (offsets[j] + s0) * e, len * e);
                 }
             }
         }
