@@ -78,6 +78,8 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private static final long ALIGN = 64;
 
     private final String label;
+    /** The prefix of this group's messages (see {@link #who()}). */
+    private final String who;
     private final ShmAttachment attachment;
     private final ShmLayout layout;
     private final SpinBarrier barrier;
@@ -116,6 +118,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     ShmProcessGroup(String label, ShmAttachment attachment, Duration timeout, Duration stallTime) {
         super(attachment.rank(), attachment.layout().size(), timeout);
         this.label = label;
+        this.who = label + " " + super.who();
         this.attachment = attachment;
         this.layout = attachment.layout();
         this.barrier = new SpinBarrier(layout, attachment.rank(), stallTime);
@@ -141,9 +144,13 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         }
     }
 
+    /**
+     * "shm world rank 0 of 2": built once, here, because every call's {@link CallQueue.Call} holds
+     * it for its messages (which are built only when they are needed).
+     */
     @Override
     protected String who() {
-        return label + " " + super.who();
+        return who;
     }
 
     /** This rank's arena: allreduces of buffers allocated there copy nothing. */
