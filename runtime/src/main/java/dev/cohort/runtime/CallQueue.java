@@ -9,16 +9,17 @@ import dev.cohort.api.collective.Work;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -40,6 +41,11 @@ import java.util.function.Supplier;
  * lone call nobody awaits still starts within about {@code POLL_NS + GRACE_NS}. (Waking the engine
  * for every call, then polling every 250 us, both cost more on the calling core than this: a
  * 1-rank shm barrier took 0.25-1.5 us with the 250 us poll.)
+ *
+ * <p>The engine's waiting is an {@link EngineIdle} and its time a clock, both set through
+ * {@link Options} (defaults: parking, {@link System#nanoTime()}); with {@link Options#stepped()}
+ * there is no engine thread and the owner runs its duty cycle, {@link #doWork()}, so a test steps
+ * it deterministically instead of sleeping.
  *
  * <p>After a failure the queue is broken: later calls fail at once, naming the first failure.
  */
@@ -80,7 +86,13 @@ public final class CallQueue {
     private final AtomicBoolean engineIdle = new AtomicBoolean();
     /** Calls submitted; the engine reads it to tell a busy group from an idle one (a hint: updates may be lost). */
     private final AtomicLong submitted = new AtomicLong();
+    /** Null when the owner steps the engine with {@link #doWork()}. */
     private final Thread engine;
+    private final LongSupplier clock;
+    private final EngineIdle idle;
+    /** The engine's view of {@link #submitted} and since when no call came (its thread's own). */
+    private long seen;
+    private long quietSince;
     private volatile boolean closing;
     private volatile CollectiveException broken;
     private volatile Call current;
@@ -102,12 +114,61 @@ public final class CallQueue {
      */
     public CallQueue(String threadName, Function<Call, String> whereRunning, Consumer<CollectiveException> onFailure,
                      Duration overrun) {
+        this(threadName, whereRunning, onFailure, new Options().overrun(overrun));
+    }
+
+    /** As above, with {@code options} (overrun, clock, idle strategy, engine thread or stepped). */
+    public CallQueue(String threadName, Function<Call, String> whereRunning, Consumer<CollectiveException> onFailure,
+                     Options options) {
         this.whereRunning = whereRunning;
         this.onFailure = onFailure;
-        this.overrunNanos = overrun.toNanos();
-        this.engine = new Thread(this::engineLoop, threadName);
-        engine.setDaemon(true);
-        engine.start();
+        this.overrunNanos = options.overrun.toNanos();
+        this.clock = options.clock;
+        this.idle = options.idle;
+        this.seen = submitted.get();
+        this.quietSince = clock.getAsLong();
+        if (options.stepped) {
+            this.engine = null;
+        } else {
+            this.engine = new Thread(this::engineLoop, threadName);
+            engine.setDaemon(true);
+            engine.start();
+        }
+    }
+
+    /**
+     * How a queue waits and tells time. Every setting sits next to its default, which is how the
+     * engines run: an overrun of one second, {@link System#nanoTime()}, {@link EngineIdle#PARKING},
+     * and an engine thread of its own.
+     */
+    public static final class Options {
+        private Duration overrun = Duration.ofSeconds(1);
+        private LongSupplier clock = System::nanoTime;
+        private EngineIdle idle = EngineIdle.PARKING;
+        private boolean stepped;
+
+        /** See {@link CallQueue#CallQueue(String, Function, Consumer, Duration)}; one second by default. */
+        public Options overrun(Duration overrun) {
+            this.overrun = Objects.requireNonNull(overrun);
+            return this;
+        }
+
+        /** The time deadlines and the engine's grace and idle periods are measured in (nanoseconds). */
+        public Options clock(LongSupplier nanoClock) {
+            this.clock = Objects.requireNonNull(nanoClock);
+            return this;
+        }
+
+        public Options idle(EngineIdle idle) {
+            this.idle = Objects.requireNonNull(idle);
+            return this;
+        }
+
+        /** No engine thread: the owner runs the engine's duty cycle by calling {@link CallQueue#doWork()}. */
+        public Options stepped() {
+            this.stepped = true;
+            return this;
+        }
     }
 
     /** One queued call: the {@link Work} its caller holds. */
@@ -128,11 +189,11 @@ public final class CallQueue {
             this.collective = collective;
             this.body = body;
             this.timeoutNanos = timeout.toNanos();
-            this.issued = System.nanoTime();
+            this.issued = clock.getAsLong();
             this.deadline = issued + timeoutNanos;
         }
 
-        /** When the call must be done by ({@link System#nanoTime()}). */
+        /** When the call must be done by (the queue's clock: {@link System#nanoTime()} unless a test set another). */
         public long deadline() {
             return deadline;
         }
@@ -197,11 +258,11 @@ public final class CallQueue {
          */
         private void waitFor(long requested) {
             if (outcome == null) {
-                long wait = Math.min(requested, Math.max(0, deadline - System.nanoTime()));
+                long wait = Math.min(requested, Math.max(0, deadline - clock.getAsLong()));
                 boolean settled;
                 try {
                     settled = latch().await(wait, TimeUnit.NANOSECONDS);
-                    if (!settled && current == this && deadline - System.nanoTime() <= 0) {
+                    if (!settled && current == this && deadline - clock.getAsLong() <= 0) {
                         // A running call fails by itself at its deadline (or within the overrun
                         // its engine allows), naming what it waited for: give it the chance.
                         settled = latch().await(overrunNanos, TimeUnit.NANOSECONDS);
@@ -211,7 +272,7 @@ public final class CallQueue {
                     throw new CollectiveException("interrupted while waiting for " + collective.describe(), e);
                 }
                 if (!settled) {
-                    if (deadline - System.nanoTime() <= 0) {
+                    if (deadline - clock.getAsLong() <= 0) {
                         settle(timedOut(this));
                     } else {
                         throw new CollectiveTimeoutException(collective.describe() + " still running after "
@@ -247,7 +308,7 @@ public final class CallQueue {
         queue.add(call);
         submitted.lazySet(submitted.get() + 1);
         if (behind || engineIdle.get() && engineIdle.compareAndSet(true, false)) {
-            LockSupport.unpark(engine);
+            idle.wake(engine);
         }
         return call;
     }
@@ -270,7 +331,7 @@ public final class CallQueue {
     private void runUntil(Call call) {
         while (!call.isDone()) {
             try {
-                long left = call.deadline - System.nanoTime();
+                long left = call.deadline - clock.getAsLong();
                 if (left <= 0 || !runner.tryLock(left, TimeUnit.NANOSECONDS)) {
                     return;
                 }
@@ -346,43 +407,55 @@ public final class CallQueue {
     }
 
     private void engineLoop() {
-        long seen = submitted.get();
-        long quietSince = System.nanoTime();
         while (!closing) {
-            Call head = queue.peek();
-            long now = System.nanoTime();
-            if (head == null) {
-                long s = submitted.get();
-                if (s != seen) {
-                    seen = s;
-                    quietSince = now;
-                }
-                if (now - quietSince < IDLE_AFTER_NS) {
-                    LockSupport.parkNanos(this, POLL_NS);
-                    continue;
-                }
-                engineIdle.set(true);
-                if (queue.isEmpty() && !closing) {
-                    LockSupport.park(this);
-                }
-                engineIdle.set(false);
-                seen = submitted.get();
-                quietSince = System.nanoTime();
-                continue;
-            }
-            long age = now - head.issued;
-            if (age < GRACE_NS) {
-                LockSupport.parkNanos(this, GRACE_NS - age);   // let an awaiting caller run it on its own thread
-            } else if (runner.tryLock()) {
-                try {
-                    runOne();
-                } finally {
-                    runner.unlock();
-                }
-            } else {
-                LockSupport.parkNanos(this, GRACE_NS);   // a caller is running calls; it may run this one too
-            }
+            doWork();
         }
+    }
+
+    /**
+     * One duty cycle of the engine: runs the oldest queued call if it has waited out its grace
+     * period (no awaiting caller took it), and otherwise idles as the class comment says: for the
+     * rest of the grace period, for {@link #POLL_NS} while calls keep coming, or until woken once
+     * none came for {@link #IDLE_AFTER_NS}. Returns the number of calls it ran (0 or 1). The
+     * engine thread loops over it; with {@link Options#stepped()} the owner calls it.
+     */
+    public int doWork() {
+        Call head = queue.peek();
+        long now = clock.getAsLong();
+        if (head == null) {
+            long s = submitted.get();
+            if (s != seen) {
+                seen = s;
+                quietSince = now;
+            }
+            if (now - quietSince < IDLE_AFTER_NS) {
+                idle.idle(POLL_NS);
+                return 0;
+            }
+            engineIdle.set(true);
+            if (queue.isEmpty() && !closing) {
+                idle.idleUntilWoken();
+            }
+            engineIdle.set(false);
+            seen = submitted.get();
+            quietSince = clock.getAsLong();
+            return 0;
+        }
+        long age = now - head.issued;
+        if (age < GRACE_NS) {
+            idle.idle(GRACE_NS - age);   // let an awaiting caller run it on its own thread
+            return 0;
+        }
+        if (runner.tryLock()) {
+            try {
+                runOne();
+            } finally {
+                runner.unlock();
+            }
+            return 1;
+        }
+        idle.idle(GRACE_NS);   // a caller is running calls; it may run this one too
+        return 0;
     }
 
     /**
@@ -392,11 +465,13 @@ public final class CallQueue {
      */
     public boolean close(Runnable cleanup) {
         closing = true;
-        LockSupport.unpark(engine);
-        boolean idle = false;
+        idle.wake(engine);
+        boolean runnerHeld = false;
         try {
-            engine.join(TimeUnit.SECONDS.toMillis(10));
-            idle = runner.tryLock(10, TimeUnit.SECONDS);
+            if (engine != null) {
+                engine.join(TimeUnit.SECONDS.toMillis(10));
+            }
+            runnerHeld = runner.tryLock(10, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -406,10 +481,10 @@ public final class CallQueue {
             }
             cleanup.run();
         } finally {
-            if (idle) {
+            if (runnerHeld) {
                 runner.unlock();
             }
         }
-        return idle;
+        return runnerHeld;
     }
 }

@@ -62,17 +62,78 @@ class CallQueueTest {
     }
 
     @Test
-    void aCallNobodyAwaitsIsRunByTheEngineThreadAlsoAfterTheQueueIdled() throws Exception {
-        for (int round = 0; round < 2; round++) {
-            AtomicReference<Thread> ranOn = new AtomicReference<>();
-            Work work = submit(c -> ranOn.set(Thread.currentThread()));
-            long t0 = System.nanoTime();
-            while (!work.isDone()) {
-                assertThat(System.nanoTime() - t0).isLessThan(TimeUnit.SECONDS.toNanos(5));
-                Thread.sleep(1);
+    void aCallNobodyAwaitsIsRunByTheEngineThread() throws Exception {
+        AtomicReference<Thread> ranOn = new AtomicReference<>();
+        Work work = submit(c -> ranOn.set(Thread.currentThread()));
+        long t0 = System.nanoTime();
+        while (!work.isDone()) {
+            assertThat(System.nanoTime() - t0).isLessThan(TimeUnit.SECONDS.toNanos(5));
+            Thread.onSpinWait();
+        }
+        assertThat(ranOn.get().getName()).isEqualTo("test-queue");
+    }
+
+    /**
+     * The engine's duty cycle, stepped on this thread with a clock of the test's own: a call nobody
+     * awaits waits out its grace period and then runs; with no calls the engine polls every
+     * POLL_NS until IDLE_AFTER_NS passed, then idles until woken, and the next call wakes it.
+     */
+    @Test
+    void steppedTheEngineRunsACallNobodyAwaitsAfterItsGraceAndIdlesUntilTheNextCallWakesIt() {
+        long[] now = {1_000_000_000L};
+        List<String> idles = new ArrayList<>();
+        List<Runnable> whileParked = new ArrayList<>();
+        EngineIdle stepping = new EngineIdle() {
+            @Override
+            public void idle(long nanos) {
+                idles.add("idle " + nanos);
+                now[0] += nanos;
             }
-            assertThat(ranOn.get().getName()).isEqualTo("test-queue");
-            Thread.sleep(5 * CallQueue.IDLE_AFTER_NS / 1_000_000);   // the engine parks; the next call wakes it
+
+            @Override
+            public void idleUntilWoken() {
+                idles.add("until woken");
+                whileParked.forEach(Runnable::run);
+            }
+
+            @Override
+            public void wake(Thread engine) {
+                assertThat(engine).isNull();
+                idles.add("woken");
+            }
+        };
+        CallQueue stepped = new CallQueue("stepped", c -> "inside the test body", failures::add,
+                new CallQueue.Options().clock(() -> now[0]).idle(stepping).stepped());
+        try {
+            List<Work> works = new ArrayList<>();
+            List<Integer> ran = new ArrayList<>();
+            Runnable submitOne = () -> {
+                int k = works.size();
+                works.add(stepped.submit("test rank 0 of 1", new Collective(OpKind.BARRIER, k, null, null, null, -1, null),
+                        Duration.ofSeconds(10), c -> ran.add(k)));
+            };
+            submitOne.run();
+            whileParked.add(submitOne);   // a call comes while the engine idles until woken
+            for (int round = 0; round < 2; round++) {
+                idles.clear();
+                assertThat(stepped.doWork()).as("within its grace period").isZero();
+                assertThat(ran).hasSize(round);
+                assertThat(stepped.doWork()).as("after its grace period").isEqualTo(1);
+                assertThat(ran).hasSize(round + 1);
+                assertThat(works.get(round).isDone()).isTrue();
+                assertThat(idles).containsExactly("idle " + CallQueue.GRACE_NS);
+                idles.clear();
+                for (int i = 0; i < CallQueue.IDLE_AFTER_NS / CallQueue.POLL_NS; i++) {
+                    assertThat(stepped.doWork()).isZero();
+                }
+                assertThat(idles).hasSize((int) (CallQueue.IDLE_AFTER_NS / CallQueue.POLL_NS))
+                        .allMatch(("idle " + CallQueue.POLL_NS)::equals);
+                idles.clear();
+                assertThat(stepped.doWork()).isZero();
+                assertThat(idles).containsExactly("until woken", "woken");
+            }
+        } finally {
+            stepped.close(() -> { });
         }
     }
 

@@ -3,6 +3,8 @@ package dev.cohort.shm;
 import dev.cohort.api.collective.BufferAllocator;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.shm.region.ShmAttachment;
+import dev.cohort.shm.region.ShmLayout;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -32,7 +34,8 @@ final class ShmArena implements BufferAllocator {
     static final long PAGE = 4096;
     private static final int ZEROS = 1 << 20;
 
-    private final ShmRegion region;
+    private final ShmAttachment attachment;
+    private final ShmLayout layout;
     private final long mine;
     private final long capacity;
     private final TreeMap<Long, Long> free = new TreeMap<>();   // offset -> bytes, within this rank's arena
@@ -40,21 +43,22 @@ final class ShmArena implements BufferAllocator {
     private String lastFailure = "";
     private boolean closed;
 
-    ShmArena(ShmRegion region) {
-        this.region = region;
-        this.mine = areaOffset(region.rank);
-        this.capacity = region.arenaBytes;
+    ShmArena(ShmAttachment attachment) {
+        this.attachment = attachment;
+        this.layout = attachment.layout();
+        this.mine = areaOffset(attachment.rank());
+        this.capacity = layout.arenaBytes();
         free.put(0L, capacity);
     }
 
     /** Where rank r's arena starts in {@link #memory()}. */
     long areaOffset(int r) {
-        return r * region.arenaStride;
+        return r * layout.arenaStride();
     }
 
     /** Every rank's arena. */
     MemorySegment memory() {
-        return region.arenas;
+        return layout.arenas();
     }
 
     /**
@@ -65,7 +69,7 @@ final class ShmArena implements BufferAllocator {
         if (!buffer.isNative()) {
             return -1;
         }
-        long at = buffer.address() - (region.arenas.address() + mine);
+        long at = buffer.address() - (layout.arenas().address() + mine);
         return at >= 0 && at + buffer.byteSize() <= capacity ? at : -1;
     }
 
@@ -77,7 +81,7 @@ final class ShmArena implements BufferAllocator {
         if (count < 0) {
             throw new IllegalArgumentException("count must be >= 0, got " + count);
         }
-        long bytes = Math.max(PAGE, ShmRegion.align((long) count * type.byteSize(), PAGE));
+        long bytes = Math.max(PAGE, ShmLayout.align((long) count * type.byteSize(), PAGE));
         Map.Entry<Long, Long> fit = free.entrySet().stream().filter(e -> e.getValue() >= bytes).findFirst().orElse(null);
         if (fit == null) {
             lastFailure = "; a request for " + mib(bytes) + " found no room";
@@ -92,11 +96,11 @@ final class ShmArena implements BufferAllocator {
             claimZeroed(at, bytes);
         } catch (IOException e) {
             giveBack(at, bytes);
-            lastFailure = "; claiming " + mib(bytes) + " in " + region.path.getParent() + " failed: " + e.getMessage();
+            lastFailure = "; claiming " + mib(bytes) + " in " + attachment.path().getParent() + " failed: " + e.getMessage();
             return Optional.empty();
         }
         used.put(at, bytes);
-        ByteBuffer memory = region.arenas.asSlice(mine + at, (long) count * type.byteSize()).asByteBuffer();
+        ByteBuffer memory = layout.arenas().asSlice(mine + at, (long) count * type.byteSize()).asByteBuffer();
         return Optional.of(DenseBuffer.of(memory, type));
     }
 
@@ -115,11 +119,11 @@ final class ShmArena implements BufferAllocator {
         long freeBytes = free.values().stream().mapToLong(Long::longValue).sum();
         String tmpfs;
         try {
-            tmpfs = mib(Files.getFileStore(region.path.getParent()).getUsableSpace()) + " free in " + region.path.getParent();
+            tmpfs = mib(Files.getFileStore(attachment.path().getParent()).getUsableSpace()) + " free in " + attachment.path().getParent();
         } catch (IOException e) {
-            tmpfs = region.path.getParent() + " unreadable";
+            tmpfs = attachment.path().getParent() + " unreadable";
         }
-        return "the shm arena of rank " + region.rank + " (" + mib(capacity) + ", --shm-arena-mib; " + mib(freeBytes)
+        return "the shm arena of rank " + attachment.rank() + " (" + mib(capacity) + ", --shm-arena-mib; " + mib(freeBytes)
                 + " unallocated; " + tmpfs + lastFailure + ")";
     }
 
@@ -130,10 +134,10 @@ final class ShmArena implements BufferAllocator {
     /** Writes zeros over {@code [at, at + bytes)} of this rank's arena through the file, claiming its pages. */
     private void claimZeroed(long at, long bytes) throws IOException {
         ByteBuffer zeros = ByteBuffer.allocateDirect((int) Math.min(bytes, ZEROS));
-        long file = ShmRegion.arenasOffset(region.size, region.segmentBytes) + mine + at;
+        long file = layout.arenasOffset() + mine + at;
         for (long done = 0; done < bytes; ) {
             zeros.clear().limit((int) Math.min(zeros.capacity(), bytes - done));
-            done += region.channel.write(zeros, file + done);
+            done += attachment.channel().write(zeros, file + done);
         }
     }
 

@@ -5,6 +5,8 @@ import dev.cohort.api.Topology;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.runtime.SharedMemoryFiles;
+import dev.cohort.shm.region.ShmAttachment;
+import dev.cohort.shm.region.ShmLayout;
 import java.nio.file.Path;
 import java.util.Map;
 
@@ -40,8 +42,8 @@ public final class ShmEngine {
      */
     public static ProcessGroup group(String label, Path path, int rank, int size, ShmOptions options) {
         String who = label + " rank " + rank + " of " + size;
-        ShmRegion region = ShmRegion.attach(path, rank, size, options.segmentBytes(), options.arenaBytes(),
-                options.connectTimeout(), who);
-        return new ShmProcessGroup(label, region, options.timeout(), options.stallTime());
+        ShmAttachment attachment = ShmAttachment.attach(path, rank,
+                new ShmLayout(size, options.segmentBytes(), options.arenaBytes()), options.connectTimeout(), who);
+        return new ShmProcessGroup(label, attachment, options.timeout(), options.stallTime());
     }
 }

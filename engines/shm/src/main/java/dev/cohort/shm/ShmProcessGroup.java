@@ -1,8 +1,7 @@
 package dev.cohort.shm;
 
-import dev.cohort.runtime.CallQueue;
-
 import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.CallQueue;
 import dev.cohort.api.collective.BufferAllocator;
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveMismatchException;
@@ -10,6 +9,10 @@ import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.OpKind;
 import dev.cohort.runtime.SignatureWords;
 import dev.cohort.api.collective.Work;
+import dev.cohort.shm.kernels.ReduceArgs;
+import dev.cohort.shm.kernels.ReduceKernels;
+import dev.cohort.shm.region.ShmAttachment;
+import dev.cohort.shm.region.ShmLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -18,7 +21,7 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * A {@link dev.cohort.api.collective.ProcessGroup} over one {@link ShmRegion}.
+ * A {@link dev.cohort.api.collective.ProcessGroup} over one {@link ShmAttachment} (laid out as {@link ShmLayout} says).
  *
  * <p><b>Execution.</b> Calls run one at a time in issue order through a {@link CallQueue}: mostly
  * on the thread that awaits them, so {@code allreduce(..).await()} costs no thread hand-off,
@@ -75,17 +78,19 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private static final long ALIGN = 64;
 
     private final String label;
-    private final ShmRegion region;
+    /** The prefix of this group's messages (see {@link #who()}). */
+    private final String who;
+    private final ShmAttachment attachment;
+    private final ShmLayout layout;
     private final SpinBarrier barrier;
     private final long segment;
     private final int n;
     private final int me;
     private final CallQueue queue;
-    private final long[] terms;
+    /** The operands of the reduction being run (under the runner lock). */
+    private final ReduceArgs reduce;
     /** Scratch for the signature words of the call being started (under the runner lock). */
     private final long[] words = new long[SignatureWords.WORDS];
-    /** The peers' buffers but the first, for an in-place allreduce's results (null with two ranks). */
-    private final long[] morePeerBuffers;
     /** Tags of in-place allreduces differ from the copying ones' by this. */
     static final long IN_PLACE = 0x5BD1E9955BD1E995L;
     /** This rank's arena, or null when --shm-arena-mib is 0. */
@@ -110,20 +115,21 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private final MemorySegment[] segments = new MemorySegment[4];
     private int nextWrapped;
 
-    ShmProcessGroup(String label, ShmRegion region, Duration timeout, Duration stallTime) {
-        super(region.rank, region.size, timeout);
+    ShmProcessGroup(String label, ShmAttachment attachment, Duration timeout, Duration stallTime) {
+        super(attachment.rank(), attachment.layout().size(), timeout);
         this.label = label;
-        this.region = region;
-        this.barrier = new SpinBarrier(region, stallTime);
-        this.segment = region.segmentBytes;
-        this.n = region.size;
-        this.me = region.rank;
-        this.terms = new long[n];
-        this.morePeerBuffers = n > 2 ? new long[n - 2] : null;
-        this.arena = region.arenaBytes > 0 ? new ShmArena(region) : null;
-        compileKernelsOnce(region);
+        this.who = label + " " + super.who();
+        this.attachment = attachment;
+        this.layout = attachment.layout();
+        this.barrier = new SpinBarrier(layout, attachment.rank(), stallTime);
+        this.segment = layout.segmentBytes();
+        this.n = layout.size();
+        this.me = attachment.rank();
+        this.reduce = new ReduceArgs(n).ranks(n, me);
+        this.arena = layout.arenaBytes() > 0 ? new ShmArena(attachment) : null;
+        compileKernelsOnce(attachment);
         this.queue = new CallQueue("cohort-shm-" + label.replace(' ', '-') + "-rank-" + me,
-                c -> "waiting for rank(s) " + barrier.missing(), e -> region.abort());
+                c -> "waiting for rank(s) " + barrier.missing(), e -> attachment.abort());
     }
 
     private static final AtomicBoolean KERNELS_COMPILED = new AtomicBoolean();
@@ -131,15 +137,20 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     static final long COMPILE_BUDGET_NS = 2_000_000_000L;
 
     /** Before the first group's first call: the reduction kernels, compiled (this rank's slot is scratch until then). */
-    private static void compileKernelsOnce(ShmRegion region) {
+    private static void compileKernelsOnce(ShmAttachment attachment) {
+        ShmLayout layout = attachment.layout();
         if (KERNELS_COMPILED.compareAndSet(false, true)) {
-            ReduceKernels.compileFloatKernels(region.memory, region.slot(region.rank, 0), region.size, COMPILE_BUDGET_NS);
+            ReduceKernels.compileFloatKernels(layout.memory(), layout.slot(attachment.rank(), 0), layout.size(), COMPILE_BUDGET_NS);
         }
     }
 
+    /**
+     * "shm world rank 0 of 2": built once, here, because every call's {@link CallQueue.Call} holds
+     * it for its messages (which are built only when they are needed).
+     */
     @Override
     protected String who() {
-        return label + " " + super.who();
+        return who;
     }
 
     /** This rank's arena: allreduces of buffers allocated there copy nothing. */
@@ -169,12 +180,12 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     protected void release() {
         queue.close(() -> {
             if (me == 0) {
-                region.deleteIfOurs();
+                attachment.deleteIfOurs();
             }
             if (arena != null) {
                 arena.close();
             }
-            region.close();
+            attachment.close();
             Arrays.fill(wrapped, null);
             Arrays.fill(segments, null);
         });
@@ -189,9 +200,9 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         long inArena = user != null && arena != null ? arena.offsetOf(user) : -1;
         tag = inArena >= 0 ? tag(c) ^ IN_PLACE : tag(c);
         if (inArena >= 0) {
-            region.memory.set(ValueLayout.JAVA_LONG, region.bufferAtOffset(me, c.sequence()), inArena);
+            layout.memory().set(ValueLayout.JAVA_LONG, layout.bufferAtOffset(me, c.sequence()), inArena);
         }
-        region.memory.set(ValueLayout.JAVA_LONG, region.tagOffset(me, c.sequence()), tag);
+        layout.memory().set(ValueLayout.JAVA_LONG, layout.tagOffset(me, c.sequence()), tag);
         switch (c.kind()) {
             case ALLREDUCE -> {
                 if (inArena >= 0) {
@@ -227,8 +238,8 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         barrier.await(t.deadline(), t.timeoutNanos(), context);
         if (first) {
             for (int j = 0; j < n; j++) {
-                long theirs = region.memory.get(ValueLayout.JAVA_LONG,
-                        region.tagOffset(j, t.collective().sequence()));
+                long theirs = layout.memory().get(ValueLayout.JAVA_LONG,
+                        layout.tagOffset(j, t.collective().sequence()));
                 if (theirs == (tag ^ IN_PLACE)) {
                     boolean mineInArena = tag != tag(t.collective());
                     throw new CollectiveMismatchException(t.describe() + ": rank " + j + "'s buffer is "
@@ -287,7 +298,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             return;
         }
         int e = data.dataType().byteSize();
-        MemorySegment shm = region.memory;
+        MemorySegment shm = layout.memory();
         long bytes = count * e;
         if (bytes <= FLAT_MAX_BYTES && bytes <= segment) {
             allreduceFlat(t, user, count, bytes);
@@ -299,7 +310,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             long s0 = k * full;
             long len = Math.min(full, count - s0);
             int q = stage(k);
-            long mine = region.slot(me, q);
+            long mine = layout.slot(me, q);
             for (int j = 0; j < n; j++) {
                 if (j != me) {
                     long lo = partLo(full, len, j, e);
@@ -314,10 +325,10 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             long lo = partLo(full, len, me, e);
             long hi = partLo(full, len, me + 1, e);
             for (int j = 0; j < n; j++) {
-                terms[j] = region.slot(j, q) + lo * e;
+                reduce.term(j, layout.slot(j, q) + lo * e);
             }
-            ReduceKernels.reduce(data.dataType(), t.collective().op(), n, me, user, (s0 + lo) * e, shm, terms, hi - lo,
-                    user, (s0 + lo) * e, resultSlot(me, q) + lo * e, null);
+            ReduceKernels.reduce(reduce.op(data.dataType(), t.collective().op()).shm(shm).own(user, (s0 + lo) * e)
+                    .count(hi - lo).out(user, (s0 + lo) * e).noResults().addResult(resultSlot(me, q) + lo * e));
         }
         sync(t, false);
         copyResults(user, nseg - 1, full, count, e);
@@ -326,15 +337,15 @@ final class ShmProcessGroup extends AbstractProcessGroup {
 
     /** A small allreduce with one barrier (see the class comment). */
     private void allreduceFlat(CallQueue.Call t, MemorySegment user, long count, long bytes) {
-        MemorySegment shm = region.memory;
+        MemorySegment shm = layout.memory();
         int q = stage(0);
-        copy(user, 0, shm, region.slot(me, q), bytes);
+        copy(user, 0, shm, layout.slot(me, q), bytes);
         sync(t, true);
         for (int j = 0; j < n; j++) {
-            terms[j] = region.slot(j, q);
+            reduce.term(j, layout.slot(j, q));
         }
-        ReduceKernels.reduce(t.collective().input().dataType(), t.collective().op(), n, me, user, 0, shm, terms, count,
-                user, 0, -1, null);
+        ReduceKernels.reduce(reduce.op(t.collective().input().dataType(), t.collective().op()).shm(shm).own(user, 0)
+                .count(count).out(user, 0).noResults());
         ring += 1;
     }
 
@@ -350,24 +361,26 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         MemorySegment shared = arena.memory();
         long lo = partLo(count, count, me, e);
         long hi = partLo(count, count, me + 1, e);
-        long firstPeer = -1;
-        for (int j = 0, p = 0; j < n; j++) {
-            long at = j == me ? mine : region.memory.get(ValueLayout.JAVA_LONG, region.bufferAtOffset(j, t.collective().sequence()));
-            terms[j] = arena.areaOffset(j) + at + lo * e;
-            if (j != me && firstPeer < 0) {
-                firstPeer = terms[j];
-            } else if (j != me) {
-                morePeerBuffers[p++] = terms[j];
+        reduce.noResults();
+        long own = -1;
+        for (int j = 0; j < n; j++) {
+            long at = j == me ? mine : layout.memory().get(ValueLayout.JAVA_LONG, layout.bufferAtOffset(j, t.collective().sequence()));
+            long term = arena.areaOffset(j) + at + lo * e;
+            reduce.term(j, term);
+            if (j == me) {
+                own = term;
+            } else {
+                reduce.addResult(term);   // every peer's buffer, the first one first
             }
         }
-        ReduceKernels.reduce(data.dataType(), t.collective().op(), n, me, shared, terms[me], shared, terms, hi - lo,
-                shared, terms[me], firstPeer, morePeerBuffers);
+        ReduceKernels.reduce(reduce.op(data.dataType(), t.collective().op()).shm(shared).own(shared, own)
+                .count(hi - lo).out(shared, own));
         sync(t, false);
     }
 
     /** Where the rank that reduces part {@code owner} leaves its result (see the class comment). */
     private long resultSlot(int owner, int q) {
-        return region.slot(n == 2 ? 1 - owner : owner, q);
+        return layout.slot(n == 2 ? 1 - owner : owner, q);
     }
 
     private void copyResults(MemorySegment user, long k, long full, long count, int e) {
@@ -378,7 +391,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             if (j != me) {
                 long lo = partLo(full, len, j, e);
                 long hi = partLo(full, len, j + 1, e);
-                copy(region.memory, resultSlot(j, q) + lo * e, user, (s0 + lo) * e, (hi - lo) * e);
+                copy(layout.memory(), resultSlot(j, q) + lo * e, user, (s0 + lo) * e, (hi - lo) * e);
             }
         }
     }
@@ -394,14 +407,14 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         int e = input.dataType().byteSize();
         MemorySegment in = segmentOf(input);
         MemorySegment out = segmentOf(output);
-        MemorySegment shm = region.memory;
+        MemorySegment shm = layout.memory();
         long per = Math.max(ALIGN / e, segment / n / ALIGN * ALIGN / e);   // elements of one block per segment
         long nseg = (block + per - 1) / per;
         for (long k = 0; k < nseg; k++) {
             long s0 = k * per;
             long len = Math.min(per, block - s0);
             int q = stage(k);
-            long mine = region.slot(me, q);
+            long mine = layout.slot(me, q);
             for (int j = 0; j < n; j++) {
                 if (j != me) {
                     copy(in, (j * block + s0) * e, shm, mine + j * per * e, len * e);
@@ -409,10 +422,10 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             }
             sync(t, k == 0);
             for (int j = 0; j < n; j++) {
-                terms[j] = region.slot(j, q) + me * per * e;
+                reduce.term(j, layout.slot(j, q) + me * per * e);
             }
-            ReduceKernels.reduce(input.dataType(), t.collective().op(), n, me, in, (me * block + s0) * e, shm, terms, len,
-                    out, s0 * e, -1, null);
+            ReduceKernels.reduce(reduce.op(input.dataType(), t.collective().op()).shm(shm).own(in, (me * block + s0) * e)
+                    .count(len).out(out, s0 * e).noResults());
         }
         ring += nseg;
     }
@@ -432,13 +445,13 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         for (long k = 0; k < nseg; k++) {
             long s0 = k * full;
             long len = Math.min(full, count - s0);
-            long at = region.slot(root, stage(k));
+            long at = layout.slot(root, stage(k));
             if (me == root) {
-                copy(user, s0 * e, region.memory, at, len * e);
+                copy(user, s0 * e, layout.memory(), at, len * e);
             }
             sync(t, k == 0);
             if (me != root) {
-                copy(region.memory, at, user, s0 * e, len * e);
+                copy(layout.memory(), at, user, s0 * e, len * e);
             }
         }
         ring += nseg;
@@ -472,13 +485,13 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             int q = stage(k);
             long mineLen = Math.max(0, Math.min(full, counts[me] - s0));
             if (mineLen > 0) {
-                copy(in, s0 * e, region.memory, region.slot(me, q), mineLen * e);
+                copy(in, s0 * e, layout.memory(), layout.slot(me, q), mineLen * e);
             }
             sync(t, k == 0);
             for (int j = 0; j < n; j++) {
                 long len = Math.max(0, Math.min(full, counts[j] - s0));
                 if (j != me && len > 0) {
-                    copy(region.memory, region.slot(j, q), out, (offsets[j] + s0) * e, len * e);
+                    copy(layout.memory(), layout.slot(j, q), out, (offsets[j] + s0) * e, len * e);
                 }
             }
         }

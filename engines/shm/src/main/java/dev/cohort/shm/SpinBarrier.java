@@ -2,6 +2,7 @@ package dev.cohort.shm;
 
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
+import dev.cohort.shm.region.ShmLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,32 +41,34 @@ final class SpinBarrier {
         long tag();
     }
 
-    private final ShmRegion region;
+    private final ShmLayout layout;
+    private final int rank;
     private final long stallNanos;
     private final ProcessHandle[] peers;
     private final long[] pids;
     private long phase;
     private long stallReportedFor = -1;
 
-    SpinBarrier(ShmRegion region, Duration stallTime) {
-        this.region = region;
+    SpinBarrier(ShmLayout layout, int rank, Duration stallTime) {
+        this.layout = layout;
+        this.rank = rank;
         this.stallNanos = stallTime.toNanos();
-        int n = region.size;
+        int n = layout.size();
         this.peers = new ProcessHandle[n];
         this.pids = new long[n];
         for (int r = 0; r < n; r++) {
-            pids[r] = region.pid(r);
+            pids[r] = layout.pid(r);
             peers[r] = ProcessHandle.of(pids[r]).orElse(null);
         }
-        this.phase = (long) ShmRegion.LONG.getAcquire(region.memory, region.counterOffset(region.rank));
+        this.phase = (long) ShmLayout.LONG.getAcquire(layout.memory(), layout.counterOffset(rank));
     }
 
     /** Enters the next phase and waits until every rank has entered it. */
     void await(long deadlineNanos, long timeoutNanos, Context context) {
         long p = ++phase;
-        ShmRegion.LONG.setRelease(region.memory, region.counterOffset(region.rank), p);
-        for (int j = 0; j < region.size; j++) {
-            if (j != region.rank && (long) ShmRegion.LONG.getAcquire(region.memory, region.counterOffset(j)) < p) {
+        ShmLayout.LONG.setRelease(layout.memory(), layout.counterOffset(rank), p);
+        for (int j = 0; j < layout.size(); j++) {
+            if (j != rank && (long) ShmLayout.LONG.getAcquire(layout.memory(), layout.counterOffset(j)) < p) {
                 waitFor(j, p, deadlineNanos, timeoutNanos, context);
             }
         }
@@ -84,8 +87,8 @@ final class SpinBarrier {
      * written once, on failure, so reading them costs a cache hit.
      */
     void checkNoneAbandoned(Context context) {
-        for (int j = 0; j < region.size; j++) {
-            if (j != region.rank && region.abortFlag(j) != 0) {
+        for (int j = 0; j < layout.size(); j++) {
+            if (j != rank && layout.abortFlag(j) != 0) {
                 throw abandoned(j, context);
             }
         }
@@ -99,8 +102,8 @@ final class SpinBarrier {
     /** Ranks that have not reached the current phase (for messages). */
     List<Integer> missing() {
         List<Integer> m = new ArrayList<>();
-        for (int j = 0; j < region.size; j++) {
-            if (j != region.rank && (long) ShmRegion.LONG.getAcquire(region.memory, region.counterOffset(j)) < phase) {
+        for (int j = 0; j < layout.size(); j++) {
+            if (j != rank && (long) ShmLayout.LONG.getAcquire(layout.memory(), layout.counterOffset(j)) < phase) {
                 m.add(j);
             }
         }
@@ -111,8 +114,8 @@ final class SpinBarrier {
         long start = 0;
         long nextCheck = 0;
         int spins = 0;
-        long off = region.counterOffset(j);
-        while ((long) ShmRegion.LONG.getAcquire(region.memory, off) < p) {
+        long off = layout.counterOffset(j);
+        while ((long) ShmLayout.LONG.getAcquire(layout.memory(), off) < p) {
             Thread.onSpinWait();
             if ((++spins & 255) != 0) {
                 continue;
@@ -145,7 +148,7 @@ final class SpinBarrier {
                 throw new CollectiveException(context.describe() + ": lost peer rank " + j + " (pid " + pids[j]
                         + "): its process died while this rank waited for it");
             }
-            if (region.abortFlag(j) != 0) {
+            if (layout.abortFlag(j) != 0) {
                 throw abandoned(j, context);
             }
         }
@@ -171,7 +174,7 @@ final class SpinBarrier {
         List<Integer> notReached = new ArrayList<>();
         List<Integer> inside = new ArrayList<>();
         for (int j : missing) {
-            long theirs = (long) ShmRegion.LONG.getAcquire(region.memory, region.tagOffset(j, context.sequence()));
+            long theirs = (long) ShmLayout.LONG.getAcquire(layout.memory(), layout.tagOffset(j, context.sequence()));
             boolean started = theirs == context.tag() || theirs == (context.tag() ^ ShmProcessGroup.IN_PLACE);
             (started ? inside : notReached).add(j);
         }

@@ -11,6 +11,8 @@ import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.api.collective.Work;
 import dev.cohort.testkit.ConformanceSuite;
 import dev.cohort.runtime.SharedMemoryFiles;
+import dev.cohort.shm.region.ShmAttachment;
+import dev.cohort.shm.region.ShmLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -253,8 +255,8 @@ class ShmThreadsTest {
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aStallReportTellsPeersThatHaveNotStartedTheOperationFromThoseStuckInsideIt() throws Exception {
         String run = "stall-" + ProcessHandle.current().pid();
-        List<ShmRegion> regions = onRanks(3, r -> ShmRegion.attach(SharedMemoryFiles.path(env(run, r, 3, 3)), r, 3,
-                4096, 0, Duration.ofSeconds(20), "rank " + r));
+        List<ShmAttachment> regions = onRanks(3, r -> ShmAttachment.attach(SharedMemoryFiles.path(env(run, r, 3, 3)), r,
+                new ShmLayout(3, 4096, 0), Duration.ofSeconds(20), "rank " + r));
         try {
             SpinBarrier.Context allreduce3 = new SpinBarrier.Context() {
                 @Override public String describe() { return "shm world rank 0 of 3: allreduce #3 (float32[8] SUM)"; }
@@ -264,15 +266,15 @@ class ShmThreadsTest {
             };
             // Rank 1 published the tag of #1 in #3's slot (it has not started #3); rank 2 published #3's
             // (it started it, in place, and stopped inside).
-            ShmRegion.LONG.setRelease(regions.get(1).memory, regions.get(1).tagOffset(1, 3), 0x9876L);
-            ShmRegion.LONG.setRelease(regions.get(2).memory, regions.get(2).tagOffset(2, 3), 0x1234L ^ ShmProcessGroup.IN_PLACE);
-            String report = new SpinBarrier(regions.get(0), Duration.ofMillis(1500))
+            ShmLayout.LONG.setRelease(regions.get(1).layout().memory(), regions.get(1).layout().tagOffset(1, 3), 0x9876L);
+            ShmLayout.LONG.setRelease(regions.get(2).layout().memory(), regions.get(2).layout().tagOffset(2, 3), 0x1234L ^ ShmProcessGroup.IN_PLACE);
+            String report = new SpinBarrier(regions.get(0).layout(), 0, Duration.ofMillis(1500))
                     .reportStall(allreduce3, List.of(1, 2), Duration.ofSeconds(6).toNanos());
             assertThat(report).isEqualTo("cohort: shm world rank 0 of 3: allreduce #3 (float32[8] SUM) has waited 1.5 s; "
                     + "rank(s) [1] have not reached it (stopped, slow or gone?); rank(s) [2] started it but have not "
                     + "reached this step (stopped or slow?); it fails at its timeout (6 s)");
         } finally {
-            regions.forEach(ShmRegion::close);
+            regions.forEach(ShmAttachment::close);
         }
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }

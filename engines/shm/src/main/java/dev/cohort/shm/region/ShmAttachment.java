@@ -1,10 +1,23 @@
-package dev.cohort.shm;
+package dev.cohort.shm.region;
 
+import static dev.cohort.shm.region.ShmLayout.HEADER_BYTES;
+import static dev.cohort.shm.region.ShmLayout.H_ARENA;
+import static dev.cohort.shm.region.ShmLayout.H_ATTACHED;
+import static dev.cohort.shm.region.ShmLayout.H_CREATOR;
+import static dev.cohort.shm.region.ShmLayout.H_MAGIC;
+import static dev.cohort.shm.region.ShmLayout.H_SEGMENT;
+import static dev.cohort.shm.region.ShmLayout.H_TOTAL;
+import static dev.cohort.shm.region.ShmLayout.H_VERSION;
+import static dev.cohort.shm.region.ShmLayout.H_WORLD;
+import static dev.cohort.shm.region.ShmLayout.LONG;
+import static dev.cohort.shm.region.ShmLayout.MAGIC;
+import static dev.cohort.shm.region.ShmLayout.VERSION;
+
+import dev.cohort.shm.ShmConnectException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.VarHandle;
 import java.nio.channels.FileChannel;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
@@ -18,29 +31,13 @@ import java.util.Objects;
 import java.util.Optional;
 
 /**
- * One group's shared mapping of a {@code /dev/shm} file, and how the ranks of the host attach to
- * it.
- *
- * <p>Layout (byte offsets; {@code n} ranks, {@code S} segment bytes, {@code A} arena bytes):
- * <pre>
- *   [0, 4096)            header: magic, version, world size, segment bytes, total bytes,
- *                        creator pid, attach count, arena bytes
- *   CONTROL + 128 r      rank r's line: barrier counter, operation tags (by sequence parity)
- *   INFO + 64 r          rank r's pid and abort flag (read only on the slow path), where the
- *                        buffer of its in-place allreduce lies in its arena (by sequence parity)
- *   DATA + r * STRIDE    rank r's slot: two pipeline stages of S bytes each
- *   ARENAS + r * (A + 4 KiB)  rank r's arena (see {@link ShmArena}); absent when A is 0
- * </pre>
- * Each rank's counter has its own 128-byte line, so a rank's release-store invalidates no line
- * another rank writes. Nothing but the tag and the counter is written to that line per operation:
- * the peers spin on it, and each store to it while they do costs a cache-line round trip (a
- * stall report tells who started an operation from the tags, not from a counter of its own). Slots are {@code 2S + 4 KiB} apart, arenas {@code A + 4 KiB}: power-of-two
- * distances between buffers read together alias in the caches (the prototype measured 20x at
- * 2^28 bytes).
+ * This rank's attachment to one group's shared mapping of a {@code /dev/shm} file: how the ranks
+ * of the host create, map, validate and join it, and who owns the mapping afterwards. Where
+ * things lie in it is {@link ShmLayout}'s.
  *
  * <p>The file has two mappings: the header, control lines and slots with an arena that
  * {@link #close()} unmaps, and the arenas with an automatic one, unmapped only once no buffer
- * handed out from them is reachable (native tensors may wrap them; see {@link ShmArena}). The
+ * handed out from them is reachable (native tensors may wrap them; see {@code ShmArena}). The
  * file's channel stays open while the group lives: the arena claims tmpfs pages by writing
  * through it, where a full {@code /dev/shm} is an {@link IOException}, not a SIGBUS.
  *
@@ -51,119 +48,50 @@ import java.util.Optional;
  * pid slot (a taken slot means two jobs collided) and counts itself in; the last one to arrive
  * unlinks the file, so from then on nothing is left behind even if every rank is killed.
  */
-final class ShmRegion implements AutoCloseable {
+public final class ShmAttachment implements AutoCloseable {
 
-    static final long MAGIC = 0x434F484F52545348L;   // "COHORTSH"
-    static final long VERSION = 2;
-
-    private static final long H_MAGIC = 0;
-    private static final long H_VERSION = 8;
-    private static final long H_WORLD = 16;
-    private static final long H_SEGMENT = 24;
-    private static final long H_TOTAL = 32;
-    private static final long H_CREATOR = 40;
-    private static final long H_ATTACHED = 48;
-    private static final long H_ARENA = 56;
-    static final long HEADER_BYTES = 4096;
-    static final long CONTROL = HEADER_BYTES;
-    static final long CONTROL_STRIDE = 128;
-    static final long TAG = 8;
-    static final long INFO_STRIDE = 64;
-    static final long ABORT = 8;
-    static final long BUFFER_AT = 16;
-
-    static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
-
-    final MemorySegment memory;
-    final Path path;
-    final int rank;
-    final int size;
-    final long segmentBytes;
-    final long info;
-    final long data;
-    final long slotStride;
-    final long arenaBytes;
-    final long arenaStride;
-    /** All ranks' arenas (null when {@code arenaBytes} is 0), mapped by an automatic arena. */
-    final MemorySegment arenas;
-    final FileChannel channel;
+    private final ShmLayout layout;
+    private final Path path;
+    private final int rank;
+    private final FileChannel channel;
     private final Arena arena;
     private final Object fileKey;
 
-    private ShmRegion(Arena arena, MemorySegment memory, FileChannel channel, Path path, Object fileKey, int rank,
-                      int size, long segmentBytes, long arenaBytes) throws IOException {
+    private ShmAttachment(Arena arena, MemorySegment memory, FileChannel channel, Path path, Object fileKey, int rank,
+                          ShmLayout layout) throws IOException {
         this.arena = arena;
-        this.memory = memory;
         this.channel = channel;
         this.path = path;
         this.fileKey = fileKey;
         this.rank = rank;
-        this.size = size;
-        this.segmentBytes = segmentBytes;
-        this.info = infoOffset(size);
-        this.data = dataOffset(size);
-        this.slotStride = 2 * segmentBytes + 4096;
-        this.arenaBytes = arenaBytes;
-        this.arenaStride = arenaStride(arenaBytes);
-        this.arenas = arenaBytes == 0 ? null : channel.map(FileChannel.MapMode.READ_WRITE,
-                arenasOffset(size, segmentBytes), size * arenaStride, Arena.ofAuto());
+        this.layout = layout.wrap(memory, layout.arenaBytes() == 0 ? null : channel.map(FileChannel.MapMode.READ_WRITE,
+                layout.arenasOffset(), layout.size() * layout.arenaStride(), Arena.ofAuto()));
     }
 
-    static long infoOffset(int size) {
-        return align(CONTROL + size * CONTROL_STRIDE, 4096);
+    /** The mapping, as a layout. */
+    public ShmLayout layout() {
+        return layout;
     }
 
-    static long dataOffset(int size) {
-        return align(infoOffset(size) + size * INFO_STRIDE, 4096);
+    /** This rank in the group. */
+    public int rank() {
+        return rank;
     }
 
-    /** Where the arenas start in the file. */
-    static long arenasOffset(int size, long segmentBytes) {
-        return align(dataOffset(size) + size * (2 * segmentBytes + 4096), 4096);
+    /** The file (unlinked once every rank attached). */
+    public Path path() {
+        return path;
     }
 
-    static long arenaStride(long arenaBytes) {
-        return arenaBytes == 0 ? 0 : arenaBytes + 4096;
-    }
-
-    static long totalBytes(int size, long segmentBytes, long arenaBytes) {
-        return arenasOffset(size, segmentBytes) + size * arenaStride(arenaBytes);
-    }
-
-    static long align(long x, long a) {
-        return (x + a - 1) & -a;
-    }
-
-    /** The offset of stage {@code stage} (0 or 1) of rank {@code r}'s slot. */
-    long slot(int r, int stage) {
-        return data + r * slotStride + stage * segmentBytes;
-    }
-
-    long counterOffset(int r) {
-        return CONTROL + r * CONTROL_STRIDE;
-    }
-
-    long tagOffset(int r, long sequence) {
-        return CONTROL + r * CONTROL_STRIDE + TAG + 8 * (sequence & 1);
-    }
-
-    /** Where rank r publishes the offset of its in-place allreduce buffer in its arena. */
-    long bufferAtOffset(int r, long sequence) {
-        return info + r * INFO_STRIDE + BUFFER_AT + 8 * (sequence & 1);
-    }
-
-    long pid(int r) {
-        return (long) LONG.getAcquire(memory, info + r * INFO_STRIDE);
-    }
-
-    long abortFlag(int r) {
-        return (long) LONG.getAcquire(memory, info + r * INFO_STRIDE + ABORT);
+    /** The file's channel, open while the group lives (the arena claims pages through it). */
+    public FileChannel channel() {
+        return channel;
     }
 
     /** Tells the peers this rank gave up on the group, so they fail at once instead of at their timeout. */
-    void abort() {
+    public void abort() {
         try {
-            LONG.setRelease(memory, info + rank * INFO_STRIDE + ABORT, 1L);
+            layout.abort(rank);
         } catch (IllegalStateException closed) {
             // already unmapped
         }
@@ -173,12 +101,9 @@ final class ShmRegion implements AutoCloseable {
      * Creates (local rank 0) or opens the mapping at {@code path} and attaches this rank, waiting
      * at most {@code timeout} for the file and for every rank to attach.
      */
-    static ShmRegion attach(Path path, int rank, int size, long segmentBytes, long arenaBytes, Duration timeout,
-                            String who) {
+    public static ShmAttachment attach(Path path, int rank, ShmLayout layout, Duration timeout, String who) {
         long deadline = System.nanoTime() + timeout.toNanos();
-        long total = totalBytes(size, segmentBytes, arenaBytes);
-        ShmRegion region = rank == 0 ? create(path, size, segmentBytes, arenaBytes, total, deadline, who)
-                : open(path, rank, size, segmentBytes, arenaBytes, total, deadline, who);
+        ShmAttachment region = rank == 0 ? create(path, layout, deadline, who) : open(path, rank, layout, deadline, who);
         try {
             region.join(deadline, timeout, who);
             return region;
@@ -189,8 +114,8 @@ final class ShmRegion implements AutoCloseable {
         }
     }
 
-    private static ShmRegion create(Path path, int size, long segmentBytes, long arenaBytes, long total, long deadline,
-                                    String who) {
+    private static ShmAttachment create(Path path, ShmLayout layout, long deadline, String who) {
+        long total = layout.totalBytes();
         long self = ProcessHandle.current().pid();
         for (int attempt = 0; ; attempt++) {
             try {
@@ -217,14 +142,14 @@ final class ShmRegion implements AutoCloseable {
             ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
             Object key = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
             // Maps (and so extends the file, sparsely) up to the arenas; the arenas' own mapping extends it to total.
-            MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, arenasOffset(size, segmentBytes), arena);
-            ShmRegion region = new ShmRegion(arena, m, ch, path, key, 0, size, segmentBytes, arenaBytes);
+            MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, layout.arenasOffset(), arena);
+            ShmAttachment region = new ShmAttachment(arena, m, ch, path, key, 0, layout);
             m.set(ValueLayout.JAVA_LONG, H_VERSION, VERSION);
-            m.set(ValueLayout.JAVA_LONG, H_WORLD, size);
-            m.set(ValueLayout.JAVA_LONG, H_SEGMENT, segmentBytes);
+            m.set(ValueLayout.JAVA_LONG, H_WORLD, layout.size());
+            m.set(ValueLayout.JAVA_LONG, H_SEGMENT, layout.segmentBytes());
             m.set(ValueLayout.JAVA_LONG, H_TOTAL, total);
             m.set(ValueLayout.JAVA_LONG, H_CREATOR, self);
-            m.set(ValueLayout.JAVA_LONG, H_ARENA, arenaBytes);
+            m.set(ValueLayout.JAVA_LONG, H_ARENA, layout.arenaBytes());
             LONG.setRelease(m, H_MAGIC, MAGIC);
             return region;
         } catch (IOException | RuntimeException e) {
@@ -235,8 +160,8 @@ final class ShmRegion implements AutoCloseable {
         }
     }
 
-    private static ShmRegion open(Path path, int rank, int size, long segmentBytes, long arenaBytes, long total,
-                                  long deadline, String who) {
+    private static ShmAttachment open(Path path, int rank, ShmLayout layout, long deadline, String who) {
+        long total = layout.totalBytes();
         String lastState = "the file does not exist";
         while (true) {
             if (System.nanoTime() - deadline > 0) {
@@ -255,12 +180,12 @@ final class ShmRegion implements AutoCloseable {
                     try (Arena header = Arena.ofConfined()) {
                         MemorySegment h = ch.map(FileChannel.MapMode.READ_ONLY, 0, HEADER_BYTES, header);
                         mismatch = (long) LONG.getAcquire(h, H_MAGIC) != MAGIC ? ""
-                                : mismatch(h, size, segmentBytes, arenaBytes, total);
+                                : mismatch(h, layout.size(), layout.segmentBytes(), layout.arenaBytes(), total);
                     }
                     if (mismatch == null && ch.size() >= total) {
                         arena = Arena.ofShared();
-                        MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, arenasOffset(size, segmentBytes), arena);
-                        ShmRegion region = new ShmRegion(arena, m, ch, path, key, rank, size, segmentBytes, arenaBytes);
+                        MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, layout.arenasOffset(), arena);
+                        ShmAttachment region = new ShmAttachment(arena, m, ch, path, key, rank, layout);
                         ch = null;      // the region owns them now
                         arena = null;
                         return region;
@@ -308,8 +233,9 @@ final class ShmRegion implements AutoCloseable {
     /** Claims this rank's pid slot, counts itself in (the last one unlinks the file), waits for all. */
     private void join(long deadline, Duration timeout, String who) {
         long self = ProcessHandle.current().pid();
-        long pidAt = info + rank * INFO_STRIDE;
-        long previous = (long) LONG.compareAndExchange(memory, pidAt, 0L, self);
+        MemorySegment memory = layout.memory();
+        int size = layout.size();
+        long previous = (long) LONG.compareAndExchange(memory, layout.pidOffset(rank), 0L, self);
         if (previous != 0 && previous != self) {
             throw new ShmConnectException(who + ": rank " + rank + "'s slot in " + path + " is taken by pid " + previous
                     + "; two jobs on one host need different COHORT_RUN_ID or MASTER_PORT values");
@@ -319,7 +245,7 @@ final class ShmRegion implements AutoCloseable {
             deleteIfOurs();
         }
         for (int r = 0; r < size; r++) {
-            while (pid(r) == 0) {
+            while (layout.pid(r) == 0) {
                 if (System.nanoTime() - deadline > 0) {
                     throw new ShmConnectException(who + ": rank " + r + " did not attach to " + path + " within "
                             + timeout + " (is it started, on this host, with the same COHORT_RUN_ID, and does it run "
@@ -335,7 +261,7 @@ final class ShmRegion implements AutoCloseable {
     }
 
     /** Unlinks the file if the name still refers to the file this rank mapped. */
-    void deleteIfOurs() {
+    public void deleteIfOurs() {
         try {
             Object key = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
             if (Objects.equals(key, fileKey)) {
@@ -363,7 +289,7 @@ final class ShmRegion implements AutoCloseable {
         }
     }
 
-    static boolean alive(long pid) {
+    public static boolean alive(long pid) {
         return ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
     }
 

@@ -1,4 +1,4 @@
-package dev.cohort.shm;
+package dev.cohort.shm.kernels;
 
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.ReduceOp;
@@ -6,7 +6,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.Arrays;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
@@ -17,17 +16,21 @@ import jdk.incubator.vector.VectorSpecies;
  * Element-wise reductions over the ranks' operands with the Vector API (plain loops over
  * {@code MemorySegment} were not vectorized in the prototype and ran 2-3x slower).
  *
- * <p>The words: {@code count} elements are reduced; rank j's operand starts at byte
- * {@code terms[j]} of the mapping, except this rank's own ({@code self}), which is read from the
- * caller's memory {@code own} at {@code ownOff}. Operands are folded in rank order 0, 1, ..., n-1,
- * so the result does not depend on which rank computes it. The result goes to {@code out} at
- * {@code outOff} and, when {@code resultOff >= 0}, also to the mapping at {@code resultOff} and
- * at each offset in {@code moreResults} (null for none): where the other ranks copy it from, or,
- * for an allreduce in place, their own buffers. AVG sums and then divides by {@code n} (truncating for integers), on
- * the rank that reduces, so every rank copies the same bits. MIN and MAX follow
- * {@link Math#min}/{@link Math#max}, like the scalar tails.
+ * <p>The words are those of {@link ReduceArgs}. Operands are folded in rank order 0, 1, ..., n-1,
+ * so the result does not depend on which rank computes it. AVG sums and then divides by
+ * {@code n} (truncating for integers), on the rank that reduces, so every rank copies the same
+ * bits. MIN and MAX follow {@link Math#min}/{@link Math#max}, in the vectors as in the tails.
+ *
+ * <p>Shape: one dispatcher, one vector loop per element type (each type has its own species and
+ * vector class, and a loop over the abstract {@code Vector<E>} shared by four types would be
+ * megamorphic, so C2 would box every vector), and one scalar tail per kind of number for the
+ * elements past the last whole vector: int32 and int64 in {@code long} (two's complement
+ * arithmetic agrees in the low 32 bits; truncated before AVG divides), float32 and float64 in
+ * {@code double} (a float32 result rounded back to float after every operation: for +, *, / of
+ * two floats a double's 53 bits round to exactly the float result, so the bits are those of a
+ * float loop). The two-rank float32 SUM, the common case, has its own small kernels (see below).
  */
-final class ReduceKernels {
+public final class ReduceKernels {
 
     private static final ByteOrder NO = ByteOrder.nativeOrder();
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
@@ -39,37 +42,49 @@ final class ReduceKernels {
     private static final int MIN = 2;
     private static final int MAX = 3;
 
+    private static final VectorSpecies<Float> FLOATS = FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Double> DOUBLES = DoubleVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Integer> INTS = IntVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Long> LONGS = LongVector.SPECIES_PREFERRED;
+
     private ReduceKernels() {
     }
 
-    static void reduce(DataType type, ReduceOp op, int n, int self, MemorySegment own, long ownOff,
-                       MemorySegment shm, long[] terms, long count, MemorySegment out, long outOff, long resultOff, long[] moreResults) {
-        int opc = switch (op) {
+    /** Reduces as {@code a} says (see {@link ReduceArgs}); allocates nothing. */
+    public static void reduce(ReduceArgs a) {
+        int opc = switch (a.op) {
             case SUM, AVG -> SUM;
             case PRODUCT -> PRODUCT;
             case MIN -> MIN;
             case MAX -> MAX;
         };
-        boolean avg = op == ReduceOp.AVG && n > 1;
-        if (n == 2 && op == ReduceOp.SUM && type == DataType.FLOAT32 && moreResults == null) {
-            if (own == shm && out == shm && resultOff >= 0) {
-                sumTwoFloatsInPlace(shm, ownOff, terms[1 - self], count, outOff, resultOff);
+        boolean avg = a.op == ReduceOp.AVG && a.ranks > 1;
+        if (a.ranks == 2 && a.op == ReduceOp.SUM && a.type == DataType.FLOAT32 && a.resultCount <= 1) {
+            long resultOff = a.resultCount == 1 ? a.results[0] : -1;
+            MemorySegment shm = a.shm;
+            if (a.own == shm && a.out == shm && resultOff >= 0) {
+                sumTwoFloatsInPlace(shm, a.ownOffset, a.terms[1 - a.self], a.count, a.outOffset, resultOff);
                 return;
             }
-            if (own.isNative() && out.isNative() && own != shm) {
-                sumTwoFloats(own, ownOff, shm, terms[1 - self], count, out, outOff, resultOff);
+            if (a.own.isNative() && a.out.isNative() && a.own != shm) {
+                sumTwoFloats(a.own, a.ownOffset, shm, a.terms[1 - a.self], a.count, a.out, a.outOffset, resultOff);
                 return;
             }
         }
-        switch (type) {
-            case FLOAT32 -> reduceFloat(opc, avg, n, self, own, ownOff, shm, terms, count, out, outOff, resultOff, moreResults);
-            case FLOAT64 -> reduceDouble(opc, avg, n, self, own, ownOff, shm, terms, count, out, outOff, resultOff, moreResults);
-            case INT32 -> reduceInt(opc, avg, n, self, own, ownOff, shm, terms, count, out, outOff, resultOff, moreResults);
-            case INT64 -> reduceLong(opc, avg, n, self, own, ownOff, shm, terms, count, out, outOff, resultOff, moreResults);
+        long done = switch (a.type) {
+            case FLOAT32 -> floats(a, opc, avg);
+            case FLOAT64 -> doubles(a, opc, avg);
+            case INT32 -> ints(a, opc, avg);
+            case INT64 -> longs(a, opc, avg);
+        };
+        if (done < a.count) {
+            if (a.type == DataType.FLOAT32 || a.type == DataType.FLOAT64) {
+                floatingTail(a, opc, avg, done);
+            } else {
+                integralTail(a, opc, avg, done);
+            }
         }
     }
-
-    private static final VectorSpecies<Float> FLOATS = FloatVector.SPECIES_PREFERRED;
 
     /**
      * Runs the float32 kernels on scratch memory until C2 has compiled them, or until
@@ -84,19 +99,22 @@ final class ReduceKernels {
      *
      * @param shm the group's mapping; {@code [scratch, scratch + 3 KiB)} is this rank's to use
      */
-    static boolean compileFloatKernels(MemorySegment shm, long scratch, int n, long budgetNanos) {
+    public static boolean compileFloatKernels(MemorySegment shm, long scratch, int n, long budgetNanos) {
         int count = 256;
         long bytes = count * 4L;
         MemorySegment direct = MemorySegment.ofBuffer(ByteBuffer.allocateDirect((int) bytes * 2));
-        long[] terms = new long[Math.max(2, n)];
-        Arrays.fill(terms, scratch);
+        int ranks = Math.max(2, n);
+        ReduceArgs a = new ReduceArgs(ranks).op(DataType.FLOAT32, ReduceOp.SUM).shm(shm).count(count);
+        for (int j = 0; j < ranks; j++) {
+            a.term(j, scratch);
+        }
         long deadline = System.nanoTime() + budgetNanos;
         while (true) {
             for (int i = 0; i < 64; i++) {
-                runFloatKernels(direct, shm, scratch, bytes, terms, count);
+                runFloatKernels(a, direct, shm, scratch, bytes, count);
             }
             long t0 = System.nanoTime();
-            runFloatKernels(direct, shm, scratch, bytes, terms, count);
+            runFloatKernels(a, direct, shm, scratch, bytes, count);
             long took = System.nanoTime() - t0;
             if (took < 4_000) {   // 8 kernel calls over 1 KiB each: compiled, they take well under 1 us
                 return true;
@@ -107,16 +125,16 @@ final class ReduceKernels {
         }
     }
 
-    private static void runFloatKernels(MemorySegment direct, MemorySegment shm, long scratch, long bytes,
-                                        long[] terms, int count) {
+    private static void runFloatKernels(ReduceArgs a, MemorySegment direct, MemorySegment shm, long scratch,
+                                        long bytes, int count) {
         sumTwoFloats(direct, 0, shm, scratch, count, direct, bytes, -1);
         sumTwoFloats(direct, 0, shm, scratch, count, direct, bytes, scratch + bytes);
         sumTwoFloatsInPlace(shm, scratch + bytes, scratch, count, scratch + bytes, scratch + 2 * bytes);
-        reduceFloat(SUM, false, terms.length, 0, direct, 0, shm, terms, count, direct, bytes, -1, null);
-        reduceFloat(SUM, false, terms.length, 0, direct, 0, shm, terms, count, direct, bytes, scratch + bytes, null);
-        reduceFloat(SUM, false, terms.length, 1, shm, scratch, shm, terms, count, shm, scratch + 2 * bytes, -1, null);
-        reduceFloat(SUM, true, terms.length, 1, shm, scratch, shm, terms, count, shm, scratch + 2 * bytes,
-                scratch + bytes, null);
+        int n = a.terms.length;
+        floats(a.ranks(n, 0).own(direct, 0).out(direct, bytes).noResults(), SUM, false);
+        floats(a.addResult(scratch + bytes), SUM, false);
+        floats(a.ranks(n, 1).own(shm, scratch).out(shm, scratch + 2 * bytes).noResults(), SUM, false);
+        floats(a.addResult(scratch + bytes), SUM, true);
     }
 
     /*
@@ -192,16 +210,23 @@ final class ReduceKernels {
         }
     }
 
-    private static void reduceFloat(int opc, boolean avg, int n, int self, MemorySegment own, long ownOff,
-                                   MemorySegment shm, long[] terms, long count, MemorySegment out, long outOff,
-                                   long resultOff, long[] moreResults) {
-        VectorSpecies<Float> sp = FloatVector.SPECIES_PREFERRED;
-        int step = sp.length();
-        long upper = count - count % step;
+    /*
+     * The general vector loops, one per type; each returns how many elements it reduced (the whole
+     * vectors). The flyweight's fields are read into locals first: stores into native memory may
+     * alias any heap field as far as C2 knows, so fields read inside the loop would be re-read on
+     * every iteration. The own operand is loaded at its own call site, apart from the mapping's:
+     * a load site that meets two kinds of segment loses the intrinsics (see compileFloatKernels).
+     */
+
+    private static long floats(ReduceArgs a, int opc, boolean avg) {
+        VectorSpecies<Float> sp = FLOATS;
+        int n = a.ranks, self = a.self, results = a.resultCount;
+        long count = a.count, ownOff = a.ownOffset, outOff = a.outOffset;
+        MemorySegment own = a.own, shm = a.shm, out = a.out;
+        long[] terms = a.terms, at = a.results;
+        long upper = sp.loopBound(count);
         FloatVector divisor = FloatVector.broadcast(sp, (float) n);
-        long i = 0;
-        for (; i < upper; i += step) {
-            long b = i * 4L;
+        for (long b = 0, end = upper * 4; b < end; b += sp.vectorByteSize()) {
             FloatVector acc = self == 0 ? FloatVector.fromMemorySegment(sp, own, ownOff + b, NO)
                     : FloatVector.fromMemorySegment(sp, shm, terms[0] + b, NO);
             for (int j = 1; j < n; j++) {
@@ -218,52 +243,22 @@ final class ReduceKernels {
                 acc = acc.div(divisor);
             }
             acc.intoMemorySegment(out, outOff + b, NO);
-            if (resultOff >= 0) {
-                acc.intoMemorySegment(shm, resultOff + b, NO);
-            }
-            if (moreResults != null) {
-                for (long r : moreResults) {
-                    acc.intoMemorySegment(shm, r + b, NO);
-                }
+            for (int r = 0; r < results; r++) {
+                acc.intoMemorySegment(shm, at[r] + b, NO);
             }
         }
-        for (; i < count; i++) {
-            long b = i * 4L;
-            float acc = self == 0 ? own.get(F32, ownOff + b) : shm.get(F32, terms[0] + b);
-            for (int j = 1; j < n; j++) {
-                float t = j == self ? own.get(F32, ownOff + b) : shm.get(F32, terms[j] + b);
-                acc = switch (opc) {
-                    case SUM -> acc + t;
-                    case PRODUCT -> acc * t;
-                    case MIN -> Math.min(acc, t);
-                    default -> Math.max(acc, t);
-                };
-            }
-            if (avg) {
-                acc = acc / n;
-            }
-            out.set(F32, outOff + b, acc);
-            if (resultOff >= 0) {
-                shm.set(F32, resultOff + b, acc);
-            }
-            if (moreResults != null) {
-                for (long r : moreResults) {
-                    shm.set(F32, r + b, acc);
-                }
-            }
-        }
+        return upper;
     }
 
-    private static void reduceDouble(int opc, boolean avg, int n, int self, MemorySegment own, long ownOff,
-                                   MemorySegment shm, long[] terms, long count, MemorySegment out, long outOff,
-                                   long resultOff, long[] moreResults) {
-        VectorSpecies<Double> sp = DoubleVector.SPECIES_PREFERRED;
-        int step = sp.length();
-        long upper = count - count % step;
+    private static long doubles(ReduceArgs a, int opc, boolean avg) {
+        VectorSpecies<Double> sp = DOUBLES;
+        int n = a.ranks, self = a.self, results = a.resultCount;
+        long count = a.count, ownOff = a.ownOffset, outOff = a.outOffset;
+        MemorySegment own = a.own, shm = a.shm, out = a.out;
+        long[] terms = a.terms, at = a.results;
+        long upper = sp.loopBound(count);
         DoubleVector divisor = DoubleVector.broadcast(sp, (double) n);
-        long i = 0;
-        for (; i < upper; i += step) {
-            long b = i * 8L;
+        for (long b = 0, end = upper * 8; b < end; b += sp.vectorByteSize()) {
             DoubleVector acc = self == 0 ? DoubleVector.fromMemorySegment(sp, own, ownOff + b, NO)
                     : DoubleVector.fromMemorySegment(sp, shm, terms[0] + b, NO);
             for (int j = 1; j < n; j++) {
@@ -280,52 +275,22 @@ final class ReduceKernels {
                 acc = acc.div(divisor);
             }
             acc.intoMemorySegment(out, outOff + b, NO);
-            if (resultOff >= 0) {
-                acc.intoMemorySegment(shm, resultOff + b, NO);
-            }
-            if (moreResults != null) {
-                for (long r : moreResults) {
-                    acc.intoMemorySegment(shm, r + b, NO);
-                }
+            for (int r = 0; r < results; r++) {
+                acc.intoMemorySegment(shm, at[r] + b, NO);
             }
         }
-        for (; i < count; i++) {
-            long b = i * 8L;
-            double acc = self == 0 ? own.get(F64, ownOff + b) : shm.get(F64, terms[0] + b);
-            for (int j = 1; j < n; j++) {
-                double t = j == self ? own.get(F64, ownOff + b) : shm.get(F64, terms[j] + b);
-                acc = switch (opc) {
-                    case SUM -> acc + t;
-                    case PRODUCT -> acc * t;
-                    case MIN -> Math.min(acc, t);
-                    default -> Math.max(acc, t);
-                };
-            }
-            if (avg) {
-                acc = acc / n;
-            }
-            out.set(F64, outOff + b, acc);
-            if (resultOff >= 0) {
-                shm.set(F64, resultOff + b, acc);
-            }
-            if (moreResults != null) {
-                for (long r : moreResults) {
-                    shm.set(F64, r + b, acc);
-                }
-            }
-        }
+        return upper;
     }
 
-    private static void reduceInt(int opc, boolean avg, int n, int self, MemorySegment own, long ownOff,
-                                   MemorySegment shm, long[] terms, long count, MemorySegment out, long outOff,
-                                   long resultOff, long[] moreResults) {
-        VectorSpecies<Integer> sp = IntVector.SPECIES_PREFERRED;
-        int step = sp.length();
-        long upper = count - count % step;
+    private static long ints(ReduceArgs a, int opc, boolean avg) {
+        VectorSpecies<Integer> sp = INTS;
+        int n = a.ranks, self = a.self, results = a.resultCount;
+        long count = a.count, ownOff = a.ownOffset, outOff = a.outOffset;
+        MemorySegment own = a.own, shm = a.shm, out = a.out;
+        long[] terms = a.terms, at = a.results;
+        long upper = sp.loopBound(count);
         IntVector divisor = IntVector.broadcast(sp, n);
-        long i = 0;
-        for (; i < upper; i += step) {
-            long b = i * 4L;
+        for (long b = 0, end = upper * 4; b < end; b += sp.vectorByteSize()) {
             IntVector acc = self == 0 ? IntVector.fromMemorySegment(sp, own, ownOff + b, NO)
                     : IntVector.fromMemorySegment(sp, shm, terms[0] + b, NO);
             for (int j = 1; j < n; j++) {
@@ -342,52 +307,22 @@ final class ReduceKernels {
                 acc = acc.div(divisor);
             }
             acc.intoMemorySegment(out, outOff + b, NO);
-            if (resultOff >= 0) {
-                acc.intoMemorySegment(shm, resultOff + b, NO);
-            }
-            if (moreResults != null) {
-                for (long r : moreResults) {
-                    acc.intoMemorySegment(shm, r + b, NO);
-                }
+            for (int r = 0; r < results; r++) {
+                acc.intoMemorySegment(shm, at[r] + b, NO);
             }
         }
-        for (; i < count; i++) {
-            long b = i * 4L;
-            int acc = self == 0 ? own.get(I32, ownOff + b) : shm.get(I32, terms[0] + b);
-            for (int j = 1; j < n; j++) {
-                int t = j == self ? own.get(I32, ownOff + b) : shm.get(I32, terms[j] + b);
-                acc = switch (opc) {
-                    case SUM -> acc + t;
-                    case PRODUCT -> acc * t;
-                    case MIN -> Math.min(acc, t);
-                    default -> Math.max(acc, t);
-                };
-            }
-            if (avg) {
-                acc = acc / n;
-            }
-            out.set(I32, outOff + b, acc);
-            if (resultOff >= 0) {
-                shm.set(I32, resultOff + b, acc);
-            }
-            if (moreResults != null) {
-                for (long r : moreResults) {
-                    shm.set(I32, r + b, acc);
-                }
-            }
-        }
+        return upper;
     }
 
-    private static void reduceLong(int opc, boolean avg, int n, int self, MemorySegment own, long ownOff,
-                                   MemorySegment shm, long[] terms, long count, MemorySegment out, long outOff,
-                                   long resultOff, long[] moreResults) {
-        VectorSpecies<Long> sp = LongVector.SPECIES_PREFERRED;
-        int step = sp.length();
-        long upper = count - count % step;
+    private static long longs(ReduceArgs a, int opc, boolean avg) {
+        VectorSpecies<Long> sp = LONGS;
+        int n = a.ranks, self = a.self, results = a.resultCount;
+        long count = a.count, ownOff = a.ownOffset, outOff = a.outOffset;
+        MemorySegment own = a.own, shm = a.shm, out = a.out;
+        long[] terms = a.terms, at = a.results;
+        long upper = sp.loopBound(count);
         LongVector divisor = LongVector.broadcast(sp, (long) n);
-        long i = 0;
-        for (; i < upper; i += step) {
-            long b = i * 8L;
+        for (long b = 0, end = upper * 8; b < end; b += sp.vectorByteSize()) {
             LongVector acc = self == 0 ? LongVector.fromMemorySegment(sp, own, ownOff + b, NO)
                     : LongVector.fromMemorySegment(sp, shm, terms[0] + b, NO);
             for (int j = 1; j < n; j++) {
@@ -404,20 +339,71 @@ final class ReduceKernels {
                 acc = acc.div(divisor);
             }
             acc.intoMemorySegment(out, outOff + b, NO);
-            if (resultOff >= 0) {
-                acc.intoMemorySegment(shm, resultOff + b, NO);
+            for (int r = 0; r < results; r++) {
+                acc.intoMemorySegment(shm, at[r] + b, NO);
             }
-            if (moreResults != null) {
-                for (long r : moreResults) {
-                    acc.intoMemorySegment(shm, r + b, NO);
+        }
+        return upper;
+    }
+
+    /* The scalar tails: fewer elements than one vector, so a branch per element on the type costs nothing. */
+
+    /** float32 and float64 from element {@code from} on, in double (see the class comment). */
+    private static void floatingTail(ReduceArgs a, int opc, boolean avg, long from) {
+        boolean f32 = a.type == DataType.FLOAT32;
+        int e = f32 ? 4 : 8;
+        int n = a.ranks;
+        for (long i = from; i < a.count; i++) {
+            long b = i * e;
+            double acc = floating(a, 0, b, f32);
+            for (int j = 1; j < n; j++) {
+                double t = floating(a, j, b, f32);
+                acc = switch (opc) {
+                    case SUM -> acc + t;
+                    case PRODUCT -> acc * t;
+                    case MIN -> Math.min(acc, t);
+                    default -> Math.max(acc, t);
+                };
+                if (f32) {
+                    acc = (float) acc;
+                }
+            }
+            if (avg) {
+                acc = acc / n;
+            }
+            if (f32) {
+                float v = (float) acc;
+                a.out.set(F32, a.outOffset + b, v);
+                for (int r = 0; r < a.resultCount; r++) {
+                    a.shm.set(F32, a.results[r] + b, v);
+                }
+            } else {
+                a.out.set(F64, a.outOffset + b, acc);
+                for (int r = 0; r < a.resultCount; r++) {
+                    a.shm.set(F64, a.results[r] + b, acc);
                 }
             }
         }
-        for (; i < count; i++) {
-            long b = i * 8L;
-            long acc = self == 0 ? own.get(I64, ownOff + b) : shm.get(I64, terms[0] + b);
+    }
+
+    /** Operand j's element at byte {@code b}; the own operand read at its own sites, apart from the mapping's. */
+    private static double floating(ReduceArgs a, int j, long b, boolean f32) {
+        if (j == a.self) {
+            return f32 ? a.own.get(F32, a.ownOffset + b) : a.own.get(F64, a.ownOffset + b);
+        }
+        return f32 ? a.shm.get(F32, a.terms[j] + b) : a.shm.get(F64, a.terms[j] + b);
+    }
+
+    /** int32 and int64 from element {@code from} on, in long (see the class comment). */
+    private static void integralTail(ReduceArgs a, int opc, boolean avg, long from) {
+        boolean i32 = a.type == DataType.INT32;
+        int e = i32 ? 4 : 8;
+        int n = a.ranks;
+        for (long i = from; i < a.count; i++) {
+            long b = i * e;
+            long acc = integral(a, 0, b, i32);
             for (int j = 1; j < n; j++) {
-                long t = j == self ? own.get(I64, ownOff + b) : shm.get(I64, terms[j] + b);
+                long t = integral(a, j, b, i32);
                 acc = switch (opc) {
                     case SUM -> acc + t;
                     case PRODUCT -> acc * t;
@@ -425,18 +411,26 @@ final class ReduceKernels {
                     default -> Math.max(acc, t);
                 };
             }
-            if (avg) {
-                acc = acc / n;
-            }
-            out.set(I64, outOff + b, acc);
-            if (resultOff >= 0) {
-                shm.set(I64, resultOff + b, acc);
-            }
-            if (moreResults != null) {
-                for (long r : moreResults) {
-                    shm.set(I64, r + b, acc);
+            if (i32) {
+                int v = avg ? (int) acc / n : (int) acc;
+                a.out.set(I32, a.outOffset + b, v);
+                for (int r = 0; r < a.resultCount; r++) {
+                    a.shm.set(I32, a.results[r] + b, v);
+                }
+            } else {
+                long v = avg ? acc / n : acc;
+                a.out.set(I64, a.outOffset + b, v);
+                for (int r = 0; r < a.resultCount; r++) {
+                    a.shm.set(I64, a.results[r] + b, v);
                 }
             }
         }
+    }
+
+    private static long integral(ReduceArgs a, int j, long b, boolean i32) {
+        if (j == a.self) {
+            return i32 ? a.own.get(I32, a.ownOffset + b) : a.own.get(I64, a.ownOffset + b);
+        }
+        return i32 ? a.shm.get(I32, a.terms[j] + b) : a.shm.get(I64, a.terms[j] + b);
     }
 }

@@ -1,0 +1,238 @@
+package dev.cohort.shm.kernels;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.cohort.api.collective.DataType;
+import dev.cohort.api.collective.ReduceOp;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The two-rank float32 SUM kernels (copying, with and without the result copy, and in place),
+ * element by element, for every count from 0 to 300 and a few larger ones, so that every split
+ * between whole vectors and the scalar tail is checked. Segments of the kinds the engine passes
+ * (a direct buffer, a mapping of a /dev/shm file), at offsets that are not multiples of a vector.
+ * Then the general kernels: every type and op over three ranks, against a plain loop in the
+ * element's own type, bit for bit (the scalar tails compute int32 in long and float32 in double).
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ReduceKernelsTest {
+
+    private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    private final ReduceArgs args = new ReduceArgs(4);   // reused across calls, as a group does
+    private static final int MAX = 5000;
+    private static Arena arena;
+    private static MemorySegment shm;
+    private static Path file;
+
+    @BeforeAll
+    static void map() throws Exception {
+        file = Files.createTempFile(Path.of("/dev/shm"), "cohort-kernels-test", "");
+        arena = Arena.ofShared();
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            shm = ch.map(FileChannel.MapMode.READ_WRITE, 0, 4L * 4 * MAX + 4096, arena);
+        }
+    }
+
+    @AfterAll
+    static void unmap() throws Exception {
+        arena.close();
+        Files.deleteIfExists(file);
+    }
+
+    private static float own(int i) {
+        return (i % 97) * 0.25f - 3;
+    }
+
+    private static float peer(int i) {
+        return (i % 89) * 0.5f + 1;
+    }
+
+    @Test
+    void copyingKernelsMatchElementByElement() {
+        MemorySegment user = MemorySegment.ofBuffer(ByteBuffer.allocateDirect(4 * MAX + 64));
+        long ownOff = 4;        // not vector-aligned
+        long peerOff = 12;
+        long resultOff = 4L * MAX + 2048 + 20;
+        for (int count : counts()) {
+            for (boolean twice : new boolean[] {false, true}) {
+                for (int i = 0; i < count; i++) {
+                    user.set(F, ownOff + 4L * i, own(i));
+                    shm.set(F, peerOff + 4L * i, peer(i));
+                }
+                args.ranks(2, 0).op(DataType.FLOAT32, ReduceOp.SUM).own(user, ownOff).shm(shm).term(1, peerOff)
+                        .count(count).out(user, ownOff).noResults();
+                ReduceKernels.reduce(twice ? args.addResult(resultOff) : args);
+                for (int i = 0; i < count; i++) {
+                    float expected = own(i) + peer(i);
+                    assertThat(user.get(F, ownOff + 4L * i)).as("count %d element %d", count, i).isEqualTo(expected);
+                    if (twice) {
+                        assertThat(shm.get(F, resultOff + 4L * i)).as("result copy, count %d element %d", count, i)
+                                .isEqualTo(expected);
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void inPlaceKernelMatchesElementByElement() {
+        long ownOff = 8;
+        long peerOff = 4L * MAX + 28;
+        for (int count : counts()) {
+            for (int i = 0; i < count; i++) {
+                shm.set(F, ownOff + 4L * i, own(i));
+                shm.set(F, peerOff + 4L * i, peer(i));
+            }
+            ReduceKernels.reduce(args.ranks(2, 1).op(DataType.FLOAT32, ReduceOp.SUM).own(shm, ownOff).shm(shm)
+                    .term(0, peerOff).count(count).out(shm, ownOff).noResults().addResult(peerOff));
+            for (int i = 0; i < count; i++) {
+                float expected = own(i) + peer(i);
+                assertThat(shm.get(F, ownOff + 4L * i)).as("own, count %d element %d", count, i).isEqualTo(expected);
+                assertThat(shm.get(F, peerOff + 4L * i)).as("peer's, count %d element %d", count, i).isEqualTo(expected);
+            }
+        }
+    }
+
+    @Test
+    void generalKernelsMatchAPlainLoopInTheElementTypeForEveryTypeAndOp() {
+        int n = 3;
+        int self = 1;
+        MemorySegment user = MemorySegment.ofBuffer(ByteBuffer.allocateDirect(8 * 301 * 2 + 64));
+        long ownOff = 8;
+        long outOff = 8L * 301 + 24;
+        long[] terms = {4, 8L * 301 + 12, -1};
+        terms[2] = terms[1] + 8L * 301 + 4;
+        long[] results = {terms[2] + 8L * 301 + 20, terms[2] + 2 * 8L * 301 + 36};
+        for (DataType type : DataType.values()) {
+            int e = type.byteSize();
+            for (ReduceOp op : ReduceOp.values()) {
+                for (int count = 0; count <= 300; count++) {
+                    for (int i = 0; i < count; i++) {
+                        for (int j = 0; j < n; j++) {
+                            put(type, j == self ? user : shm, (j == self ? ownOff : terms[j]) + (long) e * i, value(j, i));
+                        }
+                    }
+                    args.ranks(n, self).op(type, op).own(user, ownOff).shm(shm).count(count).out(user, outOff)
+                            .noResults().addResult(results[0]).addResult(results[1]);
+                    for (int j = 0; j < n; j++) {
+                        args.term(j, terms[j]);
+                    }
+                    ReduceKernels.reduce(args);
+                    for (int i = 0; i < count; i++) {
+                        long expected = expected(type, op, n, i);
+                        String what = type + " " + op + " count " + count + " element " + i;
+                        assertThat(bits(type, user, outOff + (long) e * i)).as(what).isEqualTo(expected);
+                        assertThat(bits(type, shm, results[0] + (long) e * i)).as("first copy, " + what).isEqualTo(expected);
+                        assertThat(bits(type, shm, results[1] + (long) e * i)).as("second copy, " + what).isEqualTo(expected);
+                    }
+                }
+            }
+        }
+    }
+
+    /** Rank j's element i: small, negative ones too, and every 7th large enough for int32 sums and products to wrap. */
+    private static long value(int j, int i) {
+        long v = (i * 2654435761L + j * 97L) % 201 - 100;
+        return i % 7 == 0 ? v * 50_000_003L : v;
+    }
+
+    private static void put(DataType type, MemorySegment m, long at, long v) {
+        switch (type) {
+            case FLOAT32 -> m.set(F, at, v * 0.37f);
+            case FLOAT64 -> m.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, at, v * 0.37);
+            case INT32 -> m.set(ValueLayout.JAVA_INT_UNALIGNED, at, (int) v);
+            case INT64 -> m.set(ValueLayout.JAVA_LONG_UNALIGNED, at, v);
+        }
+    }
+
+    private static long bits(DataType type, MemorySegment m, long at) {
+        return switch (type) {
+            case FLOAT32 -> Float.floatToRawIntBits(m.get(F, at));
+            case FLOAT64 -> Double.doubleToRawLongBits(m.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, at));
+            case INT32 -> m.get(ValueLayout.JAVA_INT_UNALIGNED, at);
+            case INT64 -> m.get(ValueLayout.JAVA_LONG_UNALIGNED, at);
+        };
+    }
+
+    /** The reduction of element i over ranks 0..n-1 in rank order, in the element's own type. */
+    private static long expected(DataType type, ReduceOp op, int n, int i) {
+        switch (type) {
+            case FLOAT32 -> {
+                float acc = value(0, i) * 0.37f;
+                for (int j = 1; j < n; j++) {
+                    float t = value(j, i) * 0.37f;
+                    acc = switch (op) {
+                        case SUM, AVG -> acc + t;
+                        case PRODUCT -> acc * t;
+                        case MIN -> Math.min(acc, t);
+                        case MAX -> Math.max(acc, t);
+                    };
+                }
+                return Float.floatToRawIntBits(op == ReduceOp.AVG ? acc / n : acc);
+            }
+            case FLOAT64 -> {
+                double acc = value(0, i) * 0.37;
+                for (int j = 1; j < n; j++) {
+                    double t = value(j, i) * 0.37;
+                    acc = switch (op) {
+                        case SUM, AVG -> acc + t;
+                        case PRODUCT -> acc * t;
+                        case MIN -> Math.min(acc, t);
+                        case MAX -> Math.max(acc, t);
+                    };
+                }
+                return Double.doubleToRawLongBits(op == ReduceOp.AVG ? acc / n : acc);
+            }
+            case INT32 -> {
+                int acc = (int) value(0, i);
+                for (int j = 1; j < n; j++) {
+                    int t = (int) value(j, i);
+                    acc = switch (op) {
+                        case SUM, AVG -> acc + t;
+                        case PRODUCT -> acc * t;
+                        case MIN -> Math.min(acc, t);
+                        case MAX -> Math.max(acc, t);
+                    };
+                }
+                return op == ReduceOp.AVG ? acc / n : acc;
+            }
+            default -> {
+                long acc = value(0, i);
+                for (int j = 1; j < n; j++) {
+                    long t = value(j, i);
+                    acc = switch (op) {
+                        case SUM, AVG -> acc + t;
+                        case PRODUCT -> acc * t;
+                        case MIN -> Math.min(acc, t);
+                        case MAX -> Math.max(acc, t);
+                    };
+                }
+                return op == ReduceOp.AVG ? acc / n : acc;
+            }
+        }
+    }
+
+    private static int[] counts() {
+        int[] c = new int[301 + 4];
+        for (int i = 0; i <= 300; i++) {
+            c[i] = i;
+        }
+        c[301] = 1009;
+        c[302] = 1024;
+        c[303] = 4099;
+        c[304] = MAX;
+        return c;
+    }
+}
