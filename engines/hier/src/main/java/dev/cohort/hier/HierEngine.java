@@ -48,15 +48,16 @@ public final class HierEngine {
 
         ShmOptions shmOptions = new ShmOptions().timeout(options.timeout()).connectTimeout(options.connectTimeout())
                 .stallTime(options.stallTime());
+        GlobalRanks names = new GlobalRanks(host);
         ProcessGroup hostGroup;
         try {
             hostGroup = ShmEngine.group("shm host " + host, SharedMemoryFiles.path(env, "host" + host), local, perHost,
-                    shmOptions);
+                    shmOptions, names.withinHost());
         } catch (RuntimeException e) {
             throw new IllegalStateException(who + ": could not join the shm group of host " + host + ": "
                     + e.getMessage(), e);
         }
-        Stages stages = new Stages(who, host, hosts, local == 0, hostGroup);
+        Stages stages = new Stages(who, host, hosts, local == 0, hostGroup, names);
         GlooBackend[] leaders = new GlooBackend[1];
         try {
             stages.onLeader("connecting the hosts' leaders", deadline, left -> {
@@ -65,7 +66,7 @@ public final class HierEngine {
                 stages.notes = leaders[0].notes();
             });
             HostLayout layout = exchangeRanks(stages, topology, deadline);
-            stages.layout = layout;
+            names.known(layout);
             HierProcessGroup group = new HierProcessGroup(stages, layout, topology.rank(), options.timeout(), leaders[0]);
             return new Connection(topology, group, group.hostView());
         } catch (RuntimeException e) {

@@ -52,8 +52,8 @@ final class Stages {
     final ProcessGroup hostGroup;
     /** The leaders' Gloo group: set once connected, on leaders of a job with several hosts. */
     volatile ProcessGroup leaders;
-    /** Known once the leaders exchanged their ranks; until then messages keep the sub-groups' ranks. */
-    volatile HostLayout layout;
+    /** The sub-groups' ranks by their global ranks, once the leaders exchanged them. */
+    private final GlobalRanks names;
     /**
      * Where the leaders tell each other why a stage within their host failed, so the other hosts,
      * which only see that leader stop answering, can name the rank behind it (set on leaders of a
@@ -65,8 +65,9 @@ final class Stages {
     /** The verdict and the small results that travel with it (calls run one at a time). */
     private ByteBuffer packetBytes = ByteBuffer.allocateDirect(0);
 
-    Stages(String who, int host, int hosts, boolean leader, ProcessGroup hostGroup) {
+    Stages(String who, int host, int hosts, boolean leader, ProcessGroup hostGroup, GlobalRanks names) {
         this.who = who;
+        this.names = names;
         this.host = host;
         this.hosts = hosts;
         this.leader = leader;
@@ -89,7 +90,7 @@ final class Stages {
         try {
             op.apply(hostGroup.withTimeout(left)).await();
         } catch (CollectiveException e) {
-            throw noted(failed(call, stage, e, withGlobalRanks(e.getMessage(), false)));
+            throw noted(failed(call, stage, e, e.getMessage()));
         }
     }
 
@@ -242,7 +243,7 @@ final class Stages {
             // The step between hosts succeeded and the host failed after it (a leader relaying
             // its verdict finds a local rank gone): the other hosts go on to the next call and
             // see only this leader leave, so it leaves them its note as well.
-            throw noted(failed(call, stage, e, withGlobalRanks(e.getMessage(), false)));
+            throw noted(failed(call, stage, e, e.getMessage()));
         }
         if (failure != null) {
             throw failure;
@@ -250,7 +251,7 @@ final class Stages {
     }
 
     private String leaderRank() {
-        HostLayout l = layout;
+        HostLayout l = names.layout();
         return l == null ? "" : " (global rank " + l.globalRank(host, 0) + ")";
     }
 
@@ -284,7 +285,7 @@ final class Stages {
      * "rank(s) [k, ...]" are leaders' ranks, k the leader of host k.
      */
     String withGlobalRanks(String message, boolean betweenHosts) {
-        HostLayout l = layout;
+        HostLayout l = names.layout();
         if (l == null || message == null) {
             return message;
         }

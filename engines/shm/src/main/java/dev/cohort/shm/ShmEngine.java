@@ -1,5 +1,7 @@
 package dev.cohort.shm;
 
+import dev.cohort.runtime.RankNames;
+
 import dev.cohort.api.Connection;
 import dev.cohort.api.Topology;
 import dev.cohort.api.collective.ProcessGroup;
@@ -41,9 +43,14 @@ public final class ShmEngine {
      * same path, size and options; {@code label} starts the group's messages ("shm host 1").
      */
     public static ProcessGroup group(String label, Path path, int rank, int size, ShmOptions options) {
+        return group(label, path, rank, size, options, RankNames.PLAIN);
+    }
+
+    /** As {@link #group(String, Path, int, int, ShmOptions)}, with messages naming ranks by {@code names}. */
+    public static ProcessGroup group(String label, Path path, int rank, int size, ShmOptions options, RankNames names) {
         String who = label + " rank " + rank + " of " + size;
         ShmAttachment attachment = ShmAttachment.attach(path, rank,
                 new ShmLayout(size, options.segmentBytes(), options.arenaBytes()), options.connectTimeout(), who);
-        return new ShmProcessGroup(label, attachment, options.timeout(), options.stallTime());
+        return new ShmProcessGroup(label, attachment, options.timeout(), options.stallTime(), names);
     }
 }

@@ -2,6 +2,7 @@ package dev.cohort.shm;
 
 import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.runtime.CallQueue;
+import dev.cohort.runtime.RankNames;
 import dev.cohort.api.collective.BufferAllocator;
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveMismatchException;
@@ -17,6 +18,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -105,6 +107,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         @Override public String describe() { return running.describe(); }
         @Override public boolean closed() { return running.closing(); }
         @Override public long sequence() { return running.collective().sequence(); }
+        @Override public Collective collective() { return running.collective(); }
         @Override public long tag() { return tag; }
     };
     /**
@@ -115,13 +118,13 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private final MemorySegment[] segments = new MemorySegment[4];
     private int nextWrapped;
 
-    ShmProcessGroup(String label, ShmAttachment attachment, Duration timeout, Duration stallTime) {
+    ShmProcessGroup(String label, ShmAttachment attachment, Duration timeout, Duration stallTime, RankNames names) {
         super(attachment.rank(), attachment.layout().size(), timeout);
         this.label = label;
         this.who = label + " " + super.who();
         this.attachment = attachment;
         this.layout = attachment.layout();
-        this.barrier = new SpinBarrier(layout, attachment.rank(), stallTime);
+        this.barrier = new SpinBarrier(layout, attachment.rank(), stallTime, names);
         this.segment = layout.segmentBytes();
         this.n = layout.size();
         this.me = attachment.rank();
@@ -129,7 +132,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         this.arena = layout.arenaBytes() > 0 ? new ShmArena(attachment) : null;
         compileKernelsOnce(attachment);
         this.queue = new CallQueue("cohort-shm-" + label.replace(' ', '-') + "-rank-" + me,
-                c -> "waiting for rank(s) " + barrier.missing(), e -> attachment.abort());
+                c -> "waiting for rank(s) " + names.ranks(barrier.missing()), e -> attachment.abort());
     }
 
     private static final AtomicBoolean KERNELS_COMPILED = new AtomicBoolean();
@@ -245,12 +248,12 @@ final class ShmProcessGroup extends AbstractProcessGroup {
                     throw new CollectiveMismatchException(t.describe() + ": rank " + j + "'s buffer is "
                             + (mineInArena ? "not " : "") + "in its shm arena and this rank's is"
                             + (mineInArena ? "" : " not") + "; allocate the buffers of a collective from "
-                            + "group.allocator() on every rank or on none");
+                            + "group.allocator() on every rank or on none", null, me, t.collective(), List.of(j));
                 }
                 if (theirs != tag) {
                     throw new CollectiveMismatchException(t.describe() + ": rank " + j
                             + " issued a different collective (kind, type, length, op or root) as its #"
-                            + t.collective().sequence());
+                            + t.collective().sequence(), null, me, t.collective(), List.of(j));
                 }
             }
             // After the tags: a peer that found a mismatch gives up at once, and the mismatch is the news.

@@ -3,6 +3,8 @@ package dev.cohort.shm;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
 import dev.cohort.shm.region.ShmLayout;
+import dev.cohort.api.collective.Collective;
+import dev.cohort.runtime.RankNames;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -39,9 +41,13 @@ final class SpinBarrier {
 
         /** The tag this rank published for it (see {@link ShmProcessGroup}). */
         long tag();
+
+        /** The call. */
+        Collective collective();
     }
 
     private final ShmLayout layout;
+    private final RankNames names;
     private final int rank;
     private final long stallNanos;
     private final ProcessHandle[] peers;
@@ -49,8 +55,9 @@ final class SpinBarrier {
     private long phase;
     private long stallReportedFor = -1;
 
-    SpinBarrier(ShmLayout layout, int rank, Duration stallTime) {
+    SpinBarrier(ShmLayout layout, int rank, Duration stallTime, RankNames names) {
         this.layout = layout;
+        this.names = names;
         this.rank = rank;
         this.stallNanos = stallTime.toNanos();
         int n = layout.size();
@@ -95,8 +102,9 @@ final class SpinBarrier {
     }
 
     private CollectiveException abandoned(int j, Context context) {
-        return new CollectiveException(context.describe() + ": peer rank " + j + " (pid " + pids[j]
-                + ") abandoned the group after a failure of its own (see its log)");
+        return new CollectiveException(context.describe() + ": peer rank " + names.rank(j) + " (pid " + pids[j]
+                + ") abandoned the group after a failure of its own (see its log)", null, rank, context.collective(),
+                List.of(j));
     }
 
     /** Ranks that have not reached the current phase (for messages). */
@@ -140,13 +148,15 @@ final class SpinBarrier {
 
     private void check(long deadline, long timeoutNanos, Context context) {
         if (context.closed()) {
-            throw new CollectiveException(context.describe() + ": the process group was closed");
+            throw new CollectiveException(context.describe() + ": the process group was closed", null, rank,
+                    context.collective(), List.of());
         }
         List<Integer> missing = missing();
         for (int j : missing) {
             if (peers[j] == null || !peers[j].isAlive()) {
-                throw new CollectiveException(context.describe() + ": lost peer rank " + j + " (pid " + pids[j]
-                        + "): its process died while this rank waited for it");
+                throw new CollectiveException(context.describe() + ": lost peer rank " + names.rank(j) + " (pid "
+                        + pids[j] + "): its process died while this rank waited for it", null, rank,
+                        context.collective(), List.of(j));
             }
             if (layout.abortFlag(j) != 0) {
                 throw abandoned(j, context);
@@ -155,7 +165,8 @@ final class SpinBarrier {
         long now = System.nanoTime();
         if (now - deadline >= 0) {
             throw new CollectiveTimeoutException(context.describe() + ": timed out after "
-                    + Duration.ofNanos(timeoutNanos) + " waiting for rank(s) " + missing);
+                    + Duration.ofNanos(timeoutNanos) + " waiting for rank(s) " + names.ranks(missing), null, rank,
+                    context.collective(), missing);
         }
         long issued = deadline - timeoutNanos;
         if (now - issued >= stallNanos && stallReportedFor != context.sequence() && !missing.isEmpty()) {
@@ -181,10 +192,10 @@ final class SpinBarrier {
         StringBuilder s = new StringBuilder("cohort: ").append(context.describe()).append(" has waited ")
                 .append(seconds(stallNanos)).append("; ");
         if (!notReached.isEmpty()) {
-            s.append("rank(s) ").append(notReached).append(" have not reached it (stopped, slow or gone?)");
+            s.append("rank(s) ").append(names.ranks(notReached)).append(" have not reached it (stopped, slow or gone?)");
         }
         if (!inside.isEmpty()) {
-            s.append(notReached.isEmpty() ? "" : "; ").append("rank(s) ").append(inside)
+            s.append(notReached.isEmpty() ? "" : "; ").append("rank(s) ").append(names.ranks(inside))
                     .append(" started it but have not reached this step (stopped or slow?)");
         }
         return s.append("; it fails at its timeout (").append(seconds(timeoutNanos)).append(")").toString();

@@ -263,12 +263,13 @@ class ShmThreadsTest {
                 @Override public boolean closed() { return false; }
                 @Override public long sequence() { return 3; }
                 @Override public long tag() { return 0x1234; }
+                @Override public dev.cohort.api.collective.Collective collective() { return null; }
             };
             // Rank 1 published the tag of #1 in #3's slot (it has not started #3); rank 2 published #3's
             // (it started it, in place, and stopped inside).
             ShmLayout.LONG.setRelease(regions.get(1).layout().memory(), regions.get(1).layout().tagOffset(1, 3), 0x9876L);
             ShmLayout.LONG.setRelease(regions.get(2).layout().memory(), regions.get(2).layout().tagOffset(2, 3), 0x1234L ^ ShmProcessGroup.IN_PLACE);
-            String report = new SpinBarrier(regions.get(0).layout(), 0, Duration.ofMillis(1500))
+            String report = new SpinBarrier(regions.get(0).layout(), 0, Duration.ofMillis(1500), dev.cohort.runtime.RankNames.PLAIN)
                     .reportStall(allreduce3, List.of(1, 2), Duration.ofSeconds(6).toNanos());
             assertThat(report).isEqualTo("cohort: shm world rank 0 of 3: allreduce #3 (float32[8] SUM) has waited 1.5 s; "
                     + "rank(s) [1] have not reached it (stopped, slow or gone?); rank(s) [2] started it but have not "
