@@ -142,6 +142,34 @@ public final class JvmWorkers {
         return Double.parseDouble(m.group(1));
     }
 
+    /**
+     * Starts a thread that watches {@code log} for a line {@code "<marker> pid <P>"} (a worker
+     * announcing it is ready to die) and, {@code delay} after it appears, SIGKILLs process P; it
+     * gives up after {@code within}. Join it after the workers ended.
+     */
+    public static Thread killWhenLogged(Path log, String marker, Duration delay, Duration within) {
+        java.util.regex.Pattern line = java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(marker) + " pid (\\d+)");
+        Thread killer = new Thread(() -> {
+            long until = System.nanoTime() + within.toNanos();
+            try {
+                while (System.nanoTime() < until) {
+                    Thread.sleep(50);
+                    java.util.regex.Matcher m = line.matcher(Files.exists(log) ? Files.readString(log) : "");
+                    if (m.find()) {
+                        Thread.sleep(delay.toMillis());
+                        ProcessHandle.of(Long.parseLong(m.group(1))).ifPresent(ProcessHandle::destroyForcibly);
+                        return;
+                    }
+                }
+            } catch (InterruptedException | IOException e) {
+                throw new IllegalStateException(e);
+            }
+        }, "kill-when-logged");
+        killer.setDaemon(true);
+        killer.start();
+        return killer;
+    }
+
     /** Asserts that every worker exited 0 and printed {@code OK rank R} and each of {@code also}. */
     public static void assertAllOk(List<Result> results, String... also) {
         for (Result r : results) {

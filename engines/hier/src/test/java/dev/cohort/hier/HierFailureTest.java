@@ -38,23 +38,8 @@ class HierFailureTest {
     /** The same, with the worker mode {@code mode} (see {@link HierWorker}). */
     private List<Result> killDuringCalls(String run, String mode, int victim) throws InterruptedException {
         int port = JvmWorkers.freePort();
-        Thread killer = Thread.ofPlatform().start(() -> {
-            Path log = tmp.resolve("rank-" + victim + ".log");
-            try {
-                for (int i = 0; i < 1200; i++) {
-                    Thread.sleep(50);
-                    String text = Files.exists(log) ? Files.readString(log) : "";
-                    Matcher m = Pattern.compile("VICTIM pid (\\d+)").matcher(text);
-                    if (m.find()) {
-                        Thread.sleep(1000);
-                        ProcessHandle.of(Long.parseLong(m.group(1))).ifPresent(ProcessHandle::destroyForcibly);
-                        return;
-                    }
-                }
-            } catch (InterruptedException | IOException e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        Thread killer = JvmWorkers.killWhenLogged(tmp.resolve("rank-" + victim + ".log"), "VICTIM", Duration.ofSeconds(1),
+                Duration.ofMillis(50L * 1200));
         List<Result> results = JvmWorkers.run(4,
                 r -> HierProcessesTest.command(mode, "--hier-timeout", Double.toString(TIMEOUT_SECONDS)),
                 r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2), tmp, Duration.ofSeconds(100));

@@ -55,23 +55,8 @@ class ShmFailureTest {
         String run = ShmProcessesTest.runId("sigkill");
         // Rank 1 stops calling collectives; the test SIGKILLs it while rank 0 waits in allreduce #3
         // (whose timeout, 3 s, is not reached: the death is noticed first).
-        Thread killer = Thread.ofPlatform().start(() -> {
-            Path log = tmp.resolve("rank-1.log");
-            try {
-                for (int i = 0; i < 600; i++) {
-                    Thread.sleep(50);
-                    String text = Files.exists(log) ? Files.readString(log) : "";
-                    Matcher m = Pattern.compile("ABSENT pid (\\d+)").matcher(text);
-                    if (m.find()) {
-                        Thread.sleep(1000);
-                        ProcessHandle.of(Long.parseLong(m.group(1))).ifPresent(ProcessHandle::destroyForcibly);
-                        return;
-                    }
-                }
-            } catch (InterruptedException | IOException e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        Thread killer = JvmWorkers.killWhenLogged(tmp.resolve("rank-1.log"), "ABSENT", Duration.ofSeconds(1),
+                Duration.ofMillis(50L * 600));
         List<Result> results = ShmProcessesTest.run("absent", run, 2, tmp, Duration.ofSeconds(60));
         killer.join();
         String out = results.get(0).output();
