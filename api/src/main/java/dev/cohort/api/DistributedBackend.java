@@ -35,9 +35,14 @@ public abstract class DistributedBackend implements BackendProvider, AutoCloseab
     @Override
     public abstract String name();
 
-    /** Whether the engine's classes and native libraries load here. Never throws. */
+    /**
+     * Whether the engine's classes and native libraries load here. Never throws. True unless the
+     * engine overrides it: pure-Java engines always run.
+     */
     @Override
-    public abstract boolean isAvailable();
+    public boolean isAvailable() {
+        return true;
+    }
 
     /** When {@link #isAvailable()} is false: what is missing and how to get it. */
     @Override

@@ -21,11 +21,6 @@ public final class NonDistributedBackend extends DistributedBackend {
     }
 
     @Override
-    public boolean isAvailable() {
-        return true;
-    }
-
-    @Override
     protected Connection connect() {
         return new ThreadsWorld(1).connect(0);
     }

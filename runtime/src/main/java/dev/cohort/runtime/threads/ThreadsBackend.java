@@ -29,11 +29,6 @@ public final class ThreadsBackend extends DistributedBackend {
     }
 
     @Override
-    public boolean isAvailable() {
-        return true;
-    }
-
-    @Override
     public Object commandLineOptions() {
         return options;
     }
