@@ -15,6 +15,12 @@ NAMES = {"shm-copy": "shm copying", "shm-inplace": "shm in place", "hier": "hier
          "mpi-shm": "Open MPI shm", "mpi-tcp": "Open MPI TCP",
          "mpi-hosts": "Open MPI (shm within, TCP between hosts)", "torch-gloo": "PyTorch Gloo"}
 PEERS = ["mpi-shm", "mpi-tcp", "mpi-hosts", "torch-gloo"]
+# base-<run>: the same run from another checkout (bench-sitting.sh's BASELINE), for before/after comparisons.
+BASE = ["shm-copy", "shm-inplace", "hier", "gloo"]
+for r in BASE:
+    NAMES["base-" + r] = NAMES[r] + " (baseline)"
+    ORDER.append("base-" + r)
+    PEERS.append("base-" + r)
 TRAINING = {"train-gloo": "Cohort gloo", "train-shm": "Cohort shm", "torch-ddp": "PyTorch DDP"}
 MPI_OPS = {"allreduce": "allreduce", "bcast": "broadcast", "allgather(per-rank)": "allgather", "barrier": "barrier"}
 UNITS = {"KiB": 1 << 10, "MiB": 1 << 20}
@@ -118,5 +124,19 @@ if pairs:
             continue
         print(f"| {key[0]} | {size(key[1])} | "
               + " | ".join(ratio(a, b, key) if applies(a, key) else "-" for a, b in pairs) + " |")
+based = [r for r in BASE if r in runs and "base-" + r in runs]
+if based:
+    print("\nSpeed over the baseline checkout, round by round (baseline time / this time; above 1 is faster): "
+          "median (range)\n")
+    print("| op | size | " + " | ".join(NAMES[r] for r in based) + " |")
+    print("|---|---|" + "---|" * len(based))
+    for key in rows:
+        cells = []
+        for r in based:
+            b = runs["base-" + r]
+            rs = [b[i][key][0] / runs[r][i][key][0] for i in runs[r]
+                  if i in b and key in runs[r][i] and key in b[i] and runs[r][i][key][0] > 0]
+            cells.append("-" if not rs or not applies(r, key) else f"**{statistics.median(rs):.2f}** ({min(rs):.2f}–{max(rs):.2f})")
+        print(f"| {key[0]} | {size(key[1])} | " + " | ".join(cells) + " |")
 if trained:
     training()

@@ -19,6 +19,9 @@
 #   SIZES     Cohort's allreduce sizes (default 4K,64K,1M,16M); the peers run their own fixed
 #             lists, of which the same sizes are compared
 #   TRAIN_STEPS  timed steps of each training run (default 500)
+#   BASELINE  another built checkout of Cohort (e.g. a git worktree of an older commit): RUNS may then
+#             name base-shm-copy, base-shm-inplace, base-hier and base-gloo, the same runs from it,
+#             and the summary adds each run's speed over its baseline
 # Every run holds /tmp/cohort-cpu.lock exclusively (the machine to itself), so builds may
 # interleave between runs but never during one.
 set -euo pipefail
@@ -39,6 +42,7 @@ mkdir -p "$OUT"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 alone() { flock -x "$LOCK" "$@"; }
 cohort() { alone "$ROOT/cohort" bench collectives --world "$WORLD" --sizes "$SIZES" "$@" >/dev/null; }
+baseline() { alone "${BASELINE:?set BASELINE to a built checkout for base-* runs}/cohort" bench collectives --world "$WORLD" --sizes "$SIZES" "$@" >/dev/null; }
 train() { alone "$ROOT/cohort" bench train --world "$WORLD" --steps "$TRAIN_STEPS" "$@" >/dev/null; }
 mpi() { alone mpirun --allow-run-as-root --oversubscribe -np "$WORLD" "$@" /usr/bin/python3 "$PEERS/mpi_allreduce.py"; }
 echo "WORLD=$WORLD PER_HOST=$PER_HOST SIZES=$SIZES RUNS=$RUNS rounds=$ROUNDS, $(getconf _NPROCESSORS_ONLN) CPUs online, $(date -Is)" > "$OUT/sitting.txt"
@@ -50,6 +54,10 @@ for ((i = 1; i <= ROUNDS; i++)); do
       shm-inplace) cohort --backend shm --in-place --json "$OUT/$run-$i.json" ;;
       hier)        cohort --backend hier --engine-option=--hier-ranks-per-host="$PER_HOST" --json "$OUT/$run-$i.json" ;;
       gloo)        cohort --backend gloo --json "$OUT/$run-$i.json" ;;
+      base-shm-copy)    baseline --backend shm --json "$OUT/$run-$i.json" ;;
+      base-shm-inplace) baseline --backend shm --in-place --json "$OUT/$run-$i.json" ;;
+      base-hier)   baseline --backend hier --engine-option=--hier-ranks-per-host="$PER_HOST" --json "$OUT/$run-$i.json" ;;
+      base-gloo)   baseline --backend gloo --json "$OUT/$run-$i.json" ;;
       mpi-shm)     mpi > "$OUT/$run-$i.txt" ;;
       mpi-tcp)     mpi --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo > "$OUT/$run-$i.txt" ;;
       torch-gloo)  alone /usr/bin/python3 "$PEERS/torch_collectives.py" --world "$WORLD" --port $((29700 + i)) \
