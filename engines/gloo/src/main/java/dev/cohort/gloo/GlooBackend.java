@@ -1,5 +1,13 @@
 package dev.cohort.gloo;
 
+import dev.cohort.gloo.rendezvous.JobNotes;
+
+import dev.cohort.gloo.rendezvous.Membership;
+
+import dev.cohort.gloo.rendezvous.Rendezvous;
+
+import dev.cohort.gloo.transport.PeerMesh;
+
 import dev.cohort.libtorch.LibTorch;
 
 import dev.cohort.api.Connection;

@@ -69,7 +69,7 @@ public final class GlooOptions {
                     + "file:///PATH (a file on a filesystem all ranks share).")
     String rendezvous = "env://";
 
-    /** What this process runs, as the other ranks see it when they meet (see {@link Membership}). */
+    /** What this process runs, as the other ranks see it when they meet (see {@link dev.cohort.gloo.rendezvous.Membership}). */
     private String joinsAs = "the gloo backend";
 
     /**
@@ -131,7 +131,7 @@ public final class GlooOptions {
         return this;
     }
 
-    /** The largest collective the user allows on the mesh, or -1: the measured defaults ({@link MeshCollectives#carriesByDefault}). */
+    /** The largest collective the user allows on the mesh, or -1: the measured defaults ({@code MeshCollectives.carriesByDefault}). */
     long meshLimit() {
         if (directMaxBytes < -1) {
             throw new IllegalArgumentException("--gloo-direct-max-bytes must be >= 0, got " + directMaxBytes);

@@ -1,5 +1,15 @@
 package dev.cohort.gloo;
 
+import dev.cohort.gloo.c10d.NativeTensors;
+
+import dev.cohort.gloo.c10d.NativeCache;
+
+import dev.cohort.gloo.c10d.GlooWork;
+
+import dev.cohort.gloo.algorithms.MeshCollectives;
+
+import dev.cohort.gloo.transport.PeerMesh;
+
 import dev.cohort.libtorch.LibTorch;
 
 import dev.cohort.runtime.AbstractProcessGroup;

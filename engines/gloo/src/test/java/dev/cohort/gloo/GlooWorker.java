@@ -1,5 +1,6 @@
 package dev.cohort.gloo;
 
+import dev.cohort.gloo.rendezvous.JobNotes;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.testkit.ConformanceSuite;
 import java.time.Duration;

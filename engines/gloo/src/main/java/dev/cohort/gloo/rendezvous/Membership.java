@@ -1,4 +1,6 @@
-package dev.cohort.gloo;
+package dev.cohort.gloo.rendezvous;
+
+import dev.cohort.gloo.GlooConnectException;
 
 import dev.cohort.api.Topology;
 import java.time.Duration;
@@ -12,7 +14,7 @@ import org.bytedeco.pytorch.StringVector;
  * How the processes of a job check, as they meet in the store, that they started the same job,
  * before any of them builds a Gloo group on it.
  *
- * <p>Rank 0 posts the <em>job</em>: what it runs ({@link GlooOptions#joinsAs}, e.g. the gloo
+ * <p>Rank 0 posts the <em>job</em>: what it runs ({@code GlooOptions.joinsAs}, e.g. the gloo
  * backend, or the group of hier's host leaders), its {@code WORLD_SIZE} and its run. Every other
  * rank compares the job with its own before it claims its rank. Then each rank claims its rank,
  * posts its <em>member</em> record (address, world size, run) and reads every other's.
@@ -24,7 +26,7 @@ import org.bytedeco.pytorch.StringVector;
  * hosts with different JDKs. A process that comes after that finds the key at once; rank 0, whose
  * process hosts the store, keeps it up a little while for such latecomers ({@link #LINGER}).
  */
-final class Membership {
+public final class Membership {
 
     /** Unscoped, with the run in its value: a rank of another run that reaches this store is told so. */
     static final String JOB = "cohort/job";
@@ -69,7 +71,7 @@ final class Membership {
      * @throws GlooConnectException naming the ranks and values that differ, a rank claimed twice,
      *                              or a rank that never came
      */
-    static Map<String, String> join(Store store, String where, Topology topology, String address, String scope,
+    public static Map<String, String> join(Store store, String where, Topology topology, String address, String scope,
                                     String joinsAs, Duration timeout) {
         String me = "rank " + topology.rank() + " of " + topology.worldSize();
         Membership membership = new Membership(store, scope, where, me, timeout);

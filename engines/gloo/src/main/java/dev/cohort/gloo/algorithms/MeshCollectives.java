@@ -1,4 +1,6 @@
-package dev.cohort.gloo;
+package dev.cohort.gloo.algorithms;
+
+import dev.cohort.gloo.transport.PeerMesh;
 
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveMismatchException;
@@ -36,7 +38,7 @@ import org.bytedeco.javacpp.Pointer;
  * by segment while the rest still streams in. Direct caller buffers are sent from and received
  * into where they lie (no copy); heap arrays go through a staging copy.
  */
-final class MeshCollectives {
+public final class MeshCollectives {
 
     /** Bytes folded at a time once every peer's share of them arrived (fits in L2 with its operands). */
     static final int SEGMENT_BYTES = 128 * 1024;
@@ -59,7 +61,7 @@ final class MeshCollectives {
     private final ByteBuffer[] fromPeer;
     private ByteBuffer sendStore = ByteBuffer.allocateDirect(0);
 
-    MeshCollectives(PeerMesh mesh, int rank, int size, String who) {
+    public MeshCollectives(PeerMesh mesh, int rank, int size, String who) {
         this.mesh = mesh;
         this.rank = rank;
         this.size = size;
@@ -77,7 +79,7 @@ final class MeshCollectives {
      * same way: with 2 ranks the mesh and Gloo measured level at 16 MiB (medians of 5: 7.8 against
      * 8.1 ms; other sittings 7.9 / 8.6 and 9.5 / 8.3), and on the mesh the check is free.
      */
-    static boolean carriesByDefault(OpKind kind, long bytes, int size) {
+    public static boolean carriesByDefault(OpKind kind, long bytes, int size) {
         return switch (kind) {
             case BARRIER, ALLGATHER, ALLGATHERV, REDUCE_SCATTER -> true;
             case ALLREDUCE, BROADCAST -> size == 2 || bytes <= WHOLE_MAX_BYTES;
@@ -85,13 +87,13 @@ final class MeshCollectives {
     }
 
     /** Exchanges {@code call}'s signature only: returns when every rank issued the same call (a barrier). */
-    void agree(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+    public void agree(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
         clear();
         run(call, false, deadlineNanos, what, stall, new Check());
     }
 
     /** The allreduce of {@code call.input()} in place. */
-    void allreduce(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+    public void allreduce(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
         inMessages(call.input(), part -> allreducePart(call, part, deadlineNanos, what, stall));
     }
 
@@ -127,7 +129,7 @@ final class MeshCollectives {
     }
 
     /** The broadcast of the root's {@code call.input()} into every other rank's. */
-    void broadcast(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+    public void broadcast(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
         inMessages(call.input(), part -> broadcastPart(call, part, deadlineNanos, what, stall));
     }
 
@@ -159,7 +161,7 @@ final class MeshCollectives {
      * allgatherv). Message k carries elements {@code [k P, (k+1) P)} of every rank's block (P =
      * {@link #perMessage}), empty for blocks that short.
      */
-    void allgather(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+    public void allgather(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
         DenseBuffer input = call.input();
         DenseBuffer output = call.output();
         int[] counts = call.counts();
@@ -211,7 +213,7 @@ final class MeshCollectives {
     }
 
     /** Block r of every rank's {@code call.input()} folded into rank r's {@code call.output()}. */
-    void reduceScatter(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+    public void reduceScatter(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
         int block = call.output().count();
         int perMessage = perMessage(call.output().dataType());
         for (int from = 0; from < block; from += perMessage) {

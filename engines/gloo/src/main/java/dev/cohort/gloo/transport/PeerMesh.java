@@ -1,4 +1,6 @@
-package dev.cohort.gloo;
+package dev.cohort.gloo.transport;
+
+import dev.cohort.gloo.GlooConnectException;
 
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
@@ -24,7 +26,7 @@ import org.bytedeco.pytorch.StringVector;
 /**
  * A full mesh of plain TCP connections between the ranks of a group. Over it the ranks show each
  * other the {@link SignatureWords signature} of every collective before any of them hands it to
- * Gloo, and {@link MeshCollectives} carries allreduce, broadcast and barrier itself: each message
+ * Gloo, and {@code MeshCollectives} carries allreduce, broadcast and barrier itself: each message
  * opens with the sender's signature, so the check costs nothing extra on those.
  *
  * <p>Why before: Gloo aborts the whole process ({@code std::terminate}) when a message is longer
@@ -47,7 +49,7 @@ import org.bytedeco.pytorch.StringVector;
  * ignored, so a stranger on the port cannot take a rank's place. The listening socket is closed as
  * soon as the mesh is complete.
  */
-final class PeerMesh implements AutoCloseable {
+public final class PeerMesh implements AutoCloseable {
 
     private static final long MAGIC = 0x436f686f72745347L;      // "CohortSG"
     /** A message: the signature words, then the payload's length in bytes, then the payload. */
@@ -55,7 +57,7 @@ final class PeerMesh implements AutoCloseable {
     private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0);
 
     /** Names what a rank still waits for, once, after the stall time. */
-    interface StallReport {
+    public interface StallReport {
         Duration after();
 
         void report(String what, String waitingFor);
@@ -109,7 +111,7 @@ final class PeerMesh implements AutoCloseable {
      * Connects this rank to every other rank of the group; addresses meet in {@code store} under
      * {@code key + rank}. Fails with a {@link GlooConnectException} after {@code timeout}.
      */
-    static PeerMesh connect(Store store, String key, int rank, int size, InetAddress address,
+    public static PeerMesh connect(Store store, String key, int rank, int size, InetAddress address,
                                  Duration timeout, Duration spin, String who) {
         long deadline = System.nanoTime() + timeout.toNanos();
         SocketChannel[] peers = new SocketChannel[size];
@@ -214,7 +216,7 @@ final class PeerMesh implements AutoCloseable {
      * once every peer's signature is in, and {@link #progress} whenever payload bytes moved after
      * that (the receive buffers' positions say how far each peer's payload has come).
      */
-    interface Transfer {
+    public interface Transfer {
         /** Every rank's words, rank by rank; false ends the exchange at once (the ranks disagree). */
         boolean signaturesArrived(long[] all);
 
@@ -235,7 +237,7 @@ final class PeerMesh implements AutoCloseable {
      * @throws CollectiveException        naming the rank whose connection broke (its process is gone)
      * @throws CollectiveTimeoutException naming the ranks that sent nothing before {@code deadline}
      */
-    boolean exchange(long[] mine, ByteBuffer[] toPeer, ByteBuffer[] fromPeer, boolean guardPayload,
+    public boolean exchange(long[] mine, ByteBuffer[] toPeer, ByteBuffer[] fromPeer, boolean guardPayload,
                      long deadlineNanos, String what, StallReport stall, Transfer transfer) {
         for (int j = 0; j < size; j++) {
             if (j != rank) {
@@ -331,12 +333,12 @@ final class PeerMesh implements AutoCloseable {
      * A peer whose payload length differed from this rank's in the last {@link #exchange}, or -1.
      * The connections are out of step afterwards: the group must not be used again.
      */
-    int payloadMismatch() {
+    public int payloadMismatch() {
         return payloadMismatch;
     }
 
     /** A direct buffer of {@code bytes} for peer {@code j}'s payload, reused between calls. */
-    ByteBuffer receiveBuffer(int j, int bytes) {
+    public ByteBuffer receiveBuffer(int j, int bytes) {
         ByteBuffer b = payloadStore[j];
         if (b == null || b.capacity() < bytes) {
             b = ByteBuffer.allocateDirect(Math.max(bytes, 4096)).order(ByteOrder.nativeOrder());

@@ -1,4 +1,4 @@
-package dev.cohort.gloo;
+package dev.cohort.gloo.c10d;
 
 import dev.cohort.libtorch.LibTorch;
 
@@ -18,7 +18,7 @@ import org.bytedeco.javacpp.chrono.Milliseconds;
  * arrays, applies the local finishing step (AVG's division, allgatherv's unpadding) and frees the
  * native objects.
  */
-final class GlooWork implements Work {
+public final class GlooWork implements Work {
 
     /** Extra time granted beyond the operation's timeout for Gloo to report its own timeout. */
     private static final long GRACE_NANOS = Duration.ofSeconds(2).toNanos();
@@ -35,7 +35,7 @@ final class GlooWork implements Work {
     private boolean stallReported;
     private volatile CollectiveException failure;
 
-    GlooWork(Collective call, org.bytedeco.pytorch.Work work, NativeTensors tensors, Runnable finish,
+    public GlooWork(Collective call, org.bytedeco.pytorch.Work work, NativeTensors tensors, Runnable finish,
              Duration timeout, Function<RuntimeException, CollectiveException> translate, StallReport stall) {
         this.stall = stall;
         this.call = call;
@@ -48,7 +48,7 @@ final class GlooWork implements Work {
     }
 
     /** A call that needs no communication (every rank has zero elements): done at once. */
-    static GlooWork completed(Collective call) {
+    public static GlooWork completed(Collective call) {
         GlooWork w = new GlooWork(call, null, null, () -> { }, Duration.ofSeconds(1), e -> null, null);
         w.settled = true;
         return w;
@@ -124,8 +124,8 @@ final class GlooWork implements Work {
         }
     }
 
-    /** Reports a collective that waits longer than a stall time (see {@link StallWatch}). */
-    interface StallReport {
+    /** Reports a collective that waits longer than a stall time (see {@code StallWatch}). */
+    public interface StallReport {
         Duration after();
 
         void report(Collective call);
