@@ -167,7 +167,7 @@ public final class GlooBackend extends DistributedBackend {
                 throw e;
             }
         }
-        return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress, mesh, options.meshLimit());
+        return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress, mesh, options.meshRoute(size));
     }
 
     /** The interface named by option or {@code GLOO_SOCKET_IFNAME}, else the address that reaches the master. */

@@ -7,6 +7,7 @@ import dev.cohort.gloo.c10d.NativeCache;
 import dev.cohort.gloo.c10d.GlooWork;
 
 import dev.cohort.gloo.algorithms.MeshCollectives;
+import dev.cohort.gloo.algorithms.MeshRoute;
 
 import dev.cohort.gloo.transport.PeerMesh;
 
@@ -59,8 +60,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     /** The always-on consistency check (null when turned off); calls over it hold its lock. */
     private final PeerMesh mesh;
     private final MeshCollectives overMesh;
-    /** Collectives moving up to this many bytes travel over the mesh (-1: the measured defaults). */
-    private final long meshLimit;
+    /** Which calls {@link #overMesh} carries; the others go to Gloo once the mesh checked them. */
+    private final MeshRoute route;
     /** The first disagreement seen; Gloo's tags are out of step after it, so the group is unusable. */
     private volatile CollectiveMismatchException mismatch;
     private volatile StallWatch stallWatch;
@@ -96,9 +97,9 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     };
 
     GlooProcessGroup(ProcessGroupGloo pg, String label, int rank, int size, Duration timeout,
-                     Map<String, String> ranksByAddress, PeerMesh mesh, long meshLimit) {
+                     Map<String, String> ranksByAddress, PeerMesh mesh, MeshRoute route) {
         super(rank, size, timeout);
-        this.meshLimit = meshLimit;
+        this.route = route;
         this.pg = pg;
         this.label = label;
         this.ranksByAddress = ranksByAddress;
@@ -130,21 +131,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         String what = label + " " + who() + ": " + call.describe();
         synchronized (mesh) {
             try {
-                long bytes = switch (call.kind()) {
-                    case ALLGATHER, ALLGATHERV -> call.output().byteSize();
-                    case BARRIER -> 0;
-                    default -> call.input().byteSize();
-                };
-                boolean carried = call.kind() == OpKind.BARRIER || (bytes > 0 && (meshLimit >= 0 ? bytes <= meshLimit
-                        : MeshCollectives.carriesByDefault(call.kind(), bytes, size())));
-                if (carried) {
-                    switch (call.kind()) {
-                        case ALLREDUCE -> overMesh.allreduce(call, deadline, what, meshStall);
-                        case BROADCAST -> overMesh.broadcast(call, deadline, what, meshStall);
-                        case ALLGATHER, ALLGATHERV -> overMesh.allgather(call, deadline, what, meshStall);
-                        case REDUCE_SCATTER -> overMesh.reduceScatter(call, deadline, what, meshStall);
-                        case BARRIER -> overMesh.agree(call, deadline, what, meshStall);
-                    }
+                if (route.overMesh(call)) {
+                    overMesh.carry(call, deadline, what, meshStall);
                     return GlooWork.completed(call);
                 }
                 overMesh.agree(call, deadline, what, meshStall);

@@ -6,7 +6,6 @@ import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
-import dev.cohort.api.collective.OpKind;
 import dev.cohort.runtime.Reduction;
 import dev.cohort.runtime.SignatureWords;
 import java.nio.ByteBuffer;
@@ -25,7 +24,7 @@ import org.bytedeco.javacpp.Pointer;
  * <ul>
  * <li><b>allreduce</b>: every rank sends its whole input to every peer and folds the p inputs
  *     itself. A rank sends (p−1)·n bytes: for p = 2 as many as a ring's 2(p−1)/p·n, in one step
- *     instead of 2(p−1); with more ranks only small messages come here ({@link #carriesByDefault}).
+ *     instead of 2(p−1); with more ranks only small messages come here ({@link MeshRoute}).
  * <li><b>broadcast</b>: the root sends to every peer;
  * <li><b>allgather, allgatherv</b>: every rank sends its input to every peer — as many bytes as
  *     a ring, in one step;
@@ -49,8 +48,6 @@ public final class MeshCollectives {
      * inputs, whatever the call's size.
      */
     static final int MAX_MESSAGE_BYTES = Integer.getInteger("cohort.gloo.meshMessageBytes", 64 << 20);
-    /** With more than 2 ranks, allreduces and broadcasts up to this size go over the mesh. */
-    static final long WHOLE_MAX_BYTES = 256 * 1024;
 
     private final PeerMesh mesh;
     private final int rank;
@@ -70,20 +67,15 @@ public final class MeshCollectives {
         this.fromPeer = new ByteBuffer[size];
     }
 
-    /**
-     * Whether a call of {@code kind} moving {@code bytes} goes over the mesh by default, as measured
-     * on loopback (docs/PERFORMANCE.md). Allgather(v), reduce-scatter and barrier always: each rank
-     * sends as many bytes as in Gloo's ring, in one step (allgather 16 MiB with 3 ranks: 36 against
-     * 104 ms). Allreduce with 2 ranks always; with more, up to {@link #WHOLE_MAX_BYTES}: beyond,
-     * the (p−1) whole copies lose to Gloo's ring (3 ranks, 16 MiB: 52 against 29 ms). Broadcast the
-     * same way: with 2 ranks the mesh and Gloo measured level at 16 MiB (medians of 5: 7.8 against
-     * 8.1 ms; other sittings 7.9 / 8.6 and 9.5 / 8.3), and on the mesh the check is free.
-     */
-    public static boolean carriesByDefault(OpKind kind, long bytes, int size) {
-        return switch (kind) {
-            case BARRIER, ALLGATHER, ALLGATHERV, REDUCE_SCATTER -> true;
-            case ALLREDUCE, BROADCAST -> size == 2 || bytes <= WHOLE_MAX_BYTES;
-        };
+    /** Carries {@code call} over the mesh (one that {@link MeshRoute#overMesh} sends here). */
+    public void carry(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        switch (call.kind()) {
+            case ALLREDUCE -> allreduce(call, deadlineNanos, what, stall);
+            case BROADCAST -> broadcast(call, deadlineNanos, what, stall);
+            case ALLGATHER, ALLGATHERV -> allgather(call, deadlineNanos, what, stall);
+            case REDUCE_SCATTER -> reduceScatter(call, deadlineNanos, what, stall);
+            case BARRIER -> agree(call, deadlineNanos, what, stall);
+        }
     }
 
     /** Exchanges {@code call}'s signature only: returns when every rank issued the same call (a barrier). */
@@ -93,7 +85,7 @@ public final class MeshCollectives {
     }
 
     /** The allreduce of {@code call.input()} in place. */
-    public void allreduce(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+    void allreduce(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
         inMessages(call.input(), part -> allreducePart(call, part, deadlineNanos, what, stall));
     }
 
@@ -129,7 +121,7 @@ public final class MeshCollectives {
     }
 
     /** The broadcast of the root's {@code call.input()} into every other rank's. */
-    public void broadcast(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+    void broadcast(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
         inMessages(call.input(), part -> broadcastPart(call, part, deadlineNanos, what, stall));
     }
 
@@ -161,7 +153,7 @@ public final class MeshCollectives {
      * allgatherv). Message k carries elements {@code [k P, (k+1) P)} of every rank's block (P =
      * {@link #perMessage}), empty for blocks that short.
      */
-    public void allgather(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+    void allgather(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
         DenseBuffer input = call.input();
         DenseBuffer output = call.output();
         int[] counts = call.counts();
@@ -213,7 +205,7 @@ public final class MeshCollectives {
     }
 
     /** Block r of every rank's {@code call.input()} folded into rank r's {@code call.output()}. */
-    public void reduceScatter(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+    void reduceScatter(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
         int block = call.output().count();
         int perMessage = perMessage(call.output().dataType());
         for (int from = 0; from < block; from += perMessage) {
