@@ -1,19 +1,17 @@
 package dev.cohort.gloo;
 
-import dev.cohort.gloo.rendezvous.JobNotes;
-
-import dev.cohort.gloo.rendezvous.Membership;
-
-import dev.cohort.gloo.rendezvous.Rendezvous;
-
-import dev.cohort.gloo.transport.PeerMesh;
-
-import dev.cohort.libtorch.LibTorch;
-
 import dev.cohort.api.Connection;
 import dev.cohort.api.DistributedBackend;
-import dev.cohort.api.Topology;
 import dev.cohort.api.LaunchEnvironment;
+import dev.cohort.api.Topology;
+import dev.cohort.gloo.algorithms.MeshCollectives;
+import dev.cohort.gloo.rendezvous.C10dStore;
+import dev.cohort.gloo.rendezvous.JobNotes;
+import dev.cohort.gloo.rendezvous.Membership;
+import dev.cohort.gloo.rendezvous.Rendezvous;
+import dev.cohort.gloo.transport.PeerMesh;
+import dev.cohort.libtorch.LibTorch;
+import dev.cohort.runtime.store.PrefixStore;
 import java.io.IOException;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
@@ -160,7 +158,8 @@ public final class GlooBackend extends DistributedBackend {
         PeerMesh mesh = null;
         if (options.consistencyCheck() && size > 1) {
             try {
-                mesh = PeerMesh.connect(store, "peer-mesh/", rank, size, meshAddress(device), connectTimeout, spin,
+                mesh = PeerMesh.connect(new PrefixStore("peer-mesh/", new C10dStore(store)), rank, size,
+                        MeshCollectives.HEADER_WORDS, meshAddress(device), connectTimeout, spin,
                         label + " rank " + rank + " of " + size);
             } catch (RuntimeException e) {
                 LibTorch.release(pg);

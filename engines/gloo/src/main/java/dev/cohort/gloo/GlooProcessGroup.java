@@ -1,19 +1,5 @@
 package dev.cohort.gloo;
 
-import dev.cohort.gloo.c10d.NativeTensors;
-
-import dev.cohort.gloo.c10d.NativeCache;
-
-import dev.cohort.gloo.c10d.GlooWork;
-
-import dev.cohort.gloo.algorithms.MeshCollectives;
-import dev.cohort.gloo.algorithms.MeshRoute;
-
-import dev.cohort.gloo.transport.PeerMesh;
-
-import dev.cohort.libtorch.LibTorch;
-
-import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveMismatchException;
@@ -21,8 +7,16 @@ import dev.cohort.api.collective.CollectiveTimeoutException;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.OpKind;
 import dev.cohort.api.collective.ReduceOp;
-import dev.cohort.runtime.Reduction;
 import dev.cohort.api.collective.Work;
+import dev.cohort.gloo.algorithms.MeshCollectives;
+import dev.cohort.gloo.algorithms.MeshRoute;
+import dev.cohort.gloo.c10d.GlooWork;
+import dev.cohort.gloo.c10d.NativeCache;
+import dev.cohort.gloo.c10d.NativeTensors;
+import dev.cohort.gloo.transport.PeerMesh;
+import dev.cohort.libtorch.LibTorch;
+import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.Reduction;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;

@@ -1,7 +1,7 @@
 package dev.cohort.gloo;
 
-import dev.cohort.gloo.rendezvous.JobNotes;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.gloo.rendezvous.JobNotes;
 import dev.cohort.testkit.ConformanceSuite;
 import java.time.Duration;
 

@@ -1,11 +1,10 @@
 package dev.cohort.gloo.algorithms;
 
-import dev.cohort.gloo.transport.PeerMesh;
-
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.gloo.transport.PeerMesh;
 import dev.cohort.runtime.Reduction;
 import dev.cohort.runtime.SignatureWords;
 import java.nio.ByteBuffer;
@@ -17,8 +16,14 @@ import org.bytedeco.javacpp.Pointer;
 
 /**
  * Collectives carried over the {@link PeerMesh} with the consistency check built in: a rank's
- * first bytes to each peer are its call's signature, and nothing lands in the caller's memory
- * before every rank's signature arrived and matched.
+ * first bytes to each peer (the mesh's header) are its call's {@link SignatureWords signature},
+ * and nothing lands in the caller's memory before every rank's signature arrived and matched.
+ *
+ * <p>Calls the group leaves to Gloo are checked here too ({@link #agree}) before Gloo sees them:
+ * Gloo aborts the whole process ({@code std::terminate}) when a message is longer than the
+ * receiver expects, and silently mixes data when ranks reduce with different operations. The cost
+ * is one small message to each peer and the wait for theirs — which a collective waits for anyway,
+ * because it cannot finish before the last rank joins.
  *
  * <p>Algorithms, for p ranks and n bytes:
  * <ul>
@@ -48,6 +53,9 @@ public final class MeshCollectives {
      * inputs, whatever the call's size.
      */
     static final int MAX_MESSAGE_BYTES = Integer.getInteger("cohort.gloo.meshMessageBytes", 64 << 20);
+
+    /** The mesh's header: a call's signature. */
+    public static final int HEADER_WORDS = SignatureWords.WORDS;
 
     private final PeerMesh mesh;
     private final int rank;
@@ -292,7 +300,7 @@ public final class MeshCollectives {
         String disagreement;
 
         @Override
-        public boolean signaturesArrived(long[] all) {
+        public boolean headersArrived(long[] all) {
             disagreement = SignatureWords.disagreement(who, all, size);
             return disagreement == null;
         }
@@ -311,8 +319,8 @@ public final class MeshCollectives {
     private final class Fold extends Check {
 
         @Override
-        public boolean signaturesArrived(long[] all) {
-            boolean agreed = super.signaturesArrived(all);
+        public boolean headersArrived(long[] all) {
+            boolean agreed = super.headersArrived(all);
             if (agreed && ownInput != null) {
                 target.copyFrom(ownInput);
             }

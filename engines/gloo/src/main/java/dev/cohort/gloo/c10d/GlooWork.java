@@ -1,12 +1,11 @@
 package dev.cohort.gloo.c10d;
 
-import dev.cohort.libtorch.LibTorch;
-
 import dev.cohort.api.Timeouts;
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
 import dev.cohort.api.collective.Work;
+import dev.cohort.libtorch.LibTorch;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.function.Function;

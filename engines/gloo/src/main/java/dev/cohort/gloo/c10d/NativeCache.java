@@ -1,8 +1,7 @@
 package dev.cohort.gloo.c10d;
 
-import dev.cohort.libtorch.LibTorch;
-
 import dev.cohort.api.collective.DataType;
+import dev.cohort.libtorch.LibTorch;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;

@@ -1,7 +1,6 @@
 package dev.cohort.gloo.rendezvous;
 
 import dev.cohort.libtorch.LibTorch;
-
 import java.time.Duration;
 import java.util.Optional;
 import org.bytedeco.javacpp.chrono.Milliseconds;

@@ -1,8 +1,7 @@
 package dev.cohort.gloo.rendezvous;
 
-import dev.cohort.gloo.GlooConnectException;
-
 import dev.cohort.api.Topology;
+import dev.cohort.gloo.GlooConnectException;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;

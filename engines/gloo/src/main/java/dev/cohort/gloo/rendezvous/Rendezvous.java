@@ -1,9 +1,7 @@
 package dev.cohort.gloo.rendezvous;
 
 import dev.cohort.gloo.GlooConnectException;
-
 import dev.cohort.libtorch.LibTorch;
-
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
