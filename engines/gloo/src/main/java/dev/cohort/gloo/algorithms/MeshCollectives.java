@@ -65,6 +65,10 @@ public final class MeshCollectives {
     private final ByteBuffer[] toPeer;
     private final ByteBuffer[] fromPeer;
     private ByteBuffer sendStore = ByteBuffer.allocateDirect(0);
+    // The call in progress (callers serialize calls): its deadline, its name in errors, whom to tell of a stall.
+    private long deadlineNanos;
+    private String what;
+    private PeerMesh.StallReport stall;
 
     public MeshCollectives(PeerMesh mesh, int rank, int size, String who) {
         this.mesh = mesh;
@@ -77,29 +81,40 @@ public final class MeshCollectives {
 
     /** Carries {@code call} over the mesh (one that {@link MeshRoute#overMesh} sends here). */
     public void carry(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        begin(deadlineNanos, what, stall);
         switch (call.kind()) {
-            case ALLREDUCE -> allreduce(call, deadlineNanos, what, stall);
-            case BROADCAST -> broadcast(call, deadlineNanos, what, stall);
-            case ALLGATHER, ALLGATHERV -> allgather(call, deadlineNanos, what, stall);
-            case REDUCE_SCATTER -> reduceScatter(call, deadlineNanos, what, stall);
-            case BARRIER -> agree(call, deadlineNanos, what, stall);
+            case ALLREDUCE -> allreduce(call);
+            case BROADCAST -> broadcast(call);
+            case ALLGATHER, ALLGATHERV -> allgather(call);
+            case REDUCE_SCATTER -> reduceScatter(call);
+            case BARRIER -> agree(call);
         }
     }
 
     /** Exchanges {@code call}'s signature only: returns when every rank issued the same call (a barrier). */
     public void agree(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        begin(deadlineNanos, what, stall);
+        agree(call);
+    }
+
+    private void begin(long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        this.deadlineNanos = deadlineNanos;
+        this.what = what;
+        this.stall = stall;
+    }
+
+    private void agree(Collective call) {
         clear();
-        run(call, false, deadlineNanos, what, stall, new Check());
+        run(call, false, new Check());
     }
 
     /** The allreduce of {@code call.input()} in place. */
-    void allreduce(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
-        inMessages(call.input(), part -> allreducePart(call, part, deadlineNanos, what, stall));
+    private void allreduce(Collective call) {
+        inMessages(call.input(), part -> allreducePart(call, part));
     }
 
     /** One message's worth of an allreduce: {@code data} is a part of {@code call.input()}. */
-    private void allreducePart(Collective call, DenseBuffer data, long deadlineNanos, String what,
-                               PeerMesh.StallReport stall) {
+    private void allreducePart(Collective call, DenseBuffer data) {
         clear();
         int bytes = (int) data.byteSize();
         boolean inPlace = data.isDirect();
@@ -111,7 +126,7 @@ public final class MeshCollectives {
             }
         }
         Fold fold = new Fold(call, data, inPlace, null);
-        run(call, false, deadlineNanos, what, stall, fold);
+        run(call, false, fold);
         fold.progress();
     }
 
@@ -129,13 +144,12 @@ public final class MeshCollectives {
     }
 
     /** The broadcast of the root's {@code call.input()} into every other rank's. */
-    void broadcast(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
-        inMessages(call.input(), part -> broadcastPart(call, part, deadlineNanos, what, stall));
+    private void broadcast(Collective call) {
+        inMessages(call.input(), part -> broadcastPart(call, part));
     }
 
     /** One message's worth of a broadcast: {@code data} is a part of {@code call.input()}. */
-    private void broadcastPart(Collective call, DenseBuffer data, long deadlineNanos, String what,
-                               PeerMesh.StallReport stall) {
+    private void broadcastPart(Collective call, DenseBuffer data) {
         clear();
         int bytes = (int) data.byteSize();
         int root = call.root();
@@ -150,7 +164,7 @@ public final class MeshCollectives {
         } else {
             fromPeer[root] = direct ? bytesOf(data) : mesh.receiveBuffer(root, bytes);
         }
-        run(call, direct, deadlineNanos, what, stall, new Check());
+        run(call, direct, new Check());
         if (rank != root && !direct) {
             data.copyFrom(DenseBuffer.of(fromPeer[root].flip(), data.dataType()));
         }
@@ -161,7 +175,7 @@ public final class MeshCollectives {
      * allgatherv). Message k carries elements {@code [k P, (k+1) P)} of every rank's block (P =
      * {@link #perMessage}), empty for blocks that short.
      */
-    void allgather(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+    private void allgather(Collective call) {
         DenseBuffer input = call.input();
         DenseBuffer output = call.output();
         int[] counts = call.counts();
@@ -174,14 +188,13 @@ public final class MeshCollectives {
         }
         int perMessage = perMessage(output.dataType());
         for (int from = 0; from < most; from += perMessage) {
-            allgatherPart(call, offsets, from, perMessage, deadlineNanos, what, stall);
+            allgatherPart(call, offsets, from, perMessage);
         }
         output.slice(offsets[rank], offsets[rank + 1] - offsets[rank]).copyFrom(input);
     }
 
     /** Elements {@code [from, from + perMessage)} of every rank's block. */
-    private void allgatherPart(Collective call, int[] offsets, int from, int perMessage, long deadlineNanos,
-                               String what, PeerMesh.StallReport stall) {
+    private void allgatherPart(Collective call, int[] offsets, int from, int perMessage) {
         clear();
         DenseBuffer input = call.input();
         DenseBuffer output = call.output();
@@ -201,7 +214,7 @@ public final class MeshCollectives {
                 fromPeer[j] = direct ? slice(result, (offsets[j] + from) * e, bytes) : mesh.receiveBuffer(j, bytes);
             }
         }
-        run(call, direct, deadlineNanos, what, stall, new Check());
+        run(call, direct, new Check());
         if (!direct) {
             for (int j = 0; j < size; j++) {
                 if (j != rank && length[j] > 0) {
@@ -213,17 +226,16 @@ public final class MeshCollectives {
     }
 
     /** Block r of every rank's {@code call.input()} folded into rank r's {@code call.output()}. */
-    void reduceScatter(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+    private void reduceScatter(Collective call) {
         int block = call.output().count();
         int perMessage = perMessage(call.output().dataType());
         for (int from = 0; from < block; from += perMessage) {
-            reduceScatterPart(call, block, from, Math.min(perMessage, block - from), deadlineNanos, what, stall);
+            reduceScatterPart(call, block, from, Math.min(perMessage, block - from));
         }
     }
 
     /** Elements {@code [from, from + length)} of every block. */
-    private void reduceScatterPart(Collective call, int block, int from, int length, long deadlineNanos, String what,
-                                   PeerMesh.StallReport stall) {
+    private void reduceScatterPart(Collective call, int block, int from, int length) {
         clear();
         DenseBuffer input = call.input();
         DenseBuffer output = call.output();
@@ -237,7 +249,7 @@ public final class MeshCollectives {
             }
         }
         Fold fold = new Fold(call, output.slice(from, length), false, input.slice(rank * block + from, length));
-        run(call, false, deadlineNanos, what, stall, fold);
+        run(call, false, fold);
         fold.progress();
     }
 
@@ -245,8 +257,7 @@ public final class MeshCollectives {
         return all.duplicate().limit(from + length).position(from).slice().order(ByteOrder.nativeOrder());
     }
 
-    private void run(Collective call, boolean guardPayload, long deadlineNanos, String what,
-                     PeerMesh.StallReport stall, Check check) {
+    private void run(Collective call, boolean guardPayload, Check check) {
         SignatureWords.encode(call, mine, 0);
         if (!mesh.exchange(mine, toPeer, fromPeer, guardPayload, deadlineNanos, what, stall, check)) {
             throw new CollectiveMismatchException(check.disagreement != null ? check.disagreement
