@@ -1,12 +1,18 @@
 package dev.cohort.gloo;
 
-import dev.cohort.libtorch.LibTorch;
-
 import dev.cohort.api.Connection;
 import dev.cohort.runtime.EngineBackend;
 import dev.cohort.api.JobLayout;
-import dev.cohort.api.Topology;
 import dev.cohort.api.LaunchEnvironment;
+import dev.cohort.api.Topology;
+import dev.cohort.gloo.algorithms.MeshCollectives;
+import dev.cohort.gloo.rendezvous.C10dStore;
+import dev.cohort.gloo.rendezvous.JobNotes;
+import dev.cohort.gloo.rendezvous.Membership;
+import dev.cohort.gloo.rendezvous.Rendezvous;
+import dev.cohort.gloo.transport.PeerMesh;
+import dev.cohort.libtorch.LibTorch;
+import dev.cohort.runtime.store.PrefixStore;
 import java.io.IOException;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
@@ -148,14 +154,15 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
         PeerMesh mesh = null;
         if (options.consistencyCheck() && size > 1) {
             try {
-                mesh = PeerMesh.connect(store, "peer-mesh/", rank, size, meshAddress(device), connectTimeout, spin,
+                mesh = PeerMesh.connect(new PrefixStore("peer-mesh/", new C10dStore(store)), rank, size,
+                        MeshCollectives.HEADER_WORDS, meshAddress(device), connectTimeout, spin,
                         label + " rank " + rank + " of " + size);
             } catch (RuntimeException e) {
                 LibTorch.release(pg);
                 throw e;
             }
         }
-        return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress, mesh, options.meshLimit());
+        return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress, mesh, options.meshRoute(size));
     }
 
     /** The interface named by option or {@code GLOO_SOCKET_IFNAME}, else the address that reaches the master. */

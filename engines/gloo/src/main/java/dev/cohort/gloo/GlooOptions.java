@@ -1,6 +1,7 @@
 package dev.cohort.gloo;
 
 import dev.cohort.api.Timeouts;
+import dev.cohort.gloo.algorithms.MeshRoute;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -55,8 +56,8 @@ public final class GlooOptions {
                     + "connections (one pipelined message each way) instead of through Gloo; 0 sends all through Gloo; needs "
                     + "the consistency check, and the same value on every rank (default: allgather, allgatherv, "
                     + "reduce-scatter and barrier always; allreduce and broadcast always with 2 ranks, else up to "
-                    + "262144).")
-    int directMaxBytes = -1;
+                    + MeshRoute.WHOLE_MAX_BYTES + ").")
+    int meshMaxBytes = (int) MeshRoute.MEASURED;
 
     @Option(names = "--gloo-spin-us", paramLabel = "MICROSECONDS",
             description = "How long a rank waiting for its peers' data keeps polling its connections before it "
@@ -69,7 +70,7 @@ public final class GlooOptions {
                     + "file:///PATH (a file on a filesystem all ranks share).")
     String rendezvous = "env://";
 
-    /** What this process runs, as the other ranks see it when they meet (see {@link Membership}). */
+    /** What this process runs, as the other ranks see it when they meet (see {@link dev.cohort.gloo.rendezvous.Membership}). */
     private String joinsAs = "the gloo backend";
 
     /**
@@ -127,16 +128,13 @@ public final class GlooOptions {
         if (bytes < 0) {
             throw new IllegalArgumentException("--gloo-direct-max-bytes must be >= 0, got " + bytes);
         }
-        this.directMaxBytes = bytes;
+        this.meshMaxBytes = bytes;
         return this;
     }
 
-    /** The largest collective the user allows on the mesh, or -1: the measured defaults ({@link MeshCollectives#carriesByDefault}). */
-    long meshLimit() {
-        if (directMaxBytes < -1) {
-            throw new IllegalArgumentException("--gloo-direct-max-bytes must be >= 0, got " + directMaxBytes);
-        }
-        return directMaxBytes;
+    /** Which calls of a group of {@code size} ranks go over the mesh (rejects a negative --gloo-direct-max-bytes). */
+    MeshRoute meshRoute(int size) {
+        return new MeshRoute(meshMaxBytes, size);
     }
 
     /** Polls this long before sleeping (see --gloo-spin-us); {@link Duration#ZERO} never polls. */

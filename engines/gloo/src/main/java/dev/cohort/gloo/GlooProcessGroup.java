@@ -1,8 +1,5 @@
 package dev.cohort.gloo;
 
-import dev.cohort.libtorch.LibTorch;
-
-import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveMismatchException;
@@ -10,8 +7,16 @@ import dev.cohort.api.collective.CollectiveTimeoutException;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.OpKind;
 import dev.cohort.api.collective.ReduceOp;
-import dev.cohort.runtime.Reduction;
 import dev.cohort.api.collective.Work;
+import dev.cohort.gloo.algorithms.MeshCollectives;
+import dev.cohort.gloo.algorithms.MeshRoute;
+import dev.cohort.gloo.c10d.GlooWork;
+import dev.cohort.gloo.c10d.NativeCache;
+import dev.cohort.gloo.c10d.NativeTensors;
+import dev.cohort.gloo.transport.PeerMesh;
+import dev.cohort.libtorch.LibTorch;
+import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.Reduction;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -49,8 +54,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     /** The always-on consistency check (null when turned off); calls over it hold its lock. */
     private final PeerMesh mesh;
     private final MeshCollectives overMesh;
-    /** Collectives moving up to this many bytes travel over the mesh (-1: the measured defaults). */
-    private final long meshLimit;
+    /** Which calls {@link #overMesh} carries; the others go to Gloo once the mesh checked them. */
+    private final MeshRoute route;
     /** The first disagreement seen; Gloo's tags are out of step after it, so the group is unusable. */
     private volatile CollectiveMismatchException mismatch;
     private volatile StallWatch stallWatch;
@@ -86,9 +91,9 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     };
 
     GlooProcessGroup(ProcessGroupGloo pg, String label, int rank, int size, Duration timeout,
-                     Map<String, String> ranksByAddress, PeerMesh mesh, long meshLimit) {
+                     Map<String, String> ranksByAddress, PeerMesh mesh, MeshRoute route) {
         super(rank, size, timeout);
-        this.meshLimit = meshLimit;
+        this.route = route;
         this.pg = pg;
         this.label = label;
         this.ranksByAddress = ranksByAddress;
@@ -120,21 +125,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         String what = label + " " + who() + ": " + call.describe();
         synchronized (mesh) {
             try {
-                long bytes = switch (call.kind()) {
-                    case ALLGATHER, ALLGATHERV -> call.output().byteSize();
-                    case BARRIER -> 0;
-                    default -> call.input().byteSize();
-                };
-                boolean carried = call.kind() == OpKind.BARRIER || (bytes > 0 && (meshLimit >= 0 ? bytes <= meshLimit
-                        : MeshCollectives.carriesByDefault(call.kind(), bytes, size())));
-                if (carried) {
-                    switch (call.kind()) {
-                        case ALLREDUCE -> overMesh.allreduce(call, deadline, what, meshStall);
-                        case BROADCAST -> overMesh.broadcast(call, deadline, what, meshStall);
-                        case ALLGATHER, ALLGATHERV -> overMesh.allgather(call, deadline, what, meshStall);
-                        case REDUCE_SCATTER -> overMesh.reduceScatter(call, deadline, what, meshStall);
-                        case BARRIER -> overMesh.agree(call, deadline, what, meshStall);
-                    }
+                if (route.overMesh(call)) {
+                    overMesh.carry(call, deadline, what, meshStall);
                     return GlooWork.completed(call);
                 }
                 overMesh.agree(call, deadline, what, meshStall);

@@ -1,7 +1,6 @@
 package dev.cohort.gloo;
 
 import dev.cohort.libtorch.LibTorch;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

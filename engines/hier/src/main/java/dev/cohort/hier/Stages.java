@@ -7,7 +7,7 @@ import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.Work;
-import dev.cohort.gloo.JobNotes;
+import dev.cohort.gloo.rendezvous.JobNotes;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;

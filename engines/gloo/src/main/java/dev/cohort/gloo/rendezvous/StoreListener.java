@@ -1,4 +1,4 @@
-package dev.cohort.gloo;
+package dev.cohort.gloo.rendezvous;
 
 import java.io.IOException;
 import java.net.InetAddress;

@@ -1,8 +1,7 @@
-package dev.cohort.gloo;
-
-import dev.cohort.libtorch.LibTorch;
+package dev.cohort.gloo.c10d;
 
 import dev.cohort.api.collective.DataType;
+import dev.cohort.libtorch.LibTorch;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -21,7 +20,7 @@ import org.bytedeco.pytorch.global.torch;
  * bounded: the least recently used header is released when it is full. Everything cached is retained against the caller's
  * {@code PointerScope} and released at {@link #close()}.
  */
-final class NativeCache implements AutoCloseable {
+public final class NativeCache implements AutoCloseable {
 
     private static final int MAX_TENSORS = 256;
 
@@ -44,7 +43,7 @@ final class NativeCache implements AutoCloseable {
 
     /** The options object for {@code key}, made once by {@code make}. */
     @SuppressWarnings("unchecked")
-    <P extends Pointer> P options(Object key, Supplier<P> make) {
+    public <P extends Pointer> P options(Object key, Supplier<P> make) {
         return (P) options.computeIfAbsent(key, k -> LibTorch.retain(make.get()));
     }
 

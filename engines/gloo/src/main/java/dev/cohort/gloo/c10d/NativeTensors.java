@@ -1,4 +1,4 @@
-package dev.cohort.gloo;
+package dev.cohort.gloo.c10d;
 
 import dev.cohort.api.collective.DenseBuffer;
 import java.nio.Buffer;
@@ -13,19 +13,19 @@ import org.bytedeco.pytorch.Tensor;
  * copied in before the call and out after it. The memory is kept reachable until the call is
  * settled; per-call native objects are freed by {@link #close()}.
  */
-final class NativeTensors implements AutoCloseable {
+public final class NativeTensors implements AutoCloseable {
 
     private final NativeCache cache;
     private final List<Pointer> natives = new ArrayList<>();
     private final List<Runnable> copyOuts = new ArrayList<>();
     private final List<Buffer> keepAlive = new ArrayList<>();
 
-    NativeTensors(NativeCache cache) {
+    public NativeTensors(NativeCache cache) {
         this.cache = cache;
     }
 
     /** A tensor over {@code buffer}'s elements; {@code in}: its contents are read; {@code out}: written. */
-    Tensor wrap(DenseBuffer buffer, boolean in, boolean out) {
+    public Tensor wrap(DenseBuffer buffer, boolean in, boolean out) {
         DenseBuffer memory = buffer;
         if (!buffer.isDirect()) {
             memory = DenseBuffer.allocateDirect(buffer.dataType(), buffer.count());
@@ -41,7 +41,7 @@ final class NativeTensors implements AutoCloseable {
     }
 
     /** A tensor over direct scratch memory of this call. */
-    Tensor tensor(DenseBuffer memory) {
+    public Tensor tensor(DenseBuffer memory) {
         Buffer view = memory.view();
         keepAlive.add(view);
         Pointer p = new Pointer(view);
@@ -49,7 +49,7 @@ final class NativeTensors implements AutoCloseable {
         return cache.tensor(p, memory.count(), memory.dataType());
     }
 
-    <P extends Pointer> P keep(P nativeObject) {
+    public <P extends Pointer> P keep(P nativeObject) {
         natives.add(nativeObject);
         return nativeObject;
     }

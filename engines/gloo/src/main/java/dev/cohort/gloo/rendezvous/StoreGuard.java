@@ -1,5 +1,6 @@
-package dev.cohort.gloo;
+package dev.cohort.gloo.rendezvous;
 
+import dev.cohort.gloo.GlooConnectException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;

@@ -1,8 +1,9 @@
-package dev.cohort.gloo;
+package dev.cohort.gloo.transport;
 
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
-import dev.cohort.runtime.SignatureWords;
+import dev.cohort.gloo.GlooConnectException;
+import dev.cohort.runtime.store.Store;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -17,21 +18,12 @@ import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import org.bytedeco.javacpp.chrono.Milliseconds;
-import org.bytedeco.pytorch.Store;
-import org.bytedeco.pytorch.StringVector;
 
 /**
- * A full mesh of plain TCP connections between the ranks of a group. Over it the ranks show each
- * other the {@link SignatureWords signature} of every collective before any of them hands it to
- * Gloo, and {@link MeshCollectives} carries allreduce, broadcast and barrier itself: each message
- * opens with the sender's signature, so the check costs nothing extra on those.
- *
- * <p>Why before: Gloo aborts the whole process ({@code std::terminate}) when a message is longer
- * than the receiver expects, and silently mixes data when ranks reduce with different operations.
- * So a call is issued to Gloo only after every rank's signature arrived and matched. The cost is
- * one small message to each peer and the wait for theirs — which a collective waits for anyway,
- * because it cannot finish before the last rank joins.
+ * A full mesh of plain TCP connections between the ranks of a group. Each exchange sends every
+ * peer a fixed-size header of {@code headerWords} longs (what the header means is the caller's:
+ * {@code MeshCollectives} puts a call's signature there) and then a payload, and receives theirs;
+ * sending, receiving and the caller's work on what arrived overlap.
  *
  * <p>Waiting: a rank whose peers' bytes have not come keeps polling its connections for
  * {@code spin} (--gloo-spin-us) after the last byte moved, then sleeps in a selector until more
@@ -41,21 +33,19 @@ import org.bytedeco.pytorch.StringVector;
  * CPU its peer needs: an early measurement on that machine, before polling was bounded, found a
  * 2-rank exchange 65 us against 10 us).
  *
- * <p>Wiring: each rank listens on an ephemeral port of the address Gloo uses, publishes it in the
+ * <p>Wiring: each rank listens on an ephemeral port of the given address, publishes it in the
  * group's store, connects to every lower rank and accepts every higher one; a connection opens with
  * a hello (a magic number, the group's size and the sender's rank), and anything else is closed and
  * ignored, so a stranger on the port cannot take a rank's place. The listening socket is closed as
  * soon as the mesh is complete.
  */
-final class PeerMesh implements AutoCloseable {
+public final class PeerMesh implements AutoCloseable {
 
     private static final long MAGIC = 0x436f686f72745347L;      // "CohortSG"
-    /** A message: the signature words, then the payload's length in bytes, then the payload. */
-    private static final int HEADER = (SignatureWords.WORDS + 1) * Long.BYTES;
     private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0);
 
     /** Names what a rank still waits for, once, after the stall time. */
-    interface StallReport {
+    public interface StallReport {
         Duration after();
 
         void report(String what, String waitingFor);
@@ -63,6 +53,8 @@ final class PeerMesh implements AutoCloseable {
 
     private final int rank;
     private final int size;
+    /** A message: {@code headerWords} longs, then the payload's length in bytes, then the payload. */
+    private final int headerWords;
     private final SocketChannel[] peers;
     private final SelectionKey[] keys;
     private final ByteBuffer[] inbound;
@@ -80,8 +72,9 @@ final class PeerMesh implements AutoCloseable {
     private final long spinNanos;
     private int payloadMismatch = -1;
 
-    private PeerMesh(int rank, int size, SocketChannel[] peers, Duration spin) throws IOException {
+    private PeerMesh(int rank, int size, int headerWords, SocketChannel[] peers, Duration spin) throws IOException {
         this.rank = rank;
+        this.headerWords = headerWords;
         this.spinNanos = spin.toNanos();
         this.size = size;
         this.peers = peers;
@@ -92,13 +85,14 @@ final class PeerMesh implements AutoCloseable {
         this.payloadIn = new ByteBuffer[size];
         this.payloadStore = new ByteBuffer[size];
         this.expected = new long[size];
-        this.all = new long[size * SignatureWords.WORDS];
+        this.all = new long[size * headerWords];
+        int headerBytes = (headerWords + 1) * Long.BYTES;
         this.keys = new SelectionKey[size];
         this.selector = Selector.open();
         for (int j = 0; j < size; j++) {
             if (j != rank) {
-                inbound[j] = ByteBuffer.allocateDirect(HEADER).order(ByteOrder.LITTLE_ENDIAN);
-                headerStore[j] = ByteBuffer.allocateDirect(HEADER).order(ByteOrder.LITTLE_ENDIAN);
+                inbound[j] = ByteBuffer.allocateDirect(headerBytes).order(ByteOrder.LITTLE_ENDIAN);
+                headerStore[j] = ByteBuffer.allocateDirect(headerBytes).order(ByteOrder.LITTLE_ENDIAN);
                 peers[j].configureBlocking(false);
                 keys[j] = peers[j].register(selector, SelectionKey.OP_READ, j);
             }
@@ -106,22 +100,23 @@ final class PeerMesh implements AutoCloseable {
     }
 
     /**
-     * Connects this rank to every other rank of the group; addresses meet in {@code store} under
-     * {@code key + rank}. Fails with a {@link GlooConnectException} after {@code timeout}.
+     * Connects this rank to every other rank of the group, listening on {@code address}; the
+     * addresses meet in {@code store} under each rank's number. Messages carry {@code headerWords}
+     * longs of header. Fails with a {@link GlooConnectException} after {@code timeout}.
      */
-    static PeerMesh connect(Store store, String key, int rank, int size, InetAddress address,
-                                 Duration timeout, Duration spin, String who) {
+    public static PeerMesh connect(Store store, int rank, int size, int headerWords, InetAddress address,
+                                   Duration timeout, Duration spin, String who) {
         long deadline = System.nanoTime() + timeout.toNanos();
         SocketChannel[] peers = new SocketChannel[size];
         try (ServerSocketChannel server = ServerSocketChannel.open()) {
             server.bind(new InetSocketAddress(address, 0), size);
             InetSocketAddress local = (InetSocketAddress) server.getLocalAddress();
-            store.set(key + rank, local.getAddress().getHostAddress() + " " + local.getPort());
+            store.set(Integer.toString(rank), local.getAddress().getHostAddress() + " " + local.getPort());
             for (int j = 0; j < rank; j++) {
-                peers[j] = dial(store, key, j, rank, size, deadline, who);
+                peers[j] = dial(store, j, rank, size, deadline, who);
             }
             accept(server, peers, rank, size, deadline, who);
-            return new PeerMesh(rank, size, peers, spin);
+            return new PeerMesh(rank, size, headerWords, peers, spin);
         } catch (IOException | RuntimeException e) {
             for (SocketChannel p : peers) {
                 closeQuietly(p);
@@ -133,15 +128,15 @@ final class PeerMesh implements AutoCloseable {
         }
     }
 
-    private static SocketChannel dial(Store store, String key, int peer, int rank, int size, long deadline, String who)
+    private static SocketChannel dial(Store store, int peer, int rank, int size, long deadline, String who)
             throws IOException {
-        long left = remainingMillis(deadline);
+        String key = Integer.toString(peer);
         try {
-            store._wait(new StringVector(key + peer), new Milliseconds(left));
+            store.await(List.of(key), deadline);
         } catch (RuntimeException e) {
             throw new GlooConnectException(who + ": rank " + peer + " did not publish its peer-mesh address in time", e);
         }
-        String[] hostPort = store.get_to_str(key + peer).split(" ");
+        String[] hostPort = store.get(key).split(" ");
         SocketChannel ch = SocketChannel.open();
         try {
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
@@ -210,32 +205,32 @@ final class PeerMesh implements AutoCloseable {
     }
 
     /**
-     * What one collective does with the bytes that arrive: the mesh calls {@link #signaturesArrived}
-     * once every peer's signature is in, and {@link #progress} whenever payload bytes moved after
+     * What one exchange does with the bytes that arrive: the mesh calls {@link #headersArrived}
+     * once every peer's header is in, and {@link #progress} whenever payload bytes moved after
      * that (the receive buffers' positions say how far each peer's payload has come).
      */
-    interface Transfer {
-        /** Every rank's words, rank by rank; false ends the exchange at once (the ranks disagree). */
-        boolean signaturesArrived(long[] all);
+    public interface Transfer {
+        /** Every rank's header words, rank by rank; false ends the exchange at once (the ranks disagree). */
+        boolean headersArrived(long[] all);
 
         /** Payload bytes were sent or received; the caller may consume what is complete. */
         void progress();
     }
 
     /**
-     * Sends {@code mine} ({@value SignatureWords#WORDS} words) and {@code toPeer[j]} to every peer
+     * Sends {@code mine} ({@code headerWords} words) and {@code toPeer[j]} to every peer
      * {@code j}, and receives each peer's words and {@code fromPeer[j].remaining()} payload bytes
      * into {@code fromPeer[j]}; {@code null} entries mean no payload. Sending and receiving overlap
      * with each other and with {@code transfer}'s work. When {@code guardPayload} is set, no payload
-     * byte is read before {@code transfer} accepted the signatures (the receive buffers are the
+     * byte is read before {@code transfer} accepted the headers (the receive buffers are the
      * caller's memory, which a mismatched call must not touch). Callers serialize calls.
      *
-     * @return false when {@code transfer} refused the signatures, or a peer announced a payload of
+     * @return false when {@code transfer} refused the headers, or a peer announced a payload of
      *         another length ({@link #payloadMismatch()}); the connections are then out of step
      * @throws CollectiveException        naming the rank whose connection broke (its process is gone)
      * @throws CollectiveTimeoutException naming the ranks that sent nothing before {@code deadline}
      */
-    boolean exchange(long[] mine, ByteBuffer[] toPeer, ByteBuffer[] fromPeer, boolean guardPayload,
+    public boolean exchange(long[] mine, ByteBuffer[] toPeer, ByteBuffer[] fromPeer, boolean guardPayload,
                      long deadlineNanos, String what, StallReport stall, Transfer transfer) {
         for (int j = 0; j < size; j++) {
             if (j != rank) {
@@ -273,11 +268,11 @@ final class PeerMesh implements AutoCloseable {
             }
             if (!agreed && headersComplete()) {
                 for (int j = 0; j < size; j++) {
-                    for (int w = 0; w < SignatureWords.WORDS; w++) {
-                        all[j * SignatureWords.WORDS + w] = j == rank ? mine[w] : inbound[j].getLong(w * Long.BYTES);
+                    for (int w = 0; w < headerWords; w++) {
+                        all[j * headerWords + w] = j == rank ? mine[w] : inbound[j].getLong(w * Long.BYTES);
                     }
                 }
-                if (!transfer.signaturesArrived(all) || payloadMismatch >= 0) {
+                if (!transfer.headersArrived(all) || payloadMismatch >= 0) {
                     return false;
                 }
                 agreed = true;
@@ -331,12 +326,12 @@ final class PeerMesh implements AutoCloseable {
      * A peer whose payload length differed from this rank's in the last {@link #exchange}, or -1.
      * The connections are out of step afterwards: the group must not be used again.
      */
-    int payloadMismatch() {
+    public int payloadMismatch() {
         return payloadMismatch;
     }
 
     /** A direct buffer of {@code bytes} for peer {@code j}'s payload, reused between calls. */
-    ByteBuffer receiveBuffer(int j, int bytes) {
+    public ByteBuffer receiveBuffer(int j, int bytes) {
         ByteBuffer b = payloadStore[j];
         if (b == null || b.capacity() < bytes) {
             b = ByteBuffer.allocateDirect(Math.max(bytes, 4096)).order(ByteOrder.nativeOrder());
@@ -399,8 +394,8 @@ final class PeerMesh implements AutoCloseable {
                 if (n < 0) {
                     throw lost(j, what, null);
                 }
-                if (!header.hasRemaining() && header.getLong(SignatureWords.WORDS * Long.BYTES) != expected[j]) {
-                    // The ranks disagree (the signatures say how); this stream is abandoned.
+                if (!header.hasRemaining() && header.getLong(headerWords * Long.BYTES) != expected[j]) {
+                    // The ranks disagree (their headers may say how); this stream is abandoned.
                     payloadMismatch = j;
                 }
                 return n > 0;

@@ -1,7 +1,7 @@
-package dev.cohort.gloo;
+package dev.cohort.gloo.rendezvous;
 
+import dev.cohort.gloo.GlooConnectException;
 import dev.cohort.libtorch.LibTorch;
-
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -26,7 +26,7 @@ import org.bytedeco.pytorch.TCPStoreOptions;
  * native-made clones are ever handed on. Both are retained against the caller's
  * {@code PointerScope}.
  */
-final class Rendezvous implements AutoCloseable {
+public final class Rendezvous implements AutoCloseable {
 
     private final Store owner;
     private final Store client;
@@ -44,7 +44,7 @@ final class Rendezvous implements AutoCloseable {
      * Connects to (on rank 0: hosts) the TCP store at {@code host:port}; waits for all ranks. Rank
      * 0 runs the store on a loopback port behind a {@link StoreGuard} on {@code host:port}.
      */
-    static Rendezvous tcp(String host, int port, int rank, int worldSize, Duration timeout) {
+    public static Rendezvous tcp(String host, int port, int rank, int worldSize, Duration timeout) {
         String where = "TCP store at " + host + ":" + port;
         String who = "rank " + rank + " of " + worldSize;
         TCPStoreOptions options = new TCPStoreOptions()
@@ -101,18 +101,18 @@ final class Rendezvous implements AutoCloseable {
     }
 
     /** Meets through a file on a filesystem every rank shares. */
-    static Rendezvous file(Path path, int worldSize, Duration timeout) {
+    public static Rendezvous file(Path path, int worldSize, Duration timeout) {
         FileStore store = new FileStore(path.toString(), worldSize);
         store.setTimeout(new Milliseconds(timeout.toMillis()));
         return new Rendezvous(store, "file store " + path, null);
     }
 
     /** A native-owned view of the store with every key under {@code prefix}. */
-    Store prefixed(String prefix) {
+    public Store prefixed(String prefix) {
         return new PrefixStore(prefix, client).clone();
     }
 
-    Store client() {
+    public Store client() {
         return client;
     }
 

@@ -1,7 +1,6 @@
-package dev.cohort.gloo;
+package dev.cohort.gloo.rendezvous;
 
 import dev.cohort.libtorch.LibTorch;
-
 import java.time.Duration;
 import java.util.Optional;
 import org.bytedeco.javacpp.chrono.Milliseconds;
@@ -24,7 +23,7 @@ public final class JobNotes implements AutoCloseable {
     private boolean closed;
     private boolean unreachable;
 
-    JobNotes(Store store, String prefix) {
+    public JobNotes(Store store, String prefix) {
         this.store = LibTorch.retain(store);
         this.store.setTimeout(new Milliseconds(STORE_TIMEOUT.toMillis()));
         this.prefix = prefix;

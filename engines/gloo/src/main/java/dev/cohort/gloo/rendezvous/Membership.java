@@ -1,6 +1,7 @@
-package dev.cohort.gloo;
+package dev.cohort.gloo.rendezvous;
 
 import dev.cohort.api.Topology;
+import dev.cohort.gloo.GlooConnectException;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -13,7 +14,7 @@ import org.bytedeco.pytorch.StringVector;
  * How the processes of a job check, as they meet in the store, that they started the same job,
  * before any of them builds a Gloo group on it.
  *
- * <p>Rank 0 posts the <em>job</em>: what it runs ({@link GlooOptions#joinsAs}, e.g. the gloo
+ * <p>Rank 0 posts the <em>job</em>: what it runs ({@code GlooOptions.joinsAs}, e.g. the gloo
  * backend, or the group of hier's host leaders), its {@code WORLD_SIZE} and its run. Every other
  * rank compares the job with its own before it claims its rank. Then each rank claims its rank,
  * posts its <em>member</em> record (address, world size, run) and reads every other's.
@@ -27,7 +28,7 @@ import org.bytedeco.pytorch.StringVector;
  * little while for latecomers ({@link #LINGER}), so that no process loses the store before it has
  * read why the others gave up.
  */
-final class Membership {
+public final class Membership {
 
     /** Unscoped, with the run in its value: a rank of another run that reaches this store is told so. */
     static final String JOB = "cohort/job";
@@ -76,7 +77,7 @@ final class Membership {
      * @throws GlooConnectException naming the ranks and values that differ, a rank claimed twice,
      *                              or a rank that never came
      */
-    static Map<String, String> join(Rendezvous rendezvous, Topology topology, String address, String scope,
+    public static Map<String, String> join(Rendezvous rendezvous, Topology topology, String address, String scope,
                                     String joinsAs, Duration timeout) {
         String me = "rank " + topology.rank() + " of " + topology.worldSize();
         Membership membership = new Membership(rendezvous.client(), rendezvous::connectedClients, scope,

@@ -1,10 +1,10 @@
-package dev.cohort.gloo;
+package dev.cohort.gloo.algorithms;
 
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
-import dev.cohort.api.collective.OpKind;
+import dev.cohort.gloo.transport.PeerMesh;
 import dev.cohort.runtime.Reduction;
 import dev.cohort.runtime.SignatureWords;
 import java.nio.ByteBuffer;
@@ -16,14 +16,20 @@ import org.bytedeco.javacpp.Pointer;
 
 /**
  * Collectives carried over the {@link PeerMesh} with the consistency check built in: a rank's
- * first bytes to each peer are its call's signature, and nothing lands in the caller's memory
- * before every rank's signature arrived and matched.
+ * first bytes to each peer (the mesh's header) are its call's {@link SignatureWords signature},
+ * and nothing lands in the caller's memory before every rank's signature arrived and matched.
+ *
+ * <p>Calls the group leaves to Gloo are checked here too ({@link #agree}) before Gloo sees them:
+ * Gloo aborts the whole process ({@code std::terminate}) when a message is longer than the
+ * receiver expects, and silently mixes data when ranks reduce with different operations. The cost
+ * is one small message to each peer and the wait for theirs — which a collective waits for anyway,
+ * because it cannot finish before the last rank joins.
  *
  * <p>Algorithms, for p ranks and n bytes:
  * <ul>
  * <li><b>allreduce</b>: every rank sends its whole input to every peer and folds the p inputs
  *     itself. A rank sends (p−1)·n bytes: for p = 2 as many as a ring's 2(p−1)/p·n, in one step
- *     instead of 2(p−1); with more ranks only small messages come here ({@link #carriesByDefault}).
+ *     instead of 2(p−1); with more ranks only small messages come here ({@link MeshRoute}).
  * <li><b>broadcast</b>: the root sends to every peer;
  * <li><b>allgather, allgatherv</b>: every rank sends its input to every peer — as many bytes as
  *     a ring, in one step;
@@ -36,7 +42,7 @@ import org.bytedeco.javacpp.Pointer;
  * by segment while the rest still streams in. Direct caller buffers are sent from and received
  * into where they lie (no copy); heap arrays go through a staging copy.
  */
-final class MeshCollectives {
+public final class MeshCollectives {
 
     /** Bytes folded at a time once every peer's share of them arrived (fits in L2 with its operands). */
     static final int SEGMENT_BYTES = 128 * 1024;
@@ -47,8 +53,9 @@ final class MeshCollectives {
      * inputs, whatever the call's size.
      */
     static final int MAX_MESSAGE_BYTES = Integer.getInteger("cohort.gloo.meshMessageBytes", 64 << 20);
-    /** With more than 2 ranks, allreduces and broadcasts up to this size go over the mesh. */
-    static final long WHOLE_MAX_BYTES = 256 * 1024;
+
+    /** The mesh's header: a call's signature. */
+    public static final int HEADER_WORDS = SignatureWords.WORDS;
 
     private final PeerMesh mesh;
     private final int rank;
@@ -58,8 +65,12 @@ final class MeshCollectives {
     private final ByteBuffer[] toPeer;
     private final ByteBuffer[] fromPeer;
     private ByteBuffer sendStore = ByteBuffer.allocateDirect(0);
+    // The call in progress (callers serialize calls): its deadline, its name in errors, whom to tell of a stall.
+    private long deadlineNanos;
+    private String what;
+    private PeerMesh.StallReport stall;
 
-    MeshCollectives(PeerMesh mesh, int rank, int size, String who) {
+    public MeshCollectives(PeerMesh mesh, int rank, int size, String who) {
         this.mesh = mesh;
         this.rank = rank;
         this.size = size;
@@ -68,36 +79,42 @@ final class MeshCollectives {
         this.fromPeer = new ByteBuffer[size];
     }
 
-    /**
-     * Whether a call of {@code kind} moving {@code bytes} goes over the mesh by default, as measured
-     * on loopback (docs/PERFORMANCE.md). Allgather(v), reduce-scatter and barrier always: each rank
-     * sends as many bytes as in Gloo's ring, in one step (allgather 16 MiB with 3 ranks: 36 against
-     * 104 ms). Allreduce with 2 ranks always; with more, up to {@link #WHOLE_MAX_BYTES}: beyond,
-     * the (p−1) whole copies lose to Gloo's ring (3 ranks, 16 MiB: 52 against 29 ms). Broadcast the
-     * same way: with 2 ranks the mesh and Gloo measured level at 16 MiB (medians of 5: 7.8 against
-     * 8.1 ms; other sittings 7.9 / 8.6 and 9.5 / 8.3), and on the mesh the check is free.
-     */
-    static boolean carriesByDefault(OpKind kind, long bytes, int size) {
-        return switch (kind) {
-            case BARRIER, ALLGATHER, ALLGATHERV, REDUCE_SCATTER -> true;
-            case ALLREDUCE, BROADCAST -> size == 2 || bytes <= WHOLE_MAX_BYTES;
-        };
+    /** Carries {@code call} over the mesh (one that {@link MeshRoute#overMesh} sends here). */
+    public void carry(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        begin(deadlineNanos, what, stall);
+        switch (call.kind()) {
+            case ALLREDUCE -> allreduce(call);
+            case BROADCAST -> broadcast(call);
+            case ALLGATHER, ALLGATHERV -> allgather(call);
+            case REDUCE_SCATTER -> reduceScatter(call);
+            case BARRIER -> agree(call);
+        }
     }
 
     /** Exchanges {@code call}'s signature only: returns when every rank issued the same call (a barrier). */
-    void agree(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+    public void agree(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        begin(deadlineNanos, what, stall);
+        agree(call);
+    }
+
+    private void begin(long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        this.deadlineNanos = deadlineNanos;
+        this.what = what;
+        this.stall = stall;
+    }
+
+    private void agree(Collective call) {
         clear();
-        run(call, false, deadlineNanos, what, stall, new Check());
+        run(call, false, new Check());
     }
 
     /** The allreduce of {@code call.input()} in place. */
-    void allreduce(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
-        inMessages(call.input(), part -> allreducePart(call, part, deadlineNanos, what, stall));
+    private void allreduce(Collective call) {
+        inMessages(call.input(), part -> allreducePart(call, part));
     }
 
     /** One message's worth of an allreduce: {@code data} is a part of {@code call.input()}. */
-    private void allreducePart(Collective call, DenseBuffer data, long deadlineNanos, String what,
-                               PeerMesh.StallReport stall) {
+    private void allreducePart(Collective call, DenseBuffer data) {
         clear();
         int bytes = (int) data.byteSize();
         boolean inPlace = data.isDirect();
@@ -109,7 +126,7 @@ final class MeshCollectives {
             }
         }
         Fold fold = new Fold(call, data, inPlace, null);
-        run(call, false, deadlineNanos, what, stall, fold);
+        run(call, false, fold);
         fold.progress();
     }
 
@@ -127,13 +144,12 @@ final class MeshCollectives {
     }
 
     /** The broadcast of the root's {@code call.input()} into every other rank's. */
-    void broadcast(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
-        inMessages(call.input(), part -> broadcastPart(call, part, deadlineNanos, what, stall));
+    private void broadcast(Collective call) {
+        inMessages(call.input(), part -> broadcastPart(call, part));
     }
 
     /** One message's worth of a broadcast: {@code data} is a part of {@code call.input()}. */
-    private void broadcastPart(Collective call, DenseBuffer data, long deadlineNanos, String what,
-                               PeerMesh.StallReport stall) {
+    private void broadcastPart(Collective call, DenseBuffer data) {
         clear();
         int bytes = (int) data.byteSize();
         int root = call.root();
@@ -148,7 +164,7 @@ final class MeshCollectives {
         } else {
             fromPeer[root] = direct ? bytesOf(data) : mesh.receiveBuffer(root, bytes);
         }
-        run(call, direct, deadlineNanos, what, stall, new Check());
+        run(call, direct, new Check());
         if (rank != root && !direct) {
             data.copyFrom(DenseBuffer.of(fromPeer[root].flip(), data.dataType()));
         }
@@ -159,7 +175,7 @@ final class MeshCollectives {
      * allgatherv). Message k carries elements {@code [k P, (k+1) P)} of every rank's block (P =
      * {@link #perMessage}), empty for blocks that short.
      */
-    void allgather(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+    private void allgather(Collective call) {
         DenseBuffer input = call.input();
         DenseBuffer output = call.output();
         int[] counts = call.counts();
@@ -172,14 +188,13 @@ final class MeshCollectives {
         }
         int perMessage = perMessage(output.dataType());
         for (int from = 0; from < most; from += perMessage) {
-            allgatherPart(call, offsets, from, perMessage, deadlineNanos, what, stall);
+            allgatherPart(call, offsets, from, perMessage);
         }
         output.slice(offsets[rank], offsets[rank + 1] - offsets[rank]).copyFrom(input);
     }
 
     /** Elements {@code [from, from + perMessage)} of every rank's block. */
-    private void allgatherPart(Collective call, int[] offsets, int from, int perMessage, long deadlineNanos,
-                               String what, PeerMesh.StallReport stall) {
+    private void allgatherPart(Collective call, int[] offsets, int from, int perMessage) {
         clear();
         DenseBuffer input = call.input();
         DenseBuffer output = call.output();
@@ -199,7 +214,7 @@ final class MeshCollectives {
                 fromPeer[j] = direct ? slice(result, (offsets[j] + from) * e, bytes) : mesh.receiveBuffer(j, bytes);
             }
         }
-        run(call, direct, deadlineNanos, what, stall, new Check());
+        run(call, direct, new Check());
         if (!direct) {
             for (int j = 0; j < size; j++) {
                 if (j != rank && length[j] > 0) {
@@ -211,17 +226,16 @@ final class MeshCollectives {
     }
 
     /** Block r of every rank's {@code call.input()} folded into rank r's {@code call.output()}. */
-    void reduceScatter(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+    private void reduceScatter(Collective call) {
         int block = call.output().count();
         int perMessage = perMessage(call.output().dataType());
         for (int from = 0; from < block; from += perMessage) {
-            reduceScatterPart(call, block, from, Math.min(perMessage, block - from), deadlineNanos, what, stall);
+            reduceScatterPart(call, block, from, Math.min(perMessage, block - from));
         }
     }
 
     /** Elements {@code [from, from + length)} of every block. */
-    private void reduceScatterPart(Collective call, int block, int from, int length, long deadlineNanos, String what,
-                                   PeerMesh.StallReport stall) {
+    private void reduceScatterPart(Collective call, int block, int from, int length) {
         clear();
         DenseBuffer input = call.input();
         DenseBuffer output = call.output();
@@ -235,7 +249,7 @@ final class MeshCollectives {
             }
         }
         Fold fold = new Fold(call, output.slice(from, length), false, input.slice(rank * block + from, length));
-        run(call, false, deadlineNanos, what, stall, fold);
+        run(call, false, fold);
         fold.progress();
     }
 
@@ -243,8 +257,7 @@ final class MeshCollectives {
         return all.duplicate().limit(from + length).position(from).slice().order(ByteOrder.nativeOrder());
     }
 
-    private void run(Collective call, boolean guardPayload, long deadlineNanos, String what,
-                     PeerMesh.StallReport stall, Check check) {
+    private void run(Collective call, boolean guardPayload, Check check) {
         SignatureWords.encode(call, mine, 0);
         if (!mesh.exchange(mine, toPeer, fromPeer, guardPayload, deadlineNanos, what, stall, check)) {
             throw new CollectiveMismatchException(check.disagreement != null ? check.disagreement
@@ -298,7 +311,7 @@ final class MeshCollectives {
         String disagreement;
 
         @Override
-        public boolean signaturesArrived(long[] all) {
+        public boolean headersArrived(long[] all) {
             disagreement = SignatureWords.disagreement(who, all, size);
             return disagreement == null;
         }
@@ -317,8 +330,8 @@ final class MeshCollectives {
     private final class Fold extends Check {
 
         @Override
-        public boolean signaturesArrived(long[] all) {
-            boolean agreed = super.signaturesArrived(all);
+        public boolean headersArrived(long[] all) {
+            boolean agreed = super.headersArrived(all);
             if (agreed && ownInput != null) {
                 target.copyFrom(ownInput);
             }

@@ -1,12 +1,9 @@
-package dev.cohort.gloo;
+package dev.cohort.gloo.c10d;
 
-import dev.cohort.libtorch.LibTorch;
-
-import dev.cohort.api.Timeouts;
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveException;
-import dev.cohort.api.collective.CollectiveTimeoutException;
-import dev.cohort.api.collective.Work;
+import dev.cohort.libtorch.LibTorch;
+import dev.cohort.runtime.DeadlineWork;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.function.Function;
@@ -18,7 +15,7 @@ import org.bytedeco.javacpp.chrono.Milliseconds;
  * arrays, applies the local finishing step (AVG's division, allgatherv's unpadding) and frees the
  * native objects.
  */
-final class GlooWork implements Work {
+public final class GlooWork extends DeadlineWork {
 
     /** Extra time granted beyond the operation's timeout for Gloo to report its own timeout. */
     private static final long GRACE_NANOS = Duration.ofSeconds(2).toNanos();
@@ -29,34 +26,27 @@ final class GlooWork implements Work {
     private final Runnable finish;
     private final Function<RuntimeException, CollectiveException> translate;
     private final long issuedAt;
-    private final long deadlineNanos;
     private final StallReport stall;
     private volatile boolean settled;
     private boolean stallReported;
-    private volatile CollectiveException failure;
 
-    GlooWork(Collective call, org.bytedeco.pytorch.Work work, NativeTensors tensors, Runnable finish,
-             Duration timeout, Function<RuntimeException, CollectiveException> translate, StallReport stall) {
+    public GlooWork(Collective call, org.bytedeco.pytorch.Work work, NativeTensors tensors, Runnable finish,
+                    Duration timeout, Function<RuntimeException, CollectiveException> translate, StallReport stall) {
+        super(call, timeout);
         this.stall = stall;
         this.call = call;
         this.work = work == null ? null : LibTorch.retain(work);   // outlives the caller's PointerScope
         this.tensors = tensors;
         this.finish = finish;
         this.translate = translate;
-        this.issuedAt = System.nanoTime();
-        this.deadlineNanos = issuedAt + timeout.toNanos();
+        this.issuedAt = deadlineNanos() - timeout.toNanos();
     }
 
     /** A call that needs no communication (every rank has zero elements): done at once. */
-    static GlooWork completed(Collective call) {
+    public static GlooWork completed(Collective call) {
         GlooWork w = new GlooWork(call, null, null, () -> { }, Duration.ofSeconds(1), e -> null, null);
         w.settled = true;
         return w;
-    }
-
-    @Override
-    public Collective collective() {
-        return call;
     }
 
     @Override
@@ -74,24 +64,15 @@ final class GlooWork implements Work {
     @Override
     public Optional<CollectiveException> failure() {
         isDone();
-        return Optional.ofNullable(failure);
+        return super.failure();
     }
 
     @Override
-    public void await() {
-        awaitNanos(Long.MAX_VALUE);
-    }
-
-    @Override
-    public void await(Duration timeout) {
-        awaitNanos(Timeouts.requirePositive(timeout).toNanos());
-    }
-
-    private void awaitNanos(long requested) {
+    protected void awaitSettled(long requested) {
         long start = System.nanoTime();
         while (!settled) {
             long elapsed = System.nanoTime() - start;
-            long untilDeadline = deadlineNanos + GRACE_NANOS - System.nanoTime();
+            long untilDeadline = deadlineNanos() + GRACE_NANOS - System.nanoTime();
             long wait = Math.max(1, Math.min(requested - elapsed, untilDeadline));
             boolean userLimit = requested - elapsed < untilDeadline;
             boolean stallCheck = false;
@@ -112,20 +93,15 @@ final class GlooWork implements Work {
                     continue;
                 }
                 if (!work.isCompleted() && userLimit && isWaitTimeout(e)) {
-                    throw new CollectiveTimeoutException(call.describe() + " still running after "
-                            + Duration.ofNanos(requested) + "; it stays pending until its own timeout");
+                    throw stillRunning(requested);
                 }
                 settle(e);
             }
         }
-        CollectiveException f = failure;
-        if (f != null) {
-            throw f;
-        }
     }
 
-    /** Reports a collective that waits longer than a stall time (see {@link StallWatch}). */
-    interface StallReport {
+    /** Reports a collective that waits longer than a stall time (see {@code StallWatch}). */
+    public interface StallReport {
         Duration after();
 
         void report(Collective call);
@@ -140,10 +116,10 @@ final class GlooWork implements Work {
                 tensors.copyOut();
                 finish.run();
             } else {
-                failure = translate.apply(error != null ? error : new RuntimeException("Gloo reported a failure"));
+                recordFailure(translate.apply(error != null ? error : new RuntimeException("Gloo reported a failure")));
             }
         } catch (RuntimeException e) {
-            failure = translate.apply(e);
+            recordFailure(translate.apply(e));
         } finally {
             settled = true;
             // A call that never finished may still be written to by Gloo: keep its memory (a leak
