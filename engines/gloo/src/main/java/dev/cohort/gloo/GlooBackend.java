@@ -46,6 +46,8 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
     /** PyTorch's variable naming the interface Gloo binds to. */
     public static final String ENV_INTERFACE = "GLOO_SOCKET_IFNAME";
 
+    /** The group this backend joins when it is part of another backend; null: the launch environment's. */
+    private final LaunchEnvironment group;
     private Rendezvous rendezvous;
     private volatile JobNotes notes;
 
@@ -60,6 +62,21 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
     /** With an explicit environment instead of the process's (for programs that start ranks themselves). */
     public GlooBackend(GlooOptions options, Map<String, String> environment) {
         super(NAME, options, environment);
+        this.group = null;
+    }
+
+    private GlooBackend(GlooOptions options, LaunchEnvironment group) {
+        super(NAME, options, Map.of());
+        this.group = group;
+    }
+
+    /**
+     * A Gloo group that is part of another backend (hier's group of the hosts' leaders): its ranks
+     * meet at {@code group}'s master address as {@code group}'s topology says, whatever this
+     * process's own launch environment is. The network interface comes from {@code options} only.
+     */
+    public static GlooBackend forGroup(LaunchEnvironment group, GlooOptions options) {
+        return new GlooBackend(options, java.util.Objects.requireNonNull(group, "group"));
     }
 
     @Override
@@ -94,7 +111,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             rendezvous = Rendezvous.file(storeFile, topology.worldSize(), connectTimeout);
             device = device(null, 0);
         } else {
-            LaunchEnvironment launch = LaunchEnvironment.parse(env);
+            LaunchEnvironment launch = group != null ? group : LaunchEnvironment.parse(env);
             topology = launch.topology();
             runScope = launch.runId() + "/" + launch.restartCount();
             device = device(launch.masterAddr(), launch.masterPort());
@@ -108,7 +125,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             GlooProcessGroup world = group("gloo world", rendezvous.prefixed("cohort/" + runScope + "/world"), device,
                     topology.rank(), topology.worldSize(), timeout, connectTimeout, ranksByAddress, spin);
             world.watchStalls(new StallWatch(rendezvous.client().clone(), "cohort/" + runScope + "/issued/",
-                    topology.rank(), topology.worldSize(), options.stallTime()));
+                    topology.rank(), topology.worldSize(), options.stallTime(), options.rankNames()));
             // On one node the node group is the world: no second Gloo group and its threads.
             GlooProcessGroup node = topology.localWorldSize() == topology.worldSize() ? world
                     : group("gloo node " + topology.nodeRank(),
@@ -156,13 +173,14 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             try {
                 mesh = PeerMesh.connect(new PrefixStore("peer-mesh/", new C10dStore(store)), rank, size,
                         MeshCollectives.HEADER_WORDS, meshAddress(device), connectTimeout, spin,
-                        label + " rank " + rank + " of " + size);
+                        label + " rank " + rank + " of " + size, options.rankNames());
             } catch (RuntimeException e) {
                 LibTorch.release(pg);
                 throw e;
             }
         }
-        return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress, mesh, options.meshRoute(size));
+        return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress, mesh, options.meshRoute(size),
+                options.rankNames());
     }
 
     /** The interface named by option or {@code GLOO_SOCKET_IFNAME}, else the address that reaches the master. */

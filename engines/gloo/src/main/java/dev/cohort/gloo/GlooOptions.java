@@ -1,5 +1,7 @@
 package dev.cohort.gloo;
 
+import dev.cohort.runtime.RankNames;
+
 import dev.cohort.api.Timeouts;
 import dev.cohort.gloo.algorithms.MeshRoute;
 import java.io.IOException;
@@ -72,6 +74,7 @@ public final class GlooOptions {
 
     /** What this process runs, as the other ranks see it when they meet (see {@link dev.cohort.gloo.rendezvous.Membership}). */
     private String joinsAs = "the gloo backend";
+    private RankNames rankNames = RankNames.PLAIN;
 
     /**
      * Names what this process runs for the rendezvous, when a Gloo group is part of another
@@ -87,6 +90,19 @@ public final class GlooOptions {
 
     String joinsAs() {
         return joinsAs;
+    }
+
+    /**
+     * How the group's messages name its ranks, when a Gloo group is part of another backend's
+     * (hier names its leaders by their global ranks); plain numbers by default.
+     */
+    public GlooOptions rankNames(RankNames names) {
+        this.rankNames = java.util.Objects.requireNonNull(names, "names");
+        return this;
+    }
+
+    RankNames rankNames() {
+        return rankNames;
     }
 
     public GlooOptions networkInterface(String name) {

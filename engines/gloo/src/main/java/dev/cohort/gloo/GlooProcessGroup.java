@@ -1,5 +1,7 @@
 package dev.cohort.gloo;
 
+import dev.cohort.runtime.RankNames;
+
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveMismatchException;
@@ -18,6 +20,7 @@ import dev.cohort.libtorch.LibTorch;
 import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.runtime.Reduction;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -51,6 +54,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     private final NativeCache cache = new NativeCache();
     private final String label;
     private final Map<String, String> ranksByAddress;
+    /** How messages name the ranks. */
+    private final RankNames names;
     /** The always-on consistency check (null when turned off); calls over it hold its lock. */
     private final PeerMesh mesh;
     private final MeshCollectives overMesh;
@@ -91,8 +96,9 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     };
 
     GlooProcessGroup(ProcessGroupGloo pg, String label, int rank, int size, Duration timeout,
-                     Map<String, String> ranksByAddress, PeerMesh mesh, MeshRoute route) {
+                     Map<String, String> ranksByAddress, PeerMesh mesh, MeshRoute route, RankNames names) {
         super(rank, size, timeout);
+        this.names = names;
         this.route = route;
         this.pg = pg;
         this.label = label;
@@ -237,16 +243,22 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         }
         String message = String.valueOf(e.getMessage());
         String peer = "";
+        List<Integer> lost = new ArrayList<>();
         Matcher m = PEER.matcher(message);
         if (m.find()) {
             String ranks = ranksByAddress.get(m.group(1));
-            peer = "; lost peer " + m.group(1) + (ranks == null ? "" : " (rank(s) " + ranks + ")");
+            if (ranks != null) {
+                for (String r : ranks.split(",")) {
+                    lost.add(Integer.parseInt(r.trim()));
+                }
+            }
+            peer = "; lost peer " + m.group(1) + (ranks == null ? "" : " (rank(s) " + ranks + ")" + names.after(lost));
         }
         String text = label + " " + who() + ": " + call.describe() + " failed" + peer + ": " + firstLine(message);
         if (message.contains("Timed out") || message.contains("timed out") || message.contains("timeout")) {
-            return new CollectiveTimeoutException(text, e);
+            return new CollectiveTimeoutException(text, e, rank(), call, lost);
         }
-        return new CollectiveException(text, e);
+        return new CollectiveException(text, e, rank(), call, lost);
     }
 
     @Override

@@ -1,5 +1,7 @@
 package dev.cohort.gloo;
 
+import dev.cohort.runtime.RankNames;
+
 import dev.cohort.libtorch.LibTorch;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -36,7 +38,10 @@ final class StallWatch implements AutoCloseable {
     private final ScheduledExecutorService publisher;
     private long published = -1;
 
-    StallWatch(Store store, String prefix, int rank, int size, Duration stallTime) {
+    private final RankNames names;
+
+    StallWatch(Store store, String prefix, int rank, int size, Duration stallTime, RankNames names) {
+        this.names = names;
         this.store = LibTorch.retain(store);
         this.store.setTimeout(new Milliseconds(STORE_TIMEOUT.toMillis()));
         this.prefix = prefix;
@@ -95,7 +100,7 @@ final class StallWatch implements AutoCloseable {
         if (behind.isEmpty()) {
             return "every rank has issued it; a peer may be stopped inside it or its network stalled";
         }
-        return "rank(s) " + behind + " have not issued it yet (stopped, slow or gone?)";
+        return "rank(s) " + names.ranks(behind) + " have not issued it yet (stopped, slow or gone?)";
     }
 
     /** Stops publishing, waits for a publish in progress (bounded by the store timeout), frees the store. */

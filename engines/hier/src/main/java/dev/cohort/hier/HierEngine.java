@@ -61,7 +61,7 @@ public final class HierEngine {
         GlooBackend[] leaders = new GlooBackend[1];
         try {
             stages.onLeader("connecting the hosts' leaders", deadline, left -> {
-                leaders[0] = connectLeaders(env, host, hosts, options, left);
+                leaders[0] = connectLeaders(env, host, hosts, options, left, names);
                 stages.leaders = leaders[0].group();
                 stages.notes = leaders[0].notes();
             });
@@ -112,20 +112,18 @@ public final class HierEngine {
      * leader k as rank k on a single "node" (so Gloo builds no second group).
      */
     private static GlooBackend connectLeaders(Map<String, String> env, int host, int hosts, HierOptions options,
-                                              Duration left) {
+                                              Duration left, GlobalRanks names) {
         LaunchEnvironment launch = LaunchEnvironment.parse(env);
-        Map<String, String> leadersEnv = new HashMap<>(new LaunchEnvironment(launch.masterAddr(), launch.masterPort(),
-                new Topology(host, hosts, host, hosts, 0), launch.restartCount(), launch.runId()).toMap());
-        String ifname = env.get(GlooBackend.ENV_INTERFACE);
-        if (ifname != null) {
-            leadersEnv.put(GlooBackend.ENV_INTERFACE, ifname);
-        }
+        // One rank per host, leader k of host k, meeting where the job's rank 0 listens.
+        LaunchEnvironment leadersGroup = new LaunchEnvironment(launch.masterAddr(), launch.masterPort(),
+                new Topology(host, hosts, host, hosts, 0), launch.restartCount(), launch.runId());
         // By default the leaders poll where their host has a CPU per rank; the leaders' own layout
         // (one per host, all on one "node") says nothing about that.
         GlooOptions glooOptions = new GlooOptions().timeout(options.timeout()).connectTimeout(left)
                 .stallTime(options.stallTime()).joinsAs("the hier backend's group of host leaders")
+                .networkInterface(env.get(GlooBackend.ENV_INTERFACE)).rankNames(names.betweenHosts())
                 .spin(options.leadersSpin().orElseGet(() -> GlooOptions.defaultSpin(launch.topology().localWorldSize())));
-        GlooBackend backend = new GlooBackend(glooOptions, leadersEnv);
+        GlooBackend backend = GlooBackend.forGroup(leadersGroup, glooOptions);
         try {
             backend.initialize();
             return backend;

@@ -14,8 +14,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.function.Consumer;
 import java.util.function.Function;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * Runs the stages of a hierarchical collective: a stage <em>within the host</em> runs on the shm
@@ -36,9 +34,6 @@ final class Stages {
     static final Duration VERDICT_GRACE = Duration.ofSeconds(2);
     /** Results up to this size travel within the host together with the verdict. */
     static final int SHARED_WITH_VERDICT_BYTES = 64 * 1024;
-    /** How the sub-groups name their ranks: "peer rank 1", "(rank(s) 1,2)", "rank(s) [1, 2]". */
-    private static final Pattern SUB_GROUP_RANKS =
-            Pattern.compile("peer rank (\\d+)|\\(rank\\(s\\) ([0-9,]+)\\)|rank\\(s\\) \\[([0-9, ]*)\\]");
 
     /** A stage that only the leader runs, on the leaders' group (whose timeout is the time left). */
     interface LeaderStep {
@@ -197,7 +192,7 @@ final class Stages {
             if (e.getMessage().startsWith(who)) {
                 return e;
             }
-            return failed(call, stage, e, withGlobalRanks(e.getMessage(), true) + otherHostsNotes());
+            return failed(call, stage, e, e.getMessage() + leadersLegend() + otherHostsNotes());
         } catch (RuntimeException e) {
             return new CollectiveException(who + ": " + call + " failed " + stage + ": " + e.getMessage(), e);
         }
@@ -279,39 +274,9 @@ final class Stages {
         return e;
     }
 
-    /**
-     * {@code message} of a sub-group with its ranks translated to global ranks: shm's
-     * "peer rank j" and "rank(s) [j, ...]" are local ranks of this host; Gloo's "(rank(s) k)" and
-     * "rank(s) [k, ...]" are leaders' ranks, k the leader of host k.
-     */
-    String withGlobalRanks(String message, boolean betweenHosts) {
+    /** After a failure between hosts, once the hosts are known: which leader is which host's. */
+    private String leadersLegend() {
         HostLayout l = names.layout();
-        if (l == null || message == null) {
-            return message;
-        }
-        StringBuilder out = new StringBuilder();
-        Matcher m = SUB_GROUP_RANKS.matcher(message);
-        while (m.find()) {
-            String ranks = m.group(1) != null ? m.group(1) : m.group(2) != null ? m.group(2) : m.group(3);
-            StringBuilder global = new StringBuilder();
-            for (String r : ranks.split(",")) {
-                if (r.isBlank()) {
-                    continue;
-                }
-                int k = Integer.parseInt(r.trim());
-                global.append(global.isEmpty() ? "" : ", ");
-                if (betweenHosts) {
-                    global.append(k < l.hosts ? "global rank " + l.globalRank(k, 0) + " (leader of host " + k + ")" : "?");
-                } else {
-                    global.append(k < l.sizeOf(host) ? "global rank " + l.globalRank(host, k) : "?");
-                }
-            }
-            m.appendReplacement(out, Matcher.quoteReplacement(m.group() + " (" + global + ")"));
-        }
-        m.appendTail(out);
-        if (betweenHosts) {
-            out.append(" [in the leaders' group, rank k is the leader of host k: ").append(l.leaders()).append(']');
-        }
-        return out.toString();
+        return l == null ? "" : " [in the leaders' group, rank k is the leader of host k: " + l.leaders() + "]";
     }
 }

@@ -1,5 +1,7 @@
 package dev.cohort.gloo.transport;
 
+import dev.cohort.runtime.RankNames;
+
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
 import dev.cohort.gloo.GlooConnectException;
@@ -71,9 +73,13 @@ public final class PeerMesh implements AutoCloseable {
     /** How long a rank polls its connections after the last byte moved before it sleeps in the selector. */
     private final long spinNanos;
     private int payloadMismatch = -1;
+    /** How messages name the ranks. */
+    private final RankNames names;
 
-    private PeerMesh(int rank, int size, int headerWords, SocketChannel[] peers, Duration spin) throws IOException {
+    private PeerMesh(int rank, int size, int headerWords, SocketChannel[] peers, Duration spin, RankNames names)
+            throws IOException {
         this.rank = rank;
+        this.names = names;
         this.headerWords = headerWords;
         this.spinNanos = spin.toNanos();
         this.size = size;
@@ -102,10 +108,11 @@ public final class PeerMesh implements AutoCloseable {
     /**
      * Connects this rank to every other rank of the group, listening on {@code address}; the
      * addresses meet in {@code store} under each rank's number. Messages carry {@code headerWords}
-     * longs of header. Fails with a {@link GlooConnectException} after {@code timeout}.
+     * longs of header; its messages name ranks with {@code names}. Fails with a
+     * {@link GlooConnectException} after {@code timeout}.
      */
     public static PeerMesh connect(Store store, int rank, int size, int headerWords, InetAddress address,
-                                   Duration timeout, Duration spin, String who) {
+                                   Duration timeout, Duration spin, String who, RankNames names) {
         long deadline = System.nanoTime() + timeout.toNanos();
         SocketChannel[] peers = new SocketChannel[size];
         try (ServerSocketChannel server = ServerSocketChannel.open()) {
@@ -116,7 +123,7 @@ public final class PeerMesh implements AutoCloseable {
                 peers[j] = dial(store, j, rank, size, deadline, who);
             }
             accept(server, peers, rank, size, deadline, who);
-            return new PeerMesh(rank, size, headerWords, peers, spin);
+            return new PeerMesh(rank, size, headerWords, peers, spin, names);
         } catch (IOException | RuntimeException e) {
             for (SocketChannel p : peers) {
                 closeQuietly(p);
@@ -291,7 +298,7 @@ public final class PeerMesh implements AutoCloseable {
                 continue;
             }
             if (now >= deadlineNanos) {
-                throw new CollectiveTimeoutException(what + " timed out: " + waitingFor());
+                throw new CollectiveTimeoutException(what + " timed out: " + waitingFor(), null, rank, null, waitedFor());
             }
             if (now - lastMoved < spinNanos) {
                 Thread.onSpinWait();
@@ -422,9 +429,22 @@ public final class PeerMesh implements AutoCloseable {
             }
         }
         if (!silent.isEmpty()) {
-            return "rank(s) " + silent + " have not issued it yet (stopped, slow, gone, or calling other collectives?)";
+            return "rank(s) " + names.ranks(silent) + " have not issued it yet (stopped, slow, gone, or calling other "
+                    + "collectives?)";
         }
-        return "rank(s) " + sendingStill + " issued it but their data has not all arrived (stopped, slow or gone?)";
+        return "rank(s) " + names.ranks(sendingStill) + " issued it but their data has not all arrived (stopped, slow or "
+                + "gone?)";
+    }
+
+    /** The ranks this rank still waits for. */
+    private List<Integer> waitedFor() {
+        List<Integer> ranks = new ArrayList<>();
+        for (int j = 0; j < size; j++) {
+            if (j != rank && (inbound[j].hasRemaining() || receiving(j, true))) {
+                ranks.add(j);
+            }
+        }
+        return ranks;
     }
 
     /** The error for a broken connection, worded like Gloo's lost-peer errors: "lost peer ADDRESS (rank(s) J)". */
@@ -435,8 +455,9 @@ public final class PeerMesh implements AutoCloseable {
         } catch (IOException | RuntimeException unknown) {
             address = "?";
         }
-        return new CollectiveException(what + " failed; lost peer " + address + " (rank(s) " + peer + "): its connection "
-                + (e == null ? "closed" : "failed: " + e.getMessage()) + " (the process is gone or unreachable)", e);
+        return new CollectiveException(what + " failed; lost peer " + address + " (rank(s) " + peer + ")"
+                + names.after(List.of(peer)) + ": its connection " + (e == null ? "closed" : "failed: " + e.getMessage())
+                + " (the process is gone or unreachable)", e, rank, null, List.of(peer));
     }
 
     private static long remainingMillis(long deadline) {

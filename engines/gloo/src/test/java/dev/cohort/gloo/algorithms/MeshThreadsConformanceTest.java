@@ -37,7 +37,8 @@ class MeshThreadsConformanceTest {
                 int rank = r;
                 checks.add(ranks.submit(() -> {
                     PeerMesh mesh = PeerMesh.connect(store, rank, world, MeshCollectives.HEADER_WORDS,
-                            InetAddress.getLoopbackAddress(), TIMEOUT, Duration.ZERO, "rank " + rank + " of " + world);
+                            InetAddress.getLoopbackAddress(), TIMEOUT, Duration.ZERO, "rank " + rank + " of " + world,
+                            dev.cohort.runtime.RankNames.PLAIN);
                     try (ProcessGroup group = new MeshThreadsGroup(mesh, rank, world, TIMEOUT)) {
                         return ConformanceSuite.run(group);
                     }
