@@ -24,8 +24,8 @@ public final class GlooOptions {
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(60);
     /**
      * Default time a rank waiting for its peers' data keeps polling its connections before it
-     * sleeps in the kernel, where its host has a CPU for every rank. Waking from that sleep took
-     * 20-60 us here, longer than a small collective takes when the data is polled for.
+     * sleeps in the kernel, where its host has a CPU for every rank. Waking from that sleep takes
+     * longer than a small collective takes when the data is polled for (measured: docs/lab/PERFORMANCE-LOG.md).
      */
     public static final Duration DEFAULT_SPIN = Duration.ofNanos(50_000);
 

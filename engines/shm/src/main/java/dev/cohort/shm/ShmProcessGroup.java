@@ -43,7 +43,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *   every element itself, in the same order on the same operands, so the results are bit-identical;
  *   one barrier instead of two, and no copy out. Nothing is written to the mapping but the
  *   operand: writing the result over the peer's operand too (as the large path does) made the
- *   reduce of 4 KiB 1.2 us instead of 0.75 on this machine, every line bouncing between the cores.
+ *   small reduce slower, every line bouncing between the cores.
  * <li>allreduce: each segment is cut into n <em>parts</em> at fixed, 64-byte aligned boundaries;
  *   rank r copies its parts j != r into its slot; after the barrier, rank r reduces part r over
  *   all ranks in rank order (its own operand from its buffer) and writes the result to its buffer
@@ -71,9 +71,8 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     /**
      * Allreduces of at most this many bytes (and at most one segment) take the one-barrier path
      * in which every rank reduces the whole message (see the class comment): a barrier and a
-     * copy-out cost more than reducing the other half too. The prototype's bound; measured here
-     * with two pinned ranks, 64 KiB took 16-24 us on this path against 29-31 us on the two-barrier
-     * one (same sitting, a probe of the benchmark's barrier-then-call pattern).
+     * copy-out cost more than reducing the other half too (measured with two pinned ranks against
+     * the two-barrier path: docs/lab/PERFORMANCE-LOG.md).
      */
     static final long FLAT_MAX_BYTES = 256 * 1024;
     /** Part boundaries are multiples of this many bytes (one cache line, one 512-bit vector). */

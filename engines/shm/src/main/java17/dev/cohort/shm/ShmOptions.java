@@ -16,9 +16,8 @@ public final class ShmOptions {
     /**
      * Default bytes one rank's slot holds per pipeline stage (two stages per slot). Each step of a
      * large copying allreduce with 2 ranks touches one segment of the caller's buffer and one and
-     * a half of the mapping: 2.5 MiB at 1024 KiB, more than one core's L2 here (2 MiB). At 256 KiB
-     * a 16 MiB allreduce took 1.9-2.0 ms against 2.1-2.8 ms at 1024 KiB (6 alternating rounds, faster in 5; see
-     * docs/PERFORMANCE.md). 128 KiB measured the same as 256.
+     * a half of the mapping: 2.5 MiB at 1024 KiB, more than a core's L2 on common x86 parts. 256 KiB
+     * measured faster than 1024 KiB for 16 MiB allreduces, and the same as 128 KiB (docs/lab/PERFORMANCE-LOG.md).
      */
     public static final int DEFAULT_SEGMENT_KIB = 256;
     /** Default size of each rank's arena for buffers collectives move in place (see {@code group.allocator()}). */

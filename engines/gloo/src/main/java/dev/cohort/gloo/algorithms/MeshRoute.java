@@ -51,12 +51,11 @@ public final class MeshRoute {
 
     /**
      * Whether a call of {@code kind} moving {@code bytes} goes over the mesh by default, as measured
-     * on loopback (docs/PERFORMANCE.md). Allgather(v), reduce-scatter and barrier always: each rank
-     * sends as many bytes as in Gloo's ring, in one step (allgather 16 MiB with 3 ranks: 36 against
-     * 104 ms). Allreduce with 2 ranks always; with more, up to {@link #WHOLE_MAX_BYTES}: beyond,
-     * the (p−1) whole copies lose to Gloo's ring (3 ranks, 16 MiB: 52 against 29 ms). Broadcast the
-     * same way: with 2 ranks the mesh and Gloo measured level at 16 MiB (medians of 5: 7.8 against
-     * 8.1 ms; other sittings 7.9 / 8.6 and 9.5 / 8.3), and on the mesh the check is free.
+     * on loopback (docs/lab/PERFORMANCE-LOG.md). Allgather(v), reduce-scatter and barrier always: each rank
+     * sends as many bytes as in Gloo's ring, in one step. Allreduce with 2 ranks always; with more,
+     * up to {@link #WHOLE_MAX_BYTES}: beyond, the (p−1) whole copies lose to Gloo's ring. Broadcast
+     * the same way: with 2 ranks the mesh and Gloo measured level at 16 MiB, and on the mesh the
+     * consistency check is free.
      */
     static boolean byDefault(OpKind kind, long bytes, int size) {
         return switch (kind) {

@@ -29,11 +29,9 @@ import java.util.List;
  *
  * <p>Waiting: a rank whose peers' bytes have not come keeps polling its connections for
  * {@code spin} (--gloo-spin-us) after the last byte moved, then sleeps in a selector until more
- * arrive. Waking from the selector took 20-60 us on a 2-core machine; with 50 us of polling a
- * 4 KiB allreduce of 2 ranks took 8-11 us instead of 21-61. Polling takes the CPU, so it is off
- * by default where a host runs more ranks than it has CPUs (a rank polling there would take the
- * CPU its peer needs: an early measurement on that machine, before polling was bounded, found a
- * 2-rank exchange 65 us against 10 us).
+ * arrive. Waking from the selector costs more than a small collective's whole exchange, which
+ * polling avoids (measured: docs/lab/PERFORMANCE-LOG.md). Polling takes the CPU, so it is off by default where a
+ * host runs more ranks than it has CPUs: a rank polling there would take the CPU its peer needs.
  *
  * <p>Wiring: each rank listens on an ephemeral port of the given address, publishes it in the
  * group's store, connects to every lower rank and accepts every higher one; a connection opens with

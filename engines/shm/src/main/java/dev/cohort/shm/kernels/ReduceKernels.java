@@ -89,13 +89,13 @@ public final class ReduceKernels {
     /**
      * Runs the float32 kernels on scratch memory until C2 has compiled them, or until
      * {@code budgetNanos} have passed; returns whether they got there. Until C2 compiles a Vector
-     * API loop it runs 20-100x slower than the loop it replaces (a 4 KiB allreduce took 45 us in
-     * the kernel instead of 0.1), and on a pinned core the compiler thread only gets the CPU
+     * API loop it runs one to two orders of magnitude slower than the loop it replaces, and on a
+     * pinned core the compiler thread only gets the CPU
      * while the rank is not spinning in a barrier: in a benchmark of 2 pinned ranks, 2,000 calls
      * were not enough. Here, before the group's first call, nothing spins. Each kernel is called
      * with the kinds of segment it will meet, and only those: a kernel that has seen both a
      * mapping's segment and a direct buffer's in one place was compiled without the intrinsics,
-     * boxing every vector (9.5 KB allocated per 4 KiB allreduce in place, 7.8 us instead of 1.5).
+     * boxing every vector (allocating on every call and several times slower; docs/lab/PERFORMANCE-LOG.md).
      *
      * @param shm the group's mapping; {@code [scratch, scratch + 3 KiB)} is this rank's to use
      */
