@@ -164,7 +164,7 @@ class FashionMnistTrainerTest {
     }
 
     /**
-     * Issue 7, item 1: a random rank SIGKILLed at a random step, for several seeds. The survivor's
+     * A random rank SIGKILLed at a random step, for several seeds. The survivor's
      * pending collective fails naming the lost rank within 2x the collective timeout, the launcher
      * restarts the group, the run resumes from the last checkpoint and ends like the uninterrupted
      * run, and the summary counts the redone steps. The cases come from one seed, printed; rerun
