@@ -49,14 +49,6 @@ class GlooProcessesTest {
         return results;
     }
 
-    @ParameterizedTest(name = "world {0}")
-    @ValueSource(ints = {2, 3, 4})
-    @Timeout(value = 240, unit = TimeUnit.SECONDS)
-    void conformanceSuitePassesAcrossProcesses(int world) {
-        List<Result> results = runAllOk(world, world, List.of(), "conformance", 220);
-        assertThat(results.get(0).output()).contains("TOPOLOGY Topology[rank=0, worldSize=" + world);
-    }
-
     /**
      * By default a waiting rank polls its connections where every rank has a CPU (world 2 here)
      * and sleeps at once where not (3 and 4 here): each world also the other way.

@@ -83,20 +83,6 @@ class HierProcessesTest {
     }
 
     @Test
-    @Timeout(value = 300, unit = TimeUnit.SECONDS)
-    void conformanceSuiteOnTwoHostsOfTwoRanks() {
-        String run = runId("2x2");
-        int port = JvmWorkers.freePort();
-        List<Result> results = run(4, r -> command("conformance"), r -> env(run, port, r, 4, 2, r / 2, r % 2), tmp,
-                Duration.ofSeconds(280));
-        assertAllOk(results);
-        assertThat(results.get(3).output()).contains("TOPOLOGY Topology[rank=3, worldSize=4, localRank=1, localWorldSize=2, nodeRank=1]")
-                .contains("NODE 1 RANKS [2, 3]");
-        assertThat(results.get(0).output()).contains("NODE 0 RANKS [0, 1]");
-        assertThat(leftovers(run)).isEmpty();
-    }
-
-    @Test
     @Timeout(value = 200, unit = TimeUnit.SECONDS)
     void hostsWhoseRanksAreNotContiguous() {
         // Host 0 runs ranks 0 and 2, host 1 ranks 1 and 3: allgathers must still come out in global rank order.

@@ -61,28 +61,6 @@ class ShmProcessesTest {
         JvmWorkers.assertAllOk(results);
     }
 
-    @ParameterizedTest(name = "world {0}")
-    @ValueSource(ints = {1, 2, 3, 4, 5, 6, 7, 8})
-    @Timeout(value = 180, unit = TimeUnit.SECONDS)
-    void smallConformanceSuiteAcrossProcesses(int world) {
-        String run = runId("small" + world);
-        List<Result> results = run("conformance-small", run, world, tmp, Duration.ofSeconds(160));
-        assertAllOk(results);
-        assertThat(results.get(0).output()).contains("TOPOLOGY Topology[rank=0, worldSize=" + world);
-        assertThat(results.get(world - 1).output()).contains("NODE 0 RANKS [");
-        assertThat(leftovers(run)).isEmpty();
-    }
-
-    @ParameterizedTest(name = "world {0}")
-    @ValueSource(ints = {2, 4})
-    @Timeout(value = 240, unit = TimeUnit.SECONDS)
-    void fullConformanceSuiteWithLargeMessagesAcrossProcesses(int world) {
-        String run = runId("full" + world);
-        List<Result> results = run("conformance", run, world, tmp, Duration.ofSeconds(220));
-        assertAllOk(results);
-        assertThat(leftovers(run)).isEmpty();
-    }
-
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void twoJobsWithTheSameRunIdOnOneHostDoNotCollide() throws Exception {
