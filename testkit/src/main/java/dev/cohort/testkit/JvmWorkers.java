@@ -174,8 +174,10 @@ public final class JvmWorkers {
     public static void assertAllOk(List<Result> results, String... also) {
         for (Result r : results) {
             org.assertj.core.api.Assertions.assertThat(r.exitCode()).as(describe(results)).isZero();
-            org.assertj.core.api.Assertions.assertThat(r.output()).as(describe(results)).contains("OK rank " + r.rank())
-                    .contains(also);
+            org.assertj.core.api.Assertions.assertThat(r.output()).as(describe(results)).contains("OK rank " + r.rank());
+            for (String text : also) {
+                org.assertj.core.api.Assertions.assertThat(r.output()).as(describe(results)).contains(text);
+            }
         }
     }
 
