@@ -1,5 +1,6 @@
 package dev.cohort.torch;
 
+import dev.cohort.libtorch.ScalarTypes;
 import dev.cohort.api.collective.BufferAllocator;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
@@ -78,7 +79,7 @@ final class GradientBuckets {
         }
         Bucket open = null;
         for (Tensor p : params) {
-            DataType type = TensorBuffers.dataType(p.scalar_type());
+            DataType type = ScalarTypes.dataType(p.scalar_type());
             long limit = buckets.size() == 1 ? Math.min(FIRST_BUCKET_BYTES, bucketBytes) : bucketBytes;
             if (open == null || open.type != type || open.bytes >= limit) {
                 open = new Bucket(type);

@@ -1,5 +1,6 @@
 package dev.cohort.torch;
 
+import dev.cohort.libtorch.ScalarTypes;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import org.bytedeco.javacpp.BytePointer;
@@ -23,7 +24,7 @@ final class TensorBuffers {
         if (!t.is_contiguous()) {
             throw new IllegalArgumentException("tensor must be contiguous; call contiguous() first");
         }
-        DataType type = dataType(t.scalar_type());
+        DataType type = ScalarTypes.dataType(t.scalar_type());
         long bytes = t.numel() * type.byteSize();
         if (bytes > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("tensor of " + bytes + " bytes is larger than 2 GiB");
@@ -41,26 +42,6 @@ final class TensorBuffers {
             throw new IllegalArgumentException("only direct buffers can be viewed as tensors");
         }
         Pointer p = new Pointer(direct.view());
-        return torch.from_blob(p, new long[] {direct.count()}, new TensorOptions(scalarType(direct.dataType())));
-    }
-
-    /** Compared by value: JavaCPP's enum may hand back a different constant of the same value. */
-    static DataType dataType(torch.ScalarType type) {
-        for (DataType d : DataType.values()) {
-            if (scalarType(d).value == type.value) {
-                return d;
-            }
-        }
-        throw new IllegalArgumentException("tensors of type " + type
-                + " are not supported by Cohort's collectives (float32, float64, int32, int64 are)");
-    }
-
-    static torch.ScalarType scalarType(DataType type) {
-        return switch (type) {
-            case FLOAT32 -> torch.ScalarType.Float;
-            case FLOAT64 -> torch.ScalarType.Double;
-            case INT32 -> torch.ScalarType.Int;
-            case INT64 -> torch.ScalarType.Long;
-        };
+        return torch.from_blob(p, new long[] {direct.count()}, new TensorOptions(ScalarTypes.of(direct.dataType())));
     }
 }

@@ -2,6 +2,7 @@ package dev.cohort.gloo.c10d;
 
 import dev.cohort.api.collective.DataType;
 import dev.cohort.libtorch.LibTorch;
+import dev.cohort.libtorch.ScalarTypes;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -54,7 +55,7 @@ public final class NativeCache implements AutoCloseable {
         if (cached != null) {
             return cached;
         }
-        TensorOptions o = tensorOptions.computeIfAbsent(type, t -> LibTorch.retain(new TensorOptions(scalarType(t))));
+        TensorOptions o = tensorOptions.computeIfAbsent(type, t -> LibTorch.retain(new TensorOptions(ScalarTypes.of(t))));
         Tensor t = LibTorch.retain(torch.from_blob(data, new long[] {count}, o));
         tensors.put(key, t);
         return t;
@@ -62,15 +63,6 @@ public final class NativeCache implements AutoCloseable {
 
     private static long sizeOf(Pointer p) {
         return p.position() == 0 ? 0 : p.sizeof();
-    }
-
-    static torch.ScalarType scalarType(DataType type) {
-        return switch (type) {
-            case FLOAT32 -> torch.ScalarType.Float;
-            case FLOAT64 -> torch.ScalarType.Double;
-            case INT32 -> torch.ScalarType.Int;
-            case INT64 -> torch.ScalarType.Long;
-        };
     }
 
     /** Drops the tensor headers; an in-flight call still holds its own reference in c10d. */
