@@ -24,7 +24,19 @@ public final class EngineWorker {
     private EngineWorker() {
     }
 
+    /** Modes of an engine's own worker, tried before the conformance modes. */
+    @FunctionalInterface
+    public interface Modes {
+        /** Runs {@code mode} and returns true, or returns false when it is not one of these. */
+        boolean run(String mode, DistributedBackend backend) throws Exception;
+    }
+
     public static void main(String[] args) {
+        run(args, (mode, backend) -> false);
+    }
+
+    /** As {@link #main}, with an engine's own {@code modes} too. */
+    public static void run(String[] args, Modes modes) {
         String mode = args[0];
         CommandLine cli = new CommandLine(new Cli());
         BackendChoice choice = BackendOptions.add(cli);
@@ -34,6 +46,9 @@ public final class EngineWorker {
                 backend.initialize();
                 System.out.println("BACKEND " + backend.name());
                 System.out.println("TOPOLOGY " + backend.topology());
+                if (modes.run(mode, backend)) {
+                    return;
+                }
                 int checks = WorkerProcess.conformance(mode, backend)
                         .orElseThrow(() -> new IllegalArgumentException("unknown mode " + mode));
                 WorkerProcess.finish(backend, checks);

@@ -1,6 +1,7 @@
 package dev.cohort.testkit;
 
 import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.DenseBuffer;
 import java.util.Arrays;
 import java.util.OptionalInt;
@@ -33,6 +34,31 @@ public final class WorkerProcess {
             Runtime.getRuntime().halt(1);
         }
         System.exit(0);
+    }
+
+    /** A collective a fault test expects to fail. */
+    @FunctionalInterface
+    public interface Call {
+        void run();
+    }
+
+    /**
+     * Runs {@code call}, which must fail: prints {@code FAILED after X s TYPE: message} and halts
+     * with 3, or prints {@code UNEXPECTED SUCCESS} and halts with 0, which the test rejects.
+     */
+    public static void expectFailure(Call call) {
+        long start = System.nanoTime();
+        try {
+            call.run();
+            System.out.println("UNEXPECTED SUCCESS");
+            System.out.flush();
+            Runtime.getRuntime().halt(0);
+        } catch (CollectiveException e) {
+            System.out.printf("FAILED after %.1f s %s: %s%n", (System.nanoTime() - start) / 1e9,
+                    e.getClass().getSimpleName(), e.getMessage());
+            System.out.flush();
+            Runtime.getRuntime().halt(3);
+        }
     }
 
     /**

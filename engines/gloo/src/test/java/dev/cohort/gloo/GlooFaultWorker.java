@@ -1,5 +1,7 @@
 package dev.cohort.gloo;
 
+import dev.cohort.testkit.WorkerProcess;
+
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ReduceOp;
@@ -34,17 +36,7 @@ public final class GlooFaultWorker {
                 Thread.sleep(10_000);
                 Runtime.getRuntime().halt(0);
             }
-            long start = System.nanoTime();
-            try {
-                backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await();
-                System.out.println("UNEXPECTED SUCCESS");
-                System.exit(0);
-            } catch (CollectiveException e) {
-                System.out.printf("FAILED after %.1f s %s: %s%n", (System.nanoTime() - start) / 1e9,
-                        e.getClass().getSimpleName(), e.getMessage());
-                System.out.flush();
-                Runtime.getRuntime().halt(3);
-            }
+            WorkerProcess.expectFailure(() -> backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await());
         } catch (GlooConnectException e) {
             System.out.println("CONNECT FAILED " + e.getMessage());
             System.out.flush();

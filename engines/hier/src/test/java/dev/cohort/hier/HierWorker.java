@@ -1,21 +1,15 @@
 package dev.cohort.hier;
 
-import dev.cohort.cli.BackendOptions;
-import dev.cohort.cli.BackendChoice;
-import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ReduceOp;
-import dev.cohort.testkit.WorkerProcess;
-import java.util.Arrays;
-import picocli.CommandLine;
-import picocli.CommandLine.Command;
+import dev.cohort.testkit.EngineWorker;
 
 /**
  * A worker process of the hier tests. Its first argument is the mode, the rest a command line as a
  * training program would get it ({@code --distributed-backend hier --hier-timeout 60 ...}),
- * parsed with {@link BackendOptions#add}, so the backend is found and configured as
+ * parsed by {@link EngineWorker}, so the backend is found and configured as
  * {@code ./cohort run} would. Modes: {@code conformance} (the whole suite),
  * {@code conformance-small} (without the 4 Mi cases), {@code victim:R} (allreduces of 4 MiB until
  * one fails; rank R prints {@code VICTIM pid P} after three and goes on, for the test to SIGKILL it),
@@ -29,29 +23,14 @@ import picocli.CommandLine.Command;
  */
 public final class HierWorker {
 
-    @Command(name = "hier-worker")
-    static final class Cli {
-    }
-
     public static void main(String[] args) {
-        String mode = args[0];
-        CommandLine cli = new CommandLine(new Cli());
-        BackendChoice choice = BackendOptions.add(cli);
-        cli.parseArgs(Arrays.copyOfRange(args, 1, args.length));
-        WorkerProcess.main(() -> {
-            try (DistributedBackend backend = choice.backend()) {
-                backend.initialize();
-                System.out.println("BACKEND " + backend.name());
-                System.out.println("TOPOLOGY " + backend.topology());
-                if (mode.startsWith("victim:") || mode.startsWith("absent:") || mode.startsWith("late-broadcasts:")) {
-                    untilOneFails(backend, mode.substring(0, mode.indexOf(':')),
-                            Integer.parseInt(mode.substring(mode.indexOf(':') + 1)));
-                    return;
-                }
-                int checks = WorkerProcess.conformance(mode, backend)
-                        .orElseThrow(() -> new IllegalArgumentException("unknown mode " + mode));
-                WorkerProcess.finish(backend, checks);
+        EngineWorker.run(args, (mode, backend) -> {
+            if (mode.startsWith("victim:") || mode.startsWith("absent:") || mode.startsWith("late-broadcasts:")) {
+                untilOneFails(backend, mode.substring(0, mode.indexOf(':')),
+                        Integer.parseInt(mode.substring(mode.indexOf(':') + 1)));
+                return true;
             }
+            return false;
         });
     }
 
