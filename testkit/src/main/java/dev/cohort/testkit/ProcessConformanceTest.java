@@ -9,6 +9,8 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import java.util.function.Consumer;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
@@ -17,51 +19,98 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The conformance suite on an engine with one JVM per rank ({@link EngineWorker}), the ranks
- * meeting through the launch environment as under {@code ./cohort run}. An engine's test
- * subclasses it in a few lines: its name, what its JVMs and command lines need, at which world
- * sizes to run the whole suite and the small one, how many ranks a simulated host has, and what
- * must hold after a run.
+ * meeting through the launch environment as under {@code ./cohort run}. An engine's test is a
+ * subclass whose constructor describes the engine ({@link Engine}): its name, what its JVMs and
+ * command lines need, at which world sizes to run the whole suite and the small one, how many
+ * ranks a simulated host has, and what must hold after a run.
  */
 public abstract class ProcessConformanceTest {
+
+    /** An engine as the conformance runs need it. */
+    public static final class Engine {
+        private final String backend;
+        private List<String> jvmArgs = List.of();
+        private List<String> options = List.of();
+        private int[] whole = {2};
+        private int[] small = {};
+        private int ranksPerHost;
+        private Consumer<String> afterRun = runId -> { };
+
+        private Engine(String backend) {
+            this.backend = Objects.requireNonNull(backend, "backend");
+        }
+
+        /** The engine chosen with {@code --distributed-backend backend}. */
+        public static Engine named(String backend) {
+            return new Engine(backend);
+        }
+
+        /** JVM options every worker needs (e.g. the Vector API module). */
+        public Engine jvmArgs(List<String> args) {
+            this.jvmArgs = List.copyOf(args);
+            return this;
+        }
+
+        /** The engine's options on every worker's command line (e.g. timeouts). */
+        public Engine options(String... options) {
+            this.options = List.of(options);
+            return this;
+        }
+
+        /** World sizes that run the whole suite, 4 Mi cases included (default: 2). */
+        public Engine wholeSuiteAt(int... worlds) {
+            this.whole = worlds.clone();
+            return this;
+        }
+
+        /** World sizes that run the suite without its 4 Mi cases (default: none). */
+        public Engine smallSuiteAt(int... worlds) {
+            this.small = worlds.clone();
+            return this;
+        }
+
+        /** Ranks per simulated host (default: all on one host). */
+        public Engine ranksPerHost(int ranks) {
+            this.ranksPerHost = ranks;
+            return this;
+        }
+
+        /** What must hold once a run's workers ended, given its run id (e.g. nothing left in /dev/shm). */
+        public Engine afterRun(Consumer<String> check) {
+            this.afterRun = Objects.requireNonNull(check, "check");
+            return this;
+        }
+    }
 
     @TempDir
     protected Path tmp;
 
-    /** The backend's name, as {@code --distributed-backend} takes it. */
-    protected abstract String backend();
+    private final Engine engine;
 
-    /** JVM options every worker needs (e.g. the Vector API module). */
-    protected List<String> jvmArgs() {
-        return List.of();
+    protected ProcessConformanceTest(Engine engine) {
+        this.engine = engine;
     }
 
-    /** The engine's options on every worker's command line (e.g. timeouts). */
-    protected List<String> options() {
-        return List.of();
+    @TestFactory
+    @Timeout(value = 900)
+    List<DynamicTest> conformanceSuiteAcrossProcesses() {
+        List<DynamicTest> tests = new ArrayList<>();
+        for (int world : engine.whole) {
+            tests.add(DynamicTest.dynamicTest("whole suite, world " + world, () -> run("conformance", world, 240)));
+        }
+        for (int world : engine.small) {
+            tests.add(DynamicTest.dynamicTest("small suite, world " + world, () -> run("conformance-small", world, 160)));
+        }
+        return tests;
     }
 
-    /** World sizes that run the whole suite, 4 Mi cases included. */
-    protected int[] fullWorlds() {
-        return new int[] {2};
+    private int perHost(int world) {
+        return engine.ranksPerHost > 0 ? engine.ranksPerHost : world;
     }
 
-    /** World sizes that run the suite without its 4 Mi cases. */
-    protected int[] smallWorlds() {
-        return new int[0];
-    }
-
-    /** Ranks per simulated host in a world of {@code world} (all on one host by default). */
-    protected int ranksPerHost(int world) {
-        return world;
-    }
-
-    /** What must hold once run {@code runId}'s workers ended (e.g. nothing left in /dev/shm). */
-    protected void afterRun(String runId) {
-    }
-
-    /** The launch environment of {@code rank}: hosts of {@link #ranksPerHost} consecutive ranks. */
-    protected Map<String, String> env(String runId, int port, int rank, int world) {
-        int perHost = ranksPerHost(world);
+    /** The launch environment of {@code rank}: hosts of {@link Engine#ranksPerHost} consecutive ranks. */
+    private Map<String, String> env(String runId, int port, int rank, int world) {
+        int perHost = perHost(world);
         Map<String, String> env = new HashMap<>();
         env.put("MASTER_ADDR", "127.0.0.1");
         env.put("MASTER_PORT", Integer.toString(port));
@@ -75,29 +124,16 @@ public abstract class ProcessConformanceTest {
         return env;
     }
 
-    @TestFactory
-    @Timeout(value = 900)
-    List<DynamicTest> conformanceSuiteAcrossProcesses() {
-        List<DynamicTest> tests = new ArrayList<>();
-        for (int world : fullWorlds()) {
-            tests.add(DynamicTest.dynamicTest("whole suite, world " + world, () -> run("conformance", world, 240)));
-        }
-        for (int world : smallWorlds()) {
-            tests.add(DynamicTest.dynamicTest("small suite, world " + world, () -> run("conformance-small", world, 160)));
-        }
-        return tests;
-    }
-
     private void run(String mode, int world, int seconds) {
-        String runId = backend() + "-" + mode + "-" + world + "-" + ProcessHandle.current().pid() + "-"
+        String runId = engine.backend + "-" + mode + "-" + world + "-" + ProcessHandle.current().pid() + "-"
                 + System.nanoTime() % 100_000;
         int port = JvmWorkers.freePort();
-        List<String> args = new ArrayList<>(List.of(mode, "--distributed-backend", backend()));
-        args.addAll(options());
-        List<Result> results = JvmWorkers.run(world, r -> JvmWorkers.javaCommand(EngineWorker.class, jvmArgs(), args),
+        List<String> args = new ArrayList<>(List.of(mode, "--distributed-backend", engine.backend));
+        args.addAll(engine.options);
+        List<Result> results = JvmWorkers.run(world, r -> JvmWorkers.javaCommand(EngineWorker.class, engine.jvmArgs, args),
                 r -> env(runId, port, r, world), tmp.resolve(runId), Duration.ofSeconds(seconds));
-        JvmWorkers.assertAllOk(results, "BACKEND " + backend());
-        int perHost = ranksPerHost(world);
+        JvmWorkers.assertAllOk(results, "BACKEND " + engine.backend);
+        int perHost = perHost(world);
         for (Result r : results) {
             int host = r.rank() / perHost;
             List<Integer> hostRanks = IntStream.range(host * perHost, Math.min(world, (host + 1) * perHost)).boxed().toList();
@@ -105,6 +141,6 @@ public abstract class ProcessConformanceTest {
                     .contains("TOPOLOGY Topology[rank=" + r.rank() + ", worldSize=" + world)
                     .contains("NODE " + host + " RANKS " + hostRanks);
         }
-        afterRun(runId);
+        engine.afterRun.accept(runId);
     }
 }
