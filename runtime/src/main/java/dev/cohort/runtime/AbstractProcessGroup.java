@@ -21,6 +21,8 @@ import java.util.concurrent.atomic.AtomicLong;
 public abstract class AbstractProcessGroup implements ProcessGroup {
 
     private final int rank;
+    /** "rank 3 of 4", built once. */
+    private final String rankOfSize;
     private final int size;
     private final Duration timeout;
     private final AtomicLong sequence = new AtomicLong();
@@ -35,6 +37,7 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
         }
         this.rank = rank;
         this.size = size;
+        this.rankOfSize = "rank " + rank + " of " + size;
         this.timeout = checkTimeout(timeout);
     }
 
@@ -188,7 +191,7 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
 
     /** "rank 3 of 4" — the prefix of this group's messages. */
     protected String who() {
-        return "rank " + rank + " of " + size;
+        return rankOfSize;
     }
 
     private void checkOpen(String op) {

@@ -222,13 +222,17 @@ final class HierProcessGroup extends AbstractProcessGroup {
     /** The ranks of this host as a group of their own (the backend's node group), sharing the call queue. */
     private final class HostView extends AbstractProcessGroup {
 
+        /** Built once: it prefixes every call's messages. */
+        private final String who;
+
         HostView(Duration timeout) {
             super(stages.hostGroup.rank(), stages.hostGroup.size(), timeout);
+            this.who = stages.who + " host " + stages.host + " group";
         }
 
         @Override
         protected String who() {
-            return stages.who + " host " + stages.host + " group";
+            return who;
         }
 
         @Override
