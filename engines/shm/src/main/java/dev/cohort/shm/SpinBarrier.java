@@ -25,9 +25,9 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class SpinBarrier {
 
-    static final long SPIN_NS = Long.getLong("cohort.shm.spinNs", 50_000);
-    static final long YIELD_NS = Long.getLong("cohort.shm.yieldNs", 2_000_000);
-    static final long PARK_NS = Long.getLong("cohort.shm.parkNs", 20_000);
+    static final long SPIN_NS = 50_000;
+    static final long YIELD_NS = 2_000_000;
+    static final long PARK_NS = 20_000;
     static final long CHECK_NS = 2_000_000;
 
     /** What the waiting rank was doing, for messages: "shm rank 0 of 2: allreduce #3 (...)". */
