@@ -10,6 +10,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
@@ -399,10 +400,10 @@ public final class CallQueue {
         Call running = current;
         String after = c.describe() + ": timed out after " + Duration.ofNanos(c.timeoutNanos);
         if (running == c) {
-            return new CollectiveTimeoutException(after + " " + whereRunning.apply(c));
+            return new CollectiveTimeoutException(after + " " + whereRunning.apply(c), null, -1, c.collective, List.of());
         }
         return new CollectiveTimeoutException(after + " before it started"
-                + (running == null ? "" : ", queued behind " + running.collective.describe()));
+                + (running == null ? "" : ", queued behind " + running.collective.describe()), null, -1, c.collective, List.of());
     }
 
     private void engineLoop() {

@@ -1,5 +1,7 @@
 package dev.cohort.runtime;
 
+import dev.cohort.api.collective.OpKind;
+
 import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
 import dev.cohort.api.collective.DataType;
@@ -114,7 +116,18 @@ class CollectiveMisuseTest {
                 assertThatThrownBy(() -> world.group(rank).allreduce(DenseBuffer.of(new int[4]), ReduceOp.SUM).await())
                         .isInstanceOf(CollectiveTimeoutException.class)
                         .hasMessageContaining("allreduce #0")
-                        .hasMessageContaining("rank(s) [1] never joined");
+                        .hasMessageContaining("rank(s) [1] never joined")
+                        .satisfies(e -> {
+                            // The same facts as fields, for programs (the first rank to time out breaks the
+                            // exchange for all, with its own rank).
+                            CollectiveTimeoutException t = (CollectiveTimeoutException) e;
+                            assertThat(t.rank().getAsInt()).isIn(0, 2);
+                            assertThat(t.peers()).containsExactly(1);
+                            assertThat(t.collective()).hasValueSatisfying(c -> {
+                                assertThat(c.kind()).isEqualTo(OpKind.ALLREDUCE);
+                                assertThat(c.sequence()).isZero();
+                            });
+                        });
             }
             return null;
         }, Duration.ofSeconds(20));

@@ -93,7 +93,8 @@ final class ThreadsExchange {
             }
         }
         CollectiveTimeoutException e = new CollectiveTimeoutException(name + " rank " + rank + ": " + call.describe()
-                + " timed out; " + (missing.isEmpty() ? "all ranks had joined" : "rank(s) " + missing + " never joined"));
+                + " timed out; " + (missing.isEmpty() ? "all ranks had joined" : "rank(s) " + missing + " never joined"),
+                null, rank, call, missing);
         breakWith(e);
         return e;
     }
