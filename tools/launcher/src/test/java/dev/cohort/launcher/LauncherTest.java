@@ -70,7 +70,7 @@ class LauncherTest {
                 .allMatch(p -> Integer.parseInt(p) > 0);
         assertThat(console.err().lines().filter(l -> l.startsWith("cohort: compute threads"))).hasSize(1);
         assertThat(console.err()).contains("cohort: workers that choose no --distributed-backend, or auto, use "
-                + (Runtime.version().feature() >= 22 ? "shm (all 2 workers on one host" : "gloo (JDK "));
+                + (Runtime.version().feature() >= 22 ? "shm (all 2 workers on one host" : "gloo ("));
         assertNoneAlive(pids(dir));
     }
 

@@ -1,5 +1,7 @@
 package dev.cohort.launcher;
 
+import dev.cohort.api.Backends;
+
 import static dev.cohort.launcher.testing.Processes.assertNoneAlive;
 import static dev.cohort.launcher.testing.Processes.awaitPid;
 import static dev.cohort.launcher.testing.Processes.pids;
@@ -131,16 +133,20 @@ class MultiNodeTest {
         assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isZero();
         assertThat(awaitExit(n1, 1)).as("node 1 exit; output:\n%s", output(1)).isZero();
 
-        assertThat(output(0)).contains("workers that choose no --distributed-backend, or auto, use gloo (a node of this "
-                + "job runs its workers on JDK 17");
+        // The reason names hier where it is on the class path (a build on JDK >= 22).
+        boolean hierHere = Backends.discover().containsKey("hier");
+        assertThat(output(0)).contains("workers that choose no --distributed-backend, or auto, use gloo ("
+                + (hierHere ? "a node of this job runs its workers on JDK 17" : ""));
         for (int rank = 0; rank < 4; rank++) {
             String out = output(rank / 2);
             assertThat(out).as(out).contains("[rank " + rank + "] AUTO gloo");
             assertThat(envLine(out, rank)).contains("COHORT_OLDEST_JDK=17", "COHORT_BACKEND=auto");
         }
         // Node 0's workers run on JDK 22 or newer and still choose gloo, saying why.
-        assertThat(output(0)).contains("AUTO gloo (a node of this job runs its workers on JDK 17, which has no "
-                + "foreign-memory API for shared memory, so every node uses gloo; JDK >= 22 on every node would use hier)");
+        if (hierHere) {
+            assertThat(output(0)).contains("AUTO gloo (a node of this job runs its workers on JDK 17, which has no "
+                    + "foreign-memory API for shared memory, so every node uses gloo; JDK >= 22 on every node would use hier)");
+        }
     }
 
     @Test
