@@ -20,7 +20,6 @@ BASE = ["shm-copy", "shm-inplace", "hier", "gloo"]
 for r in BASE:
     NAMES["base-" + r] = NAMES[r] + " (baseline)"
     ORDER.append("base-" + r)
-    PEERS.append("base-" + r)
 TRAINING = {"train-gloo": "Cohort gloo", "train-shm": "Cohort shm", "torch-ddp": "PyTorch DDP"}
 MPI_OPS = {"allreduce": "allreduce", "bcast": "broadcast", "allgather(per-rank)": "allgather", "barrier": "barrier"}
 UNITS = {"KiB": 1 << 10, "MiB": 1 << 20}
@@ -57,7 +56,7 @@ for f in glob.glob(os.path.join(out, "*-[0-9]*.*")):
     elif m and m.group(1) in TRAINING:
         trained.setdefault(m.group(1), {})[int(m.group(2))] = json.load(open(f))["samples_per_s"]
 present = [r for r in ORDER if r in runs]
-mine = [r for r in present if r not in PEERS]
+mine = [r for r in present if r not in PEERS and not r.startswith("base-")]
 if not mine and not trained:
     sys.exit(f"{out}: no Cohort runs (<run>-<round>.json) here")
 
