@@ -51,9 +51,10 @@ public abstract class DistributedBackend implements BackendProvider, AutoCloseab
     }
 
     /**
-     * An object with picocli {@code @Option} fields for this backend's command-line options (added
-     * as a mixin by cohort-cli's {@code BackendOptions.add}), or {@code null} when it has none. The same object
-     * is consulted by {@link #connect()}, so options parsed into it take effect.
+     * This backend's command-line options, added as a mixin by cohort-cli's
+     * {@code BackendOptions.add}: an object with picocli {@code @Option} fields, or a picocli
+     * {@code CommandSpec} bound to one; {@code null} when it has none. The object bound is the one
+     * {@link #connect()} consults, so options parsed into it take effect.
      */
     public Object commandLineOptions() {
         return null;

@@ -30,7 +30,8 @@ public final class BackendOptions {
         for (DistributedBackend b : backends.values()) {
             Object options = b.commandLineOptions();
             if (options != null) {
-                spec.addMixin("backend-" + b.name(), CommandSpec.forAnnotatedObject(options));
+                spec.addMixin("backend-" + b.name(),
+                        options instanceof CommandSpec given ? given : CommandSpec.forAnnotatedObject(options));
             }
         }
         return choice;

@@ -276,7 +276,7 @@ public final class CallQueue {
                         settle(timedOut(this));
                     } else {
                         throw new CollectiveTimeoutException(collective.describe() + " still running after "
-                                + Duration.ofNanos(requested) + "; it stays pending until its own timeout");
+                                + Duration.ofNanos(requested) + "; it stays pending until its own timeout", null);
                     }
                 }
             }

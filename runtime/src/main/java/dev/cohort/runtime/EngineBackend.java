@@ -16,7 +16,7 @@ import java.util.Map;
  *
  * @param <O> the options type
  */
-public abstract class EngineBackend<O> extends DistributedBackend {
+public abstract class EngineBackend<O extends EngineOptions<O>> extends DistributedBackend {
 
     private final String name;
     protected final O options;
@@ -44,8 +44,14 @@ public abstract class EngineBackend<O> extends DistributedBackend {
         return m == null ? "" : m;
     }
 
+    /** The command-line options of {@link #options()}: the engine's own and those of every engine. */
     @Override
     public final Object commandLineOptions() {
+        return options.commandSpec();
+    }
+
+    /** The options this backend connects with; change them before {@code initialize}. */
+    public final O options() {
         return options;
     }
 

@@ -192,7 +192,7 @@ class CallQueueTest {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-            throw new CollectiveTimeoutException(c.describe() + ": the leader says rank 3 stopped");
+            throw new CollectiveTimeoutException(c.describe() + ": the leader says rank 3 stopped", null);
         });
         assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();   // the engine thread runs it, not this one
         assertThatThrownBy(() -> call.await(Duration.ofSeconds(5))).isInstanceOf(CollectiveTimeoutException.class)

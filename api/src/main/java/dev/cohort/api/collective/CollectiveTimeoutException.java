@@ -6,10 +6,6 @@ import java.util.List;
 public class CollectiveTimeoutException extends CollectiveException {
     private static final long serialVersionUID = 1L;
 
-    public CollectiveTimeoutException(String message) {
-        super(message);
-    }
-
     public CollectiveTimeoutException(String message, Throwable cause) {
         super(message, cause);
     }

@@ -11,10 +11,6 @@ import java.util.List;
 public class JoinException extends CollectiveException {
     private static final long serialVersionUID = 1L;
 
-    public JoinException(String message) {
-        super(message);
-    }
-
     public JoinException(String message, Throwable cause) {
         super(message, cause);
     }

@@ -55,11 +55,10 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
         this(new GlooOptions(), System.getenv());
     }
 
-    public GlooBackend(GlooOptions options) {
-        this(options, System.getenv());
-    }
-
-    /** With an explicit environment instead of the process's (for programs that start ranks themselves). */
+    /**
+     * With these options, in {@code environment}: {@code System.getenv()}, or a launch environment
+     * of a program's own making (one that starts ranks itself).
+     */
     public GlooBackend(GlooOptions options, Map<String, String> environment) {
         super(NAME, options, environment);
         this.group = null;

@@ -11,6 +11,6 @@ public class GlooConnectException extends JoinException {
     }
 
     public GlooConnectException(String message) {
-        super(message);
+        super(message, null);
     }
 }

@@ -1,9 +1,8 @@
 package dev.cohort.gloo;
 
-import dev.cohort.runtime.RankNames;
-
-import dev.cohort.api.Timeouts;
 import dev.cohort.gloo.algorithms.MeshRoute;
+import dev.cohort.runtime.EngineOptions;
+import dev.cohort.runtime.RankNames;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,14 +13,7 @@ import picocli.CommandLine.Option;
  * The gloo backend's command-line options, each with its default. {@code --gloo-interface}
  * defaults to the {@code GLOO_SOCKET_IFNAME} environment variable, as in PyTorch.
  */
-public final class GlooOptions {
-
-    /** Default timeout of each collective. */
-    public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
-    /** Default time after which a waiting collective is reported as stalled. */
-    public static final Duration DEFAULT_STALL_TIME = Duration.ofSeconds(30);
-    /** Default time allowed for all ranks to meet at the store and connect to each other. */
-    public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(60);
+public final class GlooOptions extends EngineOptions<GlooOptions> {
     /**
      * Default time a rank waiting for its peers' data keeps polling its connections before it
      * sleeps in the kernel, where its host has a CPU for every rank. Waking from that sleep takes
@@ -33,19 +25,6 @@ public final class GlooOptions {
             description = "Network interface Gloo binds to (default: GLOO_SOCKET_IFNAME, else the interface "
                     + "that reaches MASTER_ADDR).")
     String networkInterface;
-
-    @Option(names = "--gloo-timeout", paramLabel = "SECONDS",
-            description = "Timeout of each collective (default: 300).")
-    double timeoutSeconds = DEFAULT_TIMEOUT.toSeconds();
-
-    @Option(names = "--gloo-connect-timeout", paramLabel = "SECONDS",
-            description = "Time for all ranks to meet and connect (default: 60).")
-    double connectTimeoutSeconds = DEFAULT_CONNECT_TIMEOUT.toSeconds();
-
-    @Option(names = "--gloo-stall-seconds", paramLabel = "SECONDS",
-            description = "A collective waiting longer than this is reported with the ranks that have not "
-                    + "issued it yet (default: 30; it still fails only at --gloo-timeout).")
-    double stallSeconds = DEFAULT_STALL_TIME.toSeconds();
 
     @Option(names = "--gloo-consistency-check", negatable = true, defaultValue = "true", fallbackValue = "true",
             description = "Before each collective the ranks compare what they call (operation, type, length, "
@@ -75,6 +54,13 @@ public final class GlooOptions {
     /** What this process runs, as the other ranks see it when they meet (see {@link dev.cohort.gloo.rendezvous.Membership}). */
     private String joinsAs = "the gloo backend";
     private RankNames rankNames = RankNames.PLAIN;
+
+    public GlooOptions() {
+        super("gloo", new Help("Timeout of each collective (default: 300).",
+                "Time for all ranks to meet and connect (default: 60).",
+                "A collective waiting longer than this is reported with the ranks that have not "
+                        + "issued it yet (default: 30; it still fails only at --gloo-timeout)."));
+    }
 
     /**
      * Names what this process runs for the rendezvous, when a Gloo group is part of another
@@ -110,25 +96,6 @@ public final class GlooOptions {
         return this;
     }
 
-    public GlooOptions timeout(Duration timeout) {
-        this.timeoutSeconds = Timeouts.toSeconds("--gloo-timeout", timeout);
-        return this;
-    }
-
-    public GlooOptions connectTimeout(Duration timeout) {
-        this.connectTimeoutSeconds = Timeouts.toSeconds("--gloo-connect-timeout", timeout);
-        return this;
-    }
-
-    public GlooOptions stallTime(Duration stall) {
-        this.stallSeconds = Timeouts.toSeconds("--gloo-stall-seconds", stall);
-        return this;
-    }
-
-    Duration stallTime() {
-        return Timeouts.ofSeconds("--gloo-stall-seconds", stallSeconds);
-    }
-
     /** Turns the always-on consistency check off (for measuring its cost; see --gloo-consistency-check). */
     public GlooOptions consistencyCheck(boolean on) {
         this.consistencyCheck = on;
@@ -141,10 +108,7 @@ public final class GlooOptions {
 
     /** Collectives up to {@code bytes} go over the peer mesh; 0: all through Gloo. */
     public GlooOptions directMaxBytes(int bytes) {
-        if (bytes < 0) {
-            throw new IllegalArgumentException("--gloo-direct-max-bytes must be >= 0, got " + bytes);
-        }
-        this.meshMaxBytes = bytes;
+        this.meshMaxBytes = nonNegative("direct-max-bytes", bytes);
         return this;
     }
 
@@ -155,22 +119,14 @@ public final class GlooOptions {
 
     /** Polls this long before sleeping (see --gloo-spin-us); {@link Duration#ZERO} never polls. */
     public GlooOptions spin(Duration spin) {
-        if (spin.isNegative()) {
-            throw new IllegalArgumentException("--gloo-spin-us must be >= 0, got " + spin);
-        }
-        this.spinMicros = Math.toIntExact(spin.toNanos() / 1000);
+        this.spinMicros = micros("spin-us", spin);
         return this;
     }
 
     /** The polling time of a rank whose host runs {@code ranksOnThisHost} ranks: as set, else {@link #defaultSpin}. */
     Duration spin(int ranksOnThisHost) {
-        if (spinMicros == null) {
-            return defaultSpin(ranksOnThisHost);
-        }
-        if (spinMicros < 0) {
-            throw new IllegalArgumentException("--gloo-spin-us must be >= 0, got " + spinMicros);
-        }
-        return Duration.ofNanos(spinMicros * 1000L);
+        Duration set = ofMicros("spin-us", spinMicros);
+        return set != null ? set : defaultSpin(ranksOnThisHost);
     }
 
     /**
@@ -199,13 +155,5 @@ public final class GlooOptions {
     public GlooOptions rendezvous(String uri) {
         this.rendezvous = uri;
         return this;
-    }
-
-    Duration timeout() {
-        return Timeouts.ofSeconds("--gloo-timeout", timeoutSeconds);
-    }
-
-    Duration connectTimeout() {
-        return Timeouts.ofSeconds("--gloo-connect-timeout", connectTimeoutSeconds);
     }
 }

@@ -19,7 +19,7 @@ public final class GlooFaultWorker {
         String mode = args[0];
         GlooOptions options = new GlooOptions().timeout(Duration.ofSeconds(mode.equals("stop") ? 6 : 3))
                 .connectTimeout(Duration.ofSeconds(5)).stallTime(Duration.ofSeconds(2));
-        try (GlooBackend backend = new GlooBackend(options)) {
+        try (GlooBackend backend = new GlooBackend(options, System.getenv())) {
             backend.initialize();
             float[] data = new float[1024];
             for (int i = 0; i < 3; i++) {

@@ -111,7 +111,7 @@ public final class GlooWorker {
             options.rendezvous(args[1]);
         }
         WorkerProcess.main(() -> {
-            try (GlooBackend backend = new GlooBackend(options)) {
+            try (GlooBackend backend = new GlooBackend(options, System.getenv())) {
                 backend.initialize();
                 System.out.println("TOPOLOGY " + backend.topology());
                 if (mode.equals("notes-store-gone")) {

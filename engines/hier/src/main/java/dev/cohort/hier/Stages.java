@@ -254,7 +254,7 @@ final class Stages {
     private Duration left(String call, String stage, long deadline, Duration extra) {
         long nanos = deadline - System.nanoTime() + extra.toNanos();
         if (nanos <= 0) {
-            throw new CollectiveTimeoutException(who + ": " + call + " timed out before the stage " + stage);
+            throw new CollectiveTimeoutException(who + ": " + call + " timed out before the stage " + stage, null);
         }
         return Duration.ofNanos(nanos);
     }

@@ -28,31 +28,17 @@ public final class HierBackend extends EngineBackend<HierOptions> {
 
     public static final String NAME = "hier";
 
-    private static final String ENGINE = "dev.cohort.hier.HierEngine";
-
-
-    public HierBackend() {
-        this(new HierOptions(), System.getenv());
-    }
-
-    public HierBackend(HierOptions options) {
-        this(options, System.getenv());
-    }
-
-    /** With an explicit environment instead of the process's (for programs that start ranks themselves). */
+    /**
+     * With these options, in {@code environment}: {@code System.getenv()}, or a launch environment
+     * of a program's own making (one that starts ranks itself).
+     */
     public HierBackend(HierOptions options, Map<String, String> environment) {
         super(NAME, options, environment);
     }
 
-    /** What this JVM lacks for either engine, or {@code null}. */
-    @Override
-    public int minimumJdk() {
-        return ShmBackend.MIN_JDK;
-    }
-
-    @Override
-    public String olderJdksLack() {
-        return "no foreign-memory API for shared memory";
+    /** With default options, in this process's environment (as {@link java.util.ServiceLoader} makes it). */
+    public HierBackend() {
+        this(new HierOptions(), System.getenv());
     }
 
     /** Workers on several hosts: shared memory within each, Gloo among their leaders. */
@@ -81,6 +67,17 @@ public final class HierBackend extends EngineBackend<HierOptions> {
 
     @Override
     protected Connection connect() {
-        return connectLoaded(ENGINE, HierOptions.class);
+        return connectLoaded("dev.cohort.hier.HierEngine", HierOptions.class);
+    }
+
+    /** shm's: the foreign-memory API. */
+    @Override
+    public int minimumJdk() {
+        return ShmBackend.MIN_JDK;
+    }
+
+    @Override
+    public String olderJdksLack() {
+        return "no foreign-memory API for shared memory";
     }
 }

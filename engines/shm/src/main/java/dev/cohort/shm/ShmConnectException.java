@@ -7,7 +7,7 @@ public final class ShmConnectException extends JoinException {
     private static final long serialVersionUID = 1L;
 
     public ShmConnectException(String message) {
-        super(message);
+        super(message, null);
     }
 
     public ShmConnectException(String message, Throwable cause) {

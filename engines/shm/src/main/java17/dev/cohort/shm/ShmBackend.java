@@ -30,23 +30,19 @@ public final class ShmBackend extends EngineBackend<ShmOptions> {
     /** The JVM option the engine's reductions need. */
     public static final String VECTOR_FLAG = "--add-modules jdk.incubator.vector";
 
-    private static final String ENGINE = "dev.cohort.shm.ShmEngine";
-
-
     public ShmBackend() {
         this(new ShmOptions(), System.getenv());
     }
 
-    public ShmBackend(ShmOptions options) {
-        this(options, System.getenv());
-    }
-
-    /** With an explicit environment instead of the process's (for programs that start ranks themselves). */
+    /**
+     * With these options, in {@code environment}: {@code System.getenv()}, or a launch environment
+     * of a program's own making (one that starts ranks itself).
+     */
     public ShmBackend(ShmOptions options, Map<String, String> environment) {
         super(NAME, options, environment);
     }
 
-    /** What this JVM lacks for the engine, or {@code null}. */
+    /** The foreign-memory API: final in JDK 22. */
     @Override
     public int minimumJdk() {
         return MIN_JDK;
@@ -87,6 +83,6 @@ public final class ShmBackend extends EngineBackend<ShmOptions> {
 
     @Override
     protected Connection connect() {
-        return connectLoaded(ENGINE, ShmOptions.class);
+        return connectLoaded("dev.cohort.shm.ShmEngine", ShmOptions.class);
     }
 }

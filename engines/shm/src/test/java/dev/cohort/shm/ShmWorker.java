@@ -24,8 +24,8 @@ public final class ShmWorker {
         WorkerProcess.main(() -> {
             try (DistributedBackend backend = Backends.select("shm")) {
                 boolean fault = mode.equals("die") || mode.equals("absent") || mode.equals("stop");
-                if (backend instanceof ShmBackend) {
-                    ((ShmOptions) backend.commandLineOptions())
+                if (backend instanceof ShmBackend shm) {
+                    shm.options()
                             .timeout(Duration.ofSeconds(mode.equals("stop") ? 6 : fault ? 3 : 60))
                             .stallTime(Duration.ofSeconds(mode.equals("stop") ? 2 : 30))
                             .connectTimeout(Duration.ofSeconds(30));

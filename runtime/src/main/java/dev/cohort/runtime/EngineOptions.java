@@ -1,0 +1,158 @@
+package dev.cohort.runtime;
+
+import dev.cohort.api.Timeouts;
+import java.time.Duration;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Model.IGetter;
+import picocli.CommandLine.Model.ISetter;
+import picocli.CommandLine.Model.OptionSpec;
+
+/**
+ * The options every engine takes, under the engine's prefix: {@code --<engine>-timeout} (each
+ * collective), {@code --<engine>-connect-timeout} (all ranks meeting) and
+ * {@code --<engine>-stall-seconds} (when a waiting collective is reported). A subclass adds the
+ * engine's own options as picocli-annotated fields; {@link #commandSpec()} holds both.
+ *
+ * @param <O> the subclass, which the fluent setters return
+ */
+public abstract class EngineOptions<O extends EngineOptions<O>> {
+
+    /** Default timeout of each collective. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
+    /** Default time allowed for all ranks to meet and connect. */
+    public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(60);
+    /** Default time after which a waiting collective is reported as stalled. */
+    public static final Duration DEFAULT_STALL_TIME = Duration.ofSeconds(30);
+
+    /** The help texts of the three options: what each means for this engine, with its default. */
+    public record Help(String timeout, String connectTimeout, String stall) {
+    }
+
+    private final String prefix;
+    private final Help help;
+    private final Setting timeout;
+    private final Setting connectTimeout;
+    private final Setting stall;
+
+    /** @param engine the engine's name, the options' prefix ({@code gloo} for {@code --gloo-timeout}) */
+    protected EngineOptions(String engine, Help help) {
+        this.prefix = "--" + engine + "-";
+        this.help = help;
+        this.timeout = new Setting(prefix + "timeout", DEFAULT_TIMEOUT);
+        this.connectTimeout = new Setting(prefix + "connect-timeout", DEFAULT_CONNECT_TIMEOUT);
+        this.stall = new Setting(prefix + "stall-seconds", DEFAULT_STALL_TIME);
+    }
+
+    /** This object, as its own type. */
+    @SuppressWarnings("unchecked")
+    protected final O self() {
+        return (O) this;
+    }
+
+    /** Timeout of each collective. */
+    public final O timeout(Duration value) {
+        timeout.assign(value);
+        return self();
+    }
+
+    /** Time for all ranks to meet and connect. */
+    public final O connectTimeout(Duration value) {
+        connectTimeout.assign(value);
+        return self();
+    }
+
+    /** A collective waiting longer than this is reported with the ranks it waits for. */
+    public final O stallTime(Duration value) {
+        stall.assign(value);
+        return self();
+    }
+
+    public final Duration timeout() {
+        return timeout.duration();
+    }
+
+    public final Duration connectTimeout() {
+        return connectTimeout.duration();
+    }
+
+    public final Duration stallTime() {
+        return stall.duration();
+    }
+
+    /** The option name {@code --<engine>-<suffix>}, for the subclass's error messages. */
+    protected final String option(String suffix) {
+        return prefix + suffix;
+    }
+
+    /** {@code value} of the option {@code --<engine>-<suffix>}, which must not be negative. */
+    protected final int nonNegative(String suffix, int value) {
+        if (value < 0) {
+            throw new IllegalArgumentException(option(suffix) + " must be >= 0, got " + value);
+        }
+        return value;
+    }
+
+    /** {@code time} in whole microseconds, for an option that counts them; never negative. */
+    protected final int micros(String suffix, Duration time) {
+        if (time.isNegative()) {
+            throw new IllegalArgumentException(option(suffix) + " must be >= 0, got " + time);
+        }
+        return Math.toIntExact(time.toNanos() / 1000);
+    }
+
+    /** The time a microseconds option says, or {@code null} where it is not set. */
+    protected final Duration ofMicros(String suffix, Integer micros) {
+        return micros == null ? null : Duration.ofNanos(nonNegative(suffix, micros) * 1000L);
+    }
+
+    /** The command-line options: the subclass's annotated fields and the three above. */
+    public final CommandSpec commandSpec() {
+        CommandSpec spec = CommandSpec.forAnnotatedObject(this);
+        spec.addOption(timeout.spec(help.timeout()));
+        spec.addOption(connectTimeout.spec(help.connectTimeout()));
+        spec.addOption(stall.spec(help.stall()));
+        return spec;
+    }
+
+    /**
+     * One seconds option: kept as the number given, checked when read, so that a bad value on the
+     * command line fails naming the option when the engine starts, as a bad value set here does at once.
+     */
+    private static final class Setting implements IGetter, ISetter {
+        private final String name;
+        private double seconds;
+
+        Setting(String name, Duration byDefault) {
+            this.name = name;
+            this.seconds = byDefault.toSeconds();
+        }
+
+        void assign(Duration value) {
+            seconds = Timeouts.toSeconds(name, value);
+        }
+
+        Duration duration() {
+            return Timeouts.ofSeconds(name, seconds);
+        }
+
+        OptionSpec spec(String description) {
+            return OptionSpec.builder(name).paramLabel("SECONDS").type(double.class)
+                    .description(description)
+                    .getter(this).setter(this).build();
+        }
+
+        @Override
+        @SuppressWarnings("unchecked")
+        public <T> T get() {
+            return (T) Double.valueOf(seconds);
+        }
+
+        @Override
+        @SuppressWarnings("unchecked")
+        public <T> T set(T value) {
+            Double old = seconds;
+            seconds = (Double) value;
+            return (T) old;
+        }
+    }
+}
