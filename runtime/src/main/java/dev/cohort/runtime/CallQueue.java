@@ -130,8 +130,7 @@ public final class CallQueue {
         if (options.stepped) {
             this.engine = null;
         } else {
-            this.engine = new Thread(this::engineLoop, threadName);
-            engine.setDaemon(true);
+            this.engine = Daemons.thread(threadName, this::engineLoop);
             engine.start();
         }
     }

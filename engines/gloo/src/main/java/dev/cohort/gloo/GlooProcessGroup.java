@@ -23,6 +23,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.bytedeco.javacpp.chrono.Milliseconds;
@@ -98,8 +99,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     GlooProcessGroup(ProcessGroupGloo pg, String label, int rank, int size, Duration timeout,
                      Map<String, String> ranksByAddress, PeerMesh mesh, MeshRoute route, RankNames names) {
         super(rank, size, timeout);
-        this.names = names;
-        this.route = route;
+        this.names = Objects.requireNonNull(names, "names");
+        this.route = Objects.requireNonNull(route, "route");
         this.pg = pg;
         this.label = label;
         this.ranksByAddress = ranksByAddress;

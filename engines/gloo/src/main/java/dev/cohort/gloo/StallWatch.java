@@ -1,5 +1,6 @@
 package dev.cohort.gloo;
 
+import dev.cohort.runtime.Daemons;
 import dev.cohort.runtime.RankNames;
 
 import dev.cohort.libtorch.LibTorch;
@@ -48,11 +49,7 @@ final class StallWatch implements AutoCloseable {
         this.rank = rank;
         this.size = size;
         this.stallTime = stallTime;
-        this.publisher = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "cohort-stall-watch");
-            t.setDaemon(true);
-            return t;
-        });
+        this.publisher = Executors.newSingleThreadScheduledExecutor(Daemons.named("cohort-stall-watch"));
         publisher.scheduleWithFixedDelay(this::publish, PUBLISH_MILLIS, PUBLISH_MILLIS, TimeUnit.MILLISECONDS);
     }
 

@@ -12,6 +12,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Objects;
 import java.util.function.Consumer;
 import java.util.function.Function;
 
@@ -62,11 +63,11 @@ final class Stages {
 
     Stages(String who, int host, int hosts, boolean leader, ProcessGroup hostGroup, GlobalRanks names) {
         this.who = who;
-        this.names = names;
+        this.names = Objects.requireNonNull(names, "names");
         this.host = host;
         this.hosts = hosts;
         this.leader = leader;
-        this.hostGroup = hostGroup;
+        this.hostGroup = Objects.requireNonNull(hostGroup, "hostGroup");
     }
 
     String withinHostName() {

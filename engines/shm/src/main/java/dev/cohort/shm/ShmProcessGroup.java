@@ -416,10 +416,9 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             long s0 = k * per;
             long len = Math.min(per, block - s0);
             int q = stage(k);
-            long mine = layout.slot(me, q);
             for (int j = 0; j < n; j++) {
                 if (j != me) {
-                    copy(in, (j * block + s0) * e, shm, mine + j * per * e, len * e);
+                    copy(in, (j * block + s0) * e, shm, layout.slot(me, q) + j * per * e, len * e);
                 }
             }
             sync(t, k == 0);

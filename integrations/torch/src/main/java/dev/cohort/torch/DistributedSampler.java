@@ -7,16 +7,11 @@ package dev.cohort.torch;
  * permutation) to a multiple of the world size, or, with {@code dropLast}, cut to one.
  * Rank r takes positions r, r + n, r + 2n, ... of the (padded or cut) permutation.
  */
-public final class DistributedSampler implements Sampler {
+public record DistributedSampler(long size, int worldSize, int rank, boolean shuffle, long seed, boolean dropLast)
+        implements Sampler {
 
-    private final long size;
-    private final int worldSize;
-    private final int rank;
-    private final boolean shuffle;
-    private final long seed;
-    private final boolean dropLast;
-
-    public DistributedSampler(long size, int worldSize, int rank, boolean shuffle, long seed, boolean dropLast) {
+    /** Checks the arguments: a rank of the world, a dataset of fewer than 2^31 examples, enough for every rank. */
+    public DistributedSampler {
         if (worldSize < 1 || rank < 0 || rank >= worldSize) {
             throw new IllegalArgumentException("rank " + rank + " is not in a world of " + worldSize);
         }
@@ -27,12 +22,6 @@ public final class DistributedSampler implements Sampler {
             throw new IllegalArgumentException("with dropLast, " + size + " examples leave nothing for " + worldSize
                     + " workers");
         }
-        this.size = size;
-        this.worldSize = worldSize;
-        this.rank = rank;
-        this.shuffle = shuffle;
-        this.seed = seed;
-        this.dropLast = dropLast;
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.cohort.launcher;
 
+import dev.cohort.runtime.Daemons;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
@@ -40,8 +41,7 @@ final class OutputPump {
                 // The worker's pipe closed under us (worker killed): nothing more to copy.
             }
         };
-        Thread t = new Thread(copy, "cohort-output-rank" + rank + (stderr ? "-err" : "-out"));
-        t.setDaemon(true);
+        Thread t = Daemons.thread("cohort-output-rank" + rank + (stderr ? "-err" : "-out"), copy);
         t.start();
         return new OutputPump(t);
     }

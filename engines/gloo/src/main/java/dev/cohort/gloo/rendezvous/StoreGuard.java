@@ -1,5 +1,6 @@
 package dev.cohort.gloo.rendezvous;
 
+import dev.cohort.runtime.Daemons;
 import dev.cohort.gloo.GlooConnectException;
 import java.io.IOException;
 import java.io.InputStream;
@@ -82,7 +83,7 @@ final class StoreGuard implements AutoCloseable {
             Selector selector = Selector.open();
             server.register(selector, SelectionKey.OP_ACCEPT);
             StoreGuard guard = new StoreGuard(server, selector, store, who);
-            daemon("cohort-store-guard", guard::run).start();
+            Daemons.start("cohort-store-guard", guard::run);
             return guard;
         } catch (IOException e) {
             closeQuietly(server);
@@ -115,7 +116,7 @@ final class StoreGuard implements AutoCloseable {
                     selector.selectNow();              // deregisters the cancelled keys: blocking mode is allowed again
                     for (SocketChannel ch : validated) {
                         ch.configureBlocking(true);
-                        daemon("cohort-store-guard-conn", () -> forward(ch)).start();
+                        Daemons.start("cohort-store-guard-conn", () -> forward(ch));
                     }
                     validated.clear();
                 }
@@ -182,7 +183,7 @@ final class StoreGuard implements AutoCloseable {
             upstream.setTcpNoDelay(true);
             upstream.getOutputStream().write(HANDSHAKE);
             Socket from = client;
-            Thread back = daemon("cohort-store-guard-back", () -> pump(upstream, from));
+            Thread back = Daemons.thread("cohort-store-guard-back", () -> pump(upstream, from));
             back.start();
             pump(client, upstream);
             back.join();
@@ -256,12 +257,6 @@ final class StoreGuard implements AutoCloseable {
         } catch (IOException ignored) {
             // closing anyway
         }
-    }
-
-    private static Thread daemon(String name, Runnable body) {
-        Thread t = new Thread(body, name);
-        t.setDaemon(true);
-        return t;
     }
 
     @Override

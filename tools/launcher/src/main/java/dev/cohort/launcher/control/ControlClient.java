@@ -1,5 +1,6 @@
 package dev.cohort.launcher.control;
 
+import dev.cohort.runtime.Daemons;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -78,14 +79,9 @@ public final class ControlClient implements Coordinator {
             throw new IOException("node 0 at " + host + ":" + port + " refused this node: "
                     + (reply == null ? "no answer" : reply.replaceFirst("^ERROR ", "")));
         }
-        pinger = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "cohort-control-ping");
-            t.setDaemon(true);
-            return t;
-        });
+        pinger = Executors.newSingleThreadScheduledExecutor(Daemons.named("cohort-control-ping"));
         pinger.scheduleAtFixedRate(() -> send("PING"), Wire.PING_MILLIS, Wire.PING_MILLIS, TimeUnit.MILLISECONDS);
-        Thread reader = new Thread(this::readLoop, "cohort-control-client");
-        reader.setDaemon(true);
+        Thread reader = Daemons.thread("cohort-control-client", this::readLoop);
         reader.start();
     }
 

@@ -1,5 +1,6 @@
 package dev.cohort.launcher.control;
 
+import dev.cohort.runtime.Daemons;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -50,10 +51,10 @@ public final class ControlServer implements AutoCloseable {
         this.runId = runId;
         this.nodes = nodes;
         this.referee = new Referee(nodes, maxRestarts);
-        this.timer = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "cohort-control-timer"));
+        this.timer = Executors.newSingleThreadScheduledExecutor(Daemons.named("cohort-control-timer"));
         timer.scheduleAtFixedRate(this::ping, Wire.PING_MILLIS, Wire.PING_MILLIS, TimeUnit.MILLISECONDS);
         timer.schedule(this::joinDeadline, joinTimeout.toMillis(), TimeUnit.MILLISECONDS);
-        daemon(this::acceptLoop, "cohort-control-accept").start();
+        Daemons.start("cohort-control-accept", this::acceptLoop);
     }
 
     public int port() {
@@ -64,7 +65,7 @@ public final class ControlServer implements AutoCloseable {
         while (!server.isClosed()) {
             try {
                 Socket s = server.accept();
-                daemon(() -> serve(s), "cohort-control-" + s.getRemoteSocketAddress()).start();
+                Daemons.start("cohort-control-" + s.getRemoteSocketAddress(), () -> serve(s));
             } catch (IOException e) {
                 // Closed, or a failed accept; the loop condition decides.
             }
@@ -202,12 +203,6 @@ public final class ControlServer implements AutoCloseable {
                 // Its reader thread sees the broken link and reports it.
             }
         }
-    }
-
-    private static Thread daemon(Runnable r, String name) {
-        Thread t = new Thread(r, name);
-        t.setDaemon(true);
-        return t;
     }
 
     @Override
