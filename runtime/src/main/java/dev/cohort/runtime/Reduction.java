@@ -87,24 +87,24 @@ public final class Reduction {
             case INT32 -> {
                 IntBuffer a = (IntBuffer) acc.view();
                 IntBuffer b = (IntBuffer) in.view();
-                switch (op) {
-                    case SUM, AVG -> { for (int i = 0; i < n; i++) a.put(i, a.get(i) + b.get(i)); }
-                    case PRODUCT -> { for (int i = 0; i < n; i++) a.put(i, a.get(i) * b.get(i)); }
-                    case MIN -> { for (int i = 0; i < n; i++) a.put(i, Math.min(a.get(i), b.get(i))); }
-                    case MAX -> { for (int i = 0; i < n; i++) a.put(i, Math.max(a.get(i), b.get(i))); }
-                }
+                // in long: two's complement sums and products agree with int's in the low 32 bits
+                for (int i = 0; i < n; i++) a.put(i, (int) apply(op, (long) a.get(i), b.get(i)));
             }
             case INT64 -> {
                 LongBuffer a = (LongBuffer) acc.view();
                 LongBuffer b = (LongBuffer) in.view();
-                switch (op) {
-                    case SUM, AVG -> { for (int i = 0; i < n; i++) a.put(i, a.get(i) + b.get(i)); }
-                    case PRODUCT -> { for (int i = 0; i < n; i++) a.put(i, a.get(i) * b.get(i)); }
-                    case MIN -> { for (int i = 0; i < n; i++) a.put(i, Math.min(a.get(i), b.get(i))); }
-                    case MAX -> { for (int i = 0; i < n; i++) a.put(i, Math.max(a.get(i), b.get(i))); }
-                }
+                for (int i = 0; i < n; i++) a.put(i, apply(op, a.get(i), b.get(i)));
             }
         }
+    }
+
+    private static long apply(ReduceOp op, long x, long y) {
+        return switch (op) {
+            case SUM, AVG -> x + y;
+            case PRODUCT -> x * y;
+            case MIN -> Math.min(x, y);
+            case MAX -> Math.max(x, y);
+        };
     }
 
     /** Completes a reduction over {@code worldSize} operands: AVG divides, the others do nothing. */
@@ -118,18 +118,8 @@ public final class Reduction {
                 FloatBuffer a = (FloatBuffer) acc.view();
                 for (int i = 0; i < n; i++) a.put(i, a.get(i) / worldSize);
             }
-            case FLOAT64 -> {
-                DoubleBuffer a = (DoubleBuffer) acc.view();
-                for (int i = 0; i < n; i++) a.put(i, a.get(i) / worldSize);
-            }
-            case INT32 -> {
-                IntBuffer a = (IntBuffer) acc.view();
-                for (int i = 0; i < n; i++) a.put(i, a.get(i) / worldSize);
-            }
-            case INT64 -> {
-                LongBuffer a = (LongBuffer) acc.view();
-                for (int i = 0; i < n; i++) a.put(i, a.get(i) / worldSize);
-            }
+            case FLOAT64 -> { for (int i = 0; i < n; i++) acc.setDouble(i, acc.getDouble(i) / worldSize); }
+            case INT32, INT64 -> { for (int i = 0; i < n; i++) acc.setLong(i, acc.getLong(i) / worldSize); }
         }
     }
 }

@@ -158,8 +158,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                     AllreduceOptions o = cache.options(List.of(OpKind.ALLREDUCE, redOp(call.op()), ms),
                             () -> new AllreduceOptions().reduceOp(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))
                                     .timeout(new Milliseconds(ms)));
-                    Runnable finish = call.op() == ReduceOp.AVG
-                            ? () -> Reduction.finish(ReduceOp.AVG, call.input(), size()) : () -> { };
+                    Runnable finish = averaging(call, call.input());
                     yield work(call, pg.allreduce(t.keep(new TensorVector(data)), o), t, finish, timeout);
                 }
                 case BROADCAST -> {
@@ -191,8 +190,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                     ReduceScatterOptions o = cache.options(List.of(OpKind.REDUCE_SCATTER, redOp(call.op()), ms),
                             () -> new ReduceScatterOptions().reduceOp(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))
                                     .timeout(new Milliseconds(ms)));
-                    Runnable finish = call.op() == ReduceOp.AVG
-                            ? () -> Reduction.finish(ReduceOp.AVG, call.output(), size()) : () -> { };
+                    Runnable finish = averaging(call, call.output());
                     yield work(call, pg._reduce_scatter_base(out, in, o), t, finish, timeout);
                 }
                 case BARRIER -> work(call, pg.barrier(cache.options(List.of(OpKind.BARRIER, ms),
@@ -283,6 +281,11 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     @Override
     protected String who() {
         return "rank " + rank() + " of " + size();
+    }
+
+    /** What finishes {@code call} once Gloo has summed into {@code result}: AVG divides (Gloo has no AVG). */
+    private Runnable averaging(Collective call, DenseBuffer result) {
+        return call.op() == ReduceOp.AVG ? () -> Reduction.finish(ReduceOp.AVG, result, size()) : () -> { };
     }
 
     private static org.bytedeco.pytorch.ReduceOp.RedOpType redOp(ReduceOp op) {

@@ -83,8 +83,8 @@ public final class MeshCollectives {
     public void carry(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
         begin(deadlineNanos, what, stall);
         switch (call.kind()) {
-            case ALLREDUCE -> allreduce(call);
-            case BROADCAST -> broadcast(call);
+            case ALLREDUCE -> inMessages(call.input(), part -> allreducePart(call, part));
+            case BROADCAST -> inMessages(call.input(), part -> broadcastPart(call, part));
             case ALLGATHER, ALLGATHERV -> allgather(call);
             case REDUCE_SCATTER -> reduceScatter(call);
             case BARRIER -> agree(call);
@@ -108,12 +108,7 @@ public final class MeshCollectives {
         run(call, false, new Check());
     }
 
-    /** The allreduce of {@code call.input()} in place. */
-    private void allreduce(Collective call) {
-        inMessages(call.input(), part -> allreducePart(call, part));
-    }
-
-    /** One message's worth of an allreduce: {@code data} is a part of {@code call.input()}. */
+    /** One message's worth of the allreduce of {@code call.input()} in place: {@code data} is a part of it. */
     private void allreducePart(Collective call, DenseBuffer data) {
         clear();
         int bytes = (int) data.byteSize();
@@ -143,12 +138,7 @@ public final class MeshCollectives {
         return Math.max(1, MAX_MESSAGE_BYTES / type.byteSize());
     }
 
-    /** The broadcast of the root's {@code call.input()} into every other rank's. */
-    private void broadcast(Collective call) {
-        inMessages(call.input(), part -> broadcastPart(call, part));
-    }
-
-    /** One message's worth of a broadcast: {@code data} is a part of {@code call.input()}. */
+    /** One message's worth of the broadcast of the root's {@code call.input()} into every other rank's: {@code data} is a part of it. */
     private void broadcastPart(Collective call, DenseBuffer data) {
         clear();
         int bytes = (int) data.byteSize();
