@@ -2,6 +2,7 @@ package dev.cohort.runtime;
 
 import dev.cohort.api.Timeouts;
 import java.time.Duration;
+import picocli.CommandLine;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.IGetter;
 import picocli.CommandLine.Model.ISetter;
@@ -103,6 +104,16 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
     /** The time a microseconds option says, or {@code null} where it is not set. */
     protected final Duration ofMicros(String suffix, Integer micros) {
         return micros == null ? null : Duration.ofNanos(nonNegative(suffix, micros) * 1000L);
+    }
+
+    /**
+     * Sets these options from command-line words, e.g. {@code parse("--gloo-timeout=60")}.
+     *
+     * @throws picocli.CommandLine.ParameterException naming the word it could not take
+     */
+    public final O parse(String... args) {
+        new CommandLine(commandSpec()).parseArgs(args);
+        return self();
     }
 
     /** The command-line options: the subclass's annotated fields and the three above. */
