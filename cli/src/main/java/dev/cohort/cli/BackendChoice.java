@@ -32,7 +32,7 @@ public final class BackendChoice {
      * The chosen backend (the same instance on every call, its options already parsed into it).
      *
      * @throws IllegalArgumentException     for an unknown name, listing the known ones
-     * @throws BackendUnavailableException for a known backend that cannot run here
+     * @throws dev.cohort.api.BackendUnavailableException for a known backend that cannot run here
      */
     public synchronized DistributedBackend backend() {
         if (selected == null) {
