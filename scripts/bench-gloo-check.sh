@@ -8,10 +8,8 @@
 # The check's cost is B against C; the direct path's gain is A against B.
 #   scripts/bench-gloo-check.sh [ROUNDS] [OUT_DIR] [SIZES]     (WORLD=N for N ranks; default 2)
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-PEERS="${PEERS:-$ROOT/../shared/peers}"
-ROUNDS="${1:-3}"
-OUT="${2:-$ROOT/out/gloo-check-$(date +%Y%m%d-%H%M%S)}"
+. "$(dirname "$0")/lib/bench-common.sh"
+bench_args gloo-check "$@"
 SIZES="${3:-4K,64K,256K,1M,16M}"
 WORLD="${WORLD:-2}"
 mkdir -p "$OUT"

@@ -25,15 +25,12 @@
 # Every run holds /tmp/cohort-cpu.lock exclusively (the machine to itself), so builds may
 # interleave between runs but never during one.
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-PEERS="${PEERS:-$ROOT/../shared/peers}"
-ROUNDS="${1:-3}"
-OUT="${2:-$ROOT/out/sitting-$(date +%Y%m%d-%H%M%S)}"
+. "$(dirname "$0")/lib/bench-common.sh"
+bench_args sitting "$@"
 WORLD="${WORLD:-2}"
 PER_HOST="${PER_HOST:-$((WORLD / 2))}"
 SIZES="${SIZES:-4K,64K,1M,16M}"
 TRAIN_STEPS="${TRAIN_STEPS:-500}"
-LOCK="${COHORT_CPU_LOCK:-/tmp/cohort-cpu.lock}"
 if [ -z "${RUNS:-}" ]; then
   RUNS="shm-copy shm-inplace gloo mpi-shm mpi-tcp torch-gloo"
   [ "$WORLD" -ge 4 ] && RUNS="hier gloo mpi-shm mpi-tcp torch-gloo"

@@ -11,15 +11,12 @@
 # Both "hosts" share this machine's CPUs: with more ranks than CPUs, small collectives measure the
 # scheduler (Open MPI is told to yield when idle); large ones at a limited RATE measure the link.
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-PEERS="${PEERS:-$ROOT/../shared/peers}"
-ROUNDS="${1:-3}"
-OUT="${2:-$ROOT/out/two-hosts-$(date +%Y%m%d-%H%M%S)}"
+. "$(dirname "$0")/lib/bench-common.sh"
+bench_args two-hosts "$@"
 WORLD="${WORLD:-4}"
 SIZES="${SIZES:-4K,64K,1M,16M}"
 RUNS="${RUNS:-hier gloo mpi}"
 RATE="${RATE:-}"
-LOCK="${COHORT_CPU_LOCK:-/tmp/cohort-cpu.lock}"
 PER_HOST=$((WORLD / 2))
 [ $((PER_HOST * 2)) = "$WORLD" ] || { echo "WORLD must be even (half the ranks on each host)" >&2; exit 2; }
 TAG="$$"

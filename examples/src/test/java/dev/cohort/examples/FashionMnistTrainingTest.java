@@ -56,9 +56,7 @@ class FashionMnistTrainingTest {
     @Test
     void resumesFromTheLatestCheckpoint() throws IOException {
         Path checkpoints = dir.resolve("ckpt");
-        TrainingConfig first = TrainingConfig.defaults(Classifier.Kind.MLP).withMaxSteps(60)
-                .withCheckpoints(checkpoints, 25, false);
-        train(first, new ByteArrayOutputStream());
+        TrainingConfig first = trainFromScratch(60, checkpoints, 25);
         try (var files = Files.list(checkpoints)) {
             // Saved at steps 25, 50 and 60 (the stop); the newest two are kept.
             assertThat(files.map(p -> p.getFileName().toString()).sorted().toList())
@@ -79,9 +77,7 @@ class FashionMnistTrainingTest {
     @Test
     void stepsRedoneCountsTheStepsAfterTheCheckpointThatWereDoneBefore() throws IOException {
         Path checkpoints = dir.resolve("ckpt");
-        TrainingConfig first = TrainingConfig.defaults(Classifier.Kind.MLP).withMaxSteps(30)
-                .withCheckpoints(checkpoints, 20, false);
-        train(first, new ByteArrayOutputStream());
+        TrainingConfig first = trainFromScratch(30, checkpoints, 20);
         // As if the run had crashed after step 30: only the checkpoint of step 20 is left.
         Files.delete(checkpoints.resolve("checkpoint-step-000000030.pt"));
         ByteArrayOutputStream log = new ByteArrayOutputStream();
@@ -101,6 +97,17 @@ class FashionMnistTrainingTest {
         TrainingSummary fresh = train(first.withMaxSteps(5), log).get(0);
         assertThat(fresh.stepsRedone()).isZero();
         assertThat(ProgressMarker.read(checkpoints, System.err)).contains(new ProgressMarker.State(5, 0));
+    }
+
+    /**
+     * Trains the MLP {@code steps} steps from scratch, a checkpoint every {@code every} steps in
+     * {@code checkpoints}; returns that run's configuration, for the runs that resume it.
+     */
+    private static TrainingConfig trainFromScratch(int steps, Path checkpoints, int every) {
+        TrainingConfig config = TrainingConfig.defaults(Classifier.Kind.MLP).withMaxSteps(steps)
+                .withCheckpoints(checkpoints, every, false);
+        train(config, new ByteArrayOutputStream());
+        return config;
     }
 
     private static List<TrainingSummary> train(TrainingConfig config, ByteArrayOutputStream log) {

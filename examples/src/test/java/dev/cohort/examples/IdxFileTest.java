@@ -13,6 +13,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
+import org.assertj.core.api.AbstractThrowableAssert;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -45,61 +46,48 @@ class IdxFileTest {
     @Test
     void missingFileIsNamed() {
         Path p = dir.resolve("nothing-here.gz");
-        assertThatThrownBy(() -> IdxFile.read(p, IdxFile.LABELS_MAGIC))
-                .isInstanceOf(DataFileException.class)
-                .hasMessageContaining(p.toString()).hasMessageContaining("not found")
+        assertReadFails(p, IdxFile.LABELS_MAGIC, "not found").isInstanceOf(DataFileException.class)
                 .satisfies(e -> assertThat(((DataFileException) e).file()).isEqualTo(p));
     }
 
     @Test
     void emptyFile() throws IOException {
         Path p = write(dir.resolve("empty"), new byte[0]);
-        assertThatThrownBy(() -> IdxFile.read(p, IdxFile.LABELS_MAGIC))
-                .hasMessageContaining(p.toString()).hasMessageContaining("empty");
+        assertReadFails(p, IdxFile.LABELS_MAGIC, "empty");
     }
 
     @Test
     void badMagicNumber() throws IOException {
         Path p = write(dir.resolve("x.gz"), gzip(idx(0x0802, new int[] {2, 2}, new byte[4])));
-        assertThatThrownBy(() -> IdxFile.read(p, IdxFile.LABELS_MAGIC))
-                .isInstanceOf(DataFileException.class)
-                .hasMessageContaining(p.toString()).hasMessageContaining("bad magic number 2050")
-                .hasMessageContaining("expected 2049");
+        assertReadFails(p, IdxFile.LABELS_MAGIC, "bad magic number 2050", "expected 2049")
+                .isInstanceOf(DataFileException.class);
     }
 
     @Test
     void labelsWhereImagesBelongSayWhatTheFileHolds() throws IOException {
         Path p = write(dir.resolve("train-images-idx3-ubyte.gz"), gzip(labels(4)));
-        assertThatThrownBy(() -> IdxFile.read(p, IdxFile.IMAGES_MAGIC))
-                .hasMessageContaining(p.toString()).hasMessageContaining("bad magic number 2049")
-                .hasMessageContaining("it holds labels");
+        assertReadFails(p, IdxFile.IMAGES_MAGIC, "bad magic number 2049", "it holds labels");
     }
 
     @Test
     void truncatedData() throws IOException {
         byte[] full = images(4);
         Path p = write(dir.resolve("t.gz"), gzip(Arrays.copyOf(full, full.length - 100)));
-        assertThatThrownBy(() -> IdxFile.read(p, IdxFile.IMAGES_MAGIC))
-                .isInstanceOf(DataFileException.class)
-                .hasMessageContaining(p.toString()).hasMessageContaining("truncated")
-                .hasMessageContaining("announces 3136 data bytes but the file holds only 3036");
+        assertReadFails(p, IdxFile.IMAGES_MAGIC, "truncated", "announces 3136 data bytes but the file holds only 3036")
+                .isInstanceOf(DataFileException.class);
     }
 
     @Test
     void truncatedHeader() throws IOException {
         Path p = write(dir.resolve("h"), Arrays.copyOf(images(1), 6));
-        assertThatThrownBy(() -> IdxFile.read(p, IdxFile.IMAGES_MAGIC))
-                .hasMessageContaining(p.toString()).hasMessageContaining("truncated")
-                .hasMessageContaining("header");
+        assertReadFails(p, IdxFile.IMAGES_MAGIC, "truncated", "header");
     }
 
     @Test
     void truncatedGzipStream() throws IOException {
         byte[] gz = gzip(images(20));
         Path p = write(dir.resolve("cut.gz"), Arrays.copyOf(gz, gz.length / 2));
-        assertThatThrownBy(() -> IdxFile.read(p, IdxFile.IMAGES_MAGIC))
-                .isInstanceOf(DataFileException.class)
-                .hasMessageContaining(p.toString()).hasMessageContaining("truncated");
+        assertReadFails(p, IdxFile.IMAGES_MAGIC, "truncated").isInstanceOf(DataFileException.class);
     }
 
     @Test
@@ -121,37 +109,40 @@ class IdxFileTest {
         Path p = write(dir.resolve("crc.gz"), gz);
         gz[gz.length - 8] ^= 1;   // first byte of the CRC-32 trailer
         Files.write(p, gz);
-        assertThatThrownBy(() -> IdxFile.read(p, IdxFile.LABELS_MAGIC))
-                .hasMessageContaining(p.toString()).hasMessageContaining("corrupt gzip data");
+        assertReadFails(p, IdxFile.LABELS_MAGIC, "corrupt gzip data");
     }
 
     @Test
     void notGzipButNamedGz() throws IOException {
         Path p = write(dir.resolve("train-labels-idx1-ubyte.gz"), labels(10));
-        assertThatThrownBy(() -> IdxFile.read(p, IdxFile.LABELS_MAGIC))
-                .isInstanceOf(DataFileException.class)
-                .hasMessageContaining(p.toString()).hasMessageContaining("not in gzip format");
+        assertReadFails(p, IdxFile.LABELS_MAGIC, "not in gzip format").isInstanceOf(DataFileException.class);
     }
 
     @Test
     void bytesBeyondTheHeadersCountAreAnError() throws IOException {
         byte[] l = labels(10);
         Path p = write(dir.resolve("long"), Arrays.copyOf(l, l.length + 3));
-        assertThatThrownBy(() -> IdxFile.read(p, IdxFile.LABELS_MAGIC))
-                .hasMessageContaining(p.toString()).hasMessageContaining("3 bytes after");
+        assertReadFails(p, IdxFile.LABELS_MAGIC, "3 bytes after");
     }
 
     @Test
     void zeroOrNegativeSizes() throws IOException {
         Path p = write(dir.resolve("neg"), idx(IdxFile.IMAGES_MAGIC, new int[] {2, -28, 28}, new byte[0]));
-        assertThatThrownBy(() -> IdxFile.read(p, IdxFile.IMAGES_MAGIC))
-                .hasMessageContaining(p.toString()).hasMessageContaining("size 2 of 3 is -28");
+        assertReadFails(p, IdxFile.IMAGES_MAGIC, "size 2 of 3 is -28");
     }
 
     @Test
     void absurdSizesAreRejectedBeforeAllocating() throws IOException {
         Path p = write(dir.resolve("huge"), idx(IdxFile.IMAGES_MAGIC, new int[] {1 << 20, 1 << 10, 1 << 10}, new byte[0]));
-        assertThatThrownBy(() -> IdxFile.read(p, IdxFile.IMAGES_MAGIC))
-                .hasMessageContaining(p.toString()).hasMessageContaining("more than 2 GiB");
+        assertReadFails(p, IdxFile.IMAGES_MAGIC, "more than 2 GiB");
+    }
+
+    /**
+     * Reading {@code p} as a file of {@code magic} fails with a message that names {@code p} and
+     * says each of {@code says}; returns the assertion on what it threw, for more.
+     */
+    private static AbstractThrowableAssert<?, ? extends Throwable> assertReadFails(Path p, int magic, String... says) {
+        return assertThatThrownBy(() -> IdxFile.read(p, magic)).hasMessageContaining(p.toString())
+                .hasMessageContainingAll(says);
     }
 }

@@ -143,6 +143,16 @@ public final class JvmWorkers {
     }
 
     /**
+     * Rank {@code rank}'s output, once it is checked that the rank exited with
+     * {@link WorkerProcess#FAILED_AS_EXPECTED}: the collective its fault worker expected to fail did.
+     */
+    public static String failedAsExpected(List<Result> results, int rank) {
+        org.assertj.core.api.Assertions.assertThat(results.get(rank).exitCode()).as(describe(results))
+                .isEqualTo(WorkerProcess.FAILED_AS_EXPECTED);
+        return results.get(rank).output();
+    }
+
+    /**
      * Starts a thread that watches {@code log} for a line {@code "<marker> pid <P>"} (a worker
      * announcing it is ready to die) and, {@code delay} after it appears, SIGKILLs process P; it
      * gives up after {@code within}. Join it after the workers ended.

@@ -5,12 +5,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 
 /**
  * Test support: two "hosts" on this machine, Linux network namespaces joined by a veth pair, with
  * TEST-NET-1 addresses {@value #ADDRESS_A} and {@value #ADDRESS_B}. Needs root and iproute2;
- * {@link #unavailableReason()} says why not when they are missing. Names are unique per instance
- * and everything is removed by {@link #close()}.
+ * {@link #unavailableReason()} says why not when they are missing, and {@link #createOrSkip()}
+ * skips a test there. Names are unique per instance and everything is removed by {@link #close()}.
  */
 public final class TwoHosts implements AutoCloseable {
 
@@ -38,6 +39,16 @@ public final class TwoHosts implements AutoCloseable {
             return "iproute2's `ip` is not installed (apt-get install -y iproute2)";
         }
         return null;
+    }
+
+    /**
+     * As {@link #create()}, where namespaces can be made here; elsewhere the calling test is skipped
+     * (a failed JUnit assumption) with {@link #unavailableReason()}.
+     */
+    public static TwoHosts createOrSkip() {
+        String why = unavailableReason();
+        Assumptions.assumeTrue(why == null, () -> "skipped: cannot create network namespaces here: " + why);
+        return create();
     }
 
     /** Creates both namespaces and the link between them. */

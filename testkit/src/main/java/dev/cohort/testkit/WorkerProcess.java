@@ -21,6 +21,9 @@ public final class WorkerProcess {
         void run() throws Exception;
     }
 
+    /** The exit code of a worker whose collective failed as {@link #expectFailure} expected. */
+    public static final int FAILED_AS_EXPECTED = 3;
+
     private WorkerProcess() {
     }
 
@@ -44,7 +47,8 @@ public final class WorkerProcess {
 
     /**
      * Runs {@code call}, which must fail: prints {@code FAILED after X s TYPE: message} and halts
-     * with 3, or prints {@code UNEXPECTED SUCCESS} and halts with 0, which the test rejects.
+     * with {@link #FAILED_AS_EXPECTED}, or prints {@code UNEXPECTED SUCCESS} and halts with 0, which
+     * the test rejects.
      */
     public static void expectFailure(Call call) {
         long start = System.nanoTime();
@@ -57,7 +61,7 @@ public final class WorkerProcess {
             System.out.printf("FAILED after %.1f s %s: %s%n", (System.nanoTime() - start) / 1e9,
                     e.getClass().getSimpleName(), e.getMessage());
             System.out.flush();
-            Runtime.getRuntime().halt(3);
+            Runtime.getRuntime().halt(FAILED_AS_EXPECTED);
         }
     }
 

@@ -1,7 +1,6 @@
 package dev.cohort.gloo;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.JvmWorkers.Result;
@@ -24,9 +23,7 @@ class GlooMultiHostTest {
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void ranksNodesLocalBarrierAndCollectivesAcrossTwoHosts() {
-        String why = TwoHosts.unavailableReason();
-        assumeTrue(why == null, () -> "skipped: cannot create network namespaces here: " + why);
-        try (TwoHosts hosts = TwoHosts.create()) {
+        try (TwoHosts hosts = TwoHosts.createOrSkip()) {
             int port = 29_400 + (int) (ProcessHandle.current().pid() % 500);
             List<Result> results = JvmWorkers.run(4,
                     r -> hosts.on(r / 2, JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("conformance-small"))),

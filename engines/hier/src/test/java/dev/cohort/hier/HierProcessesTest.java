@@ -15,7 +15,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.function.IntFunction;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -64,11 +63,6 @@ class HierProcessesTest {
         return JvmWorkers.javaCommand(HierWorker.class, JVM_ARGS, args);
     }
 
-    static List<Result> run(int world, IntFunction<List<String>> command, IntFunction<Map<String, String>> env,
-                            Path logs, Duration deadline) {
-        return JvmWorkers.run(world, command, env, logs, deadline);
-    }
-
     static void assertAllOk(List<Result> results) {
         JvmWorkers.assertAllOk(results, "BACKEND hier");
     }
@@ -82,18 +76,34 @@ class HierProcessesTest {
         }
     }
 
+    /** The launch environment of rank {@code rank} of run {@code run}, rank 0's store at {@code port}. */
+    @FunctionalInterface
+    interface LaunchEnv {
+        Map<String, String> of(String run, int port, int rank);
+    }
+
+    /**
+     * Runs {@code world} workers of {@code command} on a fresh port within 180 s, rank r with the
+     * environment {@code env.of(run, port, r)} (the run named from {@code what}), and checks that
+     * every one reported OK and that the run left nothing in /dev/shm.
+     */
+    private List<Result> runAllOk(String what, int world, List<String> command, LaunchEnv env) {
+        String run = runId(what);
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(world, r -> command, r -> env.of(run, port, r), tmp, Duration.ofSeconds(180));
+        assertAllOk(results);
+        assertThat(leftovers(run)).isEmpty();
+        return results;
+    }
+
     @Test
     @Timeout(value = 200, unit = TimeUnit.SECONDS)
     void hostsWhoseRanksAreNotContiguous() {
         // Host 0 runs ranks 0 and 2, host 1 ranks 1 and 3: allgathers must still come out in global rank order.
-        String run = runId("interleaved");
-        int port = JvmWorkers.freePort();
-        List<Result> results = run(4, r -> command("conformance-small"), r -> env(run, port, r, 4, 2, r % 2, r / 2), tmp,
-                Duration.ofSeconds(180));
-        assertAllOk(results);
+        List<Result> results = runAllOk("interleaved", 4, command("conformance-small"),
+                (run, port, r) -> env(run, port, r, 4, 2, r % 2, r / 2));
         assertThat(results.get(2).output()).contains("NODE 0 RANKS [0, 2]");
         assertThat(results.get(1).output()).contains("NODE 1 RANKS [1, 3]");
-        assertThat(leftovers(run)).isEmpty();
     }
 
     @Test
@@ -101,44 +111,32 @@ class HierProcessesTest {
     void hostsThatRunDifferentNumbersOfRanks() {
         // Host 0 runs rank 1 alone, host 1 ranks 0 and 2 (GROUP_WORLD_SIZE=2 says how many hosts):
         // uneven and interleaved at once; reduce-scatter takes its general path.
-        String run = runId("uneven");
-        int port = JvmWorkers.freePort();
         int[] host = {1, 0, 1};
         int[] local = {0, 0, 1};
-        List<Result> results = run(3, r -> command("conformance-small"), r -> {
+        List<Result> results = runAllOk("uneven", 3, command("conformance-small"), (run, port, r) -> {
             Map<String, String> env = env(run, port, r, 3, host[r] == 0 ? 1 : 2, host[r], local[r]);
             env.put("GROUP_WORLD_SIZE", "2");
             return env;
-        }, tmp, Duration.ofSeconds(180));
-        assertAllOk(results);
+        });
         assertThat(results.get(1).output()).contains("NODE 0 RANKS [1]");
         assertThat(results.get(2).output()).contains("NODE 1 RANKS [0, 2]")
                 .contains("TOPOLOGY Topology[rank=2, worldSize=3, localRank=1, localWorldSize=2, nodeRank=1]");
-        assertThat(leftovers(run)).isEmpty();
     }
 
     @Test
     @Timeout(value = 200, unit = TimeUnit.SECONDS)
     void hostsSimulatedWithRanksPerHostOnALaunchOfOneNode() {
-        String run = runId("simulated");
-        int port = JvmWorkers.freePort();
-        List<Result> results = run(4, r -> command("conformance-small", "--hier-ranks-per-host", "2"),
-                r -> env(run, port, r, 4, 4, 0, r), tmp, Duration.ofSeconds(180));
-        assertAllOk(results);
+        List<Result> results = runAllOk("simulated", 4, command("conformance-small", "--hier-ranks-per-host", "2"),
+                (run, port, r) -> env(run, port, r, 4, 4, 0, r));
         assertThat(results.get(2).output()).contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]")
                 .contains("NODE 1 RANKS [2, 3]");
-        assertThat(leftovers(run)).isEmpty();
     }
 
     @Test
     @Timeout(value = 200, unit = TimeUnit.SECONDS)
     void oneHostNeedsNoLeadersGroup() {
-        String run = runId("onehost");
-        int port = JvmWorkers.freePort();
-        List<Result> results = run(3, r -> command("conformance-small"), r -> env(run, port, r, 3, 3, 0, r), tmp,
-                Duration.ofSeconds(180));
-        assertAllOk(results);
+        List<Result> results = runAllOk("onehost", 3, command("conformance-small"),
+                (run, port, r) -> env(run, port, r, 3, 3, 0, r));
         assertThat(results.get(1).output()).contains("NODE 0 RANKS [0, 1, 2]");
-        assertThat(leftovers(run)).isEmpty();
     }
 }

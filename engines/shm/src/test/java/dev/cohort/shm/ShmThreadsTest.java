@@ -85,21 +85,29 @@ class ShmThreadsTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void ranksThatIssueDifferentCollectivesFailWithAMismatch() throws Exception {
-        String run = "mismatch-" + ProcessHandle.current().pid();
-        List<String> errors = onRanks(2, r -> {
+        List<String> errors = allreduceMismatches("mismatch-" + ProcessHandle.current().pid(),
+                r -> new float[r == 0 ? 8 : 9], r -> ReduceOp.SUM);
+        assertThat(errors.get(0)).contains("shm world rank 0 of 2: allreduce #0 (float32[8] SUM)").contains("rank 1");
+        assertThat(errors.get(1)).contains("rank 0 issued a different collective");
+    }
+
+    /**
+     * The message of the mismatch each of two ranks met (timeout 10 s) when it allreduced
+     * {@code data.apply(rank)} with {@code op.apply(rank)}; {@code "no error"} for a rank that met none.
+     */
+    private static List<String> allreduceMismatches(String run, IntFunction<float[]> data, IntFunction<ReduceOp> op)
+            throws Exception {
+        return onRanks(2, r -> {
             try (ShmBackend b = backend(run, r, 2, new ShmOptions().timeout(Duration.ofSeconds(10)))) {
                 b.initialize();
-                float[] data = new float[r == 0 ? 8 : 9];
                 try {
-                    b.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await();
+                    b.group().allreduce(DenseBuffer.of(data.apply(r)), op.apply(r)).await();
                     return "no error";
                 } catch (CollectiveMismatchException e) {
                     return e.getMessage();
                 }
             }
         });
-        assertThat(errors.get(0)).contains("shm world rank 0 of 2: allreduce #0 (float32[8] SUM)").contains("rank 1");
-        assertThat(errors.get(1)).contains("rank 0 issued a different collective");
     }
 
     @ParameterizedTest(name = "world {0}")
@@ -209,18 +217,8 @@ class ShmThreadsTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void ranksThatIssueTheSameLengthWithAnotherOpFailWithAMismatch() throws Exception {
-        String run = "mismatchop-" + ProcessHandle.current().pid();
-        List<String> errors = onRanks(2, r -> {
-            try (ShmBackend b = backend(run, r, 2, new ShmOptions().timeout(Duration.ofSeconds(10)))) {
-                b.initialize();
-                try {
-                    b.group().allreduce(DenseBuffer.of(new float[8]), r == 0 ? ReduceOp.SUM : ReduceOp.MAX).await();
-                    return "no error";
-                } catch (CollectiveMismatchException e) {
-                    return e.getMessage();
-                }
-            }
-        });
+        List<String> errors = allreduceMismatches("mismatchop-" + ProcessHandle.current().pid(),
+                r -> new float[8], r -> r == 0 ? ReduceOp.SUM : ReduceOp.MAX);
         assertThat(errors.get(0)).contains("allreduce #0 (float32[8] SUM)").contains("rank 1 issued a different collective");
         assertThat(errors.get(1)).contains("allreduce #0 (float32[8] MAX)").contains("rank 0 issued a different collective");
     }

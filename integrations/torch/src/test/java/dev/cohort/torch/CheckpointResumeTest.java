@@ -19,6 +19,10 @@ class CheckpointResumeTest {
     @TempDir
     Path tmp;
 
+    /** A fresh model and its optimizer, for the tests of saving and loading alone. */
+    private final TinyTraining.Net model = new TinyTraining.Net(0);
+    private final Optimizer optimizer = TinyTraining.sgd(model);
+
     @BeforeAll
     static void load() {
         LibTorch.load();
@@ -48,8 +52,6 @@ class CheckpointResumeTest {
 
     @Test
     void savingReplacesTheCheckpointAtomicallyAndLeavesNoTemporaryFile() throws Exception {
-        TinyTraining.Net model = new TinyTraining.Net(0);
-        Optimizer optimizer = TinyTraining.sgd(model);
         Path file = tmp.resolve("checkpoint.pt");
         Checkpoints.save(file, model, optimizer, new TrainingPosition(0, 1, 1));
         Checkpoints.save(file, model, optimizer, new TrainingPosition(0, 2, 2));
@@ -61,8 +63,6 @@ class CheckpointResumeTest {
 
     @Test
     void aFailedSaveLeavesThePreviousCheckpointIntact() throws Exception {
-        TinyTraining.Net model = new TinyTraining.Net(0);
-        Optimizer optimizer = TinyTraining.sgd(model);
         Path file = tmp.resolve("checkpoint.pt");
         Checkpoints.save(file, model, optimizer, new TrainingPosition(0, 1, 1));
         byte[] before = Files.readAllBytes(file);
@@ -75,8 +75,6 @@ class CheckpointResumeTest {
 
     @Test
     void corruptOrMissingCheckpointsAreNamed() throws Exception {
-        TinyTraining.Net model = new TinyTraining.Net(0);
-        Optimizer optimizer = TinyTraining.sgd(model);
         assertThatThrownBy(() -> Checkpoints.load(tmp.resolve("nope.pt"), model, optimizer))
                 .hasMessageContaining("nope.pt does not exist");
         Path bad = Files.writeString(tmp.resolve("bad.pt"), "not a checkpoint");

@@ -2,6 +2,7 @@ package dev.cohort.torch;
 
 import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
+import dev.cohort.testkit.WorkerProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -14,20 +15,17 @@ import org.bytedeco.pytorch.global.torch;
  */
 public final class TinyTrainingWorker {
 
-    public static void main(String[] args) throws Exception {
-        try (DistributedBackend backend = Backends.select(args.length > 1 ? args[1] : "gloo")) {
-            backend.initialize();
-            torch.set_num_threads(1);
-            long bucketBytes = args.length > 2 ? Long.parseLong(args[2]) : 25L << 20;
-            float[] w = TinyTraining.distributed(backend, bucketBytes, true, 1, false);
-            Files.writeString(Path.of(args[0], "rank-" + backend.rank() + ".txt"), Arrays.toString(w));
-            System.out.println("BUCKETS " + TinyTraining.lastBuckets.get());
-            backend.barrier();
-        } catch (Throwable t) {
-            t.printStackTrace(System.out);
-            System.out.flush();
-            Runtime.getRuntime().halt(1);
-        }
-        System.exit(0);
+    public static void main(String[] args) {
+        WorkerProcess.main(() -> {
+            try (DistributedBackend backend = Backends.select(args.length > 1 ? args[1] : "gloo")) {
+                backend.initialize();
+                torch.set_num_threads(1);
+                long bucketBytes = args.length > 2 ? Long.parseLong(args[2]) : 25L << 20;
+                float[] w = TinyTraining.distributed(backend, bucketBytes, true, 1, false);
+                Files.writeString(Path.of(args[0], "rank-" + backend.rank() + ".txt"), Arrays.toString(w));
+                System.out.println("BUCKETS " + TinyTraining.lastBuckets.get());
+                backend.barrier();
+            }
+        });
     }
 }

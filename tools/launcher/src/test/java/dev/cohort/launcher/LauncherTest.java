@@ -43,6 +43,11 @@ class LauncherTest {
         return new Launcher(options, WorkerProgram.command(List.of("sh", "-c", script))).console(console.console).cores(4);
     }
 
+    /** Two workers that sleep until they are stopped. */
+    private Launcher sleepingWorkers() {
+        return javaWorkers(options(2).build(), "sleep", dir.toString());
+    }
+
     private List<String> envLines() {
         return console.out().lines().filter(l -> l.contains("ENV ")).collect(Collectors.toList());
     }
@@ -102,19 +107,6 @@ class LauncherTest {
         });
         assertThat(result.message()).contains("rank 1 exited with code 5", "--max-restarts 0");
         assertThat(seconds).as("run time, s").isLessThan(20);
-        assertNoneAlive(pids(dir));
-    }
-
-    @Test
-    @Timeout(60)
-    void workerKilledBySigkillIsReportedByTheSignalsName() throws Exception {
-        Launcher launcher = javaWorkers(options(2).build(), "sleep", dir.toString());
-        CompletableFuture<LaunchResult> run = runAsync(launcher);
-        Processes.signal(awaitPid(dir, 1, 0, 20_000), "KILL");
-        LaunchResult result = run.get(30, TimeUnit.SECONDS);
-
-        assertThat(result.exitCode()).isEqualTo(137);
-        assertThat(result.message()).contains("rank 1 killed by SIGKILL (exit 137)");
         assertNoneAlive(pids(dir));
     }
 
@@ -215,7 +207,7 @@ class LauncherTest {
     @Test
     @Timeout(60)
     void stopEndsTheRunAndEveryWorker() throws Exception {
-        Launcher launcher = javaWorkers(options(2).build(), "sleep", dir.toString());
+        Launcher launcher = sleepingWorkers();
         CompletableFuture<LaunchResult> run = runAsync(launcher);
         awaitPid(dir, 0, 0, 20_000);
         awaitPid(dir, 1, 0, 20_000);
@@ -223,6 +215,18 @@ class LauncherTest {
         List<Long> pids = new ArrayList<>(pids(dir));
         assertNoneAlive(pids);
         assertThat(run.get(10, TimeUnit.SECONDS).exitCode()).isEqualTo(Launcher.STOPPED_EXIT_CODE);
+    }
+
+    @Test
+    @Timeout(60)
+    void workerKilledBySigkillIsReportedByTheSignalsName() throws Exception {
+        CompletableFuture<LaunchResult> run = runAsync(sleepingWorkers());
+        Processes.signal(awaitPid(dir, 1, 0, 20_000), "KILL");
+        LaunchResult result = run.get(30, TimeUnit.SECONDS);
+
+        assertThat(result.exitCode()).isEqualTo(137);
+        assertThat(result.message()).contains("rank 1 killed by SIGKILL (exit 137)");
+        assertNoneAlive(pids(dir));
     }
 
     private static CompletableFuture<LaunchResult> runAsync(Launcher launcher) {
