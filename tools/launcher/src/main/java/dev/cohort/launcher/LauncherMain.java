@@ -23,6 +23,9 @@ import picocli.CommandLine.Parameters;
                 "N:the failed worker's exit code (128 + signal when killed by a signal)"})
 public final class LauncherMain implements Callable<Integer> {
 
+    /** The variable a user's class path comes from when {@code --classpath} is not given. */
+    public static final String CLASSPATH_ENV = "COHORT_CLASSPATH";
+
     /** The exit code for bad input: nothing was started. */
     public static final int BAD_INPUT = 2;
 
@@ -72,6 +75,11 @@ public final class LauncherMain implements Callable<Integer> {
             description = "how long nodes wait for each other with --nnodes > 1 (default: ${DEFAULT-VALUE})")
     String joinTimeout;
 
+    @Option(names = {"-cp", "--classpath", "--class-path"}, paramLabel = "PATH",
+            description = "the program's classes and jars, separated by ':' (DIR/* = every jar in DIR), ahead of "
+                    + "Cohort's own on the workers' class path; for a main class (default: $COHORT_CLASSPATH)")
+    String classPath;
+
     @Parameters(paramLabel = "PROGRAM", arity = "0..*", description = "after --: the program and its arguments")
     List<String> program = new ArrayList<>();
 
@@ -110,7 +118,8 @@ public final class LauncherMain implements Callable<Integer> {
                     .grace(Duration.ofMillis(Math.round(1000 * seconds("--grace-period", gracePeriod))))
                     .joinTimeout(Duration.ofMillis(Math.round(1000 * seconds("--join-timeout", joinTimeout))))
                     .build();
-            worker = WorkerProgram.resolve(program, System.getProperty("java.class.path"));
+            worker = WorkerProgram.resolve(program, classPath != null ? classPath : System.getenv(CLASSPATH_ENV),
+                    System.getProperty("java.class.path"));
         } catch (IllegalArgumentException e) {
             return badInput(e.getMessage());
         }

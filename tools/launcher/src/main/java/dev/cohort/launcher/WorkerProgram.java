@@ -105,6 +105,47 @@ public final class WorkerProgram {
      * @throws IllegalArgumentException when there is no program, or it cannot be found
      */
     public static WorkerProgram resolve(List<String> tokens, String classPath) {
+        return resolve(tokens, null, classPath);
+    }
+
+    /**
+     * As {@link #resolve(List, String)}, for a program whose classes are on {@code userClassPath}
+     * (the launcher's {@code --classpath}; {@code null} or blank for none), which goes ahead of
+     * {@code cohortClassPath} on a main class's class path. A jar or a command brings its own
+     * class path, so a user class path with one is refused.
+     *
+     * @throws IllegalArgumentException also for an entry of {@code userClassPath} that does not exist
+     */
+    public static WorkerProgram resolve(List<String> tokens, String userClassPath, String cohortClassPath) {
+        boolean userGiven = userClassPath != null && !userClassPath.isBlank();
+        if (!userGiven) {
+            return resolveOn(tokens, cohortClassPath);
+        }
+        checkEntries(userClassPath);
+        WorkerProgram program = resolveOn(tokens, userClassPath + File.pathSeparator + cohortClassPath);
+        if (!program.description.startsWith("main class ")) {
+            throw new IllegalArgumentException("--classpath is for a main class, but the program is a "
+                    + program.description + ", which brings its own class path; drop --classpath (and COHORT_CLASSPATH), "
+                    + "or name the main class");
+        }
+        return program;
+    }
+
+    /** Every entry of a user's class path exists: a jar, a folder, or {@code folder/*}. */
+    private static void checkEntries(String classPath) {
+        for (String entry : classPath.split(File.pathSeparator)) {
+            if (entry.isEmpty()) {
+                continue;
+            }
+            Path p = Path.of(entry.endsWith("/*") || entry.equals("*") ? entry.substring(0, entry.length() - 1) + "." : entry);
+            if (!Files.exists(p)) {
+                throw new IllegalArgumentException("class path entry " + entry + " does not exist (working directory "
+                        + Path.of("").toAbsolutePath() + "); check --classpath / COHORT_CLASSPATH");
+            }
+        }
+    }
+
+    private static WorkerProgram resolveOn(List<String> tokens, String classPath) {
         if (tokens.isEmpty() || tokens.get(0).isBlank()) {
             throw new IllegalArgumentException("no program to start: put it after '--', e.g. "
                     + "`./cohort run --nproc-per-node 2 -- com.example.Train` or `... -- python3 train.py`");
@@ -143,13 +184,12 @@ public final class WorkerProgram {
     private static boolean loadable(String name, String classPath) {
         List<URL> urls = new ArrayList<>();
         for (String entry : classPath.split(File.pathSeparator)) {
-            if (entry.isEmpty()) {
-                continue;
-            }
-            try {
-                urls.add(Path.of(entry).toUri().toURL());
-            } catch (MalformedURLException | RuntimeException e) {
-                // An entry that is no path cannot hold the class.
+            for (Path p : expand(entry)) {
+                try {
+                    urls.add(p.toUri().toURL());
+                } catch (MalformedURLException | RuntimeException e) {
+                    // An entry that is no path cannot hold the class.
+                }
             }
         }
         try (URLClassLoader loader = new URLClassLoader(urls.toArray(new URL[0]), ClassLoader.getPlatformClassLoader())) {
@@ -159,6 +199,22 @@ public final class WorkerProgram {
             return false;
         } catch (java.io.IOException e) {
             return true;
+        }
+    }
+
+    /** A class path entry as java reads it: {@code dir/*} is every jar in {@code dir}. */
+    private static List<Path> expand(String entry) {
+        if (entry.isEmpty()) {
+            return List.of();
+        }
+        if (!entry.equals("*") && !entry.endsWith(File.separator + "*")) {
+            return List.of(Path.of(entry));
+        }
+        Path dir = Path.of(entry.substring(0, entry.length() - 1) + ".");
+        try (var jars = Files.list(dir)) {
+            return jars.filter(j -> j.toString().endsWith(".jar") || j.toString().endsWith(".JAR")).sorted().toList();
+        } catch (java.io.IOException | RuntimeException e) {
+            return List.of();
         }
     }
 

@@ -4,11 +4,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.cohort.launcher.testing.TestWorker;
+import java.io.File;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.jar.JarEntry;
+import java.util.jar.JarOutputStream;
+import javax.tools.ToolProvider;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Validation messages and program resolution, without starting anything. */
 @Timeout(10)
@@ -56,6 +62,45 @@ class OptionsAndProgramTest {
                 .hasMessageContaining("not found on PATH");
         assertThatThrownBy(() -> WorkerProgram.resolve(List.of("./nope.sh"), CP)).hasMessageContaining("not an executable");
         assertThat(WorkerProgram.jar(Path.of("/a.jar"), List.of("x")).command()).containsSequence("-jar", "/a.jar", "x");
+    }
+
+    /** A main class compiled into {@code dir} (package com.example), which the launcher's own class path lacks. */
+    private static void compileUserMain(Path dir) throws Exception {
+        Path src = Files.createDirectories(dir.resolve("src/com/example")).resolve("Hello.java");
+        Files.writeString(src, "package com.example; public class Hello { public static void main(String[] a) { } }");
+        int rc = ToolProvider.getSystemJavaCompiler().run(null, null, null, "-d", dir.resolve("classes").toString(), src.toString());
+        assertThat(rc).isZero();
+    }
+
+    @Test
+    void aUsersClassPathGoesAheadOfCohortsForAMainClass(@TempDir Path dir) throws Exception {
+        compileUserMain(dir);
+        String user = dir.resolve("classes").toString();
+        assertThatThrownBy(() -> WorkerProgram.resolve(List.of("com.example.Hello"), null, CP))
+                .hasMessageContaining("main class com.example.Hello does not exist");
+        List<String> command = WorkerProgram.resolve(List.of("com.example.Hello", "x"), user, CP).command();
+        assertThat(command).containsSequence("-cp", user + File.pathSeparator + CP, "com.example.Hello", "x");
+    }
+
+    @Test
+    void aFolderOfJarsIsReadAsJavaReadsIt(@TempDir Path dir) throws Exception {
+        compileUserMain(dir);
+        Path libs = Files.createDirectories(dir.resolve("libs"));
+        try (JarOutputStream jar = new JarOutputStream(Files.newOutputStream(libs.resolve("app.jar")))) {
+            jar.putNextEntry(new JarEntry("com/example/Hello.class"));
+            jar.write(Files.readAllBytes(dir.resolve("classes/com/example/Hello.class")));
+        }
+        String user = libs + File.separator + "*";
+        assertThat(WorkerProgram.resolve(List.of("com.example.Hello"), user, CP).description())
+                .isEqualTo("main class com.example.Hello");
+    }
+
+    @Test
+    void aUsersClassPathIsCheckedAndOnlyForAMainClass(@TempDir Path dir) {
+        assertThatThrownBy(() -> WorkerProgram.resolve(List.of(TestWorker.class.getName()), dir.resolve("gone.jar").toString(), CP))
+                .hasMessageContaining("class path entry " + dir.resolve("gone.jar") + " does not exist");
+        assertThatThrownBy(() -> WorkerProgram.resolve(List.of("sh", "-c", "true"), dir.toString(), CP))
+                .hasMessageContaining("--classpath is for a main class, but the program is a command sh");
     }
 
     @Test
