@@ -32,6 +32,7 @@ need_value() { [ "$#" -ge 2 ] && [ -n "$2" ] || { echo "cohort demo: $1 needs a 
 while [ "$#" -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
+    -V|--version) exec "$ROOT/cohort" --version ;;
     --workers) need_value "$@"; workers="$2"; shift 2 ;;
     --workers=*) workers="${1#*=}"; shift ;;
     --epochs) need_value "$@"; epochs="$2"; shift 2 ;;
@@ -80,28 +81,20 @@ if [ -z "$data_dir" ]; then
   fi
 fi
 
-# The build: the examples module and what it needs, when a source or POM changed since the last one.
-: "${JAVA_HOME:?run this through ./cohort demo, which picks the JDK}"
-jdk_version=$("$JAVA_HOME/bin/java" -version 2>&1 | grep -m 1 ' version "' | sed -E 's/.*"(1\.)?([0-9]+).*/\2/')
-stamp="$ROOT/examples/target/.demo-built-$jdk_version"
+# The build: ./cohort built every module on this JDK before starting this script.
+: "${JAVA_HOME:?run this through ./cohort demo, which picks the JDK and builds}"
 jar=$(ls "$ROOT"/examples/target/cohort-examples-*.jar 2>/dev/null | grep -v -e '-tests.jar' -e '-sources.jar' | head -n 1 || true)
-if [ -z "$jar" ] || [ ! -f "$ROOT/examples/target/classpath.txt" ] || [ ! -f "$stamp" ] \
-   || [ -n "$(find "$ROOT" -path "$ROOT/*/target" -prune -o \( -name '*.java' -o -name 'pom.xml' -o -path '*/resources/*' \) -newer "$stamp" -print -quit)" ]; then
-  command -v mvn >/dev/null 2>&1 || { echo "cohort demo: Maven (mvn) is needed to build; apt-get install -y maven" >&2; exit 2; }
-  echo "cohort demo: building (JDK $jdk_version at $JAVA_HOME) ..." >&2
-  (cd "$ROOT" && mvn -B -q -DskipTests -pl examples -am package) >&2
-  touch "$stamp"
-  jar=$(ls "$ROOT"/examples/target/cohort-examples-*.jar | grep -v -e '-tests.jar' -e '-sources.jar' | head -n 1)
+if [ -z "$jar" ] || [ ! -f "$ROOT/examples/target/classpath.txt" ]; then
+  echo "cohort demo: the examples module is not built; run this through ./cohort demo" >&2
+  exit 2
 fi
 classpath="$jar:$(cat "$ROOT/examples/target/classpath.txt")"
 
 # The engine: auto (the default) is decided by Backends.auto, and the launcher and rank 0 say
 # which and why; a named engine that cannot run here fails saying what is missing.
-# JVM options for the launcher, which its workers inherit: shm needs the Vector API module.
-java_opts="${COHORT_JAVA_OPTS-}"
-if [ -z "${COHORT_JAVA_OPTS+x}" ] && [ "$jdk_version" -ge 22 ]; then
-  java_opts="--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED"
-fi
+# JVM options for the launcher (from ./cohort), which passes them on to its workers with what
+# the engines need (shm: the Vector API module).
+java_opts="${JAVA_OPTS_FOR_COHORT-}"
 
 mkdir -p "$(dirname "$json")"
 json="$(cd "$(dirname "$json")" && pwd)/$(basename "$json")"

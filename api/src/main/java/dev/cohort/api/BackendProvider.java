@@ -1,5 +1,6 @@
 package dev.cohort.api;
 
+import java.util.List;
 import java.util.OptionalInt;
 
 /**
@@ -20,6 +21,14 @@ public interface BackendProvider {
     /** What JDKs older than {@link #minimumJdk()} lack, for messages ("no foreign-memory API for shared memory"). */
     default String olderJdksLack() {
         return "not what the " + name() + " engine needs";
+    }
+
+    /**
+     * JVM options a process that runs the engine needs (an incubator module, say): launchers add
+     * them to the Java workers they start. Empty by default.
+     */
+    default List<String> jvmOptions() {
+        return List.of();
     }
 
     /** Whether the engine's classes and native libraries load here. Never throws. */

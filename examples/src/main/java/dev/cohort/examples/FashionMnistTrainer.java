@@ -1,6 +1,7 @@
 package dev.cohort.examples;
 
 import dev.cohort.cli.BackendOptions;
+import dev.cohort.cli.Commands;
 import dev.cohort.cli.BackendChoice;
 import dev.cohort.api.BackendUnavailableException;
 import dev.cohort.api.Backends;
@@ -26,7 +27,7 @@ import picocli.CommandLine.Option;
  * The backend's options come from one call ({@link BackendOptions#add}); the training itself is
  * {@link FashionMnistTraining}. Exit codes: 0 done, 1 failed (bad data, backend error), 2 bad options.
  */
-@Command(name = "fashion-mnist", mixinStandardHelpOptions = true, sortOptions = false,
+@Command(name = "fashion-mnist", mixinStandardHelpOptions = true, sortOptions = false, versionProvider = Commands.Version.class,
         description = "Trains a classifier on Fashion-MNIST with data-parallel workers.",
         exitCodeListHeading = "%nExit codes:%n",
         exitCodeList = {"0:done", "1:training failed (missing or corrupt data, backend error)", "2:bad options"})

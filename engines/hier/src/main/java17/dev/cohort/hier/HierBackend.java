@@ -5,6 +5,7 @@ import dev.cohort.api.JobLayout;
 import dev.cohort.runtime.EngineBackend;
 import dev.cohort.gloo.GlooBackend;
 import dev.cohort.shm.ShmBackend;
+import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
 
@@ -68,6 +69,12 @@ public final class HierBackend extends EngineBackend<HierOptions> {
     @Override
     protected Connection connect() {
         return connectLoaded("dev.cohort.hier.HierEngine", HierOptions.class);
+    }
+
+    /** shm's, within each host. */
+    @Override
+    public List<String> jvmOptions() {
+        return new ShmBackend().jvmOptions();
     }
 
     /** shm's: the foreign-memory API. */

@@ -5,6 +5,7 @@ import dev.cohort.api.JobLayout;
 import dev.cohort.runtime.EngineBackend;
 import dev.cohort.runtime.SharedMemoryFiles;
 import java.nio.file.Files;
+import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
 
@@ -29,6 +30,8 @@ public final class ShmBackend extends EngineBackend<ShmOptions> {
     public static final int MIN_JDK = 22;
     /** The JVM option the engine's reductions need. */
     public static final String VECTOR_FLAG = "--add-modules jdk.incubator.vector";
+    /** {@link #VECTOR_FLAG} as one word, as launchers pass it. */
+    static final List<String> VECTOR_OPTIONS = List.of("--add-modules=jdk.incubator.vector");
 
     public ShmBackend() {
         this(new ShmOptions(), System.getenv());
@@ -46,6 +49,12 @@ public final class ShmBackend extends EngineBackend<ShmOptions> {
     @Override
     public int minimumJdk() {
         return MIN_JDK;
+    }
+
+    /** The Vector API module, on the JDKs the engine runs on (launchers add it to their workers). */
+    @Override
+    public List<String> jvmOptions() {
+        return Runtime.version().feature() >= MIN_JDK ? VECTOR_OPTIONS : List.of();
     }
 
     @Override

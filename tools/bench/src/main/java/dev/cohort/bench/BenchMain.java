@@ -1,10 +1,11 @@
 package dev.cohort.bench;
 
+import dev.cohort.cli.Commands;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /** {@code ./cohort bench ...}: Cohort's benchmarks. */
-@Command(name = "cohort bench", mixinStandardHelpOptions = true,
+@Command(name = "cohort bench", mixinStandardHelpOptions = true, versionProvider = Commands.Version.class,
         description = "Benchmarks with JSON output, shaped like the peers' in shared/peers.",
         subcommands = {CollectivesBenchmark.class, CollectivesBenchmark.Worker.class, TrainBenchmark.class,
                 TrainBenchmark.Worker.class})
@@ -16,6 +17,11 @@ public final class BenchMain implements Runnable {
     }
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new BenchMain()).execute(args));
+        System.exit(command().execute(args));
+    }
+
+    /** This command with Cohort's conventions (see {@link Commands}), to run or to add to another. */
+    public static CommandLine command() {
+        return Commands.standard(new BenchMain());
     }
 }

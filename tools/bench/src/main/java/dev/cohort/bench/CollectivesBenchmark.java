@@ -1,5 +1,6 @@
 package dev.cohort.bench;
 
+import dev.cohort.cli.Commands;
 import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.BufferAllocator;
@@ -44,7 +45,7 @@ import picocli.CommandLine.Option;
  * seconds (measurements: docs/lab/PERFORMANCE-LOG.md). What is timed is the steady state a
  * training job runs in after its first seconds.
  */
-@Command(name = "collectives", mixinStandardHelpOptions = true,
+@Command(name = "collectives", mixinStandardHelpOptions = true, versionProvider = Commands.Version.class,
         description = "Collective latency and bandwidth, side by side with torch_collectives.py.")
 final class CollectivesBenchmark implements Callable<Integer> {
 

@@ -2,6 +2,7 @@ package dev.cohort.bench;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.cohort.cli.Commands;
 import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.libtorch.LibTorch;
@@ -31,7 +32,7 @@ import picocli.CommandLine.Option;
  * {@code steps} full steps (forward, loss, backward, gradient averaging, update) on rank 0 between
  * two barriers, after {@code warm} steps.
  */
-@Command(name = "train", mixinStandardHelpOptions = true,
+@Command(name = "train", mixinStandardHelpOptions = true, versionProvider = Commands.Version.class,
         description = "Training throughput, side by side with torch_ddp.py.")
 final class TrainBenchmark implements Callable<Integer> {
 

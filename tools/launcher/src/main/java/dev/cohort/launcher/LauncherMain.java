@@ -6,13 +6,14 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import dev.cohort.cli.Commands;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /** {@code ./cohort run [options] -- PROGRAM [ARGS...]}: see {@link Launcher}. Exit code 2 = bad input. */
-@Command(name = "cohort run", mixinStandardHelpOptions = true, sortOptions = false,
+@Command(name = "cohort run", mixinStandardHelpOptions = true, sortOptions = false, versionProvider = Commands.Version.class,
         description = {"Starts a group of workers with the launch environment (MASTER_ADDR, MASTER_PORT, RANK, "
                 + "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, COHORT_RESTART_COUNT, COHORT_RUN_ID), "
                 + "prefixes their output with the rank, stops them all when one fails and restarts the group "
@@ -27,7 +28,7 @@ public final class LauncherMain implements Callable<Integer> {
     public static final String CLASSPATH_ENV = "COHORT_CLASSPATH";
 
     /** The exit code for bad input: nothing was started. */
-    public static final int BAD_INPUT = 2;
+    public static final int BAD_INPUT = Commands.BAD_INPUT;
 
     @Option(names = "--nproc-per-node", paramLabel = "N|auto", defaultValue = "1",
             description = "workers on this node; auto = the number of cores (default: ${DEFAULT-VALUE})")
@@ -89,14 +90,14 @@ public final class LauncherMain implements Callable<Integer> {
 
     /** Parses {@code args} and runs the launcher; returns the exit code. */
     public static int run(String... args) {
-        CommandLine cli = new CommandLine(new LauncherMain());
+        return command().execute(args);
+    }
+
+    /** This command with Cohort's conventions (see {@link Commands}), to run or to add to another. */
+    public static CommandLine command() {
+        CommandLine cli = Commands.standard(new LauncherMain());
         cli.setUnmatchedOptionsArePositionalParams(false);
-        cli.setParameterExceptionHandler((ex, a) -> {
-            ex.getCommandLine().getErr().println("cohort run: " + ex.getMessage());
-            ex.getCommandLine().getErr().println("see ./cohort run --help");
-            return BAD_INPUT;
-        });
-        return cli.execute(args);
+        return cli;
     }
 
     @Override
@@ -147,7 +148,7 @@ public final class LauncherMain implements Callable<Integer> {
 
     private static int badInput(String message) {
         System.err.println("cohort run: " + message);
-        System.err.println("nothing was started; see ./cohort run --help");
+        System.err.println("nothing was started; see cohort run --help");
         return BAD_INPUT;
     }
 }

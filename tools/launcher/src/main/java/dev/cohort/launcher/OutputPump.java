@@ -26,11 +26,20 @@ final class OutputPump {
         this.thread = thread;
     }
 
+    /**
+     * The line a JVM prints first on its standard error when an incubator module is added, as the
+     * launcher adds the Vector API module for the shm engine: expected, so not shown.
+     */
+    static final String INCUBATOR_WARNING = "WARNING: Using incubator modules: jdk.incubator.vector";
+
     static OutputPump start(InputStream in, int rank, boolean stderr, Console console, Writer log, LastLines last) {
         Runnable copy = () -> {
             try (BufferedReader reader = new BufferedReader(new InputStreamReader(in, Charset.defaultCharset()))) {
-                String line;
-                while ((line = reader.readLine()) != null) {
+                String line = reader.readLine();
+                if (stderr && INCUBATOR_WARNING.equals(line)) {
+                    line = reader.readLine();
+                }
+                for (; line != null; line = reader.readLine()) {
                     console.workerLine(rank, stderr, line);
                     last.add(line);
                     if (log != null) {

@@ -48,14 +48,26 @@ public final class WorkerProgram {
         return mainClass(mainClass, args, System.getProperty("java.class.path"), inheritedModuleOptions());
     }
 
-    /** This JVM's options that workers on the same class path need too. */
+    /**
+     * The JVM options a Java worker gets: this JVM's module and native-access options, and those the
+     * engines on the class path need ({@link dev.cohort.api.BackendProvider#jvmOptions()}), once each.
+     */
     static List<String> inheritedModuleOptions() {
+        java.util.LinkedHashSet<String> options = new java.util.LinkedHashSet<>(thisJvmsModuleOptions());
+        for (var engine : dev.cohort.api.Backends.discover().values()) {
+            options.addAll(engine.jvmOptions());
+        }
+        return List.copyOf(options);
+    }
+
+    /** This JVM's options that workers on the same class path need too. */
+    private static List<String> thisJvmsModuleOptions() {
         List<String> inherited = new ArrayList<>();
         List<String> input = java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments();
         for (int i = 0; i < input.size(); i++) {
             String a = input.get(i);
             if (a.startsWith("--add-modules=") || a.startsWith("--enable-native-access") || a.startsWith("--add-opens=")
-                    || a.startsWith("--add-exports=")) {
+                    || a.startsWith("--add-exports=") || a.startsWith("--sun-misc-unsafe-memory-access=")) {
                 inherited.add(a);
             } else if ((a.equals("--add-modules") || a.equals("--add-opens") || a.equals("--add-exports"))
                     && i + 1 < input.size()) {

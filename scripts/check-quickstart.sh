@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Cohort as a new user meets it, after `mvn -B install` of this checkout (./cohort test runs this):
+#  1. examples/quickstart builds offline against the installed artifacts (the BOM, the modules by
+#     coordinates);
+#  2. the distribution archive unpacks elsewhere and its bin/cohort works through a symlink on PATH;
+#  3. `cohort run -cp quickstart.jar --nproc-per-node 2 -- com.example.Train` trains on two workers,
+#     printing no JVM warning;
+#  4. a 2-worker `./cohort demo --epochs 1` prints no JVM warning and writes its chart beside its summary.
+# JAVA_HOME: the JDK to use (./cohort sets it). Exits non-zero naming the step that failed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+: "${JAVA_HOME:?set JAVA_HOME (./cohort test does)}"
+version=$(sed -n 's|^  <version>\(.*\)</version>|\1|p' "$ROOT/pom.xml" | head -n 1)
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "check-quickstart: $*" >&2; exit 1; }
+no_warnings() {   # $1: the output file, $2: what produced it
+  if grep -n '^\(\[rank [0-9]*\] \)\?WARNING' "$1" >&2; then fail "$2 printed the JVM warnings above"; fi
+}
+
+echo "check-quickstart: 1. building examples/quickstart offline against Cohort $version in ~/.m2"
+cp -r "$ROOT/examples/quickstart" "$work/quickstart"
+(cd "$work/quickstart" && MAVEN_OPTS="${MAVEN_OPTS:-} $( [ "$("$JAVA_HOME/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java\.specification\.version = //p')" -ge 24 ] && echo --sun-misc-unsafe-memory-access=allow)" \
+  mvn -B -q -o -Dstyle.color=never package -Dcohort.version="$version") || fail "the quickstart did not build offline"
+jar="$work/quickstart/target/quickstart-1.0.jar"
+[ -f "$jar" ] || fail "no $jar"
+
+echo "check-quickstart: 2. unpacking the distribution elsewhere"
+archive="$ROOT/tools/dist/target/cohort-$version.tar.gz"
+[ -f "$archive" ] || fail "no $archive (mvn -B install builds it)"
+mkdir -p "$work/opt" "$work/bin" "$work/run"
+tar xzf "$archive" -C "$work/opt"
+ln -s "$work/opt/cohort-$version/bin/cohort" "$work/bin/cohort"
+export PATH="$work/bin:$PATH"
+cd "$work/run"
+cohort --version | tee "$work/version.txt"
+grep -q "^cohort $version" "$work/version.txt" || fail "cohort --version does not say $version"
+
+echo "check-quickstart: 3. cohort run -cp quickstart.jar --nproc-per-node 2 -- com.example.Train"
+timeout 300 cohort run -cp "$jar" --nproc-per-node 2 -- com.example.Train > "$work/run.txt" 2>&1 \
+  || { cat "$work/run.txt" >&2; fail "the quickstart run failed"; }
+cat "$work/run.txt"
+grep -q '^\[rank 0\] epoch 5: loss [0-9.]* (2 workers on ' "$work/run.txt" || fail "the quickstart did not train on 2 workers"
+no_warnings "$work/run.txt" "cohort run"
+
+echo "check-quickstart: 4. ./cohort demo --epochs 1 (2 workers)"
+timeout 600 "$ROOT/cohort" demo --epochs 1 --json "$work/demo/summary.json" > "$work/demo.txt" 2>&1 \
+  || { cat "$work/demo.txt" >&2; fail "the demo failed"; }
+tail -n 5 "$work/demo.txt"
+no_warnings "$work/demo.txt" "./cohort demo"
+[ -s "$work/demo/summary.json" ] || fail "the demo wrote no summary"
+[ -s "$work/demo/summary.png" ] || fail "the demo wrote no chart beside its summary (summary.png)"
+echo "check-quickstart: all four steps passed"
