@@ -131,11 +131,13 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
      */
     private static final class Setting implements IGetter, ISetter {
         private final String name;
+        private final double initial;
         private double seconds;
 
         Setting(String name, Duration byDefault) {
             this.name = name;
-            this.seconds = byDefault.toSeconds();
+            this.initial = byDefault.toNanos() / 1e9;
+            this.seconds = initial;
         }
 
         void assign(Duration value) {
@@ -148,7 +150,7 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
 
         OptionSpec spec(String description) {
             return OptionSpec.builder(name).paramLabel("SECONDS").type(double.class)
-                    .description(description)
+                    .description(description).initialValue(initial).hasInitialValue(true)
                     .getter(this).setter(this).build();
         }
 

@@ -40,6 +40,23 @@ class EngineOptionsTest {
     }
 
     @Test
+    void aCommandLineWithoutTheOptionsKeepsTheDefaultsQuietly() {
+        java.io.PrintStream saved = System.err;
+        java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+        System.setErr(new java.io.PrintStream(err, true));
+        try {
+            ToyOptions o = new ToyOptions().parse();
+            assertThat(o.timeout()).isEqualTo(Duration.ofMinutes(5));
+            CommandLine cli = new CommandLine(CommandLine.Model.CommandSpec.create());
+            cli.getCommandSpec().addMixin("toy", new ToyOptions().commandSpec());
+            cli.parseArgs();
+        } finally {
+            System.setErr(saved);
+        }
+        assertThat(err.toString()).as("picocli's warnings").isEmpty();
+    }
+
+    @Test
     void fluentSettersReturnTheEnginesOwnType() {
         ToyOptions o = new ToyOptions().timeout(Duration.ofSeconds(9)).stallTime(Duration.ofSeconds(1));
         assertThat(o.timeout()).isEqualTo(Duration.ofSeconds(9));
