@@ -30,7 +30,7 @@ public final class CohortCommand implements Runnable {
         CommandLine completion = new CommandLine(new AutoComplete.GenerateCompletion());
         completion.getCommandSpec().usageMessage().description(
                 "Prints a bash/zsh completion script for cohort: source <(cohort completion)");
-        cli.addSubcommand("completion", completion);
+        cli.addSubcommand(named("completion", completion));
         return Commands.standard(cli);
     }
 

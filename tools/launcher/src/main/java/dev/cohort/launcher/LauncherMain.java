@@ -10,7 +10,9 @@ import dev.cohort.cli.Commands;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
 
 /** {@code ./cohort run [options] -- PROGRAM [ARGS...]}: see {@link Launcher}. Exit code 2 = bad input. */
 @Command(name = "cohort run", mixinStandardHelpOptions = true, sortOptions = false, versionProvider = Commands.Version.class,
@@ -81,6 +83,9 @@ public final class LauncherMain implements Callable<Integer> {
                     + "Cohort's own on the workers' class path; for a main class (default: $COHORT_CLASSPATH)")
     String classPath;
 
+    @Spec
+    CommandSpec spec;
+
     @Parameters(paramLabel = "PROGRAM", arity = "0..*", description = "after --: the program and its arguments")
     List<String> program = new ArrayList<>();
 
@@ -129,7 +134,8 @@ public final class LauncherMain implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             return badInput(e.getMessage());
         } catch (IOException e) {
-            System.err.println("cohort run: " + e.getMessage());
+            err().println(spec.qualifiedName() + ": " + e.getMessage());
+            err().flush();
             return 1;
         }
     }
@@ -146,9 +152,15 @@ public final class LauncherMain implements Callable<Integer> {
         }
     }
 
-    private static int badInput(String message) {
-        System.err.println("cohort run: " + message);
-        System.err.println("nothing was started; see cohort run --help");
+    private java.io.PrintWriter err() {
+        return spec.commandLine().getErr();
+    }
+
+    private int badInput(String message) {
+        String name = spec.qualifiedName();
+        err().println(name + ": " + message);
+        err().println("nothing was started; see " + name + " --help");
+        err().flush();
         return BAD_INPUT;
     }
 }
