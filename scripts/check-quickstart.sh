@@ -21,7 +21,7 @@ no_warnings() {   # $1: the output file, $2: what produced it
 echo "check-quickstart: 1. building examples/quickstart offline against Cohort $version in ~/.m2"
 cp -r "$ROOT/examples/quickstart" "$work/quickstart"
 (cd "$work/quickstart" && MAVEN_OPTS="${MAVEN_OPTS:-} $( [ "$("$JAVA_HOME/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java\.specification\.version = //p')" -ge 24 ] && echo --sun-misc-unsafe-memory-access=allow)" \
-  mvn -B -q -o -Dstyle.color=never package -Dcohort.version="$version") || fail "the quickstart did not build offline"
+  mvn -B -q -o -Dstyle.color=never package -Dcohort.version="$version" 2>&1 | sed 's/\x1b\[0m//g') || fail "the quickstart did not build offline"
 jar="$work/quickstart/target/quickstart-1.0.jar"
 [ -f "$jar" ] || fail "no $jar"
 
@@ -37,7 +37,7 @@ cohort --version | tee "$work/version.txt"
 grep -q "^cohort $version" "$work/version.txt" || fail "cohort --version does not say $version"
 
 echo "check-quickstart: 3. cohort run -cp quickstart.jar --nproc-per-node 2 -- com.example.Train"
-timeout 300 cohort run -cp "$jar" --nproc-per-node 2 -- com.example.Train > "$work/run.txt" 2>&1 \
+timeout 300 cohort run -cp "$jar" --nproc-per-node 2 --master-port 0 -- com.example.Train > "$work/run.txt" 2>&1 \
   || { cat "$work/run.txt" >&2; fail "the quickstart run failed"; }
 cat "$work/run.txt"
 grep -q '^\[rank 0\] epoch 5: loss [0-9.]* (2 workers on ' "$work/run.txt" || fail "the quickstart did not train on 2 workers"
