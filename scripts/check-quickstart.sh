@@ -4,7 +4,7 @@
 #     coordinates);
 #  2. the distribution archive unpacks elsewhere and its bin/cohort works through a symlink on PATH;
 #  3. `cohort run -cp quickstart.jar --nproc-per-node 2 -- com.example.Train` trains on two workers,
-#     printing no JVM warning;
+#     printing no JVM warning, and so does a fat jar of it with Cohort inside (services merged);
 #  4. a 2-worker `./cohort demo --epochs 1` prints no JVM warning and writes its chart beside its summary.
 # JAVA_HOME: the JDK to use (./cohort sets it). Exits non-zero naming the step that failed.
 set -euo pipefail
@@ -42,6 +42,15 @@ timeout 300 cohort run -cp "$jar" --nproc-per-node 2 --master-port 0 -- com.exam
 cat "$work/run.txt"
 grep -q '^\[rank 0\] epoch 5: loss [0-9.]* (2 workers on ' "$work/run.txt" || fail "the quickstart did not train on 2 workers"
 no_warnings "$work/run.txt" "cohort run"
+
+echo "check-quickstart: 3b. a fat jar of the quickstart with Cohort inside: cohort run -- quickstart-1.0-all.jar"
+(cd "$work/quickstart" && mvn -B -q -Dstyle.color=never package -Pfat -Dcohort.version="$version" 2>&1 | sed 's/\x1b\[0m//g') \
+  || fail "the quickstart's fat jar did not build"
+timeout 300 cohort run --nproc-per-node 2 --master-port 0 -- "$work/quickstart/target/quickstart-1.0-all.jar" > "$work/fat.txt" 2>&1 \
+  || { cat "$work/fat.txt" >&2; fail "the fat jar's run failed"; }
+grep -q '^\[rank 0\] epoch 5: loss [0-9.]* (2 workers on ' "$work/fat.txt" || { cat "$work/fat.txt" >&2; fail "the fat jar did not train on 2 workers"; }
+grep '^\[rank 0\] epoch 5' "$work/fat.txt"
+no_warnings "$work/fat.txt" "cohort run -- the fat jar"
 
 echo "check-quickstart: 4. ./cohort demo --epochs 1 (2 workers)"
 timeout 600 "$ROOT/cohort" demo --epochs 1 --json "$work/demo/summary.json" > "$work/demo.txt" 2>&1 \

@@ -79,8 +79,24 @@ public abstract class DistributedBackend implements BackendProvider, AutoCloseab
         if (!isAvailable()) {
             throw new BackendUnavailableException("the " + name() + " backend is not available: " + unavailableReason());
         }
+        prepareIntegrations();
         connection = connect();
     }
+
+    /** {@link Distributor#prepare()} of every integration on the class path, once per process. */
+    private static void prepareIntegrations() {
+        synchronized (DistributedBackend.class) {
+            if (integrationsPrepared) {
+                return;
+            }
+            for (Distributor d : ServiceLoader.load(Distributor.class)) {
+                d.prepare();
+            }
+            integrationsPrepared = true;
+        }
+    }
+
+    private static boolean integrationsPrepared;
 
     public final boolean isInitialized() {
         return connection != null && !closed;

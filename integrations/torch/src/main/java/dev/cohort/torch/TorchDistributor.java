@@ -40,6 +40,12 @@ public final class TorchDistributor implements Distributor {
     /** Option key: Boolean, start bucket allreduces during backward (default true). */
     public static final String OVERLAP = "overlap";
 
+    /** Loads libtorch (natives extracted first, one process at a time; see {@link LibTorch}). */
+    @Override
+    public void prepare() {
+        LibTorch.load();
+    }
+
     @Override
     public boolean supports(DistributeRequest<?, ?, ?, ?> request) {
         return isTorchType(request.model()) || isTorchType(request.optimizer()) || request.trainingData() instanceof DataLoader;
