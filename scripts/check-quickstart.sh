@@ -5,7 +5,8 @@
 #  2. the distribution archive unpacks elsewhere and its bin/cohort works through a symlink on PATH;
 #  3. `cohort run -cp quickstart.jar --nproc-per-node 2 -- com.example.Train` trains on two workers,
 #     printing no JVM warning, and so does a fat jar of it with Cohort inside (services merged);
-#  4. a 2-worker `./cohort demo --epochs 1` prints no JVM warning and writes its chart beside its summary.
+#  4. a 2-worker `./cohort demo --epochs 1` prints no JVM warning and writes its chart beside its summary;
+#  5. the README's launcher line runs the README's training program on two processes, as written.
 # JAVA_HOME: the JDK to use (./cohort sets it). Exits non-zero naming the step that failed.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -59,4 +60,10 @@ tail -n 5 "$work/demo.txt"
 no_warnings "$work/demo.txt" "./cohort demo"
 [ -s "$work/demo/summary.json" ] || fail "the demo wrote no summary"
 [ -s "$work/demo/summary.png" ] || fail "the demo wrote no chart beside its summary (summary.png)"
-echo "check-quickstart: all four steps passed"
+echo "check-quickstart: 5. the README's training program on Gloo, as the README runs it"
+readme_line=$(grep -m 1 '^    ./cohort run -cp runtime/target/test-classes ' "$ROOT/README.md") || fail "the README's launcher line is gone"
+(cd "$ROOT" && timeout 300 bash -c "${readme_line# *}") > "$work/readme.txt" 2>&1 \
+  || { cat "$work/readme.txt" >&2; fail "the README's launcher line failed: $readme_line"; }
+grep -q '^\[rank 0\] 2 workers, mean loss 0.750' "$work/readme.txt" || { cat "$work/readme.txt" >&2; fail "the README's program did not run on 2 workers"; }
+no_warnings "$work/readme.txt" "the README's launcher line"
+echo "check-quickstart: all steps passed"
