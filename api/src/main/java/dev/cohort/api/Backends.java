@@ -36,6 +36,8 @@ public final class Backends {
     public record AutoChoice(String backend, String reason) {
     }
 
+    private static final System.Logger LOG = System.getLogger(Backends.class.getName());
+
     private Backends() {
     }
 
@@ -169,7 +171,7 @@ public final class Backends {
 
     /**
      * {@link #auto}'s choice, or the next engine in its order when the chosen one cannot run here
-     * (its native libraries are missing, say); says which on rank 0's standard error.
+     * (its native libraries are missing, say); rank 0 logs which (INFO).
      */
     private static DistributedBackend selectAuto(String source, Map<String, DistributedBackend> backends,
                                                  Map<String, String> env) {
@@ -200,7 +202,8 @@ public final class Backends {
             backend = next;
         }
         if ("0".equals(env.getOrDefault(LaunchEnvironment.RANK, "0"))) {
-            System.err.println("cohort: backend auto (from " + source + "): " + backend.name() + " (" + reason + ")");
+            LOG.log(System.Logger.Level.INFO, "backend auto (from " + source + "): " + backend.name()
+                    + " (" + reason + ")");
         }
         return backend;
     }

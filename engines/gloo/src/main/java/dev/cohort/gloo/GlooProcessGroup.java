@@ -47,6 +47,8 @@ import org.bytedeco.pytorch.TensorVector;
  */
 final class GlooProcessGroup extends AbstractProcessGroup {
 
+    private static final System.Logger LOG = System.getLogger(GlooProcessGroup.class.getName());
+
     // Gloo names the peer as "Connection closed by peer [ADDR]:PORT" or "Read error [ADDR]:PORT: ..."
     // (the latter when the peer's socket was reset, e.g. rank 0 killed while another rank reads).
     private static final Pattern PEER = Pattern.compile("(?:peer|error) \\[?([0-9a-fA-F.:]+?)\\]?:(\\d+)");
@@ -76,7 +78,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         public void report(Collective call) {
             StallWatch w = stallWatch;
             if (w != null) {
-                System.err.println("cohort: " + label + " " + who() + ": " + call.describe() + " has waited "
+                LOG.log(System.Logger.Level.WARNING, label + " " + who() + ": " + call.describe() + " has waited "
                         + w.stallTime().toSeconds() + " s; " + w.laggards(call.sequence())
                         + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
             }
@@ -91,7 +93,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
 
         @Override
         public void report(String what, String waitingFor) {
-            System.err.println("cohort: " + what + " has waited " + after().toSeconds() + " s; " + waitingFor
+            LOG.log(System.Logger.Level.WARNING, what + " has waited " + after().toSeconds() + " s; " + waitingFor
                     + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
         }
     };

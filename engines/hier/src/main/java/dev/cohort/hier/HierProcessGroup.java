@@ -39,6 +39,8 @@ import java.util.Optional;
  */
 final class HierProcessGroup extends AbstractProcessGroup {
 
+    private static final System.Logger LOG = System.getLogger(HierProcessGroup.class.getName());
+
     private final Stages stages;
     private final HostLayout layout;
     private final CallQueue queue;
@@ -203,7 +205,7 @@ final class HierProcessGroup extends AbstractProcessGroup {
             try {
                 leadersBackend.close();
             } catch (Exception e) {
-                System.err.println("cohort: " + stages.who + ": closing the leaders' group after a failure: " + e);
+                LOG.log(System.Logger.Level.WARNING, stages.who + ": closing the leaders' group after a failure: " + e);
             }
         }
     }

@@ -25,6 +25,8 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class SpinBarrier {
 
+    private static final System.Logger LOG = System.getLogger(SpinBarrier.class.getName());
+
     static final long SPIN_NS = 50_000;
     static final long YIELD_NS = 2_000_000;
     static final long PARK_NS = 20_000;
@@ -171,7 +173,7 @@ final class SpinBarrier {
         long issued = deadline - timeoutNanos;
         if (now - issued >= stallNanos && stallReportedFor != context.sequence() && !missing.isEmpty()) {
             stallReportedFor = context.sequence();
-            System.err.println(reportStall(context, missing, timeoutNanos));
+            LOG.log(System.Logger.Level.WARNING, reportStall(context, missing, timeoutNanos));
         }
     }
 
@@ -189,7 +191,7 @@ final class SpinBarrier {
             boolean started = theirs == context.tag() || theirs == (context.tag() ^ ShmProcessGroup.IN_PLACE);
             (started ? inside : notReached).add(j);
         }
-        StringBuilder s = new StringBuilder("cohort: ").append(context.describe()).append(" has waited ")
+        StringBuilder s = new StringBuilder(context.describe()).append(" has waited ")
                 .append(seconds(stallNanos)).append("; ");
         if (!notReached.isEmpty()) {
             s.append("rank(s) ").append(names.ranks(notReached)).append(" have not reached it (stopped, slow or gone?)");

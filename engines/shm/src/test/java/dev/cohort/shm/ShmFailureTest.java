@@ -97,7 +97,7 @@ class ShmFailureTest {
         List<Result> results = ShmProcessesTest.run("stop", run, 2, tmp, Duration.ofSeconds(60));
         watcher.join(10_000);
         String out = JvmWorkers.failedAsExpected(results, 0);
-        assertThat(out).contains("cohort: shm world rank 0 of 2: allreduce #3 (float32[1024] SUM) has waited 2 s; "
+        assertThat(out).contains("shm world rank 0 of 2: allreduce #3 (float32[1024] SUM) has waited 2 s; "
                 + "rank(s) [1] have not reached it (stopped, slow or gone?); it fails at its timeout (6 s)");
         assertThat(out.split("has waited", -1)).as("one report").hasSize(2);
         assertThat(out).contains("CollectiveTimeoutException")

@@ -269,7 +269,7 @@ class ShmThreadsTest {
             ShmLayout.LONG.setRelease(regions.get(2).layout().memory(), regions.get(2).layout().tagOffset(2, 3), 0x1234L ^ ShmProcessGroup.IN_PLACE);
             String report = new SpinBarrier(regions.get(0).layout(), 0, Duration.ofMillis(1500), dev.cohort.runtime.RankNames.PLAIN)
                     .reportStall(allreduce3, List.of(1, 2), Duration.ofSeconds(6).toNanos());
-            assertThat(report).isEqualTo("cohort: shm world rank 0 of 3: allreduce #3 (float32[8] SUM) has waited 1.5 s; "
+            assertThat(report).isEqualTo("shm world rank 0 of 3: allreduce #3 (float32[8] SUM) has waited 1.5 s; "
                     + "rank(s) [1] have not reached it (stopped, slow or gone?); rank(s) [2] started it but have not "
                     + "reached this step (stopped or slow?); it fails at its timeout (6 s)");
         } finally {

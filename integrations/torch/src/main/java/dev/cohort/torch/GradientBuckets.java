@@ -52,6 +52,8 @@ import org.bytedeco.pytorch.VoidTensorHook;
  */
 final class GradientBuckets {
 
+    private static final System.Logger LOG = System.getLogger(GradientBuckets.class.getName());
+
     /** DDP's default bucket size. */
     static final long DEFAULT_BUCKET_BYTES = 25L * 1024 * 1024;
     /** Like DDP, the first bucket (the last layers' gradients, ready first) closes early, so communication starts soon. */
@@ -127,9 +129,9 @@ final class GradientBuckets {
                 }
             }
             if (missed > 0 && group.rank() == 0) {
-                System.err.printf("cohort: %d of %d gradient buckets (%.1f MiB) do not fit on every rank in %s; "
-                        + "their allreduces copy in and out%n", missed, buckets.size(), missedBytes / 1048576.0,
-                        shared.describe());
+                LOG.log(System.Logger.Level.WARNING, String.format("%d of %d gradient buckets (%.1f MiB) do not fit on "
+                        + "every rank in %s; their allreduces copy in and out", missed, buckets.size(),
+                        missedBytes / 1048576.0, shared.describe()));
             }
         }
         buckets.forEach(Bucket::allocate);

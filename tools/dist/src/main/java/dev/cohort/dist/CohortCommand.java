@@ -3,6 +3,7 @@ package dev.cohort.dist;
 import dev.cohort.bench.BenchMain;
 import dev.cohort.cli.Commands;
 import dev.cohort.launcher.LauncherMain;
+import dev.cohort.launcher.LogFormat;
 import picocli.AutoComplete;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -41,6 +42,7 @@ public final class CohortCommand implements Runnable {
     }
 
     public static void main(String[] args) {
+        LogFormat.useHere();
         System.exit(command().execute(args));
     }
 

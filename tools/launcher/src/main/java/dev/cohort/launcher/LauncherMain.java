@@ -90,6 +90,7 @@ public final class LauncherMain implements Callable<Integer> {
     List<String> program = new ArrayList<>();
 
     public static void main(String[] args) {
+        LogFormat.useHere();
         System.exit(run(args));
     }
 

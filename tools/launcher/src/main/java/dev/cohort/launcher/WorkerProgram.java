@@ -49,14 +49,16 @@ public final class WorkerProgram {
     }
 
     /**
-     * The JVM options a Java worker gets: this JVM's module and native-access options, and those the
-     * engines on the class path need ({@link dev.cohort.api.BackendProvider#jvmOptions()}), once each.
+     * The JVM options a Java worker gets: this JVM's module and native-access options, those the
+     * engines on the class path need ({@link dev.cohort.api.BackendProvider#jvmOptions()}), and this
+     * JVM's logging options, or else one-line log records ({@link LogFormat}), once each.
      */
     static List<String> inheritedModuleOptions() {
         java.util.LinkedHashSet<String> options = new java.util.LinkedHashSet<>(thisJvmsModuleOptions());
         for (var engine : dev.cohort.api.Backends.discover().values()) {
             options.addAll(engine.jvmOptions());
         }
+        options.addAll(LogFormat.workerOptions());
         return List.copyOf(options);
     }
 

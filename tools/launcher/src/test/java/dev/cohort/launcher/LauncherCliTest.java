@@ -26,8 +26,13 @@ class LauncherCliTest {
     Path dir;
 
     private Process launcher(String... args) throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(WorkerProgram.javaExecutable(), "-cp",
-                System.getProperty("java.class.path"), LauncherMain.class.getName()));
+        return launcher(List.of(), args);
+    }
+
+    private Process launcher(List<String> jvmOptions, String... args) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of(WorkerProgram.javaExecutable()));
+        cmd.addAll(jvmOptions);
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), LauncherMain.class.getName()));
         cmd.addAll(List.of(args));
         return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(dir.resolve("launcher.out").toFile())
                 .start();
@@ -119,6 +124,32 @@ class LauncherCliTest {
         Process clean = launcher("--nproc-per-node", "2", "--master-port", "0", "--", "sh", "-c", "echo $RANK");
         assertThat(awaitExit(clean, 30)).isZero();
         assertThat(output()).contains("[rank 0] 0", "[rank 1] 1", "run finished");
+    }
+
+    @Test
+    @Timeout(60)
+    void aJavaWorkersLogRecordsAreOnePlainLineEach() throws Exception {
+        Process p = launcher("--nproc-per-node", "1", "--master-port", "0", "--", TestWorker.class.getName(), "log",
+                dir.toString());
+        assertThat(awaitExit(p, 30)).isZero();
+        List<String> lines = output().lines().toList();
+        assertThat(lines).contains("[rank 0] LOGGED",
+                "[rank 0] INFO dev.cohort.api.Backends: backend auto (from --distributed-backend): none (one worker)");
+        assertThat(lines).containsSubsequence("[rank 0] WARNING dev.cohort.launcher.testing.TestWorker: a warning with "
+                + "its cause", "[rank 0] java.lang.IllegalStateException: the cause");
+        assertThat(lines).as("java.util.logging's default first line (time, class and method)")
+                .noneMatch(l -> l.contains("Backends selectAuto"));
+    }
+
+    @Test
+    @Timeout(60)
+    void aLoggingConfigurationGivenToTheLauncherReachesItsWorkers() throws Exception {
+        Path quiet = Files.writeString(dir.resolve("quiet.properties"),
+                "handlers = java.util.logging.ConsoleHandler\ndev.cohort.level = OFF\n");
+        Process p = launcher(List.of("-Djava.util.logging.config.file=" + quiet), "--nproc-per-node", "1",
+                "--master-port", "0", "--", TestWorker.class.getName(), "log", dir.toString());
+        assertThat(awaitExit(p, 30)).isZero();
+        assertThat(output()).contains("[rank 0] LOGGED").doesNotContain("backend auto").doesNotContain("its cause");
     }
 
     @Test

@@ -28,6 +28,8 @@ import org.bytedeco.pytorch.TCPStoreOptions;
  */
 public final class Rendezvous implements AutoCloseable {
 
+    private static final System.Logger LOG = System.getLogger(Rendezvous.class.getName());
+
     private final Store owner;
     private final Store client;
     private final String description;
@@ -66,7 +68,7 @@ public final class Rendezvous implements AutoCloseable {
                 connectTo = InetAddress.getLoopbackAddress().getHostAddress();
                 connectPort = inner.port();
             } else {
-                System.err.println("cohort: " + who + ": cannot find a socket's descriptor here (no /proc?); the "
+                LOG.log(System.Logger.Level.WARNING, who + ": cannot find a socket's descriptor here (no /proc?); the "
                         + where + " runs unguarded on every interface");
             }
         }

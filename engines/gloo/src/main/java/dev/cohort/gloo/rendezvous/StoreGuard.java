@@ -40,6 +40,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class StoreGuard implements AutoCloseable {
 
+    private static final System.Logger LOG = System.getLogger(StoreGuard.class.getName());
+
     /** c10d's first message: query type VALIDATE (0) and the magic number 0x3C85F7CE, little-endian. */
     private static final byte[] HANDSHAKE = {0x00, (byte) 0xce, (byte) 0xf7, (byte) 0x85, 0x3c};
     private static final int HANDSHAKE_BYTES = 5;
@@ -124,7 +126,7 @@ final class StoreGuard implements AutoCloseable {
             }
         } catch (IOException | RuntimeException e) {
             if (!closed) {
-                System.err.println("cohort: " + who + ": the store guard stopped: " + e);
+                LOG.log(System.Logger.Level.WARNING, who + ": the store guard stopped: " + e, e);
             }
         }
     }
@@ -230,8 +232,8 @@ final class StoreGuard implements AutoCloseable {
             } catch (IOException e) {
                 from = "?";
             }
-            System.err.println("cohort: " + who + ": store guard dropped a connection from " + from + " (" + why + ")"
-                    + (n == REJECTIONS_REPORTED ? "; further drops are counted silently" : ""));
+            LOG.log(System.Logger.Level.WARNING, who + ": store guard dropped a connection from " + from
+                    + " (" + why + ")" + (n == REJECTIONS_REPORTED ? "; further drops are counted silently" : ""));
         }
         closeQuietly(p.channel());
     }

@@ -24,6 +24,8 @@ import java.util.Map;
  *                               PRESENT" for the files of the earlier restarts; then like env
  * spam DIR LINES                print LINES long lines, each written in pieces, then exit 0
  * auto DIR                      print "AUTO backend (reason) on JDK n", auto's choice here; then like env
+ * log DIR                       select backend auto (rank 0 logs the choice, INFO), log a WARNING with an
+ *                               IllegalStateException("the cause"), print "LOGGED" and exit 0
  * rendezvous DIR                rank 0 accepts every other rank on MASTER_PORT and prints "RENDEZVOUS n";
  *                               the others connect to MASTER_ADDR:MASTER_PORT; then like env
  * </pre>
@@ -73,6 +75,12 @@ public final class TestWorker {
                 System.out.println("AUTO " + choice.backend() + " (" + choice.reason() + ") on JDK "
                         + Runtime.version().feature());
                 printEnv(env);
+            }
+            case "log" -> {
+                Backends.select(Backends.AUTO);
+                System.getLogger(TestWorker.class.getName()).log(System.Logger.Level.WARNING, "a warning with its cause",
+                        new IllegalStateException("the cause"));
+                System.out.println("LOGGED");
             }
             case "rendezvous" -> {
                 rendezvous(env, rank);
