@@ -42,7 +42,9 @@ import java.util.function.LongUnaryOperator;
  *
  * <p>A sample is the mean time of a call over a batch of calls that takes about {@link #SAMPLE_NS} (at least 3
  * calls). Every round visits every case, and each case's variants in an order that rotates from round to round. The
- * summary gives each variant's median over rounds, and each ratio as the median over rounds of that round's ratio.
+ * summary gives each variant's median and minimum over rounds, and each ratio as the median over rounds of that
+ * round's ratio and as the ratio of the minimums (on a machine shared with other work, the minimum is the sample
+ * least disturbed).
  * Before timing, every variant's result is checked against the kernel's, bit for bit, at the smallest size.
  */
 public final class ReduceKernelsBench {
@@ -51,7 +53,7 @@ public final class ReduceKernelsBench {
     private static final ValueLayout.OfDouble D = ValueLayout.JAVA_DOUBLE_UNALIGNED;
     private static final ValueLayout.OfInt I = ValueLayout.JAVA_INT_UNALIGNED;
     private static final ValueLayout.OfLong L = ValueLayout.JAVA_LONG_UNALIGNED;
-    static final long SAMPLE_NS = 5_000_000;
+    static final long SAMPLE_NS = 2_000_000;
     /** The scratch that {@code compileFloatKernels} may use, past the operands in the mapping. */
     private static final long SCRATCH = 4 << 10;
     /** Every case and variant runs this long, in each of the warm-up passes, before any is timed. */
@@ -358,15 +360,20 @@ public final class ReduceKernelsBench {
         System.err.println("every variant's results agree at " + size(bytes));
     }
 
+    /**
+     * A markdown table (each variant's median and minimum over rounds, in µs; each ratio to the first
+     * variant as the median of the rounds' ratios and as the ratio of the minimums) and every sample
+     * as tab-separated values.
+     */
     private static void report(List<Case> cases, String[] variants, String out) throws IOException {
         StringBuilder md = new StringBuilder("| type | op | ranks | size |");
         StringBuilder sep = new StringBuilder("|---|---|---|---|");
         for (String v : variants) {
-            md.append(' ').append(v).append(" µs |");
+            md.append(' ').append(v).append(" µs median (min) |");
             sep.append("---|");
         }
         for (int k = 1; k < variants.length; k++) {
-            md.append(' ').append(variants[k]).append(" / ").append(variants[0]).append(" |");
+            md.append(' ').append(variants[k]).append(" / ").append(variants[0]).append(" median (of mins) |");
             sep.append("---|");
         }
         md.append('\n').append(sep).append('\n');
@@ -376,11 +383,10 @@ public final class ReduceKernelsBench {
                     .append(size(c.bytes())).append(" |");
             for (String v : variants) {
                 List<Double> s = c.samples().get(v);
-                md.append(String.format(" %.3f |", median(s) / 1e3));
-                double[] sorted = s.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+                md.append(String.format(" %.3f (%.3f) |", median(s) / 1e3, min(s) / 1e3));
                 tsv.append(String.join("\t", c.type().toString(), c.op().toString(), String.valueOf(c.ranks()),
                         String.valueOf(c.bytes()), v, String.valueOf(c.reps().get(v)), String.format("%.1f", median(s)),
-                        String.format("%.1f", sorted[0]), String.format("%.1f", sorted[sorted.length - 1]),
+                        String.format("%.1f", min(s)), String.format("%.1f", s.stream().mapToDouble(x -> x).max().orElseThrow()),
                         String.join(",", s.stream().map(x -> String.format("%.1f", x)).toList()))).append('\n');
             }
             List<Double> first = c.samples().get(variants[0]);
@@ -390,7 +396,7 @@ public final class ReduceKernelsBench {
                 for (int r = 0; r < s.size(); r++) {
                     ratios.add(s.get(r) / first.get(r));
                 }
-                md.append(String.format(" %.2f |", median(ratios)));
+                md.append(String.format(" %.2f (%.2f) |", median(ratios), min(s) / min(first)));
             }
             md.append('\n');
         }
@@ -399,6 +405,10 @@ public final class ReduceKernelsBench {
             Files.writeString(Path.of(out + ".md"), md);
             Files.writeString(Path.of(out + ".tsv"), tsv);
         }
+    }
+
+    private static double min(List<Double> values) {
+        return values.stream().mapToDouble(Double::doubleValue).min().orElseThrow();
     }
 
     private static double median(List<Double> values) {
