@@ -11,26 +11,22 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * Element-wise reductions over the ranks' operands: Vector API loops for float32, plain loops over
- * arrays for everything else. The choice was measured, the Vector API loops against plain loops in
- * one sitting (engines/shm's ReduceKernelsBench, docs/lab/PERFORMANCE-LOG.md): the Vector API
- * stayed where it was the faster, in the two-rank float32 SUM kernels and in the general float32
- * loop on operands of more than 1 MiB (it streams all operands at once); elsewhere the plain
- * loops were as fast or faster.
+ * Element-wise reductions over the ranks' operands: small Vector API kernels for the two-rank
+ * float32 SUM, the common case, and plain loops over arrays for everything else. The choice was
+ * measured, the Vector API loops against plain loops in the same JVM (engines/shm's
+ * ReduceKernelsBench, docs/lab/PERFORMANCE-LOG.md): the two-rank float32 SUM kernels were about
+ * as fast on small operands and faster on large ones, so they stayed; the loops for the other
+ * reductions were slower than plain loops at most sizes, and C2 often compiled them without the
+ * Vector API intrinsics (boxing every vector), so they went.
  *
  * <p>The words are those of {@link ReduceArgs}. Operands are folded in rank order 0, 1, ..., n-1,
  * so the result does not depend on which rank computes it. AVG sums and then divides by
  * {@code n} (truncating for integers), on the rank that reduces, so every rank copies the same
  * bits. Every operation is done in the element's own type (float32 rounds to float after each),
- * and MIN and MAX follow {@link Math#min}/{@link Math#max} (NaN wins, -0.0 is below 0.0), in the
- * vectors as in the plain loops.
+ * and MIN and MAX follow {@link Math#min}/{@link Math#max} (NaN wins, -0.0 is below 0.0).
  *
- * <p>Shape: one dispatcher and three paths. The two-rank float32 SUM, the common case, has small
- * kernels of its own. Any other float32 reduction of more than 1 MiB runs one Vector API loop over
- * the whole vectors (its species and vector class fixed, as a loop over the abstract
- * {@code Vector<E>} would be megamorphic and C2 would box every vector). Everything else, the
- * elements past that loop's last whole vector included, takes the general path: chunks staged
- * through arrays and folded by plain loops, one per type and op (see below).
+ * <p>Shape: one dispatcher and two paths, the two-rank float32 SUM's kernels and the general path:
+ * chunks staged through arrays and folded by plain loops, one per type and op (see below).
  */
 public final class ReduceKernels {
 
@@ -47,11 +43,6 @@ public final class ReduceKernels {
     private static final VectorSpecies<Float> FLOATS = FloatVector.SPECIES_PREFERRED;
     /** The general path's chunk: one staging array's size (two of them stay in the first-level cache). */
     static final int CHUNK_BYTES = 8 << 10;
-    /**
-     * Operands of up to 1 MiB of float32 take the general path too, which measured faster there;
-     * the Vector API loop measured faster on larger ones (docs/lab/PERFORMANCE-LOG.md).
-     */
-    static final int VECTOR_MIN_FLOATS = (1 << 20) / 4;
 
     private ReduceKernels() {
     }
@@ -72,19 +63,12 @@ public final class ReduceKernels {
                 return;
             }
         }
-        if (a.type == DataType.FLOAT32 && a.count > VECTOR_MIN_FLOATS) {
-            long done = floats(a, opc, avg);
-            if (done < a.count) {
-                staged(a, FLOAT32, opc, avg, done);
-            }
-        } else {
-            staged(a, lanes(a.type), opc, avg, 0);
-        }
+        staged(a, lanes(a.type), opc, avg);
     }
 
-    /** The general path alone, for any type, float32 too: what ReduceKernelsBench times against the Vector API's. */
+    /** The general path alone, the two-rank float32 SUM too: what ReduceKernelsBench times against its kernels. */
     static void reduceStaged(ReduceArgs a) {
-        staged(a, lanes(a.type), opCode(a.op), a.op == ReduceOp.AVG && a.ranks > 1, 0);
+        staged(a, lanes(a.type), opCode(a.op), a.op == ReduceOp.AVG && a.ranks > 1);
     }
 
     /** The loops' operation: AVG sums (and then divides). */
@@ -142,10 +126,10 @@ public final class ReduceKernels {
         sumTwoFloats(direct, 0, shm, scratch, count, direct, bytes, scratch + bytes);
         sumTwoFloatsInPlace(shm, scratch + bytes, scratch, count, scratch + bytes, scratch + 2 * bytes);
         int n = a.terms.length;
-        floats(a.ranks(n, 0).own(direct, 0).out(direct, bytes).noResults(), SUM, false);
-        floats(a.addResult(scratch + bytes), SUM, false);
-        floats(a.ranks(n, 1).own(shm, scratch).out(shm, scratch + 2 * bytes).noResults(), SUM, false);
-        floats(a.addResult(scratch + bytes), SUM, true);
+        staged(a.ranks(n, 0).own(direct, 0).out(direct, bytes).noResults(), FLOAT32, SUM, false);
+        staged(a.addResult(scratch + bytes), FLOAT32, SUM, false);
+        staged(a.ranks(n, 1).own(shm, scratch).out(shm, scratch + 2 * bytes).noResults(), FLOAT32, SUM, false);
+        staged(a.addResult(scratch + bytes), FLOAT32, SUM, true);
     }
 
     /*
@@ -221,47 +205,7 @@ public final class ReduceKernels {
     }
 
     /*
-     * The float32 loop; returns how many elements it reduced (the whole vectors). The flyweight's
-     * fields are read into locals first: stores into native memory may alias any heap field as far
-     * as C2 knows, so fields read inside the loop would be re-read on every iteration. The own
-     * operand is loaded at its own call site, apart from the mapping's: a load site that meets two
-     * kinds of segment loses the intrinsics (see compileFloatKernels).
-     */
-
-    private static long floats(ReduceArgs a, int opc, boolean avg) {
-        VectorSpecies<Float> sp = FLOATS;
-        int n = a.ranks, self = a.self, results = a.resultCount;
-        long count = a.count, ownOff = a.ownOffset, outOff = a.outOffset;
-        MemorySegment own = a.own, shm = a.shm, out = a.out;
-        long[] terms = a.terms, at = a.results;
-        long upper = sp.loopBound(count);
-        FloatVector divisor = FloatVector.broadcast(sp, (float) n);
-        for (long b = 0, end = upper * 4; b < end; b += sp.vectorByteSize()) {
-            FloatVector acc = self == 0 ? FloatVector.fromMemorySegment(sp, own, ownOff + b, NO)
-                    : FloatVector.fromMemorySegment(sp, shm, terms[0] + b, NO);
-            for (int j = 1; j < n; j++) {
-                FloatVector t = j == self ? FloatVector.fromMemorySegment(sp, own, ownOff + b, NO)
-                        : FloatVector.fromMemorySegment(sp, shm, terms[j] + b, NO);
-                acc = switch (opc) {
-                    case SUM -> acc.add(t);
-                    case PRODUCT -> acc.mul(t);
-                    case MIN -> acc.min(t);
-                    default -> acc.max(t);
-                };
-            }
-            if (avg) {
-                acc = acc.div(divisor);
-            }
-            acc.intoMemorySegment(out, outOff + b, NO);
-            for (int r = 0; r < results; r++) {
-                acc.intoMemorySegment(shm, at[r] + b, NO);
-            }
-        }
-        return upper;
-    }
-
-    /*
-     * The general path, a chunk of CHUNK_BYTES at a time from element `from` on. Each operand's
+     * The general path, a chunk of CHUNK_BYTES at a time. Each operand's
      * chunk, in rank order, is copied into an array (MemorySegment.copy takes any kind of segment)
      * and folded into the accumulator's array by a plain counted loop, chosen before the chunks.
      * The accumulator's chunk is then copied to out and to every result, after every operand's
@@ -309,7 +253,7 @@ public final class ReduceKernels {
         };
     }
 
-    private static <A> void staged(ReduceArgs a, Lanes<A> lanes, int opc, boolean avg, long from) {
+    private static <A> void staged(ReduceArgs a, Lanes<A> lanes, int opc, boolean avg) {
         int e = a.type.byteSize();
         int chunk = CHUNK_BYTES / e;
         A acc = a.staging(0, lanes.arrays(), chunk);
@@ -322,7 +266,7 @@ public final class ReduceKernels {
         };
         ValueLayout layout = lanes.layout();
         int n = a.ranks;
-        for (long s = from; s < a.count; s += chunk) {
+        for (long s = 0; s < a.count; s += chunk) {
             int len = (int) Math.min(chunk, a.count - s);
             long b = s * e;
             load(a, 0, layout, b, acc, len);

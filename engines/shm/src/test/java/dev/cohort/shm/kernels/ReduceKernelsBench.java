@@ -33,8 +33,9 @@ import java.util.function.LongUnaryOperator;
  *   <li>{@code kernel}: {@code ReduceKernels.reduce}, the build on the class path;</li>
  *   <li>{@code base}: the same from the classes in {@code --baseline DIR} (another commit's build), loaded by a class
  *       loader of its own, so that the two builds' methods are profiled and compiled apart;</li>
- *   <li>{@code staged}: ReduceKernels' general path alone (plain loops over chunks staged through arrays), for
- *       float32 too, which {@code reduce} gives to its Vector API loops;</li>
+ *   <li>{@code staged}: ReduceKernels' general path alone (plain loops over chunks staged through arrays), the
+ *       two-rank float32 SUM too, which {@code reduce} gives to its Vector API kernels (elsewhere it runs what
+ *       {@code kernel} runs, entered apart: the two show the sitting's noise);</li>
  *   <li>{@code plain}: plain loops over the segments, one counted int loop per type and op with nothing else in it
  *       (the form C2's auto-vectorizer takes), applied rank by rank, then {@code MemorySegment.copy} for the
  *       result's copy.</li>

@@ -30,8 +30,8 @@ import org.junit.jupiter.api.Timeout;
  * between whole vectors and the scalar tail is checked. Segments of the kinds the engine passes
  * (a direct buffer, a mapping of a /dev/shm file), at offsets that are not multiples of a vector.
  * Then the general kernels: every type and op over three ranks, against a plain loop in the
- * element's own type, bit for bit, for every count from 0 to 300 (the general path's staged
- * chunks) and for float32 past the size from which reduce takes its Vector API loop.
+ * element's own type, bit for bit, for every count from 0 to 300 and for counts around the
+ * general path's chunk size.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ReduceKernelsTest {
@@ -48,8 +48,7 @@ class ReduceKernelsTest {
         file = Files.createTempFile(Path.of("/dev/shm"), "cohort-kernels-test", "");
         arena = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            long general = 5 * (4L * (ReduceKernels.VECTOR_MIN_FLOATS + 33) + 64);   // checkGeneralKernels' largest
-            shm = ch.map(FileChannel.MapMode.READ_WRITE, 0, Math.max(4L * 4 * MAX, general) + 4096, arena);
+            shm = ch.map(FileChannel.MapMode.READ_WRITE, 0, 5 * (8L * MAX + 64) + 4096, arena);   // checkGeneralKernels' largest
         }
     }
 
@@ -120,11 +119,13 @@ class ReduceKernelsTest {
         }
     }
 
-    /** float32 from the size on which reduce takes its Vector API loop: whole vectors, then tails of several lengths. */
+    /** Counts that end just before, at and just after the general path's chunks, and one of several chunks. */
     @Test
-    void float32VectorLoopMatchesAPlainLoop() {
-        int v = ReduceKernels.VECTOR_MIN_FLOATS;
-        checkGeneralKernels(DataType.FLOAT32, new int[] {v, v + 1, v + 15, v + 16, v + 33});
+    void generalKernelsMatchAPlainLoopAcrossChunks() {
+        for (DataType type : DataType.values()) {
+            int chunk = ReduceKernels.CHUNK_BYTES / type.byteSize();
+            checkGeneralKernels(type, new int[] {chunk - 1, chunk, chunk + 1, 2 * chunk + 7, MAX});
+        }
     }
 
     /**
