@@ -111,7 +111,7 @@ public final class ReduceKernels {
             long t0 = System.nanoTime();
             runFloatKernels(a, direct, shm, scratch, bytes, count);
             long took = System.nanoTime() - t0;
-            if (took < 4_000) {   // 8 kernel calls over 1 KiB each: compiled, they take well under 1 us
+            if (took < 4_000) {   // 7 kernel calls over 1 KiB each: compiled, they take well under 1 us
                 return true;
             }
             if (t0 - deadline > 0) {
@@ -205,9 +205,9 @@ public final class ReduceKernels {
     }
 
     /*
-     * The general path, a chunk of CHUNK_BYTES at a time. Each operand's
-     * chunk, in rank order, is copied into an array (MemorySegment.copy takes any kind of segment)
-     * and folded into the accumulator's array by a plain counted loop, chosen before the chunks.
+     * The general path, a chunk of CHUNK_BYTES at a time. Each operand's chunk, in rank order, is
+     * copied into an array (MemorySegment.copy takes any kind of segment) and folded into the
+     * accumulator's array by a plain counted loop, chosen before the chunks.
      * The accumulator's chunk is then copied to out and to every result, after every operand's
      * chunk has been read: so out may be the own operand and the results the terms, as in an
      * allreduce in place. Why arrays: a plain loop over two segments stays scalar (JDK 25's C2
