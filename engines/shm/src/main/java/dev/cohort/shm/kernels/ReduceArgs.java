@@ -3,17 +3,21 @@ package dev.cohort.shm.kernels;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.ReduceOp;
 import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+import java.util.function.IntFunction;
 
 /**
  * The operands of one {@link ReduceKernels#reduce} call: a mutable flyweight that its caller
  * owns and refills for every call, so that calling a kernel allocates nothing (a group keeps one
- * under its runner lock). Not thread-safe.
+ * under its runner lock; the general path's staging arrays are made on first use and kept). Not
+ * thread-safe.
  *
  * <p>The words (see {@link ReduceKernels}): {@code count} elements are reduced over {@code ranks}
  * operands; operand j starts at byte {@code term(j)} of the mapping {@code shm}, except this
  * rank's own ({@code self}), which is read from {@code own} at {@code ownOffset}. The result goes
  * to {@code out} at {@code outOffset} and to each of the {@code results} offsets of {@code shm}
- * (none after {@link #noResults()}).
+ * (none after {@link #noResults()}). The result may be written exactly over the own operand, and
+ * a result copy exactly over a term (as an allreduce in place does), but not partly over either.
  */
 public final class ReduceArgs {
 
@@ -30,6 +34,8 @@ public final class ReduceArgs {
     long outOffset;
     final long[] results;
     int resultCount;
+    /** The general path's arrays, made on first use: per element type (by ordinal), the accumulator's and an operand's. */
+    private final Object[] staging = new Object[2 * DataType.values().length];
 
     /** For groups of at most {@code maxRanks} ranks; at most {@code maxRanks} result copies. */
     public ReduceArgs(int maxRanks) {
@@ -37,10 +43,16 @@ public final class ReduceArgs {
         this.results = new long[Math.max(2, maxRanks)];
     }
 
+    /** How many elements each operand has. */
+    public ReduceArgs count(long count) {
+        this.count = count;
+        return this;
+    }
+
     /** The element type and the operation. */
     public ReduceArgs op(DataType type, ReduceOp op) {
-        this.type = type;
-        this.op = op;
+        this.type = Objects.requireNonNull(type, "type");
+        this.op = Objects.requireNonNull(op, "op");
         return this;
     }
 
@@ -49,21 +61,22 @@ public final class ReduceArgs {
         if (ranks > terms.length) {
             throw new IllegalArgumentException(ranks + " ranks, made for at most " + terms.length);
         }
+        Objects.checkIndex(self, ranks);
         this.ranks = ranks;
         this.self = self;
         return this;
     }
 
-    /** This rank's operand. */
-    public ReduceArgs own(MemorySegment segment, long offset) {
-        this.own = segment;
-        this.ownOffset = offset;
+    /** The mapping the other operands (see {@link #term}) and the result copies lie in. */
+    public ReduceArgs shm(MemorySegment shm) {
+        this.shm = Objects.requireNonNull(shm, "shm");
         return this;
     }
 
-    /** The mapping the other operands (see {@link #term}) and the result copies lie in. */
-    public ReduceArgs shm(MemorySegment shm) {
-        this.shm = shm;
+    /** This rank's operand. */
+    public ReduceArgs own(MemorySegment segment, long offset) {
+        this.own = Objects.requireNonNull(segment, "own");
+        this.ownOffset = offset;
         return this;
     }
 
@@ -73,13 +86,11 @@ public final class ReduceArgs {
         return this;
     }
 
-    public ReduceArgs count(long count) {
-        this.count = count;
-        return this;
-    }
-
     /** Where the result goes (the caller's memory, usually). */
     public ReduceArgs out(MemorySegment segment, long offset) {
+        if (segment.isReadOnly()) {
+            throw new IllegalArgumentException("the result cannot go to a read-only segment: " + segment);
+        }
         this.out = segment;
         this.outOffset = offset;
         return this;
@@ -95,5 +106,15 @@ public final class ReduceArgs {
     public ReduceArgs addResult(long offset) {
         results[resultCount++] = offset;
         return this;
+    }
+
+    /** Staging array {@code which} (0 or 1) of this call's type, of {@code length} elements, made by {@code arrays} at first. */
+    @SuppressWarnings("unchecked")
+    <A> A staging(int which, IntFunction<A> arrays, int length) {
+        int k = 2 * type.ordinal() + which;
+        if (staging[k] == null) {
+            staging[k] = arrays.apply(length);
+        }
+        return (A) staging[k];
     }
 }

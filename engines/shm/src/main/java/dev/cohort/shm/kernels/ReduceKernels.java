@@ -6,29 +6,27 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import jdk.incubator.vector.DoubleVector;
+import java.util.function.IntFunction;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.IntVector;
-import jdk.incubator.vector.LongVector;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * Element-wise reductions over the ranks' operands with the Vector API (plain loops over
- * {@code MemorySegment} were not vectorized in the prototype and ran 2-3x slower).
+ * Element-wise reductions over the ranks' operands: small Vector API kernels for the two-rank
+ * float32 SUM, the common case, and plain loops over arrays for everything else. The choice was
+ * measured, the Vector API loops against plain loops in the same JVM (engines/shm's
+ * ReduceKernelsBench, docs/lab/PERFORMANCE-LOG.md): the two-rank float32 SUM kernels were about
+ * as fast on small operands and faster on large ones, so they stayed; the loops for the other
+ * reductions were slower than plain loops at most sizes, and C2 often compiled them without the
+ * Vector API intrinsics (boxing every vector), so they went.
  *
  * <p>The words are those of {@link ReduceArgs}. Operands are folded in rank order 0, 1, ..., n-1,
  * so the result does not depend on which rank computes it. AVG sums and then divides by
  * {@code n} (truncating for integers), on the rank that reduces, so every rank copies the same
- * bits. MIN and MAX follow {@link Math#min}/{@link Math#max}, in the vectors as in the tails.
+ * bits. Every operation is done in the element's own type (float32 rounds to float after each),
+ * and MIN and MAX follow {@link Math#min}/{@link Math#max} (NaN wins, -0.0 is below 0.0).
  *
- * <p>Shape: one dispatcher, one vector loop per element type (each type has its own species and
- * vector class, and a loop over the abstract {@code Vector<E>} shared by four types would be
- * megamorphic, so C2 would box every vector), and one scalar tail per kind of number for the
- * elements past the last whole vector: int32 and int64 in {@code long} (two's complement
- * arithmetic agrees in the low 32 bits; truncated before AVG divides), float32 and float64 in
- * {@code double} (a float32 result rounded back to float after every operation: for +, *, / of
- * two floats a double's 53 bits round to exactly the float result, so the bits are those of a
- * float loop). The two-rank float32 SUM, the common case, has its own small kernels (see below).
+ * <p>Shape: one dispatcher and two paths, the two-rank float32 SUM's kernels and the general path:
+ * chunks staged through arrays and folded by plain loops, one per type and op (see below).
  */
 public final class ReduceKernels {
 
@@ -43,21 +41,15 @@ public final class ReduceKernels {
     private static final int MAX = 3;
 
     private static final VectorSpecies<Float> FLOATS = FloatVector.SPECIES_PREFERRED;
-    private static final VectorSpecies<Double> DOUBLES = DoubleVector.SPECIES_PREFERRED;
-    private static final VectorSpecies<Integer> INTS = IntVector.SPECIES_PREFERRED;
-    private static final VectorSpecies<Long> LONGS = LongVector.SPECIES_PREFERRED;
+    /** The general path's chunk: one staging array's size (two of them stay in the first-level cache). */
+    static final int CHUNK_BYTES = 8 << 10;
 
     private ReduceKernels() {
     }
 
     /** Reduces as {@code a} says (see {@link ReduceArgs}); allocates nothing. */
     public static void reduce(ReduceArgs a) {
-        int opc = switch (a.op) {
-            case SUM, AVG -> SUM;
-            case PRODUCT -> PRODUCT;
-            case MIN -> MIN;
-            case MAX -> MAX;
-        };
+        int opc = opCode(a.op);
         boolean avg = a.op == ReduceOp.AVG && a.ranks > 1;
         if (a.ranks == 2 && a.op == ReduceOp.SUM && a.type == DataType.FLOAT32 && a.resultCount <= 1) {
             long resultOff = a.resultCount == 1 ? a.results[0] : -1;
@@ -71,19 +63,22 @@ public final class ReduceKernels {
                 return;
             }
         }
-        long done = switch (a.type) {
-            case FLOAT32 -> floats(a, opc, avg);
-            case FLOAT64 -> doubles(a, opc, avg);
-            case INT32 -> ints(a, opc, avg);
-            case INT64 -> longs(a, opc, avg);
+        staged(a, lanes(a.type), opc, avg);
+    }
+
+    /** The general path alone, the two-rank float32 SUM too: what ReduceKernelsBench times against its kernels. */
+    static void reduceStaged(ReduceArgs a) {
+        staged(a, lanes(a.type), opCode(a.op), a.op == ReduceOp.AVG && a.ranks > 1);
+    }
+
+    /** The loops' operation: AVG sums (and then divides). */
+    private static int opCode(ReduceOp op) {
+        return switch (op) {
+            case SUM, AVG -> SUM;
+            case PRODUCT -> PRODUCT;
+            case MIN -> MIN;
+            case MAX -> MAX;
         };
-        if (done < a.count) {
-            if (a.type == DataType.FLOAT32 || a.type == DataType.FLOAT64) {
-                floatingTail(a, opc, avg, done);
-            } else {
-                integralTail(a, opc, avg, done);
-            }
-        }
     }
 
     /**
@@ -116,7 +111,7 @@ public final class ReduceKernels {
             long t0 = System.nanoTime();
             runFloatKernels(a, direct, shm, scratch, bytes, count);
             long took = System.nanoTime() - t0;
-            if (took < 4_000) {   // 8 kernel calls over 1 KiB each: compiled, they take well under 1 us
+            if (took < 4_000) {   // 7 kernel calls over 1 KiB each: compiled, they take well under 1 us
                 return true;
             }
             if (t0 - deadline > 0) {
@@ -131,10 +126,10 @@ public final class ReduceKernels {
         sumTwoFloats(direct, 0, shm, scratch, count, direct, bytes, scratch + bytes);
         sumTwoFloatsInPlace(shm, scratch + bytes, scratch, count, scratch + bytes, scratch + 2 * bytes);
         int n = a.terms.length;
-        floats(a.ranks(n, 0).own(direct, 0).out(direct, bytes).noResults(), SUM, false);
-        floats(a.addResult(scratch + bytes), SUM, false);
-        floats(a.ranks(n, 1).own(shm, scratch).out(shm, scratch + 2 * bytes).noResults(), SUM, false);
-        floats(a.addResult(scratch + bytes), SUM, true);
+        staged(a.ranks(n, 0).own(direct, 0).out(direct, bytes).noResults(), FLOAT32, SUM, false);
+        staged(a.addResult(scratch + bytes), FLOAT32, SUM, false);
+        staged(a.ranks(n, 1).own(shm, scratch).out(shm, scratch + 2 * bytes).noResults(), FLOAT32, SUM, false);
+        staged(a.addResult(scratch + bytes), FLOAT32, SUM, true);
     }
 
     /*
@@ -143,8 +138,7 @@ public final class ReduceKernels {
      * method with one loop and no branch inside: C2 compiles only the branches a method has taken,
      * and a branch taken later (the result copy that the pipelined path needs and the small path
      * does not, say) deoptimizes the method back to the interpreter, where Vector API operations
-     * run about 100x slower until C2 compiles it again. About 3x faster than the general loop at
-     * 4 KiB.
+     * run about 100x slower until C2 compiles it again.
      */
 
     /**
@@ -211,226 +205,118 @@ public final class ReduceKernels {
     }
 
     /*
-     * The general vector loops, one per type; each returns how many elements it reduced (the whole
-     * vectors). The flyweight's fields are read into locals first: stores into native memory may
-     * alias any heap field as far as C2 knows, so fields read inside the loop would be re-read on
-     * every iteration. The own operand is loaded at its own call site, apart from the mapping's:
-     * a load site that meets two kinds of segment loses the intrinsics (see compileFloatKernels).
+     * The general path, a chunk of CHUNK_BYTES at a time. Each operand's chunk, in rank order, is
+     * copied into an array (MemorySegment.copy takes any kind of segment) and folded into the
+     * accumulator's array by a plain counted loop, chosen before the chunks.
+     * The accumulator's chunk is then copied to out and to every result, after every operand's
+     * chunk has been read: so out may be the own operand and the results the terms, as in an
+     * allreduce in place. Why arrays: a plain loop over two segments stays scalar (JDK 25's C2
+     * cannot rule out that they overlap, and has no run-time check for it), and one whose accesses
+     * have met more than one kind of segment (a direct buffer's, a heap buffer's, the mapping's)
+     * was several times slower still; over two arrays C2 vectorizes it, and only the copies, which
+     * take any segment, see the segments. What the staging costs shows on operands larger than the
+     * caches, where one copy streams at a time (docs/lab/PERFORMANCE-LOG.md).
      */
 
-    private static long floats(ReduceArgs a, int opc, boolean avg) {
-        VectorSpecies<Float> sp = FLOATS;
-        int n = a.ranks, self = a.self, results = a.resultCount;
-        long count = a.count, ownOff = a.ownOffset, outOff = a.outOffset;
-        MemorySegment own = a.own, shm = a.shm, out = a.out;
-        long[] terms = a.terms, at = a.results;
-        long upper = sp.loopBound(count);
-        FloatVector divisor = FloatVector.broadcast(sp, (float) n);
-        for (long b = 0, end = upper * 4; b < end; b += sp.vectorByteSize()) {
-            FloatVector acc = self == 0 ? FloatVector.fromMemorySegment(sp, own, ownOff + b, NO)
-                    : FloatVector.fromMemorySegment(sp, shm, terms[0] + b, NO);
-            for (int j = 1; j < n; j++) {
-                FloatVector t = j == self ? FloatVector.fromMemorySegment(sp, own, ownOff + b, NO)
-                        : FloatVector.fromMemorySegment(sp, shm, terms[j] + b, NO);
-                acc = switch (opc) {
-                    case SUM -> acc.add(t);
-                    case PRODUCT -> acc.mul(t);
-                    case MIN -> acc.min(t);
-                    default -> acc.max(t);
-                };
-            }
-            if (avg) {
-                acc = acc.div(divisor);
-            }
-            acc.intoMemorySegment(out, outOff + b, NO);
-            for (int r = 0; r < results; r++) {
-                acc.intoMemorySegment(shm, at[r] + b, NO);
-            }
-        }
-        return upper;
+    /** One element type's layout, staging arrays and loops; the arrays are each ReduceArgs' own. */
+    private record Lanes<A>(ValueLayout layout, IntFunction<A> arrays, Fold<A> add, Fold<A> multiply, Fold<A> min,
+                            Fold<A> max, Divide<A> divide) {
     }
 
-    private static long doubles(ReduceArgs a, int opc, boolean avg) {
-        VectorSpecies<Double> sp = DOUBLES;
-        int n = a.ranks, self = a.self, results = a.resultCount;
-        long count = a.count, ownOff = a.ownOffset, outOff = a.outOffset;
-        MemorySegment own = a.own, shm = a.shm, out = a.out;
-        long[] terms = a.terms, at = a.results;
-        long upper = sp.loopBound(count);
-        DoubleVector divisor = DoubleVector.broadcast(sp, (double) n);
-        for (long b = 0, end = upper * 8; b < end; b += sp.vectorByteSize()) {
-            DoubleVector acc = self == 0 ? DoubleVector.fromMemorySegment(sp, own, ownOff + b, NO)
-                    : DoubleVector.fromMemorySegment(sp, shm, terms[0] + b, NO);
-            for (int j = 1; j < n; j++) {
-                DoubleVector t = j == self ? DoubleVector.fromMemorySegment(sp, own, ownOff + b, NO)
-                        : DoubleVector.fromMemorySegment(sp, shm, terms[j] + b, NO);
-                acc = switch (opc) {
-                    case SUM -> acc.add(t);
-                    case PRODUCT -> acc.mul(t);
-                    case MIN -> acc.min(t);
-                    default -> acc.max(t);
-                };
-            }
-            if (avg) {
-                acc = acc.div(divisor);
-            }
-            acc.intoMemorySegment(out, outOff + b, NO);
-            for (int r = 0; r < results; r++) {
-                acc.intoMemorySegment(shm, at[r] + b, NO);
-            }
-        }
-        return upper;
+    /** {@code acc[i] = acc[i] op t[i]} for i in [0, n). */
+    @FunctionalInterface
+    private interface Fold<A> {
+        void apply(A acc, A t, int n);
     }
 
-    private static long ints(ReduceArgs a, int opc, boolean avg) {
-        VectorSpecies<Integer> sp = INTS;
-        int n = a.ranks, self = a.self, results = a.resultCount;
-        long count = a.count, ownOff = a.ownOffset, outOff = a.outOffset;
-        MemorySegment own = a.own, shm = a.shm, out = a.out;
-        long[] terms = a.terms, at = a.results;
-        long upper = sp.loopBound(count);
-        IntVector divisor = IntVector.broadcast(sp, n);
-        for (long b = 0, end = upper * 4; b < end; b += sp.vectorByteSize()) {
-            IntVector acc = self == 0 ? IntVector.fromMemorySegment(sp, own, ownOff + b, NO)
-                    : IntVector.fromMemorySegment(sp, shm, terms[0] + b, NO);
-            for (int j = 1; j < n; j++) {
-                IntVector t = j == self ? IntVector.fromMemorySegment(sp, own, ownOff + b, NO)
-                        : IntVector.fromMemorySegment(sp, shm, terms[j] + b, NO);
-                acc = switch (opc) {
-                    case SUM -> acc.add(t);
-                    case PRODUCT -> acc.mul(t);
-                    case MIN -> acc.min(t);
-                    default -> acc.max(t);
-                };
-            }
-            if (avg) {
-                acc = acc.div(divisor);
-            }
-            acc.intoMemorySegment(out, outOff + b, NO);
-            for (int r = 0; r < results; r++) {
-                acc.intoMemorySegment(shm, at[r] + b, NO);
-            }
-        }
-        return upper;
+    /** {@code acc[i] = acc[i] / d} for i in [0, n), truncating for integers. */
+    @FunctionalInterface
+    private interface Divide<A> {
+        void apply(A acc, int d, int n);
     }
 
-    private static long longs(ReduceArgs a, int opc, boolean avg) {
-        VectorSpecies<Long> sp = LONGS;
-        int n = a.ranks, self = a.self, results = a.resultCount;
-        long count = a.count, ownOff = a.ownOffset, outOff = a.outOffset;
-        MemorySegment own = a.own, shm = a.shm, out = a.out;
-        long[] terms = a.terms, at = a.results;
-        long upper = sp.loopBound(count);
-        LongVector divisor = LongVector.broadcast(sp, (long) n);
-        for (long b = 0, end = upper * 8; b < end; b += sp.vectorByteSize()) {
-            LongVector acc = self == 0 ? LongVector.fromMemorySegment(sp, own, ownOff + b, NO)
-                    : LongVector.fromMemorySegment(sp, shm, terms[0] + b, NO);
-            for (int j = 1; j < n; j++) {
-                LongVector t = j == self ? LongVector.fromMemorySegment(sp, own, ownOff + b, NO)
-                        : LongVector.fromMemorySegment(sp, shm, terms[j] + b, NO);
-                acc = switch (opc) {
-                    case SUM -> acc.add(t);
-                    case PRODUCT -> acc.mul(t);
-                    case MIN -> acc.min(t);
-                    default -> acc.max(t);
-                };
-            }
-            if (avg) {
-                acc = acc.div(divisor);
-            }
-            acc.intoMemorySegment(out, outOff + b, NO);
-            for (int r = 0; r < results; r++) {
-                acc.intoMemorySegment(shm, at[r] + b, NO);
-            }
-        }
-        return upper;
+    private static final Lanes<float[]> FLOAT32 = new Lanes<>(F32, float[]::new, ReduceKernels::add, ReduceKernels::multiply,
+            ReduceKernels::min, ReduceKernels::max, ReduceKernels::divide);
+    private static final Lanes<double[]> FLOAT64 = new Lanes<>(F64, double[]::new, ReduceKernels::add, ReduceKernels::multiply,
+            ReduceKernels::min, ReduceKernels::max, ReduceKernels::divide);
+    private static final Lanes<int[]> INT32 = new Lanes<>(I32, int[]::new, ReduceKernels::add, ReduceKernels::multiply,
+            ReduceKernels::min, ReduceKernels::max, ReduceKernels::divide);
+    private static final Lanes<long[]> INT64 = new Lanes<>(I64, long[]::new, ReduceKernels::add, ReduceKernels::multiply,
+            ReduceKernels::min, ReduceKernels::max, ReduceKernels::divide);
+
+    private static Lanes<?> lanes(DataType type) {
+        return switch (type) {
+            case FLOAT32 -> FLOAT32;
+            case FLOAT64 -> FLOAT64;
+            case INT32 -> INT32;
+            case INT64 -> INT64;
+        };
     }
 
-    /* The scalar tails: fewer elements than one vector, so a branch per element on the type costs nothing. */
-
-    /** float32 and float64 from element {@code from} on, in double (see the class comment). */
-    private static void floatingTail(ReduceArgs a, int opc, boolean avg, long from) {
-        boolean f32 = a.type == DataType.FLOAT32;
-        int e = f32 ? 4 : 8;
+    private static <A> void staged(ReduceArgs a, Lanes<A> lanes, int opc, boolean avg) {
+        int e = a.type.byteSize();
+        int chunk = CHUNK_BYTES / e;
+        A acc = a.staging(0, lanes.arrays(), chunk);
+        A t = a.staging(1, lanes.arrays(), chunk);
+        Fold<A> fold = switch (opc) {
+            case SUM -> lanes.add();
+            case PRODUCT -> lanes.multiply();
+            case MIN -> lanes.min();
+            default -> lanes.max();
+        };
+        ValueLayout layout = lanes.layout();
         int n = a.ranks;
-        for (long i = from; i < a.count; i++) {
-            long b = i * e;
-            double acc = floating(a, 0, b, f32);
+        for (long s = 0; s < a.count; s += chunk) {
+            int len = (int) Math.min(chunk, a.count - s);
+            long b = s * e;
+            load(a, 0, layout, b, acc, len);
             for (int j = 1; j < n; j++) {
-                double t = floating(a, j, b, f32);
-                acc = switch (opc) {
-                    case SUM -> acc + t;
-                    case PRODUCT -> acc * t;
-                    case MIN -> Math.min(acc, t);
-                    default -> Math.max(acc, t);
-                };
-                if (f32) {
-                    acc = (float) acc;
-                }
+                load(a, j, layout, b, t, len);
+                fold.apply(acc, t, len);
             }
             if (avg) {
-                acc = acc / n;
+                lanes.divide().apply(acc, n, len);
             }
-            if (f32) {
-                float v = (float) acc;
-                a.out.set(F32, a.outOffset + b, v);
-                for (int r = 0; r < a.resultCount; r++) {
-                    a.shm.set(F32, a.results[r] + b, v);
-                }
-            } else {
-                a.out.set(F64, a.outOffset + b, acc);
-                for (int r = 0; r < a.resultCount; r++) {
-                    a.shm.set(F64, a.results[r] + b, acc);
-                }
+            MemorySegment.copy(acc, 0, a.out, layout, a.outOffset + b, len);
+            for (int r = 0; r < a.resultCount; r++) {
+                MemorySegment.copy(acc, 0, a.shm, layout, a.results[r] + b, len);
             }
         }
     }
 
-    /** Operand j's element at byte {@code b}; the own operand read at its own sites, apart from the mapping's. */
-    private static double floating(ReduceArgs a, int j, long b, boolean f32) {
+    /** Operand j's {@code len} elements from byte {@code b} on into {@code array}. */
+    private static void load(ReduceArgs a, int j, ValueLayout layout, long b, Object array, int len) {
         if (j == a.self) {
-            return f32 ? a.own.get(F32, a.ownOffset + b) : a.own.get(F64, a.ownOffset + b);
-        }
-        return f32 ? a.shm.get(F32, a.terms[j] + b) : a.shm.get(F64, a.terms[j] + b);
-    }
-
-    /** int32 and int64 from element {@code from} on, in long (see the class comment). */
-    private static void integralTail(ReduceArgs a, int opc, boolean avg, long from) {
-        boolean i32 = a.type == DataType.INT32;
-        int e = i32 ? 4 : 8;
-        int n = a.ranks;
-        for (long i = from; i < a.count; i++) {
-            long b = i * e;
-            long acc = integral(a, 0, b, i32);
-            for (int j = 1; j < n; j++) {
-                long t = integral(a, j, b, i32);
-                acc = switch (opc) {
-                    case SUM -> acc + t;
-                    case PRODUCT -> acc * t;
-                    case MIN -> Math.min(acc, t);
-                    default -> Math.max(acc, t);
-                };
-            }
-            if (i32) {
-                int v = avg ? (int) acc / n : (int) acc;
-                a.out.set(I32, a.outOffset + b, v);
-                for (int r = 0; r < a.resultCount; r++) {
-                    a.shm.set(I32, a.results[r] + b, v);
-                }
-            } else {
-                long v = avg ? acc / n : acc;
-                a.out.set(I64, a.outOffset + b, v);
-                for (int r = 0; r < a.resultCount; r++) {
-                    a.shm.set(I64, a.results[r] + b, v);
-                }
-            }
+            MemorySegment.copy(a.own, layout, a.ownOffset + b, array, 0, len);
+        } else {
+            MemorySegment.copy(a.shm, layout, a.terms[j] + b, array, 0, len);
         }
     }
 
-    private static long integral(ReduceArgs a, int j, long b, boolean i32) {
-        if (j == a.self) {
-            return i32 ? a.own.get(I32, a.ownOffset + b) : a.own.get(I64, a.ownOffset + b);
-        }
-        return i32 ? a.shm.get(I32, a.terms[j] + b) : a.shm.get(I64, a.terms[j] + b);
-    }
+    /* The loops, a table: one line per type and op. */
+
+    private static void add(float[] a, float[] b, int n) { for (int i = 0; i < n; i++) a[i] += b[i]; }
+    private static void add(double[] a, double[] b, int n) { for (int i = 0; i < n; i++) a[i] += b[i]; }
+    private static void add(int[] a, int[] b, int n) { for (int i = 0; i < n; i++) a[i] += b[i]; }
+    private static void add(long[] a, long[] b, int n) { for (int i = 0; i < n; i++) a[i] += b[i]; }
+
+    private static void multiply(float[] a, float[] b, int n) { for (int i = 0; i < n; i++) a[i] *= b[i]; }
+    private static void multiply(double[] a, double[] b, int n) { for (int i = 0; i < n; i++) a[i] *= b[i]; }
+    private static void multiply(int[] a, int[] b, int n) { for (int i = 0; i < n; i++) a[i] *= b[i]; }
+    private static void multiply(long[] a, long[] b, int n) { for (int i = 0; i < n; i++) a[i] *= b[i]; }
+
+    private static void min(float[] a, float[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]); }
+    private static void min(double[] a, double[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]); }
+    private static void min(int[] a, int[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]); }
+    private static void min(long[] a, long[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]); }
+
+    private static void max(float[] a, float[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]); }
+    private static void max(double[] a, double[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]); }
+    private static void max(int[] a, int[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]); }
+    private static void max(long[] a, long[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]); }
+
+    private static void divide(float[] a, int d, int n) { for (int i = 0; i < n; i++) a[i] /= d; }
+    private static void divide(double[] a, int d, int n) { for (int i = 0; i < n; i++) a[i] /= d; }
+    private static void divide(int[] a, int d, int n) { for (int i = 0; i < n; i++) a[i] /= d; }
+    private static void divide(long[] a, int d, int n) { for (int i = 0; i < n; i++) a[i] /= d; }
 }

@@ -12,7 +12,13 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
+import java.util.function.BinaryOperator;
+import java.util.function.LongFunction;
+import java.util.function.ToLongFunction;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -24,7 +30,8 @@ import org.junit.jupiter.api.Timeout;
  * between whole vectors and the scalar tail is checked. Segments of the kinds the engine passes
  * (a direct buffer, a mapping of a /dev/shm file), at offsets that are not multiples of a vector.
  * Then the general kernels: every type and op over three ranks, against a plain loop in the
- * element's own type, bit for bit (the scalar tails compute int32 in long and float32 in double).
+ * element's own type, bit for bit, for every count from 0 to 300 and for counts around the
+ * general path's chunk size.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ReduceKernelsTest {
@@ -41,7 +48,7 @@ class ReduceKernelsTest {
         file = Files.createTempFile(Path.of("/dev/shm"), "cohort-kernels-test", "");
         arena = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            shm = ch.map(FileChannel.MapMode.READ_WRITE, 0, 4L * 4 * MAX + 4096, arena);
+            shm = ch.map(FileChannel.MapMode.READ_WRITE, 0, 5 * (8L * MAX + 64) + 4096, arena);   // checkGeneralKernels' largest
         }
     }
 
@@ -107,35 +114,56 @@ class ReduceKernelsTest {
 
     @Test
     void generalKernelsMatchAPlainLoopInTheElementTypeForEveryTypeAndOp() {
+        for (DataType type : DataType.values()) {
+            checkGeneralKernels(type, IntStream.rangeClosed(0, 300).toArray());
+        }
+    }
+
+    /** Counts that end just before, at and just after the general path's chunks, and one of several chunks. */
+    @Test
+    void generalKernelsMatchAPlainLoopAcrossChunks() {
+        for (DataType type : DataType.values()) {
+            int chunk = ReduceKernels.CHUNK_BYTES / type.byteSize();
+            checkGeneralKernels(type, new int[] {chunk - 1, chunk, chunk + 1, 2 * chunk + 7, MAX});
+        }
+    }
+
+    /**
+     * Every op over three ranks, rank 1's operand in a direct buffer, the others and two result
+     * copies in the mapping, at offsets that are not multiples of a vector nor, for 8-byte types, of 8.
+     */
+    private void checkGeneralKernels(DataType type, int[] counts) {
         int n = 3;
         int self = 1;
-        MemorySegment user = MemorySegment.ofBuffer(ByteBuffer.allocateDirect(8 * 301 * 2 + 64));
+        int e = type.byteSize();
+        long span = (long) e * Arrays.stream(counts).max().orElseThrow() + 64;
+        MemorySegment user = MemorySegment.ofBuffer(ByteBuffer.allocateDirect(Math.toIntExact(2 * span)));
         long ownOff = 8;
-        long outOff = 8L * 301 + 24;
-        long[] terms = {4, 8L * 301 + 12, -1};
-        terms[2] = terms[1] + 8L * 301 + 4;
-        long[] results = {terms[2] + 8L * 301 + 20, terms[2] + 2 * 8L * 301 + 36};
-        for (DataType type : DataType.values()) {
-            int e = type.byteSize();
-            for (ReduceOp op : ReduceOp.values()) {
-                for (int count = 0; count <= 300; count++) {
-                    for (int i = 0; i < count; i++) {
-                        for (int j = 0; j < n; j++) {
-                            put(type, j == self ? user : shm, (j == self ? ownOff : terms[j]) + (long) e * i, value(j, i));
-                        }
-                    }
-                    args.ranks(n, self).op(type, op).own(user, ownOff).shm(shm).count(count).out(user, outOff)
-                            .noResults().addResult(results[0]).addResult(results[1]);
+        long outOff = span + 24;
+        long[] terms = {4, span + 12, 2 * span + 16};
+        long[] results = {3 * span + 20, 4 * span + 36};
+        for (ReduceOp op : ReduceOp.values()) {
+            for (int count : counts) {
+                for (int i = 0; i < count; i++) {
                     for (int j = 0; j < n; j++) {
-                        args.term(j, terms[j]);
+                        put(type, j == self ? user : shm, (j == self ? ownOff : terms[j]) + (long) e * i, value(j, i));
                     }
-                    ReduceKernels.reduce(args);
-                    for (int i = 0; i < count; i++) {
-                        long expected = expected(type, op, n, i);
+                }
+                args.ranks(n, self).op(type, op).own(user, ownOff).shm(shm).count(count).out(user, outOff)
+                        .noResults().addResult(results[0]).addResult(results[1]);
+                for (int j = 0; j < n; j++) {
+                    args.term(j, terms[j]);
+                }
+                ReduceKernels.reduce(args);
+                for (int i = 0; i < count; i++) {
+                    long expected = expected(type, op, n, i);
+                    long at = (long) e * i;
+                    if (bits(type, user, outOff + at) != expected || bits(type, shm, results[0] + at) != expected
+                            || bits(type, shm, results[1] + at) != expected) {
                         String what = type + " " + op + " count " + count + " element " + i;
-                        assertThat(bits(type, user, outOff + (long) e * i)).as(what).isEqualTo(expected);
-                        assertThat(bits(type, shm, results[0] + (long) e * i)).as("first copy, " + what).isEqualTo(expected);
-                        assertThat(bits(type, shm, results[1] + (long) e * i)).as("second copy, " + what).isEqualTo(expected);
+                        assertThat(bits(type, user, outOff + at)).as(what).isEqualTo(expected);
+                        assertThat(bits(type, shm, results[0] + at)).as("first copy, " + what).isEqualTo(expected);
+                        assertThat(bits(type, shm, results[1] + at)).as("second copy, " + what).isEqualTo(expected);
                     }
                 }
             }
@@ -168,59 +196,43 @@ class ReduceKernelsTest {
 
     /** The reduction of element i over ranks 0..n-1 in rank order, in the element's own type. */
     private static long expected(DataType type, ReduceOp op, int n, int i) {
-        switch (type) {
-            case FLOAT32 -> {
-                float acc = value(0, i) * 0.37f;
-                for (int j = 1; j < n; j++) {
-                    float t = value(j, i) * 0.37f;
-                    acc = switch (op) {
-                        case SUM, AVG -> acc + t;
-                        case PRODUCT -> acc * t;
-                        case MIN -> Math.min(acc, t);
-                        case MAX -> Math.max(acc, t);
-                    };
-                }
-                return Float.floatToRawIntBits(op == ReduceOp.AVG ? acc / n : acc);
+        return switch (type) {
+            case FLOAT32 -> FLOATS.reduce(op, n, i);
+            case FLOAT64 -> DOUBLES.reduce(op, n, i);
+            case INT32 -> INTS.reduce(op, n, i);
+            case INT64 -> LONGS.reduce(op, n, i);
+        };
+    }
+
+    private static final Reference<Float> FLOATS = new Reference<>(v -> v * 0.37f, Float::sum, (x, y) -> x * y,
+            Math::min, Math::max, (x, n) -> x / n, Float::floatToRawIntBits);
+    private static final Reference<Double> DOUBLES = new Reference<>(v -> v * 0.37, Double::sum, (x, y) -> x * y,
+            Math::min, Math::max, (x, n) -> x / n, Double::doubleToRawLongBits);
+    private static final Reference<Integer> INTS = new Reference<>(v -> (int) v, Integer::sum, (x, y) -> x * y,
+            Math::min, Math::max, (x, n) -> x / n, x -> x);
+    private static final Reference<Long> LONGS = new Reference<>(v -> v, Long::sum, (x, y) -> x * y,
+            Math::min, Math::max, (x, n) -> x / n, x -> x);
+
+    /**
+     * One element type's arithmetic, written plainly in that type (boxed, as speed does not matter
+     * here): {@code of} turns a {@link #value} into the element {@link #put} stores, {@code bits}
+     * the element into what {@link #bits} reads back.
+     */
+    private record Reference<T>(LongFunction<T> of, BinaryOperator<T> sum, BinaryOperator<T> product,
+                                BinaryOperator<T> min, BinaryOperator<T> max, BiFunction<T, Integer, T> divide,
+                                ToLongFunction<T> bits) {
+        long reduce(ReduceOp op, int n, int i) {
+            T acc = of.apply(value(0, i));
+            for (int j = 1; j < n; j++) {
+                T t = of.apply(value(j, i));
+                acc = switch (op) {
+                    case SUM, AVG -> sum.apply(acc, t);
+                    case PRODUCT -> product.apply(acc, t);
+                    case MIN -> min.apply(acc, t);
+                    case MAX -> max.apply(acc, t);
+                };
             }
-            case FLOAT64 -> {
-                double acc = value(0, i) * 0.37;
-                for (int j = 1; j < n; j++) {
-                    double t = value(j, i) * 0.37;
-                    acc = switch (op) {
-                        case SUM, AVG -> acc + t;
-                        case PRODUCT -> acc * t;
-                        case MIN -> Math.min(acc, t);
-                        case MAX -> Math.max(acc, t);
-                    };
-                }
-                return Double.doubleToRawLongBits(op == ReduceOp.AVG ? acc / n : acc);
-            }
-            case INT32 -> {
-                int acc = (int) value(0, i);
-                for (int j = 1; j < n; j++) {
-                    int t = (int) value(j, i);
-                    acc = switch (op) {
-                        case SUM, AVG -> acc + t;
-                        case PRODUCT -> acc * t;
-                        case MIN -> Math.min(acc, t);
-                        case MAX -> Math.max(acc, t);
-                    };
-                }
-                return op == ReduceOp.AVG ? acc / n : acc;
-            }
-            default -> {
-                long acc = value(0, i);
-                for (int j = 1; j < n; j++) {
-                    long t = value(j, i);
-                    acc = switch (op) {
-                        case SUM, AVG -> acc + t;
-                        case PRODUCT -> acc * t;
-                        case MIN -> Math.min(acc, t);
-                        case MAX -> Math.max(acc, t);
-                    };
-                }
-                return op == ReduceOp.AVG ? acc / n : acc;
-            }
+            return bits.applyAsLong(op == ReduceOp.AVG ? divide.apply(acc, n) : acc);
         }
     }
 
