@@ -1,6 +1,7 @@
 package dev.cohort.launcher.testing;
 
 import dev.cohort.api.Backends;
+import dev.cohort.api.ProgressReporter;
 import dev.cohort.runtime.SharedMemoryFiles;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -24,6 +25,8 @@ import java.util.Map;
  *                               PRESENT" for the files of the earlier restarts; then like env
  * spam DIR LINES                print LINES long lines, each written in pieces, then exit 0
  * auto DIR                      print "AUTO backend (reason) on JDK n", auto's choice here; then like env
+ * progress DIR STEPS            every rank reports a task of STEPS steps (ProgressReporter.standard(),
+ *                               one step per 2 ms), prints "RANK r DONE" and exits 0
  * rendezvous DIR                rank 0 accepts every other rank on MASTER_PORT and prints "RENDEZVOUS n";
  *                               the others connect to MASTER_ADDR:MASTER_PORT; then like env
  * </pre>
@@ -74,6 +77,7 @@ public final class TestWorker {
                         + Runtime.version().feature());
                 printEnv(env);
             }
+            case "progress" -> progress(rank, Integer.parseInt(args[2]));
             case "rendezvous" -> {
                 rendezvous(env, rank);
                 printEnv(env);
@@ -104,6 +108,18 @@ public final class TestWorker {
             System.out.write(" END\n".getBytes());
             System.out.flush();
         }
+    }
+
+    private static void progress(int rank, int steps) throws InterruptedException {
+        try (ProgressReporter progress = ProgressReporter.standard()) {
+            progress.start("task of rank " + rank, steps, "steps");
+            for (int i = 1; i <= steps; i++) {
+                Thread.sleep(2);
+                int step = i;
+                progress.update(i, () -> "at step " + step);
+            }
+        }
+        System.out.println("RANK " + rank + " DONE");
     }
 
     private static void rendezvous(Map<String, String> env, int rank) throws Exception {
