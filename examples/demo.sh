@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ./cohort demo: trains on Fashion-MNIST with data-parallel workers (shm or Gloo), through the launcher.
 # Builds what is needed, gets the data (installs Debian's dataset-fashion-mnist when root), trains,
-# and writes the summary to out/demo-summary.json. JAVA_HOME comes from ./cohort (the newest JDK).
+# and writes the summary to out/demo-summary.json and its training curve to out/demo-summary.png.
+# JAVA_HOME comes from ./cohort (the newest JDK).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DATA_DIR=/usr/share/datasets/fashion-mnist
@@ -20,7 +21,8 @@ Trains a classifier on Fashion-MNIST with N workers (default 2), started by ./co
                      within each host, Gloo between hosts) is auto's choice for several hosts
   --max-restarts K   restart the group up to K times after a failure (default 0); the run then
                      checkpoints every 100 steps and a restarted group resumes from the last one
-  --json FILE        where the summary goes (default out/demo-summary.json)
+  --json FILE        where the summary goes (default out/demo-summary.json); its chart
+                     (loss, accuracy, samples/s per epoch) goes beside it, FILE.json -> FILE.png
   --data-dir DIR     the four IDX files (default /usr/share/datasets/fashion-mnist)
 Any other option goes to the trainer (dev.cohort.examples.FashionMnistTrainer --help), e.g.
 --lr 0.05, --batch-size 64, --checkpoint-dir DIR --resume.
@@ -119,5 +121,7 @@ set -e
 if [ "$code" -eq 0 ] && [ -f "$json" ]; then
   echo "cohort demo: summary in $json:" >&2
   cat "$json" >&2
+  chart="${json%.json}.png"
+  if [ -f "$chart" ]; then echo "cohort demo: training curve in $chart" >&2; fi
 fi
 exit "$code"

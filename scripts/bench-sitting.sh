@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Cohort's engines and the peers in one sitting, alternating run by run, round by round, then a
-# markdown summary (medians over rounds; ratios against each peer, median and range over rounds).
+# markdown summary (medians over rounds; ratios against each peer, median and range over rounds)
+# and OUT_DIR/sitting.png, a chart of every collectives run beside the peers (allreduce bus
+# bandwidth and time by size, the median over rounds; ./cohort bench chart).
 #   scripts/bench-sitting.sh [ROUNDS] [OUT_DIR]
 # Environment:
 #   WORLD     ranks (default 2)
@@ -38,7 +40,7 @@ fi
 mkdir -p "$OUT"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 alone() { flock -x "$LOCK" "$@"; }
-cohort() { alone "$ROOT/cohort" bench collectives --world "$WORLD" --sizes "$SIZES" "$@" >/dev/null; }
+cohort() { alone "$ROOT/cohort" bench collectives --world "$WORLD" --sizes "$SIZES" --no-chart "$@" >/dev/null; }
 baseline() { alone "${BASELINE:?set BASELINE to a built checkout for base-* runs}/cohort" bench collectives --world "$WORLD" --sizes "$SIZES" "$@" >/dev/null; }
 train() { alone "$ROOT/cohort" bench train --world "$WORLD" --steps "$TRAIN_STEPS" "$@" >/dev/null; }
 mpi() { alone mpirun --allow-run-as-root --oversubscribe -np "$WORLD" "$@" /usr/bin/python3 "$PEERS/mpi_allreduce.py"; }
@@ -68,3 +70,28 @@ for ((i = 1; i <= ROUNDS; i++)); do
   done
 done
 /usr/bin/python3 "$ROOT/scripts/bench-sitting-summary.py" "$OUT" | tee "$OUT/summary.md"
+
+# The chart: each collectives run's rounds as one series, named as in the summary.
+label() {
+  case "$1" in
+    shm-copy) echo "Cohort shm (copying)" ;;     shm-inplace) echo "Cohort shm (in place)" ;;
+    hier) echo "Cohort hier" ;;                  gloo) echo "Cohort gloo" ;;
+    mpi-shm) echo "Open MPI shm" ;;              mpi-tcp) echo "Open MPI TCP" ;;
+    torch-gloo) echo "PyTorch Gloo" ;;           base-*) echo "$(label "${1#base-}") (baseline)" ;;
+    *) echo "$1" ;;
+  esac
+}
+charted=()
+for run in $RUNS; do
+  for ((i = 1; i <= ROUNDS; i++)); do
+    for f in "$OUT/$run-$i.json" "$OUT/$run-$i.txt"; do
+      case "$run" in train-*|torch-ddp) continue ;; esac
+      if [ -f "$f" ]; then charted+=("$(label "$run")=$f"); fi
+    done
+  done
+done
+if [ "${#charted[@]}" -gt 0 ]; then
+  "$ROOT/cohort" bench chart --median --out "$OUT/sitting.png" \
+    --title "allreduce, $WORLD ranks: median of $ROUNDS round(s) per run" "${charted[@]}" >&2 \
+    || echo "bench-sitting: drawing $OUT/sitting.png failed (the summary above stands)" >&2
+fi

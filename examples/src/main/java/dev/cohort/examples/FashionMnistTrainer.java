@@ -30,7 +30,7 @@ import picocli.CommandLine.Option;
 @Command(name = "fashion-mnist", mixinStandardHelpOptions = true, sortOptions = false, versionProvider = Commands.Version.class,
         description = "Trains a classifier on Fashion-MNIST with data-parallel workers.",
         exitCodeListHeading = "%nExit codes:%n",
-        exitCodeList = {"0:done", "1:training failed (missing or corrupt data, backend error)", "2:bad options"})
+        exitCodeList = {"0:done", "1:training failed (missing or corrupt data, backend error), or its summary or chart could not be written", "2:bad options"})
 public final class FashionMnistTrainer implements Callable<Integer> {
 
     /** The environment variable the launcher sets to this worker's share of the cores. */
@@ -94,7 +94,8 @@ public final class FashionMnistTrainer implements Callable<Integer> {
     boolean resume;
 
     @Option(names = "--json", paramLabel = "FILE",
-            description = "write the summary there (root only): workers, epochs, test_accuracy, samples_per_s, seconds")
+            description = "write the summary there (root only): workers, epochs, test_accuracy, samples_per_s, seconds, "
+                    + "epochs_detail; and its chart (loss, accuracy, samples/s per epoch) beside it, FILE.json -> FILE.png")
     Path json;
 
     private BackendChoice backendChoice;
@@ -160,6 +161,14 @@ public final class FashionMnistTrainer implements Callable<Integer> {
             if (json != null && backend.isRootWorker()) {
                 summary.writeJson(json);
                 out.println("summary written to " + json.toAbsolutePath());
+                Path chart = TrainingChart.pathFor(json);
+                try {
+                    TrainingChart.write(summary, chart);
+                } catch (IOException | RuntimeException e) {
+                    err.println("fashion-mnist: cannot draw the training chart " + chart.toAbsolutePath() + ": " + e);
+                    return 1;
+                }
+                out.println("chart written to " + chart.toAbsolutePath());
             }
             return 0;
         } catch (DataFileException e) {

@@ -7,6 +7,7 @@ import dev.cohort.api.Distributed;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.LaunchEnvironment;
+import dev.cohort.api.ProgressReporter;
 import dev.cohort.libtorch.LibTorch;
 import dev.cohort.torch.Batch;
 import dev.cohort.torch.Checkpoints;
@@ -52,13 +53,15 @@ import org.bytedeco.pytorch.global.torch;
  *   <li>after each epoch: test accuracy (each worker scores its slice of the test set and the
  *       correct counts are averaged) and, on the root only, a checkpoint.</li>
  * </ol>
- * Only the root worker prints and writes files.
+ * Only the root worker prints (each step's progress through {@link ProgressReporter}, which {@code cohort run}
+ * shows as a live line) and writes files.
  */
 public final class FashionMnistTraining {
 
     private static final Pattern CHECKPOINT_NAME = Pattern.compile("checkpoint-step-(\\d+)\\.pt");
     private static final int CHECKPOINTS_KEPT = 2;
     private static final int EVAL_BATCH = 1000;
+    private static final PrintStream NO_OUTPUT = new PrintStream(java.io.OutputStream.nullOutputStream());
 
     private final DistributedBackend backend;
     private final TrainingConfig config;
@@ -131,6 +134,10 @@ public final class FashionMnistTraining {
                 config.batchSize(), config.lr(), config.schedule().label(), config.momentum(), config.threads()));
 
         List<Double> accuracies = new ArrayList<>();
+        // Every worker reads the history, as every worker loads the checkpoint: the summary is the same everywhere.
+        List<TrainingSummary.EpochResult> epochResults = new ArrayList<>(resumed
+                ? EpochHistory.read(config.checkpointDir(), position.epoch(), root ? out : NO_OUTPUT)
+                : List.of());
         long step = position.step();
         long resumedFrom = position.step();
         int restarts = restartCount(System.getenv());
@@ -144,7 +151,7 @@ public final class FashionMnistTraining {
         int epoch = position.epoch();
         int batch = position.batchInEpoch();
         double epochsTrained = epoch + (double) batch / batches;
-        try (Progress progress = root ? Progress.forOutput(out) : Progress.silent();
+        try (ProgressReporter progress = root ? ProgressReporter.to(out, System.getenv()) : ProgressReporter.silent();
              ProgressMarker marker = root && config.checkpointDir() != null
                      ? ProgressMarker.open(config.checkpointDir(), progressState) : null) {
             for (; epoch < config.epochs() && !stoppedEarly; epoch++, batch = 0) {
@@ -153,9 +160,15 @@ public final class FashionMnistTraining {
                     break;
                 }
                 model.train(true);
-                progress.startEpoch(epoch, config.epochs(), batches, batch);
+                if (batch > 0) {
+                    say(String.format(Locale.ROOT, "epoch %d/%d: resuming at step %d of %d", epoch + 1,
+                            config.epochs(), batch + 1, batches));
+                }
+                progress.start(String.format(Locale.ROOT, "epoch %d/%d", epoch + 1, config.epochs()), batches, "steps");
                 long epochStart = System.nanoTime();
                 long epochSamples = 0;
+                long epochSteps = 0;
+                double epochLossSum = 0;
                 Iterator<Batch> it = shard.epoch(epoch, batch).iterator();
                 while (it.hasNext()) {
                     if (reachedMaxSteps(step)) {
@@ -173,6 +186,8 @@ public final class FashionMnistTraining {
                         lastLoss = TorchCollectives.averageAll(backend, loss).item_float();
                         epochSamples += b.size();
                     }
+                    epochSteps++;
+                    epochLossSum += lastLoss;
                     step++;
                     batch++;
                     progressState = progressState.completed(step);
@@ -182,23 +197,34 @@ public final class FashionMnistTraining {
                     drill.maybeFail(step, backend.rank());
                     double seconds = (System.nanoTime() - epochStart) / 1e9;
                     // Every worker runs batches of the same size, so this worker's rate times the workers.
-                    progress.step(batch - 1, lastLoss, epochSamples * workers / seconds);
+                    double rate = epochSamples * workers / seconds;
+                    double stepLoss = lastLoss;
+                    progress.update(batch, () -> String.format(Locale.ROOT, "loss %.4f, %.0f samples/s", stepLoss, rate));
                     if (config.checkpointEvery() > 0 && step % config.checkpointEvery() == 0 && it.hasNext()) {
                         saveCheckpoint(model, optimizer, new TrainingPosition(epoch, batch, step));
                     }
                 }
-                trainNanos += System.nanoTime() - epochStart;
+                long epochNanos = System.nanoTime() - epochStart;
+                trainNanos += epochNanos;
                 trainedSamples += epochSamples * workers;
+                progress.finish();
                 accuracy = evaluate(model, testImages, testLabels);
-                if (stoppedEarly) {
-                    epochsTrained = epoch + (double) batch / batches;
-                    saveCheckpoint(model, optimizer, new TrainingPosition(epoch, batch, step));
-                } else {
-                    epochsTrained = epoch + 1;
+                epochsTrained = stoppedEarly ? epoch + (double) batch / batches : epoch + 1;
+                if (!stoppedEarly) {
                     accuracies.add(accuracy);
-                    saveCheckpoint(model, optimizer, new TrainingPosition(epoch + 1, 0, step));
                 }
-                progress.endEpoch(String.format(Locale.ROOT, "epoch %d/%d %s: loss %.4f, test accuracy %.4f",
+                if (epochSteps > 0) {
+                    epochResults.add(new TrainingSummary.EpochResult(epoch + 1, epochsTrained, epochSteps,
+                            epochLossSum / epochSteps, accuracy, epochSamples * workers / (epochNanos / 1e9),
+                            epochNanos / 1e9));
+                }
+                // The history before the checkpoint: a run resumed from the checkpoint finds its epochs.
+                if (root && config.checkpointDir() != null) {
+                    EpochHistory.write(config.checkpointDir(), epochResults);
+                }
+                saveCheckpoint(model, optimizer, stoppedEarly ? new TrainingPosition(epoch, batch, step)
+                        : new TrainingPosition(epoch + 1, 0, step));
+                say(String.format(Locale.ROOT, "epoch %d/%d %s: loss %.4f, test accuracy %.4f",
                         epoch + 1, config.epochs(), stoppedEarly ? "stopped at --max-steps " + config.maxSteps()
                                 : "done", lastLoss, accuracy));
             }
@@ -211,7 +237,7 @@ public final class FashionMnistTraining {
                 step, globalBatch, accuracy, accuracies, lastLoss, samplesPerSecond,
                 (System.nanoTime() - started) / 1e9, resumedFrom,
                 config.checkpointDir() == null && restarts > 0 ? TrainingSummary.UNKNOWN : progressState.stepsRedone(),
-                restarts);
+                restarts, epochResults);
         say(summary.describe());
         return summary;
     }

@@ -1,12 +1,16 @@
 package dev.cohort.examples;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.List;
 import java.util.Locale;
-import java.util.stream.Collectors;
 
 /**
  * How a training run went, as printed at the end and written by {@code --json}.
@@ -32,38 +36,79 @@ import java.util.stream.Collectors;
  *                         {@link #UNKNOWN} when the group was restarted without {@code --checkpoint-dir}
  * @param restarts         how often the launcher had restarted the group before this run
  *                         ({@code COHORT_RESTART_COUNT}; 0 outside the launcher)
+ * @param epochDetails     each epoch trained, in order: those this run trained (in part, when it
+ *                         resumed mid-epoch or {@code --max-steps} stopped it), after those that the
+ *                         checkpoint it resumed from had finished ({@link EpochHistory})
  */
 public record TrainingSummary(String model, String backend, int workers, double epochs, long steps,
                               int globalBatchSize, double testAccuracy, List<Double> epochAccuracies,
                               double finalLoss, double samplesPerSecond, double seconds, long resumedFromStep,
-                              long stepsRedone, int restarts) {
+                              long stepsRedone, int restarts, List<EpochResult> epochDetails) {
 
     /** {@link #stepsRedone} when it cannot be known. */
     public static final long UNKNOWN = -1;
 
+    private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
     public TrainingSummary {
         epochAccuracies = List.copyOf(epochAccuracies);
+        epochDetails = List.copyOf(epochDetails);
     }
 
-    /** One JSON object; the fields the issue names first. */
+    /**
+     * One epoch of training as this run saw it.
+     *
+     * @param epoch            the epoch's number, from 1
+     * @param epochsDone       epochs trained at its end, counting from the start of training
+     *                         (fractional when it stopped mid-epoch)
+     * @param steps            the steps this run took in it
+     * @param trainLoss        the mean training loss of those steps, averaged over workers
+     * @param testAccuracy     accuracy on the whole test set at its end
+     * @param samplesPerSecond training examples per second over all workers in it (training only)
+     * @param seconds          its training time
+     */
+    public record EpochResult(int epoch, double epochsDone, long steps, double trainLoss, double testAccuracy,
+                              double samplesPerSecond, double seconds) {
+    }
+
+    /** One JSON object; the fields the issue names first, then the rest and {@code epochs_detail}. */
     public String toJson() {
-        return "{\n"
-                + "  \"workers\": " + workers + ",\n"
-                + "  \"epochs\": " + number(epochs) + ",\n"
-                + "  \"test_accuracy\": " + number(testAccuracy) + ",\n"
-                + "  \"samples_per_s\": " + number(samplesPerSecond) + ",\n"
-                + "  \"seconds\": " + number(seconds) + ",\n"
-                + "  \"model\": \"" + model + "\",\n"
-                + "  \"backend\": \"" + backend + "\",\n"
-                + "  \"steps\": " + steps + ",\n"
-                + "  \"global_batch_size\": " + globalBatchSize + ",\n"
-                + "  \"final_loss\": " + number(finalLoss) + ",\n"
-                + "  \"resumed_from_step\": " + resumedFromStep + ",\n"
-                + "  \"steps_redone\": " + (stepsRedone == UNKNOWN ? "null" : Long.toString(stepsRedone)) + ",\n"
-                + "  \"restarts\": " + restarts + ",\n"
-                + "  \"epoch_test_accuracy\": ["
-                + epochAccuracies.stream().map(TrainingSummary::number).collect(Collectors.joining(", ")) + "]\n"
-                + "}\n";
+        ObjectNode root = JSON.createObjectNode();
+        root.put("workers", workers);
+        number(root, "epochs", epochs);
+        number(root, "test_accuracy", testAccuracy);
+        number(root, "samples_per_s", samplesPerSecond);
+        number(root, "seconds", seconds);
+        root.put("model", model);
+        root.put("backend", backend);
+        root.put("steps", steps);
+        root.put("global_batch_size", globalBatchSize);
+        number(root, "final_loss", finalLoss);
+        root.put("resumed_from_step", resumedFromStep);
+        if (stepsRedone == UNKNOWN) {
+            root.putNull("steps_redone");
+        } else {
+            root.put("steps_redone", stepsRedone);
+        }
+        root.put("restarts", restarts);
+        ArrayNode accuracies = root.putArray("epoch_test_accuracy");
+        epochAccuracies.forEach(accuracies::add);
+        ArrayNode details = root.putArray("epochs_detail");
+        for (EpochResult e : epochDetails) {
+            ObjectNode d = details.addObject();
+            d.put("epoch", e.epoch());
+            number(d, "epochs_done", e.epochsDone());
+            d.put("steps", e.steps());
+            number(d, "train_loss", e.trainLoss());
+            number(d, "test_accuracy", e.testAccuracy());
+            number(d, "samples_per_s", e.samplesPerSecond());
+            number(d, "seconds", e.seconds());
+        }
+        try {
+            return JSON.writeValueAsString(root) + "\n";
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     /** Writes {@link #toJson()} to {@code file} (through a temporary file and a rename). */
@@ -80,15 +125,21 @@ public record TrainingSummary(String model, String backend, int workers, double 
         return String.format(Locale.ROOT, "done: %s, %d worker(s) on %s, %s epoch(s), %d steps of %d examples%n"
                         + "test accuracy %.4f, final loss %.4f, %.0f samples/s, %.1f s%n"
                         + "restarts %d, resumed from step %d, steps redone %s",
-                model, workers, backend, number(epochs), steps, globalBatchSize, testAccuracy, finalLoss,
+                model, workers, backend, readable(epochs), steps, globalBatchSize, testAccuracy, finalLoss,
                 samplesPerSecond, seconds, restarts, resumedFromStep,
                 stepsRedone == UNKNOWN ? "unknown (no --checkpoint-dir)" : Long.toString(stepsRedone));
     }
 
-    private static String number(double x) {
-        if (!Double.isFinite(x)) {
-            return "null";
+    /** JSON has no NaN or infinity: those are null. */
+    private static void number(ObjectNode node, String name, double x) {
+        if (Double.isFinite(x)) {
+            node.put(name, x);
+        } else {
+            node.putNull(name);
         }
+    }
+
+    private static String readable(double x) {
         if (x == Math.rint(x) && Math.abs(x) < 1e15) {
             return Long.toString((long) x);
         }

@@ -9,10 +9,18 @@ import static dev.cohort.examples.IdxFiles.writeSplit;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.awt.image.BufferedImage;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
+import javax.imageio.ImageIO;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -83,16 +91,82 @@ class FashionMnistDataTest {
     }
 
     @Test
-    void summaryJsonHasTheIssuesFields() {
-        TrainingSummary s = new TrainingSummary("mlp", "gloo", 2, 3, 1407, 128, 0.8871, java.util.List.of(0.84, 0.87, 0.8871),
-                0.25, 5123.456, 61.25, 400, 50, 1);
-        assertThat(s.toJson()).contains("\"workers\": 2,", "\"epochs\": 3,", "\"test_accuracy\": 0.8871,",
-                "\"samples_per_s\": 5123.46,", "\"seconds\": 61.25,", "\"epoch_test_accuracy\": [0.84, 0.87, 0.8871]",
-                "\"resumed_from_step\": 400,", "\"steps_redone\": 50,", "\"restarts\": 1,");
+    void summaryJsonHasTheIssuesFieldsAndEachEpoch() throws IOException {
+        List<TrainingSummary.EpochResult> epochs = List.of(
+                new TrainingSummary.EpochResult(1, 1, 469, 0.61, 0.84, 5000.5, 12.0),
+                new TrainingSummary.EpochResult(2, 2, 469, 0.41, 0.87, 5100, 11.8),
+                new TrainingSummary.EpochResult(3, 3, 469, 0.35, 0.8871, 5123.456, 11.7));
+        TrainingSummary s = new TrainingSummary("mlp", "gloo", 2, 3, 1407, 128, 0.8871, List.of(0.84, 0.87, 0.8871),
+                0.25, 5123.456, 61.25, 400, 50, 1, epochs);
+        JsonNode json = new ObjectMapper().readTree(s.toJson());
+        assertThat(json.get("workers").asInt()).isEqualTo(2);
+        assertThat(json.get("epochs").asDouble()).isEqualTo(3);
+        assertThat(json.get("test_accuracy").asDouble()).isEqualTo(0.8871);
+        assertThat(json.get("samples_per_s").asDouble()).isEqualTo(5123.456);
+        assertThat(json.get("seconds").asDouble()).isEqualTo(61.25);
+        assertThat(json.get("backend").asText()).isEqualTo("gloo");
+        assertThat(json.get("resumed_from_step").asLong()).isEqualTo(400);
+        assertThat(json.get("steps_redone").asLong()).isEqualTo(50);
+        assertThat(json.get("restarts").asInt()).isEqualTo(1);
+        assertThat(json.get("epoch_test_accuracy")).extracting(JsonNode::asDouble).containsExactly(0.84, 0.87, 0.8871);
+        assertThat(json.get("epochs_detail")).hasSize(3);
+        JsonNode second = json.get("epochs_detail").get(1);
+        assertThat(second.get("epoch").asInt()).isEqualTo(2);
+        assertThat(second.get("epochs_done").asDouble()).isEqualTo(2);
+        assertThat(second.get("steps").asLong()).isEqualTo(469);
+        assertThat(second.get("train_loss").asDouble()).isEqualTo(0.41);
+        assertThat(second.get("test_accuracy").asDouble()).isEqualTo(0.87);
+        assertThat(second.get("samples_per_s").asDouble()).isEqualTo(5100);
+        assertThat(second.get("seconds").asDouble()).isEqualTo(11.8);
+        // The fields the issue names come first.
+        assertThat(json.fieldNames()).toIterable().startsWith("workers", "epochs", "test_accuracy", "samples_per_s",
+                "seconds");
         assertThat(s.describe()).endsWith("restarts 1, resumed from step 400, steps redone 50");
-        TrainingSummary unknown = new TrainingSummary("mlp", "gloo", 2, 3, 1407, 128, 0.8871, java.util.List.of(),
-                0.25, 5123.456, 61.25, 0, TrainingSummary.UNKNOWN, 2);
-        assertThat(unknown.toJson()).contains("\"steps_redone\": null,", "\"restarts\": 2,");
+
+        TrainingSummary unknown = new TrainingSummary("mlp", "gloo", 2, 3, 1407, 128, Double.NaN, List.of(),
+                0.25, 5123.456, 61.25, 0, TrainingSummary.UNKNOWN, 2, List.of());
+        JsonNode nulls = new ObjectMapper().readTree(unknown.toJson());
+        assertThat(nulls.get("steps_redone").isNull()).isTrue();
+        assertThat(nulls.get("test_accuracy").isNull()).isTrue();   // JSON has no NaN
+        assertThat(nulls.get("restarts").asInt()).isEqualTo(2);
+        assertThat(nulls.get("epochs_detail")).isEmpty();
         assertThat(unknown.describe()).endsWith("steps redone unknown (no --checkpoint-dir)");
+
+        // The chart beside the summary: summary.json -> summary.png, a PNG of the chart's size.
+        Path chart = TrainingChart.pathFor(dir.resolve("summary.json"));
+        assertThat(chart).isEqualTo(dir.resolve("summary.png"));
+        assertThat(TrainingChart.pathFor(dir.resolve("run"))).isEqualTo(dir.resolve("run.png"));
+        TrainingChart.write(s, chart);
+        assertIsPng(chart, TrainingChart.WIDTH, TrainingChart.HEIGHT);
+    }
+
+    @Test
+    void theEpochHistoryKeepsWhatACheckpointHadFinished() throws IOException {
+        List<TrainingSummary.EpochResult> epochs = List.of(
+                new TrainingSummary.EpochResult(1, 1, 469, 0.61, 0.84, 5000.5, 12.0),
+                new TrainingSummary.EpochResult(2, 2, 469, 0.41, 0.87, 5100, 11.8),
+                new TrainingSummary.EpochResult(3, 2.5, 235, 0.36, 0.88, 5050, 6.1));
+        ByteArrayOutputStream warnings = new ByteArrayOutputStream();
+        PrintStream warn = new PrintStream(warnings, true, StandardCharsets.UTF_8);
+        assertThat(EpochHistory.read(dir, 5, warn)).isEmpty();   // none yet
+        EpochHistory.write(dir, epochs);
+        assertThat(EpochHistory.read(dir, 3, warn)).isEqualTo(epochs);
+        // Resumed from a checkpoint in epoch 3 (2 finished): epoch 3 is trained again.
+        assertThat(EpochHistory.read(dir, 2, warn)).isEqualTo(epochs.subList(0, 2));
+        assertThat(EpochHistory.read(dir, 0, warn)).isEmpty();
+        assertThat(warnings.size()).isZero();
+
+        Files.writeString(dir.resolve(EpochHistory.FILE_NAME), "[{\"epoch\": ");
+        assertThat(EpochHistory.read(dir, 3, warn)).isEmpty();
+        assertThat(warnings.toString(StandardCharsets.UTF_8)).contains(EpochHistory.FILE_NAME, "not an epoch history");
+    }
+
+    /** {@code file} is a PNG image of {@code width} x {@code height}. */
+    static void assertIsPng(Path file, int width, int height) throws IOException {
+        byte[] bytes = Files.readAllBytes(file);
+        assertThat(bytes).startsWith(0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n');
+        BufferedImage image = ImageIO.read(file.toFile());
+        assertThat(image.getWidth()).isEqualTo(width);
+        assertThat(image.getHeight()).isEqualTo(height);
     }
 }

@@ -83,7 +83,7 @@ class FashionMnistTrainerTest {
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
-    void twoGlooWorkersThroughTheLauncherWriteTheSummary() throws IOException {
+    void twoGlooWorkersThroughTheLauncherWriteTheSummaryAndItsChart() throws IOException {
         assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
         Path json = dir.resolve("summary.json");
         LaunchOptions options = LaunchOptions.builder().nprocPerNode(2).masterPort(0).build();
@@ -91,10 +91,16 @@ class FashionMnistTrainerTest {
                 "--distributed-backend", "gloo", "--model", "mlp", "--epochs", "1", "--max-steps", "40",
                 "--json", json.toString()));
         LaunchResult result;
-        try (Launcher launcher = new Launcher(options, program)) {
+        TimedConsole console = new TimedConsole();
+        try (Launcher launcher = new Launcher(options, program).console(console.console())) {
             result = launcher.run();
         }
         assertThat(result.exitCode()).as(result.message()).isZero();
+        // Rank 0's progress reaches the console as progress (plain here: not a terminal), never as a marker.
+        assertThat(console.text()).doesNotContain("cohort-progress");
+        assertThat(console.lines()).anyMatch(l -> l.text().matches(
+                "\\[rank 0] epoch 1/1: \\d+/469 steps \\(\\d+%\\), loss \\d+\\.\\d{4}, \\d+ samples/s"));
+        assertThat(console.lines()).noneMatch(l -> l.text().startsWith("[rank 1] epoch 1/1: "));
         JsonNode summary = new ObjectMapper().readTree(json.toFile());
         assertThat(summary.get("workers").asInt()).isEqualTo(2);
         assertThat(summary.get("backend").asText()).isEqualTo("gloo");
@@ -103,6 +109,18 @@ class FashionMnistTrainerTest {
         assertThat(summary.get("test_accuracy").asDouble()).isBetween(0.6, 1.0);
         assertThat(summary.get("samples_per_s").asDouble()).isPositive();
         assertThat(summary.get("seconds").asDouble()).isPositive();
+        // Each epoch: one, stopped at --max-steps.
+        assertThat(summary.get("epochs_detail")).hasSize(1);
+        JsonNode epoch = summary.get("epochs_detail").get(0);
+        assertThat(epoch.get("epoch").asInt()).isEqualTo(1);
+        assertThat(epoch.get("steps").asLong()).isEqualTo(40);
+        assertThat(epoch.get("epochs_done").asDouble()).isEqualTo(summary.get("epochs").asDouble());
+        assertThat(epoch.get("train_loss").asDouble()).isBetween(summary.get("final_loss").asDouble() * 0.5, 2.5);
+        assertThat(epoch.get("test_accuracy").asDouble()).isEqualTo(summary.get("test_accuracy").asDouble());
+        assertThat(epoch.get("samples_per_s").asDouble()).isPositive();
+        // The chart beside it.
+        FashionMnistDataTest.assertIsPng(dir.resolve("summary.png"), TrainingChart.WIDTH, TrainingChart.HEIGHT);
+        assertThat(console.lines()).anyMatch(l -> l.text().equals("[rank 0] chart written to " + dir.resolve("summary.png")));
     }
 
     // The recovery drills: 2 Gloo workers through the launcher, 60 steps, a checkpoint every 20.

@@ -51,6 +51,18 @@ class FashionMnistTrainingTest {
         String printed = log.toString(StandardCharsets.UTF_8);
         assertThat(printed).contains("training mlp on 2 worker(s) (threads)", "stopped at --max-steps 250",
                 "test accuracy");
+        // Progress outside the launcher: plain lines, the first at once.
+        assertThat(printed).contains("epoch 1/4: 1/469 steps (0%), loss ").doesNotContain("cohort-progress");
+        // The one epoch, cut short at step 250.
+        assertThat(root.epochDetails()).hasSize(1);
+        TrainingSummary.EpochResult epoch = root.epochDetails().get(0);
+        assertThat(epoch.epoch()).isEqualTo(1);
+        assertThat(epoch.steps()).isEqualTo(250);
+        assertThat(epoch.epochsDone()).isEqualTo(root.epochs());
+        assertThat(epoch.trainLoss()).isBetween(0.0, Math.log(10));   // the mean from the start, ln(10)
+        assertThat(epoch.testAccuracy()).isEqualTo(root.testAccuracy());
+        assertThat(epoch.samplesPerSecond()).isPositive();
+        assertThat(summaries.get(1).epochDetails()).hasSize(1);
     }
 
     @Test
@@ -58,17 +70,19 @@ class FashionMnistTrainingTest {
         Path checkpoints = dir.resolve("ckpt");
         TrainingConfig first = trainFromScratch(60, checkpoints, 25);
         try (var files = Files.list(checkpoints)) {
-            // Saved at steps 25, 50 and 60 (the stop); the newest two are kept.
+            // Saved at steps 25, 50 and 60 (the stop); the newest two are kept, beside the epochs so far.
             assertThat(files.map(p -> p.getFileName().toString()).sorted().toList())
                     .containsExactly("checkpoint-step-000000050.pt", "checkpoint-step-000000060.pt",
-                            ProgressMarker.FILE_NAME);
+                            EpochHistory.FILE_NAME, ProgressMarker.FILE_NAME);
         }
         assertThat(ProgressMarker.read(checkpoints, System.err)).contains(new ProgressMarker.State(60, 0));
         ByteArrayOutputStream log = new ByteArrayOutputStream();
         TrainingSummary resumed = train(first.withMaxSteps(80).withCheckpoints(checkpoints, 0, true), log).get(0);
         assertThat(log.toString(StandardCharsets.UTF_8)).contains("resuming from "
                 + checkpoints.resolve("checkpoint-step-000000060.pt") + ": epoch 1, step 61 of 469 (60 steps done)");
+        assertThat(log.toString(StandardCharsets.UTF_8)).contains("epoch 1/4: resuming at step 61 of 469");
         assertThat(resumed.steps()).isEqualTo(80);
+        assertThat(resumed.epochDetails()).singleElement().satisfies(e -> assertThat(e.steps()).isEqualTo(20));
         assertThat(resumed.resumedFromStep()).isEqualTo(60);
         assertThat(resumed.stepsRedone()).isZero();
     }

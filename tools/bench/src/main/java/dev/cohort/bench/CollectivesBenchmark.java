@@ -63,8 +63,12 @@ final class CollectivesBenchmark implements Callable<Integer> {
     @Option(names = "--sizes", description = "Allreduce sizes, e.g. 4K,1M,16M. Default: 4K,64K,1M,16M,64M,256M.")
     String sizes;
 
-    @Option(names = "--json", paramLabel = "FILE", description = "Write the results as JSON (the peers' shape).")
+    @Option(names = "--json", paramLabel = "FILE", description = "Write the results as JSON (the peers' shape), and "
+            + "their chart beside it: FILE.json -> FILE.png (see cohort bench chart).")
     Path json;
+
+    @Option(names = "--no-chart", description = "With --json, no chart beside it.")
+    boolean noChart;
 
     @Option(names = "--timeout", paramLabel = "SECONDS", description = "Limit for the whole run. Default: ${DEFAULT-VALUE}.")
     int timeoutSeconds = 900;
@@ -116,6 +120,12 @@ final class CollectivesBenchmark implements Callable<Integer> {
             }
         }
         System.out.print(Report.table(Files.readString(out)));
+        if (json != null && !noChart) {
+            Path png = BenchChart.pngFor(out);
+            BenchChart.Series series = BenchChart.Series.of(out.toString());
+            BenchChart.write(List.of(series), png, "allreduce by size: " + series.label());
+            System.out.println("chart written to " + png);
+        }
         return 0;
     }
 

@@ -2,6 +2,7 @@ package dev.cohort.launcher;
 
 import dev.cohort.api.Backends;
 import dev.cohort.api.LaunchEnvironment;
+import dev.cohort.api.ProgressReporter;
 
 import dev.cohort.launcher.control.Command;
 import dev.cohort.launcher.control.ControlClient;
@@ -187,6 +188,10 @@ public final class Launcher implements AutoCloseable {
                 env.putAll(threads);
                 if (!inheritedEnvironment().containsKey(Backends.ENV_BACKEND)) {
                     env.put(Backends.ENV_BACKEND, Backends.AUTO);
+                }
+                // The console renders the workers' progress markers (rank 0's) and shows none.
+                if (!inheritedEnvironment().containsKey(ProgressReporter.ENV)) {
+                    env.put(ProgressReporter.ENV, ProgressReporter.LAUNCHER);
                 }
                 env.putAll(jobVariables());
                 int r = round;

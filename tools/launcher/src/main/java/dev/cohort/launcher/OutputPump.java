@@ -1,5 +1,9 @@
 package dev.cohort.launcher;
 
+import dev.cohort.api.ProgressReporter;
+import dev.cohort.api.ProgressReporter.Finished;
+import dev.cohort.api.ProgressReporter.Marker;
+import dev.cohort.api.ProgressReporter.Update;
 import dev.cohort.runtime.Daemons;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -11,12 +15,17 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 /**
  * Copies one stream of one worker, line by line, to the {@link Console} (prefixed with the rank)
  * and to the worker's log file, and keeps the worker's last lines for the failure report. One
  * daemon thread per stream; both streams of a worker share one {@link LastLines}.
+ *
+ * <p>Progress markers ({@link ProgressReporter}) are taken out: they go to the console as progress,
+ * to the log as a plain line at most every {@link ProgressReporter#PLAIN_INTERVAL_MILLIS} ms, and
+ * not into the last lines. When a stream that carried progress ends, its progress ends too.
  */
 final class OutputPump {
 
@@ -34,12 +43,19 @@ final class OutputPump {
 
     static OutputPump start(InputStream in, int rank, boolean stderr, Console console, Writer log, LastLines last) {
         Runnable copy = () -> {
+            ProgressToLog progress = new ProgressToLog(log);
             try (BufferedReader reader = new BufferedReader(new InputStreamReader(in, Charset.defaultCharset()))) {
                 String line = reader.readLine();
                 if (stderr && INCUBATOR_WARNING.equals(line)) {
                     line = reader.readLine();
                 }
                 for (; line != null; line = reader.readLine()) {
+                    if (Marker.isMarker(line)) {
+                        Optional<Marker> marker = Marker.parse(line);
+                        marker.ifPresent(m -> console.progress(rank, m));
+                        marker.ifPresent(progress::add);
+                        continue;
+                    }
                     console.workerLine(rank, stderr, line);
                     last.add(line);
                     if (log != null) {
@@ -48,6 +64,9 @@ final class OutputPump {
                 }
             } catch (IOException e) {
                 // The worker's pipe closed under us (worker killed): nothing more to copy.
+            }
+            if (progress.seen) {
+                console.progress(rank, new Finished());
             }
         };
         Thread t = Daemons.thread("cohort-output-rank" + rank + (stderr ? "-err" : "-out"), copy);
@@ -63,6 +82,29 @@ final class OutputPump {
                 log.flush();
             } catch (IOException e) {
                 // A full disk must not stop the worker's console output.
+            }
+        }
+    }
+
+    /** A stream's progress in its log: plain lines, throttled. */
+    private static final class ProgressToLog {
+        private final Writer log;
+        private final long intervalNanos = TimeUnit.MILLISECONDS.toNanos(ProgressReporter.PLAIN_INTERVAL_MILLIS);
+        private boolean seen;
+        private boolean logged;
+        private long lastLogged;
+
+        ProgressToLog(Writer log) {
+            this.log = log;
+        }
+
+        void add(Marker marker) {
+            seen = true;
+            long now = System.nanoTime();
+            if (log != null && marker instanceof Update update && (!logged || now - lastLogged >= intervalNanos)) {
+                logged = true;
+                lastLogged = now;
+                writeLog(log, update.describe());
             }
         }
     }

@@ -192,6 +192,28 @@ class LauncherTest {
 
     @Test
     @Timeout(60)
+    void rankZerosProgressIsShownAndNoMarkerReachesTheUserOrTheLogs() throws Exception {
+        LaunchResult result = javaWorkers(options(2).logDir(dir.resolve("logs")).build(), "progress", dir.toString(),
+                "200").run();
+
+        assertThat(result.exitCode()).isZero();
+        String all = console.out() + console.err();
+        assertThat(all).doesNotContain("@cohort-progress").doesNotContain("cohort-progress");
+        // Plain output (not a terminal): rank 0's first report at once, then at most one per 5 s.
+        List<String> progress = console.out().lines().filter(l -> l.contains(": ") && l.contains(" steps"))
+                .collect(Collectors.toList());
+        assertThat(progress).isNotEmpty().allMatch(l -> l.startsWith("[rank 0] task of rank 0: "));
+        assertThat(progress.get(0)).matches("\\[rank 0] task of rank 0: \\d+/200 steps \\(\\d+%\\), at step \\d+");
+        assertThat(console.out()).contains("[rank 0] RANK 0 DONE", "[rank 1] RANK 1 DONE");
+        for (int rank = 0; rank < 2; rank++) {
+            String log = Files.readString(dir.resolve("logs").resolve("rank-" + rank + ".log"));
+            assertThat(log).doesNotContain("cohort-progress").contains("task of rank " + rank + ": ")
+                    .contains("RANK " + rank + " DONE");
+        }
+    }
+
+    @Test
+    @Timeout(60)
     void shellWorkersAndTheirChildrenAreStoppedWhenOneFails() throws Exception {
         String script = "sleep 300 & echo $! > " + dir + "/pid-$RANK-child-$!; echo $$ > /dev/null; "
                 + ": > " + dir + "/pid-$RANK-$COHORT_RESTART_COUNT-$$; echo rank $RANK of $WORLD_SIZE; "

@@ -1,6 +1,7 @@
 package dev.cohort.launcher.testing;
 
 import dev.cohort.api.Backends;
+import dev.cohort.api.ProgressReporter;
 import dev.cohort.runtime.SharedMemoryFiles;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -26,6 +27,8 @@ import java.util.Map;
  * auto DIR                      print "AUTO backend (reason) on JDK n", auto's choice here; then like env
  * log DIR                       select backend auto (rank 0 logs the choice, INFO), log a WARNING with an
  *                               IllegalStateException("the cause"), print "LOGGED" and exit 0
+ * progress DIR STEPS            every rank reports a task of STEPS steps (ProgressReporter.standard(),
+ *                               one step per 2 ms), prints "RANK r DONE" and exits 0
  * rendezvous DIR                rank 0 accepts every other rank on MASTER_PORT and prints "RENDEZVOUS n";
  *                               the others connect to MASTER_ADDR:MASTER_PORT; then like env
  * </pre>
@@ -82,6 +85,7 @@ public final class TestWorker {
                         new IllegalStateException("the cause"));
                 System.out.println("LOGGED");
             }
+            case "progress" -> progress(rank, Integer.parseInt(args[2]));
             case "rendezvous" -> {
                 rendezvous(env, rank);
                 printEnv(env);
@@ -112,6 +116,18 @@ public final class TestWorker {
             System.out.write(" END\n".getBytes());
             System.out.flush();
         }
+    }
+
+    private static void progress(int rank, int steps) throws InterruptedException {
+        try (ProgressReporter progress = ProgressReporter.standard()) {
+            progress.start("task of rank " + rank, steps, "steps");
+            for (int i = 1; i <= steps; i++) {
+                Thread.sleep(2);
+                int step = i;
+                progress.update(i, () -> "at step " + step);
+            }
+        }
+        System.out.println("RANK " + rank + " DONE");
     }
 
     private static void rendezvous(Map<String, String> env, int rank) throws Exception {

@@ -1,0 +1,99 @@
+package dev.cohort.examples;
+
+import java.awt.BasicStroke;
+import java.awt.Color;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Locale;
+import org.jfree.chart.ChartUtils;
+import org.jfree.chart.JFreeChart;
+import org.jfree.chart.axis.NumberAxis;
+import org.jfree.chart.plot.CombinedDomainXYPlot;
+import org.jfree.chart.plot.XYPlot;
+import org.jfree.chart.renderer.xy.XYLineAndShapeRenderer;
+import org.jfree.chart.title.TextTitle;
+import org.jfree.data.xy.XYSeries;
+import org.jfree.data.xy.XYSeriesCollection;
+
+/**
+ * The training curve of a {@link TrainingSummary} as a PNG (JFreeChart): three panels over one
+ * epoch axis — the mean training loss of each epoch, the test accuracy after it, and its
+ * throughput in samples/s over all workers. A point sits at the epochs trained when the epoch
+ * ended, so an epoch cut short by {@code --max-steps} stands at a fraction.
+ */
+final class TrainingChart {
+
+    static final int WIDTH = 900;
+    static final int HEIGHT = 900;
+
+    static {
+        // Drawn into an image, never on a screen: no display needed (workers have none).
+        System.setProperty("java.awt.headless", "true");
+    }
+
+    private TrainingChart() {
+    }
+
+    /** Where the chart of the summary at {@code json} goes: {@code DIR/NAME.json} gives {@code DIR/NAME.png}. */
+    static Path pathFor(Path json) {
+        String name = json.getFileName().toString();
+        String stem = name.toLowerCase(Locale.ROOT).endsWith(".json") ? name.substring(0, name.length() - 5) : name;
+        return json.resolveSibling(stem + ".png");
+    }
+
+    /** Writes the chart of {@code summary} to {@code png} (through a temporary file and a rename). */
+    static void write(TrainingSummary summary, Path png) throws IOException {
+        XYSeries loss = new XYSeries("training loss");
+        XYSeries accuracy = new XYSeries("test accuracy");
+        XYSeries throughput = new XYSeries("samples/s");
+        boolean wholeEpochs = true;
+        for (TrainingSummary.EpochResult e : summary.epochDetails()) {
+            loss.add(e.epochsDone(), finiteOrNull(e.trainLoss()));
+            accuracy.add(e.epochsDone(), finiteOrNull(e.testAccuracy()));
+            throughput.add(e.epochsDone(), finiteOrNull(e.samplesPerSecond()));
+            wholeEpochs &= e.epochsDone() == Math.rint(e.epochsDone());
+        }
+        NumberAxis epochs = new NumberAxis("epoch");
+        epochs.setAutoRangeIncludesZero(false);
+        if (wholeEpochs) {
+            epochs.setStandardTickUnits(NumberAxis.createIntegerTickUnits());
+        }
+        CombinedDomainXYPlot plot = new CombinedDomainXYPlot(epochs);
+        plot.setGap(12);
+        plot.add(panel(loss, "training loss (mean of the epoch)", new Color(0xC0392B), false), 1);
+        plot.add(panel(accuracy, "test accuracy", new Color(0x1F77B4), false), 1);
+        plot.add(panel(throughput, "samples/s (all workers)", new Color(0x2CA02C), true), 1);
+
+        JFreeChart chart = new JFreeChart(String.format(Locale.ROOT, "Fashion-MNIST %s: %d worker(s) on %s",
+                summary.model(), summary.workers(), summary.backend()), JFreeChart.DEFAULT_TITLE_FONT, plot, false);
+        chart.addSubtitle(new TextTitle(String.format(Locale.ROOT,
+                "test accuracy %.4f, %.0f samples/s, %d steps of %d examples, %.1f s", summary.testAccuracy(),
+                summary.samplesPerSecond(), summary.steps(), summary.globalBatchSize(), summary.seconds())));
+        chart.setBackgroundPaint(Color.WHITE);
+
+        Path abs = png.toAbsolutePath();
+        Files.createDirectories(abs.getParent());
+        Path tmp = abs.resolveSibling(abs.getFileName() + ".tmp");
+        ChartUtils.saveChartAsPNG(tmp.toFile(), chart, WIDTH, HEIGHT);
+        Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    private static XYPlot panel(XYSeries series, String label, Color color, boolean fromZero) {
+        NumberAxis values = new NumberAxis(label);
+        values.setAutoRangeIncludesZero(fromZero);
+        XYLineAndShapeRenderer renderer = new XYLineAndShapeRenderer(true, true);
+        renderer.setSeriesPaint(0, color);
+        renderer.setSeriesStroke(0, new BasicStroke(2f));
+        XYPlot plot = new XYPlot(new XYSeriesCollection(series), null, values, renderer);
+        plot.setBackgroundPaint(Color.WHITE);
+        plot.setDomainGridlinePaint(Color.LIGHT_GRAY);
+        plot.setRangeGridlinePaint(Color.LIGHT_GRAY);
+        return plot;
+    }
+
+    private static Double finiteOrNull(double x) {
+        return Double.isFinite(x) ? x : null;
+    }
+}
