@@ -48,13 +48,16 @@ def from_mpi(f):
     return rows
 
 
-runs, trained = {}, {}
+runs, trained, computes = {}, {}, {}
 for f in glob.glob(os.path.join(out, "*-[0-9]*.*")):
     m = re.fullmatch(r"(.+)-(\d+)\.(json|txt)", os.path.basename(f))
     if m and m.group(1) in NAMES:
         runs.setdefault(m.group(1), {})[int(m.group(2))] = (from_json if m.group(3) == "json" else from_mpi)(f)
     elif m and m.group(1) in TRAINING:
-        trained.setdefault(m.group(1), {})[int(m.group(2))] = json.load(open(f))["samples_per_s"]
+        result = json.load(open(f))
+        trained.setdefault(m.group(1), {})[int(m.group(2))] = result["samples_per_s"]
+        computes.setdefault(m.group(1), set()).add(
+            (result.get("version", "?"), result.get("threads_per_rank"), tuple(result.get("blas") or ["(not recorded)"])))
 present = [r for r in ORDER if r in runs]
 mine = [r for r in present if r not in PEERS and not r.startswith("base-")]
 if not mine and not trained:
@@ -84,7 +87,33 @@ def applies(run, key):
     return run != "shm-inplace" or key[0] == "allreduce"
 
 
+def reference_blas(paths):
+    """Debian's reference BLAS (netlib, in .../blas/): no peer, PyTorch is ~16x slower on it."""
+    return any("/blas/" in p or os.path.basename(p).startswith("libblas.so") and "openblas" not in p for p in paths)
+
+
+def check_computes():
+    """Prints what each training run computed with, and refuses a comparison that would mislead:
+    a peer on a reference BLAS, or runs with different compute threads per rank."""
+    print("\nWhat each training run computes with (threads per rank; BLAS libraries mapped):\n")
+    for run, seen in computes.items():
+        for version, threads, blas in sorted(seen, key=str):
+            print(f"- {TRAINING[run]}: {version}; {threads} thread(s) per rank; {', '.join(blas)}")
+    problems = []
+    for run, seen in computes.items():
+        if any(reference_blas(blas) for _, _, blas in seen):
+            problems.append(f"{TRAINING[run]} ran on a reference BLAS ({run}); install libopenblas0-pthread "
+                            f"(../shared/peers/setup.sh) and measure again")
+    threads = {t for seen in computes.values() for _, t, _ in seen if t is not None}
+    if len(threads) > 1:
+        problems.append(f"the runs used different compute threads per rank ({sorted(threads)}); set "
+                        f"OMP_NUM_THREADS/COHORT_COMPUTE_THREADS alike and measure again")
+    if problems:
+        sys.exit("no comparison: " + "; ".join(problems))
+
+
 def training():
+    check_computes()
     print("\nTraining (`./cohort bench train`, `torch_ddp.py`): samples/s per round; Cohort over PyTorch DDP "
           "round by round, median (range)\n")
     print("| run | rounds | median | over PyTorch DDP |")

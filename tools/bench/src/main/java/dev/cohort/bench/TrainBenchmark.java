@@ -74,12 +74,44 @@ final class TrainBenchmark implements Callable<Integer> {
         Result r = new ObjectMapper().readValue(out.toFile(), Result.class);
         System.out.printf("%s world=%d threads/rank=%d steps=%d time=%.2fs steps/s=%.1f samples/s=%.0f%n", r.engine(),
                 r.world(), r.threadsPerRank(), r.steps(), r.seconds(), r.stepsPerS(), r.samplesPerS());
+        System.out.printf("computes with: %s; BLAS %s%n", r.version(), r.blas().isEmpty() ? "(none loaded)" : String.join(", ", r.blas()));
         return 0;
     }
 
     record Result(String engine, String version, int world, @JsonProperty("threads_per_rank") int threadsPerRank,
                   int steps, @JsonProperty("batch_per_rank") int batchPerRank, long params, double seconds,
-                  @JsonProperty("steps_per_s") double stepsPerS, @JsonProperty("samples_per_s") double samplesPerS) {
+                  @JsonProperty("steps_per_s") double stepsPerS, @JsonProperty("samples_per_s") double samplesPerS,
+                  List<String> blas) {
+    }
+
+    /**
+     * What this process computes with, as torch_ddp.py reports its own: the BLAS libraries it has
+     * mapped (from /proc/self/maps, real paths), so a comparison can check both sides.
+     */
+    static List<String> loadedBlas() {
+        java.util.TreeSet<String> found = new java.util.TreeSet<>();
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/maps"))) {
+                int slash = line.indexOf('/');
+                if (slash < 0) {
+                    continue;
+                }
+                Path lib = Path.of(line.substring(slash).trim());
+                String name = lib.getFileName().toString();
+                if (name.contains("blas") || name.contains("mkl")) {
+                    found.add(lib.toRealPath().toString());
+                }
+            }
+        } catch (java.io.IOException | RuntimeException e) {
+            return List.of();   // not Linux: nothing to say
+        }
+        return List.copyOf(found);
+    }
+
+    /** The libtorch build Cohort runs (the JavaCPP presets' version) and this JVM. */
+    static String computeVersion() {
+        String presets = torch.class.getPackage().getImplementationVersion();
+        return "java " + Runtime.version() + ", libtorch (JavaCPP pytorch) " + (presets != null ? presets : "?");
     }
 
     static final class Mlp extends Module {
@@ -137,8 +169,9 @@ final class TrainBenchmark implements Callable<Integer> {
                         count += params.get(i).numel();
                     }
                     int n = b.worldSize();
-                    Result r = new Result("cohort-" + b.name() + (overlap ? "" : "-no-overlap"), "java " + Runtime.version(), n, 1, steps, batch, count,
-                            seconds, steps / seconds, (double) steps * batch * n / seconds);
+                    Result r = new Result("cohort-" + b.name() + (overlap ? "" : "-no-overlap"), computeVersion(), n,
+                            torch.get_num_threads(), steps, batch, count, seconds, steps / seconds,
+                            (double) steps * batch * n / seconds, loadedBlas());
                     new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(json.toFile(), r);
                 }
             }
