@@ -20,7 +20,22 @@ BASE = ["shm-copy", "shm-inplace", "hier", "gloo"]
 for r in BASE:
     NAMES["base-" + r] = NAMES[r] + " (baseline)"
     ORDER.append("base-" + r)
-TRAINING = {"train-gloo": "Cohort gloo", "train-shm": "Cohort shm", "torch-ddp": "PyTorch DDP"}
+# Training runs: name, and the DDP run each is compared with (the same world and model).
+TRAINING = {
+    "train-gloo": ("Cohort gloo", "torch-ddp"), "train-shm": ("Cohort shm", "torch-ddp"),
+    "train-hier": ("Cohort hier", "torch-ddp"),
+    "train-gloo-no-overlap": ("Cohort gloo, no overlap", "torch-ddp"),
+    "train-shm-no-overlap": ("Cohort shm, no overlap", "torch-ddp"),
+    "torch-ddp": ("PyTorch DDP", None),
+    "train-world1": ("Cohort, world 1", "torch-ddp-world1"), "torch-ddp-world1": ("PyTorch DDP, world 1", None),
+    "train-gloo-wide": ("Cohort gloo, hidden 4096", "torch-ddp-wide"),
+    "train-shm-wide": ("Cohort shm, hidden 4096", "torch-ddp-wide"),
+    "torch-ddp-wide": ("PyTorch DDP, hidden 4096", None),
+    "train-demo-mlp": ("Cohort, demo MLP, world 1", "torch-demo-mlp"),
+    "torch-demo-mlp": ("PyTorch, demo MLP, one process", None),
+    "train-demo-cnn": ("Cohort, demo CNN, world 1", "torch-demo-cnn"),
+    "torch-demo-cnn": ("PyTorch, demo CNN, one process", None),
+}
 MPI_OPS = {"allreduce": "allreduce", "bcast": "broadcast", "allgather(per-rank)": "allgather", "barrier": "barrier"}
 UNITS = {"KiB": 1 << 10, "MiB": 1 << 20}
 
@@ -48,7 +63,7 @@ def from_mpi(f):
     return rows
 
 
-runs, trained, computes = {}, {}, {}
+runs, trained, computes, shares = {}, {}, {}, {}
 for f in glob.glob(os.path.join(out, "*-[0-9]*.*")):
     m = re.fullmatch(r"(.+)-(\d+)\.(json|txt)", os.path.basename(f))
     if m and m.group(1) in NAMES:
@@ -56,6 +71,8 @@ for f in glob.glob(os.path.join(out, "*-[0-9]*.*")):
     elif m and m.group(1) in TRAINING:
         result = json.load(open(f))
         trained.setdefault(m.group(1), {})[int(m.group(2))] = result["samples_per_s"]
+        if "communication_share" in result:
+            shares.setdefault(m.group(1), []).append(result["communication_share"])
         computes.setdefault(m.group(1), set()).add(
             (result.get("version", "?"), result.get("threads_per_rank"), tuple(result.get("blas") or ["(not recorded)"])))
 present = [r for r in ORDER if r in runs]
@@ -98,11 +115,11 @@ def check_computes():
     print("\nWhat each training run computes with (threads per rank; BLAS libraries mapped):\n")
     for run, seen in computes.items():
         for version, threads, blas in sorted(seen, key=str):
-            print(f"- {TRAINING[run]}: {version}; {threads} thread(s) per rank; {', '.join(blas)}")
+            print(f"- {TRAINING[run][0]}: {version}; {threads} thread(s) per rank; {', '.join(blas)}")
     problems = []
     for run, seen in computes.items():
         if any(reference_blas(blas) for _, _, blas in seen):
-            problems.append(f"{TRAINING[run]} ran on a reference BLAS ({run}); install libopenblas0-pthread "
+            problems.append(f"{TRAINING[run][0]} ran on a reference BLAS ({run}); install libopenblas0-pthread "
                             f"(../shared/peers/setup.sh) and measure again")
     threads = {t for seen in computes.values() for _, t, _ in seen if t is not None}
     if len(threads) > 1:
@@ -114,18 +131,21 @@ def check_computes():
 
 def training():
     check_computes()
-    print("\nTraining (`./cohort bench train`, `torch_ddp.py`): samples/s per round; Cohort over PyTorch DDP "
-          "round by round, median (range)\n")
-    print("| run | rounds | median | over PyTorch DDP |")
-    print("|---|---|---|---|")
-    ddp = trained.get("torch-ddp", {})
-    for run, name in TRAINING.items():
+    print("\nTraining (`./cohort bench train`, `torch_ddp.py`): samples/s per round; Cohort over PyTorch "
+          "(DDP, or one process for the demo's models; the same world and model) round by round, median (range); the share of a step the training thread "
+          "waited for communication, median\n")
+    print("| run | rounds | median | over PyTorch | communication |")
+    print("|---|---|---|---|---|")
+    for run, (name, peer) in TRAINING.items():
         if run not in trained:
             continue
         per = trained[run]
+        ddp = trained.get(peer, {}) if peer else {}
         rs = [per[i] / ddp[i] for i in per if i in ddp]
-        over = "-" if run == "torch-ddp" or not rs else f"**{statistics.median(rs):.2f}** ({min(rs):.2f}–{max(rs):.2f})"
-        print(f"| {name} | {', '.join(f'{per[i]:,.0f}' for i in sorted(per))} | {statistics.median(per.values()):,.0f} | {over} |")
+        over = "-" if not rs else f"**{statistics.median(rs):.2f}** ({min(rs):.2f}–{max(rs):.2f})"
+        share = f"{100 * statistics.median(shares[run]):.0f} %" if run in shares else "-"
+        print(f"| {name} | {', '.join(f'{per[i]:,.0f}' for i in sorted(per))} | {statistics.median(per.values()):,.0f} "
+              f"| {over} | {share} |")
 
 
 if not mine:

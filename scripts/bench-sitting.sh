@@ -17,6 +17,12 @@
 #               train-gloo   Cohort's training benchmark on gloo (./cohort bench train)
 #               train-shm    the same on shm (gradient buckets in the arena)
 #               torch-ddp    PyTorch DDP on its Gloo (torch_ddp.py), the same model and batches
+#               train-gloo-no-overlap, train-shm-no-overlap   averaging only at the step (--no-overlap)
+#               train-world1, torch-ddp-world1   one rank, whatever WORLD says (nothing to average)
+#               train-gloo-wide, train-shm-wide, torch-ddp-wide   hidden layers of 4096 (20.0 M parameters),
+#                            TRAIN_STEPS_WIDE steps
+#               train-demo-mlp, train-demo-cnn   the demo's models on one rank (./cohort bench train --model)
+#               torch-demo-mlp, torch-demo-cnn   the same in PyTorch on one process (scripts/torch_models.py)
 #   PER_HOST  ranks per simulated host for hier (default WORLD/2)
 #   SIZES     Cohort's allreduce sizes (default 4K,64K,1M,16M); the peers run their own fixed
 #             lists, of which the same sizes are compared
@@ -33,6 +39,7 @@ WORLD="${WORLD:-2}"
 PER_HOST="${PER_HOST:-$((WORLD / 2))}"
 SIZES="${SIZES:-4K,64K,1M,16M}"
 TRAIN_STEPS="${TRAIN_STEPS:-500}"
+TRAIN_STEPS_WIDE="${TRAIN_STEPS_WIDE:-60}"
 if [ -z "${RUNS:-}" ]; then
   RUNS="shm-copy shm-inplace gloo mpi-shm mpi-tcp torch-gloo"
   [ "$WORLD" -ge 4 ] && RUNS="hier gloo mpi-shm mpi-tcp torch-gloo"
@@ -42,7 +49,9 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 alone() { flock -x "$LOCK" "$@"; }
 cohort() { alone "$ROOT/cohort" bench collectives --world "$WORLD" --sizes "$SIZES" --no-chart "$@" >/dev/null; }
 baseline() { alone "${BASELINE:?set BASELINE to a built checkout for base-* runs}/cohort" bench collectives --world "$WORLD" --sizes "$SIZES" "$@" >/dev/null; }
-train() { alone "$ROOT/cohort" bench train --world "$WORLD" --steps "$TRAIN_STEPS" "$@" >/dev/null; }
+# train|ddp WORLD STEPS [PORT] OPTIONS...
+train() { alone "$ROOT/cohort" bench train --world "$1" --steps "$2" "${@:3}" >/dev/null; }
+ddp() { alone /usr/bin/python3 "$PEERS/torch_ddp.py" --world "$1" --steps "$2" --port "$3" "${@:4}" >/dev/null; }
 mpi() { alone mpirun --allow-run-as-root --oversubscribe -np "$WORLD" "$@" /usr/bin/python3 "$PEERS/mpi_allreduce.py"; }
 echo "WORLD=$WORLD PER_HOST=$PER_HOST SIZES=$SIZES RUNS=$RUNS rounds=$ROUNDS, $(getconf _NPROCESSORS_ONLN) CPUs online, $(date -Is)" > "$OUT/sitting.txt"
 for ((i = 1; i <= ROUNDS; i++)); do
@@ -61,10 +70,19 @@ for ((i = 1; i <= ROUNDS; i++)); do
       mpi-tcp)     mpi --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo > "$OUT/$run-$i.txt" ;;
       torch-gloo)  alone /usr/bin/python3 "$PEERS/torch_collectives.py" --world "$WORLD" --port $((29700 + i)) \
                      --max-mib 16 --out "$OUT/$run-$i.json" >/dev/null ;;
-      train-gloo)  train --backend gloo --json "$OUT/$run-$i.json" ;;
-      train-shm)   train --backend shm --json "$OUT/$run-$i.json" ;;
-      torch-ddp)   alone /usr/bin/python3 "$PEERS/torch_ddp.py" --world "$WORLD" --steps "$TRAIN_STEPS" \
-                     --port $((29750 + i)) --out "$OUT/$run-$i.json" >/dev/null ;;
+      train-gloo)  train "$WORLD" "$TRAIN_STEPS" --backend gloo --json "$OUT/$run-$i.json" ;;
+      train-shm)   train "$WORLD" "$TRAIN_STEPS" --backend shm --json "$OUT/$run-$i.json" ;;
+      torch-ddp)   ddp "$WORLD" "$TRAIN_STEPS" $((29750 + i)) --out "$OUT/$run-$i.json" ;;
+      train-gloo-no-overlap) train "$WORLD" "$TRAIN_STEPS" --backend gloo --no-overlap --json "$OUT/$run-$i.json" ;;
+      train-shm-no-overlap)  train "$WORLD" "$TRAIN_STEPS" --backend shm --no-overlap --json "$OUT/$run-$i.json" ;;
+      train-world1)      train 1 "$TRAIN_STEPS" --backend gloo --json "$OUT/$run-$i.json" ;;
+      torch-ddp-world1)  ddp 1 "$TRAIN_STEPS" $((29760 + i)) --out "$OUT/$run-$i.json" ;;
+      train-gloo-wide)   train "$WORLD" "$TRAIN_STEPS_WIDE" --backend gloo --hidden 4096 --json "$OUT/$run-$i.json" ;;
+      train-shm-wide)    train "$WORLD" "$TRAIN_STEPS_WIDE" --backend shm --hidden 4096 --json "$OUT/$run-$i.json" ;;
+      torch-ddp-wide)    ddp "$WORLD" "$TRAIN_STEPS_WIDE" $((29770 + i)) --hidden 4096 --out "$OUT/$run-$i.json" ;;
+      train-demo-mlp|train-demo-cnn) train 1 "$TRAIN_STEPS" --backend gloo --model "${run#train-}" --json "$OUT/$run-$i.json" ;;
+      torch-demo-mlp|torch-demo-cnn) alone /usr/bin/python3 "$ROOT/scripts/torch_models.py" --model "${run#torch-}" \
+                     --steps "$TRAIN_STEPS" --out "$OUT/$run-$i.json" >/dev/null ;;
       *) echo "unknown run '$run' (see the comment at the top of $0)" >&2; exit 2 ;;
     esac
   done
@@ -85,7 +103,7 @@ charted=()
 for run in $RUNS; do
   for ((i = 1; i <= ROUNDS; i++)); do
     for f in "$OUT/$run-$i.json" "$OUT/$run-$i.txt"; do
-      case "$run" in train-*|torch-ddp) continue ;; esac
+      case "$run" in train-*|torch-ddp*|torch-demo-*) continue ;; esac
       if [ -f "$f" ]; then charted+=("$(label "$run")=$f"); fi
     done
   done

@@ -5,9 +5,10 @@
 #   RATE=1gbit scripts/bench-two-hosts.sh [ROUNDS] [OUT_DIR]
 # Environment: RATE (tc's syntax, e.g. 1gbit, 10gbit; empty: the veth's own speed), WORLD (default
 # 4), SIZES (default 4K,64K,1M,16M), RUNS (default "hier gloo mpi": Cohort hier, Cohort gloo,
-# Open MPI with shared memory within a host and TCP between), ENGINE_OPTIONS (for Cohort's runs,
-# e.g. "--hier-leaders-spin-us=0"). Needs root, iproute2 and Open MPI
-# for the mpi run. Each run holds /tmp/cohort-cpu.lock exclusively.
+# Open MPI with shared memory within a host and TCP between; also train-hier, train-gloo:
+# ./cohort bench train across the hosts, and torch-ddp: torch_ddp.py the same way, TRAIN_STEPS
+# steps, default 300), ENGINE_OPTIONS (for Cohort's runs, e.g. "--hier-leaders-spin-us=0").
+# Needs root, iproute2 and Open MPI for the mpi run, PyTorch for torch-ddp. Each run holds /tmp/cohort-cpu.lock exclusively.
 # Both "hosts" share this machine's CPUs: with more ranks than CPUs, small collectives measure the
 # scheduler (Open MPI is told to yield when idle); large ones at a limited RATE measure the link.
 set -euo pipefail
@@ -17,6 +18,7 @@ WORLD="${WORLD:-4}"
 SIZES="${SIZES:-4K,64K,1M,16M}"
 RUNS="${RUNS:-hier gloo mpi}"
 RATE="${RATE:-}"
+TRAIN_STEPS="${TRAIN_STEPS:-300}"
 PER_HOST=$((WORLD / 2))
 [ $((PER_HOST * 2)) = "$WORLD" ] || { echo "WORLD must be even (half the ranks on each host)" >&2; exit 2; }
 TAG="$$"
@@ -65,6 +67,26 @@ cohort_pair() {
   wait "$other" || rc=$((rc ? rc : $?))
   return $rc
 }
+# Both hosts' training runs, Cohort's (backend) or DDP's (torch-ddp); node 0 writes the JSON.
+train_pair() {
+  local backend="$1" port="$2" json="$3" other rc=0 k
+  for k in 1 0; do
+    local cmd=("$ROOT/cohort" bench train --backend "$backend" --world "$WORLD" --steps "$TRAIN_STEPS" --nnodes 2
+               --node-rank "$k" --master-addr "${ADDR[0]}" --master-port "$port")
+    [ "$backend" = torch-ddp ] && cmd=(/usr/bin/python3 "$PEERS/torch_ddp.py" --world "$WORLD" --steps "$TRAIN_STEPS"
+                                        --nnodes 2 --node-rank "$k" --master-addr "${ADDR[0]}" --port "$port" --ifname "${DEV[$k]}")
+    if [ "$k" = 1 ]; then
+      on 1 "${cmd[@]}" > "$json.node1.log" 2>&1 &
+      other=$!
+    elif [ "$backend" = torch-ddp ]; then
+      on 0 "${cmd[@]}" --out "$json" > "$json.node0.log" 2>&1 || rc=$?
+    else
+      on 0 "${cmd[@]}" --json "$json" > "$json.node0.log" 2>&1 || rc=$?
+    fi
+  done
+  wait "$other" || rc=$((rc ? rc : $?))
+  return $rc
+}
 mpi_pair() {
   on 0 mpirun --allow-run-as-root --oversubscribe -np "$WORLD" --host "${ADDR[0]}:$PER_HOST,${ADDR[1]}:$PER_HOST" \
     --mca plm_rsh_agent "$AGENT" --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 \
@@ -76,6 +98,8 @@ for ((i = 1; i <= ROUNDS; i++)); do
     echo "== round $i of $ROUNDS: $run" >&2
     case "$run" in
       hier|gloo) alone cohort_pair "$run" $((31000 + 10 * i)) "$OUT/$run-$i.json" ;;
+      train-hier|train-gloo) alone train_pair "${run#train-}" $((31001 + 10 * i)) "$OUT/$run-$i.json" ;;
+      torch-ddp) alone train_pair torch-ddp $((31002 + 10 * i)) "$OUT/$run-$i.json" ;;
       mpi)       alone mpi_pair "$OUT/mpi-hosts-$i.txt" ;;
       *) echo "unknown run '$run'" >&2; exit 2 ;;
     esac

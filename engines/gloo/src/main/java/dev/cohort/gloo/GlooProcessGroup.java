@@ -18,6 +18,7 @@ import dev.cohort.gloo.c10d.NativeTensors;
 import dev.cohort.gloo.transport.PeerMesh;
 import dev.cohort.libtorch.LibTorch;
 import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.CallQueue;
 import dev.cohort.runtime.Reduction;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -44,6 +45,12 @@ import org.bytedeco.pytorch.TensorVector;
  * whole buffer (Gloo would read a list of tensors as replicas). AVG runs as SUM followed by a local
  * division, so its integer semantics match the other engines'. Gloo has no allgatherv: every rank
  * pads its block to the largest count, the padded blocks are gathered, and the result is compacted.
+ *
+ * <p>Execution: with the consistency check on, calls run one at a time in issue order through a
+ * {@link CallQueue}, like the shm engine's: a caller that awaits at once runs its call itself, and
+ * calls nobody awaits (DDP's gradient buckets, started during backward) run on the group's
+ * communication thread while the caller computes. A call the group leaves to Gloo is checked on
+ * the mesh, then handed to Gloo and waited for there, so the next call's check follows it.
  */
 final class GlooProcessGroup extends AbstractProcessGroup {
 
@@ -62,6 +69,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     /** The always-on consistency check (null when turned off); calls over it hold its lock. */
     private final PeerMesh mesh;
     private final MeshCollectives overMesh;
+    /** Runs the calls over the mesh in issue order (null without the mesh: Gloo's own threads run them). */
+    private final CallQueue queue;
     /** Which calls {@link #overMesh} carries; the others go to Gloo once the mesh checked them. */
     private final MeshRoute route;
     /** The first disagreement seen; Gloo's tags are out of step after it, so the group is unusable. */
@@ -108,6 +117,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         this.ranksByAddress = ranksByAddress;
         this.mesh = mesh;
         this.overMesh = mesh == null ? null : new MeshCollectives(mesh, rank, size, label + " " + who());
+        this.queue = mesh == null ? null : new CallQueue("cohort-gloo-" + label.replace(' ', '-') + "-rank-" + rank,
+                c -> "waiting for its peers over the mesh", e -> { });
     }
 
     /** Watches this group's collectives for stalls from now on (closed with the group). */
@@ -130,13 +141,20 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         if (mesh == null) {
             return startData(call, timeout, Math.max(1, timeout.toMillis()));
         }
-        long deadline = System.nanoTime() + timeout.toNanos();
+        return queue.submit(who(), call, timeout, this::runChecked);
+    }
+
+    /** On the queue: the call over the mesh, or checked there and then run by Gloo, to the end. */
+    private void runChecked(CallQueue.Call running) {
+        Collective call = running.collective();
+        long deadline = running.deadline();
         String what = label + " " + who() + ": " + call.describe();
+        Work gloo;
         synchronized (mesh) {
             try {
                 if (route.overMesh(call)) {
                     overMesh.carry(call, deadline, what, meshStall);
-                    return GlooWork.completed(call);
+                    return;
                 }
                 overMesh.agree(call, deadline, what, meshStall);
             } catch (CollectiveMismatchException e) {
@@ -144,8 +162,9 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                 throw e;
             }
             Duration left = Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime()));
-            return startData(call, left, left.toMillis());
+            gloo = startData(call, left, left.toMillis());
         }
+        gloo.await();
     }
 
     private Work startData(Collective call, Duration timeout, long ms) {
@@ -264,6 +283,14 @@ final class GlooProcessGroup extends AbstractProcessGroup {
 
     @Override
     protected void release() {
+        if (queue != null) {
+            queue.close(this::releaseNative);
+        } else {
+            releaseNative();
+        }
+    }
+
+    private void releaseNative() {
         try {
             pg.shutdown();
         } catch (RuntimeException e) {

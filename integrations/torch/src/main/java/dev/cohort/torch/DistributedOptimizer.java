@@ -12,8 +12,13 @@ import org.bytedeco.pytorch.Tensor;
  *
  * <p>Communication overlaps the backward pass: each bucket's allreduce starts as soon as backward
  * has produced its gradients; {@code step()} waits for the rest. It is the same native optimizer as
- * the one wrapped (state, parameter groups, learning rate, {@code zero_grad}, {@code save}/
- * {@code load} all act on it).
+ * the one wrapped (state, parameter groups, learning rate, {@code save}/{@code load} all act on
+ * it).
+ *
+ * <p>After a step each parameter's {@code .grad} is a view into its gradient bucket (DDP's
+ * {@code gradient_as_bucket_view}): read it until the next {@link #zero_grad()}, which always
+ * sets gradients to none (as libtorch's default does), so that the next backward's gradients
+ * reach their buckets while backward still runs.
  *
  * <p>Gradient accumulation: run the backward passes that are not followed by a step inside
  * {@link #noSync()} (DDP's {@code no_sync}, Horovod's {@code backward_passes_per_step}); their
@@ -36,6 +41,22 @@ public final class DistributedOptimizer extends Optimizer {
     public Tensor step() {
         buckets.averageGradients();
         return local.step();
+    }
+
+    /** Sets every gradient to none, whatever {@code setToNone} says (see the class comment). */
+    @Override
+    public void zero_grad(boolean setToNone) {
+        zero_grad();
+    }
+
+    /**
+     * Sets every gradient to none. (libtorch's own {@code zero_grad} detaches gradients in place,
+     * which views refuse: call this one, or the module's.)
+     */
+    @Override
+    public void zero_grad() {
+        buckets.clearGradients();
+        local.zero_grad(true);
     }
 
     /** Closures re-evaluate the loss several times per step, which would need as many allreduces: not supported. */
@@ -68,6 +89,11 @@ public final class DistributedOptimizer extends Optimizer {
         }
     }
 
+    /** The gradient buckets (for tests in this package). */
+    GradientBuckets buckets() {
+        return buckets;
+    }
+
     /** The wrapped optimizer (steps without averaging). */
     public Optimizer local() {
         return local;
@@ -84,6 +110,16 @@ public final class DistributedOptimizer extends Optimizer {
      */
     public int bucketsInSharedMemory() {
         return buckets.sharedBucketCount();
+    }
+
+    /**
+     * How long the training thread has been held by gradient communication so far, in
+     * nanoseconds: starting bucket allreduces during backward and waiting for them at the step.
+     * Communication hidden behind backward is not in it; divided by the training time, it is the
+     * share of a step that communication costs.
+     */
+    public long communicationWaitNanos() {
+        return buckets.communicationWaitNanos();
     }
 
     /** How many bucket allreduces started during backward so far (for diagnostics: overlap at work). */

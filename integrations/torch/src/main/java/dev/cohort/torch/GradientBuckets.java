@@ -8,7 +8,9 @@ import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.api.collective.Work;
 import dev.cohort.libtorch.LibTorch;
+import dev.cohort.api.DistributedBackend;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import org.bytedeco.javacpp.PointerScope;
@@ -22,9 +24,14 @@ import org.bytedeco.pytorch.VoidTensorHook;
  *
  * <p>Words: a <em>bucket</em> is one direct buffer holding the flattened gradients of several
  * parameters of one type; parameters are added to the open bucket until it holds at least
- * {@code bucketBytes} (1 MiB for the first bucket, as in DDP), then a new one opens. Parameters are assigned in reverse registration order, the order in which backward usually
- * produces their gradients, so every rank builds the same buckets. An <em>iteration</em> runs from
- * one {@link #averageGradients()} to the next.
+ * {@code bucketBytes} (1 MiB for the first bucket, as in DDP), then a new one opens. An
+ * <em>iteration</em> runs from one {@link #averageGradients()} to the next.
+ *
+ * <p>Order: the first iteration assigns parameters in reverse registration order, the order in
+ * which backward usually produces their gradients. It records the order in which gradients
+ * actually become ready; at its end every rank takes the root's record and rebuilds its buckets
+ * in that order, once (DDP's rebuilt buckets), so every rank keeps the same buckets and later
+ * buckets fill in the order backward fills them.
  *
  * <p>A gradient hook on each parameter copies the parameter's gradient (plus what {@code .grad}
  * already holds, when gradients accumulate) into its bucket as soon as backward computes it. When
@@ -33,9 +40,19 @@ import org.bytedeco.pytorch.VoidTensorHook;
  * the same collectives in the same order. {@link #averageGradients()} packs and starts whatever was
  * not started (parameters unused in this iteration count as zeros, or as their accumulated
  * {@code .grad}), redoes any bucket that backward touched again after it was started (a second
- * backward without a step: accumulation), waits for each bucket in order and writes the averages
- * into the parameters' {@code .grad}. Inside {@link #pauseHooks} scopes hooks do nothing, so
- * accumulation steps cost no communication (DDP's {@code no_sync}).
+ * backward without a step: accumulation) and waits for each bucket in order.
+ *
+ * <p>Gradients live in their buckets (DDP's {@code gradient_as_bucket_view}): after averaging,
+ * each parameter's {@code .grad} is its view into the bucket, so nothing is copied out. The next
+ * {@code zero_grad} sets {@code .grad} to none ({@link DistributedOptimizer} always does), backward
+ * makes a fresh gradient and the hook copies it in: one copy per parameter and step, none when the
+ * engine reduces the bucket in place. If {@code .grad} still is the view when backward runs (the
+ * gradients were zeroed in place, or not at all), autograd adds into the view after the hook; such
+ * a bucket is started at the step instead, without overlap.
+ *
+ * <p>Inside {@link #pauseHooks} scopes hooks do nothing, so accumulation steps cost no
+ * communication (DDP's {@code no_sync}). A group of one rank has nothing to average: no buckets,
+ * no hooks, no copies.
  *
  * <p>Bucket storage comes from the group's {@link BufferAllocator} where the engine offers one (the
  * shm engine's arena, inside its shared mapping): the bucket tensors then wrap that memory and
@@ -60,63 +77,95 @@ final class GradientBuckets {
     static final long FIRST_BUCKET_BYTES = 1024 * 1024;
 
     private final ProcessGroup group;
-    private final List<Bucket> buckets = new ArrayList<>();
+    private final long bucketBytes;
+    private final boolean overlap;
+    /** The parameters that take gradients, in reverse registration order; a parameter's index here is its id. */
+    private final List<Tensor> params = new ArrayList<>();
     private final List<VoidTensorHook> hooks = new ArrayList<>();   // kept reachable: native code calls them
+    private List<Bucket> buckets = new ArrayList<>();
+    /** Where each parameter id lives: its bucket and its slot there. */
+    private int[] bucketOf;
+    private int[] slotOf;
+    /** The first iteration's order of ready gradients (parameter ids); null once the buckets were rebuilt. */
+    private List<Integer> readyOrder = new ArrayList<>();
     private int nextToStart;
     private int sharedBuckets;
     private int paused;
     private long startedDuringBackward;
+    private long finishedDuringBackward;
+    private long waitedNanos;
+    private long waitedInHooksNanos;
 
     GradientBuckets(ProcessGroup group, TensorVector parameters, long bucketBytes, boolean overlap) {
         if (bucketBytes < 1) {
             throw new IllegalArgumentException("bucket size must be >= 1 byte, got " + bucketBytes);
         }
         this.group = group;
-        List<Tensor> params = new ArrayList<>();
+        this.bucketBytes = bucketBytes;
+        this.overlap = overlap;
+        if (group.size() == 1) {
+            readyOrder = null;
+            return;                                // nothing to average
+        }
         for (long i = parameters.size() - 1; i >= 0; i--) {
             Tensor p = LibTorch.retain(new Tensor(parameters.get(i)));   // an owning handle, not a view into the vector
             if (p.requires_grad()) {
                 params.add(p);
             }
         }
+        int[] identity = new int[params.size()];
+        Arrays.setAll(identity, i -> i);
+        buckets = layOut(identity);
+        if (overlap) {
+            for (int id = 0; id < params.size(); id++) {
+                registerHook(id);
+            }
+        } else {
+            readyOrder = null;
+        }
+    }
+
+    /** Buckets for the parameters in {@code order} (ids), with their storage; sets where each parameter lives. */
+    private List<Bucket> layOut(int[] order) {
+        List<Bucket> laidOut = new ArrayList<>();
+        bucketOf = new int[params.size()];
+        slotOf = new int[params.size()];
         Bucket open = null;
-        for (Tensor p : params) {
+        for (int id : order) {
+            Tensor p = params.get(id);
             DataType type = ScalarTypes.dataType(p.scalar_type());
-            long limit = buckets.size() == 1 ? Math.min(FIRST_BUCKET_BYTES, bucketBytes) : bucketBytes;
+            long limit = laidOut.size() == 1 ? Math.min(FIRST_BUCKET_BYTES, bucketBytes) : bucketBytes;
             if (open == null || open.type != type || open.bytes >= limit) {
                 open = new Bucket(type);
-                buckets.add(open);
+                laidOut.add(open);
             }
+            bucketOf[id] = laidOut.size() - 1;
+            slotOf[id] = open.params.size();
             open.add(p, p.numel() * type.byteSize());
         }
-        allocateStorage(group.allocator());
-        if (overlap) {
-            for (Bucket b : buckets) {
-                for (int slot = 0; slot < b.params.size(); slot++) {
-                    registerHook(b, slot);
-                }
-            }
-        }
+        allocateStorage(laidOut, group.allocator());
+        return laidOut;
     }
 
     /**
      * Takes each bucket's buffer from {@code allocator} where every rank has room for it, else
      * from ordinary direct memory; then makes the bucket tensors over it.
      */
-    private void allocateStorage(Optional<BufferAllocator> allocator) {
+    private void allocateStorage(List<Bucket> laidOut, Optional<BufferAllocator> allocator) {
+        sharedBuckets = 0;
         if (allocator.isPresent()) {
             BufferAllocator shared = allocator.get();
-            int[] everywhere = new int[buckets.size()];
-            for (int i = 0; i < buckets.size(); i++) {
-                Bucket b = buckets.get(i);
+            int[] everywhere = new int[laidOut.size()];
+            for (int i = 0; i < laidOut.size(); i++) {
+                Bucket b = laidOut.get(i);
                 b.buffer = shared.allocate(b.type, b.count()).orElse(null);
                 everywhere[i] = b.buffer == null ? 0 : 1;
             }
             group.allreduce(DenseBuffer.of(everywhere), ReduceOp.MIN).await();
             long missedBytes = 0;
             int missed = 0;
-            for (int i = 0; i < buckets.size(); i++) {
-                Bucket b = buckets.get(i);
+            for (int i = 0; i < laidOut.size(); i++) {
+                Bucket b = laidOut.get(i);
                 if (everywhere[i] == 0) {
                     if (b.buffer != null) {
                         shared.release(b.buffer);
@@ -125,16 +174,17 @@ final class GradientBuckets {
                     missed++;
                     missedBytes += b.bytes;
                 } else {
+                    b.allocator = shared;
                     sharedBuckets++;
                 }
             }
             if (missed > 0 && group.rank() == 0) {
                 LOG.log(System.Logger.Level.WARNING, String.format("%d of %d gradient buckets (%.1f MiB) do not fit on "
-                        + "every rank in %s; their allreduces copy in and out", missed, buckets.size(),
+                        + "every rank in %s; their allreduces copy in and out", missed, laidOut.size(),
                         missedBytes / 1048576.0, shared.describe()));
             }
         }
-        buckets.forEach(Bucket::allocate);
+        laidOut.forEach(Bucket::allocate);
     }
 
     int bucketCount() {
@@ -151,6 +201,43 @@ final class GradientBuckets {
         return startedDuringBackward;
     }
 
+    /**
+     * How long the training thread has been held by communication so far: starting allreduces
+     * from the hooks (all of it, for an engine that runs the collective in the caller) and
+     * waiting for them at the step. Communication that overlapped backward is not in it.
+     */
+    synchronized long communicationWaitNanos() {
+        return waitedNanos;
+    }
+
+    /**
+     * How many bucket allreduces started during backward had finished by the time the step
+     * began: communication that ran entirely inside backward (overlap, measured).
+     */
+    synchronized long finishedDuringBackward() {
+        return finishedDuringBackward;
+    }
+
+    /** The part of {@link #communicationWaitNanos()} spent starting allreduces from the hooks, inside backward. */
+    synchronized long waitedInHooksNanos() {
+        return waitedInHooksNanos;
+    }
+
+    /**
+     * The parameter ids (reverse registration order) in the order the buckets hold them: 0, 1, 2…
+     * until the first iteration ends, then backward's order where it differed.
+     */
+    synchronized int[] parameterOrder() {
+        int[] order = new int[params.size()];
+        int n = 0;
+        for (Bucket b : buckets) {
+            for (Tensor p : b.params) {
+                order[n++] = params.indexOf(p);
+            }
+        }
+        return order;
+    }
+
     synchronized void pauseHooks() {
         paused++;
     }
@@ -159,8 +246,28 @@ final class GradientBuckets {
         paused--;
     }
 
-    /** Waits for (and where needed starts) every bucket, then writes the averages into {@code .grad}. */
+    /** Sets the gradients of the parameters with buckets to none. */
+    synchronized void clearGradients() {
+        try (PointerScope temporaries = new PointerScope()) {
+            for (Tensor p : params) {
+                if (p.grad().defined()) {
+                    p.mutable_grad().put(new Tensor());
+                }
+            }
+        }
+    }
+
+    /** Waits for (and where needed starts) every bucket; then each parameter's {@code .grad} is its averaged view. */
     synchronized void averageGradients() {
+        if (buckets.isEmpty()) {
+            return;
+        }
+        long began = System.nanoTime();
+        for (Bucket b : buckets) {
+            if (b.work != null && !b.stale && b.work.isDone()) {
+                finishedDuringBackward++;
+            }
+        }
         try (PointerScope temporaries = new PointerScope()) {
             for (int i = 0; i < buckets.size(); i++) {
                 Bucket b = buckets.get(i);
@@ -175,42 +282,99 @@ final class GradientBuckets {
             }
             for (Bucket b : buckets) {
                 b.work.await();
-                b.unpack();
+                b.pointGradients();
             }
         } finally {
             for (Bucket b : buckets) {
                 b.reset();
             }
             nextToStart = 0;
+            waitedNanos += System.nanoTime() - began;
+        }
+        if (readyOrder != null) {
+            rebuild();
         }
     }
 
-    private void registerHook(Bucket bucket, int slot) {
+    /**
+     * Lays the buckets out again in the order the root saw gradients become ready in the first
+     * iteration (every rank takes the root's order, so all keep the same buckets), moving the
+     * averaged gradients into the new buckets. Parameters no hook saw keep their relative order at
+     * the end.
+     */
+    private void rebuild() {
+        int[] order = new int[params.size()];
+        boolean[] placed = new boolean[params.size()];
+        int n = 0;
+        for (int id : readyOrder) {
+            order[n++] = id;
+            placed[id] = true;
+        }
+        for (int id = 0; id < params.size(); id++) {
+            if (!placed[id]) {
+                order[n++] = id;
+            }
+        }
+        readyOrder = null;
+        group.broadcast(DenseBuffer.of(order), DistributedBackend.ROOT_RANK).await();
+        boolean same = true;
+        for (int i = 0; i < order.length; i++) {
+            same &= order[i] == i;
+        }
+        if (same) {
+            return;
+        }
+        List<Bucket> old = buckets;
+        buckets = layOut(order);
+        try (PointerScope temporaries = new PointerScope()) {
+            for (int id = 0; id < params.size(); id++) {
+                Bucket b = buckets.get(bucketOf[id]);
+                Tensor view = b.views.get(slotOf[id]);
+                view.copy_(params.get(id).grad());
+                params.get(id).mutable_grad().put(view);
+            }
+        }
+        old.forEach(Bucket::free);
+        LOG.log(System.Logger.Level.DEBUG, () -> "gradient buckets rebuilt in the order backward produced gradients: "
+                + buckets.size() + " buckets");
+    }
+
+    private void registerHook(int id) {
         VoidTensorHook hook = new VoidTensorHook() {
             @Override
             public void call(TensorBase grad) {
                 try (PointerScope temporaries = new PointerScope()) {
-                    onGradient(bucket, slot, new Tensor(grad));
+                    onGradient(id, new Tensor(grad));
                 }
             }
         };
         hooks.add(LibTorch.retain(hook));
-        bucket.params.get(slot).register_hook(hook);
+        params.get(id).register_hook(hook);
     }
 
-    private synchronized void onGradient(Bucket bucket, int slot, Tensor grad) {
+    private synchronized void onGradient(int id, Tensor grad) {
         if (paused > 0) {
             return;
         }
+        if (readyOrder != null && !readyOrder.contains(id)) {
+            readyOrder.add(id);
+        }
+        Bucket bucket = buckets.get(bucketOf[id]);
+        int slot = slotOf[id];
         if (bucket.work != null) {
             bucket.stale = true;              // accumulation without a step: the step redoes it
             return;
         }
-        Tensor accumulated = bucket.params.get(slot).grad();
+        Tensor view = bucket.views.get(slot);
+        Tensor accumulated = params.get(id).grad();
         if (accumulated.defined()) {
-            bucket.views.get(slot).copy_(accumulated.add(grad));
+            if (sameMemory(accumulated, view)) {
+                return;                       // autograd adds into the view after this hook: the step starts the bucket
+            }
+            view.copy_(accumulated);
+            view.add_(grad);
         } else {
-            bucket.views.get(slot).copy_(grad);
+            view.copy_(grad);
         }
         if (!bucket.ready[slot]) {
             bucket.ready[slot] = true;
@@ -218,9 +382,22 @@ final class GradientBuckets {
         }
         while (nextToStart < buckets.size() && buckets.get(nextToStart).isFull()) {
             Bucket next = buckets.get(nextToStart++);
+            long began = System.nanoTime();
             next.work = group.allreduce(next.buffer, ReduceOp.AVG);
+            long waited = System.nanoTime() - began;
+            waitedNanos += waited;
+            waitedInHooksNanos += waited;
             startedDuringBackward++;
         }
+    }
+
+    /**
+     * Whether {@code grad} is (a detached alias of) {@code view}: the same memory, where autograd
+     * would accumulate in place. ({@code is_same} misses the aliases {@code detach()} makes, as
+     * {@code Module.zero_grad(false)} does.)
+     */
+    private static boolean sameMemory(Tensor grad, Tensor view) {
+        return grad.defined() && grad.data_ptr().address() == view.data_ptr().address() && grad.numel() == view.numel();
     }
 
     /** One flat buffer and the parameters laid out in it. */
@@ -231,6 +408,8 @@ final class GradientBuckets {
         final List<Tensor> views = new ArrayList<>();
         long bytes;
         DenseBuffer buffer;
+        /** Where {@link #buffer} came from, when it is not ordinary direct memory. */
+        BufferAllocator allocator;
         Tensor flat;
         boolean[] ready;
         int readyCount;
@@ -264,6 +443,15 @@ final class GradientBuckets {
             ready = new boolean[params.size()];
         }
 
+        /** Gives the storage back (after a rebuild; no parameter points into it any more). */
+        void free() {
+            views.forEach(LibTorch::release);
+            LibTorch.release(flat);
+            if (allocator != null) {
+                allocator.release(buffer);
+            }
+        }
+
         boolean isFull() {
             return readyCount == params.size();
         }
@@ -275,28 +463,27 @@ final class GradientBuckets {
                     continue;
                 }
                 Tensor grad = params.get(i).grad();
-                if (grad.defined()) {
-                    views.get(i).copy_(grad);
-                } else {
+                if (!grad.defined()) {
                     views.get(i).zero_();
+                } else if (!sameMemory(grad, views.get(i))) {
+                    views.get(i).copy_(grad);
                 }
             }
         }
 
-        void unpack() {
+        /** Makes each parameter's {@code .grad} its view into the bucket (no copy). */
+        void pointGradients() {
             for (int i = 0; i < params.size(); i++) {
                 Tensor p = params.get(i);
-                Tensor grad = p.grad();
-                if (grad.defined()) {
-                    grad.copy_(views.get(i));
-                } else {
-                    p.mutable_grad().put(views.get(i).clone());
+                Tensor view = views.get(i);
+                if (!sameMemory(p.grad(), view)) {
+                    p.mutable_grad().put(view);
                 }
             }
         }
 
         void reset() {
-            java.util.Arrays.fill(ready, false);
+            Arrays.fill(ready, false);
             readyCount = 0;
             stale = false;
             work = null;

@@ -57,7 +57,8 @@ class EquivalenceTest {
     }
 
     @ParameterizedTest(name = "threads engine, world 3, {0}")
-    @ValueSource(strings = {"no overlap", "small buckets", "accumulation in noSync", "accumulation without noSync"})
+    @ValueSource(strings = {"no overlap", "small buckets", "accumulation in noSync", "accumulation without noSync",
+            "gradients zeroed in place", "parameters registered backwards"})
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void bucketingOverlapAndAccumulationDoNotChangeTheResult(String variant) {
         List<float[]> weights = new ThreadsWorld(3, 3, Duration.ofSeconds(30)).runAll(rank -> {
@@ -67,7 +68,16 @@ class EquivalenceTest {
                     case "no overlap" -> TinyTraining.distributed(backend, 25L << 20, false, 1, false);
                     case "small buckets" -> TinyTraining.distributed(backend, 100, true, 1, false);
                     case "accumulation in noSync" -> TinyTraining.distributed(backend, 100, true, 2, true);
-                    default -> TinyTraining.distributed(backend, 100, true, 2, false);
+                    case "accumulation without noSync" -> TinyTraining.distributed(backend, 100, true, 2, false);
+                    case "gradients zeroed in place" -> TinyTraining.distributed(backend, 100, true, 1, false,
+                            TinyTraining.Variant.ZEROED_IN_PLACE);
+                    default -> {
+                        float[] w = TinyTraining.distributed(backend, 100, true, 1, false,
+                                TinyTraining.Variant.REGISTERED_BACKWARDS);
+                        // Reverse registration order put fc1 (ids 0, 1) first; backward made fc2's (2, 3) first.
+                        assertThat(java.util.Arrays.copyOf(TinyTraining.lastOrder.get(), 2)).containsExactlyInAnyOrder(2, 3);
+                        yield w;
+                    }
                 };
             }
         }, Duration.ofSeconds(50));

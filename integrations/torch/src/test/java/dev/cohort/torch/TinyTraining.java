@@ -30,16 +30,34 @@ final class TinyTraining {
         final LinearImpl fc2;
 
         Net(long seed) {
-            fc1 = register_module("fc1", new LinearImpl(8, 16));
-            fc2 = register_module("fc2", new LinearImpl(16, 3));
-            TensorVector params = parameters();
+            this(seed, false);
+        }
+
+        /**
+         * {@code registeredBackwards}: fc2 is registered before fc1, so the first bucket layout
+         * (reverse registration order) is the opposite of the order backward produces gradients.
+         * The values are the same either way.
+         */
+        Net(long seed, boolean registeredBackwards) {
+            if (registeredBackwards) {
+                fc2 = register_module("fc2", new LinearImpl(16, 3));
+                fc1 = register_module("fc1", new LinearImpl(8, 16));
+            } else {
+                fc1 = register_module("fc1", new LinearImpl(8, 16));
+                fc2 = register_module("fc2", new LinearImpl(16, 3));
+            }
             java.util.SplittableRandom random = new java.util.SplittableRandom(seed);
-            for (long i = 0; i < params.size(); i++) {
-                DenseBuffer b = TensorBuffers.view(params.get(i));
+            for (Tensor p : inUseOrder()) {
+                DenseBuffer b = TensorBuffers.view(p);
                 for (int k = 0; k < b.count(); k++) {
                     b.setDouble(k, random.nextDouble(-0.5, 0.5));
                 }
             }
+        }
+
+        /** fc1's weight and bias, then fc2's, whatever the registration order. */
+        java.util.List<Tensor> inUseOrder() {
+            return java.util.List.of(fc1.weight(), fc1.bias(), fc2.weight(), fc2.bias());
         }
 
         Tensor forward(Tensor x) {
@@ -107,11 +125,28 @@ final class TinyTraining {
      */
     static float[] distributed(DistributedBackend backend, long bucketBytes, boolean overlap, int microBatches,
                                boolean noSync) {
+        return distributed(backend, bucketBytes, overlap, microBatches, noSync, Variant.PLAIN);
+    }
+
+    /** How a run departs from the plain one, beyond buckets, overlap and accumulation. */
+    enum Variant {
+        PLAIN,
+        /** Gradients zeroed in place through the module ({@code zero_grad(false)}), so {@code .grad} stays the bucket view. */
+        ZEROED_IN_PLACE,
+        /** fc2 registered before fc1: the buckets must be rebuilt in backward's order. */
+        REGISTERED_BACKWARDS
+    }
+
+    /** After {@link #distributed} on this thread: the parameter order of the final bucket layout. */
+    static final ThreadLocal<int[]> lastOrder = ThreadLocal.withInitial(() -> new int[0]);
+
+    static float[] distributed(DistributedBackend backend, long bucketBytes, boolean overlap, int microBatches,
+                               boolean noSync, Variant variant) {
         LibTorch.load();
         int n = backend.worldSize();
         int shard = GLOBAL_BATCH / n;
         int micro = shard / microBatches;
-        Net local = new Net(backend.rank());
+        Net local = new Net(backend.rank(), variant == Variant.REGISTERED_BACKWARDS);
         Distributed<Module, Optimizer, Object, Object> d;
         // distribute inside a PointerScope, as JavaCPP programs often run everything in one
         try (org.bytedeco.javacpp.PointerScope scope = new org.bytedeco.javacpp.PointerScope()) {
@@ -123,7 +158,11 @@ final class TinyTraining {
         for (int s = 0; s < STEPS; s++) {
             System.gc();                      // native objects Cohort keeps must survive collection
             try (org.bytedeco.javacpp.PointerScope stepScope = new org.bytedeco.javacpp.PointerScope()) {
-                optimizer.zero_grad();
+                if (variant == Variant.ZEROED_IN_PLACE) {
+                    local.zero_grad(false);
+                } else {
+                    optimizer.zero_grad();
+                }
                 for (int m = 0; m < microBatches; m++) {
                     Batch b = batch(s, backend.rank() * shard + m * micro, micro);
                     Tensor loss = torch.cross_entropy(local.forward(b.inputs()), b.targets()).div(
@@ -139,16 +178,26 @@ final class TinyTraining {
                 optimizer.step();
             }
         }
-        if (overlap && !noSync && optimizer.bucketsStartedDuringBackward() < (long) STEPS * optimizer.bucketCount()) {
+        // Zeroed in place, .grad stays the bucket view and autograd adds into it after the hook: those buckets start at the step.
+        if (overlap && !noSync && variant != Variant.ZEROED_IN_PLACE && optimizer.bucketsStartedDuringBackward() < (long) STEPS * optimizer.bucketCount()) {
             throw new AssertionError("only " + optimizer.bucketsStartedDuringBackward() + " of " + STEPS + " x "
                     + optimizer.bucketCount() + " buckets started during backward");
         }
         lastBuckets.set(optimizer.bucketsInSharedMemory() + " OF " + optimizer.bucketCount());
+        lastOrder.set(optimizer.buckets().parameterOrder());
         return weights(local);
     }
 
     static float[] weights(Module model) {
-        TensorVector params = model.parameters();
+        if (model instanceof Net net) {
+            TensorVector inUse = new TensorVector();
+            net.inUseOrder().forEach(inUse::push_back);
+            return weights(inUse);
+        }
+        return weights(model.parameters());
+    }
+
+    static float[] weights(TensorVector params) {
         int total = 0;
         for (long i = 0; i < params.size(); i++) {
             total += (int) params.get(i).numel();

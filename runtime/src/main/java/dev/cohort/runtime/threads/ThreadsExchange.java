@@ -5,6 +5,7 @@ import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.runtime.Daemons;
 import dev.cohort.runtime.PendingWork;
 import dev.cohort.runtime.Reduction;
 import java.time.Duration;
@@ -12,6 +13,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The meeting point of one group's ranks inside a JVM.
@@ -21,6 +25,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * every rank's buffers (folding ranks in rank order, so all ranks get the same bits), writes
  * every rank's output and completes all works. A failure (mismatch, timeout, close) breaks the
  * exchange: every pending and later call fails with the same cause.
+ *
+ * <p>The computing runs on the exchange's own thread, in round order, not on the rank that
+ * arrived last: that rank goes on at once, so a collective started during backward overlaps it
+ * on every rank. The thread ends after a second without work.
  */
 final class ThreadsExchange {
 
@@ -28,10 +36,13 @@ final class ThreadsExchange {
     private final String name;
     private final Map<Long, Round> rounds = new ConcurrentHashMap<>();
     private volatile CollectiveException broken;
+    private final ThreadPoolExecutor computing;
 
     ThreadsExchange(String name, int size) {
         this.name = name;
         this.size = size;
+        this.computing = new ThreadPoolExecutor(0, 1, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+                Daemons.named("cohort-threads-" + name.replace(' ', '-')));
     }
 
     int size() {
@@ -54,7 +65,7 @@ final class ThreadsExchange {
         }
         if (last) {
             rounds.remove(call.sequence());
-            finish(round);
+            computing.execute(() -> finish(round));
         } else if (broken != null) {
             work.fail(broken);
         }

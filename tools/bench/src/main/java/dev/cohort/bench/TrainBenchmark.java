@@ -3,9 +3,13 @@ package dev.cohort.bench;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.cohort.cli.Commands;
+import dev.cohort.examples.Classifier;
+import dev.cohort.examples.Mlp;
+import dev.cohort.examples.SmallCnn;
 import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.libtorch.LibTorch;
+import dev.cohort.torch.DistributedOptimizer;
 import dev.cohort.torch.TorchDistributor;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,7 +17,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import org.bytedeco.javacpp.PointerScope;
-import org.bytedeco.pytorch.LinearImpl;
 import org.bytedeco.pytorch.Module;
 import org.bytedeco.pytorch.Optimizer;
 import org.bytedeco.pytorch.SGD;
@@ -27,7 +30,8 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code ./cohort bench train}: data-parallel training throughput, exactly what
- * {@code shared/peers/torch_ddp.py} measures: MLP 784-1024-1024-10, cross-entropy, SGD lr 0.01,
+ * {@code shared/peers/torch_ddp.py} measures: MLP 784-H-H-10 (H = --hidden, 1024 by default; or one of the demo's
+ * models, which {@code scripts/torch_models.py} trains alike in PyTorch), cross-entropy, SGD lr 0.01,
  * batch 64 per rank, random data (16 fixed batches), 1 compute thread per rank; wall time of
  * {@code steps} full steps (forward, loss, backward, gradient averaging, update) on rank 0 between
  * two barriers, after {@code warm} steps.
@@ -46,6 +50,12 @@ final class TrainBenchmark implements Callable<Integer> {
     int warm = 20;
     @Option(names = "--batch", description = "Batch per worker. Default: ${DEFAULT-VALUE}.")
     int batch = 64;
+    @Option(names = "--hidden", description = "Width of the two hidden layers (torch_ddp.py's --hidden): 1024 gives "
+            + "1.86 M parameters, 4096 gives 20.0 M. Default: ${DEFAULT-VALUE}.")
+    int hidden = 1024;
+    @Option(names = "--model", description = "mlp: MLP 784-H-H-10 (H: --hidden), as torch_ddp.py; demo-mlp, demo-cnn: "
+            + "the demo's models (./cohort demo --model mlp|cnn). Default: ${DEFAULT-VALUE}.")
+    String model = "mlp";
     @Option(names = "--json", paramLabel = "FILE", description = "Write the result as JSON (torch_ddp.py's shape).")
     Path json;
     @Option(names = "--no-overlap", description = "Average gradients only at the step, not during backward.")
@@ -59,29 +69,33 @@ final class TrainBenchmark implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (world < 1 || steps < 1 || warm < 0 || batch < 1) {
-            throw new IllegalArgumentException("--world, --steps and --batch must be >= 1 and --warm >= 0");
+        if (world < 1 || steps < 1 || warm < 0 || batch < 1 || hidden < 1) {
+            throw new IllegalArgumentException("--world, --steps, --batch and --hidden must be >= 1 and --warm >= 0");
+        }
+        if (!List.of("mlp", "demo-mlp", "demo-cnn").contains(model)) {
+            throw new IllegalArgumentException("--model must be mlp, demo-mlp or demo-cnn, got '" + model + "'");
         }
         Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-train", ".json");
         List<String> workerArgs = new ArrayList<>(List.of("train-worker", "--backend", backend, "--steps",
                 Integer.toString(steps), "--warm", Integer.toString(warm), "--batch", Integer.toString(batch),
-                "--json", out.toString(), "--overlap=" + !noOverlap));
+                "--hidden", Integer.toString(hidden), "--model", model, "--json", out.toString(), "--overlap=" + !noOverlap));
         engineOptions.forEach(o -> workerArgs.add("--engine-option=" + o));
         int rc = Workers.launch(world, nodes, backend, workerArgs);
         if (rc != 0 || !nodes.reports()) {
             return rc;
         }
         Result r = new ObjectMapper().readValue(out.toFile(), Result.class);
-        System.out.printf("%s world=%d threads/rank=%d steps=%d time=%.2fs steps/s=%.1f samples/s=%.0f%n", r.engine(),
-                r.world(), r.threadsPerRank(), r.steps(), r.seconds(), r.stepsPerS(), r.samplesPerS());
+        System.out.printf("%s %s world=%d threads/rank=%d params=%d steps=%d time=%.2fs steps/s=%.1f samples/s=%.0f "
+                        + "communication=%.0f%% of the step%n", r.engine(), r.model(), r.world(), r.threadsPerRank(), r.params(),
+                r.steps(), r.seconds(), r.stepsPerS(), r.samplesPerS(), 100 * r.communicationShare());
         System.out.printf("computes with: %s; BLAS %s%n", r.version(), r.blas().isEmpty() ? "(none loaded)" : String.join(", ", r.blas()));
         return 0;
     }
 
-    record Result(String engine, String version, int world, @JsonProperty("threads_per_rank") int threadsPerRank,
+    record Result(String engine, String model, String version, int world, @JsonProperty("threads_per_rank") int threadsPerRank,
                   int steps, @JsonProperty("batch_per_rank") int batchPerRank, long params, double seconds,
                   @JsonProperty("steps_per_s") double stepsPerS, @JsonProperty("samples_per_s") double samplesPerS,
-                  List<String> blas) {
+                  List<String> blas, @JsonProperty("communication_share") double communicationShare) {
     }
 
     /**
@@ -114,14 +128,13 @@ final class TrainBenchmark implements Callable<Integer> {
         return "java " + Runtime.version() + ", libtorch (JavaCPP pytorch) " + (presets != null ? presets : "?");
     }
 
-    static final class Mlp extends Module {
-        final LinearImpl fc1 = register_module("fc1", new LinearImpl(784, 1024));
-        final LinearImpl fc2 = register_module("fc2", new LinearImpl(1024, 1024));
-        final LinearImpl fc3 = register_module("fc3", new LinearImpl(1024, 10));
-
-        Tensor forward(Tensor x) {
-            return fc3.forward(torch.relu(fc2.forward(torch.relu(fc1.forward(x)))));
-        }
+    /** The model {@code --model} names. */
+    static Classifier model(String name, int hidden) {
+        return switch (name) {
+            case "demo-mlp" -> new Mlp();
+            case "demo-cnn" -> new SmallCnn();
+            default -> new Mlp(hidden, hidden);
+        };
     }
 
     @Command(name = "train-worker", hidden = true)
@@ -130,6 +143,8 @@ final class TrainBenchmark implements Callable<Integer> {
         @Option(names = "--steps", required = true) int steps;
         @Option(names = "--warm", required = true) int warm;
         @Option(names = "--batch", required = true) int batch;
+        @Option(names = "--hidden", required = true) int hidden;
+        @Option(names = "--model", required = true) String modelName;
         @Option(names = "--json", required = true) Path json;
         @Option(names = "--overlap", arity = "1") boolean overlap = true;
         @Option(names = "--engine-option") List<String> engineOptions = new ArrayList<>();
@@ -141,7 +156,7 @@ final class TrainBenchmark implements Callable<Integer> {
             try (DistributedBackend b = Engines.open(backend, engineOptions)) {
                 b.initialize();
                 torch.manual_seed(b.rank());
-                Mlp model = new Mlp();
+                Classifier model = model(modelName, hidden);
                 Optimizer sgd = new SGD(model.parameters(), new SGDOptions(0.01));
                 Optimizer optimizer = b.distribute(DistributeRequest.of((Module) model, sgd, null, null)
                         .withOption(TorchDistributor.OVERLAP, overlap)).optimizer();
@@ -149,19 +164,21 @@ final class TrainBenchmark implements Callable<Integer> {
                 Tensor[] xs = new Tensor[nb];
                 Tensor[] ys = new Tensor[nb];
                 for (int i = 0; i < nb; i++) {
-                    xs[i] = torch.randn(batch, 784);
+                    xs[i] = torch.randn(batch, 1, 28, 28);
                     ys[i] = torch.randint(0, 10, new long[] {batch});
                 }
                 for (int i = 0; i < warm; i++) {
                     step(model, optimizer, xs[i % nb], ys[i % nb]);
                 }
                 b.barrier();
+                long waited0 = communicationWait(optimizer);
                 long t0 = System.nanoTime();
                 for (int i = 0; i < steps; i++) {
                     step(model, optimizer, xs[i % nb], ys[i % nb]);
                 }
                 b.barrier();
                 double seconds = (System.nanoTime() - t0) / 1e9;
+                double share = (communicationWait(optimizer) - waited0) / 1e9 / seconds;
                 if (b.isRootWorker()) {
                     TensorVector params = model.parameters();
                     long count = 0;
@@ -169,17 +186,22 @@ final class TrainBenchmark implements Callable<Integer> {
                         count += params.get(i).numel();
                     }
                     int n = b.worldSize();
-                    Result r = new Result("cohort-" + b.name() + (overlap ? "" : "-no-overlap"), computeVersion(), n,
+                    Result r = new Result("cohort-" + b.name() + (overlap ? "" : "-no-overlap"), modelName, computeVersion(), n,
                             torch.get_num_threads(), steps, batch, count, seconds, steps / seconds,
-                            (double) steps * batch * n / seconds, loadedBlas());
+                            (double) steps * batch * n / seconds, loadedBlas(), share);
                     new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(json.toFile(), r);
                 }
             }
             return 0;
         }
 
+        /** Nanoseconds the training thread has waited for gradient communication (0 when nothing is distributed). */
+        private static long communicationWait(Optimizer optimizer) {
+            return optimizer instanceof DistributedOptimizer d ? d.communicationWaitNanos() : 0;
+        }
+
         /** One step; its temporaries are freed at the end of the step, as Python's refcounting would. */
-        private static void step(Mlp model, Optimizer optimizer, Tensor x, Tensor y) {
+        private static void step(Classifier model, Optimizer optimizer, Tensor x, Tensor y) {
             try (PointerScope scope = new PointerScope()) {
                 optimizer.zero_grad();
                 torch.cross_entropy(model.forward(x), y).backward();
