@@ -339,7 +339,11 @@ public final class CallQueue {
                 return;
             }
             try {
-                runOne();
+                // Hold the runner until this call is done: the engine must not take the next
+                // queued call between two that this thread would run anyway.
+                while (!call.isDone() && !queue.isEmpty()) {
+                    runOne();
+                }
             } finally {
                 runner.unlock();
             }
@@ -405,7 +409,19 @@ public final class CallQueue {
                 + (running == null ? "" : ", queued behind " + running.collective.describe()), null, -1, c.collective, List.of());
     }
 
+    /**
+     * Whether this thread is a queue's engine thread: the calls it runs were started for later
+     * (gradient buckets during backward), and the thread that started them is computing, so a
+     * wait in them should leave the CPU at once rather than spin (shm's barrier does).
+     */
+    public static boolean onEngineThread() {
+        return ON_ENGINE.get();
+    }
+
+    private static final ThreadLocal<Boolean> ON_ENGINE = ThreadLocal.withInitial(() -> Boolean.FALSE);
+
     private void engineLoop() {
+        ON_ENGINE.set(Boolean.TRUE);
         while (!closing) {
             doWork();
         }

@@ -280,8 +280,12 @@ final class GradientBuckets {
                     b.work = group.allreduce(b.buffer, ReduceOp.AVG);
                 }
             }
+            // The last bucket first: a caller that awaits runs every queued call up to its own on
+            // its own thread, rather than leaving the earlier ones to the engine's thread.
+            for (int i = buckets.size() - 1; i >= 0; i--) {
+                buckets.get(i).work.await();
+            }
             for (Bucket b : buckets) {
-                b.work.await();
                 b.pointGradients();
             }
         } finally {
