@@ -161,7 +161,8 @@ class EquivalenceTest {
         }
     }
 
-    private static boolean isOnClassPath(String className) {
+    /** Whether {@code className} is on the test class path (the jdk22-plus profile adds the shm and hier engines). */
+    static boolean isOnClassPath(String className) {
         try {
             Class.forName(className, false, EquivalenceTest.class.getClassLoader());
             return true;

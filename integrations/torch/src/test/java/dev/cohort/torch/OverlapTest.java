@@ -57,7 +57,7 @@ class OverlapTest {
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void processEngines(String engine) throws Exception {
         boolean jdk22 = Runtime.version().feature() >= 22;
-        assumeTrue(engine.equals("gloo") || jdk22 && isOnClassPath("dev.cohort." + engine + "." + (engine.equals("shm")
+        assumeTrue(engine.equals("gloo") || jdk22 && EquivalenceTest.isOnClassPath("dev.cohort." + engine + "." + (engine.equals("shm")
                 ? "ShmBackend" : "HierBackend")), "the " + engine + " engine needs JDK 22+ (the jdk22-plus profile)");
         int port = JvmWorkers.freePort();
         String runId = "overlap-" + engine + "-" + ProcessHandle.current().pid();
@@ -86,14 +86,5 @@ class OverlapTest {
             env.putAll(Map.of("LOCAL_RANK", "0", "LOCAL_WORLD_SIZE", "1", "GROUP_RANK", Integer.toString(rank)));
         }
         return env;
-    }
-
-    private static boolean isOnClassPath(String className) {
-        try {
-            Class.forName(className, false, OverlapTest.class.getClassLoader());
-            return true;
-        } catch (ClassNotFoundException e) {
-            return false;
-        }
     }
 }
