@@ -24,9 +24,12 @@ for r in BASE:
 TRAINING = {
     "train-gloo": ("Cohort gloo", "torch-ddp"), "train-shm": ("Cohort shm", "torch-ddp"),
     "train-hier": ("Cohort hier", "torch-ddp"),
+    "train-gloo-overlap": ("Cohort gloo, overlap forced", "torch-ddp"),
+    "train-shm-overlap": ("Cohort shm, overlap forced", "torch-ddp"),
     "train-gloo-no-overlap": ("Cohort gloo, no overlap", "torch-ddp"),
     "train-shm-no-overlap": ("Cohort shm, no overlap", "torch-ddp"),
     "torch-ddp": ("PyTorch DDP", None),
+    "train-none": ("Cohort, ranks alone (no averaging: the ceiling)", "torch-ddp"),
     "train-world1": ("Cohort, world 1", "torch-ddp-world1"), "torch-ddp-world1": ("PyTorch DDP, world 1", None),
     "train-gloo-wide": ("Cohort gloo, hidden 4096", "torch-ddp-wide"),
     "train-shm-wide": ("Cohort shm, hidden 4096", "torch-ddp-wide"),

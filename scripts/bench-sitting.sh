@@ -17,8 +17,11 @@
 #               train-gloo   Cohort's training benchmark on gloo (./cohort bench train)
 #               train-shm    the same on shm (gradient buckets in the arena)
 #               torch-ddp    PyTorch DDP on its Gloo (torch_ddp.py), the same model and batches
+#                            (train-gloo, train-shm: overlap as distribute() decides for this host)
+#               train-gloo-overlap, train-shm-overlap   averaging during backward, always (--overlap)
 #               train-gloo-no-overlap, train-shm-no-overlap   averaging only at the step (--no-overlap)
 #               train-world1, torch-ddp-world1   one rank, whatever WORLD says (nothing to average)
+#               train-none   the ceiling: WORLD ranks training alone at once (--backend none), samples/s summed
 #               train-gloo-wide, train-shm-wide, torch-ddp-wide   hidden layers of 4096 (20.0 M parameters),
 #                            TRAIN_STEPS_WIDE steps
 #               train-demo-mlp, train-demo-cnn   the demo's models on one rank (./cohort bench train --model)
@@ -73,8 +76,11 @@ for ((i = 1; i <= ROUNDS; i++)); do
       train-gloo)  train "$WORLD" "$TRAIN_STEPS" --backend gloo --json "$OUT/$run-$i.json" ;;
       train-shm)   train "$WORLD" "$TRAIN_STEPS" --backend shm --json "$OUT/$run-$i.json" ;;
       torch-ddp)   ddp "$WORLD" "$TRAIN_STEPS" $((29750 + i)) --out "$OUT/$run-$i.json" ;;
+      train-gloo-overlap) train "$WORLD" "$TRAIN_STEPS" --backend gloo --overlap --json "$OUT/$run-$i.json" ;;
+      train-shm-overlap)  train "$WORLD" "$TRAIN_STEPS" --backend shm --overlap --json "$OUT/$run-$i.json" ;;
       train-gloo-no-overlap) train "$WORLD" "$TRAIN_STEPS" --backend gloo --no-overlap --json "$OUT/$run-$i.json" ;;
       train-shm-no-overlap)  train "$WORLD" "$TRAIN_STEPS" --backend shm --no-overlap --json "$OUT/$run-$i.json" ;;
+      train-none)        train "$WORLD" "$TRAIN_STEPS" --backend none --json "$OUT/$run-$i.json" ;;
       train-world1)      train 1 "$TRAIN_STEPS" --backend gloo --json "$OUT/$run-$i.json" ;;
       torch-ddp-world1)  ddp 1 "$TRAIN_STEPS" $((29760 + i)) --out "$OUT/$run-$i.json" ;;
       train-gloo-wide)   train "$WORLD" "$TRAIN_STEPS_WIDE" --backend gloo --hidden 4096 --json "$OUT/$run-$i.json" ;;

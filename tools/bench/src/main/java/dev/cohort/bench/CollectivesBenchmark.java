@@ -114,7 +114,7 @@ final class CollectivesBenchmark implements Callable<Integer> {
                     "--sizes", join(sizeList), "--json", out.toString(), "--in-place=" + inPlace,
                     "--warmup-ms", Integer.toString(warmupMs)));
             engineOptions.forEach(o -> workerArgs.add("--engine-option=" + o));
-            int rc = Workers.launch(world, nodes, backend, workerArgs);
+            int rc = Workers.launch(world, nodes, backend.equalsIgnoreCase("shm"), workerArgs);
             if (rc != 0 || !nodes.reports()) {
                 return rc;
             }

@@ -58,8 +58,10 @@ final class TrainBenchmark implements Callable<Integer> {
     String model = "mlp";
     @Option(names = "--json", paramLabel = "FILE", description = "Write the result as JSON (torch_ddp.py's shape).")
     Path json;
-    @Option(names = "--no-overlap", description = "Average gradients only at the step, not during backward.")
-    boolean noOverlap;
+    @Option(names = "--overlap", negatable = true, description = "Average gradients during backward (--overlap) or "
+            + "only at the step (--no-overlap). Default: as distribute() decides (overlap where the ranks' compute threads "
+            + "leave a CPU free).")
+    Boolean overlap;
     @Option(names = "--engine-option", paramLabel = "OPTION",
             description = "An option for the engine in each worker, e.g. --engine-option=--gloo-spin-us=0 "
                     + "(repeatable; see the backend's options).")
@@ -78,13 +80,17 @@ final class TrainBenchmark implements Callable<Integer> {
         Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-train", ".json");
         List<String> workerArgs = new ArrayList<>(List.of("train-worker", "--backend", backend, "--steps",
                 Integer.toString(steps), "--warm", Integer.toString(warm), "--batch", Integer.toString(batch),
-                "--hidden", Integer.toString(hidden), "--model", model, "--json", out.toString(), "--overlap=" + !noOverlap));
+                "--hidden", Integer.toString(hidden), "--model", model, "--json", out.toString()));
+        if (overlap != null) {
+            workerArgs.add("--overlap=" + overlap);
+        }
         engineOptions.forEach(o -> workerArgs.add("--engine-option=" + o));
-        int rc = Workers.launch(world, nodes, backend, workerArgs);
+        int rc = Workers.launch(world, nodes, false, workerArgs);
         if (rc != 0 || !nodes.reports()) {
             return rc;
         }
-        Result r = new ObjectMapper().readValue(out.toFile(), Result.class);
+        Result r = backend.equals("none") && world > 1 ? Result.independent(out, world)
+                : new ObjectMapper().readValue(out.toFile(), Result.class);
         System.out.printf("%s %s world=%d threads/rank=%d params=%d steps=%d time=%.2fs steps/s=%.1f samples/s=%.0f "
                         + "communication=%.0f%% of the step%n", r.engine(), r.model(), r.world(), r.threadsPerRank(), r.params(),
                 r.steps(), r.seconds(), r.stepsPerS(), r.samplesPerS(), 100 * r.communicationShare());
@@ -96,6 +102,30 @@ final class TrainBenchmark implements Callable<Integer> {
                   int steps, @JsonProperty("batch_per_rank") int batchPerRank, long params, double seconds,
                   @JsonProperty("steps_per_s") double stepsPerS, @JsonProperty("samples_per_s") double samplesPerS,
                   List<String> blas, @JsonProperty("communication_share") double communicationShare) {
+
+        /**
+         * The ceiling of {@code --backend none} at a world above 1: every rank trains alone at the same time
+         * and wrote its own file ({@link Worker#resultFile}); samples/s is their sum, the time the slowest's.
+         */
+        static Result independent(Path json, int world) throws java.io.IOException {
+            ObjectMapper mapper = new ObjectMapper();
+            double seconds = 0;
+            double samples = 0;
+            Result first = null;
+            for (int rank = 0; rank < world; rank++) {
+                Path file = Worker.resultFile(json, rank, true);
+                Result r = mapper.readValue(file.toFile(), Result.class);
+                Files.delete(file);
+                first = first == null ? r : first;
+                seconds = Math.max(seconds, r.seconds());
+                samples += r.samplesPerS();
+            }
+            Result r = new Result("cohort-none-independent", first.model(), first.version(), world, first.threadsPerRank(),
+                    first.steps(), first.batchPerRank(), first.params(), seconds, first.steps() / seconds, samples,
+                    first.blas(), 0);
+            mapper.writerWithDefaultPrettyPrinter().writeValue(json.toFile(), r);
+            return r;
+        }
     }
 
     /**
@@ -146,7 +176,7 @@ final class TrainBenchmark implements Callable<Integer> {
         @Option(names = "--hidden", required = true) int hidden;
         @Option(names = "--model", required = true) String modelName;
         @Option(names = "--json", required = true) Path json;
-        @Option(names = "--overlap", arity = "1") boolean overlap = true;
+        @Option(names = "--overlap", arity = "1") Boolean overlap;
         @Option(names = "--engine-option") List<String> engineOptions = new ArrayList<>();
 
         @Override
@@ -158,8 +188,9 @@ final class TrainBenchmark implements Callable<Integer> {
                 torch.manual_seed(b.rank());
                 Classifier model = model(modelName, hidden);
                 Optimizer sgd = new SGD(model.parameters(), new SGDOptions(0.01));
-                Optimizer optimizer = b.distribute(DistributeRequest.of((Module) model, sgd, null, null)
-                        .withOption(TorchDistributor.OVERLAP, overlap)).optimizer();
+                DistributeRequest<Module, Optimizer, Object, Object> request = DistributeRequest.of((Module) model, sgd, null, null);
+                Optimizer optimizer = b.distribute(overlap == null ? request : request.withOption(TorchDistributor.OVERLAP, overlap))
+                        .optimizer();
                 int nb = 16;
                 Tensor[] xs = new Tensor[nb];
                 Tensor[] ys = new Tensor[nb];
@@ -179,6 +210,7 @@ final class TrainBenchmark implements Callable<Integer> {
                 b.barrier();
                 double seconds = (System.nanoTime() - t0) / 1e9;
                 double share = (communicationWait(optimizer) - waited0) / 1e9 / seconds;
+                boolean alone = b.name().equals("none") && Integer.parseInt(System.getenv().getOrDefault("WORLD_SIZE", "1")) > 1;
                 if (b.isRootWorker()) {
                     TensorVector params = model.parameters();
                     long count = 0;
@@ -186,13 +218,19 @@ final class TrainBenchmark implements Callable<Integer> {
                         count += params.get(i).numel();
                     }
                     int n = b.worldSize();
-                    Result r = new Result("cohort-" + b.name() + (overlap ? "" : "-no-overlap"), modelName, computeVersion(), n,
+                    Result r = new Result("cohort-" + b.name() + (overlap == null ? "" : overlap ? "-overlap" : "-no-overlap"), modelName, computeVersion(), n,
                             torch.get_num_threads(), steps, batch, count, seconds, steps / seconds,
                             (double) steps * batch * n / seconds, loadedBlas(), share);
-                    new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(json.toFile(), r);
+                    Path file = resultFile(json, Integer.parseInt(System.getenv().getOrDefault("RANK", "0")), alone);
+                    new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(file.toFile(), r);
                 }
             }
             return 0;
+        }
+
+        /** Where a rank writes its result: the file asked for, or with --backend none (every rank its own root) one per rank. */
+        static Path resultFile(Path json, int rank, boolean alone) {
+            return alone ? json.resolveSibling(json.getFileName() + ".rank" + rank) : json;
         }
 
         /** Nanoseconds the training thread has waited for gradient communication (0 when nothing is distributed). */
