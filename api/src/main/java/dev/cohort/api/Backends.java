@@ -134,13 +134,16 @@ public final class Backends {
     /**
      * The backend called {@code name} (case-insensitive), or {@value #AUTO}'s choice (see
      * {@link #auto}); {@code null} or blank means the {@value #ENV_BACKEND} environment variable
-     * ({@code ./cohort run} sets {@value #AUTO}), and when that is unset too, {@code none}.
+     * ({@code ./cohort run} sets {@value #AUTO}), and when that is unset too, {@value #AUTO} where the
+     * launch environment says {@code WORLD_SIZE > 1}, else {@code none}. Naming {@code none} for a
+     * world above 1 works, and rank 0 warns that every rank trains alone. The environment is
+     * {@link JobEnvironment#current()}'s: torchrun's, Slurm's, Open MPI's and Kubernetes' variables work.
      *
      * @throws IllegalArgumentException     for an unknown name, listing the known ones
      * @throws BackendUnavailableException for a known backend that cannot run here
      */
     public static DistributedBackend select(String name) {
-        return select(name, discover(), System.getenv());
+        return select(name, discover(), JobEnvironment.currentVariables());
     }
 
     /** {@link #select(String)} among {@code backends}, reading {@code env} instead of the process environment. */
@@ -151,11 +154,19 @@ public final class Backends {
             chosen = env.get(ENV_BACKEND);
             source = ENV_BACKEND;
         }
+        int world = launchedWorld(env);
         if (chosen == null || chosen.isBlank()) {
-            chosen = NONE;
+            // Never alone without a word: a launcher that started several workers gets them a group.
+            chosen = world > 1 ? AUTO : NONE;
+            source = "WORLD_SIZE=" + world + ", no backend named";
         }
         if (chosen.trim().equalsIgnoreCase(AUTO)) {
             return selectAuto(source, backends, env);
+        }
+        if (chosen.trim().equalsIgnoreCase(NONE) && world > 1 && "0".equals(env.get(LaunchEnvironment.RANK).trim())) {
+            LOG.log(System.Logger.Level.WARNING, "backend none (from " + source + ") with WORLD_SIZE=" + world + ": ranks 0.."
+                    + (world - 1) + " each train alone on their own data, averaging nothing; name a backend (or auto) "
+                    + "to train one model together");
         }
         DistributedBackend backend = backends.get(chosen.trim().toLowerCase(Locale.ROOT));
         if (backend == null) {
@@ -167,6 +178,15 @@ public final class Backends {
                     + ") cannot run here: " + backend.unavailableReason());
         }
         return backend;
+    }
+
+    /** WORLD_SIZE when a launch environment is present and it is a number, else 1. */
+    private static int launchedWorld(Map<String, String> env) {
+        if (!LaunchEnvironment.isPresent(env)) {
+            return 1;
+        }
+        String text = env.get(LaunchEnvironment.WORLD_SIZE).trim();
+        return text.matches("[0-9]{1,9}") ? Integer.parseInt(text) : 1;
     }
 
     /**

@@ -26,6 +26,14 @@ public record JobLayout(int worldSize, int localWorldSize, int hosts) {
         return localWorldSize == worldSize;
     }
 
+    /**
+     * Whether the workers are on several hosts and some host holds more than one of them (when the
+     * number of hosts is unknown, the hosts are taken to be uneven, so some holds more than one).
+     */
+    public boolean sharedHosts() {
+        return !oneHost() && (hosts == 0 || worldSize > hosts);
+    }
+
     /** The number of hosts for messages: "2", or "several" when unknown. */
     public String hostsText() {
         return hosts > 0 ? Integer.toString(hosts) : "several";

@@ -47,9 +47,9 @@ public record LaunchEnvironment(String masterAddr, int masterPort, Topology topo
         }
     }
 
-    /** Reads the variables of this process's environment. */
+    /** Reads the variables of this process's job ({@link JobEnvironment#current()}: whichever launcher started it). */
     public static LaunchEnvironment fromEnvironment() {
-        return parse(System.getenv());
+        return parse(JobEnvironment.currentVariables());
     }
 
     /**
@@ -127,6 +127,7 @@ public record LaunchEnvironment(String masterAddr, int masterPort, Topology topo
         m.put(GROUP_RANK, Integer.toString(topology.nodeRank()));
         m.put(RESTART_COUNT, Integer.toString(restartCount));
         m.put(RUN_ID, runId);
+        m.put(JobEnvironment.LAUNCHED_BY, "cohort");
         return m;
     }
 

@@ -2,6 +2,7 @@ package dev.cohort.cli;
 
 import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.JobEnvironment;
 
 import java.util.Locale;
 import java.util.Map;
@@ -36,7 +37,7 @@ public final class BackendChoice {
      */
     public synchronized DistributedBackend backend() {
         if (selected == null) {
-            selected = Backends.select(name, backends, System.getenv());
+            selected = Backends.select(name, backends, JobEnvironment.currentVariables());
         }
         return selected;
     }

@@ -5,6 +5,7 @@ import static org.bytedeco.pytorch.global.torch.cross_entropy;
 import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.Distributed;
 import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.ProgressReporter;
@@ -140,7 +141,7 @@ public final class FashionMnistTraining {
                 : List.of());
         long step = position.step();
         long resumedFrom = position.step();
-        int restarts = restartCount(System.getenv());
+        int restarts = restartCount(JobEnvironment.currentVariables());
         ProgressMarker.State progressState = initialProgress(position.step(), resumed, restarts);
         FaultDrill drill = FaultDrill.fromEnvironment();
         double lastLoss = Double.NaN;

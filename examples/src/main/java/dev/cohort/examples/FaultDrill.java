@@ -1,5 +1,6 @@
 package dev.cohort.examples;
 
+import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
 import java.io.IOException;
 import java.util.Map;
@@ -27,7 +28,7 @@ final class FaultDrill {
     }
 
     static FaultDrill fromEnvironment() {
-        return from(System.getenv());
+        return from(JobEnvironment.currentVariables());
     }
 
     static FaultDrill from(Map<String, String> env) {

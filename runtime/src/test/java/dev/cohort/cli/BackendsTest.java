@@ -66,7 +66,7 @@ class BackendsTest {
         Map<String, DistributedBackend> all = new TreeMap<>(Backends.discover());
         all.put("gloo", engine("gloo", 17, glooAvailable, l -> true, 10));
         all.put("shm", engine("shm", 22, true, JobLayout::oneHost, 30));
-        all.put("hier", engine("hier", 22, true, l -> !l.oneHost(), 20));
+        all.put("hier", engine("hier", 22, true, JobLayout::sharedHosts, 20));
         return all;
     }
 
@@ -120,18 +120,30 @@ class BackendsTest {
     @Test
     void autoTakesTheNextEngineWhenTheChosenOneCannotRunHere() {
         Map<String, DistributedBackend> all = engines(true);
-        all.put("hier", engine("hier", 22, false, l -> !l.oneHost(), 20));
+        all.put("hier", engine("hier", 22, false, JobLayout::sharedHosts, 20));
         boolean sharedMemoryJdk = Runtime.version().feature() >= 22;
         assertThat(Backends.select("auto", all, layout(4, 2))).isSameAs(all.get("gloo"));
-        all.put("hier", engine("hier", 22, true, l -> !l.oneHost(), 20));
+        all.put("hier", engine("hier", 22, true, JobLayout::sharedHosts, 20));
         assertThat(Backends.select(null, all, Map.of("COHORT_BACKEND", "AUTO", "RANK", "1", "WORLD_SIZE", "4",
                 "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "2", "GROUP_RANK", "0")))
                 .isSameAs(sharedMemoryJdk ? all.get("hier") : all.get("gloo"));
         Map<String, DistributedBackend> none = engines(false);
-        none.put("hier", engine("hier", 22, false, l -> !l.oneHost(), 20));
+        none.put("hier", engine("hier", 22, false, JobLayout::sharedHosts, 20));
         assertThatThrownBy(() -> Backends.select("auto", none, layout(4, 2)))
                 .isInstanceOf(BackendUnavailableException.class).hasMessageContaining(".so is missing")
                 .hasMessageContaining("no other engine on the class path suits this job");
+    }
+
+    @Test
+    void severalWorkersWithNoBackendNamedGetAutoNeverNone() {
+        Map<String, DistributedBackend> all = engines(true);
+        // RANK/WORLD_SIZE from some launcher, no --distributed-backend, no COHORT_BACKEND.
+        assertThat(Backends.select(null, all, layout(4, 2)).name()).isIn("hier", "gloo");
+        assertThat(Backends.select("", all, layout(2, 1)).name()).isEqualTo("gloo");
+        assertThat(Backends.select(null, all, layout(1, 1)).name()).isEqualTo("none");
+        assertThat(Backends.select(null, all, Map.of()).name()).isEqualTo("none");
+        // Asking for none stays none (with a warning on rank 0 naming the ranks that train alone).
+        assertThat(Backends.select("none", all, layout(4, 2)).name()).isEqualTo("none");
     }
 
     @Test

@@ -2,6 +2,7 @@ package dev.cohort.gloo;
 
 import dev.cohort.api.Connection;
 import dev.cohort.runtime.EngineBackend;
+import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.JobLayout;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
@@ -52,7 +53,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
     private volatile JobNotes notes;
 
     public GlooBackend() {
-        this(new GlooOptions(), System.getenv());
+        this(new GlooOptions(), JobEnvironment.currentVariables());
     }
 
     /**
@@ -114,8 +115,11 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             topology = launch.topology();
             runScope = launch.runId() + "/" + launch.restartCount();
             device = device(launch.masterAddr(), launch.masterPort());
-            rendezvous = Rendezvous.tcp(launch.masterAddr(), launch.masterPort(), topology.rank(),
-                    topology.worldSize(), connectTimeout);
+            rendezvous = options.agentStore() || "1".equals(env.get(JobEnvironment.AGENT_STORE))
+                    ? Rendezvous.agent(launch.masterAddr(), launch.masterPort(), topology.rank(), topology.worldSize(),
+                            launch.restartCount(), connectTimeout)
+                    : Rendezvous.tcp(launch.masterAddr(), launch.masterPort(), topology.rank(), topology.worldSize(),
+                            connectTimeout);
         }
         try {
             Map<String, String> ranksByAddress = Membership.join(rendezvous, topology,

@@ -46,6 +46,8 @@ public final class GlooOptions extends EngineOptions<GlooOptions> {
                     + "it has CPUs, else 0: polling would take the CPU a rank needs).")
     Integer spinMicros;
 
+    private boolean agentStore;
+
     @Option(names = "--gloo-rendezvous", paramLabel = "URI",
             description = "env:// (MASTER_ADDR/MASTER_PORT, rank 0 hosts a TCP store; the default) or "
                     + "file:///PATH (a file on a filesystem all ranks share).")
@@ -115,6 +117,19 @@ public final class GlooOptions extends EngineOptions<GlooOptions> {
     /** Which calls of a group of {@code size} ranks go over the mesh (rejects a negative --gloo-direct-max-bytes). */
     MeshRoute meshRoute(int size) {
         return new MeshRoute(meshMaxBytes, size);
+    }
+
+    /**
+     * Whether the ranks meet in a store the launcher's agent hosts (torchrun's) rather than one
+     * rank 0 hosts; by default as the launch environment says ({@code COHORT_AGENT_STORE}).
+     */
+    public GlooOptions agentStore(boolean agent) {
+        this.agentStore = agent;
+        return this;
+    }
+
+    boolean agentStore() {
+        return agentStore;
     }
 
     /** Polls this long before sleeping (see --gloo-spin-us); {@link Duration#ZERO} never polls. */

@@ -4,6 +4,7 @@ import dev.cohort.api.Connection;
 import dev.cohort.api.Topology;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.runtime.SharedMemoryFiles;
 import dev.cohort.gloo.GlooBackend;
@@ -122,6 +123,7 @@ public final class HierEngine {
         GlooOptions glooOptions = new GlooOptions().timeout(options.timeout()).connectTimeout(left)
                 .stallTime(options.stallTime()).joinsAs("the hier backend's group of host leaders")
                 .networkInterface(env.get(GlooBackend.ENV_INTERFACE)).rankNames(names.betweenHosts())
+                .agentStore("1".equals(env.get(JobEnvironment.AGENT_STORE)))
                 .spin(options.leadersSpin().orElseGet(() -> GlooOptions.defaultSpin(launch.topology().localWorldSize())));
         GlooBackend backend = GlooBackend.forGroup(leadersGroup, glooOptions);
         try {

@@ -1,6 +1,7 @@
 package dev.cohort.hier;
 
 import dev.cohort.api.Connection;
+import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.JobLayout;
 import dev.cohort.runtime.EngineBackend;
 import dev.cohort.gloo.GlooBackend;
@@ -39,13 +40,16 @@ public final class HierBackend extends EngineBackend<HierOptions> {
 
     /** With default options, in this process's environment (as {@link java.util.ServiceLoader} makes it). */
     public HierBackend() {
-        this(new HierOptions(), System.getenv());
+        this(new HierOptions(), JobEnvironment.currentVariables());
     }
 
-    /** Workers on several hosts: shared memory within each, Gloo among their leaders. */
+    /**
+     * Workers on several hosts, some host holding more than one: shared memory within each, Gloo
+     * among their leaders. With one worker per host there is nothing to share, and gloo does it all.
+     */
     @Override
     public OptionalInt autoPreference(JobLayout layout) {
-        return !layout.oneHost() ? OptionalInt.of(20) : OptionalInt.empty();
+        return layout.sharedHosts() ? OptionalInt.of(20) : OptionalInt.empty();
     }
 
     @Override

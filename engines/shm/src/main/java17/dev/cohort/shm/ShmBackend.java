@@ -1,6 +1,7 @@
 package dev.cohort.shm;
 
 import dev.cohort.api.Connection;
+import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.JobLayout;
 import dev.cohort.runtime.EngineBackend;
 import dev.cohort.runtime.SharedMemoryFiles;
@@ -34,7 +35,7 @@ public final class ShmBackend extends EngineBackend<ShmOptions> {
     static final List<String> VECTOR_OPTIONS = List.of("--add-modules=jdk.incubator.vector");
 
     public ShmBackend() {
-        this(new ShmOptions(), System.getenv());
+        this(new ShmOptions(), JobEnvironment.currentVariables());
     }
 
     /**

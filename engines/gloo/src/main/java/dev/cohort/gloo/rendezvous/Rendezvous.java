@@ -43,6 +43,36 @@ public final class Rendezvous implements AutoCloseable {
     }
 
     /**
+     * Meets where a launcher's agent says (torchrun's, {@code TORCHELASTIC_USE_AGENT_STORE}): rank 0
+     * hosts the job's store on a free port of the address it reaches the agent's store from and
+     * posts it there under {@code /worker/attempt_<restartCount>/cohort/store}; the other ranks read it
+     * and connect. The agent's store is not used beyond that key: its PyTorch may speak another
+     * version of c10d's protocol than libtorch's (see {@link AgentStore}).
+     */
+    public static Rendezvous agent(String host, int port, int rank, int worldSize, int restartCount, Duration timeout) {
+        String key = "/worker/attempt_" + restartCount + "/cohort/store";
+        try (AgentStore agent = AgentStore.connect(host, port, timeout)) {
+            if (rank == 0) {
+                String me = agent.localAddress().getHostAddress();
+                Rendezvous own = tcp(me, 0, rank, worldSize, timeout);
+                if (own.guard == null) {
+                    own.close();
+                    throw new GlooConnectException("rank 0: cannot host a store for the job here (no /proc to find a "
+                            + "socket's descriptor)", null);
+                }
+                agent.set(key, me + " " + own.guard.port());
+                return own;
+            }
+            String[] at = agent.get(key, timeout).split(" ");
+            if (at.length != 2 || !at[1].matches("[0-9]{1,5}")) {
+                throw new GlooConnectException("rank " + rank + ": the launcher's store holds '" + String.join(" ", at)
+                        + "' under " + key + ", not an address and port", null);
+            }
+            return tcp(at[0], Integer.parseInt(at[1]), rank, worldSize, timeout);
+        }
+    }
+
+    /**
      * Connects to (on rank 0: hosts) the TCP store at {@code host:port}; waits for all ranks. Rank
      * 0 runs the store on a loopback port behind a {@link StoreGuard} on {@code host:port}.
      */

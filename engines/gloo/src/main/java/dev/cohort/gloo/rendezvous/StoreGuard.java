@@ -76,6 +76,15 @@ final class StoreGuard implements AutoCloseable {
      *
      * @throws GlooConnectException when the port is taken or {@code host} is not an address of this host
      */
+    /** The port it listens on (the one asked for, or the one the system chose for port 0). */
+    int port() {
+        try {
+            return ((InetSocketAddress) server.getLocalAddress()).getPort();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     static StoreGuard open(InetAddress host, int port, InetSocketAddress store, String who) {
         ServerSocketChannel server = null;
         try {
