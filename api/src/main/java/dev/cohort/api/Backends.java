@@ -88,6 +88,11 @@ public final class Backends {
         BackendProvider chosen = ranked.get(0);
         List<BackendProvider> anyJdk = ranked(layout, Integer.MAX_VALUE, engines);
         BackendProvider best = anyJdk.get(0);
+        if (!layout.known()) {
+            return new AutoChoice(chosen.name(), chosen.autoReason(layout) + "; the launch environment does not say which "
+                    + "workers share a host (no LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK), so no engine that needs "
+                    + "shared memory: set them to let auto use it");
+        }
         if (best == chosen) {
             return new AutoChoice(chosen.name(), chosen.autoReason(layout));
         }

@@ -21,8 +21,8 @@ import java.util.regex.Pattern;
  *     run id and restart count become Cohort's; with {@code TORCHELASTIC_USE_AGENT_STORE=True} the ranks
  *     join torchrun's store on {@code MASTER_PORT} instead of hosting one ({@value #AGENT_STORE})</td></tr>
  * <tr><td>{@link Launcher#KUBERNETES}</td><td>{@code RANK}, {@code WORLD_SIZE} and
- *     {@code KUBERNETES_SERVICE_HOST} (a PyTorchJob or JobSet): without {@code LOCAL_*}, one worker per
- *     pod, each pod its own host</td></tr>
+ *     {@code KUBERNETES_SERVICE_HOST} (a PyTorchJob or JobSet): without {@code LOCAL_*} the host
+ *     layout is unknown ({@link JobLayout#known()}) until the engine learns it at rendezvous</td></tr>
  * <tr><td>{@link Launcher#VARIABLES}</td><td>{@code RANK} and {@code WORLD_SIZE} set some other way</td></tr>
  * <tr><td>{@link Launcher#OPEN_MPI}</td><td>{@code OMPI_COMM_WORLD_RANK}, {@code …_SIZE},
  *     {@code …_LOCAL_RANK}, {@code …_LOCAL_SIZE}; {@code MASTER_ADDR} and {@code MASTER_PORT} must be
@@ -55,7 +55,7 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
 
     /** The launchers Cohort understands. */
     public enum Launcher {
-        COHORT("cohort run"), TORCHRUN("torchrun"), KUBERNETES("Kubernetes (one worker per pod unless LOCAL_* say)"),
+        COHORT("cohort run"), TORCHRUN("torchrun"), KUBERNETES("Kubernetes"),
         VARIABLES("RANK/WORLD_SIZE variables"), OPEN_MPI("Open MPI's mpirun"), SLURM("Slurm's srun"),
         NONE("no launcher (one process)");
 
@@ -106,6 +106,56 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
     /** {@link #current()}'s variables: what Cohort's engines and programs read instead of the raw environment. */
     public static Map<String, String> currentVariables() {
         return current().variables();
+    }
+
+    /**
+     * Tells the launcher why this worker fails, where it asks (torchrun's {@code TORCHELASTIC_ERROR_FILE},
+     * the file its agent reads to name the root cause in its summary, in the format of torchrun's own
+     * {@code @record}): the failure's message and its stack trace. Programs call it where they turn
+     * a failure into an exit code; Cohort's command-line conventions (cohort-cli's {@code Commands})
+     * do. A file already there (an earlier failure's) is kept; a file that cannot be written is
+     * logged, never thrown.
+     */
+    public static void recordFailure(Throwable failure) {
+        String file = System.getenv("TORCHELASTIC_ERROR_FILE");
+        if (file == null || file.isBlank()) {
+            return;
+        }
+        java.io.StringWriter trace = new java.io.StringWriter();
+        failure.printStackTrace(new java.io.PrintWriter(trace));
+        String json = "{\"message\": {\"message\": \"" + jsonText(failure.toString()) + "\", \"extraInfo\": "
+                + "{\"py_callstack\": \"" + jsonText(trace.toString()) + "\", \"timestamp\": \""
+                + java.time.Instant.now().getEpochSecond() + "\"}}}\n";
+        try {
+            java.nio.file.Files.writeString(java.nio.file.Path.of(file), json, java.nio.file.StandardOpenOption.CREATE_NEW);
+        } catch (java.nio.file.FileAlreadyExistsException e) {
+            // the first failure stays the one reported
+        } catch (java.io.IOException | RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "cannot write torchrun's error file " + file + ": " + e);
+        }
+    }
+
+    /** {@code text} as the inside of a JSON string. */
+    private static String jsonText(String text) {
+        StringBuilder sb = new StringBuilder(text.length() + 16);
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            switch (c) {
+                case '"' -> sb.append("\\\"");
+                case '\\' -> sb.append("\\\\");
+                case '\n' -> sb.append("\\n");
+                case '\t' -> sb.append("\\t");
+                case '\r' -> sb.append("\\r");
+                default -> {
+                    if (c < 0x20) {
+                        sb.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        sb.append(c);
+                    }
+                }
+            }
+        }
+        return sb.toString();
     }
 
     /** One line for the log: "launched by torchrun: RANK 0 of WORLD_SIZE 2, ...; notes". */
@@ -162,14 +212,8 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
 
     private static JobEnvironment kubernetes(Map<String, String> env) {
         Derived d = new Derived(env, "Kubernetes");
-        boolean anyLocal = env.containsKey(LaunchEnvironment.LOCAL_RANK) || env.containsKey(LaunchEnvironment.LOCAL_WORLD_SIZE)
-                || env.containsKey(LaunchEnvironment.GROUP_RANK);
-        if (!anyLocal) {
-            d.put(LaunchEnvironment.LOCAL_RANK, "0", "one worker per pod");
-            d.put(LaunchEnvironment.LOCAL_WORLD_SIZE, "1", "one worker per pod");
-            d.put(LaunchEnvironment.GROUP_RANK, env.get(LaunchEnvironment.RANK), LaunchEnvironment.RANK);
-            d.put(LaunchEnvironment.GROUP_WORLD_SIZE, env.get(LaunchEnvironment.WORLD_SIZE), LaunchEnvironment.WORLD_SIZE);
-            d.notes.add("no LOCAL_RANK/LOCAL_WORLD_SIZE: one worker per pod, each pod its own host");
+        if (!LaunchEnvironment.layoutGiven(env)) {
+            d.notes.add("no LOCAL_RANK/LOCAL_WORLD_SIZE: which ranks share a pod is learned at rendezvous");
         }
         return d.done(Launcher.KUBERNETES);
     }

@@ -85,7 +85,7 @@ public record LaunchEnvironment(String masterAddr, int masterPort, Topology topo
         if (rank < 0 || rank >= world) {
             throw bad(RANK, env, "must be in [0, " + WORLD_SIZE + "=" + world + ")");
         }
-        boolean anyLocal = env.containsKey(LOCAL_RANK) || env.containsKey(LOCAL_WORLD_SIZE) || env.containsKey(GROUP_RANK);
+        boolean anyLocal = layoutGiven(env);
         int localWorld = anyLocal ? integer(env, LOCAL_WORLD_SIZE, null) : world;
         if (localWorld < 1 || localWorld > world) {
             throw bad(LOCAL_WORLD_SIZE, env, "must be in [1, " + WORLD_SIZE + "=" + world + "]");
@@ -99,6 +99,16 @@ public record LaunchEnvironment(String masterAddr, int masterPort, Topology topo
             throw bad(GROUP_RANK, env, "must be >= 0");
         }
         return new Topology(rank, world, localRank, localWorld, node);
+    }
+
+    /**
+     * Whether {@code env} says which workers share a host ({@code LOCAL_RANK}, {@code LOCAL_WORLD_SIZE}
+     * or {@code GROUP_RANK}). Without them {@link #parseTopology} takes one node, as an engine named
+     * for one host expects; {@code auto} takes the layout as unknown ({@link JobLayout#known()}), and
+     * the gloo engine learns it at rendezvous.
+     */
+    public static boolean layoutGiven(Map<String, String> env) {
+        return env.containsKey(LOCAL_RANK) || env.containsKey(LOCAL_WORLD_SIZE) || env.containsKey(GROUP_RANK);
     }
 
     /** {@code COHORT_RUN_ID}, or {@value #DEFAULT_RUN_ID}. */

@@ -52,12 +52,16 @@ class JobEnvironmentTest {
     }
 
     @Test
-    void kubernetesPodsWithoutLocalVariablesAreOneWorkerPerHost() {
+    void kubernetesPodsWithoutLocalVariablesHaveAnUnknownLayout() {
         JobEnvironment job = JobEnvironment.detect(env("MASTER_ADDR", "job-master-0", "MASTER_PORT", "23456", "RANK", "2",
                 "WORLD_SIZE", "3", "KUBERNETES_SERVICE_HOST", "10.96.0.1"));
         assertThat(job.launcher()).isEqualTo(Launcher.KUBERNETES);
-        assertThat(launch(job).topology()).isEqualTo(new Topology(2, 3, 0, 1, 2));
-        assertThat(JobLayout.of(job.variables())).isEqualTo(new JobLayout(3, 1, 3));
+        JobLayout layout = JobLayout.of(job.variables());
+        assertThat(layout).isEqualTo(new JobLayout(3, 0, 0));
+        assertThat(layout.known()).isFalse();
+        assertThat(layout.oneHost()).isFalse();
+        assertThat(layout.sharedHosts()).isFalse();
+        assertThat(job.describe()).contains("learned at rendezvous");
         // A pod that runs several workers says so, and is believed.
         JobEnvironment several = JobEnvironment.detect(env("MASTER_ADDR", "m", "MASTER_PORT", "1", "RANK", "3",
                 "WORLD_SIZE", "4", "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "2", "GROUP_RANK", "1",

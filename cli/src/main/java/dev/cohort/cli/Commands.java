@@ -2,6 +2,7 @@ package dev.cohort.cli;
 
 import dev.cohort.api.Backends;
 import dev.cohort.api.CohortVersion;
+import dev.cohort.api.JobEnvironment;
 import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.IVersionProvider;
@@ -10,7 +11,8 @@ import picocli.CommandLine.IVersionProvider;
  * Cohort's command-line conventions for any picocli command: {@code --version} says Cohort's
  * version, the JVM and the engines on the class path; bad input (an unknown option, a bad value,
  * an {@link IllegalArgumentException} from the command) is one line naming what was wrong and a
- * pointer to {@code --help}, with exit code {@value #BAD_INPUT}; never a stack trace.
+ * pointer to {@code --help}, with exit code {@value #BAD_INPUT}; never a stack trace. Either way the
+ * failure is recorded where the launcher asks ({@link JobEnvironment#recordFailure}).
  */
 public final class Commands {
 
@@ -25,8 +27,12 @@ public final class Commands {
     /** {@code command} with the conventions above, for {@code execute}. */
     public static CommandLine standard(Object command) {
         CommandLine cli = command instanceof CommandLine given ? given : new CommandLine(command);
-        cli.setParameterExceptionHandler((e, args) -> badInput(e.getCommandLine(), e.getMessage()));
+        cli.setParameterExceptionHandler((e, args) -> {
+            JobEnvironment.recordFailure(e);
+            return badInput(e.getCommandLine(), e.getMessage());
+        });
         cli.setExecutionExceptionHandler((e, sub, parsed) -> {
+            JobEnvironment.recordFailure(e);
             if (e instanceof IllegalArgumentException) {
                 return badInput(sub, e.getMessage());
             }

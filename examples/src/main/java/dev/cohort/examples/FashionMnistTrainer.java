@@ -6,6 +6,7 @@ import dev.cohort.cli.BackendChoice;
 import dev.cohort.api.BackendUnavailableException;
 import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.JobEnvironment;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -120,11 +121,13 @@ public final class FashionMnistTrainer implements Callable<Integer> {
         CommandLine cli = new CommandLine(this);
         backendChoice = BackendOptions.add(cli);
         cli.setParameterExceptionHandler((ex, a) -> {
+            JobEnvironment.recordFailure(ex);
             err.println("fashion-mnist: " + ex.getMessage());
             err.println("see --help");
             return 2;
         });
         cli.setExecutionExceptionHandler((ex, c, parsed) -> {
+            JobEnvironment.recordFailure(ex);
             err.println("fashion-mnist: failed: " + ex);
             ex.printStackTrace(err);
             return 1;
@@ -141,9 +144,11 @@ public final class FashionMnistTrainer implements Callable<Integer> {
             backend = backendChoice.backend();
         } catch (BackendUnavailableException e) {
             err.println("fashion-mnist: " + e.getMessage());
+            JobEnvironment.recordFailure(e);
             return 1;
         } catch (IllegalArgumentException e) {
             err.println("fashion-mnist: " + e.getMessage());
+            JobEnvironment.recordFailure(e);
             return 2;
         }
         CountDownLatch ended = new CountDownLatch(1);
@@ -173,21 +178,26 @@ public final class FashionMnistTrainer implements Callable<Integer> {
             return 0;
         } catch (DataFileException e) {
             err.println("fashion-mnist: bad data: " + e.getMessage());
+            JobEnvironment.recordFailure(e);
             return 1;
         } catch (IOException e) {
             err.println("fashion-mnist: " + e.getMessage());
+            JobEnvironment.recordFailure(e);
             return 1;
         } catch (BackendUnavailableException e) {
             err.println("fashion-mnist: " + e.getMessage());
+            JobEnvironment.recordFailure(e);
             return 1;
         } catch (IllegalArgumentException e) {
             err.println("fashion-mnist: " + e.getMessage());
+            JobEnvironment.recordFailure(e);
             return 2;
         } catch (RuntimeException e) {
             // A collective failed (a lost peer, a timeout) or something else went wrong: said here,
             // before the end is signalled, so that a worker being stopped still prints it.
             err.println("fashion-mnist: failed: " + e);
             e.printStackTrace(err);
+            JobEnvironment.recordFailure(e);
             return 1;
         } finally {
             ended.countDown();

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.cohort.api.JobEnvironment;
+import dev.cohort.testkit.TwoHosts;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -60,6 +61,16 @@ class LaunchersTest {
     }
 
     @Test
+    void torchrunNamesTheJavaFailureFromItsErrorFile() throws Exception {
+        assumeTorchrun();
+        Run run = run(torchrun(0, 60, List.of("--data-dir", dir.resolve("no-such-data").toString())), Map.of());
+        assertThat(run.exit).as("exit code; output:\n%s", run.output).isNotZero();
+        // torchrun's summary quotes the error file each worker wrote (its root cause), not "<N/A>".
+        assertThat(run.output).contains("ChildFailedError").contains("no-such-data")
+                .containsPattern("error_file: /\\S+error.json");
+    }
+
+    @Test
     void trainsUnderMpirun() throws Exception {
         assumeTrue(Files.isExecutable(Path.of("/usr/bin/mpirun")), "Open MPI is not installed (apt-get install openmpi-bin)");
         int port = freePort();
@@ -98,6 +109,38 @@ class LaunchersTest {
         Run run = new Run(exit, output.toString());
         run.assertTrainedTogether();
         assertThat(run.output).contains("launched by Slurm's srun: rank 0 of 2, rendezvous at localhost:" + port);
+    }
+
+    @Test
+    void trainsAcrossPodsThatSayOnlyTheirRankAndLearnsTheyAreTwoHosts() throws Exception {
+        // A one-pod-per-rank Kubernetes job as two machines look: own network, host name and /dev/shm
+        // each (namespaces on one kernel otherwise share /dev/shm, and shm would seem to work).
+        try (TwoHosts hosts = TwoHosts.createOrSkip()) {
+            int port = freePort();
+            List<Process> pods = new ArrayList<>();
+            List<Path> logs = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                List<String> pod = new ArrayList<>(List.of("unshare", "--uts", "--mount", "sh", "-c",
+                        "hostname trainer-" + r + " && mount -t tmpfs tmpfs /dev/shm && exec \"$@\"", "pod"));
+                pod.addAll(trainer(40, List.of()));
+                Path log = dir.resolve("pod-" + r + ".log");
+                ProcessBuilder pb = new ProcessBuilder(hosts.on(r, pod)).redirectErrorStream(true).redirectOutput(log.toFile());
+                clean(pb.environment()).putAll(Map.of("MASTER_ADDR", hosts.address(0), "MASTER_PORT", Integer.toString(port),
+                        "RANK", Integer.toString(r), "WORLD_SIZE", "2", "KUBERNETES_SERVICE_HOST", "10.96.0.1"));
+                pods.add(pb.start());
+                logs.add(log);
+            }
+            StringBuilder output = new StringBuilder();
+            int exit = 0;
+            for (int r = 0; r < 2; r++) {
+                exit |= waitFor(pods.get(r));
+                output.append(Files.readString(logs.get(r)));
+            }
+            Run run = new Run(exit, output.toString());
+            run.assertTrainedTogether();
+            assertThat(run.output).contains("launched by Kubernetes: rank 0 of 2", "training mlp on 2 worker(s) (gloo)",
+                    "host layout learned at rendezvous: 2 host(s)").doesNotContain("(shm)");
+        }
     }
 
     private static void assumeTorchrun() throws Exception {

@@ -2,6 +2,7 @@ package dev.cohort.runtime;
 
 import dev.cohort.api.Connection;
 import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.JobEnvironment;
 import java.lang.reflect.InvocationTargetException;
 import java.util.Map;
 
@@ -20,12 +21,30 @@ public abstract class EngineBackend<O extends EngineOptions<O>> extends Distribu
 
     private final String name;
     protected final O options;
-    protected final Map<String, String> env;
+    /** The launch environment given, or null: this process's job, read when first needed. */
+    private final Map<String, String> given;
 
+    /** An engine of this process's job ({@link JobEnvironment#current()}, read when it connects). */
+    protected EngineBackend(String name, O options) {
+        this.name = name;
+        this.options = options;
+        this.given = null;
+    }
+
+    /** An engine of the launch environment {@code environment} (a program that starts ranks itself). */
     protected EngineBackend(String name, O options, Map<String, String> environment) {
         this.name = name;
         this.options = options;
-        this.env = Map.copyOf(environment);
+        this.given = Map.copyOf(environment);
+    }
+
+    /**
+     * The launch environment: the one given, else this process's job. Read late, so that
+     * discovering the engines reads nothing, and the job's host layout, where it must be learned
+     * ({@link JobEnvironment#current()}), is learned once and only by the engine that runs.
+     */
+    protected final Map<String, String> env() {
+        return given != null ? given : JobEnvironment.currentVariables();
     }
 
     @Override
@@ -66,7 +85,7 @@ public abstract class EngineBackend<O extends EngineOptions<O>> extends Distribu
     protected final Connection connectLoaded(String engineClass, Class<O> optionsType) {
         try {
             return (Connection) Class.forName(engineClass).getMethod("connect", optionsType, Map.class)
-                    .invoke(null, options, env);
+                    .invoke(null, options, env());
         } catch (InvocationTargetException e) {
             Throwable cause = e.getCause();
             if (cause instanceof RuntimeException r) {

@@ -142,6 +142,10 @@ class BackendsTest {
         assertThat(Backends.select("", all, layout(2, 1)).name()).isEqualTo("gloo");
         assertThat(Backends.select(null, all, layout(1, 1)).name()).isEqualTo("none");
         assertThat(Backends.select(null, all, Map.of()).name()).isEqualTo("none");
+        // No LOCAL_*: which workers share a host is unknown, so nothing that needs shared memory.
+        Map<String, String> unknown = Map.of("RANK", "0", "WORLD_SIZE", "2", "MASTER_ADDR", "h", "MASTER_PORT", "1");
+        assertThat(Backends.select(null, all, unknown).name()).isEqualTo("gloo");
+        assertThat(Backends.auto(unknown, 25, all.values()).reason()).contains("does not say which workers share a host");
         // Asking for none stays none (with a warning on rank 0 naming the ranks that train alone).
         assertThat(Backends.select("none", all, layout(4, 2)).name()).isEqualTo("none");
     }

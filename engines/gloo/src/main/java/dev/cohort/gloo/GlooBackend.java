@@ -2,6 +2,7 @@ package dev.cohort.gloo;
 
 import dev.cohort.api.Connection;
 import dev.cohort.runtime.EngineBackend;
+import dev.cohort.runtime.HostIdentity;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.JobLayout;
 import dev.cohort.api.LaunchEnvironment;
@@ -22,6 +23,7 @@ import java.net.SocketException;
 import java.net.UnknownHostException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
 import org.bytedeco.javacpp.chrono.Milliseconds;
@@ -47,13 +49,16 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
     /** PyTorch's variable naming the interface Gloo binds to. */
     public static final String ENV_INTERFACE = "GLOO_SOCKET_IFNAME";
 
+    private static final System.Logger LOG = System.getLogger(GlooBackend.class.getName());
+
     /** The group this backend joins when it is part of another backend; null: the launch environment's. */
     private final LaunchEnvironment group;
     private Rendezvous rendezvous;
     private volatile JobNotes notes;
 
     public GlooBackend() {
-        this(new GlooOptions(), JobEnvironment.currentVariables());
+        super(NAME, new GlooOptions());
+        this.group = null;
     }
 
     /**
@@ -106,24 +111,28 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
         String runScope;
         Device device;
         if (storeFile != null) {
-            topology = LaunchEnvironment.parseTopology(env);
-            runScope = LaunchEnvironment.parseRunId(env);
+            topology = LaunchEnvironment.parseTopology(env());
+            runScope = LaunchEnvironment.parseRunId(env());
             rendezvous = Rendezvous.file(storeFile, topology.worldSize(), connectTimeout);
             device = device(null, 0);
         } else {
-            LaunchEnvironment launch = group != null ? group : LaunchEnvironment.parse(env);
+            LaunchEnvironment launch = group != null ? group : LaunchEnvironment.parse(env());
             topology = launch.topology();
             runScope = launch.runId() + "/" + launch.restartCount();
             device = device(launch.masterAddr(), launch.masterPort());
-            rendezvous = options.agentStore() || "1".equals(env.get(JobEnvironment.AGENT_STORE))
+            rendezvous = options.agentStore() || "1".equals(env().get(JobEnvironment.AGENT_STORE))
                     ? Rendezvous.agent(launch.masterAddr(), launch.masterPort(), topology.rank(), topology.worldSize(),
                             launch.restartCount(), connectTimeout)
                     : Rendezvous.tcp(launch.masterAddr(), launch.masterPort(), topology.rank(), topology.worldSize(),
                             connectTimeout);
         }
         try {
-            Map<String, String> ranksByAddress = Membership.join(rendezvous, topology,
-                    deviceAddress(device), runScope, options.joinsAs(), connectTimeout);
+            Membership.Members members = Membership.join(rendezvous, topology, deviceAddress(device), runScope,
+                    options.joinsAs(), connectTimeout);
+            Map<String, String> ranksByAddress = members.ranksByAddress();
+            if (group == null) {
+                topology = learnedLayout(topology, members.hosts(), LaunchEnvironment.layoutGiven(env()));
+            }
             Duration spin = options.spin(topology.localWorldSize());
             GlooProcessGroup world = group("gloo world", rendezvous.prefixed("cohort/" + runScope + "/world"), device,
                     topology.rank(), topology.worldSize(), timeout, connectTimeout, ranksByAddress, spin);
@@ -145,6 +154,30 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             rendezvous.close();
             throw e;
         }
+    }
+
+    /**
+     * The job's layout as the ranks' hosts say ({@link HostIdentity}): where the launch environment
+     * said nothing of it, this is the layout; where it did and the hosts disagree, rank by rank the
+     * disagreement is logged (WARNING) and the launch environment's layout is kept.
+     */
+    static Topology learnedLayout(Topology given, List<String> hosts, boolean layoutGiven) {
+        int[] p = HostIdentity.placement(hosts, given.rank());
+        Topology learned = new Topology(given.rank(), given.worldSize(), p[0], p[1], p[2]);
+        if (!layoutGiven) {
+            if (given.rank() == 0) {
+                LOG.log(System.Logger.Level.INFO, "host layout learned at rendezvous: " + p[3] + " host(s); rank 0's "
+                        + "holds " + p[1] + " of the " + given.worldSize() + " ranks");
+            }
+            return learned;
+        }
+        if (learned.localWorldSize() != given.localWorldSize() || learned.localRank() != given.localRank()) {
+            LOG.log(System.Logger.Level.WARNING, "rank " + given.rank() + ": LOCAL_RANK=" + given.localRank()
+                    + " and LOCAL_WORLD_SIZE=" + given.localWorldSize() + " say one thing, the ranks' hosts another: "
+                    + learned.localWorldSize() + " rank(s) share this host, this one local rank " + learned.localRank()
+                    + " (ranks on " + p[3] + " host(s)); the launch environment's values are used");
+        }
+        return given;
     }
 
     /**
@@ -188,7 +221,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
 
     /** The interface named by option or {@code GLOO_SOCKET_IFNAME}, else the address that reaches the master. */
     private Device device(String masterAddr, int masterPort) {
-        String ifname = options.networkInterface != null ? options.networkInterface : env.get(ENV_INTERFACE);
+        String ifname = options.networkInterface != null ? options.networkInterface : env().get(ENV_INTERFACE);
         if (ifname != null && !ifname.isBlank()) {
             try {
                 if (NetworkInterface.getByName(ifname) == null) {

@@ -1,7 +1,6 @@
 package dev.cohort.hier;
 
 import dev.cohort.api.Connection;
-import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.JobLayout;
 import dev.cohort.runtime.EngineBackend;
 import dev.cohort.gloo.GlooBackend;
@@ -40,7 +39,7 @@ public final class HierBackend extends EngineBackend<HierOptions> {
 
     /** With default options, in this process's environment (as {@link java.util.ServiceLoader} makes it). */
     public HierBackend() {
-        this(new HierOptions(), JobEnvironment.currentVariables());
+        super(NAME, new HierOptions());
     }
 
     /**

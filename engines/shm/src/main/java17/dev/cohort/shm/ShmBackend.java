@@ -1,7 +1,6 @@
 package dev.cohort.shm;
 
 import dev.cohort.api.Connection;
-import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.JobLayout;
 import dev.cohort.runtime.EngineBackend;
 import dev.cohort.runtime.SharedMemoryFiles;
@@ -35,7 +34,7 @@ public final class ShmBackend extends EngineBackend<ShmOptions> {
     static final List<String> VECTOR_OPTIONS = List.of("--add-modules=jdk.incubator.vector");
 
     public ShmBackend() {
-        this(new ShmOptions(), JobEnvironment.currentVariables());
+        super(NAME, new ShmOptions());
     }
 
     /**

@@ -2,8 +2,11 @@ package dev.cohort.gloo.rendezvous;
 
 import dev.cohort.api.Topology;
 import dev.cohort.gloo.GlooConnectException;
+import dev.cohort.runtime.HostIdentity;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.function.IntSupplier;
@@ -70,15 +73,14 @@ public final class Membership {
     }
 
     /**
-     * Checks the job, claims this rank, posts its record and reads all others within
-     * {@code timeout}. Returns each other rank's address with the ranks there (several when they
-     * share a host), so errors about a lost peer can name it.
+     * Checks the job, claims this rank, posts its record (with its host, {@link HostIdentity}) and
+     * reads all others within {@code timeout}.
      *
      * @throws GlooConnectException naming the ranks and values that differ, a rank claimed twice,
      *                              or a rank that never came
      */
-    public static Map<String, String> join(Rendezvous rendezvous, Topology topology, String address, String scope,
-                                    String joinsAs, Duration timeout) {
+    public static Members join(Rendezvous rendezvous, Topology topology, String address, String scope,
+                               String joinsAs, Duration timeout) {
         String me = "rank " + topology.rank() + " of " + topology.worldSize();
         Membership membership = new Membership(rendezvous.client(), rendezvous::connectedClients, scope,
                 rendezvous.toString(), me, timeout);
@@ -92,7 +94,14 @@ public final class Membership {
         }
     }
 
-    private Map<String, String> join(Topology topology, String address, String scope, String joinsAs) {
+    /**
+     * What the ranks told each other: each other rank's address with the ranks there (several when
+     * they share a host), so errors about a lost peer can name it; and every rank's host.
+     */
+    public record Members(Map<String, String> ranksByAddress, List<String> hosts) {
+    }
+
+    private Members join(Topology topology, String address, String scope, String joinsAs) {
         String world = Integer.toString(topology.worldSize());
         store.add(arrivedKey, 1);
         store.add(worldSumKey, topology.worldSize());
@@ -117,18 +126,20 @@ public final class Membership {
             throw failure("another process already joined run '" + scope + "' as RANK=" + topology.rank()
                     + "; every process needs its own RANK in [0, WORLD_SIZE)");
         }
-        store.set("cohort/member/" + topology.rank(), address + "|" + world + "|" + scope);
+        store.set("cohort/member/" + topology.rank(), address + "|" + world + "|" + HostIdentity.current() + "|" + scope);
         Map<String, String> byAddress = new TreeMap<>();
+        List<String> hosts = new ArrayList<>();
         for (int r = 0; r < topology.worldSize(); r++) {
             String key = "cohort/member/" + r;
             await(key, "rank " + r + " did not join the rendezvous");
-            String[] peer = store.get_to_str(key).split("\\|", 3);
-            checkSame(r, peer[1], peer[2], world, scope);
+            String[] peer = store.get_to_str(key).split("\\|", 4);
+            checkSame(r, peer[1], peer[3], world, scope);
+            hosts.add(peer[2]);
             if (r != topology.rank()) {
                 byAddress.merge(peer[0], Integer.toString(r), (a, b) -> a + "," + b);
             }
         }
-        return new HashMap<>(byAddress);
+        return new Members(new HashMap<>(byAddress), List.copyOf(hosts));
     }
 
     private void checkSame(int rank, String theirWorld, String theirScope, String world, String scope) {
