@@ -17,6 +17,8 @@ import java.util.regex.Pattern;
  * <table>
  * <caption>Launchers, in the order they are looked for</caption>
  * <tr><td>{@link Launcher#COHORT}</td><td>{@code ./cohort run}: {@value #LAUNCHED_BY}=cohort</td></tr>
+ * <tr><td>{@link Launcher#SPARK}</td><td>cohort-spark's barrier stage: {@value #LAUNCHED_BY}=spark,
+ *     and Cohort's own variables</td></tr>
  * <tr><td>{@link Launcher#TORCHRUN}</td><td>{@code TORCHELASTIC_RUN_ID}: torchrun's own variables; its
  *     run id and restart count become Cohort's; with {@code TORCHELASTIC_USE_AGENT_STORE=True} the ranks
  *     join torchrun's store on {@code MASTER_PORT} instead of hosting one ({@value #AGENT_STORE})</td></tr>
@@ -55,7 +57,7 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
 
     /** The launchers Cohort understands. */
     public enum Launcher {
-        COHORT("cohort run"), TORCHRUN("torchrun"), KUBERNETES("Kubernetes"),
+        COHORT("cohort run"), SPARK("a Spark barrier stage (cohort-spark)"), TORCHRUN("torchrun"), KUBERNETES("Kubernetes"),
         VARIABLES("RANK/WORLD_SIZE variables"), OPEN_MPI("Open MPI's mpirun"), SLURM("Slurm's srun"),
         NONE("no launcher (one process)");
 
@@ -182,6 +184,9 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
     public static JobEnvironment detect(Map<String, String> env) {
         if ("cohort".equals(env.get(LAUNCHED_BY))) {
             return new JobEnvironment(Launcher.COHORT, env, List.of());
+        }
+        if ("spark".equals(env.get(LAUNCHED_BY))) {
+            return new JobEnvironment(Launcher.SPARK, env, List.of());
         }
         if (env.containsKey("TORCHELASTIC_RUN_ID")) {
             return torchrun(env);

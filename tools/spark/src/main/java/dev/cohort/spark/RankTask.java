@@ -1,0 +1,224 @@
+package dev.cohort.spark;
+
+import dev.cohort.api.JobEnvironment;
+import dev.cohort.api.LaunchEnvironment;
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.Serializable;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import org.apache.spark.BarrierTaskContext;
+import org.apache.spark.BarrierTaskInfo;
+import scala.collection.Iterator;
+import scala.runtime.AbstractFunction1;
+
+/**
+ * One task of the barrier stage: rank {@code partitionId} of the job. The tasks agree on the
+ * rendezvous through the barrier ({@code allGather}: rank 0 posts its host and a free port), learn
+ * the host layout from the stage's task infos, and each starts its rank as a child JVM, as
+ * PySpark's TorchDistributor starts torchrun: the rank's libraries and native memory live and die
+ * with that JVM, never the executor's. The rank's output is printed by the task (the executor's
+ * log) and returned to the driver; a rank that fails, or outlives the job's timeout, fails the task
+ * and so the stage, which Spark may retry (the retry's attempt number is the ranks'
+ * {@code COHORT_RESTART_COUNT}, so a program resumes from its checkpoint).
+ */
+final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankTask.Output>> implements Serializable {
+
+    /**
+     * What a rank printed. A class of its own rather than strings: Spark shuffles strings with Kryo,
+     * which cannot reach into the JDK's classes on JDK 17+ without --add-opens; this travels with
+     * Java serialization.
+     */
+    record Output(int rank, List<String> lines) implements Serializable {
+    }
+
+    private static final long serialVersionUID = 1L;
+    /** How many of a failed rank's last lines its failure quotes. */
+    private static final int LAST_LINES = 20;
+
+    private final SparkJob job;
+    private final String runId;
+
+    RankTask(SparkJob job, String runId) {
+        this.job = job;
+        this.runId = runId;
+    }
+
+    @Override
+    public Iterator<Output> apply(Iterator<Integer> partition) {
+        BarrierTaskContext context = BarrierTaskContext.get();
+        int rank = context.partitionId();
+        BarrierTaskInfo[] infos = context.getTaskInfos();
+        if (infos.length != job.workers()) {
+            throw new IllegalStateException("cohort on spark: the barrier stage has " + infos.length + " tasks for "
+                    + job.workers() + " workers");
+        }
+        List<String> hosts = new ArrayList<>();
+        for (BarrierTaskInfo info : infos) {
+            hosts.add(hostOf(info.address()));
+        }
+        String[] posted = context.allGather(rank == 0 ? hosts.get(0) + " " + freePort() : "");
+        String[] master = posted[0].split(" ");
+        Map<String, String> env = new LinkedHashMap<>(layout(hosts, rank));
+        env.put(LaunchEnvironment.MASTER_ADDR, master[0]);
+        env.put(LaunchEnvironment.MASTER_PORT, master[1]);
+        env.put(LaunchEnvironment.RUN_ID, runId);
+        env.put(LaunchEnvironment.RESTART_COUNT, Integer.toString(context.stageAttemptNumber()));
+        env.put(JobEnvironment.LAUNCHED_BY, "spark");
+        List<String> output = run(rank, env);
+        return scala.jdk.javaapi.CollectionConverters.asScala(List.of(new Output(rank, output)).iterator());
+    }
+
+    /** Each rank's layout from every task's host: ranks of a host in rank order, hosts by their lowest rank. */
+    static Map<String, String> layout(List<String> hosts, int rank) {
+        List<String> order = new ArrayList<>(new LinkedHashSet<>(hosts));
+        List<Integer> local = new ArrayList<>();
+        for (int r = 0; r < hosts.size(); r++) {
+            if (hosts.get(r).equals(hosts.get(rank))) {
+                local.add(r);
+            }
+        }
+        Map<String, String> env = new LinkedHashMap<>();
+        env.put(LaunchEnvironment.RANK, Integer.toString(rank));
+        env.put(LaunchEnvironment.WORLD_SIZE, Integer.toString(hosts.size()));
+        env.put(LaunchEnvironment.LOCAL_RANK, Integer.toString(local.indexOf(rank)));
+        env.put(LaunchEnvironment.LOCAL_WORLD_SIZE, Integer.toString(local.size()));
+        env.put(LaunchEnvironment.GROUP_RANK, Integer.toString(order.indexOf(hosts.get(rank))));
+        env.put(LaunchEnvironment.GROUP_WORLD_SIZE, Integer.toString(order.size()));
+        return env;
+    }
+
+    /** "host" of a task info's "host:port". */
+    static String hostOf(String address) {
+        int colon = address.lastIndexOf(':');
+        return colon > 0 ? address.substring(0, colon) : address;
+    }
+
+    private List<String> run(int rank, Map<String, String> env) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+        if (job.defaultJvmOptions() && Runtime.version().feature() >= 22) {
+            cmd.addAll(List.of("--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"));
+        }
+        cmd.addAll(job.jvmOptions());
+        cmd.addAll(List.of("-cp", classPath(), job.mainClass()));
+        cmd.addAll(job.args());
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        pb.environment().keySet().removeIf(RankTask::launchersVariable);
+        pb.environment().putAll(job.environment());
+        pb.environment().putAll(env);
+        List<String> lines = Collections.synchronizedList(new ArrayList<>());
+        Process process;
+        try {
+            process = pb.start();
+        } catch (IOException e) {
+            throw new IllegalStateException("cohort on spark: rank " + rank + " could not start " + cmd.get(0) + ": " + e, e);
+        }
+        Thread reader = new Thread(() -> copy(process, rank, lines), "cohort-rank-" + rank + "-output");
+        reader.setDaemon(true);
+        reader.start();
+        try {
+            if (!process.waitFor(job.timeout().toMillis(), TimeUnit.MILLISECONDS)) {
+                throw new IllegalStateException("cohort on spark: rank " + rank + " ran past the job's timeout of "
+                        + job.timeout() + " and was killed" + tail(lines));
+            }
+            reader.join(10_000);
+            int exit = process.exitValue();
+            if (exit != 0) {
+                throw new IllegalStateException("cohort on spark: rank " + rank + " (" + job.mainClass() + ") exited with code "
+                        + exit + tail(lines));
+            }
+            return new ArrayList<>(lines);
+        } catch (InterruptedException e) {
+            // Spark kills the task (another task of the stage failed, or the job was cancelled).
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("cohort on spark: rank " + rank + "'s task was stopped", e);
+        } finally {
+            if (process.isAlive()) {
+                process.descendants().forEach(ProcessHandle::destroyForcibly);
+                process.destroyForcibly();
+            }
+        }
+    }
+
+    /** Prints the rank's output as it comes (the executor's log), each line tagged, and keeps it. */
+    private static void copy(Process process, int rank, List<String> lines) {
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            for (String line = in.readLine(); line != null; line = in.readLine()) {
+                String tagged = "[rank " + rank + "] " + line;
+                lines.add(tagged);
+                System.out.println(tagged);
+            }
+        } catch (IOException e) {
+            lines.add("[rank " + rank + "] (output lost: " + e + ")");
+        }
+    }
+
+    private static String tail(List<String> lines) {
+        synchronized (lines) {
+            if (lines.isEmpty()) {
+                return "; it printed nothing";
+            }
+            return "; its last lines:\n" + String.join("\n", lines.subList(Math.max(0, lines.size() - LAST_LINES), lines.size()));
+        }
+    }
+
+    /** Another launcher's variables in the executor's own environment: never passed to a rank. */
+    private static boolean launchersVariable(String name) {
+        return name.startsWith("SLURM_") || name.startsWith("OMPI_") || name.startsWith("PMIX_")
+                || name.startsWith("TORCHELASTIC_") || name.startsWith("COHORT_")
+                || Set.of(LaunchEnvironment.RANK, LaunchEnvironment.WORLD_SIZE, LaunchEnvironment.LOCAL_RANK,
+                        LaunchEnvironment.LOCAL_WORLD_SIZE, LaunchEnvironment.GROUP_RANK, LaunchEnvironment.GROUP_WORLD_SIZE,
+                        LaunchEnvironment.MASTER_ADDR, LaunchEnvironment.MASTER_PORT).contains(name);
+    }
+
+    /** The executor's class path and the jars Spark added for the application (--jars, spark.jars). */
+    static String classPath() {
+        Set<String> parts = new LinkedHashSet<>(List.of(System.getProperty("java.class.path").split(File.pathSeparator)));
+        for (ClassLoader cl = Thread.currentThread().getContextClassLoader(); cl != null; cl = cl.getParent()) {
+            if (cl instanceof URLClassLoader urls) {
+                for (URL url : urls.getURLs()) {
+                    if ("file".equals(url.getProtocol())) {
+                        try {
+                            parts.add(Path.of(url.toURI()).toString());
+                        } catch (java.net.URISyntaxException | RuntimeException e) {
+                            // not a local file: the rank cannot load it anyway
+                        }
+                    }
+                }
+            }
+        }
+        parts.remove("");
+        return String.join(File.pathSeparator, parts);
+    }
+
+    /** A port free on this host a moment ago, below the ephemeral range (a client never gets it as its own). */
+    private static int freePort() {
+        for (int attempt = 0; attempt < 200; attempt++) {
+            int port = 20_000 + ThreadLocalRandom.current().nextInt(12_000);
+            try (ServerSocket s = new ServerSocket()) {
+                s.bind(new InetSocketAddress(port));
+                return port;
+            } catch (IOException e) {
+                // taken: another
+            }
+        }
+        throw new IllegalStateException("cohort on spark: no free TCP port in 20000-31999 on rank 0's host");
+    }
+}
