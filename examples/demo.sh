@@ -11,7 +11,7 @@ PACKAGE=dataset-fashion-mnist
 usage() {
   cat <<'TXT'
 usage: ./cohort demo [--workers N] [--epochs E] [--model mlp|cnn] [--backend auto|shm|gloo|hier]
-                     [--max-restarts K] [--json FILE] [--data-dir DIR] [TRAINER OPTIONS...]
+                     [--max-restarts K] [--json FILE] [--data-dir DIR] [--spark MASTER] [TRAINER OPTIONS...]
 Trains a classifier on Fashion-MNIST with N workers (default 2), started by ./cohort run.
   --workers N        workers on this machine (default 2)
   --epochs E         epochs (default 5)
@@ -24,12 +24,14 @@ Trains a classifier on Fashion-MNIST with N workers (default 2), started by ./co
   --json FILE        where the summary goes (default out/demo-summary.json); its chart
                      (loss, accuracy, samples/s per epoch) goes beside it, FILE.json -> FILE.png
   --data-dir DIR     the four IDX files (default /usr/share/datasets/fashion-mnist)
+  --spark MASTER     train as one barrier stage of a Spark job instead (cohort-spark), e.g.
+                     --spark 'local[2]' or --spark spark://host:7077; --workers tasks
 Any other option goes to the trainer (dev.cohort.examples.FashionMnistTrainer --help), e.g.
 --lr 0.05, --batch-size 64, --checkpoint-dir DIR --resume.
 TXT
 }
 
-workers=2 epochs=5 model=mlp backend=auto max_restarts=0 json="$ROOT/out/demo-summary.json" data_dir="" extra=()
+workers=2 epochs=5 model=mlp backend=auto max_restarts=0 json="$ROOT/out/demo-summary.json" data_dir="" spark="" extra=()
 need_value() { [ "$#" -ge 2 ] && [ -n "$2" ] || { echo "cohort demo: $1 needs a value" >&2; exit 2; }; }
 while [ "$#" -gt 0 ]; do
   case "$1" in
@@ -47,6 +49,8 @@ while [ "$#" -gt 0 ]; do
     --max-restarts=*) max_restarts="${1#*=}"; shift ;;
     --json) need_value "$@"; json="$2"; shift 2 ;;
     --json=*) json="${1#*=}"; shift ;;
+    --spark) need_value "$@"; spark="$2"; shift 2 ;;
+    --spark=*) spark="${1#*=}"; shift ;;
     --data-dir) need_value "$@"; data_dir="$2"; shift 2 ;;
     --data-dir=*) data_dir="${1#*=}"; shift ;;
     *) extra+=("$1"); shift ;;
@@ -111,12 +115,26 @@ if [ "$max_restarts" -gt 0 ] && ! printf '%s\n' ${extra[@]+"${extra[@]}"} | grep
   echo "cohort demo: --max-restarts $max_restarts: checkpoints every 100 steps in ${recovery[1]}" >&2
 fi
 set +e
+if [ -n "$spark" ]; then
+  # One Spark task per worker, each starting its rank's JVM; a failed stage is tried again
+  # (spark.stage.maxConsecutiveAttempts) and resumes from the checkpoint when one is kept.
+  sjar=$(ls "$ROOT"/tools/spark/target/cohort-spark-*.jar 2>/dev/null | grep -v -e '-sources.jar' -e '-javadoc.jar' | head -n 1 || true)
+  [ -n "$sjar" ] && [ -f "$ROOT/tools/spark/target/classpath.txt" ] || { echo "cohort demo: cohort-spark is not built" >&2; exit 2; }
+  case "$spark" in local*) export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}" ;; esac
+  # shellcheck disable=SC2086
+  "$JAVA_HOME/bin/java" $java_opts -cp "$sjar:$(cat "$ROOT/tools/spark/target/classpath.txt")" dev.cohort.spark.SparkMain \
+    --master "$spark" --workers "$workers" --env "COHORT_BACKEND=$backend" -- \
+    dev.cohort.examples.FashionMnistTrainer --data-dir "$data_dir" \
+    --model "$model" --epochs "$epochs" --json "$json" ${recovery[@]+"${recovery[@]}"} ${extra[@]+"${extra[@]}"}
+  code=$?
+else
 # shellcheck disable=SC2086
 "$JAVA_HOME/bin/java" $java_opts -cp "$classpath" dev.cohort.launcher.LauncherMain \
   --nproc-per-node "$workers" --master-port 0 --max-restarts "$max_restarts" -- \
   dev.cohort.examples.FashionMnistTrainer --distributed-backend "$backend" --data-dir "$data_dir" \
   --model "$model" --epochs "$epochs" --json "$json" ${recovery[@]+"${recovery[@]}"} ${extra[@]+"${extra[@]}"}
 code=$?
+fi
 set -e
 if [ "$code" -eq 0 ] && [ -f "$json" ]; then
   echo "cohort demo: summary in $json:" >&2

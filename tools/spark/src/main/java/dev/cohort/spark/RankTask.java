@@ -113,8 +113,8 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
     private List<String> run(int rank, Map<String, String> env) {
         List<String> cmd = new ArrayList<>();
         cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
-        if (job.defaultJvmOptions() && Runtime.version().feature() >= 22) {
-            cmd.addAll(List.of("--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"));
+        if (job.defaultJvmOptions()) {
+            cmd.addAll(defaultJvmOptions(job.jvmOptions()));
         }
         cmd.addAll(job.jvmOptions());
         cmd.addAll(List.of("-cp", classPath(), job.mainClass()));
@@ -155,6 +155,26 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
                 process.destroyForcibly();
             }
         }
+    }
+
+    /**
+     * What {@code ./cohort run} gives its workers too: on JDK 22+ the shared-memory engines' module
+     * and native access, on JDK 24+ libtorch's use of sun.misc.Unsafe without warnings, and log
+     * records on one line each, unless the job's own options configure java.util.logging.
+     */
+    static List<String> defaultJvmOptions(List<String> given) {
+        List<String> options = new ArrayList<>();
+        int jdk = Runtime.version().feature();
+        if (jdk >= 22) {
+            options.addAll(List.of("--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"));
+        }
+        if (jdk >= 24) {
+            options.add("--sun-misc-unsafe-memory-access=allow");
+        }
+        if (given.stream().noneMatch(o -> o.startsWith("-Djava.util.logging."))) {
+            options.add("-Djava.util.logging.SimpleFormatter.format=%4$s %3$s: %5$s%6$s%n");
+        }
+        return options;
     }
 
     /** Prints the rank's output as it comes (the executor's log), each line tagged, and keeps it. */
