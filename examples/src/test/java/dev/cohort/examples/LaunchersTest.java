@@ -72,14 +72,29 @@ class LaunchersTest {
 
     @Test
     void trainsUnderMpirun() throws Exception {
-        assumeTrue(Files.isExecutable(Path.of("/usr/bin/mpirun")), "Open MPI is not installed (apt-get install openmpi-bin)");
-        int port = freePort();
-        List<String> cmd = new ArrayList<>(List.of("/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
-                "--mca", "btl", "self,tcp", "-x", "MASTER_ADDR=127.0.0.1", "-x", "MASTER_PORT=" + port));
-        cmd.addAll(trainer(60, List.of()));
-        Run run = run(cmd, Map.of());
+        Run run = run(mpirun(trainer(60, List.of())), Map.of());
         run.assertTrainedTogether();
         assertThat(run.output).contains("launched by Open MPI's mpirun: rank 0 of 2");
+    }
+
+    @Test
+    void aPlainCollectivesProgramRunsUnderTorchrunAndMpirun() throws Exception {
+        assumeTorchrun();
+        List<String> check = program(CollectivesCheck.class, List.of());
+        for (List<String> cmd : List.of(torchrun(0, check), mpirun(check))) {
+            Run run = run(cmd, Map.of());
+            assertThat(run.exit).as("exit code; output:\n%s", run.output).isZero();
+            // Both ranks on this host, said by the launcher: shared memory where the JDK has it.
+            assertThat(run.output).containsPattern("collectives ok: 2 workers on (shm|gloo), local rank 0 of 2");
+        }
+    }
+
+    private static List<String> mpirun(List<String> program) {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/mpirun")), "Open MPI is not installed (apt-get install openmpi-bin)");
+        List<String> cmd = new ArrayList<>(List.of("/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+                "--mca", "btl", "self,tcp", "-x", "MASTER_ADDR=127.0.0.1", "-x", "MASTER_PORT=" + freePort()));
+        cmd.addAll(program);
+        return cmd;
     }
 
     @Test
@@ -116,31 +131,45 @@ class LaunchersTest {
         // A one-pod-per-rank Kubernetes job as two machines look: own network, host name and /dev/shm
         // each (namespaces on one kernel otherwise share /dev/shm, and shm would seem to work).
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
-            int port = freePort();
-            List<Process> pods = new ArrayList<>();
-            List<Path> logs = new ArrayList<>();
-            for (int r = 0; r < 2; r++) {
-                List<String> pod = new ArrayList<>(List.of("unshare", "--uts", "--mount", "sh", "-c",
-                        "hostname trainer-" + r + " && mount -t tmpfs tmpfs /dev/shm && exec \"$@\"", "pod"));
-                pod.addAll(trainer(40, List.of()));
-                Path log = dir.resolve("pod-" + r + ".log");
-                ProcessBuilder pb = new ProcessBuilder(hosts.on(r, pod)).redirectErrorStream(true).redirectOutput(log.toFile());
-                clean(pb.environment()).putAll(Map.of("MASTER_ADDR", hosts.address(0), "MASTER_PORT", Integer.toString(port),
-                        "RANK", Integer.toString(r), "WORLD_SIZE", "2", "KUBERNETES_SERVICE_HOST", "10.96.0.1"));
-                pods.add(pb.start());
-                logs.add(log);
-            }
-            StringBuilder output = new StringBuilder();
-            int exit = 0;
-            for (int r = 0; r < 2; r++) {
-                exit |= waitFor(pods.get(r));
-                output.append(Files.readString(logs.get(r)));
-            }
-            Run run = new Run(exit, output.toString());
+            Run run = inPods(hosts, trainer(40, List.of()));
             run.assertTrainedTogether();
             assertThat(run.output).contains("launched by Kubernetes: rank 0 of 2", "training mlp on 2 worker(s) (gloo)",
                     "host layout learned at rendezvous: 2 host(s)").doesNotContain("(shm)");
+            // A plain collectives program sees the learned layout: each pod its own host.
+            Run check = inPods(hosts, program(CollectivesCheck.class, List.of()));
+            assertThat(check.exit).as("exit code; output:\n%s", check.output).isZero();
+            assertThat(check.output).contains("collectives ok: 2 workers on gloo, local rank 0 of 1");
         }
+    }
+
+    /** {@code command} as rank r of 2 in pod r, told only MASTER_ADDR/PORT, RANK and WORLD_SIZE. */
+    private Run inPods(TwoHosts hosts, List<String> command) throws Exception {
+        int port = freePort();
+        List<Process> pods = new ArrayList<>();
+        List<Path> logs = new ArrayList<>();
+        for (int r = 0; r < 2; r++) {
+            Path log = Files.createTempFile(dir, "pod-" + r + "-", ".log");
+            ProcessBuilder pb = new ProcessBuilder(pod(hosts, r, command)).redirectErrorStream(true).redirectOutput(log.toFile());
+            clean(pb.environment()).putAll(Map.of("MASTER_ADDR", hosts.address(0), "MASTER_PORT", Integer.toString(port),
+                    "RANK", Integer.toString(r), "WORLD_SIZE", "2", "KUBERNETES_SERVICE_HOST", "10.96.0.1"));
+            pods.add(pb.start());
+            logs.add(log);
+        }
+        StringBuilder output = new StringBuilder();
+        int exit = 0;
+        for (int r = 0; r < 2; r++) {
+            exit |= waitFor(pods.get(r));
+            output.append(Files.readString(logs.get(r)));
+        }
+        return new Run(exit, output.toString());
+    }
+
+    /** {@code command} in a pod of its own: its own network (host {@code r}), host name and /dev/shm. */
+    private static List<String> pod(TwoHosts hosts, int r, List<String> command) {
+        List<String> pod = new ArrayList<>(List.of("unshare", "--uts", "--mount", "sh", "-c",
+                "hostname trainer-" + r + " && mount -t tmpfs tmpfs /dev/shm && exec \"$@\"", "pod"));
+        pod.addAll(command);
+        return hosts.on(r, pod);
     }
 
     private static void assumeTorchrun() throws Exception {
@@ -155,22 +184,32 @@ class LaunchersTest {
      * redirected and teed with "1".
      */
     private static List<String> torchrun(int maxRestarts, int steps, List<String> extra) {
+        return torchrun(maxRestarts, trainer(steps, extra));
+    }
+
+    private static List<String> torchrun(int maxRestarts, List<String> program) {
         List<String> cmd = new ArrayList<>(List.of(PYTHON, "-m", "torch.distributed.run", "--nproc_per_node", "2",
                 "--master_port", Integer.toString(freePort()), "--max_restarts", Integer.toString(maxRestarts),
                 "--monitor_interval", "1", "--no_python", "--redirects", "1", "--tee", "1"));
-        cmd.addAll(trainer(steps, extra));
+        cmd.addAll(program);
         return cmd;
     }
 
     /** The trainer as a user starts it: java, the class path, the main class; no backend named. */
     private static List<String> trainer(int steps, List<String> extra) {
+        List<String> args = new ArrayList<>(List.of("--epochs", "1", "--max-steps", Integer.toString(steps), "--threads", "1"));
+        args.addAll(extra);
+        return program(FashionMnistTrainer.class, args);
+    }
+
+    /** {@code main} in a JVM as a user starts it, with the flags the shared-memory engines need. */
+    private static List<String> program(Class<?> main, List<String> args) {
         List<String> cmd = new ArrayList<>(List.of(Paths.get(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx1g"));
         if (Runtime.version().feature() >= 22) {
             cmd.addAll(List.of("--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"));
         }
-        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), FashionMnistTrainer.class.getName(),
-                "--epochs", "1", "--max-steps", Integer.toString(steps), "--threads", "1"));
-        cmd.addAll(extra);
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
+        cmd.addAll(args);
         return cmd;
     }
 
