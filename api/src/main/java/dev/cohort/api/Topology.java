@@ -26,6 +26,25 @@ public record Topology(int rank, int worldSize, int localRank, int localWorldSiz
         }
     }
 
+    /**
+     * Rank {@code rank}'s place when every rank's host is known ({@code hosts}: one name per rank, in
+     * rank order): its local rank counts the ranks of its host in rank order, and hosts are numbered in
+     * the order of their lowest rank. The number of hosts is {@code new HashSet<>(hosts).size()}.
+     */
+    public static Topology ofHosts(java.util.List<String> hosts, int rank) {
+        java.util.List<String> order = new java.util.ArrayList<>(new java.util.LinkedHashSet<>(hosts));
+        String mine = hosts.get(rank);
+        int localRank = 0;
+        int localWorld = 0;
+        for (int r = 0; r < hosts.size(); r++) {
+            if (hosts.get(r).equals(mine)) {
+                localRank += r < rank ? 1 : 0;
+                localWorld++;
+            }
+        }
+        return new Topology(rank, hosts.size(), localRank, localWorld, order.indexOf(mine));
+    }
+
     /** A single process: world size 1. */
     public static Topology single() {
         return new Topology(0, 1, 0, 1, 0);

@@ -60,4 +60,13 @@ class LaunchEnvironmentTest {
                 "COHORT_RUN_ID", "a b")))
                 .hasMessageContaining("COHORT_RUN_ID='a b'");
     }
+
+    @Test
+    void aLayoutFromEveryRanksHost() {
+        java.util.List<String> hosts = java.util.List.of("b", "a", "b", "c", "a");
+        assertThat(Topology.ofHosts(hosts, 0)).isEqualTo(new Topology(0, 5, 0, 2, 0));
+        assertThat(Topology.ofHosts(hosts, 2)).isEqualTo(new Topology(2, 5, 1, 2, 0));
+        assertThat(Topology.ofHosts(hosts, 4)).isEqualTo(new Topology(4, 5, 1, 2, 1));
+        assertThat(Topology.ofHosts(hosts, 3)).isEqualTo(new Topology(3, 5, 0, 1, 2));
+    }
 }

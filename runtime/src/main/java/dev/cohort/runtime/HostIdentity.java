@@ -3,10 +3,6 @@ package dev.cohort.runtime;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
 
 /**
  * What tells hosts apart when ranks learn which of them share one: the host name, the kernel's
@@ -45,20 +41,5 @@ public final class HostIdentity {
         } catch (IOException | RuntimeException e) {
             return "";
         }
-    }
-
-    /**
-     * Rank {@code rank}'s place among {@code hosts} (one identity per rank, in rank order): its
-     * local rank (in rank order on its host), the ranks on its host, its host's index (hosts in the
-     * order of their lowest rank) and the number of hosts.
-     */
-    public static int[] placement(List<String> hosts, int rank) {
-        Map<String, List<Integer>> byHost = new LinkedHashMap<>();
-        for (int r = 0; r < hosts.size(); r++) {
-            byHost.computeIfAbsent(hosts.get(r), k -> new ArrayList<>()).add(r);
-        }
-        List<String> order = new ArrayList<>(byHost.keySet());
-        List<Integer> mine = byHost.get(hosts.get(rank));
-        return new int[] {mine.indexOf(rank), mine.size(), order.indexOf(hosts.get(rank)), order.size()};
     }
 }

@@ -162,12 +162,12 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
      * disagreement is logged (WARNING) and the launch environment's layout is kept.
      */
     static Topology learnedLayout(Topology given, List<String> hosts, boolean layoutGiven) {
-        int[] p = HostIdentity.placement(hosts, given.rank());
-        Topology learned = new Topology(given.rank(), given.worldSize(), p[0], p[1], p[2]);
+        Topology learned = Topology.ofHosts(hosts, given.rank());
+        int hostCount = new java.util.HashSet<>(hosts).size();
         if (!layoutGiven) {
             if (given.rank() == 0) {
-                LOG.log(System.Logger.Level.INFO, "host layout learned at rendezvous: " + p[3] + " host(s); rank 0's "
-                        + "holds " + p[1] + " of the " + given.worldSize() + " ranks");
+                LOG.log(System.Logger.Level.INFO, "host layout learned at rendezvous: " + hostCount + " host(s); rank 0's "
+                        + "holds " + learned.localWorldSize() + " of the " + given.worldSize() + " ranks");
             }
             return learned;
         }
@@ -175,7 +175,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             LOG.log(System.Logger.Level.WARNING, "rank " + given.rank() + ": LOCAL_RANK=" + given.localRank()
                     + " and LOCAL_WORLD_SIZE=" + given.localWorldSize() + " say one thing, the ranks' hosts another: "
                     + learned.localWorldSize() + " rank(s) share this host, this one local rank " + learned.localRank()
-                    + " (ranks on " + p[3] + " host(s)); the launch environment's values are used");
+                    + " (ranks on " + hostCount + " host(s)); the launch environment's values are used");
         }
         return given;
     }

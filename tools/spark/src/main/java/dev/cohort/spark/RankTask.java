@@ -2,6 +2,7 @@ package dev.cohort.spark;
 
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
+import dev.cohort.api.Topology;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
@@ -85,22 +86,16 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
         return scala.jdk.javaapi.CollectionConverters.asScala(List.of(new Output(rank, output)).iterator());
     }
 
-    /** Each rank's layout from every task's host: ranks of a host in rank order, hosts by their lowest rank. */
+    /** Each rank's layout from every task's host ({@link Topology#ofHosts}). */
     static Map<String, String> layout(List<String> hosts, int rank) {
-        List<String> order = new ArrayList<>(new LinkedHashSet<>(hosts));
-        List<Integer> local = new ArrayList<>();
-        for (int r = 0; r < hosts.size(); r++) {
-            if (hosts.get(r).equals(hosts.get(rank))) {
-                local.add(r);
-            }
-        }
+        Topology t = Topology.ofHosts(hosts, rank);
         Map<String, String> env = new LinkedHashMap<>();
         env.put(LaunchEnvironment.RANK, Integer.toString(rank));
-        env.put(LaunchEnvironment.WORLD_SIZE, Integer.toString(hosts.size()));
-        env.put(LaunchEnvironment.LOCAL_RANK, Integer.toString(local.indexOf(rank)));
-        env.put(LaunchEnvironment.LOCAL_WORLD_SIZE, Integer.toString(local.size()));
-        env.put(LaunchEnvironment.GROUP_RANK, Integer.toString(order.indexOf(hosts.get(rank))));
-        env.put(LaunchEnvironment.GROUP_WORLD_SIZE, Integer.toString(order.size()));
+        env.put(LaunchEnvironment.WORLD_SIZE, Integer.toString(t.worldSize()));
+        env.put(LaunchEnvironment.LOCAL_RANK, Integer.toString(t.localRank()));
+        env.put(LaunchEnvironment.LOCAL_WORLD_SIZE, Integer.toString(t.localWorldSize()));
+        env.put(LaunchEnvironment.GROUP_RANK, Integer.toString(t.nodeRank()));
+        env.put(LaunchEnvironment.GROUP_WORLD_SIZE, Integer.toString(new LinkedHashSet<>(hosts).size()));
         return env;
     }
 
