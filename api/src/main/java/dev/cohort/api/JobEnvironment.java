@@ -1,5 +1,13 @@
 package dev.cohort.api;
 
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -123,16 +131,16 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
         if (file == null || file.isBlank()) {
             return;
         }
-        java.io.StringWriter trace = new java.io.StringWriter();
-        failure.printStackTrace(new java.io.PrintWriter(trace));
+        StringWriter trace = new StringWriter();
+        failure.printStackTrace(new PrintWriter(trace));
         String json = "{\"message\": {\"message\": \"" + jsonText(failure.toString()) + "\", \"extraInfo\": "
                 + "{\"py_callstack\": \"" + jsonText(trace.toString()) + "\", \"timestamp\": \""
-                + java.time.Instant.now().getEpochSecond() + "\"}}}\n";
+                + Instant.now().getEpochSecond() + "\"}}}\n";
         try {
-            java.nio.file.Files.writeString(java.nio.file.Path.of(file), json, java.nio.file.StandardOpenOption.CREATE_NEW);
-        } catch (java.nio.file.FileAlreadyExistsException e) {
+            Files.writeString(Path.of(file), json, StandardOpenOption.CREATE_NEW);
+        } catch (FileAlreadyExistsException e) {
             // the first failure stays the one reported
-        } catch (java.io.IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, "cannot write torchrun's error file " + file + ": " + e);
         }
     }

@@ -1,5 +1,9 @@
 package dev.cohort.api;
 
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+
 /**
  * Where this process sits: its global rank among {@code worldSize} workers, and its local rank
  * among the {@code localWorldSize} workers of node {@code nodeRank}.
@@ -29,10 +33,10 @@ public record Topology(int rank, int worldSize, int localRank, int localWorldSiz
     /**
      * Rank {@code rank}'s place when every rank's host is known ({@code hosts}: one name per rank, in
      * rank order): its local rank counts the ranks of its host in rank order, and hosts are numbered in
-     * the order of their lowest rank. The number of hosts is {@code new HashSet<>(hosts).size()}.
+     * the order of their lowest rank. The number of hosts is the number of distinct names.
      */
-    public static Topology ofHosts(java.util.List<String> hosts, int rank) {
-        java.util.List<String> order = new java.util.ArrayList<>(new java.util.LinkedHashSet<>(hosts));
+    public static Topology ofHosts(List<String> hosts, int rank) {
+        List<String> order = new ArrayList<>(new LinkedHashSet<>(hosts));
         String mine = hosts.get(rank);
         int localRank = 0;
         int localWorld = 0;

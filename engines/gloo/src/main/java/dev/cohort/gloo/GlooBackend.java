@@ -23,6 +23,7 @@ import java.net.SocketException;
 import java.net.UnknownHostException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
@@ -163,7 +164,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
      */
     static Topology learnedLayout(Topology given, List<String> hosts, boolean layoutGiven) {
         Topology learned = Topology.ofHosts(hosts, given.rank());
-        int hostCount = new java.util.HashSet<>(hosts).size();
+        int hostCount = new HashSet<>(hosts).size();
         if (!layoutGiven) {
             if (given.rank() == 0) {
                 LOG.log(System.Logger.Level.INFO, "host layout learned at rendezvous: " + hostCount + " host(s); rank 0's "

@@ -39,8 +39,8 @@ public final class CohortOnSpark {
      * {@code [rank R]}; of a stage tried again after a failure, the output of the attempt that
      * succeeded.
      *
-     * @throws org.apache.spark.SparkException (unchecked in Java) when the stage failed for good: the
-     *                                          message names the rank, its exit code and its last lines
+     * <p>When the stage fails for good, Spark's exception (a {@code SparkException}, unchecked from
+     * Java) comes out of this call; its message names the rank, its exit code and its last lines.
      */
     public static List<String> run(JavaSparkContext sc, SparkJob job) {
         SparkContext context = sc.sc();

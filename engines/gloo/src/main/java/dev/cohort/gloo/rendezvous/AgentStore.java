@@ -25,7 +25,8 @@ import java.time.Duration;
  * each connection with VALIDATE (0, and a magic number) and numbers SET 1, GET 3, WAIT 6. A
  * connection first asks the 1.x question GETNUMKEYS, which a 1.x store answers at once; a 2.x
  * store rejects it or waits for more, and the client reconnects in 2.x's dialect. Strings and byte
- * vectors travel as a 64-bit little-endian length and the bytes.
+ * vectors travel as a 64-bit little-endian length and the bytes. Keys are raw: c10d's own clients
+ * put "/" before each key they are given, so they name this client's key without its first "/".
  */
 final class AgentStore implements AutoCloseable {
 
@@ -174,7 +175,7 @@ final class AgentStore implements AutoCloseable {
             Thread.sleep(millis);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new GlooConnectException("interrupted while reaching the launcher's store", null);
+            throw new GlooConnectException("interrupted while reaching the launcher's store");
         }
     }
 

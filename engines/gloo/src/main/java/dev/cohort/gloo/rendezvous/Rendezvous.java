@@ -58,7 +58,7 @@ public final class Rendezvous implements AutoCloseable {
                 if (own.guard == null) {
                     own.close();
                     throw new GlooConnectException("rank 0: cannot host a store for the job here (no /proc to find a "
-                            + "socket's descriptor)", null);
+                            + "socket's descriptor)");
                 }
                 agent.set(key, me + " " + own.guard.port());
                 return own;
@@ -66,7 +66,7 @@ public final class Rendezvous implements AutoCloseable {
             String[] at = agent.get(key, timeout).split(" ");
             if (at.length != 2 || !at[1].matches("[0-9]{1,5}")) {
                 throw new GlooConnectException("rank " + rank + ": the launcher's store holds '" + String.join(" ", at)
-                        + "' under " + key + ", not an address and port", null);
+                        + "' under " + key + ", not an address and port");
             }
             return tcp(at[0], Integer.parseInt(at[1]), rank, worldSize, timeout);
         }
