@@ -89,7 +89,8 @@ class OverlapTest {
     private static void assertOverlappedInOneOf(int attempts, java.util.function.Supplier<List<OverlapTraining.Overlap>> measure) {
         for (int i = 1; ; i++) {
             List<OverlapTraining.Overlap> seen = measure.get();
-            seen.forEach(o -> System.out.println("attempt " + i + ": " + o.describe()));
+            int attempt = i;
+            seen.forEach(o -> System.out.println("attempt " + attempt + ": " + o.describe()));
             if (i == attempts || seen.stream().allMatch(OverlapTest::overlapped)) {
                 seen.forEach(OverlapTest::assertOverlapped);
                 return;
