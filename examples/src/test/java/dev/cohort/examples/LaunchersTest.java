@@ -11,11 +11,11 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.BeforeAll;
@@ -102,26 +102,10 @@ class LaunchersTest {
         // srun -n 2 on one node: what each task gets. The rendezvous port comes from the job id.
         int port = freePort();
         long jobId = port - JobEnvironment.SLURM_PORT_BASE;   // ports are 20000-29999, so the id is below the span
-        List<Process> tasks = new ArrayList<>();
-        List<Path> logs = new ArrayList<>();
-        for (int r = 0; r < 2; r++) {
-            Map<String, String> env = new HashMap<>(Map.of("SLURM_PROCID", Integer.toString(r), "SLURM_NTASKS", "2",
-                    "SLURM_LOCALID", Integer.toString(r), "SLURM_NODEID", "0", "SLURM_NNODES", "1",
-                    "SLURM_STEP_TASKS_PER_NODE", "2", "SLURM_STEP_NODELIST", "localhost", "SLURM_JOB_ID", Long.toString(jobId),
-                    "SLURM_STEP_ID", "0"));
-            Path log = dir.resolve("task-" + r + ".log");
-            ProcessBuilder pb = new ProcessBuilder(trainer(60, List.of())).redirectErrorStream(true).redirectOutput(log.toFile());
-            clean(pb.environment()).putAll(env);
-            tasks.add(pb.start());
-            logs.add(log);
-        }
-        StringBuilder output = new StringBuilder();
-        int exit = 0;
-        for (int r = 0; r < 2; r++) {
-            exit |= waitFor(tasks.get(r));
-            output.append(Files.readString(logs.get(r)));
-        }
-        Run run = new Run(exit, output.toString());
+        Run run = ranks(r -> trainer(60, List.of()), r -> Map.of("SLURM_PROCID", Integer.toString(r), "SLURM_NTASKS", "2",
+                "SLURM_LOCALID", Integer.toString(r), "SLURM_NODEID", "0", "SLURM_NNODES", "1",
+                "SLURM_STEP_TASKS_PER_NODE", "2", "SLURM_STEP_NODELIST", "localhost", "SLURM_JOB_ID", Long.toString(jobId),
+                "SLURM_STEP_ID", "0"));
         run.assertTrainedTogether();
         assertThat(run.output).contains("launched by Slurm's srun: rank 0 of 2, rendezvous at localhost:" + port);
     }
@@ -144,21 +128,26 @@ class LaunchersTest {
 
     /** {@code command} as rank r of 2 in pod r, told only MASTER_ADDR/PORT, RANK and WORLD_SIZE. */
     private Run inPods(TwoHosts hosts, List<String> command) throws Exception {
-        int port = freePort();
-        List<Process> pods = new ArrayList<>();
+        String port = Integer.toString(freePort());
+        return ranks(r -> pod(hosts, r, command), r -> Map.of("MASTER_ADDR", hosts.address(0), "MASTER_PORT", port,
+                "RANK", Integer.toString(r), "WORLD_SIZE", "2", "KUBERNETES_SERVICE_HOST", "10.96.0.1"));
+    }
+
+    /** Two ranks started by this test as a launcher would: rank r runs {@code command(r)} with {@code env(r)} added. */
+    private Run ranks(IntFunction<List<String>> command, IntFunction<Map<String, String>> env) throws Exception {
+        List<Process> ranks = new ArrayList<>();
         List<Path> logs = new ArrayList<>();
         for (int r = 0; r < 2; r++) {
-            Path log = Files.createTempFile(dir, "pod-" + r + "-", ".log");
-            ProcessBuilder pb = new ProcessBuilder(pod(hosts, r, command)).redirectErrorStream(true).redirectOutput(log.toFile());
-            clean(pb.environment()).putAll(Map.of("MASTER_ADDR", hosts.address(0), "MASTER_PORT", Integer.toString(port),
-                    "RANK", Integer.toString(r), "WORLD_SIZE", "2", "KUBERNETES_SERVICE_HOST", "10.96.0.1"));
-            pods.add(pb.start());
+            Path log = Files.createTempFile(dir, "rank-" + r + "-", ".log");
+            ProcessBuilder pb = new ProcessBuilder(command.apply(r)).redirectErrorStream(true).redirectOutput(log.toFile());
+            clean(pb.environment()).putAll(env.apply(r));
+            ranks.add(pb.start());
             logs.add(log);
         }
         StringBuilder output = new StringBuilder();
         int exit = 0;
         for (int r = 0; r < 2; r++) {
-            exit |= waitFor(pods.get(r));
+            exit |= waitFor(ranks.get(r));
             output.append(Files.readString(logs.get(r)));
         }
         return new Run(exit, output.toString());

@@ -34,12 +34,8 @@ class AgentStoreTest {
 
     @Test
     void speaksPyTorch2sDialectToLibtorchsStore() {
-        LibTorch.load();
         int port = JvmWorkers.freePort();
-        TCPStoreOptions options = new TCPStoreOptions().isServer(true).numWorkers(new SizeTPointer(1).put(1))
-                .waitWorkers(false).timeout(new Milliseconds(30_000));
-        options.port((short) port);
-        TCPStore server = new TCPStore("127.0.0.1", options);
+        TCPStore server = libtorchStore(port);
         try {
             roundTrip(port);
             // c10d's own clients put "/" before every key: the raw key is the one they name without it.
@@ -83,12 +79,8 @@ class AgentStoreTest {
 
     @Test
     void aKeyNeverPostedTimesOutNamingIt() {
-        LibTorch.load();
         int port = JvmWorkers.freePort();
-        TCPStoreOptions options = new TCPStoreOptions().isServer(true).numWorkers(new SizeTPointer(1).put(1))
-                .waitWorkers(false).timeout(new Milliseconds(30_000));
-        options.port((short) port);
-        TCPStore server = new TCPStore("127.0.0.1", options);
+        TCPStore server = libtorchStore(port);
         try (AgentStore reader = AgentStore.connect("127.0.0.1", port, Duration.ofSeconds(10))) {
             assertThatThrownBy(() -> reader.get("/worker/attempt_0/cohort/store", Duration.ofMillis(500)))
                     .isInstanceOf(GlooConnectException.class)
@@ -106,6 +98,15 @@ class AgentStoreTest {
         assertThatThrownBy(() -> AgentStore.connect("127.0.0.1", port, Duration.ofSeconds(2)))
                 .isInstanceOf(GlooConnectException.class).hasMessageContaining("could not reach the launcher's TCP store at 127.0.0.1:" + port);
         assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(10));
+    }
+
+    /** libtorch's own c10d store (PyTorch 2.10's dialect) on {@code port}. */
+    private static TCPStore libtorchStore(int port) {
+        LibTorch.load();
+        TCPStoreOptions options = new TCPStoreOptions().isServer(true).numWorkers(new SizeTPointer(1).put(1))
+                .waitWorkers(false).timeout(new Milliseconds(30_000));
+        options.port((short) port);
+        return new TCPStore("127.0.0.1", options);
     }
 
     /** Rank 0 posts through one connection; another rank reads through its own. */
