@@ -10,15 +10,20 @@ PACKAGE=dataset-fashion-mnist
 
 usage() {
   cat <<'TXT'
-usage: ./cohort demo [--workers N] [--epochs E] [--model mlp|cnn] [--backend auto|shm|gloo|hier]
-                     [--max-restarts K] [--json FILE] [--data-dir DIR] [--spark MASTER] [TRAINER OPTIONS...]
+usage: ./cohort demo [--workers N] [--epochs E] [--model mlp|cnn] [--framework torch|djl]
+                     [--backend auto|shm|gloo|hier|tcp|mpi] [--max-restarts K] [--json FILE] [--data-dir DIR]
+                     [--spark MASTER] [TRAINER OPTIONS...]
 Trains a classifier on Fashion-MNIST with N workers (default 2), started by ./cohort run.
   --workers N        workers on this machine (default 2)
   --epochs E         epochs (default 5)
   --model mlp|cnn    784-512-256-10 MLP (default) or a small CNN
+  --framework F      torch (default): JavaCPP's PyTorch; djl: DJL's PyTorch engine with Cohort's
+                     DistributedTrainer (on shm or tcp: engines that load no libtorch of their own)
   --backend NAME     the engine: auto (default) takes the fastest that runs here — shm (shared
                      memory, all workers on this machine) on a JDK >= 22, else gloo; hier (shm
-                     within each host, Gloo between hosts) is auto's choice for several hosts
+                     within each host, Gloo between hosts) is auto's choice for several hosts;
+                     tcp: Cohort's own TCP mesh, no native library; mpi: the system's Open
+                     MPI (JDK >= 22; the workers are started through mpirun)
   --max-restarts K   restart the group up to K times after a failure (default 0); the run then
                      checkpoints every 100 steps and a restarted group resumes from the last one
   --json FILE        where the summary goes (default out/demo-summary.json); its chart
@@ -31,7 +36,7 @@ Any other option goes to the trainer (dev.cohort.examples.FashionMnistTrainer --
 TXT
 }
 
-workers=2 epochs=5 model=mlp backend=auto max_restarts=0 json="$ROOT/out/demo-summary.json" data_dir="" spark="" extra=()
+workers=2 epochs=5 model=mlp framework=torch backend=auto max_restarts=0 json="$ROOT/out/demo-summary.json" data_dir="" spark="" extra=()
 need_value() { [ "$#" -ge 2 ] && [ -n "$2" ] || { echo "cohort demo: $1 needs a value" >&2; exit 2; }; }
 while [ "$#" -gt 0 ]; do
   case "$1" in
@@ -43,6 +48,8 @@ while [ "$#" -gt 0 ]; do
     --epochs=*) epochs="${1#*=}"; shift ;;
     --model) need_value "$@"; model="$2"; shift 2 ;;
     --model=*) model="${1#*=}"; shift ;;
+    --framework) need_value "$@"; framework="$2"; shift 2 ;;
+    --framework=*) framework="${1#*=}"; shift ;;
     --backend) need_value "$@"; backend="$2"; shift 2 ;;
     --backend=*) backend="${1#*=}"; shift ;;
     --max-restarts) need_value "$@"; max_restarts="$2"; shift 2 ;;
@@ -60,7 +67,8 @@ case "$workers" in ''|*[!0-9]*|0) echo "cohort demo: --workers must be a whole n
 case "$epochs" in ''|*[!0-9]*|0) echo "cohort demo: --epochs must be a whole number >= 1, got '$epochs'" >&2; exit 2 ;; esac
 case "$max_restarts" in ''|*[!0-9]*) echo "cohort demo: --max-restarts must be a whole number, got '$max_restarts'" >&2; exit 2 ;; esac
 case "$model" in mlp|cnn) ;; *) echo "cohort demo: --model must be mlp or cnn, got '$model'" >&2; exit 2 ;; esac
-case "$backend" in auto|shm|gloo|hier) ;; *) echo "cohort demo: --backend must be auto, shm, gloo or hier, got '$backend'" >&2; exit 2 ;; esac
+case "$backend" in auto|shm|gloo|hier|tcp|mpi) ;; *) echo "cohort demo: --backend must be auto, shm, gloo, hier, tcp or mpi, got '$backend'" >&2; exit 2 ;; esac
+case "$framework" in torch|djl) ;; *) echo "cohort demo: --framework must be torch or djl, got '$framework'" >&2; exit 2 ;; esac
 
 # The data: Debian's package when no directory was given.
 if [ -z "$data_dir" ]; then
@@ -89,7 +97,7 @@ fi
 
 # The build: ./cohort built every module on this JDK before starting this script.
 : "${JAVA_HOME:?run this through ./cohort demo, which picks the JDK and builds}"
-jar=$(ls "$ROOT"/examples/target/cohort-examples-*.jar 2>/dev/null | grep -v -e '-tests.jar' -e '-sources.jar' | head -n 1 || true)
+jar=$(ls -t "$ROOT"/examples/target/cohort-examples-*.jar 2>/dev/null | grep -v -e '-tests.jar' -e '-sources.jar' -e '-javadoc.jar' | head -n 1 || true)
 if [ -z "$jar" ] || [ ! -f "$ROOT/examples/target/classpath.txt" ]; then
   echo "cohort demo: the examples module is not built; run this through ./cohort demo" >&2
   exit 2
@@ -105,7 +113,7 @@ java_opts="${JAVA_OPTS_FOR_COHORT-}"
 mkdir -p "$(dirname "$json")"
 json="$(cd "$(dirname "$json")" && pwd)/$(basename "$json")"
 rm -f "$json"
-echo "cohort demo: training $model on Fashion-MNIST, $workers workers, backend $backend, $epochs epochs" >&2
+echo "cohort demo: training $model ($framework) on Fashion-MNIST, $workers workers, backend $backend, $epochs epochs" >&2
 # The launcher starts each worker with its own class path, which is this module's: it has the trainer.
 # With restarts, a restarted group must resume where the failed one stopped: checkpoint this run
 # (in a directory of its own, so a later demo starts afresh) unless the user chose a directory.
@@ -125,14 +133,14 @@ if [ -n "$spark" ]; then
   "$JAVA_HOME/bin/java" $java_opts -cp "$sjar:$(cat "$ROOT/tools/spark/target/classpath.txt")" dev.cohort.spark.SparkMain \
     --master "$spark" --workers "$workers" --env "COHORT_BACKEND=$backend" -- \
     dev.cohort.examples.FashionMnistTrainer --data-dir "$data_dir" \
-    --model "$model" --epochs "$epochs" --json "$json" ${recovery[@]+"${recovery[@]}"} ${extra[@]+"${extra[@]}"}
+    --model "$model" --framework "$framework" --epochs "$epochs" --json "$json" ${recovery[@]+"${recovery[@]}"} ${extra[@]+"${extra[@]}"}
   code=$?
 else
 # shellcheck disable=SC2086
 "$JAVA_HOME/bin/java" $java_opts -cp "$classpath" dev.cohort.launcher.LauncherMain \
   --nproc-per-node "$workers" --master-port 0 --max-restarts "$max_restarts" -- \
   dev.cohort.examples.FashionMnistTrainer --distributed-backend "$backend" --data-dir "$data_dir" \
-  --model "$model" --epochs "$epochs" --json "$json" ${recovery[@]+"${recovery[@]}"} ${extra[@]+"${extra[@]}"}
+  --model "$model" --framework "$framework" --epochs "$epochs" --json "$json" ${recovery[@]+"${recovery[@]}"} ${extra[@]+"${extra[@]}"}
 code=$?
 fi
 set -e

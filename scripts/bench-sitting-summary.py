@@ -10,9 +10,9 @@ per round, and each Cohort run over PyTorch DDP, round by round."""
 import glob, json, os, re, statistics, sys
 
 out = sys.argv[1]
-ORDER = ["shm-copy", "shm-inplace", "hier", "gloo", "mpi-shm", "mpi-tcp", "mpi-hosts", "torch-gloo"]
-NAMES = {"shm-copy": "shm copying", "shm-inplace": "shm in place", "hier": "hier", "gloo": "Cohort gloo",
-         "mpi-shm": "Open MPI shm", "mpi-tcp": "Open MPI TCP",
+ORDER = ["shm-copy", "shm-inplace", "hier", "hier-mpi", "gloo", "tcp", "mpi", "mpi-over-tcp", "mpi-shm", "mpi-tcp", "mpi-hosts", "torch-gloo"]
+NAMES = {"shm-copy": "shm copying", "shm-inplace": "shm in place", "hier": "hier", "hier-mpi": "hier (Open MPI between hosts)", "gloo": "Cohort gloo",
+         "tcp": "Cohort tcp", "mpi": "Cohort mpi", "mpi-over-tcp": "Cohort mpi (TCP)", "mpi-shm": "Open MPI shm", "mpi-tcp": "Open MPI TCP",
          "mpi-hosts": "Open MPI (shm within, TCP between hosts)", "torch-gloo": "PyTorch Gloo"}
 PEERS = ["mpi-shm", "mpi-tcp", "mpi-hosts", "torch-gloo"]
 # base-<run>: the same run from another checkout (bench-sitting.sh's BASELINE), for before/after comparisons.
@@ -23,7 +23,12 @@ for r in BASE:
 # Training runs: name, and the DDP run each is compared with (the same world and model).
 TRAINING = {
     "train-gloo": ("Cohort gloo", "torch-ddp"), "train-shm": ("Cohort shm", "torch-ddp"),
-    "train-hier": ("Cohort hier", "torch-ddp"),
+    "train-hier": ("Cohort hier", "torch-ddp"), "train-tcp": ("Cohort tcp", "torch-ddp"),
+    "train-mpi": ("Cohort mpi", "torch-ddp"), "train-hier-mpi": ("Cohort hier (Open MPI between hosts)", "torch-ddp"),
+    "train-djl-shm": ("DJL on Cohort shm (ratio: over DJL at world 1)", "train-djl-world1"),
+    "train-djl-tcp": ("DJL on Cohort tcp (ratio: over DJL at world 1)", "train-djl-world1"),
+    "train-djl-none": ("DJL, ranks alone, no averaging: the ceiling (ratio: over DJL at world 1)", "train-djl-world1"),
+    "train-djl-world1": ("DJL, world 1", None),
     "train-gloo-overlap": ("Cohort gloo, overlap forced", "torch-ddp"),
     "train-shm-overlap": ("Cohort shm, overlap forced", "torch-ddp"),
     "train-gloo-no-overlap": ("Cohort gloo, no overlap", "torch-ddp"),

@@ -11,11 +11,18 @@
 #               shm-inplace  Cohort shm, allreduce of buffers in the mapping (--in-place)
 #               hier         Cohort hier, hosts of PER_HOST ranks simulated on this machine
 #               gloo         Cohort gloo (the peer mesh and Gloo through c10d)
+#               tcp          Cohort tcp (the peer mesh alone)
+#               mpi          Cohort mpi (Open MPI through the foreign-function API; Open MPI's defaults: shared memory)
+#               mpi-over-tcp Cohort mpi with Open MPI held to TCP over loopback (as mpi-tcp)
 #               mpi-shm      Open MPI 4.1 through mpi4py, shared memory (vader)
 #               mpi-tcp      Open MPI, TCP over loopback only
 #               torch-gloo   PyTorch 1.13's Gloo (torch_collectives.py)
 #               train-gloo   Cohort's training benchmark on gloo (./cohort bench train)
 #               train-shm    the same on shm (gradient buckets in the arena)
+#               train-tcp    the same on tcp
+#               train-mpi    the same on mpi
+#               train-djl-shm, train-djl-tcp   the same through DJL's PyTorch engine (--framework djl)
+#               train-djl-none, train-djl-world1   DJL: WORLD ranks training alone (the ceiling), and one rank
 #               torch-ddp    PyTorch DDP on its Gloo (torch_ddp.py), the same model and batches
 #                            (train-gloo, train-shm: overlap as distribute() decides for this host)
 #               train-gloo-overlap, train-shm-overlap   averaging during backward, always (--overlap)
@@ -65,6 +72,10 @@ for ((i = 1; i <= ROUNDS; i++)); do
       shm-inplace) cohort --backend shm --in-place --json "$OUT/$run-$i.json" ;;
       hier)        cohort --backend hier --engine-option=--hier-ranks-per-host="$PER_HOST" --json "$OUT/$run-$i.json" ;;
       gloo)        cohort --backend gloo --json "$OUT/$run-$i.json" ;;
+      tcp)         cohort --backend tcp --json "$OUT/$run-$i.json" ;;
+      mpi)         cohort --backend mpi --json "$OUT/$run-$i.json" ;;
+      mpi-over-tcp) OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=lo \
+                     cohort --backend mpi --json "$OUT/$run-$i.json" ;;
       base-shm-copy)    baseline --backend shm --json "$OUT/$run-$i.json" ;;
       base-shm-inplace) baseline --backend shm --in-place --json "$OUT/$run-$i.json" ;;
       base-hier)   baseline --backend hier --engine-option=--hier-ranks-per-host="$PER_HOST" --json "$OUT/$run-$i.json" ;;
@@ -75,6 +86,11 @@ for ((i = 1; i <= ROUNDS; i++)); do
                      --max-mib 16 --out "$OUT/$run-$i.json" >/dev/null ;;
       train-gloo)  train "$WORLD" "$TRAIN_STEPS" --backend gloo --json "$OUT/$run-$i.json" ;;
       train-shm)   train "$WORLD" "$TRAIN_STEPS" --backend shm --json "$OUT/$run-$i.json" ;;
+      train-tcp)   train "$WORLD" "$TRAIN_STEPS" --backend tcp --json "$OUT/$run-$i.json" ;;
+      train-mpi)   train "$WORLD" "$TRAIN_STEPS" --backend mpi --json "$OUT/$run-$i.json" ;;
+      train-djl-shm|train-djl-tcp) train "$WORLD" "$TRAIN_STEPS" --framework djl --backend "${run#train-djl-}" --json "$OUT/$run-$i.json" ;;
+      train-djl-none)   train "$WORLD" "$TRAIN_STEPS" --framework djl --backend none --json "$OUT/$run-$i.json" ;;
+      train-djl-world1) train 1 "$TRAIN_STEPS" --framework djl --backend none --json "$OUT/$run-$i.json" ;;
       torch-ddp)   ddp "$WORLD" "$TRAIN_STEPS" $((29750 + i)) --out "$OUT/$run-$i.json" ;;
       train-gloo-overlap) train "$WORLD" "$TRAIN_STEPS" --backend gloo --overlap --json "$OUT/$run-$i.json" ;;
       train-shm-overlap)  train "$WORLD" "$TRAIN_STEPS" --backend shm --overlap --json "$OUT/$run-$i.json" ;;
@@ -100,6 +116,8 @@ label() {
   case "$1" in
     shm-copy) echo "Cohort shm (copying)" ;;     shm-inplace) echo "Cohort shm (in place)" ;;
     hier) echo "Cohort hier" ;;                  gloo) echo "Cohort gloo" ;;
+    tcp) echo "Cohort tcp" ;;                    mpi) echo "Cohort mpi" ;;
+    mpi-over-tcp) echo "Cohort mpi (TCP)" ;;
     mpi-shm) echo "Open MPI shm" ;;              mpi-tcp) echo "Open MPI TCP" ;;
     torch-gloo) echo "PyTorch Gloo" ;;           base-*) echo "$(label "${1#base-}") (baseline)" ;;
     *) echo "$1" ;;

@@ -4,9 +4,11 @@
 # between real hosts would be; WORLD ranks, half on each host. Then a markdown summary.
 #   RATE=1gbit scripts/bench-two-hosts.sh [ROUNDS] [OUT_DIR]
 # Environment: RATE (tc's syntax, e.g. 1gbit, 10gbit; empty: the veth's own speed), WORLD (default
-# 4), SIZES (default 4K,64K,1M,16M), RUNS (default "hier gloo mpi": Cohort hier, Cohort gloo,
-# Open MPI with shared memory within a host and TCP between; also train-hier, train-gloo:
-# ./cohort bench train across the hosts, and torch-ddp: torch_ddp.py the same way, TRAIN_STEPS
+# 4), SIZES (default 4K,64K,1M,16M), RUNS (default "hier gloo mpi": Cohort hier, Cohort gloo (or tcp),
+# Open MPI with shared memory within a host and TCP between; also hier-mpi and cohort-mpi: Cohort's
+# benchmark workers as one mpirun job across the hosts, on hier with Open MPI between hosts and on
+# the mpi engine; train-hier, train-gloo, train-tcp, train-hier-mpi, train-mpi: ./cohort bench train
+# across the hosts (the last two under mpirun), and torch-ddp: torch_ddp.py the same way, TRAIN_STEPS
 # steps, default 300), ENGINE_OPTIONS (for Cohort's runs, e.g. "--hier-leaders-spin-us=0").
 # Needs root, iproute2 and Open MPI for the mpi run, PyTorch for torch-ddp. Each run holds /tmp/cohort-cpu.lock exclusively.
 # Both "hosts" share this machine's CPUs: with more ranks than CPUs, small collectives measure the
@@ -87,6 +89,34 @@ train_pair() {
   wait "$other" || rc=$((rc ? rc : $?))
   return $rc
 }
+# Cohort's benchmark workers (BenchMain WORKER ARGS...) as one mpirun job across both hosts, under
+# the same Open MPI settings as the peer's run; the JVM through a script (mpirun rewrites "java").
+JAVA_FOR_MPI="$OUT/java-for-mpirun"
+JDK="${COHORT_JDK:-$(ls -d /usr/lib/jvm/*-2[2-9]-* 2>/dev/null | sort -t- -k2 -n | tail -1)}"
+printf '#!/bin/sh\nexec %s/bin/java --enable-native-access=ALL-UNNAMED --add-modules jdk.incubator.vector "$@"\n' "$JDK" > "$JAVA_FOR_MPI"
+chmod +x "$JAVA_FOR_MPI"
+cohort_mpirun() {
+  local log="$1"; shift
+  local cp
+  cp="$(ls "$ROOT"/tools/dist/target/cohort-dist-*.jar | grep -v -e sources -e javadoc | head -1):$(cat "$ROOT/tools/dist/target/classpath.txt")"
+  on 0 mpirun --allow-run-as-root --oversubscribe -np "$WORLD" --host "${ADDR[0]}:$PER_HOST,${ADDR[1]}:$PER_HOST" \
+    --mca plm_rsh_agent "$AGENT" --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 \
+    --mca btl_tcp_if_include 198.51.100.0/24 --mca oob_tcp_if_include 198.51.100.0/24 --bind-to none \
+    -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1 -x COHORT_COMPUTE_THREADS=1 \
+    "$JAVA_FOR_MPI" -cp "$cp" dev.cohort.bench.BenchMain "$@" > "$log" 2>&1
+}
+cohort_mpi_collectives() {
+  local backend="$1" json="$2"; shift 2
+  local args=(collectives-worker --backend "$backend" --sizes "$SIZES" --json "$json" --in-place=false --warmup-ms 6000)
+  for o in "$@" ${ENGINE_OPTIONS:-}; do args+=("--engine-option=$o"); done
+  cohort_mpirun "$json.log" "${args[@]}"
+}
+cohort_mpi_train() {
+  local backend="$1" json="$2"; shift 2
+  local args=(train-worker --backend "$backend" --steps "$TRAIN_STEPS" --warm 20 --batch 64 --hidden 1024 --model mlp --json "$json")
+  for o in "$@" ${ENGINE_OPTIONS:-}; do args+=("--engine-option=$o"); done
+  cohort_mpirun "$json.log" "${args[@]}"
+}
 mpi_pair() {
   on 0 mpirun --allow-run-as-root --oversubscribe -np "$WORLD" --host "${ADDR[0]}:$PER_HOST,${ADDR[1]}:$PER_HOST" \
     --mca plm_rsh_agent "$AGENT" --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 \
@@ -97,10 +127,14 @@ for ((i = 1; i <= ROUNDS; i++)); do
   for run in $RUNS; do
     echo "== round $i of $ROUNDS: $run" >&2
     case "$run" in
-      hier|gloo) alone cohort_pair "$run" $((31000 + 10 * i)) "$OUT/$run-$i.json" ;;
-      train-hier|train-gloo) alone train_pair "${run#train-}" $((31001 + 10 * i)) "$OUT/$run-$i.json" ;;
+      hier|gloo|tcp) alone cohort_pair "$run" $((31000 + 10 * i)) "$OUT/$run-$i.json" ;;
+      train-hier|train-gloo|train-tcp) alone train_pair "${run#train-}" $((31001 + 10 * i)) "$OUT/$run-$i.json" ;;
       torch-ddp) alone train_pair torch-ddp $((31002 + 10 * i)) "$OUT/$run-$i.json" ;;
       mpi)       alone mpi_pair "$OUT/mpi-hosts-$i.txt" ;;
+      hier-mpi)  alone cohort_mpi_collectives hier "$OUT/hier-mpi-$i.json" --hier-between=mpi ;;
+      cohort-mpi) alone cohort_mpi_collectives mpi "$OUT/mpi-$i.json" ;;
+      train-hier-mpi) alone cohort_mpi_train hier "$OUT/train-hier-mpi-$i.json" --hier-between=mpi ;;
+      train-mpi) alone cohort_mpi_train mpi "$OUT/train-mpi-$i.json" ;;
       *) echo "unknown run '$run'" >&2; exit 2 ;;
     esac
   done

@@ -45,6 +45,15 @@ public interface BackendProvider {
         return OptionalInt.empty();
     }
 
+    /**
+     * Whether the engine's ranks meet at {@code MASTER_ADDR:MASTER_PORT}. {@code auto} passes over
+     * such engines when the launch environment gives no address (as {@code mpirun} without
+     * {@code -x MASTER_ADDR}): then engines that need none run (shm on one host, mpi).
+     */
+    default boolean needsRendezvousAddress() {
+        return false;
+    }
+
     /** Why the engine suits {@code layout}, for {@code auto}'s message ("all 4 workers on one host: shared memory"). */
     default String autoReason(JobLayout layout) {
         return name();

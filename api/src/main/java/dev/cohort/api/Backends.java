@@ -80,13 +80,17 @@ public final class Backends {
             return new AutoChoice(NONE, "one worker");
         }
         int oldest = oldestJdk(env, jdk);
-        List<BackendProvider> ranked = ranked(layout, oldest, engines);
+        List<BackendProvider> meetable = meetable(env, engines);
+        List<BackendProvider> ranked = ranked(layout, oldest, meetable);
         if (ranked.isEmpty()) {
             throw new BackendUnavailableException("backend auto: no engine on the class path runs " + layout.worldSize()
-                    + " workers (found: " + names(engines) + "); add one, e.g. cohort-gloo");
+                    + " workers (found: " + names(engines) + ")" + (meetable.size() < engines.size()
+                    ? "; mpirun gave no MASTER_ADDR and MASTER_PORT, which the engines that meet at an address need "
+                    + "(mpirun -x MASTER_ADDR=... -x MASTER_PORT=..., or cohort-mpi)"
+                    : "; add one, e.g. cohort-gloo"));
         }
         BackendProvider chosen = ranked.get(0);
-        List<BackendProvider> anyJdk = ranked(layout, Integer.MAX_VALUE, engines);
+        List<BackendProvider> anyJdk = ranked(layout, Integer.MAX_VALUE, meetable);
         BackendProvider best = anyJdk.get(0);
         if (!layout.known()) {
             return new AutoChoice(chosen.name(), chosen.autoReason(layout) + "; the launch environment does not say which "
@@ -101,6 +105,23 @@ public final class Backends {
                 ? "a node of this job runs its workers on JDK " + oldest + ", which has " + best.olderJdksLack()
                         + ", so every node uses " + chosen.name() + "; " + needs + " on every node would use " + best.name()
                 : "JDK " + jdk + " has " + best.olderJdksLack() + "; a " + needs + " would use " + best.name());
+    }
+
+    /**
+     * {@code engines}, less those that meet at a rendezvous address when mpirun started the job
+     * and gave none (elsewhere a missing address is the launch's error, which the engine names).
+     */
+    private static List<BackendProvider> meetable(Map<String, String> env, Collection<? extends BackendProvider> engines) {
+        boolean address = !env.containsKey("OMPI_COMM_WORLD_RANK")
+                || !env.getOrDefault(LaunchEnvironment.MASTER_ADDR, "").isBlank()
+                && !env.getOrDefault(LaunchEnvironment.MASTER_PORT, "").isBlank();
+        List<BackendProvider> kept = new ArrayList<>();
+        for (BackendProvider e : engines) {
+            if (address || !e.needsRendezvousAddress()) {
+                kept.add(e);
+            }
+        }
+        return kept;
     }
 
     /** The engines that suit {@code layout} on JDK {@code jdk}, the most preferred first. */
@@ -210,7 +231,7 @@ public final class Backends {
         String reason = choice.reason();
         if (!backend.isAvailable()) {
             List<BackendProvider> ranked = LaunchEnvironment.isPresent(env) && JobLayout.of(env).worldSize() > 1
-                    ? ranked(JobLayout.of(env), oldestJdk(env, jdk), backends.values()) : List.of();
+                    ? ranked(JobLayout.of(env), oldestJdk(env, jdk), meetable(env, backends.values())) : List.of();
             DistributedBackend next = null;
             for (BackendProvider e : ranked) {
                 if (e != backend && e.isAvailable()) {

@@ -253,10 +253,14 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
                     + ", OMPI_COMM_WORLD_LOCAL_SIZE=" + localSize + " here), so Cohort cannot tell this host's index; "
                     + "give every host the same number of slots, or set GROUP_RANK");
         }
+        String job = env.get("OMPI_MCA_ess_base_jobid");
+        if (!env.containsKey(LaunchEnvironment.RUN_ID) && job != null && job.trim().matches("[0-9]{1,20}")) {
+            // Two mpirun jobs on one host must not share a shared-memory file.
+            d.put(LaunchEnvironment.RUN_ID, "mpirun-" + job.trim(), "OMPI_MCA_ess_base_jobid");
+        }
         if (!env.containsKey(LaunchEnvironment.MASTER_ADDR) || !env.containsKey(LaunchEnvironment.MASTER_PORT)) {
-            throw new IllegalArgumentException("Open MPI's mpirun gives the ranks but no rendezvous address: set "
-                    + LaunchEnvironment.MASTER_ADDR + " and " + LaunchEnvironment.MASTER_PORT
-                    + " for every rank, e.g. mpirun -x MASTER_ADDR=<first host> -x MASTER_PORT=29500 ...");
+            // The mpi engine needs none; the others say how to give one (LaunchEnvironment.parse).
+            d.notes.add("no rendezvous address (MASTER_ADDR, MASTER_PORT): the mpi engine needs none");
         }
         return d.done(Launcher.OPEN_MPI);
     }

@@ -144,6 +144,12 @@ public record LaunchEnvironment(String masterAddr, int masterPort, Topology topo
     private static String required(Map<String, String> env, String name) {
         String v = env.get(name);
         if (v == null || v.isBlank()) {
+            if (env.containsKey("OMPI_COMM_WORLD_RANK")) {
+                throw new IllegalArgumentException("environment variable " + name + " is not set: Open MPI's mpirun "
+                        + "gives the ranks but no rendezvous address; set " + MASTER_ADDR + " and " + MASTER_PORT
+                        + " for every rank, e.g. mpirun -x MASTER_ADDR=<first host> -x MASTER_PORT=29500 ..., or use "
+                        + "--distributed-backend mpi, which needs none");
+            }
             throw new IllegalArgumentException("environment variable " + name + " is not set; start workers with "
                     + "`./cohort run` or set " + MASTER_ADDR + ", " + MASTER_PORT + ", " + RANK + " and " + WORLD_SIZE);
         }

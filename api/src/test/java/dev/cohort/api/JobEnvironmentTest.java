@@ -85,11 +85,22 @@ class JobEnvironmentTest {
         JobEnvironment job = JobEnvironment.detect(vars);
         assertThat(job.launcher()).isEqualTo(Launcher.OPEN_MPI);
         assertThat(launch(job).topology()).isEqualTo(new Topology(5, 8, 1, 4, 1));
-        assertThat(job.variables()).containsEntry(LaunchEnvironment.GROUP_WORLD_SIZE, "2");
+        assertThat(job.variables()).containsEntry(LaunchEnvironment.GROUP_WORLD_SIZE, "2")
+                .doesNotContainKey(LaunchEnvironment.RUN_ID);
+        // Each mpirun job its own shared-memory file names: the run id from Open MPI's job id.
+        vars.put("OMPI_MCA_ess_base_jobid", "1358495745");
+        assertThat(JobEnvironment.detect(vars).variables()).containsEntry(LaunchEnvironment.RUN_ID, "mpirun-1358495745");
+        vars.put(LaunchEnvironment.RUN_ID, "mine");
+        assertThat(JobEnvironment.detect(vars).variables()).containsEntry(LaunchEnvironment.RUN_ID, "mine");
+        vars.remove(LaunchEnvironment.RUN_ID);
 
         vars.remove("MASTER_PORT");
-        assertThatThrownBy(() -> JobEnvironment.detect(vars)).isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("MASTER_ADDR and MASTER_PORT").hasMessageContaining("mpirun -x");
+        // The mpi engine needs no rendezvous address; the engines that do say how to give one.
+        JobEnvironment noAddress = JobEnvironment.detect(vars);
+        assertThat(noAddress.notes()).anyMatch(n -> n.contains("the mpi engine needs none"));
+        assertThatThrownBy(() -> LaunchEnvironment.parse(noAddress.variables())).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("MASTER_ADDR and MASTER_PORT").hasMessageContaining("mpirun -x")
+                .hasMessageContaining("--distributed-backend mpi");
         vars.put("MASTER_PORT", "29500");
         vars.put("OMPI_COMM_WORLD_LOCAL_SIZE", "3");
         assertThatThrownBy(() -> JobEnvironment.detect(vars)).hasMessageContaining("different numbers of ranks");

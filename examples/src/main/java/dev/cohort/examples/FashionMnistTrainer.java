@@ -54,6 +54,11 @@ public final class FashionMnistTrainer implements Callable<Integer> {
             description = "mlp (784-512-256-10) or cnn (two 5x5 conv layers, 32 and 64 channels) (default: ${DEFAULT-VALUE})")
     String model;
 
+    @Option(names = "--framework", paramLabel = "torch|djl", defaultValue = "torch",
+            description = "torch: JavaCPP's PyTorch with Cohort's distribute(); djl: DJL's PyTorch engine with Cohort's "
+                    + "DistributedTrainer, on an engine that loads no libtorch of its own (tcp, shm) (default: ${DEFAULT-VALUE})")
+    String framework;
+
     @Option(names = "--epochs", paramLabel = "N", defaultValue = "4", description = "(default: ${DEFAULT-VALUE})")
     int epochs;
 
@@ -139,9 +144,18 @@ public final class FashionMnistTrainer implements Callable<Integer> {
     public Integer call() {
         TrainingConfig config;
         DistributedBackend backend;
+        boolean djl;
         try {
             config = config();
+            djl = djl();
+            if (djl) {
+                // DJL's libtorch first: engines that would load JavaCPP's then say they cannot run here.
+                DjlFashionMnistTraining.loadEngine(config.threads());
+            }
             backend = backendChoice.backend();
+            if (djl) {
+                DjlFashionMnistTraining.checkBackend(backend.name());
+            }
         } catch (BackendUnavailableException e) {
             err.println("fashion-mnist: " + e.getMessage());
             JobEnvironment.recordFailure(e);
@@ -162,7 +176,8 @@ public final class FashionMnistTrainer implements Callable<Integer> {
                 out.printf(Locale.ROOT, "loaded Fashion-MNIST from %s (%d training, %d test images) in %.1f s%n",
                         dataDir, data.train().count(), data.test().count(), (System.nanoTime() - start) / 1e9);
             }
-            TrainingSummary summary = FashionMnistTraining.train(backend, config, data, out);
+            TrainingSummary summary = djl ? DjlFashionMnistTraining.train(backend, config, data, out)
+                    : FashionMnistTraining.train(backend, config, data, out);
             if (json != null && backend.isRootWorker()) {
                 summary.writeJson(json);
                 out.println("summary written to " + json.toAbsolutePath());
@@ -237,6 +252,14 @@ public final class FashionMnistTrainer implements Callable<Integer> {
                 momentum,
                 seed, threads != null ? threads : threadsFromEnvironment(), maxSteps, checkpointDir, checkpointEvery,
                 resume);
+    }
+
+    private boolean djl() {
+        return switch (framework.trim().toLowerCase(Locale.ROOT)) {
+            case "torch" -> false;
+            case "djl" -> true;
+            default -> throw new IllegalArgumentException("--framework must be torch or djl, got '" + framework + "'");
+        };
     }
 
     private static int threadsFromEnvironment() {

@@ -5,9 +5,6 @@ import static org.bytedeco.pytorch.global.torch.cross_entropy;
 import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.Distributed;
 import dev.cohort.api.DistributedBackend;
-import dev.cohort.api.JobEnvironment;
-import dev.cohort.api.collective.DenseBuffer;
-import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.ProgressReporter;
 import dev.cohort.libtorch.LibTorch;
 import dev.cohort.torch.Batch;
@@ -15,21 +12,11 @@ import dev.cohort.torch.Checkpoints;
 import dev.cohort.torch.DataLoader;
 import dev.cohort.torch.TensorDataset;
 import dev.cohort.torch.TorchCollectives;
-import dev.cohort.torch.TrainingPosition;
-import java.io.IOException;
+import dev.cohort.api.checkpoint.TrainingPosition;
 import java.io.PrintStream;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.Iterator;
-import java.util.List;
 import java.util.Locale;
-import java.util.Optional;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
-import java.util.stream.Stream;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.LongOptional;
 import org.bytedeco.pytorch.NoGradGuard;
@@ -59,21 +46,16 @@ import org.bytedeco.pytorch.global.torch;
  */
 public final class FashionMnistTraining {
 
-    private static final Pattern CHECKPOINT_NAME = Pattern.compile("checkpoint-step-(\\d+)\\.pt");
-    private static final int CHECKPOINTS_KEPT = 2;
     private static final int EVAL_BATCH = 1000;
-    private static final PrintStream NO_OUTPUT = new PrintStream(java.io.OutputStream.nullOutputStream());
 
     private final DistributedBackend backend;
     private final TrainingConfig config;
     private final PrintStream out;
-    private final boolean root;
 
     private FashionMnistTraining(DistributedBackend backend, TrainingConfig config, PrintStream out) {
         this.backend = backend;
         this.config = config;
         this.out = out;
-        this.root = backend.isRootWorker();
     }
 
     /**
@@ -87,12 +69,10 @@ public final class FashionMnistTraining {
         return new FashionMnistTraining(backend, config, out).run(data);
     }
 
-    @SuppressWarnings("try")   // scopes and guards act by existing, not by being referenced
     private TrainingSummary run(FashionMnist data) {
         long started = System.nanoTime();
         int workers = backend.worldSize();
-        int globalBatch = config.batchSize() * workers;
-        backend.checkBatchSize(globalBatch);
+        backend.checkBatchSize(config.batchSize() * workers);
         LibTorch.load();
         torch.set_num_threads(config.threads());
         torch.manual_seed(config.seed());
@@ -111,179 +91,82 @@ public final class FashionMnistTraining {
 
         Distributed<Classifier, Optimizer, DataLoader, Object> distributed =
                 backend.distribute(DistributeRequest.of(model, sgd, loader, null));
-        model = distributed.model();
+        Classifier trained = distributed.model();
         Optimizer optimizer = distributed.optimizer();
         DataLoader shard = distributed.trainingData();
-        int batches = shard.batchesPerEpoch();
-
-        TrainingPosition position = TrainingPosition.start();
-        boolean resumed = false;
-        if (config.resume()) {
-            Optional<Path> latest = latestCheckpoint(config.checkpointDir());
-            if (latest.isPresent()) {
-                position = Checkpoints.load(latest.get(), model, optimizer);
-                resumed = true;
-                say("resuming from " + latest.get() + ": epoch " + (position.epoch() + 1) + ", step "
-                        + (position.batchInEpoch() + 1) + " of " + batches + " (" + position.step() + " steps done)");
-            } else {
-                say("no checkpoint in " + config.checkpointDir() + "; starting from scratch");
+        return new TrainingLoop(backend, config, out, new TrainingLoop.Framework() {
+            @Override
+            public String name() {
+                return "torch";
             }
-        }
-        say(String.format(Locale.ROOT, "training %s on %d worker(s) (%s): %d epochs, %d steps per epoch of %d x %d "
-                        + "examples, lr %s (%s), momentum %s, %d compute thread(s) per worker",
-                config.model().label(), workers, backend.name(), config.epochs(), batches, workers,
-                config.batchSize(), config.lr(), config.schedule().label(), config.momentum(), config.threads()));
 
-        List<Double> accuracies = new ArrayList<>();
-        // Every worker reads the history, as every worker loads the checkpoint: the summary is the same everywhere.
-        List<TrainingSummary.EpochResult> epochResults = new ArrayList<>(resumed
-                ? EpochHistory.read(config.checkpointDir(), position.epoch(), root ? out : NO_OUTPUT)
-                : List.of());
-        long step = position.step();
-        long resumedFrom = position.step();
-        int restarts = restartCount(JobEnvironment.currentVariables());
-        ProgressMarker.State progressState = initialProgress(position.step(), resumed, restarts);
-        FaultDrill drill = FaultDrill.fromEnvironment();
-        double lastLoss = Double.NaN;
-        double accuracy = Double.NaN;
-        long trainedSamples = 0;
-        long trainNanos = 0;
-        boolean stoppedEarly = false;
-        int epoch = position.epoch();
-        int batch = position.batchInEpoch();
-        double epochsTrained = epoch + (double) batch / batches;
-        try (ProgressReporter progress = root ? ProgressReporter.to(out, System.getenv()) : ProgressReporter.silent();
-             ProgressMarker marker = root && config.checkpointDir() != null
-                     ? ProgressMarker.open(config.checkpointDir(), progressState) : null) {
-            for (; epoch < config.epochs() && !stoppedEarly; epoch++, batch = 0) {
-                if (reachedMaxSteps(step)) {
-                    stoppedEarly = true;
-                    break;
-                }
-                model.train(true);
-                if (batch > 0) {
-                    say(String.format(Locale.ROOT, "epoch %d/%d: resuming at step %d of %d", epoch + 1,
-                            config.epochs(), batch + 1, batches));
-                }
-                progress.start(String.format(Locale.ROOT, "epoch %d/%d", epoch + 1, config.epochs()), batches, "steps");
-                long epochStart = System.nanoTime();
-                long epochSamples = 0;
-                long epochSteps = 0;
-                double epochLossSum = 0;
-                Iterator<Batch> it = shard.epoch(epoch, batch).iterator();
-                while (it.hasNext()) {
-                    if (reachedMaxSteps(step)) {
-                        stoppedEarly = true;
-                        break;
-                    }
-                    // The scope frees the step's native temporaries at once (not at the next GC).
-                    try (PointerScope scope = new PointerScope()) {
-                        Batch b = it.next();
-                        setLearningRate(optimizer, learningRate(step, (long) config.epochs() * batches));
-                        optimizer.zero_grad();
-                        Tensor loss = cross_entropy(model.forward(b.inputs()), b.targets());
-                        loss.backward();
-                        optimizer.step();
-                        lastLoss = TorchCollectives.averageAll(backend, loss).item_float();
-                        epochSamples += b.size();
-                    }
-                    epochSteps++;
-                    epochLossSum += lastLoss;
-                    step++;
-                    batch++;
-                    progressState = progressState.completed(step);
-                    if (marker != null) {
-                        marker.write(progressState);
-                    }
-                    drill.maybeFail(step, backend.rank());
-                    double seconds = (System.nanoTime() - epochStart) / 1e9;
-                    // Every worker runs batches of the same size, so this worker's rate times the workers.
-                    double rate = epochSamples * workers / seconds;
-                    double stepLoss = lastLoss;
-                    progress.update(batch, () -> String.format(Locale.ROOT, "loss %.4f, %.0f samples/s", stepLoss, rate));
-                    if (config.checkpointEvery() > 0 && step % config.checkpointEvery() == 0 && it.hasNext()) {
-                        saveCheckpoint(model, optimizer, new TrainingPosition(epoch, batch, step));
-                    }
-                }
-                long epochNanos = System.nanoTime() - epochStart;
-                trainNanos += epochNanos;
-                trainedSamples += epochSamples * workers;
-                progress.finish();
-                accuracy = evaluate(model, testImages, testLabels);
-                epochsTrained = stoppedEarly ? epoch + (double) batch / batches : epoch + 1;
-                if (!stoppedEarly) {
-                    accuracies.add(accuracy);
-                }
-                if (epochSteps > 0) {
-                    epochResults.add(new TrainingSummary.EpochResult(epoch + 1, epochsTrained, epochSteps,
-                            epochLossSum / epochSteps, accuracy, epochSamples * workers / (epochNanos / 1e9),
-                            epochNanos / 1e9));
-                }
-                // The history before the checkpoint: a run resumed from the checkpoint finds its epochs.
-                if (root && config.checkpointDir() != null) {
-                    EpochHistory.write(config.checkpointDir(), epochResults);
-                }
-                saveCheckpoint(model, optimizer, stoppedEarly ? new TrainingPosition(epoch, batch, step)
-                        : new TrainingPosition(epoch + 1, 0, step));
-                say(String.format(Locale.ROOT, "epoch %d/%d %s: loss %.4f, test accuracy %.4f",
-                        epoch + 1, config.epochs(), stoppedEarly ? "stopped at --max-steps " + config.maxSteps()
-                                : "done", lastLoss, accuracy));
+            @Override
+            public String checkpointExtension() {
+                return "pt";
             }
-        }
-        if (Double.isNaN(accuracy)) {
-            accuracy = evaluate(model, testImages, testLabels);
-        }
-        double samplesPerSecond = trainNanos > 0 ? trainedSamples / (trainNanos / 1e9) : 0;
-        TrainingSummary summary = new TrainingSummary(config.model().label(), backend.name(), workers, epochsTrained,
-                step, globalBatch, accuracy, accuracies, lastLoss, samplesPerSecond,
-                (System.nanoTime() - started) / 1e9, resumedFrom,
-                config.checkpointDir() == null && restarts > 0 ? TrainingSummary.UNKNOWN : progressState.stepsRedone(),
-                restarts, epochResults);
-        say(summary.describe());
-        return summary;
-    }
 
-    /**
-     * Where the count of redone steps starts: from the progress marker next to the checkpoints when
-     * this run continues an interrupted one (it resumed from a checkpoint, or the launcher restarted
-     * the group), else afresh. The root reads the marker and every worker gets its values, so the
-     * summary is the same everywhere.
-     */
-    private ProgressMarker.State initialProgress(long resumedStep, boolean resumed, int restarts) {
-        Path dir = config.checkpointDir();
-        ProgressMarker.State state = ProgressMarker.State.START;
-        if (root && dir != null && (resumed || restarts > 0)) {
-            state = ProgressMarker.read(dir, out).orElse(ProgressMarker.State.START);
-        }
-        long[] values = {Math.max(state.reachedStep(), resumedStep), state.stepsRedone()};
-        backend.group().broadcast(DenseBuffer.of(values), DistributedBackend.ROOT_RANK).await();
-        return new ProgressMarker.State(values[0], values[1]);
-    }
+            @Override
+            public int batchesPerEpoch() {
+                return shard.batchesPerEpoch();
+            }
 
-    /** {@code COHORT_RESTART_COUNT}, set by the launcher: how often it restarted the group (0 when unset). */
-    static int restartCount(java.util.Map<String, String> env) {
-        String value = env.get(LaunchEnvironment.RESTART_COUNT);
-        if (value == null || value.isBlank()) {
-            return 0;
-        }
-        try {
-            return Integer.parseInt(value.trim());
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(LaunchEnvironment.RESTART_COUNT + " must be a whole number, got '"
-                    + value + "'");
-        }
-    }
+            @Override
+            public String describe() {
+                return String.format(Locale.ROOT, "training %s on %d worker(s) (%s): %d epochs, %d steps per epoch of "
+                                + "%d x %d examples, lr %s (%s), momentum %s, %d compute thread(s) per worker",
+                        config.model().label(), workers, backend.name(), config.epochs(), shard.batchesPerEpoch(),
+                        workers, config.batchSize(), config.lr(), config.schedule().label(), config.momentum(),
+                        config.threads());
+            }
 
-    /**
-     * The learning rate of step {@code step} of {@code totalSteps}: constant, or decaying linearly
-     * from {@code --lr} to 0 over the planned steps. A function of the step alone, so a resumed run
-     * continues the schedule where the checkpoint left it.
-     */
-    double learningRate(long step, long totalSteps) {
-        return switch (config.schedule()) {
-            case CONSTANT -> config.lr();
-            case LINEAR -> config.lr() * Math.max(0.0, 1.0 - (double) step / totalSteps);
-        };
+            @Override
+            public TrainingLoop.Steps epoch(int epoch, int firstBatch) {
+                trained.train(true);
+                Iterator<Batch> it = shard.epoch(epoch, firstBatch).iterator();
+                return new TrainingLoop.Steps() {
+                    @Override
+                    public boolean hasNext() {
+                        return it.hasNext();
+                    }
+
+                    @Override
+                    @SuppressWarnings("try")   // the scope acts by existing, not by being referenced
+                    public TrainingLoop.StepResult train(long step, long totalSteps) {
+                        // The scope frees the step's native temporaries at once (not at the next GC).
+                        try (PointerScope scope = new PointerScope()) {
+                            Batch b = it.next();
+                            setLearningRate(optimizer, TrainingLoop.learningRate(config, step, totalSteps));
+                            optimizer.zero_grad();
+                            Tensor loss = cross_entropy(trained.forward(b.inputs()), b.targets());
+                            loss.backward();
+                            optimizer.step();
+                            return new TrainingLoop.StepResult(TorchCollectives.averageAll(backend, loss).item_float(),
+                                    b.size());
+                        }
+                    }
+                };
+            }
+
+            @Override
+            public double evaluate() {
+                return FashionMnistTraining.this.evaluate(trained, testImages, testLabels);
+            }
+
+            @Override
+            @SuppressWarnings("try")
+            public void save(Path file, TrainingPosition position) {
+                // The scope frees the archives and temporaries at once; left to the GC, the native memory they
+                // hold piled up between old-generation collections (scripts/soak.sh: rank 0 grew ~1 MiB/s).
+                try (PointerScope scope = new PointerScope()) {
+                    Checkpoints.save(file, trained, optimizer, position);
+                }
+            }
+
+            @Override
+            public TrainingPosition load(Path file) {
+                return Checkpoints.load(file, trained, optimizer);
+            }
+        }).run(started);
     }
 
     private static void setLearningRate(Optimizer optimizer, double lr) {
@@ -291,10 +174,6 @@ public final class FashionMnistTraining {
         for (long g = 0; g < groups.size(); g++) {
             groups.get(g).options().set_lr(lr);
         }
-    }
-
-    private boolean reachedMaxSteps(long step) {
-        return config.maxSteps() > 0 && step >= config.maxSteps();
     }
 
     /**
@@ -325,56 +204,7 @@ public final class FashionMnistTraining {
         return counts[0] / counts[1];
     }
 
-    @SuppressWarnings("try")
-    private void saveCheckpoint(Classifier model, Optimizer optimizer, TrainingPosition position) {
-        if (!root || config.checkpointDir() == null) {
-            return;
-        }
-        Path dir = config.checkpointDir();
-        Path file = dir.resolve(String.format(Locale.ROOT, "checkpoint-step-%09d.pt", position.step()));
-        // The scope frees the archives and temporaries at once; left to the GC, the native memory they
-        // hold piled up between old-generation collections (scripts/soak.sh: rank 0 grew ~1 MiB/s).
-        try (PointerScope scope = new PointerScope()) {
-            Checkpoints.save(file, model, optimizer, position);
-        }
-        try (Stream<Path> files = Files.list(dir)) {
-            List<Path> old = files.filter(p -> CHECKPOINT_NAME.matcher(p.getFileName().toString()).matches())
-                    .sorted(Comparator.comparingLong(FashionMnistTraining::checkpointStep).reversed())
-                    .skip(CHECKPOINTS_KEPT).toList();
-            for (Path p : old) {
-                Files.deleteIfExists(p);
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("cleaning old checkpoints in " + dir + " failed: " + e.getMessage(), e);
-        }
-    }
-
-    /** The checkpoint of the highest step in {@code dir}, if any. */
-    static Optional<Path> latestCheckpoint(Path dir) {
-        if (!Files.isDirectory(dir)) {
-            return Optional.empty();
-        }
-        try (Stream<Path> files = Files.list(dir)) {
-            return files.filter(p -> CHECKPOINT_NAME.matcher(p.getFileName().toString()).matches())
-                    .max(Comparator.comparingLong(FashionMnistTraining::checkpointStep));
-        } catch (IOException e) {
-            throw new UncheckedIOException("listing checkpoints in " + dir + " failed: " + e.getMessage(), e);
-        }
-    }
-
-    private static long checkpointStep(Path p) {
-        Matcher m = CHECKPOINT_NAME.matcher(p.getFileName().toString());
-        return m.matches() ? Long.parseLong(m.group(1)) : -1;
-    }
-
     private static Tensor images(FashionMnist.Split split) {
         return Tensor.create(split.normalizedPixels(), split.count(), 1, FashionMnist.ROWS, FashionMnist.COLUMNS);
-    }
-
-    private void say(String line) {
-        if (root) {
-            out.println(line);
-            out.flush();
-        }
     }
 }

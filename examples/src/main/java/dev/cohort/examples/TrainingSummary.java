@@ -16,6 +16,7 @@ import java.util.Locale;
  * How a training run went, as printed at the end and written by {@code --json}.
  *
  * @param model            mlp or cnn
+ * @param framework        what trained it: torch (JavaCPP's PyTorch) or djl (DJL's PyTorch engine)
  * @param backend          the distributed backend's name
  * @param workers          the number of workers
  * @param epochs           epochs trained, counting from the start of training (fractional when
@@ -40,7 +41,7 @@ import java.util.Locale;
  *                         resumed mid-epoch or {@code --max-steps} stopped it), after those that the
  *                         checkpoint it resumed from had finished ({@link EpochHistory})
  */
-public record TrainingSummary(String model, String backend, int workers, double epochs, long steps,
+public record TrainingSummary(String model, String framework, String backend, int workers, double epochs, long steps,
                               int globalBatchSize, double testAccuracy, List<Double> epochAccuracies,
                               double finalLoss, double samplesPerSecond, double seconds, long resumedFromStep,
                               long stepsRedone, int restarts, List<EpochResult> epochDetails) {
@@ -80,6 +81,7 @@ public record TrainingSummary(String model, String backend, int workers, double 
         number(root, "samples_per_s", samplesPerSecond);
         number(root, "seconds", seconds);
         root.put("model", model);
+        root.put("framework", framework);
         root.put("backend", backend);
         root.put("steps", steps);
         root.put("global_batch_size", globalBatchSize);
@@ -122,10 +124,10 @@ public record TrainingSummary(String model, String backend, int workers, double 
 
     /** The lines printed at the end of training. */
     public String describe() {
-        return String.format(Locale.ROOT, "done: %s, %d worker(s) on %s, %s epoch(s), %d steps of %d examples%n"
+        return String.format(Locale.ROOT, "done: %s (%s), %d worker(s) on %s, %s epoch(s), %d steps of %d examples%n"
                         + "test accuracy %.4f, final loss %.4f, %.0f samples/s, %.1f s%n"
                         + "restarts %d, resumed from step %d, steps redone %s",
-                model, workers, backend, readable(epochs), steps, globalBatchSize, testAccuracy, finalLoss,
+                model, framework, workers, backend, readable(epochs), steps, globalBatchSize, testAccuracy, finalLoss,
                 samplesPerSecond, seconds, restarts, resumedFromStep,
                 stepsRedone == UNKNOWN ? "unknown (no --checkpoint-dir)" : Long.toString(stepsRedone));
     }

@@ -96,7 +96,7 @@ class FashionMnistDataTest {
                 new TrainingSummary.EpochResult(1, 1, 469, 0.61, 0.84, 5000.5, 12.0),
                 new TrainingSummary.EpochResult(2, 2, 469, 0.41, 0.87, 5100, 11.8),
                 new TrainingSummary.EpochResult(3, 3, 469, 0.35, 0.8871, 5123.456, 11.7));
-        TrainingSummary s = new TrainingSummary("mlp", "gloo", 2, 3, 1407, 128, 0.8871, List.of(0.84, 0.87, 0.8871),
+        TrainingSummary s = new TrainingSummary("mlp", "torch", "gloo", 2, 3, 1407, 128, 0.8871, List.of(0.84, 0.87, 0.8871),
                 0.25, 5123.456, 61.25, 400, 50, 1, epochs);
         JsonNode json = new ObjectMapper().readTree(s.toJson());
         assertThat(json.get("workers").asInt()).isEqualTo(2);
@@ -105,6 +105,7 @@ class FashionMnistDataTest {
         assertThat(json.get("samples_per_s").asDouble()).isEqualTo(5123.456);
         assertThat(json.get("seconds").asDouble()).isEqualTo(61.25);
         assertThat(json.get("backend").asText()).isEqualTo("gloo");
+        assertThat(json.get("framework").asText()).isEqualTo("torch");
         assertThat(json.get("resumed_from_step").asLong()).isEqualTo(400);
         assertThat(json.get("steps_redone").asLong()).isEqualTo(50);
         assertThat(json.get("restarts").asInt()).isEqualTo(1);
@@ -123,7 +124,7 @@ class FashionMnistDataTest {
                 "seconds");
         assertThat(s.describe()).endsWith("restarts 1, resumed from step 400, steps redone 50");
 
-        TrainingSummary unknown = new TrainingSummary("mlp", "gloo", 2, 3, 1407, 128, Double.NaN, List.of(),
+        TrainingSummary unknown = new TrainingSummary("mlp", "torch", "gloo", 2, 3, 1407, 128, Double.NaN, List.of(),
                 0.25, 5123.456, 61.25, 0, TrainingSummary.UNKNOWN, 2, List.of());
         JsonNode nulls = new ObjectMapper().readTree(unknown.toJson());
         assertThat(nulls.get("steps_redone").isNull()).isTrue();

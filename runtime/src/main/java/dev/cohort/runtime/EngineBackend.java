@@ -47,6 +47,14 @@ public abstract class EngineBackend<O extends EngineOptions<O>> extends Distribu
         return given != null ? given : JobEnvironment.currentVariables();
     }
 
+    /**
+     * The variables a launcher set, as given or as this process's environment, without deriving
+     * anything: what an engine may read before it connects (e.g. whether mpirun started the job).
+     */
+    protected final Map<String, String> launchVariables() {
+        return given != null ? given : System.getenv();
+    }
+
     @Override
     public final String name() {
         return name;

@@ -22,6 +22,31 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
     public static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(5);
     /** Default time allowed for all ranks to meet and connect. */
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(60);
+
+    /**
+     * {@code spin} where this host has a CPU for each of its {@code ranksOnThisHost} ranks, else
+     * none: a rank polling for its peers would take the CPU another rank computes on. CPUs are
+     * counted online, not in this process's affinity mask, so a rank pinned to a CPU of its own
+     * (mpirun's default) may still poll.
+     */
+    public static Duration spinWhereCpusAllow(int ranksOnThisHost, Duration spin) {
+        return ranksOnThisHost <= hostCpus() ? spin : Duration.ZERO;
+    }
+
+    /** CPUs online on this host (/sys/devices/system/cpu/online, e.g. "0-3,8"), at least this JVM's count. */
+    public static int hostCpus() {
+        int online = 0;
+        try {
+            for (String range : java.nio.file.Files.readString(java.nio.file.Path.of("/sys/devices/system/cpu/online"))
+                    .trim().split(",")) {
+                String[] ends = range.split("-");
+                online += ends.length == 1 ? 1 : Integer.parseInt(ends[1]) - Integer.parseInt(ends[0]) + 1;
+            }
+        } catch (java.io.IOException | RuntimeException e) {
+            online = 0;   // not Linux, or unreadable: the JVM's count below
+        }
+        return Math.max(online, Runtime.getRuntime().availableProcessors());
+    }
     /** Default time after which a waiting collective is reported as stalled. */
     public static final Duration DEFAULT_STALL_TIME = Duration.ofSeconds(30);
 
@@ -29,14 +54,18 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
     public record Help(String timeout, String connectTimeout, String stall) {
     }
 
+    private final String engine;
     private final String prefix;
     private final Help help;
+    private String joinsAs;
+    private RankNames rankNames = RankNames.PLAIN;
     private final Setting timeout;
     private final Setting connectTimeout;
     private final Setting stall;
 
     /** @param engine the engine's name, the options' prefix ({@code gloo} for {@code --gloo-timeout}) */
     protected EngineOptions(String engine, Help help) {
+        this.engine = engine;
         this.prefix = "--" + engine + "-";
         this.help = help;
         this.timeout = new Setting(prefix + "timeout", DEFAULT_TIMEOUT);
@@ -66,6 +95,36 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
     public final O stallTime(Duration value) {
         stall.assign(value);
         return self();
+    }
+
+    /**
+     * Names what this process runs when the ranks join, for a group that is part of another
+     * backend (hier's group of host leaders): ranks that run something else are told so at once.
+     */
+    public final O joinsAs(String description) {
+        if (description.contains("|")) {
+            throw new IllegalArgumentException("joinsAs must not contain '|', got '" + description + "'");
+        }
+        this.joinsAs = description;
+        return self();
+    }
+
+    /** What this process runs, as its join announces it: "the ENGINE backend" unless {@link #joinsAs(String)} said. */
+    public final String joinsAs() {
+        return joinsAs != null ? joinsAs : "the " + engine + " backend";
+    }
+
+    /**
+     * How the group's messages name its ranks, for a group that is part of another backend's (hier
+     * names its leaders by their global ranks); plain numbers by default.
+     */
+    public final O rankNames(RankNames names) {
+        this.rankNames = java.util.Objects.requireNonNull(names, "names");
+        return self();
+    }
+
+    public final RankNames rankNames() {
+        return rankNames;
     }
 
     public final Duration timeout() {

@@ -12,6 +12,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.cohort.runtime.threads.ThreadsBackend;
 import dev.cohort.api.JobLayout;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
 import java.util.TreeMap;
@@ -68,6 +69,45 @@ class BackendsTest {
         all.put("shm", engine("shm", 22, true, JobLayout::oneHost, 30));
         all.put("hier", engine("hier", 22, true, JobLayout::sharedHosts, 20));
         return all;
+    }
+
+    /** An engine whose ranks meet at MASTER_ADDR:MASTER_PORT (as gloo, tcp, hier), or not (as shm, mpi). */
+    private static DistributedBackend meeting(String name, boolean needsAddress, Predicate<JobLayout> suits,
+                                              int preference) {
+        return new DistributedBackend() {
+            @Override public String name() { return name; }
+            @Override public boolean isAvailable() { return true; }
+            @Override public String unavailableReason() { return ""; }
+            @Override public boolean needsRendezvousAddress() { return needsAddress; }
+            @Override public OptionalInt autoPreference(JobLayout l) {
+                return suits.test(l) ? OptionalInt.of(preference) : OptionalInt.empty();
+            }
+            @Override public String autoReason(JobLayout l) { return name; }
+            @Override protected Connection connect() { throw new AssertionError(); }
+        };
+    }
+
+    @Test
+    void withoutARendezvousAddressAutoPassesOverEnginesThatMeetAtOne() {
+        List<DistributedBackend> all = List.of(meeting("gloo", true, l -> true, 10),
+                meeting("shm", false, JobLayout::oneHost, 30), meeting("mpi", false, l -> true, 1));
+        Map<String, String> twoHosts = new java.util.HashMap<>(layout(4, 2));
+        twoHosts.put("GROUP_WORLD_SIZE", "2");
+        twoHosts.put("OMPI_COMM_WORLD_RANK", "0");
+        Map<String, String> oneHost = new java.util.HashMap<>(layout(4, 4));
+        oneHost.put("OMPI_COMM_WORLD_RANK", "0");
+        // mpirun without -x MASTER_ADDR: shm on one host, mpi across hosts.
+        assertThat(Backends.auto(oneHost, 25, all).backend()).isEqualTo("shm");
+        assertThat(Backends.auto(twoHosts, 25, all).backend()).isEqualTo("mpi");
+        // With an address, every engine is in the running.
+        twoHosts.put("MASTER_ADDR", "n0");
+        twoHosts.put("MASTER_PORT", "29500");
+        assertThat(Backends.auto(twoHosts, 25, all).backend()).isEqualTo("gloo");
+        // Nothing that runs without an address: the message says what is missing.
+        assertThatThrownBy(() -> Backends.auto(oneHost, 25, List.of(meeting("gloo", true, l -> true, 10))))
+                .hasMessageContaining("mpirun gave no MASTER_ADDR and MASTER_PORT").hasMessageContaining("mpirun -x");
+        // Without mpirun a missing address is the launch's error, for the engine to name: auto keeps gloo.
+        assertThat(Backends.auto(layout(4, 2), 25, all).backend()).isEqualTo("gloo");
     }
 
     @Test

@@ -8,6 +8,7 @@ import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
 import java.nio.LongBuffer;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * A view of dense memory the caller owns: a range of a heap array or of an NIO buffer (heap or
@@ -22,10 +23,17 @@ public final class DenseBuffer {
 
     private final DataType type;
     private final Buffer view;
+    /** The bytes {@link #view} was made from (native order, the same elements), or null. */
+    private final ByteBuffer bytes;
 
     private DenseBuffer(DataType type, Buffer view) {
+        this(type, view, null);
+    }
+
+    private DenseBuffer(DataType type, Buffer view, ByteBuffer bytes) {
         this.type = type;
         this.view = view;
+        this.bytes = bytes;
     }
 
     public static DenseBuffer of(float[] array) {
@@ -102,7 +110,7 @@ public final class DenseBuffer {
             case INT32 -> b.asIntBuffer();
             case INT64 -> b.asLongBuffer();
         };
-        return new DenseBuffer(type, typed);
+        return new DenseBuffer(type, typed, b);
     }
 
     /** A new zeroed heap buffer. */
@@ -160,7 +168,23 @@ public final class DenseBuffer {
         checkRange(count(), offset, count);
         Buffer v = view.duplicate();
         v.position(offset).limit(offset + count);
-        return new DenseBuffer(type, v.slice());
+        ByteBuffer b = null;
+        if (bytes != null) {
+            int e = type.byteSize();
+            b = bytes.duplicate().limit((offset + count) * e).position(offset * e).slice().order(ByteOrder.nativeOrder());
+        }
+        return new DenseBuffer(type, v.slice(), b);
+    }
+
+    /**
+     * The elements' bytes (native order, position 0, sharing the memory) where this buffer was
+     * made from bytes ({@link #of(ByteBuffer, DataType)}, {@link #allocateDirect}, and their
+     * slices); empty for arrays and typed NIO buffers, whose bytes Java does not expose. Engines
+     * that move bytes (sockets, shared memory) use it to send from and receive into the
+     * caller's memory without a copy.
+     */
+    public Optional<ByteBuffer> bytes() {
+        return bytes == null ? Optional.empty() : Optional.of(bytes.duplicate().order(ByteOrder.nativeOrder()));
     }
 
     /** A heap copy of these elements (never read-only). */

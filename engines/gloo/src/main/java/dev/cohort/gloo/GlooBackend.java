@@ -1,22 +1,23 @@
 package dev.cohort.gloo;
 
 import dev.cohort.api.Connection;
+import dev.cohort.api.collective.JoinException;
 import dev.cohort.runtime.EngineBackend;
 import dev.cohort.runtime.HostIdentity;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.JobLayout;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
-import dev.cohort.gloo.algorithms.MeshCollectives;
+import dev.cohort.tcp.algorithms.MeshCollectives;
 import dev.cohort.gloo.rendezvous.C10dStore;
-import dev.cohort.gloo.rendezvous.JobNotes;
+import dev.cohort.gloo.rendezvous.C10dJobNotes;
 import dev.cohort.gloo.rendezvous.Membership;
 import dev.cohort.gloo.rendezvous.Rendezvous;
-import dev.cohort.gloo.transport.PeerMesh;
+import dev.cohort.tcp.transport.LocalAddress;
+import dev.cohort.tcp.transport.PeerMesh;
 import dev.cohort.libtorch.LibTorch;
+import dev.cohort.runtime.store.JobNotes;
 import dev.cohort.runtime.store.PrefixStore;
-import java.io.IOException;
-import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
 import java.net.SocketException;
@@ -90,6 +91,12 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
         return LibTorch.isLoadable() ? null : LibTorch.failureReason();
     }
 
+    /** The ranks meet at {@code MASTER_ADDR:MASTER_PORT} (rank 0 hosts the store there). */
+    @Override
+    public boolean needsRendezvousAddress() {
+        return true;
+    }
+
     /** Any layout, across processes and hosts; below the shared-memory engines where they run. */
     @Override
     public OptionalInt autoPreference(JobLayout layout) {
@@ -144,7 +151,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
                     : group("gloo node " + topology.nodeRank(),
                             rendezvous.prefixed("cohort/" + runScope + "/node-" + topology.nodeRank()), device,
                             topology.localRank(), topology.localWorldSize(), timeout, connectTimeout, ranksByAddress, spin);
-            JobNotes jobNotes = new JobNotes(rendezvous.client().clone(), "cohort/" + runScope + "/note/");
+            C10dJobNotes jobNotes = new C10dJobNotes(rendezvous.client().clone(), "cohort/" + runScope + "/note/");
             notes = jobNotes;
             Rendezvous store = rendezvous;
             return new Connection(topology, world, node, () -> {
@@ -211,6 +218,9 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
                 mesh = PeerMesh.connect(new PrefixStore("peer-mesh/", new C10dStore(store)), rank, size,
                         MeshCollectives.HEADER_WORDS, meshAddress(device), connectTimeout, spin,
                         label + " rank " + rank + " of " + size, options.rankNames());
+            } catch (JoinException e) {
+                LibTorch.release(pg);
+                throw new GlooConnectException(e.getMessage(), e);
             } catch (RuntimeException e) {
                 LibTorch.release(pg);
                 throw e;
@@ -238,30 +248,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
         if (masterAddr == null) {
             return ProcessGroupGloo.createDefaultDevice();
         }
-        return ProcessGroupGloo.createDeviceForHostname(localAddressTowards(masterAddr, masterPort).getHostAddress());
-    }
-
-    /** The local address the kernel would use to reach {@code host} (no packet is sent). */
-    static InetAddress localAddressTowards(String host, int port) {
-        InetAddress target;
-        try {
-            target = InetAddress.getByName(host);
-        } catch (UnknownHostException e) {
-            throw new IllegalArgumentException("MASTER_ADDR='" + host + "' does not resolve: " + e.getMessage(), e);
-        }
-        if (target.isLoopbackAddress()) {
-            return target;
-        }
-        try (DatagramSocket probe = new DatagramSocket()) {
-            probe.connect(target, port);
-            InetAddress local = probe.getLocalAddress();
-            if (local == null || local.isAnyLocalAddress()) {
-                throw new IllegalStateException("no route from this host to MASTER_ADDR=" + host);
-            }
-            return local;
-        } catch (IOException e) {
-            throw new IllegalStateException("no route from this host to MASTER_ADDR=" + host + ": " + e.getMessage(), e);
-        }
+        return ProcessGroupGloo.createDeviceForHostname(LocalAddress.towards(masterAddr, masterPort).getHostAddress());
     }
 
     /** The address Gloo's device listens on, where the signature mesh listens too. */

@@ -1,11 +1,8 @@
 package dev.cohort.gloo;
 
-import dev.cohort.gloo.algorithms.MeshRoute;
+import dev.cohort.tcp.algorithms.MeshRoute;
+import dev.cohort.tcp.transport.PeerMesh;
 import dev.cohort.runtime.EngineOptions;
-import dev.cohort.runtime.RankNames;
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import picocli.CommandLine.Option;
 
@@ -14,12 +11,8 @@ import picocli.CommandLine.Option;
  * defaults to the {@code GLOO_SOCKET_IFNAME} environment variable, as in PyTorch.
  */
 public final class GlooOptions extends EngineOptions<GlooOptions> {
-    /**
-     * Default time a rank waiting for its peers' data keeps polling its connections before it
-     * sleeps in the kernel, where its host has a CPU for every rank. Waking from that sleep takes
-     * longer than a small collective takes when the data is polled for (measured: docs/lab/PERFORMANCE-LOG.md).
-     */
-    public static final Duration DEFAULT_SPIN = Duration.ofNanos(50_000);
+    /** {@link PeerMesh#DEFAULT_SPIN}. */
+    public static final Duration DEFAULT_SPIN = PeerMesh.DEFAULT_SPIN;
 
     @Option(names = "--gloo-interface", paramLabel = "IFNAME",
             description = "Network interface Gloo binds to (default: GLOO_SOCKET_IFNAME, else the interface "
@@ -53,44 +46,11 @@ public final class GlooOptions extends EngineOptions<GlooOptions> {
                     + "file:///PATH (a file on a filesystem all ranks share).")
     String rendezvous = "env://";
 
-    /** What this process runs, as the other ranks see it when they meet (see {@link dev.cohort.gloo.rendezvous.Membership}). */
-    private String joinsAs = "the gloo backend";
-    private RankNames rankNames = RankNames.PLAIN;
-
     public GlooOptions() {
         super("gloo", new Help("Timeout of each collective (default: 300).",
                 "Time for all ranks to meet and connect (default: 60).",
                 "A collective waiting longer than this is reported with the ranks that have not "
                         + "issued it yet (default: 30; it still fails only at --gloo-timeout)."));
-    }
-
-    /**
-     * Names what this process runs for the rendezvous, when a Gloo group is part of another
-     * backend (hier's group of host leaders): ranks that run something else are told so at once.
-     */
-    public GlooOptions joinsAs(String description) {
-        if (description.contains("|")) {
-            throw new IllegalArgumentException("joinsAs must not contain '|', got '" + description + "'");
-        }
-        this.joinsAs = description;
-        return this;
-    }
-
-    String joinsAs() {
-        return joinsAs;
-    }
-
-    /**
-     * How the group's messages name its ranks, when a Gloo group is part of another backend's
-     * (hier names its leaders by their global ranks); plain numbers by default.
-     */
-    public GlooOptions rankNames(RankNames names) {
-        this.rankNames = java.util.Objects.requireNonNull(names, "names");
-        return this;
-    }
-
-    RankNames rankNames() {
-        return rankNames;
     }
 
     public GlooOptions networkInterface(String name) {
@@ -144,27 +104,9 @@ public final class GlooOptions extends EngineOptions<GlooOptions> {
         return set != null ? set : defaultSpin(ranksOnThisHost);
     }
 
-    /**
-     * {@link #DEFAULT_SPIN} where the host has a CPU for each of its {@code ranksOnThisHost} ranks,
-     * else none. CPUs are counted online, not in this process's affinity mask: a rank pinned to
-     * one CPU of its own may poll.
-     */
+    /** {@link PeerMesh#defaultSpin}: polling only where the host has a CPU for each of its ranks. */
     public static Duration defaultSpin(int ranksOnThisHost) {
-        return ranksOnThisHost <= hostCpus() ? DEFAULT_SPIN : Duration.ZERO;
-    }
-
-    /** CPUs online on this host (/sys/devices/system/cpu/online, e.g. "0-3,8"), at least this JVM's count. */
-    static int hostCpus() {
-        int online = 0;
-        try {
-            for (String range : Files.readString(Path.of("/sys/devices/system/cpu/online")).trim().split(",")) {
-                String[] ends = range.split("-");
-                online += ends.length == 1 ? 1 : Integer.parseInt(ends[1]) - Integer.parseInt(ends[0]) + 1;
-            }
-        } catch (IOException | RuntimeException e) {
-            online = 0;   // not Linux, or unreadable: the JVM's count below
-        }
-        return Math.max(online, Runtime.getRuntime().availableProcessors());
+        return PeerMesh.defaultSpin(ranksOnThisHost);
     }
 
     public GlooOptions rendezvous(String uri) {

@@ -1,7 +1,7 @@
 package dev.cohort.gloo;
 
 import dev.cohort.api.collective.DenseBuffer;
-import dev.cohort.gloo.rendezvous.JobNotes;
+import dev.cohort.runtime.store.JobNotes;
 import dev.cohort.testkit.WorkerProcess;
 import java.time.Duration;
 import java.util.OptionalInt;

@@ -6,14 +6,22 @@ import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
+import dev.cohort.api.DistributedBackend;
 import dev.cohort.runtime.SharedMemoryFiles;
+import dev.cohort.runtime.store.JobNotes;
 import dev.cohort.gloo.GlooBackend;
 import dev.cohort.gloo.GlooOptions;
+import dev.cohort.hier.HierOptions.Between;
+import dev.cohort.mpi.MpiOptions;
+import dev.cohort.mpi.MpiSubgroup;
 import dev.cohort.shm.ShmEngine;
 import dev.cohort.shm.ShmOptions;
+import dev.cohort.tcp.TcpBackend;
+import dev.cohort.tcp.TcpOptions;
+import dev.cohort.tcp.transport.PeerMesh;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /**
  * Joins this rank to the hierarchical group: the engine behind {@link HierBackend} (loaded
@@ -21,12 +29,16 @@ import java.util.Map;
  *
  * <p>Steps, all within {@code --hier-connect-timeout}: the ranks of each host attach to their shm
  * group (file {@code cohort-<run>-<restart>-<scope>-host<k>}); the leaders (local rank 0) join a
- * Gloo group of one rank per host, rank k for host k, through an ordinary gloo backend whose
- * launch environment describes just the leaders (they meet at {@code MASTER_ADDR:MASTER_PORT},
- * where host 0's leader hosts the store); then every rank learns where every other rank lives
+ * group of one rank per host, rank k for host k, through an ordinary gloo or tcp backend
+ * ({@code --hier-between}) whose launch environment describes just the leaders (they meet at
+ * {@code MASTER_ADDR:MASTER_PORT}, where host 0's leader hosts the store), or with mpi through a
+ * split of the MPI job that every rank takes part in; then every rank learns
+ * where every other rank lives
  * (gathered within each host, then between the leaders, then broadcast within each host).
  */
 public final class HierEngine {
+
+    private static final System.Logger LOG = System.getLogger(HierEngine.class.getName());
 
     private HierEngine() {
     }
@@ -58,11 +70,29 @@ public final class HierEngine {
             throw new IllegalStateException(who + ": could not join the shm group of host " + host + ": "
                     + e.getMessage(), e);
         }
-        Stages stages = new Stages(who, host, hosts, local == 0, hostGroup, names);
-        GlooBackend[] leaders = new GlooBackend[1];
+        Between between;
+        LeadersGroup[] leaders = new LeadersGroup[1];
+        try {
+            // One host has no group between hosts: nothing to choose (nor libtorch to load).
+            between = hosts == 1 ? Between.AUTO : HierBackend.betweenHosts(options, env);
+            if (between == Between.MPI) {
+                leaders[0] = splitLeaders(options, env, host, local == 0, perHost, deadline);
+            }
+        } catch (RuntimeException e) {
+            hostGroup.close();
+            throw e;
+        }
+        if (topology.rank() == 0 && hosts > 1) {
+            LOG.log(System.Logger.Level.INFO, "hier: " + hosts + " hosts, shared memory within each, " + between.label()
+                    + " between their leaders");
+        }
+        Stages stages = new Stages(who, host, hosts, local == 0, hostGroup, names, between.label(),
+                between == Between.MPI);
         try {
             stages.onLeader("connecting the hosts' leaders", deadline, left -> {
-                leaders[0] = connectLeaders(env, host, hosts, options, left, names);
+                if (leaders[0] == null) {
+                    leaders[0] = connectLeaders(between, env, host, hosts, options, left, names);
+                }
                 stages.leaders = leaders[0].group();
                 stages.notes = leaders[0].notes();
             });
@@ -73,10 +103,26 @@ public final class HierEngine {
         } catch (RuntimeException e) {
             hostGroup.close();
             if (leaders[0] != null) {
-                leaders[0].close();
+                leaders[0].abandon().accept(e.getMessage());
             }
             throw e;
         }
+    }
+
+    /**
+     * With mpi between hosts: every rank joins the MPI job and takes part in splitting off the
+     * leaders' group (leader k as rank k); the leaders hold the group, every rank its part of MPI.
+     */
+    private static LeadersGroup splitLeaders(HierOptions options, Map<String, String> env, int host, boolean leader,
+                                             int ranksOnThisHost, long deadline) {
+        Duration left = Duration.ofNanos(Math.max(1, deadline - System.nanoTime()));
+        MpiOptions mpiOptions = new MpiOptions().timeout(options.timeout()).connectTimeout(left)
+                .stallTime(options.stallTime());
+        options.leadersSpin().ifPresent(mpiOptions::spin);
+        MpiSubgroup part = MpiSubgroup.split(mpiOptions, env, leader, host, "mpi group of the hier backend's host leaders",
+                ranksOnThisHost);
+        return new LeadersGroup(part.group().orElse(null), null, part::close, failure -> part.abandon(failure
+                + "; MPI cannot leave the group of host leaders while they may wait in it"));
     }
 
     /**
@@ -109,26 +155,38 @@ public final class HierEngine {
     }
 
     /**
-     * The leaders' Gloo group: a gloo backend whose launch environment holds only the leaders,
-     * leader k as rank k on a single "node" (so Gloo builds no second group).
+     * The leaders' group, on the engine {@code between} names: a gloo or tcp backend whose launch
+     * environment holds only the leaders, leader k as rank k on a single "node" (so the engine
+     * builds no second group).
      */
-    private static GlooBackend connectLeaders(Map<String, String> env, int host, int hosts, HierOptions options,
-                                              Duration left, GlobalRanks names) {
+    private static LeadersGroup connectLeaders(Between between, Map<String, String> env, int host, int hosts,
+                                               HierOptions options, Duration left, GlobalRanks names) {
         LaunchEnvironment launch = LaunchEnvironment.parse(env);
         // One rank per host, leader k of host k, meeting where the job's rank 0 listens.
         LaunchEnvironment leadersGroup = new LaunchEnvironment(launch.masterAddr(), launch.masterPort(),
                 new Topology(host, hosts, host, hosts, 0), launch.restartCount(), launch.runId());
         // By default the leaders poll where their host has a CPU per rank; the leaders' own layout
         // (one per host, all on one "node") says nothing about that.
-        GlooOptions glooOptions = new GlooOptions().timeout(options.timeout()).connectTimeout(left)
-                .stallTime(options.stallTime()).joinsAs("the hier backend's group of host leaders")
-                .networkInterface(env.get(GlooBackend.ENV_INTERFACE)).rankNames(names.betweenHosts())
-                .agentStore("1".equals(env.get(JobEnvironment.AGENT_STORE)))
-                .spin(options.leadersSpin().orElseGet(() -> GlooOptions.defaultSpin(launch.topology().localWorldSize())));
-        GlooBackend backend = GlooBackend.forGroup(leadersGroup, glooOptions);
+        Duration spin = options.leadersSpin().orElseGet(() -> PeerMesh.defaultSpin(launch.topology().localWorldSize()));
+        String joinsAs = "the hier backend's group of host leaders";
+        if (between == Between.GLOO) {
+            GlooBackend gloo = GlooBackend.forGroup(leadersGroup, new GlooOptions().timeout(options.timeout())
+                    .connectTimeout(left).stallTime(options.stallTime()).joinsAs(joinsAs)
+                    .networkInterface(env.get(GlooBackend.ENV_INTERFACE)).rankNames(names.betweenHosts())
+                    .agentStore("1".equals(env.get(JobEnvironment.AGENT_STORE))).spin(spin));
+            return joined(gloo, gloo::notes);
+        }
+        TcpBackend tcp = TcpBackend.forGroup(leadersGroup, new TcpOptions().timeout(options.timeout())
+                .connectTimeout(left).stallTime(options.stallTime()).joinsAs(joinsAs)
+                .networkInterface(env.get(TcpOptions.ENV_INTERFACE)).rankNames(names.betweenHosts()).spin(spin));
+        return joined(tcp, tcp::notes);
+    }
+
+    /** Initializes {@code backend}, then holds its group and its {@code notes}; closes it when it fails. */
+    private static LeadersGroup joined(DistributedBackend backend, Supplier<JobNotes> notes) {
         try {
             backend.initialize();
-            return backend;
+            return new LeadersGroup(backend.group(), notes.get(), backend::close, failure -> backend.close());
         } catch (RuntimeException e) {
             backend.close();
             throw e;

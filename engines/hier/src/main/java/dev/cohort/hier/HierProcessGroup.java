@@ -15,14 +15,14 @@ import java.util.Optional;
 
 /**
  * A {@link ProcessGroup} of all ranks of the job, built from the shm group of each host and the
- * Gloo group of the hosts' leaders (see {@link Stages} for the words <em>within the host</em>,
+ * group of the hosts' leaders, on gloo, tcp or mpi (see {@link Stages} for the words <em>within the host</em>,
  * <em>between hosts</em> and <em>verdict</em>).
  *
  * <ul>
  * <li>allreduce: allreduce within the host (the host's partial result, AVG as SUM), allreduce of
  *   the partials between hosts (AVG divides by the world size there), broadcast within the host
- *   from the leader. The leaders compute the same bits (Gloo's guarantee) and pass them on, so
- *   every rank holds the same bits.
+ *   from the leader. The leaders compute the same bits (the engine's guarantee) and pass them on,
+ *   so every rank holds the same bits.
  * <li>broadcast: on the root's host, broadcast from the root (so the leader has it); between
  *   hosts, broadcast from the root host's leader; on the other hosts, broadcast from the leader.
  * <li>allgather(v): gather within the host (by local rank), then between hosts (host by host),
@@ -44,20 +44,22 @@ final class HierProcessGroup extends AbstractProcessGroup {
     private final Stages stages;
     private final HostLayout layout;
     private final CallQueue queue;
-    private final AutoCloseable leadersBackend;
+    /** This rank's part of the engine between hosts: null on one host, and on ranks that hold none. */
+    private final LeadersGroup leaders;
+    private volatile boolean failed;
     private final HostView hostView;
     /** Intermediate results, reused from call to call (calls run one at a time). */
     private final Scratch hostGathered = new Scratch();
     private final Scratch gathered = new Scratch();
     private final Scratch reduced = new Scratch();
 
-    HierProcessGroup(Stages stages, HostLayout layout, int rank, Duration timeout, AutoCloseable leadersBackend) {
+    HierProcessGroup(Stages stages, HostLayout layout, int rank, Duration timeout, LeadersGroup leaders) {
         super(rank, layout.worldSize(), timeout);
         this.stages = stages;
         this.layout = layout;
-        this.leadersBackend = leadersBackend;
+        this.leaders = leaders;
         // A rank waiting for its leader's verdict may wait past the deadline (see Stages).
-        this.queue = new CallQueue("cohort-hier-rank-" + rank, c -> "in the stage " + stages.current, e -> abandonLeaders(),
+        this.queue = new CallQueue("cohort-hier-rank-" + rank, c -> "in the stage " + stages.current, e -> abandonLeaders(e.getMessage()),
                 Stages.VERDICT_GRACE.multipliedBy(2).plusSeconds(1));
         this.hostView = new HostView(timeout);
     }
@@ -199,13 +201,14 @@ final class HierProcessGroup extends AbstractProcessGroup {
         output.copyFrom(mine.slice(layout.localOf(rank()) * output.count(), output.count()));
     }
 
-    /** After a failure: closes the leaders' group, so the other hosts' leaders fail now instead of at their timeout. */
-    private void abandonLeaders() {
-        if (leadersBackend != null) {
+    /** After a failure: leaves the engine between hosts, so the other hosts' leaders fail now instead of at their timeout. */
+    private void abandonLeaders(String failure) {
+        failed = true;
+        if (leaders != null) {
             try {
-                leadersBackend.close();
-            } catch (Exception e) {
-                LOG.log(System.Logger.Level.WARNING, stages.who + ": closing the leaders' group after a failure: " + e);
+                leaders.abandon().accept(failure);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, stages.who + ": leaving the leaders' group after a failure: " + e);
             }
         }
     }
@@ -217,7 +220,11 @@ final class HierProcessGroup extends AbstractProcessGroup {
             hostView.close();
             stages.hostGroup.close();
         } finally {
-            abandonLeaders();
+            if (failed) {
+                abandonLeaders("closed after a failure");
+            } else if (leaders != null) {
+                leaders.leave().run();
+            }
         }
     }
 

@@ -7,7 +7,7 @@ import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.Work;
-import dev.cohort.gloo.rendezvous.JobNotes;
+import dev.cohort.runtime.store.JobNotes;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -18,8 +18,8 @@ import java.util.function.Function;
 
 /**
  * Runs the stages of a hierarchical collective: a stage <em>within the host</em> runs on the shm
- * group of this host's ranks; a stage <em>between hosts</em> runs on the Gloo group of the hosts'
- * leaders (local rank 0), while the host's other ranks wait for the leader's <em>verdict</em>: a
+ * group of this host's ranks; a stage <em>between hosts</em> runs on the group of the hosts'
+ * leaders (local rank 0; gloo, tcp or mpi), while the host's other ranks wait for the leader's <em>verdict</em>: a
  * word broadcast over shm after every such stage, 0 when it succeeded, else the length of the
  * leader's error message, which follows. So a rank whose leader lost a peer on another host fails
  * with the leader's message (naming that peer) instead of timing out. A small result the leader
@@ -46,7 +46,7 @@ final class Stages {
     final int hosts;
     final boolean leader;
     final ProcessGroup hostGroup;
-    /** The leaders' Gloo group: set once connected, on leaders of a job with several hosts. */
+    /** The leaders' group: set once connected, on leaders of a job with several hosts. */
     volatile ProcessGroup leaders;
     /** The sub-groups' ranks by their global ranks, once the leaders exchanged them. */
     private final GlobalRanks names;
@@ -56,13 +56,25 @@ final class Stages {
      * job with several hosts).
      */
     volatile JobNotes notes;
+    /** The engine between hosts, as messages name it ("gloo", "tcp", "mpi"). */
+    private final String betweenEngine;
+    /**
+     * How long past a call's deadline the leaders wait for each other: zero, or with mpi between
+     * hosts, where the first failure on any rank ends the whole job, {@link #VERDICT_GRACE}, so
+     * that the host where a call failed first (a rank missing within it) ends the job with that
+     * reason, not another host's leader with "the leader of host k never issued it".
+     */
+    private final Duration leadersGrace;
     /** The stage running now, for timeout messages. */
     volatile String current = "none";
     /** The verdict and the small results that travel with it (calls run one at a time). */
     private ByteBuffer packetBytes = ByteBuffer.allocateDirect(0);
 
-    Stages(String who, int host, int hosts, boolean leader, ProcessGroup hostGroup, GlobalRanks names) {
+    Stages(String who, int host, int hosts, boolean leader, ProcessGroup hostGroup, GlobalRanks names,
+           String betweenEngine, boolean firstFailureEndsJob) {
         this.who = who;
+        this.betweenEngine = Objects.requireNonNull(betweenEngine, "betweenEngine");
+        this.leadersGrace = firstFailureEndsJob ? VERDICT_GRACE : Duration.ZERO;
         this.names = Objects.requireNonNull(names, "names");
         this.host = host;
         this.hosts = hosts;
@@ -74,8 +86,8 @@ final class Stages {
         return "within host " + host + " (shm)";
     }
 
-    static String betweenHostsName() {
-        return "between hosts (gloo among the hosts' leaders)";
+    String betweenHostsName() {
+        return "between hosts (" + betweenEngine + " among the hosts' leaders)";
     }
 
     /** Runs {@code op} on the shm group of this host with the time left until {@code deadline}. */
@@ -187,7 +199,7 @@ final class Stages {
             return null;
         }
         try {
-            step.accept(left(call, stage, deadline, Duration.ZERO));
+            step.accept(left(call, stage, deadline, leadersGrace));
             return null;
         } catch (CollectiveException e) {
             if (e.getMessage().startsWith(who)) {

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.JvmWorkers.Result;
+import dev.cohort.testkit.MpiRun;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -35,13 +36,13 @@ class HierFailureTest {
         return killDuringCalls(run, "victim:" + victim, victim);
     }
 
-    /** The same, with the worker mode {@code mode} (see {@link HierWorker}). */
-    private List<Result> killDuringCalls(String run, String mode, int victim) throws InterruptedException {
+    /** The same, with the worker mode {@code mode} (see {@link HierWorker}) and the hier {@code options}. */
+    private List<Result> killDuringCalls(String run, String mode, int victim, String... options) throws InterruptedException {
         int port = JvmWorkers.freePort();
         Thread killer = JvmWorkers.killWhenLogged(tmp.resolve("rank-" + victim + ".log"), "VICTIM", Duration.ofSeconds(1),
                 Duration.ofMillis(50L * 1200));
         List<Result> results = JvmWorkers.run(4,
-                r -> HierProcessesTest.command(mode, "--hier-timeout", Double.toString(TIMEOUT_SECONDS)),
+                r -> HierProcessesTest.command(mode, withTimeout(options)),
                 r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2), tmp, Duration.ofSeconds(100));
         killer.join();
         assertThat(results.get(victim).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(137);
@@ -53,6 +54,12 @@ class HierFailureTest {
         }
         assertThat(HierProcessesTest.leftovers(run)).isEmpty();
         return results;
+    }
+
+    private static String[] withTimeout(String... options) {
+        List<String> all = new java.util.ArrayList<>(List.of(options));
+        all.addAll(List.of("--hier-timeout", Double.toString(TIMEOUT_SECONDS)));
+        return all.toArray(String[]::new);
     }
 
     @Test
@@ -95,11 +102,50 @@ class HierFailureTest {
     }
 
     @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void withMpiBetweenHostsARankThatStopsCallingCollectivesIsNamedAndTheJobAborted() {
+        // Under mpirun, hosts of 2 ranks: rank 2 times out within host 1 naming rank 3, and since
+        // MPI cannot leave a group whose peers may wait in it, the job is aborted with that reason.
+        long start = System.nanoTime();
+        MpiRun.Job job = MpiRun.run(tmp, 4, HierWorker.class, List.of("absent:3", "--distributed-backend", "hier",
+                "--hier-between", "mpi", "--hier-ranks-per-host", "2", "--hier-timeout", "4"), Duration.ofSeconds(100));
+        assertThat(job.exitCode()).as(job.output()).isNotZero();
+        assertThat(job.output()).containsPattern("hier rank 2 of 4 \\(host 1, local rank 0\\).*within host 1 \\(shm\\).*"
+                + "waiting for rank\\(s\\) \\[1\\] \\(global rank 3\\).*aborting the MPI job");
+        assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(40));
+    }
+
+    @Test
     @Timeout(value = 150, unit = TimeUnit.SECONDS)
     void aKilledRankIsNamedByItsHostAndTheOtherHostFailsInTime() throws Exception {
         // Rank 3 is not a leader: its host names it, and its leader leaves a note in the store
         // naming it for host 0, which sees only host 1's leader go away.
         assertHost1LostRank3(killDuringCalls(HierProcessesTest.runId("kill-local"), 3));
+    }
+
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void withTcpBetweenHostsAKilledRankIsNamedByItsHostAndTheOtherHostFailsInTime() throws Exception {
+        // As above, with the leaders on Cohort's TCP mesh: host 1's leader leaves its note in the
+        // tcp engine's store (hosted by rank 0), which host 0 reads when the leader leaves.
+        List<Result> results = killDuringCalls(HierProcessesTest.runId("kill-local-tcp"), "victim:3", 3,
+                "--hier-between", "tcp");
+        assertHost1LostRank3(results);
+        assertThat(results.get(0).output()).as(JvmWorkers.describe(results)).contains("between hosts (tcp among the hosts' leaders)");
+    }
+
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void aKilledLeaderIsNamedOnBothHostsWithTcpBetweenHosts() throws Exception {
+        // Rank 2 leads host 1: host 0's leader loses its tcp peer, named by its global rank.
+        List<Result> results = killDuringCalls(HierProcessesTest.runId("kill-leader-tcp"), "victim:2", 2,
+                "--hier-between", "tcp");
+        String all = JvmWorkers.describe(results);
+        assertThat(results.get(3).output()).as(all).contains("within host 1 (shm)").contains("lost peer rank 0 (global rank 2)");
+        assertThat(results.get(0).output()).as(all).contains("between hosts (tcp among the hosts' leaders)")
+                .contains("global rank 2 (leader of host 1)");
+        assertThat(results.get(1).output()).as(all).contains("on this host's leader (global rank 0)")
+                .contains("global rank 2 (leader of host 1)");
     }
 
     @Test

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.JvmWorkers.Result;
+import dev.cohort.testkit.MpiRun;
 import dev.cohort.testkit.TwoHosts;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -15,8 +16,9 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * 2 hosts x 2 ranks: network namespaces joined by a veth pair, Gloo between the leaders across
- * it, shm within each (the namespaces share /dev/shm; each host's group has its own file).
+ * 2 hosts x 2 ranks: network namespaces joined by a veth pair, Gloo (or Cohort's TCP mesh, or Open
+ * MPI under mpirun) between the leaders across it, shm within each (the namespaces share /dev/shm; each host's group has its
+ * own file).
  */
 class HierMultiHostTest {
 
@@ -24,19 +26,19 @@ class HierMultiHostTest {
     Path tmp;
 
     /**
-     * Runs worker {@code mode} with {@code ranks[k]} ranks on host k (host 0's first), rank 0's
-     * store at host 0's address, and checks that every rank reported OK and that the run left
+     * Runs worker {@code mode} with {@code ranks[k]} ranks on host k (host 0's first) and the
+     * hier {@code options}, rank 0's store at host 0's address, and checks that every rank reported OK and that the run left
      * nothing in /dev/shm; {@code what} names the run, and port {@code portOffset} keeps the tests
      * of one JVM apart. Skipped where network namespaces cannot be made.
      */
-    private List<Result> runOnTwoHostsAllOk(String what, int portOffset, String mode, int[] ranks) {
+    private List<Result> runOnTwoHostsAllOk(String what, int portOffset, String mode, int[] ranks, String... options) {
         String run = HierProcessesTest.runId(what);
         int port = 29_400 + (int) (ProcessHandle.current().pid() % 500) + portOffset;
         int world = ranks[0] + ranks[1];
         List<Result> results;
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
             results = JvmWorkers.run(world,
-                    r -> hosts.on(r < ranks[0] ? 0 : 1, HierProcessesTest.command(mode)),
+                    r -> hosts.on(r < ranks[0] ? 0 : 1, HierProcessesTest.command(mode, options)),
                     r -> {
                         int host = r < ranks[0] ? 0 : 1;
                         Map<String, String> env = new java.util.HashMap<>(HierProcessesTest.env(run, port, r, world,
@@ -59,6 +61,31 @@ class HierMultiHostTest {
         assertThat(results.get(2).output()).contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
         assertThat(results.get(0).output()).contains("NODE 0 RANKS [0, 1]");
         assertThat(results.get(3).output()).contains("NODE 1 RANKS [2, 3]");
+    }
+
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void conformanceAcrossTwoNamespacedHostsWithCohortsTcpMeshBetween() {
+        List<Result> results = runOnTwoHostsAllOk("netns-tcp", 2, "conformance", new int[] {2, 2}, "--hier-between", "tcp");
+        assertThat(results.get(2).output()).contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
+        assertThat(results.get(3).output()).contains("NODE 1 RANKS [2, 3]");
+    }
+
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void underMpirunAcrossTwoNamespacedHostsHierRunsOpenMpiBetweenThem() {
+        // No rendezvous address, no engine named between hosts: mpirun's job across two hosts.
+        try (TwoHosts hosts = TwoHosts.createOrSkip()) {
+            MpiRun.Job job = MpiRun.acrossTwoHosts(tmp, hosts, HierWorker.class,
+                    List.of("conformance", "--distributed-backend", "hier"), Duration.ofSeconds(220));
+            assertThat(job.exitCode()).as(job.output()).isZero();
+            assertThat(job.output()).contains("hier: 2 hosts, shared memory within each, mpi between their leaders");
+            assertThat(job.linesOf(2)).as(job.output()).contains("BACKEND hier",
+                    "TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
+            for (int r = 0; r < 4; r++) {
+                assertThat(job.linesOf(r)).as(job.output()).anyMatch(l -> l.startsWith("OK rank "));
+            }
+        }
     }
 
     @Test

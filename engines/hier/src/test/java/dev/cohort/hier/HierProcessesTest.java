@@ -23,7 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The conformance suite on hier with one JVM per rank on this machine, the hosts faked through
  * the launch environment (2 hosts x 2 ranks, contiguous or interleaved), through
- * {@code --hier-ranks-per-host}, or a single host.
+ * {@code --hier-ranks-per-host} (with gloo or tcp between them), or a single host.
  */
 class HierProcessesTest {
 
@@ -129,6 +129,16 @@ class HierProcessesTest {
         List<Result> results = runAllOk("simulated", 4, command("conformance-small", "--hier-ranks-per-host", "2"),
                 (run, port, r) -> env(run, port, r, 4, 4, 0, r));
         assertThat(results.get(2).output()).contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]")
+                .contains("NODE 1 RANKS [2, 3]");
+    }
+
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    void theWholeSuiteWithCohortsTcpMeshBetweenSimulatedHosts() {
+        // The leaders' group on the tcp engine (no libtorch between hosts), 2 simulated hosts x 2 ranks.
+        List<Result> results = runAllOk("tcp-between", 4, command("conformance", "--hier-ranks-per-host", "2",
+                "--hier-between", "tcp"), (run, port, r) -> env(run, port, r, 4, 4, 0, r));
+        assertThat(results.get(3).output()).contains("TOPOLOGY Topology[rank=3, worldSize=4, localRank=1, localWorldSize=2, nodeRank=1]")
                 .contains("NODE 1 RANKS [2, 3]");
     }
 

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.util.Optional;
 import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.Pointer;
 
@@ -65,8 +66,46 @@ public final class LibTorch {
         if (t == null) {
             return "";
         }
+        if (t instanceof ForeignLibtorchException) {
+            return t.getMessage();
+        }
         return "libtorch (org.bytedeco:pytorch, linux-x86_64 natives) could not be loaded: " + t
                 + "; Cohort's gloo engine needs Linux on x86-64 with the cohort-gloo module's dependencies on the class path";
+    }
+
+    /**
+     * Another libtorch already mapped into this process (not JavaCPP's: e.g. DJL's PyTorch
+     * engine), as its path from {@code /proc/self/maps}; empty when there is none, or not on Linux.
+     * JavaCPP's libtorch cannot load beside it (their symbols collide).
+     */
+    public static Optional<String> foreignLibtorch() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/maps"))) {
+                int slash = line.indexOf('/');
+                if (slash < 0) {
+                    continue;
+                }
+                String path = line.substring(slash);
+                if (path.endsWith("/libtorch_cpu.so") && !path.contains("org/bytedeco")) {
+                    return Optional.of(path);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // not Linux, or unreadable: nothing known
+        }
+        return Optional.empty();
+    }
+
+    /** Another libtorch is loaded: JavaCPP's would collide with it. */
+    static final class ForeignLibtorchException extends IllegalStateException {
+        private static final long serialVersionUID = 1L;
+
+        ForeignLibtorchException(String path) {
+            super("another libtorch is already loaded in this process (" + path + ", e.g. DJL's PyTorch engine); "
+                    + "JavaCPP's libtorch, which the gloo and hier engines and the torch integration use, cannot load "
+                    + "beside it: two libtorch builds cannot share a process. Use the tcp engine (any hosts) or shm "
+                    + "(one host, JDK >= 22), which load no native library");
+        }
     }
 
     /**
@@ -79,6 +118,11 @@ public final class LibTorch {
             return;
         }
         if (failure != null) {
+            throw new BackendUnavailableException(failureReason(), failure);
+        }
+        Optional<String> foreign = foreignLibtorch();
+        if (foreign.isPresent()) {
+            failure = new ForeignLibtorchException(foreign.get());
             throw new BackendUnavailableException(failureReason(), failure);
         }
         try {

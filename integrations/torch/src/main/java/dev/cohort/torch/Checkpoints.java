@@ -1,11 +1,9 @@
 package dev.cohort.torch;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.AtomicMoveNotSupportedException;
+import dev.cohort.api.checkpoint.CheckpointFile;
+import dev.cohort.api.checkpoint.TrainingPosition;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import org.bytedeco.pytorch.InputArchive;
 import org.bytedeco.pytorch.Module;
 import org.bytedeco.pytorch.Optimizer;
@@ -16,8 +14,8 @@ import org.bytedeco.pytorch.global.torch;
 /**
  * Training checkpoints: model parameters and buffers, optimizer state (momentum and the like),
  * the {@link TrainingPosition} and the state of libtorch's default CPU random generator (dropout,
- * random initialization; the root's state, restored on every rank), in one libtorch archive. Saving writes a temporary file beside the
- * target and renames it over the target, so a crash mid-write never leaves a corrupt checkpoint.
+ * random initialization; the root's state, restored on every rank), in one libtorch archive,
+ * written atomically and durably ({@link CheckpointFile}).
  * Data order and any randomness are functions of (seed, epoch), so the position is all a resumed
  * run needs to continue exactly as the uninterrupted run would.
  */
@@ -26,38 +24,25 @@ public final class Checkpoints {
     private Checkpoints() {
     }
 
-    /** Saves atomically; call on the root worker only. */
+    /** Saves atomically and durably ({@link CheckpointFile}); call on the root worker only. */
     public static void save(Path file, Module model, Optimizer optimizer, TrainingPosition position) {
-        Path dir = file.toAbsolutePath().getParent();
-        Path tmp = dir.resolve(file.getFileName() + ".tmp-" + ProcessHandle.current().pid());
-        try {
-            Files.createDirectories(dir);
-            OutputArchive archive = new OutputArchive();
-            OutputArchive modelArchive = new OutputArchive();
-            model.save(modelArchive);
-            archive.write("model", modelArchive);
-            OutputArchive optimizerArchive = new OutputArchive();
-            optimizer.save(optimizerArchive);
-            archive.write("optimizer", optimizerArchive);
-            archive.write("position", torch.tensor(new long[] {position.epoch(), position.batchInEpoch(), position.step()}));
-            archive.write("rng", torch.getDefaultCPUGenerator().get_state());
-            archive.save_to(tmp.toString());
+        CheckpointFile.write(file, tmp -> {
             try {
-                Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                throw new IOException("cannot rename atomically into " + dir + "; keep checkpoints on a local or POSIX filesystem", e);
+                OutputArchive archive = new OutputArchive();
+                OutputArchive modelArchive = new OutputArchive();
+                model.save(modelArchive);
+                archive.write("model", modelArchive);
+                OutputArchive optimizerArchive = new OutputArchive();
+                optimizer.save(optimizerArchive);
+                archive.write("optimizer", optimizerArchive);
+                archive.write("position", torch.tensor(new long[] {position.epoch(), position.batchInEpoch(),
+                        position.step()}));
+                archive.write("rng", torch.getDefaultCPUGenerator().get_state());
+                archive.save_to(tmp.toString());
+            } catch (RuntimeException e) {
+                throw new IllegalStateException("saving checkpoint " + file + " failed: " + e.getMessage(), e);
             }
-        } catch (IOException e) {
-            throw new UncheckedIOException("saving checkpoint " + file + " failed: " + e.getMessage(), e);
-        } catch (RuntimeException e) {
-            throw new IllegalStateException("saving checkpoint " + file + " failed: " + e.getMessage(), e);
-        } finally {
-            try {
-                Files.deleteIfExists(tmp);
-            } catch (IOException ignored) {
-                // the rename took it, or it was never written
-            }
-        }
+        });
     }
 
     /** Loads into {@code model} and {@code optimizer} (on every rank) and returns where to continue. */

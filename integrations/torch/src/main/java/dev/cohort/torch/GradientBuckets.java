@@ -110,6 +110,7 @@ final class GradientBuckets {
         for (long i = parameters.size() - 1; i >= 0; i--) {
             Tensor p = LibTorch.retain(new Tensor(parameters.get(i)));   // an owning handle, not a view into the vector
             if (p.requires_grad()) {
+                TensorBuffers.checkMovable(p, "parameter " + i + " of the optimizer");
                 params.add(p);
             }
         }

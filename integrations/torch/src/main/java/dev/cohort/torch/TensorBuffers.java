@@ -18,13 +18,10 @@ final class TensorBuffers {
     /**
      * A buffer over a contiguous CPU tensor's memory; the tensor must outlive every use of it.
      *
-     * @throws IllegalArgumentException for a non-contiguous tensor or an unsupported type
+     * @throws IllegalArgumentException for a tensor off the CPU, a non-contiguous one or an unsupported type
      */
     static DenseBuffer view(Tensor t) {
-        if (!t.is_contiguous()) {
-            throw new IllegalArgumentException("tensor must be contiguous; call contiguous() first");
-        }
-        DataType type = ScalarTypes.dataType(t.scalar_type());
+        DataType type = checkMovable(t, "the tensor");
         long bytes = t.numel() * type.byteSize();
         if (bytes > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("tensor of " + bytes + " bytes is larger than 2 GiB");
@@ -34,6 +31,28 @@ final class TensorBuffers {
         }
         Pointer data = t.data_ptr();
         return DenseBuffer.of(new BytePointer(data).capacity(bytes).asByteBuffer(), type);
+    }
+
+    /**
+     * The element type of {@code t}, which Cohort can move: in CPU memory (a device tensor's address
+     * is not host memory, and reading it would crash the process), contiguous, of a supported type.
+     *
+     * @param what names the tensor in the error, e.g. "parameter 3 of the model"
+     * @throws IllegalArgumentException saying what is wrong with {@code what} and what to do
+     */
+    static DataType checkMovable(Tensor t, String what) {
+        if (!t.is_cpu()) {
+            throw new IllegalArgumentException(what + " is on device '" + t.device().str().getString() + "'; Cohort "
+                    + "moves CPU tensors only: keep the model and its tensors on the CPU (or copy with .cpu())");
+        }
+        if (!t.is_contiguous()) {
+            throw new IllegalArgumentException(what + " is not contiguous; call contiguous() first");
+        }
+        try {
+            return ScalarTypes.dataType(t.scalar_type());
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(what + ": " + e.getMessage(), e);
+        }
     }
 
     /** A 1-d tensor over a direct buffer's memory (the buffer must outlive the tensor). */

@@ -44,9 +44,16 @@ public final class TorchDistributor implements Distributor {
     /** Option key: Boolean, start bucket allreduces during backward (default: {@link #overlapPays}). */
     public static final String OVERLAP = "overlap";
 
-    /** Loads libtorch (natives extracted first, one process at a time; see {@link LibTorch}). */
+    /**
+     * Loads libtorch (natives extracted first, one process at a time; see {@link LibTorch}), unless
+     * another framework's libtorch is already loaded (a DJL program with this module on its class
+     * path): JavaCPP's cannot load beside it, and this program does not use it.
+     */
     @Override
     public void prepare() {
+        if (LibTorch.foreignLibtorch().isPresent()) {
+            return;
+        }
         LibTorch.load();
     }
 
@@ -118,12 +125,12 @@ public final class TorchDistributor implements Distributor {
 
     /** Every parameter and buffer of the root's model, into every rank's, in registration order. */
     static void broadcastState(ProcessGroup group, Module module) {
-        for (TensorVector tensors : new TensorVector[] {module.parameters(), module.buffers()}) {
+        TensorVector[] kinds = {module.parameters(), module.buffers()};
+        for (int k = 0; k < kinds.length; k++) {
+            TensorVector tensors = kinds[k];
             for (long i = 0; i < tensors.size(); i++) {
                 Tensor t = tensors.get(i);
-                if (!t.is_contiguous()) {
-                    throw new IllegalArgumentException("parameter or buffer " + i + " is not contiguous");
-                }
+                TensorBuffers.checkMovable(t, (k == 0 ? "parameter " : "buffer ") + i + " of the model");
                 TorchCollectives.broadcast(group, t, DistributedBackend.ROOT_RANK);
             }
         }

@@ -3,6 +3,7 @@ package dev.cohort.torch;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.cohort.api.checkpoint.TrainingPosition;
 import dev.cohort.libtorch.LibTorch;
 import java.nio.file.Files;
 import java.nio.file.Path;

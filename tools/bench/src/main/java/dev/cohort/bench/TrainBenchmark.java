@@ -56,6 +56,9 @@ final class TrainBenchmark implements Callable<Integer> {
     @Option(names = "--model", description = "mlp: MLP 784-H-H-10 (H: --hidden), as torch_ddp.py; demo-mlp, demo-cnn: "
             + "the demo's models (./cohort demo --model mlp|cnn). Default: ${DEFAULT-VALUE}.")
     String model = "mlp";
+    @Option(names = "--framework", description = "torch: JavaCPP's PyTorch with distribute(); djl: DJL's PyTorch engine "
+            + "with DistributedTrainer (on an engine that loads no libtorch: shm, tcp, none). Default: ${DEFAULT-VALUE}.")
+    String framework = "torch";
     @Option(names = "--json", paramLabel = "FILE", description = "Write the result as JSON (torch_ddp.py's shape).")
     Path json;
     @Option(names = "--overlap", negatable = true, description = "Average gradients during backward (--overlap) or "
@@ -74,13 +77,20 @@ final class TrainBenchmark implements Callable<Integer> {
         if (world < 1 || steps < 1 || warm < 0 || batch < 1 || hidden < 1) {
             throw new IllegalArgumentException("--world, --steps, --batch and --hidden must be >= 1 and --warm >= 0");
         }
+        if (!List.of("torch", "djl").contains(framework)) {
+            throw new IllegalArgumentException("--framework must be torch or djl, got '" + framework + "'");
+        }
+        if (framework.equals("djl") && overlap != null && overlap) {
+            throw new IllegalArgumentException("--overlap: DJL has no hook that fires as backward produces a gradient; "
+                    + "with --framework djl gradients are averaged at the step");
+        }
         if (!List.of("mlp", "demo-mlp", "demo-cnn").contains(model)) {
             throw new IllegalArgumentException("--model must be mlp, demo-mlp or demo-cnn, got '" + model + "'");
         }
         Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-train", ".json");
         List<String> workerArgs = new ArrayList<>(List.of("train-worker", "--backend", backend, "--steps",
                 Integer.toString(steps), "--warm", Integer.toString(warm), "--batch", Integer.toString(batch),
-                "--hidden", Integer.toString(hidden), "--model", model, "--json", out.toString()));
+                "--hidden", Integer.toString(hidden), "--model", model, "--framework", framework, "--json", out.toString()));
         if (overlap != null) {
             workerArgs.add("--overlap=" + overlap);
         }
@@ -176,11 +186,21 @@ final class TrainBenchmark implements Callable<Integer> {
         @Option(names = "--hidden", required = true) int hidden;
         @Option(names = "--model", required = true) String modelName;
         @Option(names = "--json", required = true) Path json;
+        @Option(names = "--framework") String framework = "torch";
         @Option(names = "--overlap", arity = "1") Boolean overlap;
         @Option(names = "--engine-option") List<String> engineOptions = new ArrayList<>();
 
         @Override
         public Integer call() throws Exception {
+            if (framework.equals("djl")) {
+                Result r = DjlTrainWorker.run(backend, engineOptions, steps, warm, batch, hidden, modelName);
+                if (r != null) {
+                    boolean alone = backend.equals("none") && Integer.parseInt(System.getenv().getOrDefault("WORLD_SIZE", "1")) > 1;
+                    Path file = resultFile(json, Integer.parseInt(System.getenv().getOrDefault("RANK", "0")), alone);
+                    new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(file.toFile(), r);
+                }
+                return 0;
+            }
             LibTorch.load();
             torch.set_num_threads(1);
             try (DistributedBackend b = Engines.open(backend, engineOptions)) {

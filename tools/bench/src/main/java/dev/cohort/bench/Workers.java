@@ -1,5 +1,6 @@
 package dev.cohort.bench;
 
+import dev.cohort.api.Backends;
 import dev.cohort.launcher.LaunchOptions;
 import dev.cohort.launcher.LaunchResult;
 import dev.cohort.launcher.Launcher;
@@ -26,10 +27,15 @@ final class Workers {
     static int launch(int world, Nodes nodes, boolean pin, List<String> args) throws IOException {
         String env = System.getenv("COHORT_BIND_CORES");
         boolean bind = env != null ? !env.equals("0") : pin;
-        LaunchOptions options = nodes.launchOptions(world).bindCores(bind)
+        LaunchOptions.Builder options = nodes.launchOptions(world).bindCores(bind)
                 .addEnvironment("OMP_NUM_THREADS", "1").addEnvironment("OPENBLAS_NUM_THREADS", "1")
-                .addEnvironment("COHORT_COMPUTE_THREADS", "1").build();
-        LaunchResult result = new Launcher(options, WorkerProgram.mainClass(BenchMain.class.getName(), args)).run();
+                .addEnvironment("COHORT_COMPUTE_THREADS", "1");
+        int backend = args.indexOf("--backend");
+        if (backend >= 0 && backend + 1 < args.size() && args.get(backend + 1).equalsIgnoreCase("mpi")) {
+            // The launcher starts workers of the mpi engine as one MPI job, through mpirun.
+            options.addEnvironment(Backends.ENV_BACKEND, "mpi");
+        }
+        LaunchResult result = new Launcher(options.build(), WorkerProgram.mainClass(BenchMain.class.getName(), args)).run();
         if (!result.succeeded()) {
             System.err.println("cohort bench: " + result.message());
         }

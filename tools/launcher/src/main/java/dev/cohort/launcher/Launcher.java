@@ -18,6 +18,7 @@ import java.util.Objects;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
 
 /**
  * Starts, watches and restarts this node's group of workers: what {@code ./cohort run} does,
@@ -200,8 +201,12 @@ public final class Launcher implements AutoCloseable {
                         if (stopRequested) {
                             continue;
                         }
-                        group = WorkerGroup.start(options, placement, masterPort, program, round, env, console, guard,
-                                (local, code) -> events.add(new WorkerExited(r, local, code)));
+                        BiConsumer<Integer, Integer> onExit = (local, code) -> events.add(new WorkerExited(r, local, code));
+                        group = throughMpirun(env)
+                                ? WorkerGroup.startThroughMpirun(options, masterPort, program, round, env, console, guard,
+                                        onExit)
+                                : WorkerGroup.start(options, placement, masterPort, program, round, env, console, guard,
+                                        onExit);
                     }
                 } catch (IOException e) {
                     console.message(e.getMessage());
@@ -236,6 +241,28 @@ public final class Launcher implements AutoCloseable {
             }
         }
     }
+
+    /**
+     * Whether the workers run the mpi engine ({@code --distributed-backend mpi} among their arguments,
+     * or {@value Backends#ENV_BACKEND}{@code =mpi}): then they are started as one MPI job, through
+     * {@code mpirun}, which gives them their ranks.
+     */
+    private boolean throughMpirun(Map<String, String> env) {
+        List<String> command = program.command();
+        for (int i = 0; i < command.size(); i++) {
+            String arg = command.get(i);
+            if (arg.equals("--distributed-backend=" + MPI) || arg.equals("--distributed-backend") && i + 1 < command.size()
+                    && command.get(i + 1).equalsIgnoreCase(MPI)) {
+                return true;
+            }
+        }
+        String named = env.containsKey(Backends.ENV_BACKEND) ? env.get(Backends.ENV_BACKEND)
+                : inheritedEnvironment().getOrDefault(Backends.ENV_BACKEND, "");
+        return MPI.equalsIgnoreCase(named.trim());
+    }
+
+    /** The engine the launcher starts through mpirun. */
+    private static final String MPI = "mpi";
 
     /**
      * Which backend workers that name none get: {@link Backends#AUTO} (set as

@@ -74,6 +74,65 @@ final class OutputPump {
         return new OutputPump(t);
     }
 
+    /** mpirun's {@code --tag-output} prefix: {@code [job,rank]<stdout>:} or {@code <stderr>:}. */
+    private static final java.util.regex.Pattern MPI_TAG =
+            java.util.regex.Pattern.compile("^\\[\\d+,(\\d+)\\]<(stdout|stderr)>:(.*)$");
+
+    private static final java.util.regex.Pattern MPI_TAG_INSIDE =
+            java.util.regex.Pattern.compile("\\[\\d+,\\d+\\]<(stdout|stderr)>:");
+
+    /**
+     * Copies one stream of {@code mpirun --tag-output}, which carries every rank's lines, each to
+     * its rank as {@link #start} does; {@code untagged} gets mpirun's own lines.
+     */
+    static OutputPump startTagged(InputStream in, boolean stderr, Console console, Writer[] logs, LastLines[] last,
+                                  java.util.function.Consumer<String> untagged) {
+        Runnable copy = () -> {
+            ProgressToLog[] progress = new ProgressToLog[logs.length];
+            for (int r = 0; r < logs.length; r++) {
+                progress[r] = new ProgressToLog(logs[r]);
+            }
+            try (BufferedReader reader = new BufferedReader(new InputStreamReader(in, Charset.defaultCharset()))) {
+                for (String line = reader.readLine(); line != null; line = reader.readLine()) {
+                    java.util.regex.Matcher m = MPI_TAG.matcher(line);
+                    int rank = m.matches() ? Integer.parseInt(m.group(1)) : -1;
+                    if (rank < 0 || rank >= logs.length) {
+                        untagged.accept(line);
+                        continue;
+                    }
+                    // mpirun tags every write, and a line written in pieces carries tags inside it.
+                    String text = MPI_TAG_INSIDE.matcher(m.group(3)).replaceAll("");
+                    boolean toErr = m.group(2).equals("stderr");
+                    if (toErr && INCUBATOR_WARNING.equals(text)) {
+                        continue;
+                    }
+                    if (Marker.isMarker(text)) {
+                        Optional<Marker> marker = Marker.parse(text);
+                        int r = rank;
+                        marker.ifPresent(mk -> console.progress(r, mk));
+                        marker.ifPresent(progress[rank]::add);
+                        continue;
+                    }
+                    console.workerLine(rank, toErr, text);
+                    last[rank].add(text);
+                    if (logs[rank] != null) {
+                        writeLog(logs[rank], text);
+                    }
+                }
+            } catch (IOException e) {
+                // mpirun's pipe closed under us (killed): nothing more to copy.
+            }
+            for (int r = 0; r < logs.length; r++) {
+                if (progress[r].seen) {
+                    console.progress(r, new Finished());
+                }
+            }
+        };
+        Thread t = Daemons.thread("cohort-output-mpirun" + (stderr ? "-err" : "-out"), copy);
+        t.start();
+        return new OutputPump(t);
+    }
+
     private static void writeLog(Writer log, String line) {
         synchronized (log) {
             try {

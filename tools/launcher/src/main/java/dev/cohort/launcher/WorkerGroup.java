@@ -98,6 +98,132 @@ final class WorkerGroup {
         return new WorkerGroup(started, runContract, console);
     }
 
+    /** Where mpirun says which rank ended the job. */
+    private static final java.util.regex.Pattern MPIRUN_NAMES_RANK = java.util.regex.Pattern.compile(
+            "process rank (\\d+)|Process name: \\[\\[\\d+,\\d+\\],(\\d+)\\]|MPI_ABORT was invoked on rank (\\d+)");
+    /** The variables of the launch contract that are the same for every rank (mpirun gives the ranks). */
+    private static final List<String> JOB_WIDE = List.of(LaunchEnvironment.RUN_ID, LaunchEnvironment.RESTART_COUNT);
+
+    /**
+     * Starts this node's workers as one MPI job: a single {@code mpirun -np N} whose ranks get
+     * their ranks and hosts from Open MPI, and from the launcher the job-wide variables (run id,
+     * restart count, threads, backend) through {@code -x}. Its tagged output goes to each rank's
+     * lines and log as with separate workers; when it exits, the rank mpirun names (or rank 0)
+     * exits with its code, or every rank with 0. Ranks are not bound to cores unless
+     * {@code --bind-cores} (Open MPI binds by default, which would put a JVM's threads on one core).
+     */
+    static WorkerGroup startThroughMpirun(LaunchOptions options, int masterPort, WorkerProgram program, int restart,
+                                          Map<String, String> extraEnv, Console console, OrphanGuard guard,
+                                          BiConsumer<Integer, Integer> onExit) throws IOException {
+        if (options.nnodes() > 1) {
+            throw new IOException("the launcher starts an MPI job on one node only; across nodes start mpirun yourself "
+                    + "with your hostfile (mpirun -np N --hostfile FILE java ... --distributed-backend mpi)");
+        }
+        int n = options.nprocPerNode();
+        Map<String, String> runContract = new LaunchEnvironment(options.masterAddr(), masterPort,
+                new Topology(0, n, 0, n, 0), restart, options.runId()).toMap();
+        List<String> command = new ArrayList<>(ProcessTreeKiller.sessionWrapper());
+        command.addAll(List.of(mpirun(), "--tag-output", "--oversubscribe", "-np", Integer.toString(n), "--bind-to",
+                options.bindCores() ? "core" : "none"));
+        if ("root".equals(System.getProperty("user.name"))) {
+            command.add("--allow-run-as-root");
+        }
+        Map<String, String> env = new java.util.LinkedHashMap<>(extraEnv);
+        for (String name : JOB_WIDE) {
+            if (runContract.containsKey(name)) {
+                env.put(name, runContract.get(name));
+            }
+        }
+        for (String name : env.keySet()) {
+            command.add("-x");
+            command.add(name);
+        }
+        // Through sh: mpirun rewrites a command line whose program is java (for Open MPI's own Java bindings).
+        command.addAll(List.of("/bin/sh", "-c", "exec \"$0\" \"$@\""));
+        command.addAll(argumentFile(program.command()));
+        ProcessBuilder pb = new ProcessBuilder(command);
+        pb.environment().putAll(env);
+        if (NO_INPUT.exists()) {
+            pb.redirectInput(NO_INPUT);
+        }
+        Writer[] logs = new Writer[n];
+        OutputPump.LastLines[] lasts = new OutputPump.LastLines[n];
+        for (int r = 0; r < n; r++) {
+            logs[r] = openLog(options.logDir(), r, restart);
+            lasts[r] = new OutputPump.LastLines(LAST_LINES);
+        }
+        Process process;
+        try {
+            process = pb.start();
+        } catch (IOException e) {
+            for (Writer log : logs) {
+                closeQuietly(log);
+            }
+            throw new IOException("cannot start " + mpirun() + " for the mpi engine (install Open MPI: Debian's "
+                    + "openmpi-bin; or name it with COHORT_MPIRUN): " + e.getMessage(), e);
+        }
+        if (!ProcessTreeKiller.sessionWrapper().isEmpty()) {
+            guard.watch(process.pid());
+        }
+        java.util.concurrent.atomic.AtomicInteger named = new java.util.concurrent.atomic.AtomicInteger(-1);
+        java.util.function.Consumer<String> mpirunLine = line -> {
+            console.workerLine(0, true, "mpirun: " + line);
+            java.util.regex.Matcher m = MPIRUN_NAMES_RANK.matcher(line);
+            if (m.find()) {
+                String rank = m.group(1) != null ? m.group(1) : m.group(2) != null ? m.group(2) : m.group(3);
+                named.compareAndSet(-1, Integer.parseInt(rank));
+            }
+            for (OutputPump.LastLines last : lasts) {
+                last.add("mpirun: " + line);
+            }
+        };
+        OutputPump out = OutputPump.startTagged(process.getInputStream(), false, console, logs, lasts, mpirunLine);
+        OutputPump err = OutputPump.startTagged(process.getErrorStream(), true, console, logs, lasts, mpirunLine);
+        List<Worker> workers = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            workers.add(new Worker(r, process, out, err, lasts[r], logs[r]));
+        }
+        process.onExit().thenAccept(p -> {
+            int code = p.exitValue();
+            if (code == 0) {
+                for (int r = 0; r < n; r++) {
+                    onExit.accept(r, 0);
+                }
+                return;
+            }
+            long deadline = System.nanoTime() + 1_000_000_000L;
+            out.await(OutputPump.millisLeft(deadline));
+            err.await(OutputPump.millisLeft(deadline));
+            int rank = named.get();
+            onExit.accept(rank >= 0 && rank < n ? rank : 0, code);
+        });
+        return new WorkerGroup(workers, runContract, console);
+    }
+
+    /**
+     * A java command with its arguments in an argument file ({@code java @FILE}): mpirun drops
+     * empty arguments, which a program's options may hold. Other programs pass as they are.
+     */
+    private static List<String> argumentFile(List<String> command) throws IOException {
+        if (command.isEmpty() || !Path.of(command.get(0)).getFileName().toString().equals("java")) {
+            return command;
+        }
+        StringBuilder text = new StringBuilder();
+        for (String arg : command.subList(1, command.size())) {
+            text.append('"').append(arg.replace("\\", "\\\\").replace("\"", "\\\"")).append("\"\n");
+        }
+        Path file = Files.createTempFile("cohort-mpirun-", ".args");
+        file.toFile().deleteOnExit();
+        Files.writeString(file, text, StandardCharsets.UTF_8);
+        return List.of(command.get(0), "@" + file);
+    }
+
+    /** Open MPI's launcher: {@code COHORT_MPIRUN}, else {@code mpirun} from the PATH. */
+    private static String mpirun() {
+        String set = System.getenv("COHORT_MPIRUN");
+        return set != null && !set.isBlank() ? set : "mpirun";
+    }
+
     private static Writer openLog(Path dir, int rank, int restart) throws IOException {
         if (dir == null) {
             return null;
@@ -112,7 +238,7 @@ final class WorkerGroup {
 
     List<ProcessHandle> processes() {
         List<ProcessHandle> handles = new ArrayList<>();
-        workers.forEach(w -> handles.add(w.process.toHandle()));
+        workers.stream().map(w -> w.process.toHandle()).distinct().forEach(handles::add);
         return handles;
     }
 
@@ -120,7 +246,7 @@ final class WorkerGroup {
     private List<Long> processGroups() {
         List<Long> groups = new ArrayList<>();
         if (!ProcessTreeKiller.sessionWrapper().isEmpty()) {
-            workers.forEach(w -> groups.add(w.process.pid()));
+            workers.stream().map(w -> w.process.pid()).distinct().forEach(groups::add);
         }
         return groups;
     }

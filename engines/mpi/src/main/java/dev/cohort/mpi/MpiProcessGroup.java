@@ -1,0 +1,393 @@
+package dev.cohort.mpi;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import dev.cohort.api.collective.Collective;
+import dev.cohort.api.collective.CollectiveException;
+import dev.cohort.api.collective.CollectiveMismatchException;
+import dev.cohort.api.collective.CollectiveTimeoutException;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.OpKind;
+import dev.cohort.api.collective.Work;
+import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.CallQueue;
+import dev.cohort.runtime.Reduction;
+import dev.cohort.runtime.SignatureWords;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * A {@link dev.cohort.api.collective.ProcessGroup} over an MPI communicator. Each call:
+ * <ol>
+ * <li>exchanges its {@link SignatureWords signature} with every peer (point to point, on a
+ *     communicator of its own), so ranks that issued different calls fail naming each one's
+ *     before any data moves, and a rank that never issues the call is named at the deadline;</li>
+ * <li>runs as MPI's blocking collective on the caller's memory (direct buffers in place; heap
+ *     arrays through a native staging copy): Open MPI's tuned algorithms, which every rank is then
+ *     known to have entered; a watchdog aborts the job if it outlives the deadline (a peer stopped
+ *     inside it);</li>
+ * <li>finishes an average (MPI sums; the group divides once).</li>
+ * </ol>
+ * The signatures travel as nonblocking messages, driven with {@code MPI_Testall} to the deadline
+ * (spin, then yield, then short sleeps). Calls run one at a time through a {@link CallQueue}. After
+ * a failure the group refuses every later call; after a call gave up with messages outstanding,
+ * closing the backend aborts the job ({@code MPI_Abort}) instead of finalizing while peers wait.
+ */
+final class MpiProcessGroup extends AbstractProcessGroup {
+
+    private static final System.Logger LOG = System.getLogger(MpiProcessGroup.class.getName());
+    private static final int SIGNATURE_TAG = 1;
+    /** How long a waiting call yields between polls after its spin, before it sleeps between them. */
+    private static final long YIELD_NANOS = 2_000_000;
+    /** The longest sleep between two polls of a waiting call. */
+    private static final long MAX_SLEEP_NANOS = 50_000;
+    /** How often the watchdog looks at the blocking call in progress. */
+    private static final long WATCH_NANOS = 100_000_000;
+
+    private final OpenMpi mpi;
+    private final String label;
+    private final MemorySegment data;
+    private final MemorySegment checks;
+    private final Settings settings;
+    private final CallQueue queue;
+    private final Runnable onClose;
+    /** Native memory of the calls: signatures, requests, staging copies (grown as needed; calls are serialized). */
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment requests;
+    private final MemorySegment flag;
+    private final MemorySegment mine;
+    private final MemorySegment theirs;
+    private final MemorySegment counts;
+    private final MemorySegment displacements;
+    private MemorySegment staging = MemorySegment.NULL;
+    private volatile CollectiveException broken;
+    private final Object watch = new Object();
+    private String blockedIn;
+    private long blockedUntil;
+    private volatile boolean watcherStop;
+    /** Set when a call gave up with MPI requests outstanding: MPI may still use its memory, and peers may wait in it. */
+    private volatile boolean abandoned;
+
+    /**
+     * How a group's calls wait: each call's timeout, how long a waiting call polls MPI before it
+     * yields the CPU, when a wait is reported, and whether calls exchange their signatures first.
+     */
+    record Settings(Duration timeout, Duration spin, Duration stallTime, boolean check) {
+    }
+
+    /**
+     * @param data   the communicator the collectives run on
+     * @param checks a duplicate of it, for the signatures (and the barrier without them)
+     * @param onClose runs after the communicators are freed (or the job aborted)
+     */
+    MpiProcessGroup(OpenMpi mpi, String label, MemorySegment data, MemorySegment checks, int rank, int size,
+                    Settings settings, Runnable onClose) {
+        super(rank, size, settings.timeout());
+        this.mpi = mpi;
+        this.label = label;
+        this.data = data;
+        this.checks = checks;
+        this.settings = settings;
+        this.onClose = onClose;
+        this.requests = arena.allocate(ADDRESS, 2L * size + 1);
+        this.flag = arena.allocate(JAVA_INT);
+        this.mine = arena.allocate(JAVA_LONG, SignatureWords.WORDS);
+        this.theirs = arena.allocate(JAVA_LONG, (long) SignatureWords.WORDS * size);
+        this.counts = arena.allocate(JAVA_INT, size);
+        this.displacements = arena.allocate(JAVA_INT, size);
+        this.queue = new CallQueue("cohort-mpi-" + label.replace(' ', '-') + "-rank-" + rank,
+                c -> "waiting for its peers", e -> { });
+        dev.cohort.runtime.Daemons.thread("cohort-mpi-watchdog-" + label.replace(' ', '-') + "-rank-" + rank,
+                this::watch).start();
+    }
+
+    @Override
+    protected Work start(Collective call, Duration timeout) {
+        CollectiveException earlier = broken;
+        if (earlier != null) {
+            throw new CollectiveException(label + " " + who() + ": " + call.describe() + " refused: an earlier "
+                    + "collective failed and MPI cannot cancel it (restart the job):\n" + earlier.getMessage());
+        }
+        return queue.submit(who(), call, timeout, this::run);
+    }
+
+    /** On the queue: the signatures, then the collective, to the end. */
+    private void run(CallQueue.Call running) {
+        Collective call = running.collective();
+        String what = label + " " + who() + ": " + call.describe();
+        try {
+            if (settings.check()) {
+                agree(call, running.deadline(), what);
+            } else if (call.kind() == OpKind.BARRIER) {
+                meet(call, running.deadline(), what);
+            }
+            carry(call, running.deadline(), what);
+        } catch (CollectiveException e) {
+            broken = e;
+            throw e;
+        } catch (RuntimeException e) {
+            CollectiveException failure = new CollectiveException(what + " failed: " + e.getMessage(), e, rank(), call,
+                    List.of());
+            broken = failure;
+            throw failure;
+        }
+    }
+
+    /** Sends this call's signature to every peer and checks theirs; names the ranks missing at the deadline. */
+    private void agree(Collective call, long deadline, String what) {
+        if (size() == 1) {
+            return;
+        }
+        long[] words = new long[SignatureWords.WORDS];
+        SignatureWords.encode(call, words, 0);
+        MemorySegment.copy(words, 0, mine, JAVA_LONG, 0, words.length);
+        int n = 0;
+        int[] from = new int[size() - 1];
+        for (int peer = 0; peer < size(); peer++) {
+            if (peer == rank()) {
+                continue;
+            }
+            MemorySegment slot = theirs.asSlice((long) peer * SignatureWords.WORDS * Long.BYTES,
+                    (long) SignatureWords.WORDS * Long.BYTES);
+            from[n] = peer;
+            mpi.check(mpi.irecvWords(slot, SignatureWords.WORDS, peer, SIGNATURE_TAG, checks, request(n++)), "MPI_Irecv");
+        }
+        int receives = n;
+        for (int peer = 0; peer < size(); peer++) {
+            if (peer != rank()) {
+                mpi.check(mpi.isendWords(mine, SignatureWords.WORDS, peer, SIGNATURE_TAG, checks, request(n++)),
+                        "MPI_Isend");
+            }
+        }
+        if (!await(n, deadline, what, "the other ranks' signatures")) {
+            abandoned = true;
+            List<Integer> missing = new ArrayList<>();
+            for (int i = 0; i < receives; i++) {
+                if (requests.getAtIndex(ADDRESS, i).address() != mpi.requestNull.address()) {
+                    missing.add(from[i]);
+                }
+            }
+            throw new CollectiveTimeoutException(what + " timed out after " + timeout().toSeconds() + " s: rank(s) "
+                    + missing + " never issued it (stopped, or running another collective?)", null, rank(), call, missing);
+        }
+        long[] all = new long[SignatureWords.WORDS * size()];
+        MemorySegment.copy(theirs, JAVA_LONG, 0, all, 0, all.length);
+        System.arraycopy(words, 0, all, rank() * SignatureWords.WORDS, SignatureWords.WORDS);
+        String disagreement = SignatureWords.disagreement(what, all, size());
+        if (disagreement != null) {
+            throw new CollectiveMismatchException(disagreement, null, rank(), call, List.of());
+        }
+    }
+
+    /** A barrier without signatures: MPI's, polled to the deadline (which cannot say who is missing). */
+    private void meet(Collective call, long deadline, String what) {
+        mpi.check(mpi.ibarrier(checks, request(0)), "MPI_Ibarrier");
+        if (!await(1, deadline, what, "the other ranks")) {
+            abandoned = true;
+            throw new CollectiveTimeoutException(what + " timed out after " + timeout().toSeconds() + " s: some rank "
+                    + "never entered it (with --no-mpi-consistency-check the ranks that did not are not known)", null,
+                    rank(), call, List.of());
+        }
+    }
+
+    /**
+     * The collective itself, on the caller's memory or a staging copy: MPI's blocking call (its
+     * tuned algorithms), which every rank is known to have entered (their signatures arrived), so
+     * it returns unless a peer dies (then mpirun ends the job) or stops (then the watchdog aborts
+     * the job at the deadline). A barrier is the signature exchange itself.
+     */
+    private void carry(Collective call, long deadline, String what) {
+        reserve(call);
+        blocked(what, deadline);
+        try {
+            switch (call.kind()) {
+                case ALLREDUCE -> {
+                    DenseBuffer buffer = call.input();
+                    MemorySegment memory = in(buffer, 0);
+                    mpi.check(mpi.allreduce(OpenMpi.IN_PLACE, memory, buffer.count(), buffer.dataType(), call.op(), data),
+                            "MPI_Allreduce");
+                    out(memory, buffer);
+                    Reduction.finish(call.op(), buffer, size());
+                }
+                case BROADCAST -> {
+                    DenseBuffer buffer = call.input();
+                    MemorySegment memory = in(buffer, 0);
+                    mpi.check(mpi.bcast(memory, buffer.count(), buffer.dataType(), call.root(), data), "MPI_Bcast");
+                    if (rank() != call.root()) {
+                        out(memory, buffer);
+                    }
+                }
+                case ALLGATHER -> {
+                    DenseBuffer input = call.input();
+                    DenseBuffer output = call.output();
+                    MemorySegment receive = in(output, 0, false);
+                    MemorySegment send = in(input, output.byteSize());
+                    mpi.check(mpi.allgather(send, input.count(), input.dataType(), receive, data), "MPI_Allgather");
+                    out(receive, output);
+                }
+                case ALLGATHERV -> {
+                    DenseBuffer input = call.input();
+                    DenseBuffer output = call.output();
+                    MemorySegment receive = in(output, 0, false);
+                    MemorySegment send = in(input, output.byteSize());
+                    int offset = 0;
+                    for (int r = 0; r < size(); r++) {
+                        counts.setAtIndex(JAVA_INT, r, call.counts()[r]);
+                        displacements.setAtIndex(JAVA_INT, r, offset);
+                        offset += call.counts()[r];
+                    }
+                    mpi.check(mpi.allgatherv(send, input.count(), input.dataType(), receive, counts, displacements, data),
+                            "MPI_Allgatherv");
+                    out(receive, output);
+                }
+                case REDUCE_SCATTER -> {
+                    DenseBuffer input = call.input();
+                    DenseBuffer output = call.output();
+                    MemorySegment receive = in(output, 0, false);
+                    MemorySegment send = in(input, output.byteSize());
+                    mpi.check(mpi.reduceScatterBlock(send, receive, output.count(), output.dataType(), call.op(), data),
+                            "MPI_Reduce_scatter_block");
+                    out(receive, output);
+                    Reduction.finish(call.op(), output, size());
+                }
+                case BARRIER -> {
+                    // Every rank's signature arrived: every rank entered the barrier.
+                }
+            }
+        } finally {
+            blocked(null, 0);
+        }
+    }
+
+    /** What the watchdog watches: the blocking call in progress and its deadline ({@code null}: none). */
+    private void blocked(String what, long deadline) {
+        synchronized (watch) {
+            blockedIn = what;
+            blockedUntil = deadline;
+        }
+    }
+
+    /**
+     * Every 100 ms: a blocking call past its deadline means a peer stopped inside it, and MPI
+     * cannot cancel it: the job is aborted, saying which call on which rank.
+     */
+    private void watch() {
+        while (!watcherStop) {
+            String what;
+            synchronized (watch) {
+                what = blockedIn != null && System.nanoTime() - blockedUntil >= 0 ? blockedIn : null;
+            }
+            if (what != null) {
+                abandoned = true;
+                LOG.log(System.Logger.Level.ERROR, what + " did not complete within its timeout (" + timeout().toSeconds()
+                        + " s) although every rank issued it (a peer stopped, or its host is unreachable); MPI cannot "
+                        + "cancel it: aborting the MPI job");
+                mpi.abort(data, 1);
+                return;
+            }
+            LockSupport.parkNanos(WATCH_NANOS);
+        }
+    }
+
+    /**
+     * Drives MPI until the first {@code count} requests complete, or {@code deadline}: MPI moves
+     * messages only while it is called, so this polls: spinning for {@code spin}, then yielding the
+     * CPU between polls, and after {@link #YIELD_NANOS} sleeping up to {@link #MAX_SLEEP_NANOS}
+     * between them (a rank that waits that long waits for a peer's computation, not for bytes);
+     * reports a wait longer than the stall time once.
+     */
+    private boolean await(int count, long deadline, String what, String waitingFor) {
+        long start = System.nanoTime();
+        long spinUntil = start + settings.spin().toNanos();
+        long yieldUntil = spinUntil + YIELD_NANOS;
+        long stallAt = start + settings.stallTime().toNanos();
+        while (!mpi.testAll(count, requests, flag)) {
+            long now = System.nanoTime();
+            if (now - deadline >= 0) {
+                return false;
+            }
+            if (now - stallAt >= 0) {
+                LOG.log(System.Logger.Level.WARNING, what + " has waited " + settings.stallTime().toSeconds() + " s for "
+                        + waitingFor + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
+                stallAt = Long.MAX_VALUE / 2 + now;
+            }
+            if (now - spinUntil < 0) {
+                Thread.onSpinWait();
+            } else if (now - yieldUntil < 0) {
+                Thread.yield();
+            } else {
+                LockSupport.parkNanos(Math.min(MAX_SLEEP_NANOS, deadline - now));
+            }
+        }
+        return true;
+    }
+
+    private MemorySegment request(int i) {
+        return requests.asSlice(i * ADDRESS.byteSize(), ADDRESS.byteSize());
+    }
+
+    /** {@code buffer}'s memory: itself where it is direct, else a staging copy at {@code offset} holding its contents. */
+    private MemorySegment in(DenseBuffer buffer, long offset) {
+        return in(buffer, offset, true);
+    }
+
+    private MemorySegment in(DenseBuffer buffer, long offset, boolean copyIn) {
+        if (buffer.isDirect()) {
+            return MemorySegment.ofBuffer(buffer.view());
+        }
+        MemorySegment stage = staging.asSlice(offset, buffer.byteSize());
+        if (copyIn) {
+            MemorySegment.copy(MemorySegment.ofBuffer(buffer.view()), 0, stage, 0, buffer.byteSize());
+        }
+        return stage;
+    }
+
+    /** The result in {@code memory} into {@code buffer}, where {@code memory} was a staging copy. */
+    private static void out(MemorySegment memory, DenseBuffer buffer) {
+        if (!buffer.isDirect()) {
+            MemorySegment.copy(memory, 0, MemorySegment.ofBuffer(buffer.view()), 0, buffer.byteSize());
+        }
+    }
+
+    /** Staging memory for the call's heap buffers: the output (if any), then the input. */
+    private void reserve(Collective call) {
+        long bytes = (call.input() == null ? 0 : call.input().byteSize())
+                + (call.output() == null ? 0 : call.output().byteSize());
+        if (staging.byteSize() < bytes) {
+            // Freed with the group: the arena is the group's, staging only grows.
+            staging = arena.allocate(Math.max(bytes, 2 * staging.byteSize()), 64);
+        }
+    }
+
+    @Override
+    protected void release() {
+        watcherStop = true;
+        queue.close(() -> {
+            boolean failed = abandoned;
+            try {
+                if (!failed) {
+                    mpi.free(checks);
+                    if (!data.equals(checks)) {
+                        mpi.free(data);
+                    }
+                }
+            } finally {
+                if (!failed) {
+                    arena.close();   // after a failure MPI may still write into it: it goes with the process
+                }
+                onClose.run();
+            }
+        });
+    }
+
+    /** Whether a call gave up with MPI requests outstanding (then closing the job must abort it). */
+    boolean failed() {
+        return abandoned;
+    }
+}

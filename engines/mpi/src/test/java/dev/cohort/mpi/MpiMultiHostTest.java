@@ -1,0 +1,42 @@
+package dev.cohort.mpi;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.cohort.testkit.EngineWorker;
+import dev.cohort.testkit.MpiRun;
+import dev.cohort.testkit.TwoHosts;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * mpirun across two hosts: network namespaces joined by a veth pair, each with its own host name
+ * (a UTS namespace), mpirun in the first, Open MPI's daemon started in the second through an
+ * rsh agent that enters it (as ssh would log in); 2 ranks each, TCP between the hosts.
+ */
+class MpiMultiHostTest {
+
+    @TempDir
+    Path tmp;
+
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void theSuitePassesAcrossTwoNamespacedHosts() {
+        try (TwoHosts hosts = TwoHosts.createOrSkip()) {
+            MpiRun.Job job = MpiRun.acrossTwoHosts(tmp, hosts, EngineWorker.class,
+                    List.of("conformance-small", "--distributed-backend", "mpi"), Duration.ofSeconds(220));
+            assertThat(job.exitCode()).as(job.output()).isZero();
+            assertThat(job.linesOf(0)).as(job.output()).contains(
+                    "TOPOLOGY Topology[rank=0, worldSize=4, localRank=0, localWorldSize=2, nodeRank=0]");
+            assertThat(job.linesOf(2)).as(job.output()).contains(
+                    "TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
+            for (int r = 0; r < 4; r++) {
+                assertThat(job.linesOf(r)).as(job.output()).anyMatch(l -> l.startsWith("OK rank " ));
+            }
+        }
+    }
+}

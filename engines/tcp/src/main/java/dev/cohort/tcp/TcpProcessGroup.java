@@ -1,0 +1,97 @@
+package dev.cohort.tcp;
+
+import dev.cohort.api.collective.Collective;
+import dev.cohort.api.collective.CollectiveMismatchException;
+import dev.cohort.api.collective.Work;
+import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.CallQueue;
+import dev.cohort.tcp.algorithms.MeshCollectives;
+import dev.cohort.tcp.algorithms.MeshRoute;
+import dev.cohort.tcp.transport.PeerMesh;
+import java.time.Duration;
+
+/**
+ * A {@link dev.cohort.api.collective.ProcessGroup} whose every collective travels over Cohort's
+ * {@link PeerMesh} ({@link MeshCollectives}: the consistency check rides in each message).
+ *
+ * <p>Execution: calls run one at a time in issue order through a {@link CallQueue}: a caller that
+ * awaits at once runs its call itself, and calls nobody awaits (gradient buckets started during
+ * backward) run on the group's communication thread while the caller computes. After ranks
+ * disagree the connections are out of step, so the group refuses every later call.
+ */
+final class TcpProcessGroup extends AbstractProcessGroup {
+
+    private static final System.Logger LOG = System.getLogger(TcpProcessGroup.class.getName());
+
+    private final String label;
+    private final PeerMesh mesh;
+    private final MeshCollectives collectives;
+    /** Every call that moves bytes goes over the mesh; one that moves none only has its signature checked. */
+    private final MeshRoute everything;
+    private final CallQueue queue;
+    private final Duration stallTime;
+    private final Runnable onClose;
+    private volatile CollectiveMismatchException mismatch;
+
+    private final PeerMesh.StallReport stall = new PeerMesh.StallReport() {
+        @Override
+        public Duration after() {
+            return stallTime;
+        }
+
+        @Override
+        public void report(String what, String waitingFor) {
+            LOG.log(System.Logger.Level.WARNING, what + " has waited " + stallTime.toSeconds() + " s; " + waitingFor
+                    + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
+        }
+    };
+
+    /** {@code onClose}: runs once the group's calls are done and its connections closed. */
+    TcpProcessGroup(String label, PeerMesh mesh, int rank, int size, Duration timeout, Duration stallTime,
+                    Runnable onClose) {
+        super(rank, size, timeout);
+        this.label = label;
+        this.mesh = mesh;
+        this.stallTime = stallTime;
+        this.onClose = onClose;
+        this.collectives = new MeshCollectives(mesh, rank, size, label + " " + who());
+        this.everything = new MeshRoute(Long.MAX_VALUE, size);
+        this.queue = new CallQueue("cohort-tcp-" + label.replace(' ', '-') + "-rank-" + rank,
+                c -> "waiting for its peers", e -> { });
+    }
+
+    @Override
+    protected Work start(Collective call, Duration timeout) {
+        CollectiveMismatchException earlier = mismatch;
+        if (earlier != null) {
+            throw new CollectiveMismatchException(label + " " + who() + ": " + call.describe()
+                    + " refused: the group is unusable after ranks disagreed earlier (restart the job):\n"
+                    + earlier.getMessage());
+        }
+        return queue.submit(who(), call, timeout, this::run);
+    }
+
+    /** On the queue: the call over the mesh, to the end. */
+    private void run(CallQueue.Call running) {
+        Collective call = running.collective();
+        String what = label + " " + who() + ": " + call.describe();
+        try {
+            if (everything.overMesh(call)) {
+                collectives.carry(call, running.deadline(), what, stall);
+            } else {
+                collectives.agree(call, running.deadline(), what, stall);
+            }
+        } catch (CollectiveMismatchException e) {
+            mismatch = e;
+            throw e;
+        }
+    }
+
+    @Override
+    protected void release() {
+        queue.close(() -> {
+            mesh.close();
+            onClose.run();
+        });
+    }
+}

@@ -1,0 +1,460 @@
+package dev.cohort.tcp.algorithms;
+
+import dev.cohort.api.collective.Collective;
+import dev.cohort.api.collective.CollectiveMismatchException;
+import dev.cohort.api.collective.DataType;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.tcp.transport.PeerMesh;
+import dev.cohort.runtime.Reduction;
+import dev.cohort.runtime.SignatureWords;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+import java.util.function.Consumer;
+
+/**
+ * Collectives carried over the {@link PeerMesh} with the consistency check built in: a rank's
+ * first bytes to each peer (the mesh's header) are its call's {@link SignatureWords signature},
+ * and nothing lands in the caller's memory before every rank's signature arrived and matched.
+ *
+ * <p>Calls the group leaves to Gloo are checked here too ({@link #agree}) before Gloo sees them:
+ * Gloo aborts the whole process ({@code std::terminate}) when a message is longer than the
+ * receiver expects, and silently mixes data when ranks reduce with different operations. The cost
+ * is one small message to each peer and the wait for theirs — which a collective waits for anyway,
+ * because it cannot finish before the last rank joins.
+ *
+ * <p>Algorithms, for p ranks and n bytes:
+ * <ul>
+ * <li><b>allreduce</b>, up to {@link #BLOCKS_FROM_BYTES}: every rank sends its whole input to
+ *     every peer and folds the p inputs itself. A rank sends (p−1)·n bytes, in one step: for
+ *     p = 2 as many as a ring's 2(p−1)/p·n, and the fewest round trips.
+ * <li><b>allreduce</b>, larger: a reduce-scatter then an allgather over the mesh. The input is cut
+ *     into p blocks; rank r receives block r from every peer and folds it, then sends the folded
+ *     block to every peer. A rank sends 2(p−1)/p·n bytes (a ring's, in two steps instead of
+ *     2(p−1)) and folds n/p elements instead of n.
+ * <li><b>broadcast</b>: the root sends to every peer;
+ * <li><b>allgather, allgatherv</b>: every rank sends its input to every peer — as many bytes as
+ *     a ring, in one step;
+ * <li><b>reduce-scatter</b>: every rank sends block j of its input to rank j, which folds the p
+ *     copies of its block — as many bytes as a ring, in one step;
+ * <li><b>barrier</b>: the signatures alone — no rank leaves before every rank's call arrived;
+ * <li>calls the group leaves to Gloo: {@link #agree} exchanges the signatures first.
+ * </ul>
+ * Folds run in rank order ((x0 op x1) op x2 ...), so every rank computes the same bits, segment
+ * by segment while the rest still streams in. Direct caller buffers that expose their bytes
+ * ({@link DenseBuffer#bytes()}) are sent from and received into where they lie (no copy); other
+ * buffers go through a staging copy.
+ */
+public final class MeshCollectives {
+
+    /** Bytes folded at a time once every peer's share of them arrived (fits in L2 with its operands). */
+    static final int SEGMENT_BYTES = 128 * 1024;
+
+    /**
+     * Calls that move more than this per peer travel as several messages, each checked like a call
+     * of its own: it bounds the receive buffers a rank keeps per peer and the staging copy of heap
+     * inputs, whatever the call's size.
+     */
+    static final int MAX_MESSAGE_BYTES = Integer.getInteger("cohort.gloo.meshMessageBytes", 64 << 20);
+
+    /** Allreduces of at least this many bytes (per message) reduce-scatter, then allgather. */
+    public static final long BLOCKS_FROM_BYTES = Long.getLong("cohort.gloo.meshBlocksFromBytes", 1 << 20);
+
+    /** The mesh's header: a call's signature. */
+    public static final int HEADER_WORDS = SignatureWords.WORDS;
+
+    private final PeerMesh mesh;
+    private final int rank;
+    private final int size;
+    private final String who;
+    private final long blocksFromBytes;
+    private final long[] mine = new long[SignatureWords.WORDS];
+    private final ByteBuffer[] toPeer;
+    private final ByteBuffer[] fromPeer;
+    private ByteBuffer sendStore = ByteBuffer.allocateDirect(0);
+    // The call in progress (callers serialize calls): its deadline, its name in errors, whom to tell of a stall.
+    private long deadlineNanos;
+    private String what;
+    private PeerMesh.StallReport stall;
+
+    public MeshCollectives(PeerMesh mesh, int rank, int size, String who) {
+        this(mesh, rank, size, who, BLOCKS_FROM_BYTES);
+    }
+
+    /** {@code blocksFromBytes}: allreduces from this size on reduce-scatter, then allgather. */
+    MeshCollectives(PeerMesh mesh, int rank, int size, String who, long blocksFromBytes) {
+        this.blocksFromBytes = blocksFromBytes;
+        this.mesh = mesh;
+        this.rank = rank;
+        this.size = size;
+        this.who = who;
+        this.toPeer = new ByteBuffer[size];
+        this.fromPeer = new ByteBuffer[size];
+    }
+
+    /** Carries {@code call} over the mesh (one that {@link MeshRoute#overMesh} sends here). */
+    public void carry(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        begin(deadlineNanos, what, stall);
+        switch (call.kind()) {
+            case ALLREDUCE -> inMessages(call.input(), part -> allreducePart(call, part));
+            case BROADCAST -> inMessages(call.input(), part -> broadcastPart(call, part));
+            case ALLGATHER, ALLGATHERV -> allgather(call);
+            case REDUCE_SCATTER -> reduceScatter(call);
+            case BARRIER -> agree(call);
+        }
+    }
+
+    /** Exchanges {@code call}'s signature only: returns when every rank issued the same call (a barrier). */
+    public void agree(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        begin(deadlineNanos, what, stall);
+        agree(call);
+    }
+
+    private void begin(long deadlineNanos, String what, PeerMesh.StallReport stall) {
+        this.deadlineNanos = deadlineNanos;
+        this.what = what;
+        this.stall = stall;
+    }
+
+    private void agree(Collective call) {
+        clear();
+        run(call, false, new Check());
+    }
+
+    /** One message's worth of the allreduce of {@code call.input()} in place: {@code data} is a part of it. */
+    private void allreducePart(Collective call, DenseBuffer data) {
+        if (size > 1 && data.byteSize() >= blocksFromBytes) {
+            allreduceInBlocks(call, data);
+            return;
+        }
+        clear();
+        int bytes = (int) data.byteSize();
+        boolean inPlace = movesInPlace(data);
+        ByteBuffer own = inPlace ? bytesOf(data) : staged(data);
+        for (int j = 0; j < size; j++) {
+            if (j != rank) {
+                toPeer[j] = own.duplicate();
+                fromPeer[j] = mesh.receiveBuffer(j, bytes);
+            }
+        }
+        Fold fold = new Fold(call, data, inPlace, null);
+        run(call, false, fold);
+        fold.progress();
+    }
+
+    /**
+     * The allreduce of {@code data} in place as a reduce-scatter, then an allgather: block r
+     * (elements {@code [r·count/p, (r+1)·count/p)}) of every rank's input goes to rank r, which
+     * folds the p copies in rank order (so every rank ends with the same bits) and sends the
+     * result to every peer. Heap data goes through one staging copy each way.
+     */
+    private void allreduceInBlocks(Collective call, DenseBuffer data) {
+        int e = data.dataType().byteSize();
+        int[] offsets = new int[size + 1];
+        for (int r = 0; r <= size; r++) {
+            offsets[r] = (int) ((long) data.count() * r / size);
+        }
+        boolean direct = movesInPlace(data);
+        ByteBuffer all = direct ? bytesOf(data) : staged(data);
+        int mineFrom = offsets[rank] * e;
+        int mineBytes = (offsets[rank + 1] - offsets[rank]) * e;
+        clear();
+        for (int j = 0; j < size; j++) {
+            if (j != rank) {
+                toPeer[j] = slice(all, offsets[j] * e, (offsets[j + 1] - offsets[j]) * e);
+                fromPeer[j] = mesh.receiveBuffer(j, mineBytes);
+            }
+        }
+        DenseBuffer block = DenseBuffer.of(slice(all, mineFrom, mineBytes), data.dataType());
+        Fold fold = new Fold(call, block, false, null);
+        run(call, false, fold);
+        fold.progress();
+        clear();
+        for (int j = 0; j < size; j++) {
+            if (j != rank) {
+                toPeer[j] = slice(all, mineFrom, mineBytes);
+                fromPeer[j] = slice(all, offsets[j] * e, (offsets[j + 1] - offsets[j]) * e);
+            }
+        }
+        // The second step writes into the caller's memory (or its staging copy) as it arrives:
+        // a rank whose call differs by now is caught by the signatures before any byte lands.
+        run(call, true, new Check());
+        if (!direct) {
+            data.copyFrom(DenseBuffer.of(all, data.dataType()));
+        }
+    }
+
+    /** Calls {@code part} with each message's slice of {@code all}, in order. */
+    private static void inMessages(DenseBuffer all, Consumer<DenseBuffer> part) {
+        int perMessage = perMessage(all.dataType());
+        for (int from = 0; from < all.count(); from += perMessage) {
+            part.accept(all.slice(from, Math.min(perMessage, all.count() - from)));
+        }
+    }
+
+    /** Elements of {@code type} in one message (see {@link #MAX_MESSAGE_BYTES}). */
+    private static int perMessage(DataType type) {
+        return Math.max(1, MAX_MESSAGE_BYTES / type.byteSize());
+    }
+
+    /** One message's worth of the broadcast of the root's {@code call.input()} into every other rank's: {@code data} is a part of it. */
+    private void broadcastPart(Collective call, DenseBuffer data) {
+        clear();
+        int bytes = (int) data.byteSize();
+        int root = call.root();
+        boolean direct = movesInPlace(data);
+        if (rank == root) {
+            ByteBuffer own = direct ? bytesOf(data) : staged(data);
+            for (int j = 0; j < size; j++) {
+                if (j != rank) {
+                    toPeer[j] = own.duplicate();
+                }
+            }
+        } else {
+            fromPeer[root] = direct ? bytesOf(data) : mesh.receiveBuffer(root, bytes);
+        }
+        run(call, direct, new Check());
+        if (rank != root && !direct) {
+            data.copyFrom(DenseBuffer.of(fromPeer[root].flip(), data.dataType()));
+        }
+    }
+
+    /**
+     * Every rank's {@code call.input()}, in rank order, into {@code call.output()} (allgather and
+     * allgatherv). Message k carries elements {@code [k P, (k+1) P)} of every rank's block (P =
+     * {@link #perMessage}), empty for blocks that short.
+     */
+    private void allgather(Collective call) {
+        DenseBuffer input = call.input();
+        DenseBuffer output = call.output();
+        int[] counts = call.counts();
+        int[] offsets = new int[size + 1];
+        int most = 0;
+        for (int r = 0; r < size; r++) {
+            int count = counts == null ? input.count() : counts[r];
+            offsets[r + 1] = offsets[r] + count;
+            most = Math.max(most, count);
+        }
+        int perMessage = perMessage(output.dataType());
+        for (int from = 0; from < most; from += perMessage) {
+            allgatherPart(call, offsets, from, perMessage);
+        }
+        output.slice(offsets[rank], offsets[rank + 1] - offsets[rank]).copyFrom(input);
+    }
+
+    /** Elements {@code [from, from + perMessage)} of every rank's block. */
+    private void allgatherPart(Collective call, int[] offsets, int from, int perMessage) {
+        clear();
+        DenseBuffer input = call.input();
+        DenseBuffer output = call.output();
+        int[] length = new int[size];
+        for (int r = 0; r < size; r++) {
+            length[r] = Math.max(0, Math.min(perMessage, offsets[r + 1] - offsets[r] - from));
+        }
+        DenseBuffer mine = input.slice(Math.min(from, input.count()), length[rank]);
+        boolean direct = movesInPlace(output);
+        ByteBuffer own = movesInPlace(mine) ? bytesOf(mine) : staged(mine);
+        ByteBuffer result = direct ? bytesOf(output) : null;
+        int e = output.dataType().byteSize();
+        for (int j = 0; j < size; j++) {
+            if (j != rank) {
+                toPeer[j] = own.duplicate();
+                int bytes = length[j] * e;
+                fromPeer[j] = direct ? slice(result, (offsets[j] + from) * e, bytes) : mesh.receiveBuffer(j, bytes);
+            }
+        }
+        run(call, direct, new Check());
+        if (!direct) {
+            for (int j = 0; j < size; j++) {
+                if (j != rank && length[j] > 0) {
+                    output.slice(offsets[j] + from, length[j])
+                            .copyFrom(DenseBuffer.of(fromPeer[j].flip(), output.dataType()));
+                }
+            }
+        }
+    }
+
+    /** Block r of every rank's {@code call.input()} folded into rank r's {@code call.output()}. */
+    private void reduceScatter(Collective call) {
+        int block = call.output().count();
+        int perMessage = perMessage(call.output().dataType());
+        for (int from = 0; from < block; from += perMessage) {
+            reduceScatterPart(call, block, from, Math.min(perMessage, block - from));
+        }
+    }
+
+    /** Elements {@code [from, from + length)} of every block. */
+    private void reduceScatterPart(Collective call, int block, int from, int length) {
+        clear();
+        DenseBuffer input = call.input();
+        DenseBuffer output = call.output();
+        int bytes = length * output.dataType().byteSize();
+        ByteBuffer heapParts = movesInPlace(input) ? null : stagedParts(input, block, from, length);
+        for (int j = 0; j < size; j++) {
+            if (j != rank) {
+                toPeer[j] = heapParts == null ? bytesOf(input.slice(j * block + from, length))
+                        : slice(heapParts, j * bytes, bytes);
+                fromPeer[j] = mesh.receiveBuffer(j, bytes);
+            }
+        }
+        Fold fold = new Fold(call, output.slice(from, length), false, input.slice(rank * block + from, length));
+        run(call, false, fold);
+        fold.progress();
+    }
+
+    private static ByteBuffer slice(ByteBuffer all, int from, int length) {
+        return all.duplicate().limit(from + length).position(from).slice().order(ByteOrder.nativeOrder());
+    }
+
+    private void run(Collective call, boolean guardPayload, Check check) {
+        SignatureWords.encode(call, mine, 0);
+        if (!mesh.exchange(mine, toPeer, fromPeer, guardPayload, deadlineNanos, what, stall, check)) {
+            throw new CollectiveMismatchException(check.disagreement != null ? check.disagreement
+                    : what + ": rank " + mesh.payloadMismatch() + " sent its data another way; start every rank "
+                    + "with the same --gloo-direct-max-bytes");
+        }
+    }
+
+    private void clear() {
+        Arrays.fill(toPeer, null);
+        Arrays.fill(fromPeer, null);
+    }
+
+    /** Whether the mesh sends from and receives into {@code data}'s own memory: direct, with its bytes exposed. */
+    private static boolean movesInPlace(DenseBuffer data) {
+        return data.isDirect() && data.bytes().isPresent();
+    }
+
+    /** The bytes of a buffer that {@link #movesInPlace}, where they lie. */
+    private static ByteBuffer bytesOf(DenseBuffer data) {
+        return data.bytes().orElseThrow();
+    }
+
+    /** A direct copy of a heap buffer, reused between calls. */
+    private ByteBuffer staged(DenseBuffer data) {
+        ByteBuffer b = sendStore((int) data.byteSize());
+        DenseBuffer.of(b, data.dataType()).copyFrom(data);
+        return b;
+    }
+
+    /** Elements {@code [from, from + length)} of each of the {@code size} blocks of a heap buffer, one after another. */
+    private ByteBuffer stagedParts(DenseBuffer data, int block, int from, int length) {
+        ByteBuffer b = sendStore(size * length * data.dataType().byteSize());
+        DenseBuffer parts = DenseBuffer.of(b, data.dataType());
+        for (int j = 0; j < size; j++) {
+            parts.slice(j * length, length).copyFrom(data.slice(j * block + from, length));
+        }
+        return b;
+    }
+
+    /** {@code bytes} of the reused staging buffer. */
+    private ByteBuffer sendStore(int bytes) {
+        if (sendStore.capacity() < bytes) {
+            sendStore = ByteBuffer.allocateDirect(Math.max(bytes, 4096)).order(ByteOrder.nativeOrder());
+        }
+        return sendStore.clear().limit(bytes).slice().order(ByteOrder.nativeOrder());
+    }
+
+    /** Accepts the signatures only when every rank's match; moves no data itself. */
+    private class Check implements PeerMesh.Transfer {
+        String disagreement;
+
+        @Override
+        public boolean headersArrived(long[] all) {
+            disagreement = SignatureWords.disagreement(who, all, size);
+            return disagreement == null;
+        }
+
+        @Override
+        public void progress() {
+        }
+    }
+
+    /**
+     * Folds every peer's copy of {@code target}'s elements (arriving in {@code fromPeer}) into
+     * {@code target}, as they complete. A byte range is folded once every peer's copy of it
+     * arrived and — when {@code target} is also what is being sent — once it went out to every
+     * peer, since folding overwrites it.
+     */
+    private final class Fold extends Check {
+
+        @Override
+        public boolean headersArrived(long[] all) {
+            boolean agreed = super.headersArrived(all);
+            if (agreed && ownInput != null) {
+                target.copyFrom(ownInput);
+            }
+            return agreed;
+        }
+
+        private final Collective call;
+        private final DenseBuffer target;
+        private final int bytes;
+        private final int elementBytes;
+        private final boolean sendsFromTarget;
+        private final DenseBuffer ownInput;
+        private int folded;
+
+        /** {@code ownInput}: this rank's operand when it is not already in {@code target} (copied there once the call is agreed). */
+        Fold(Collective call, DenseBuffer target, boolean sendsFromTarget, DenseBuffer ownInput) {
+            this.call = call;
+            this.ownInput = ownInput;
+            this.target = target;
+            this.bytes = (int) target.byteSize();
+            this.elementBytes = target.dataType().byteSize();
+            this.sendsFromTarget = sendsFromTarget;
+        }
+
+        @Override
+        public void progress() {
+            int ready = bytes;
+            for (int j = 0; j < size; j++) {
+                if (j != rank) {
+                    ready = Math.min(ready, fromPeer[j].position());
+                    if (sendsFromTarget) {
+                        ready = Math.min(ready, toPeer[j].position());
+                    }
+                }
+            }
+            ready -= ready % elementBytes;
+            if (ready == folded || (ready < bytes && ready - folded < SEGMENT_BYTES)) {
+                return;
+            }
+            fold(folded, ready);
+            folded = ready;
+        }
+
+        /**
+         * The result over bytes {@code [from, to)}: rank order, so every rank computes the same
+         * bits; an average divides in the same pass as the last fold.
+         */
+        private void fold(int from, int to) {
+            DataType type = target.dataType();
+            DenseBuffer out = target.slice(from / elementBytes, (to - from) / elementBytes);
+            if (size == 1) {
+                Reduction.finish(call.op(), out, size);
+                return;
+            }
+            if (rank > 0) {
+                // out holds x_rank: fold x0 op ... op x_(rank-1) in the first receive buffer, put it in front.
+                DenseBuffer lower = segment(0, from, to, type);
+                for (int r = 1; r < rank; r++) {
+                    Reduction.accumulate(call.op(), lower, segment(r, from, to, type));
+                }
+                if (rank == size - 1) {
+                    Reduction.accumulateLeftAndFinish(call.op(), lower, out, size);
+                    return;
+                }
+                Reduction.accumulateLeft(call.op(), lower, out);
+            }
+            for (int r = rank + 1; r < size - 1; r++) {
+                Reduction.accumulate(call.op(), out, segment(r, from, to, type));
+            }
+            Reduction.accumulateAndFinish(call.op(), out, segment(size - 1, from, to, type), size);
+        }
+
+        private DenseBuffer segment(int peer, int from, int to, DataType type) {
+            return DenseBuffer.of(fromPeer[peer].duplicate().limit(to).position(from), type);
+        }
+    }
+}

@@ -1,0 +1,303 @@
+package dev.cohort.examples;
+
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.JobEnvironment;
+import dev.cohort.api.LaunchEnvironment;
+import dev.cohort.api.ProgressReporter;
+import dev.cohort.api.checkpoint.TrainingPosition;
+import dev.cohort.api.collective.DenseBuffer;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * The demo's loop, whatever the framework trains: epochs of steps with live progress, test
+ * accuracy after each epoch, and with {@code --checkpoint-dir} checkpoints (every
+ * {@code --checkpoint-every} steps and after each epoch, by the root), {@code --resume} from the
+ * latest, the count of redone steps ({@link ProgressMarker}), the epochs before a resume ({@link
+ * EpochHistory}) and the fault drill ({@link FaultDrill}). The summary is the same on every worker.
+ */
+final class TrainingLoop {
+
+    /** What a framework supplies: its steps, its evaluation and its checkpoints. */
+    interface Framework {
+
+        /** The summary's {@code framework}. */
+        String name();
+
+        /** The extension of its checkpoint files. */
+        String checkpointExtension();
+
+        /** This worker's batches in one epoch (the same on every worker). */
+        int batchesPerEpoch();
+
+        /** The line the root prints before training. */
+        String describe();
+
+        /** This worker's batches of {@code epoch}, from batch {@code firstBatch}. */
+        Steps epoch(int epoch, int firstBatch);
+
+        /** Test accuracy over the whole test set (each worker scores a slice), the same on every worker. */
+        double evaluate();
+
+        /** Saves a checkpoint (called on the root only). */
+        void save(Path file, TrainingPosition position);
+
+        /** Loads a checkpoint (on every worker) and returns where to continue. */
+        TrainingPosition load(Path file);
+    }
+
+    /** An epoch's remaining batches, each trained by one call. */
+    interface Steps {
+
+        boolean hasNext();
+
+        /** Trains the next batch as global step {@code step} (0-based) of {@code totalSteps}. */
+        StepResult train(long step, long totalSteps);
+    }
+
+    /** A trained batch: the loss averaged over workers, and this worker's samples. */
+    record StepResult(double loss, long samples) {
+    }
+
+    private static final int CHECKPOINTS_KEPT = 2;
+    private static final PrintStream NO_OUTPUT = new PrintStream(java.io.OutputStream.nullOutputStream());
+
+    private final DistributedBackend backend;
+    private final TrainingConfig config;
+    private final PrintStream out;
+    private final boolean root;
+    private final Framework framework;
+    private final Pattern checkpointName;
+
+    TrainingLoop(DistributedBackend backend, TrainingConfig config, PrintStream out, Framework framework) {
+        this.backend = backend;
+        this.config = config;
+        this.out = out;
+        this.root = backend.isRootWorker();
+        this.framework = framework;
+        this.checkpointName = Pattern.compile("checkpoint-step-(\\d+)\\." + Pattern.quote(framework.checkpointExtension()));
+    }
+
+    /** Trains, from the latest checkpoint with {@code --resume}; {@code started} is when the run began. */
+    TrainingSummary run(long started) {
+        int workers = backend.worldSize();
+        int batches = framework.batchesPerEpoch();
+        long totalSteps = (long) config.epochs() * batches;
+        TrainingPosition position = TrainingPosition.start();
+        boolean resumed = false;
+        if (config.resume()) {
+            Optional<Path> latest = latestCheckpoint(config.checkpointDir());
+            if (latest.isPresent()) {
+                position = framework.load(latest.get());
+                resumed = true;
+                say("resuming from " + latest.get() + ": epoch " + (position.epoch() + 1) + ", step "
+                        + (position.batchInEpoch() + 1) + " of " + batches + " (" + position.step() + " steps done)");
+            } else {
+                say("no checkpoint in " + config.checkpointDir() + "; starting from scratch");
+            }
+        }
+        say(framework.describe());
+
+        List<Double> accuracies = new ArrayList<>();
+        // Every worker reads the history, as every worker loads the checkpoint: the summary is the same everywhere.
+        List<TrainingSummary.EpochResult> epochResults = new ArrayList<>(resumed
+                ? EpochHistory.read(config.checkpointDir(), position.epoch(), root ? out : NO_OUTPUT)
+                : List.of());
+        long step = position.step();
+        long resumedFrom = position.step();
+        int restarts = restartCount(JobEnvironment.currentVariables());
+        ProgressMarker.State progressState = initialProgress(position.step(), resumed, restarts);
+        FaultDrill drill = FaultDrill.fromEnvironment();
+        double lastLoss = Double.NaN;
+        double accuracy = Double.NaN;
+        long trainedSamples = 0;
+        long trainNanos = 0;
+        boolean stoppedEarly = false;
+        int epoch = position.epoch();
+        int batch = position.batchInEpoch();
+        double epochsTrained = epoch + (double) batch / batches;
+        try (ProgressReporter progress = root ? ProgressReporter.to(out, System.getenv()) : ProgressReporter.silent();
+             ProgressMarker marker = root && config.checkpointDir() != null
+                     ? ProgressMarker.open(config.checkpointDir(), progressState) : null) {
+            for (; epoch < config.epochs() && !stoppedEarly; epoch++, batch = 0) {
+                if (reachedMaxSteps(step)) {
+                    stoppedEarly = true;
+                    break;
+                }
+                if (batch > 0) {
+                    say(String.format(Locale.ROOT, "epoch %d/%d: resuming at step %d of %d", epoch + 1,
+                            config.epochs(), batch + 1, batches));
+                }
+                progress.start(String.format(Locale.ROOT, "epoch %d/%d", epoch + 1, config.epochs()), batches, "steps");
+                long epochStart = System.nanoTime();
+                long epochSamples = 0;
+                long epochSteps = 0;
+                double epochLossSum = 0;
+                Steps steps = framework.epoch(epoch, batch);
+                while (steps.hasNext()) {
+                    if (reachedMaxSteps(step)) {
+                        stoppedEarly = true;
+                        break;
+                    }
+                    StepResult result = steps.train(step, totalSteps);
+                    lastLoss = result.loss();
+                    epochSamples += result.samples();
+                    epochSteps++;
+                    epochLossSum += lastLoss;
+                    step++;
+                    batch++;
+                    progressState = progressState.completed(step);
+                    if (marker != null) {
+                        marker.write(progressState);
+                    }
+                    drill.maybeFail(step, backend.rank());
+                    double seconds = (System.nanoTime() - epochStart) / 1e9;
+                    // Every worker runs batches of the same size, so this worker's rate times the workers.
+                    double rate = epochSamples * workers / seconds;
+                    double stepLoss = lastLoss;
+                    progress.update(batch, () -> String.format(Locale.ROOT, "loss %.4f, %.0f samples/s", stepLoss, rate));
+                    if (config.checkpointEvery() > 0 && step % config.checkpointEvery() == 0 && steps.hasNext()) {
+                        saveCheckpoint(new TrainingPosition(epoch, batch, step));
+                    }
+                }
+                long epochNanos = System.nanoTime() - epochStart;
+                trainNanos += epochNanos;
+                trainedSamples += epochSamples * workers;
+                progress.finish();
+                accuracy = framework.evaluate();
+                epochsTrained = stoppedEarly ? epoch + (double) batch / batches : epoch + 1;
+                if (!stoppedEarly) {
+                    accuracies.add(accuracy);
+                }
+                if (epochSteps > 0) {
+                    epochResults.add(new TrainingSummary.EpochResult(epoch + 1, epochsTrained, epochSteps,
+                            epochLossSum / epochSteps, accuracy, epochSamples * workers / (epochNanos / 1e9),
+                            epochNanos / 1e9));
+                }
+                // The history before the checkpoint: a run resumed from the checkpoint finds its epochs.
+                if (root && config.checkpointDir() != null) {
+                    EpochHistory.write(config.checkpointDir(), epochResults);
+                }
+                saveCheckpoint(stoppedEarly ? new TrainingPosition(epoch, batch, step)
+                        : new TrainingPosition(epoch + 1, 0, step));
+                say(String.format(Locale.ROOT, "epoch %d/%d %s: loss %.4f, test accuracy %.4f",
+                        epoch + 1, config.epochs(), stoppedEarly ? "stopped at --max-steps " + config.maxSteps()
+                                : "done", lastLoss, accuracy));
+            }
+        }
+        if (Double.isNaN(accuracy)) {
+            accuracy = framework.evaluate();
+        }
+        double samplesPerSecond = trainNanos > 0 ? trainedSamples / (trainNanos / 1e9) : 0;
+        TrainingSummary summary = new TrainingSummary(config.model().label(), framework.name(), backend.name(), workers,
+                epochsTrained, step, config.batchSize() * workers, accuracy, accuracies, lastLoss, samplesPerSecond,
+                (System.nanoTime() - started) / 1e9, resumedFrom,
+                config.checkpointDir() == null && restarts > 0 ? TrainingSummary.UNKNOWN : progressState.stepsRedone(),
+                restarts, epochResults);
+        say(summary.describe());
+        return summary;
+    }
+
+    /**
+     * Where the count of redone steps starts: from the progress marker next to the checkpoints when
+     * this run continues an interrupted one (it resumed from a checkpoint, or the launcher restarted
+     * the group), else afresh. The root reads the marker and every worker gets its values, so the
+     * summary is the same everywhere.
+     */
+    private ProgressMarker.State initialProgress(long resumedStep, boolean resumed, int restarts) {
+        Path dir = config.checkpointDir();
+        ProgressMarker.State state = ProgressMarker.State.START;
+        if (root && dir != null && (resumed || restarts > 0)) {
+            state = ProgressMarker.read(dir, out).orElse(ProgressMarker.State.START);
+        }
+        long[] values = {Math.max(state.reachedStep(), resumedStep), state.stepsRedone()};
+        backend.group().broadcast(DenseBuffer.of(values), DistributedBackend.ROOT_RANK).await();
+        return new ProgressMarker.State(values[0], values[1]);
+    }
+
+    /** {@code COHORT_RESTART_COUNT}, set by the launcher: how often it restarted the group (0 when unset). */
+    static int restartCount(java.util.Map<String, String> env) {
+        String value = env.get(LaunchEnvironment.RESTART_COUNT);
+        if (value == null || value.isBlank()) {
+            return 0;
+        }
+        try {
+            return Integer.parseInt(value.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(LaunchEnvironment.RESTART_COUNT + " must be a whole number, got '"
+                    + value + "'");
+        }
+    }
+
+    /**
+     * The learning rate of step {@code step} of {@code totalSteps}: constant, or decaying linearly
+     * from {@code --lr} to 0 over the planned steps. A function of the step alone, so a resumed run
+     * continues the schedule where the checkpoint left it.
+     */
+    static double learningRate(TrainingConfig config, long step, long totalSteps) {
+        return switch (config.schedule()) {
+            case CONSTANT -> config.lr();
+            case LINEAR -> config.lr() * Math.max(0.0, 1.0 - (double) step / totalSteps);
+        };
+    }
+
+    private boolean reachedMaxSteps(long step) {
+        return config.maxSteps() > 0 && step >= config.maxSteps();
+    }
+
+    /** On the root with {@code --checkpoint-dir}: a checkpoint at {@code position}, keeping the newest two. */
+    private void saveCheckpoint(TrainingPosition position) {
+        if (!root || config.checkpointDir() == null) {
+            return;
+        }
+        Path dir = config.checkpointDir();
+        framework.save(dir.resolve(String.format(Locale.ROOT, "checkpoint-step-%09d.%s", position.step(),
+                framework.checkpointExtension())), position);
+        try (Stream<Path> files = Files.list(dir)) {
+            List<Path> old = files.filter(p -> checkpointName.matcher(p.getFileName().toString()).matches())
+                    .sorted(Comparator.comparingLong(this::checkpointStep).reversed())
+                    .skip(CHECKPOINTS_KEPT).toList();
+            for (Path p : old) {
+                Files.deleteIfExists(p);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cleaning old checkpoints in " + dir + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    /** The checkpoint of the highest step in {@code dir}, if any. */
+    Optional<Path> latestCheckpoint(Path dir) {
+        if (!Files.isDirectory(dir)) {
+            return Optional.empty();
+        }
+        try (Stream<Path> files = Files.list(dir)) {
+            return files.filter(p -> checkpointName.matcher(p.getFileName().toString()).matches())
+                    .max(Comparator.comparingLong(this::checkpointStep));
+        } catch (IOException e) {
+            throw new UncheckedIOException("listing checkpoints in " + dir + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    private long checkpointStep(Path p) {
+        Matcher m = checkpointName.matcher(p.getFileName().toString());
+        return m.matches() ? Long.parseLong(m.group(1)) : -1;
+    }
+
+    private void say(String line) {
+        if (root) {
+            out.println(line);
+            out.flush();
+        }
+    }
+}

@@ -1,0 +1,386 @@
+package dev.cohort.djl;
+
+import ai.djl.Model;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Parameter;
+import ai.djl.training.Trainer;
+import ai.djl.training.TrainingConfig;
+import ai.djl.training.evaluator.Evaluator;
+import ai.djl.training.initializer.Initializer;
+import ai.djl.training.listener.LoggingTrainingListener;
+import ai.djl.training.listener.MemoryTrainingListener;
+import ai.djl.training.listener.SaveModelTrainingListener;
+import ai.djl.training.listener.TimeMeasureTrainingListener;
+import ai.djl.training.listener.TrainingListener;
+import ai.djl.training.loss.Loss;
+import ai.djl.training.optimizer.Optimizer;
+import ai.djl.util.Pair;
+import ai.djl.util.PairList;
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.collective.DataType;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.api.collective.Work;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.DoubleBuffer;
+import java.nio.FloatBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.ExecutorService;
+import java.util.function.Predicate;
+
+/**
+ * A DJL {@link Trainer} whose every {@link #step()} first averages the gradients across the
+ * backend's ranks: DJL's own training loop ({@code EasyTrain.fit}) and hand-written loops
+ * ({@code collector.backward(loss); trainer.step();}) both distribute unchanged. Make it where
+ * {@code model.newTrainer(config)} was:
+ *
+ * <pre>{@code
+ * try (Trainer trainer = DistributedTrainer.of(backend, model, config)) { ... }
+ * }</pre>
+ *
+ * <p>Why a trainer: DJL updates parameters one by one through its parameter server, in the order
+ * of a hash map of random parameter ids, which differs from rank to rank; the trainer's step is the
+ * one place that sees every gradient at once, in the block's own order, which is the same
+ * everywhere.
+ *
+ * <ul>
+ * <li><b>Same start.</b> Every rank takes the root's parameters when the model is initialized
+ *     ({@link #initialize}) or, for a model already initialized (loaded), at once.
+ * <li><b>Fused averaging.</b> At each step the gradients are packed, in block order, into buckets
+ *     of at most {@code bucketBytes} (one per element type), one allreduce per bucket, all started
+ *     before the first is awaited, and unpacked into the gradients. DJL has no hook that fires as
+ *     backward produces each gradient, so communication runs at the step, not during backward.
+ * <li><b>Accumulation.</b> With {@code accumulation} k > 1, k − 1 steps out of k only let DJL keep
+ *     adding the gradients (its PyTorch engine accumulates until the optimizer zeroes them); the
+ *     k-th averages across ranks and divides by k, so the update equals one on the k batches of
+ *     every rank together.
+ * <li><b>Quiet workers.</b> On ranks other than the root, the listeners that log, save models,
+ *     measure time or memory are left out; the others (epochs, evaluators, divergence checks) run
+ *     everywhere, since training needs them.
+ * </ul>
+ * Gradients that a step did not produce (parameters unused by the batch) count as zeros.
+ */
+public final class DistributedTrainer extends Trainer {
+
+    /** DDP's bucket size. */
+    public static final long DEFAULT_BUCKET_BYTES = 25L << 20;
+
+    private final DistributedBackend backend;
+    private final Optimizer optimizer;
+    private final int accumulation;
+    private final long bucketBytes;
+    private List<Bucket> buckets;
+    private int microBatches;
+    private long communicationNanos;
+
+    private DistributedTrainer(DistributedBackend backend, Model model, TrainingConfig config, int accumulation,
+                               long bucketBytes) {
+        super(prepare(model, config), quietOnWorkers(config, backend.isRootWorker()));
+        this.backend = backend;
+        this.optimizer = config.getOptimizer();
+        this.accumulation = accumulation;
+        this.bucketBytes = bucketBytes;
+        if (model.getBlock().isInitialized()) {
+            broadcastParameters();
+        }
+    }
+
+    /** A trainer of {@code model} averaging every step's gradients across {@code backend}'s ranks. */
+    public static DistributedTrainer of(DistributedBackend backend, Model model, TrainingConfig config) {
+        return of(backend, model, config, 1, DEFAULT_BUCKET_BYTES);
+    }
+
+    /**
+     * As {@link #of(DistributedBackend, Model, TrainingConfig)}, averaging every
+     * {@code accumulation}-th step (the others accumulate), in buckets of at most
+     * {@code bucketBytes}.
+     */
+    public static DistributedTrainer of(DistributedBackend backend, Model model, TrainingConfig config,
+                                        int accumulation, long bucketBytes) {
+        Objects.requireNonNull(backend, "backend");
+        if (accumulation < 1) {
+            throw new IllegalArgumentException("accumulation must be >= 1 step, got " + accumulation);
+        }
+        if (bucketBytes < 1) {
+            throw new IllegalArgumentException("bucketBytes must be >= 1, got " + bucketBytes);
+        }
+        if (!backend.isInitialized()) {
+            throw new IllegalStateException("initialize the backend before making a distributed trainer");
+        }
+        return new DistributedTrainer(backend, model, config, accumulation, bucketBytes);
+    }
+
+    /** What {@code model.newTrainer(config)} does before it makes the trainer: the config's initializers on the block. */
+    private static Model prepare(Model model, TrainingConfig config) {
+        if (model.getBlock() == null) {
+            throw new IllegalStateException("set the model's block before making a trainer");
+        }
+        for (Pair<Initializer, Predicate<Parameter>> pair : config.getInitializers()) {
+            if (pair.getKey() != null && pair.getValue() != null) {
+                model.getBlock().setInitializer(pair.getKey(), pair.getValue());
+            }
+        }
+        return model;
+    }
+
+    /** {@code config} without, on a worker, the listeners that write logs or files. */
+    static TrainingConfig quietOnWorkers(TrainingConfig config, boolean root) {
+        if (root) {
+            return config;
+        }
+        List<TrainingListener> kept = new ArrayList<>();
+        for (TrainingListener l : config.getTrainingListeners()) {
+            if (!(l instanceof LoggingTrainingListener || l instanceof SaveModelTrainingListener
+                    || l instanceof TimeMeasureTrainingListener || l instanceof MemoryTrainingListener)) {
+                kept.add(l);
+            }
+        }
+        return new TrainingConfig() {
+            @Override
+            public ai.djl.Device[] getDevices() {
+                return config.getDevices();
+            }
+
+            @Override
+            public PairList<Initializer, Predicate<Parameter>> getInitializers() {
+                return config.getInitializers();
+            }
+
+            @Override
+            public Optimizer getOptimizer() {
+                return config.getOptimizer();
+            }
+
+            @Override
+            public Loss getLossFunction() {
+                return config.getLossFunction();
+            }
+
+            @Override
+            public ExecutorService getExecutorService() {
+                return config.getExecutorService();
+            }
+
+            @Override
+            public List<Evaluator> getEvaluators() {
+                return config.getEvaluators();
+            }
+
+            @Override
+            public List<TrainingListener> getTrainingListeners() {
+                return kept;
+            }
+        };
+    }
+
+    /** Initializes the model as DJL does, then every rank takes the root's parameters. */
+    @Override
+    public void initialize(Shape... shapes) {
+        super.initialize(shapes);
+        broadcastParameters();
+    }
+
+    /** Averages the gradients across ranks (every {@code accumulation}-th call), then updates the parameters. */
+    @Override
+    public void step() {
+        if (++microBatches < accumulation) {
+            return;
+        }
+        microBatches = 0;
+        averageGradients();
+        super.step();
+    }
+
+    /** How long steps have spent averaging gradients (packing, communication, unpacking), in nanoseconds. */
+    public long communicationNanos() {
+        return communicationNanos;
+    }
+
+    /** The optimizer this trainer updates the parameters with (its state is in {@link Checkpoints}). */
+    public Optimizer optimizer() {
+        return optimizer;
+    }
+
+    /** The backend this trainer averages over. */
+    public DistributedBackend backend() {
+        return backend;
+    }
+
+    /** The root's value of every initialized parameter, into every rank's, in block order. */
+    private void broadcastParameters() {
+        ProcessGroup group = backend.group();
+        if (group.size() == 1) {
+            return;
+        }
+        for (Parameter p : getModel().getBlock().getParameters().values()) {
+            NDArray array = p.getArray();
+            if (array == null) {
+                continue;
+            }
+            ByteBuffer memory = array.toByteBuffer(true);
+            group.broadcast(DenseBuffer.of(memory, type(p)), DistributedBackend.ROOT_RANK).await();
+        }
+    }
+
+    private void averageGradients() {
+        ProcessGroup group = backend.group();
+        if (group.size() == 1 && accumulation == 1) {
+            return;
+        }
+        long start = System.nanoTime();
+        if (buckets == null) {
+            buckets = layOut();
+        }
+        List<Work> started = new ArrayList<>(buckets.size());
+        for (Bucket b : buckets) {
+            b.pack();
+            started.add(group.allreduce(b.dense(), ReduceOp.AVG));
+        }
+        for (int i = 0; i < buckets.size(); i++) {
+            started.get(i).await();
+            Bucket b = buckets.get(i);
+            if (accumulation > 1) {
+                b.divide(accumulation);
+            }
+            b.unpack();
+        }
+        communicationNanos += System.nanoTime() - start;
+    }
+
+    /** The trainable parameters in block order, in buckets by element type and size. */
+    private List<Bucket> layOut() {
+        List<Bucket> laidOut = new ArrayList<>();
+        Bucket open = null;
+        for (Parameter p : getModel().getBlock().getParameters().values()) {
+            if (!p.requiresGradient() || p.getArray() == null) {
+                continue;
+            }
+            DataType type = type(p);
+            long bytes = p.getArray().size() * type.byteSize();
+            if (open == null || open.type != type || (open.bytes > 0 && open.bytes + bytes > bucketBytes)) {
+                open = new Bucket(type);
+                laidOut.add(open);
+            }
+            open.add(p, bytes);
+        }
+        for (Bucket b : laidOut) {
+            b.allocate();
+        }
+        return laidOut;
+    }
+
+    private static DataType type(Parameter p) {
+        ai.djl.ndarray.types.DataType t = p.getArray().getDataType();
+        return switch (t) {
+            case FLOAT32 -> DataType.FLOAT32;
+            case FLOAT64 -> DataType.FLOAT64;
+            case INT32 -> DataType.INT32;
+            case INT64 -> DataType.INT64;
+            default -> throw new IllegalArgumentException("parameter '" + p.getName() + "' is " + t
+                    + "; Cohort averages float32, float64, int32 and int64 parameters (cast the model, e.g. "
+                    + "model.setDataType(DataType.FLOAT32))");
+        };
+    }
+
+    /** Consecutive parameters of one type whose gradients travel as one buffer. */
+    private static final class Bucket {
+        /** Elements divided at a time; zero bytes written at a time for a gradient a step did not produce. */
+        private static final int CHUNK = 2048;
+        private static final byte[] ZEROS = new byte[8192];
+
+        final DataType type;
+        final List<Parameter> params = new ArrayList<>();
+        long bytes;
+        ByteBuffer buffer;
+
+        Bucket(DataType type) {
+            this.type = type;
+        }
+
+        void add(Parameter p, long size) {
+            params.add(p);
+            bytes += size;
+        }
+
+        void allocate() {
+            buffer = ByteBuffer.allocateDirect(Math.toIntExact(bytes)).order(ByteOrder.nativeOrder());
+        }
+
+        DenseBuffer dense() {
+            return DenseBuffer.of(buffer.duplicate().clear(), type);
+        }
+
+        /** Every parameter's gradient into the buffer; zeros for one this step did not produce. */
+        void pack() {
+            buffer.clear();
+            for (Parameter p : params) {
+                int size = Math.toIntExact(p.getArray().size() * type.byteSize());
+                if (!p.getArray().hasGradient()) {
+                    for (int left = size; left > 0; left -= ZEROS.length) {
+                        buffer.put(ZEROS, 0, Math.min(left, ZEROS.length));
+                    }
+                    continue;
+                }
+                try (NDArray grad = p.getArray().getGradient()) {
+                    buffer.put(grad.toByteBuffer(true));
+                }
+            }
+        }
+
+        /** The averaged gradients back into the parameters' gradients, where they lie. */
+        void unpack() {
+            buffer.clear();
+            for (Parameter p : params) {
+                int size = Math.toIntExact(p.getArray().size() * type.byteSize());
+                ByteBuffer part = buffer.duplicate().limit(buffer.position() + size).slice();
+                buffer.position(buffer.position() + size);
+                if (!p.getArray().hasGradient()) {
+                    continue;
+                }
+                try (NDArray grad = p.getArray().getGradient()) {
+                    ByteBuffer memory = grad.toByteBuffer(true);
+                    memory.put(part);
+                }
+            }
+        }
+
+        /**
+         * Every element divided by {@code k}, a chunk at a time through a heap array, where the JIT
+         * vectorizes the loop (element by element through a direct buffer it does not).
+         */
+        void divide(int k) {
+            switch (type) {
+                case FLOAT32 -> {
+                    FloatBuffer f = buffer.duplicate().clear().order(ByteOrder.nativeOrder()).asFloatBuffer();
+                    float[] chunk = new float[Math.min(CHUNK, f.limit())];
+                    for (int from = 0; from < f.limit(); from += chunk.length) {
+                        int m = Math.min(chunk.length, f.limit() - from);
+                        f.get(from, chunk, 0, m);
+                        for (int i = 0; i < m; i++) {
+                            chunk[i] = chunk[i] / k;
+                        }
+                        f.put(from, chunk, 0, m);
+                    }
+                }
+                case FLOAT64 -> {
+                    DoubleBuffer d = buffer.duplicate().clear().order(ByteOrder.nativeOrder()).asDoubleBuffer();
+                    double[] chunk = new double[Math.min(CHUNK, d.limit())];
+                    for (int from = 0; from < d.limit(); from += chunk.length) {
+                        int m = Math.min(chunk.length, d.limit() - from);
+                        d.get(from, chunk, 0, m);
+                        for (int i = 0; i < m; i++) {
+                            chunk[i] = chunk[i] / k;
+                        }
+                        d.put(from, chunk, 0, m);
+                    }
+                }
+                default -> throw new IllegalArgumentException("integer gradients cannot be divided by " + k);
+            }
+        }
+    }
+}

@@ -1,0 +1,38 @@
+package dev.cohort.djl;
+
+import ai.djl.ndarray.NDArray;
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.collective.DataType;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ReduceOp;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/** Collectives on DJL arrays. */
+public final class NDArrays {
+
+    private NDArrays() {
+    }
+
+    /**
+     * The element-wise average of {@code array} over every rank of {@code backend} (the seed's
+     * {@code average_all}), as a new array of the same shape, type and manager; {@code array} is
+     * not changed. Every rank must call it with an array of the same shape and type, e.g. the
+     * training loss a DJL evaluator reports, to log the job's average on the root.
+     */
+    public static NDArray averageAll(DistributedBackend backend, NDArray array) {
+        DataType type = switch (array.getDataType()) {
+            case FLOAT32 -> DataType.FLOAT32;
+            case FLOAT64 -> DataType.FLOAT64;
+            case INT32 -> DataType.INT32;
+            case INT64 -> DataType.INT64;
+            default -> throw new IllegalArgumentException("cannot average a " + array.getDataType()
+                    + " array; Cohort averages float32, float64, int32 and int64 (convert with toType)");
+        };
+        ByteBuffer copy = ByteBuffer.allocateDirect(Math.toIntExact(array.size() * type.byteSize()))
+                .order(ByteOrder.nativeOrder());
+        copy.put(array.toByteBuffer()).clear();
+        backend.group().allreduce(DenseBuffer.of(copy, type), ReduceOp.AVG).await();
+        return array.getManager().create(copy, array.getShape(), array.getDataType());
+    }
+}

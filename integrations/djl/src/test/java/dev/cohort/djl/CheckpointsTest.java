@@ -1,0 +1,57 @@
+package dev.cohort.djl;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.cohort.testkit.JvmWorkers.Result;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * 2 ranks on the tcp engine, 2 shuffled epochs of 6 steps: a run that the root checkpoints after
+ * step 8 (epoch 2, batch 3), and a second job that loads that checkpoint on every rank and trains on
+ * from there, end with bit-identical parameters: the optimizer's state (momentum, Adam's moments
+ * and update counts) survives the new process's other parameter ids, and the sampler resumes
+ * mid-epoch in the same order.
+ */
+class CheckpointsTest {
+
+    private static final int BATCH = 4;
+    private static final int STEPS = 6;
+
+    @TempDir
+    Path tmp;
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"momentum", "adam"})
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    void aResumedJobEndsBitIdenticalToTheUninterruptedOne(String optimizer) {
+        Path checkpoint = tmp.resolve("checkpoint-" + optimizer + ".djl");
+        float[] straight = DjlRuns.train(tmp, 2, "loop", BATCH, STEPS, 1, "optimizer=" + optimizer, "epochs=2",
+                "shuffle=true", "save=8:" + checkpoint);
+        assertThat(checkpoint).isRegularFile();
+        assertThat(tmp).isDirectoryNotContaining(p -> p.getFileName().toString().contains(".tmp-"));
+        DjlRuns.Run resumed = DjlRuns.run(tmp, 2, "loop", BATCH, STEPS, 1, "optimizer=" + optimizer, "epochs=2",
+                "shuffle=true", "resume=" + checkpoint);
+        for (Result r : resumed.results()) {
+            assertThat(r.output()).contains("RESUMED AT TrainingPosition[epoch=1, batchInEpoch=2, step=8]");
+        }
+        assertThat(DjlRuns.read(resumed.params())).containsExactly(straight);
+    }
+
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    void aCheckpointOfAnotherOptimizerIsRefusedNamingBoth() {
+        Path checkpoint = tmp.resolve("momentum.djl");
+        DjlRuns.train(tmp, 1, "loop", BATCH, 2, 1, "optimizer=momentum", "save=2:" + checkpoint);
+        Result refused = DjlRuns.start(tmp, 1, "loop", BATCH, 2, 1, "optimizer=adam", "resume=" + checkpoint)
+                .results().get(0);
+        assertThat(refused.exitCode()).isNotZero();
+        assertThat(refused.output()).contains("checkpoint " + checkpoint + " holds the state of a "
+                + "ai.djl.training.optimizer.Sgd, this trainer's optimizer is a ai.djl.training.optimizer.Adam");
+    }
+}

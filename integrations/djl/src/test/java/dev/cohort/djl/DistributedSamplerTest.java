@@ -1,0 +1,92 @@
+package dev.cohort.djl;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/** Shards: disjoint, covering, the same number per rank, reshuffled per epoch alike on every rank. */
+class DistributedSamplerTest {
+
+    private static List<List<Long>> shards(int ranks, long size, int epoch, boolean shuffle, boolean pad) {
+        List<List<Long>> all = new ArrayList<>();
+        for (int r = 0; r < ranks; r++) {
+            all.add(new DistributedSampler(r, ranks, 4, shuffle, 7, pad, false).shard(size, epoch));
+        }
+        return all;
+    }
+
+    @Test
+    void shardsAreDisjointAndCoverTheDataset() {
+        for (int ranks = 1; ranks <= 4; ranks++) {
+            List<List<Long>> all = shards(ranks, 120, 0, true, true);    // 120: a multiple of 1..4, no padding
+            Set<Long> seen = new HashSet<>();
+            for (List<Long> shard : all) {
+                assertThat(shard).hasSize(120 / ranks);
+                for (long i : shard) {
+                    assertThat(seen.add(i)).as("index %d twice with %d ranks", i, ranks).isTrue();
+                }
+            }
+            assertThat(seen).hasSize(120);
+        }
+    }
+
+    @Test
+    void unevenSizesArePaddedOrCutSoEveryRankRunsAlike() {
+        List<List<Long>> padded = shards(3, 10, 0, false, true);
+        assertThat(padded).allSatisfy(s -> assertThat(s).hasSize(4));
+        assertThat(padded.get(0)).containsExactly(0L, 3L, 6L, 9L);
+        assertThat(padded.get(1)).containsExactly(1L, 4L, 7L, 0L);     // padded with the first indices
+        List<List<Long>> cut = shards(3, 10, 0, false, false);
+        assertThat(cut).allSatisfy(s -> assertThat(s).hasSize(3));
+        assertThat(cut.get(0)).containsExactly(0L, 3L, 6L);
+    }
+
+    @Test
+    void everyEpochReshufflesAndEveryRankAgrees() {
+        List<List<Long>> first = shards(2, 100, 0, true, true);
+        List<List<Long>> again = shards(2, 100, 0, true, true);
+        List<List<Long>> next = shards(2, 100, 1, true, true);
+        assertThat(again).isEqualTo(first);
+        assertThat(next).isNotEqualTo(first);
+        assertThat(first.get(0)).isNotEqualTo(shards(2, 100, 0, false, true).get(0));
+    }
+
+    @Test
+    void batchesFollowTheShardAndDropTheShortOneOnlyWhenAsked() {
+        DistributedSampler kept = new DistributedSampler(0, 2, 4, false, 0, true, false);
+        DistributedSampler dropped = new DistributedSampler(0, 2, 4, false, 0, true, true);
+        List<List<Long>> batches = new ArrayList<>();
+        new SizedBatches(kept, 20).forEachRemaining(batches::add);
+        assertThat(batches).containsExactly(List.of(0L, 2L, 4L, 6L), List.of(8L, 10L, 12L, 14L), List.of(16L, 18L));
+        List<List<Long>> full = new ArrayList<>();
+        new SizedBatches(dropped, 20).forEachRemaining(full::add);
+        assertThat(full).hasSize(2);
+        assertThat(kept.epoch()).isEqualTo(1);
+        assertThatThrownBy(() -> new DistributedSampler(0, 1, 0, false, 0, true, false))
+                .hasMessageContaining("batch size must be >= 1");
+    }
+
+    /** The batches of one epoch of a dataset of {@code size} records. */
+    private static final class SizedBatches implements java.util.Iterator<List<Long>> {
+        private final java.util.Iterator<List<Long>> it;
+
+        SizedBatches(DistributedSampler sampler, long size) {
+            this.it = sampler.batches(size);
+        }
+
+        @Override
+        public boolean hasNext() {
+            return it.hasNext();
+        }
+
+        @Override
+        public List<Long> next() {
+            return it.next();
+        }
+    }
+}

@@ -1,0 +1,175 @@
+package dev.cohort.runtime.store;
+
+import dev.cohort.runtime.Daemons;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * A {@link Store} served over TCP to {@link TcpStore} clients, as c10d's {@code TCPStore} server
+ * is: one rank hosts it for the job, every rank (the host too) connects. Each connection is
+ * served by a daemon thread of its own; a client that does not open with the store's hello is
+ * dropped. The values live in an {@link InMemoryStore}, for as long as the server runs.
+ */
+public final class TcpStoreServer implements AutoCloseable {
+
+    /** Opens every connection: "CohortKV" and the protocol's version. */
+    static final long HELLO = 0x436f686f72744b56L;
+    static final int VERSION = 1;
+    static final byte SET = 1;
+    static final byte GET = 2;
+    static final byte ADD = 3;
+    static final byte CHECK = 4;
+    static final byte WAIT = 5;
+    static final byte OK = 0;
+    static final byte MISSING = 1;
+    static final byte TIMEOUT = 2;
+    static final byte ERROR = 3;
+
+    private final InMemoryStore values = new InMemoryStore();
+    private final ServerSocket server;
+    private final Set<Socket> clients = ConcurrentHashMap.newKeySet();
+    private volatile boolean closed;
+
+    private TcpStoreServer(ServerSocket server) {
+        this.server = server;
+        Daemons.start("cohort-store-accept-" + server.getLocalPort(), this::acceptLoop);
+    }
+
+    /**
+     * Serves a store on {@code port} of every interface (0: a free port, see {@link #port()}).
+     *
+     * @throws UncheckedIOException naming the port when it cannot be bound (in use, or not allowed)
+     */
+    public static TcpStoreServer start(int port) {
+        try {
+            ServerSocket s = new ServerSocket();
+            s.setReuseAddress(true);
+            s.bind(new InetSocketAddress(port), 128);
+            return new TcpStoreServer(s);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot serve the job's store on port " + port + " (" + e.getMessage()
+                    + "); is another job or an earlier run of this one still using it? Choose another MASTER_PORT", e);
+        }
+    }
+
+    /** The port the store is served on. */
+    public int port() {
+        return server.getLocalPort();
+    }
+
+    private void acceptLoop() {
+        while (!closed) {
+            Socket s;
+            try {
+                s = server.accept();
+            } catch (IOException e) {
+                return;                       // closed
+            }
+            clients.add(s);
+            Daemons.start("cohort-store-client", () -> serve(s));
+        }
+    }
+
+    private void serve(Socket s) {
+        try (s) {
+            s.setTcpNoDelay(true);
+            s.setSoTimeout(10_000);           // the hello comes at once, or never
+            DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(s.getInputStream()));
+            DataOutputStream out = new DataOutputStream(new java.io.BufferedOutputStream(s.getOutputStream()));
+            if (in.readLong() != HELLO || in.readInt() != VERSION) {
+                return;
+            }
+            out.writeLong(HELLO);
+            out.flush();
+            s.setSoTimeout(0);                // clients are idle between requests for as long as the job runs
+            while (!closed) {
+                byte op = in.readByte();
+                switch (op) {
+                    case SET -> {
+                        values.set(in.readUTF(), in.readUTF());
+                        out.writeByte(OK);
+                    }
+                    case GET -> {
+                        String key = in.readUTF();
+                        if (values.check(key)) {
+                            out.writeByte(OK);
+                            out.writeUTF(values.get(key));
+                        } else {
+                            out.writeByte(MISSING);
+                        }
+                    }
+                    case ADD -> {
+                        String key = in.readUTF();
+                        long delta = in.readLong();
+                        try {
+                            long sum = values.add(key, delta);
+                            out.writeByte(OK);
+                            out.writeLong(sum);
+                        } catch (NumberFormatException e) {
+                            out.writeByte(ERROR);
+                            out.writeUTF("the value under '" + key + "' is not a number");
+                        }
+                    }
+                    case CHECK -> {
+                        out.writeByte(OK);
+                        out.writeBoolean(values.check(in.readUTF()));
+                    }
+                    case WAIT -> {
+                        int n = in.readInt();
+                        List<String> keys = new ArrayList<>(n);
+                        for (int i = 0; i < n; i++) {
+                            keys.add(in.readUTF());
+                        }
+                        long millis = in.readLong();
+                        try {
+                            values.await(keys, System.nanoTime() + millis * 1_000_000);
+                            out.writeByte(OK);
+                        } catch (StoreTimeoutException e) {
+                            out.writeByte(TIMEOUT);
+                            out.writeUTF(e.getMessage());
+                        }
+                    }
+                    default -> {
+                        return;                   // not a client of this protocol
+                    }
+                }
+                out.flush();
+            }
+        } catch (EOFException | SocketException e) {
+            // the client went away
+        } catch (IOException e) {
+            // a broken client; the others are served on
+        } finally {
+            clients.remove(s);
+        }
+    }
+
+    /** Stops serving: the listening socket and every client's connection close. */
+    @Override
+    public void close() {
+        closed = true;
+        try {
+            server.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+        for (Socket s : clients) {
+            try {
+                s.close();
+            } catch (IOException ignored) {
+                // closing anyway
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+package dev.cohort.runtime.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.DataInputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The job's store over TCP: a server and its clients, each with its own connection. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class TcpStoreTest {
+
+    private static final Duration TIMEOUT = Duration.ofSeconds(10);
+
+    private static long in(long millis) {
+        return System.nanoTime() + millis * 1_000_000;
+    }
+
+    private static int freePort() throws Exception {
+        try (ServerSocket probe = new ServerSocket(0)) {
+            return probe.getLocalPort();
+        }
+    }
+
+    @Test
+    void clientsShareValuesCountersAndWaits() throws Exception {
+        try (TcpStoreServer server = TcpStoreServer.start(0);
+             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT);
+             TcpStore b = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT)) {
+            CompletableFuture<Void> waiting = CompletableFuture.runAsync(() -> b.await(List.of("x", "y"), in(5_000)));
+            a.set("x", "1");
+            Thread.sleep(100);
+            assertThat(waiting).isNotDone();
+            a.set("y", "é and spaces");
+            waiting.get(5, TimeUnit.SECONDS);
+            assertThat(b.get("y")).isEqualTo("é and spaces");
+            assertThat(b.check("x")).isTrue();
+            assertThat(b.check("z")).isFalse();
+            assertThat(a.add("n", 2)).isEqualTo(2);
+            assertThat(b.add("n", 3)).isEqualTo(5);
+            assertThatThrownBy(() -> a.get("z")).hasMessageContaining("no key 'z'");
+            assertThatThrownBy(() -> a.add("y", 1)).hasMessageContaining("not a number");
+            // The connection is still in step after the errors.
+            assertThat(a.get("x")).isEqualTo("1");
+        }
+    }
+
+    @Test
+    void aWaitEndsAtItsDeadlineNamingTheMissingKeys() {
+        try (TcpStoreServer server = TcpStoreServer.start(0);
+             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT)) {
+            a.set("here", "1");
+            long t0 = System.nanoTime();
+            assertThatThrownBy(() -> a.await(List.of("here", "missing"), in(300)))
+                    .isInstanceOf(StoreTimeoutException.class).hasMessageContaining("[missing]");
+            assertThat((System.nanoTime() - t0) / 1_000_000).isBetween(250L, 4_000L);
+        }
+    }
+
+    @Test
+    void aClientWaitsForAServerThatStartsLater() throws Exception {
+        int port = freePort();
+        CompletableFuture<TcpStore> client = CompletableFuture.supplyAsync(
+                () -> TcpStore.connect("127.0.0.1", port, in(10_000), TIMEOUT));
+        Thread.sleep(500);
+        try (TcpStoreServer server = TcpStoreServer.start(port); TcpStore c = client.get(10, TimeUnit.SECONDS)) {
+            c.set("k", "v");
+            assertThat(c.get("k")).isEqualTo("v");
+        }
+    }
+
+    @Test
+    void noServerFailsAtTheDeadlineSayingWhatToCheck() throws Exception {
+        int port = freePort();
+        assertThatThrownBy(() -> TcpStore.connect("127.0.0.1", port, in(400), TIMEOUT))
+                .isInstanceOf(StoreTimeoutException.class)
+                .hasMessageContaining("127.0.0.1:" + port).hasMessageContaining("MASTER_PORT");
+    }
+
+    @Test
+    void anotherServiceOnThePortIsNamed() throws Exception {
+        try (ServerSocket other = new ServerSocket(0)) {
+            CompletableFuture.runAsync(() -> {
+                try (Socket s = other.accept(); OutputStream out = s.getOutputStream()) {
+                    new DataInputStream(s.getInputStream()).readNBytes(12);
+                    out.write("HTTP/1.1 400 Bad Request\r\n\r\n".getBytes());
+                    out.flush();
+                    Thread.sleep(500);
+                } catch (Exception ignored) {
+                    // the test reads the client's error
+                }
+            });
+            assertThatThrownBy(() -> TcpStore.connect("127.0.0.1", other.getLocalPort(), in(3_000), TIMEOUT))
+                    .hasMessageContaining("not a Cohort job store");
+        }
+    }
+
+    @Test
+    void strangersAreDroppedAndClientsServedOn() throws Exception {
+        try (TcpStoreServer server = TcpStoreServer.start(0);
+             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT)) {
+            try (Socket stranger = new Socket("127.0.0.1", server.port())) {
+                stranger.getOutputStream().write("GET / HTTP/1".getBytes());   // as long as a hello: nothing left unread
+                stranger.setSoTimeout(5_000);
+                assertThat(stranger.getInputStream().read()).isEqualTo(-1);    // closed on it
+            }
+            a.set("still", "served");
+            assertThat(a.get("still")).isEqualTo("served");
+        }
+    }
+
+    @Test
+    void aClientOfAStoppedServerFailsAtOnceNamingIt() {
+        TcpStoreServer server = TcpStoreServer.start(0);
+        try (TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT)) {
+            a.set("k", "v");
+            server.close();
+            assertThatThrownBy(() -> {
+                a.set("k", "w");
+                a.get("k");
+            }).isInstanceOf(UncheckedIOException.class).hasMessageContaining("is gone");
+        }
+    }
+}

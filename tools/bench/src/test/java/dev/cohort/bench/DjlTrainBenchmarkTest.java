@@ -1,0 +1,43 @@
+package dev.cohort.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code cohort bench train --framework djl}: DJL workers on the tcp engine, one result written by the root. */
+class DjlTrainBenchmarkTest {
+
+    @Test
+    @Timeout(240)
+    void twoDjlWorkersOnTcpReportTheirThroughput(@TempDir Path dir) throws Exception {
+        Path json = dir.resolve("djl.json");
+        Path log = dir.resolve("bench.log");
+        List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp", System.getProperty("java.class.path"), BenchMain.class.getName(), "train", "--framework", "djl",
+                "--backend", "tcp", "--world", "2", "--steps", "5", "--warm", "1", "--batch", "8", "--json",
+                json.toString());
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        try {
+            assertThat(p.waitFor(200, TimeUnit.SECONDS)).as("the benchmark finished").isTrue();
+            assertThat(p.exitValue()).as(Files.readString(log)).isZero();
+        } finally {
+            p.destroyForcibly();
+        }
+        JsonNode result = new ObjectMapper().readTree(Files.readString(json));
+        assertThat(result.get("engine").asText()).isEqualTo("cohort-djl-tcp");
+        assertThat(result.get("world").asInt()).isEqualTo(2);
+        assertThat(result.get("steps").asInt()).isEqualTo(5);
+        assertThat(result.get("params").asLong()).isEqualTo(784L * 1024 + 1024 + 1024L * 1024 + 1024 + 1024L * 10 + 10);
+        assertThat(result.get("version").asText()).contains("DJL");
+        assertThat(result.get("samples_per_s").asDouble()).isPositive();
+        assertThat(Files.readString(log)).contains("cohort-djl-tcp mlp world=2");
+    }
+}
