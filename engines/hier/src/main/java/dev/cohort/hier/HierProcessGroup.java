@@ -46,7 +46,8 @@ final class HierProcessGroup extends AbstractProcessGroup {
     private final CallQueue queue;
     /** This rank's part of the engine between hosts: null on one host, and on ranks that hold none. */
     private final LeadersGroup leaders;
-    private volatile boolean failed;
+    /** The first failure's message, once a call failed: closing then abandons the leaders' group with it. */
+    private volatile String failure;
     private final HostView hostView;
     /** Intermediate results, reused from call to call (calls run one at a time). */
     private final Scratch hostGathered = new Scratch();
@@ -202,11 +203,13 @@ final class HierProcessGroup extends AbstractProcessGroup {
     }
 
     /** After a failure: leaves the engine between hosts, so the other hosts' leaders fail now instead of at their timeout. */
-    private void abandonLeaders(String failure) {
-        failed = true;
+    private void abandonLeaders(String why) {
+        if (failure == null) {
+            failure = why;
+        }
         if (leaders != null) {
             try {
-                leaders.abandon().accept(failure);
+                leaders.abandon().accept(why);
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, stages.who + ": leaving the leaders' group after a failure: " + e);
             }
@@ -220,8 +223,9 @@ final class HierProcessGroup extends AbstractProcessGroup {
             hostView.close();
             stages.hostGroup.close();
         } finally {
-            if (failed) {
-                abandonLeaders("closed after a failure");
+            String why = failure;
+            if (why != null) {
+                abandonLeaders("closed after a failure: " + why);
             } else if (leaders != null) {
                 leaders.leave().run();
             }

@@ -14,6 +14,8 @@ import dev.cohort.testkit.EngineWorker;
  * {@code conformance-small} (without the 4 Mi cases), {@code victim:R} (allreduces of 4 MiB until
  * one fails; rank R prints {@code VICTIM pid P} after three and goes on, for the test to SIGKILL it),
  * {@code absent:R} (the same, but rank R stops calling collectives after three, for 10 s, then exits),
+ * {@code absent-then-close:R} (as {@code absent:R}, but a rank whose call failed closes the backend
+ * before it exits, as a try-with-resources block would),
  * {@code late-broadcasts:R} (4 KiB broadcasts from rank 0 until one fails: rank R stops as in
  * {@code absent:R}, for the test to SIGKILL it, and host 0's ranks start the fourth broadcast 3 s
  * late, so the leader of R's host waits between hosts while R dies and meets the loss only when it
@@ -25,7 +27,8 @@ public final class HierWorker {
 
     public static void main(String[] args) {
         EngineWorker.run(args, (mode, backend) -> {
-            if (mode.startsWith("victim:") || mode.startsWith("absent:") || mode.startsWith("late-broadcasts:")) {
+            if (mode.startsWith("victim:") || mode.startsWith("absent:") || mode.startsWith("absent-then-close:")
+                    || mode.startsWith("late-broadcasts:")) {
                 untilOneFails(backend, mode.substring(0, mode.indexOf(':')),
                         Integer.parseInt(mode.substring(mode.indexOf(':') + 1)));
                 return true;
@@ -62,6 +65,9 @@ public final class HierWorker {
                         broadcasts ? "broadcast" : "allreduce", i,
                         e.getClass().getSimpleName(), e.getMessage());
                 System.out.flush();
+                if (kind.equals("absent-then-close")) {
+                    backend.close();
+                }
                 Runtime.getRuntime().halt(3);
             }
         }
