@@ -54,6 +54,10 @@ public final class FashionMnistTrainer implements Callable<Integer> {
             description = "mlp (784-512-256-10) or cnn (two 5x5 conv layers, 32 and 64 channels) (default: ${DEFAULT-VALUE})")
     String model;
 
+    @Option(names = "--grad-compression", paramLabel = "none|bf16|fp16", defaultValue = "none",
+            description = "Send float32 gradients as 16-bit floats, half the bytes (--framework torch; default: ${DEFAULT-VALUE})")
+    String gradCompression;
+
     @Option(names = "--framework", paramLabel = "torch|djl", defaultValue = "torch",
             description = "torch: JavaCPP's PyTorch with Cohort's distribute(); djl: DJL's PyTorch engine with Cohort's "
                     + "DistributedTrainer, on an engine that loads no libtorch of its own (tcp, shm) (default: ${DEFAULT-VALUE})")
@@ -148,6 +152,10 @@ public final class FashionMnistTrainer implements Callable<Integer> {
         try {
             config = config();
             djl = djl();
+            if (djl && !config.gradCompression().equals("none")) {
+                throw new IllegalArgumentException("--grad-compression: only with --framework torch (DJL's trainer sends "
+                        + "gradients as they are)");
+            }
             if (djl) {
                 // DJL's libtorch first: engines that would load JavaCPP's then say they cannot run here.
                 DjlFashionMnistTraining.loadEngine(config.threads());
@@ -251,7 +259,7 @@ public final class FashionMnistTrainer implements Callable<Integer> {
         return new TrainingConfig(kind, epochs, batchSize, lr != null ? lr : TrainingConfig.defaultLr(kind), lrSchedule,
                 momentum,
                 seed, threads != null ? threads : threadsFromEnvironment(), maxSteps, checkpointDir, checkpointEvery,
-                resume);
+                resume, gradCompression.trim().toLowerCase(Locale.ROOT));
     }
 
     private boolean djl() {

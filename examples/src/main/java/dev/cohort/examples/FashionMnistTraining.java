@@ -11,6 +11,7 @@ import dev.cohort.torch.Batch;
 import dev.cohort.torch.Checkpoints;
 import dev.cohort.torch.DataLoader;
 import dev.cohort.torch.TensorDataset;
+import dev.cohort.torch.TorchDistributor;
 import dev.cohort.torch.TorchCollectives;
 import dev.cohort.api.checkpoint.TrainingPosition;
 import java.io.PrintStream;
@@ -90,7 +91,8 @@ public final class FashionMnistTraining {
                 config.seed());
 
         Distributed<Classifier, Optimizer, DataLoader, Object> distributed =
-                backend.distribute(DistributeRequest.of(model, sgd, loader, null));
+                backend.distribute(DistributeRequest.of(model, sgd, loader, null)
+                        .withOption(TorchDistributor.GRAD_COMPRESSION, config.gradCompression()));
         Classifier trained = distributed.model();
         Optimizer optimizer = distributed.optimizer();
         DataLoader shard = distributed.trainingData();

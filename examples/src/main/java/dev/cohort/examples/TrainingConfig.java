@@ -18,9 +18,11 @@ import java.util.Objects;
  * @param checkpointDir   where to save checkpoints, or {@code null} for none
  * @param checkpointEvery also save every this many steps (0: at the end of each epoch only)
  * @param resume          continue from the latest checkpoint in {@code checkpointDir} when there is one
+ * @param gradCompression {@code none}, or {@code bf16}/{@code fp16}: gradients travel as 16-bit floats
  */
 public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, double lr, Schedule schedule,
-                             double momentum, long seed, int threads, long maxSteps, Path checkpointDir, int checkpointEvery, boolean resume) {
+                             double momentum, long seed, int threads, long maxSteps, Path checkpointDir, int checkpointEvery, boolean resume,
+                             String gradCompression) {
 
     public TrainingConfig {
         Objects.requireNonNull(model, "model");
@@ -33,6 +35,8 @@ public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, d
         require(maxSteps >= 0, "--max-steps must be >= 0, got " + maxSteps);
         require(checkpointEvery >= 0, "--checkpoint-every must be >= 0, got " + checkpointEvery);
         require(!resume || checkpointDir != null, "--resume needs --checkpoint-dir");
+        require(java.util.List.of("none", "bf16", "fp16").contains(gradCompression),
+                "--grad-compression must be bf16, fp16 or none, got '" + gradCompression + "'");
     }
 
     /** How the learning rate changes over the run. */
@@ -49,7 +53,7 @@ public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, d
 
     /** The defaults of the command line for {@code model}: what reaches the targets (0.88 mlp, 0.90 cnn) with 2 workers. */
     public static TrainingConfig defaults(Classifier.Kind model) {
-        return new TrainingConfig(model, 4, 64, defaultLr(model), Schedule.LINEAR, 0.9, 42, 1, 0, null, 0, false);
+        return new TrainingConfig(model, 4, 64, defaultLr(model), Schedule.LINEAR, 0.9, 42, 1, 0, null, 0, false, "none");
     }
 
     /** The learning rate used when {@code --lr} is not given. */
@@ -62,12 +66,12 @@ public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, d
 
     public TrainingConfig withMaxSteps(long steps) {
         return new TrainingConfig(model, epochs, batchSize, lr, schedule, momentum, seed, threads, steps, checkpointDir,
-                checkpointEvery, resume);
+                checkpointEvery, resume, gradCompression);
     }
 
     public TrainingConfig withCheckpoints(Path dir, int every, boolean resumeFromLatest) {
         return new TrainingConfig(model, epochs, batchSize, lr, schedule, momentum, seed, threads, maxSteps, dir, every,
-                resumeFromLatest);
+                resumeFromLatest, gradCompression);
     }
 
     private static void require(boolean ok, String message) {

@@ -1,12 +1,16 @@
 package dev.cohort.runtime;
 
+import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.HalfFloats;
 import dev.cohort.api.collective.ReduceOp;
 
 import java.nio.DoubleBuffer;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
 import java.nio.LongBuffer;
+import java.nio.ShortBuffer;
+import java.util.List;
 
 /**
  * Element-wise reduction kernels shared by the Java engines. {@code accumulate} folds one
@@ -14,6 +18,10 @@ import java.nio.LongBuffer;
  * result computes the same bits. An average divides once, after the last operand: by
  * {@link #finish}, or in the same pass as the last fold ({@code ...AndFinish}), which reads and
  * writes the memory once instead of twice.
+ *
+ * <p>16-bit floating-point elements are computed in float32 and rounded to 16 bits once per
+ * pass: once per fold here, and once in all where the caller folds every operand in one pass
+ * ({@link #foldHalves}).
  *
  * <p>Floating-point elements go through small heap arrays a chunk at a time, where the JIT
  * vectorizes the loops; element-by-element access to a direct buffer is not vectorized and
@@ -30,6 +38,7 @@ public final class Reduction {
         final float[] y = new float[CHUNK];
         final double[] dx = new double[CHUNK];
         final double[] dy = new double[CHUNK];
+        final short[] bits = new short[CHUNK];
     }
 
     private Reduction() {
@@ -99,6 +108,78 @@ public final class Reduction {
                 LongBuffer a = (LongBuffer) acc.view();
                 for (int i = 0; i < n; i++) a.put(i, a.get(i) / divisor);
             }
+            case FLOAT16, BFLOAT16 -> {
+                float[] x = SCRATCH.get().x;
+                for (int from = 0; from < n; from += CHUNK) {
+                    int m = Math.min(CHUNK, n - from);
+                    readHalves(acc, from, m, x);
+                    for (int i = 0; i < m; i++) x[i] = x[i] / divisor;
+                    writeHalves(x, acc, from, m);
+                }
+            }
+        }
+    }
+
+    /**
+     * {@code out = op(operands[0], ..., operands[n-1])} over 16-bit floats, then finished over
+     * {@code worldSize} operands: computed in float32 in rank order, rounded to 16 bits once.
+     * {@code out} may be one of the operands.
+     */
+    public static void foldHalves(ReduceOp op, List<DenseBuffer> operands, DenseBuffer out, int worldSize) {
+        if (!out.dataType().isHalfPrecision()) {
+            throw new IllegalArgumentException("foldHalves folds float16 or bfloat16 buffers, not " + out.describe());
+        }
+        for (DenseBuffer in : operands) {
+            check(out, in);
+        }
+        int divisor = divisor(op, worldSize);
+        Scratch s = SCRATCH.get();
+        float[] x = s.x;
+        float[] y = s.y;
+        int n = out.count();
+        for (int from = 0; from < n; from += CHUNK) {
+            int m = Math.min(CHUNK, n - from);
+            readHalves(operands.get(0), from, m, x);
+            for (int r = 1; r < operands.size(); r++) {
+                readHalves(operands.get(r), from, m, y);
+                fold(op, x, y, m);
+            }
+            if (divisor != 1) {
+                for (int i = 0; i < m; i++) x[i] = x[i] / divisor;
+            }
+            writeHalves(x, out, from, m);
+        }
+    }
+
+    /** Elements {@code [from, from + m)} of a 16-bit buffer, as floats, into {@code x}. */
+    private static void readHalves(DenseBuffer in, int from, int m, float[] x) {
+        short[] bits = SCRATCH.get().bits;
+        ((ShortBuffer) in.view()).get(from, bits, 0, m);
+        if (in.dataType() == DataType.BFLOAT16) {
+            for (int i = 0; i < m; i++) x[i] = Float.intBitsToFloat((bits[i] & 0xFFFF) << 16);
+        } else {
+            for (int i = 0; i < m; i++) x[i] = HalfFloats.fp16ToFloat(bits[i]);
+        }
+    }
+
+    /** {@code x[0, m)} rounded to 16 bits into elements {@code [from, from + m)} of {@code out}. */
+    private static void writeHalves(float[] x, DenseBuffer out, int from, int m) {
+        short[] bits = SCRATCH.get().bits;
+        if (out.dataType() == DataType.BFLOAT16) {
+            for (int i = 0; i < m; i++) bits[i] = HalfFloats.floatToBf16(x[i]);
+        } else {
+            for (int i = 0; i < m; i++) bits[i] = HalfFloats.floatToFp16(x[i]);
+        }
+        ((ShortBuffer) out.view()).put(from, bits, 0, m);
+    }
+
+    /** {@code x[i] = op(x[i], y[i])} for i in [0, m); AVG as SUM. */
+    private static void fold(ReduceOp op, float[] x, float[] y, int m) {
+        switch (op) {
+            case SUM, AVG -> { for (int i = 0; i < m; i++) x[i] = x[i] + y[i]; }
+            case PRODUCT -> { for (int i = 0; i < m; i++) x[i] = x[i] * y[i]; }
+            case MIN -> { for (int i = 0; i < m; i++) x[i] = Math.min(x[i], y[i]); }
+            case MAX -> { for (int i = 0; i < m; i++) x[i] = Math.max(x[i], y[i]); }
         }
     }
 
@@ -136,6 +217,19 @@ public final class Reduction {
                 LongBuffer y = (LongBuffer) b.view();
                 LongBuffer o = (LongBuffer) out.view();
                 for (int i = 0; i < n; i++) o.put(i, apply(op, x.get(i), y.get(i)) / divisor);
+            }
+            case FLOAT16, BFLOAT16 -> {
+                Scratch s = SCRATCH.get();
+                for (int from = 0; from < n; from += CHUNK) {
+                    int m = Math.min(CHUNK, n - from);
+                    readHalves(a, from, m, s.x);
+                    readHalves(b, from, m, s.y);
+                    fold(op, s.x, s.y, m);
+                    if (divisor != 1) {
+                        for (int i = 0; i < m; i++) s.x[i] = s.x[i] / divisor;
+                    }
+                    writeHalves(s.x, out, from, m);
+                }
             }
         }
     }

@@ -23,7 +23,7 @@ class ReductionTest {
     private static final int WORLD = 3;
 
     @ParameterizedTest
-    @EnumSource(DataType.class)
+    @EnumSource(value = DataType.class, names = {"FLOAT16", "BFLOAT16"}, mode = EnumSource.Mode.EXCLUDE)
     void everyOperationMatchesTheReference(DataType type) {
         Random random = new Random(7);
         for (ReduceOp op : ReduceOp.values()) {
@@ -60,6 +60,47 @@ class ReductionTest {
         }
     }
 
+    @ParameterizedTest
+    @EnumSource(value = DataType.class, names = {"FLOAT16", "BFLOAT16"})
+    void sixteenBitFloatsComputeInFloat32AndRoundOncePerPass(DataType type) {
+        Random random = new Random(11);
+        for (ReduceOp op : ReduceOp.values()) {
+            for (int count : COUNTS) {
+                for (boolean direct : new boolean[] {false, true}) {
+                    DenseBuffer x0 = random(type, count, random, direct);
+                    DenseBuffer x1 = random(type, count, random, direct);
+                    DenseBuffer x2 = random(type, count, random, direct);
+                    String what = type + " " + op + " count " + count + (direct ? " direct" : " heap");
+                    // One pass over all operands: float32 in rank order, one rounding.
+                    DenseBuffer folded = DenseBuffer.allocate(type, count);
+                    Reduction.foldHalves(op, java.util.List.of(x0, x1, x2), folded, WORLD);
+                    // Pairwise: a rounding per fold, and one more for AVG's division.
+                    DenseBuffer stepwise = x0.copyLike();
+                    Reduction.accumulate(op, stepwise, x1);
+                    Reduction.accumulate(op, stepwise, x2);
+                    Reduction.finish(op, stepwise, WORLD);
+                    for (int i = 0; i < count; i++) {
+                        float a = (float) x0.getDouble(i);
+                        float b = (float) x1.getDouble(i);
+                        float c = (float) x2.getDouble(i);
+                        float once = f(op, f(op, a, b), c);
+                        float twice = (float) round(type, f(op, (float) round(type, f(op, a, b)), c));
+                        if (op == ReduceOp.AVG) {
+                            once = once / WORLD;
+                            twice = twice / WORLD;
+                        }
+                        assertThat(folded.getDouble(i)).as(what + " folded, element " + i).isEqualTo(round(type, once));
+                        assertThat(stepwise.getDouble(i)).as(what + " stepwise, element " + i).isEqualTo(round(type, twice));
+                    }
+                }
+            }
+        }
+    }
+
+    private static double round(DataType type, float v) {
+        return dev.cohort.api.collective.HalfFloats.toFloat(type, dev.cohort.api.collective.HalfFloats.fromFloat(type, v));
+    }
+
     /** ((x0 op x1) op x2), then AVG's division, element by element in the element type. */
     private static double[] reference(ReduceOp op, DenseBuffer x0, DenseBuffer x1, DenseBuffer x2) {
         double[] out = new double[x0.count()];
@@ -81,6 +122,7 @@ class ReductionTest {
                     long v = l(op, l(op, x0.getLong(i), x1.getLong(i)), x2.getLong(i));
                     yield op == ReduceOp.AVG ? (double) (v / WORLD) : (double) v;
                 }
+                case FLOAT16, BFLOAT16 -> throw new IllegalArgumentException("see sixteenBitFloats");
             };
         }
         return out;
@@ -119,6 +161,7 @@ class ReductionTest {
             switch (type) {
                 case FLOAT32, FLOAT64 -> b.setDouble(i, random.nextGaussian() * 100);
                 case INT32, INT64 -> b.setLong(i, random.nextInt(2001) - 1000);
+                case FLOAT16, BFLOAT16 -> b.setDouble(i, random.nextGaussian() * 10);
             }
         }
         return b;

@@ -232,6 +232,14 @@ public final class ConformanceSuite {
      */
     static double value(DataType type, int id, int r, int i, ReduceOp op) {
         long h = mix(id, r, i);
+        if (type.isHalfPrecision()) {
+            // Exact in bfloat16's 8 significant bits, and so are the sums and products of 8 of them.
+            if (op == ReduceOp.PRODUCT) {
+                double[] factors = {-2, -1, -0.5, 0.5, 1, 2};
+                return factors[(int) (h % factors.length)];
+            }
+            return ((int) (h % 65) - 32) / 4.0;       // [-8, 8] in quarters
+        }
         if (op == ReduceOp.PRODUCT) {
             double[] factors = {-2, -1.5, -1, -0.5, 0.5, 1, 1.5, 2};
             double f = factors[(int) (h & 7)];
@@ -277,7 +285,13 @@ public final class ConformanceSuite {
             if (op == ReduceOp.AVG) {
                 if (type.isFloatingPoint()) {
                     ref = ref / n;
-                    tolerance = type == DataType.FLOAT32 ? Math.ulp((float) ref) : Math.ulp(ref);
+                    tolerance = switch (type) {
+                        case FLOAT32 -> Math.ulp((float) ref);
+                        // an ulp of the 16-bit format: float32's widened by the mantissa bits it lacks
+                        case FLOAT16 -> Math.ulp((float) ref) * (1 << 13);
+                        case BFLOAT16 -> Math.ulp((float) ref) * (1 << 16);
+                        default -> Math.ulp(ref);
+                    };
                 } else {
                     ref = (long) ref / n;
                 }

@@ -7,6 +7,7 @@ import java.nio.DoubleBuffer;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
 import java.nio.LongBuffer;
+import java.nio.ShortBuffer;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -72,6 +73,22 @@ public final class DenseBuffer {
         return new DenseBuffer(DataType.INT64, LongBuffer.wrap(array, offset, count).slice());
     }
 
+    /**
+     * A 16-bit floating-point buffer ({@link DataType#FLOAT16} or {@link DataType#BFLOAT16}) over
+     * {@code array}, whose elements are the values' bits (see {@link HalfFloats}).
+     */
+    public static DenseBuffer of(short[] array, DataType type) {
+        return of(ShortBuffer.wrap(Objects.requireNonNull(array, "array")), type);
+    }
+
+    /** Wraps the 16-bit floating-point elements (as bits) between the buffer's position and limit. */
+    public static DenseBuffer of(ShortBuffer buffer, DataType type) {
+        if (!Objects.requireNonNull(type, "type").isHalfPrecision()) {
+            throw new IllegalArgumentException("a short buffer holds float16 or bfloat16 elements, not " + type.label());
+        }
+        return new DenseBuffer(type, checkOrder(buffer.slice(), buffer.order()));
+    }
+
     /** Wraps the elements between the buffer's position and limit. */
     public static DenseBuffer of(FloatBuffer buffer) {
         return new DenseBuffer(DataType.FLOAT32, checkOrder(buffer.slice(), buffer.order()));
@@ -109,6 +126,7 @@ public final class DenseBuffer {
             case FLOAT64 -> b.asDoubleBuffer();
             case INT32 -> b.asIntBuffer();
             case INT64 -> b.asLongBuffer();
+            case FLOAT16, BFLOAT16 -> b.asShortBuffer();
         };
         return new DenseBuffer(type, typed, b);
     }
@@ -123,6 +141,7 @@ public final class DenseBuffer {
             case FLOAT64 -> of(new double[count]);
             case INT32 -> of(new int[count]);
             case INT64 -> of(new long[count]);
+            case FLOAT16, BFLOAT16 -> of(new short[count], type);
         };
     }
 
@@ -156,8 +175,8 @@ public final class DenseBuffer {
 
     /**
      * A fresh view of the elements (position 0, limit {@code count()}), sharing the memory: a
-     * {@link FloatBuffer}, {@link DoubleBuffer}, {@link IntBuffer} or {@link LongBuffer} according
-     * to {@link #dataType()}.
+     * {@link FloatBuffer}, {@link DoubleBuffer}, {@link IntBuffer}, {@link LongBuffer} or (for
+     * the 16-bit floating-point types, as bits) {@link ShortBuffer} according to {@link #dataType()}.
      */
     public Buffer view() {
         return view.duplicate();
@@ -213,16 +232,18 @@ public final class DenseBuffer {
             case FLOAT64 -> ((DoubleBuffer) dst).put((DoubleBuffer) src);
             case INT32 -> ((IntBuffer) dst).put((IntBuffer) src);
             case INT64 -> ((LongBuffer) dst).put((LongBuffer) src);
+            case FLOAT16, BFLOAT16 -> ((ShortBuffer) dst).put((ShortBuffer) src);
         }
     }
 
-    /** Element {@code i} widened to double (exact for float32, float64 and int32). */
+    /** Element {@code i} widened to double (exact but for int64 beyond 2^53). */
     public double getDouble(int i) {
         return switch (type) {
             case FLOAT32 -> ((FloatBuffer) view).get(i);
             case FLOAT64 -> ((DoubleBuffer) view).get(i);
             case INT32 -> ((IntBuffer) view).get(i);
             case INT64 -> ((LongBuffer) view).get(i);
+            case FLOAT16, BFLOAT16 -> HalfFloats.toFloat(type, ((ShortBuffer) view).get(i));
         };
     }
 
@@ -233,16 +254,18 @@ public final class DenseBuffer {
             case FLOAT64 -> (long) ((DoubleBuffer) view).get(i);
             case INT32 -> ((IntBuffer) view).get(i);
             case INT64 -> ((LongBuffer) view).get(i);
+            case FLOAT16, BFLOAT16 -> (long) HalfFloats.toFloat(type, ((ShortBuffer) view).get(i));
         };
     }
 
-    /** Sets element {@code i}, narrowing {@code value} to the element type. */
+    /** Sets element {@code i}, narrowing {@code value} to the element type (16-bit floats through float32). */
     public void setDouble(int i, double value) {
         switch (type) {
             case FLOAT32 -> ((FloatBuffer) view).put(i, (float) value);
             case FLOAT64 -> ((DoubleBuffer) view).put(i, value);
             case INT32 -> ((IntBuffer) view).put(i, (int) value);
             case INT64 -> ((LongBuffer) view).put(i, (long) value);
+            case FLOAT16, BFLOAT16 -> ((ShortBuffer) view).put(i, HalfFloats.fromFloat(type, (float) value));
         }
     }
 
@@ -253,6 +276,7 @@ public final class DenseBuffer {
             case FLOAT64 -> ((DoubleBuffer) view).put(i, value);
             case INT32 -> ((IntBuffer) view).put(i, (int) value);
             case INT64 -> ((LongBuffer) view).put(i, value);
+            case FLOAT16, BFLOAT16 -> ((ShortBuffer) view).put(i, HalfFloats.fromFloat(type, (float) value));
         }
     }
 

@@ -10,6 +10,7 @@ import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.nio.file.Path;
 import java.util.Optional;
@@ -58,6 +59,9 @@ final class OpenMpi {
     private final MemorySegment float64;
     private final MemorySegment int32;
     private final MemorySegment int64;
+    /** 16-bit floats travel as MPI_INT16_T and are combined by operations of Cohort's own ({@link #halfOp}). */
+    private final MemorySegment int16;
+    private final java.util.Map<String, MemorySegment> halfOps = new java.util.concurrent.ConcurrentHashMap<>();
     private final MemorySegment sum;
     private final MemorySegment min;
     private final MemorySegment max;
@@ -86,6 +90,7 @@ final class OpenMpi {
     private final MethodHandle isend;
     private final MethodHandle irecv;
     private final MethodHandle testall;
+    private final MethodHandle opCreate;
 
     private OpenMpi(String library) {
         this.library = library;
@@ -99,6 +104,7 @@ final class OpenMpi {
         float64 = global("ompi_mpi_double");
         int32 = global("ompi_mpi_int32_t");
         int64 = global("ompi_mpi_int64_t");
+        int16 = global("ompi_mpi_int16_t");
         sum = global("ompi_mpi_op_sum");
         min = global("ompi_mpi_op_min");
         max = global("ompi_mpi_op_max");
@@ -128,6 +134,7 @@ final class OpenMpi {
         isend = function("MPI_Isend", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
         irecv = function("MPI_Irecv", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
         testall = function("MPI_Testall", JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
+        opCreate = function("MPI_Op_create", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS);
     }
 
     /**
@@ -298,7 +305,7 @@ final class OpenMpi {
 
     int allreduce(MemorySegment send, MemorySegment receive, int count, DataType type, ReduceOp op, MemorySegment comm) {
         MemorySegment t = type(type);
-        MemorySegment o = op(op);
+        MemorySegment o = op(op, type);
         return invoke(() -> (int) allreduce.invokeExact(send, receive, count, t, o, comm));
     }
 
@@ -321,7 +328,7 @@ final class OpenMpi {
     int reduceScatterBlock(MemorySegment send, MemorySegment receive, int count, DataType type, ReduceOp op,
                            MemorySegment comm) {
         MemorySegment t = type(type);
-        MemorySegment o = op(op);
+        MemorySegment o = op(op, type);
         return invoke(() -> (int) reduceScatterBlock.invokeExact(send, receive, count, t, o, comm));
     }
 
@@ -355,7 +362,56 @@ final class OpenMpi {
             case FLOAT64 -> float64;
             case INT32 -> int32;
             case INT64 -> int64;
+            case FLOAT16, BFLOAT16 -> int16;
         };
+    }
+
+    /** MPI's operation for {@code op} on elements of {@code type}; an average is summed, then divided by the caller. */
+    private MemorySegment op(ReduceOp op, DataType type) {
+        return type.isHalfPrecision() ? halfOp(type, op) : op(op);
+    }
+
+    /**
+     * A user-defined MPI operation (made once per type and operation, for the life of the process)
+     * that combines 16-bit floats in float32 and rounds the result back: MPI's algorithms call it
+     * for each pair of operands they combine, so a value is rounded once per combining step.
+     */
+    private MemorySegment halfOp(DataType type, ReduceOp op) {
+        ReduceOp base = op == ReduceOp.AVG ? ReduceOp.SUM : op;
+        return halfOps.computeIfAbsent(type + " " + base, k -> {
+            try {
+                java.lang.invoke.MethodHandle combine = java.lang.invoke.MethodHandles.lookup().findStatic(OpenMpi.class,
+                        "combineHalves", java.lang.invoke.MethodType.methodType(void.class, DataType.class, ReduceOp.class,
+                                MemorySegment.class, MemorySegment.class, MemorySegment.class, MemorySegment.class));
+                MemorySegment function = linker.upcallStub(java.lang.invoke.MethodHandles.insertArguments(combine, 0, type,
+                        base), FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS, ADDRESS), Arena.global());
+                MemorySegment handle = arena.allocate(ADDRESS);
+                check(invoke(() -> (int) opCreate.invokeExact(function, 1, handle)), "MPI_Op_create");
+                return handle.get(ADDRESS, 0);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+    }
+
+    /** MPI_User_function for 16-bit floats: {@code inout[i] = in[i] op inout[i]} for {@code *length} elements. */
+    private static void combineHalves(DataType type, ReduceOp op, MemorySegment in, MemorySegment inout,
+                                      MemorySegment length, MemorySegment datatype) {
+        int n = length.reinterpret(4).get(JAVA_INT, 0);
+        MemorySegment a = in.reinterpret(2L * n);
+        MemorySegment b = inout.reinterpret(2L * n);
+        ValueLayout.OfShort bits = ValueLayout.JAVA_SHORT_UNALIGNED;
+        for (int i = 0; i < n; i++) {
+            float x = dev.cohort.api.collective.HalfFloats.toFloat(type, a.getAtIndex(bits, i));
+            float y = dev.cohort.api.collective.HalfFloats.toFloat(type, b.getAtIndex(bits, i));
+            float r = switch (op) {
+                case SUM, AVG -> x + y;
+                case PRODUCT -> x * y;
+                case MIN -> Math.min(x, y);
+                case MAX -> Math.max(x, y);
+            };
+            b.setAtIndex(bits, i, dev.cohort.api.collective.HalfFloats.fromFloat(type, r));
+        }
     }
 
     /** MPI's operation for {@code op}; an average is summed, then divided by the caller. */

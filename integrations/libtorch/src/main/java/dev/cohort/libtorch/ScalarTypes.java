@@ -16,6 +16,8 @@ public final class ScalarTypes {
             case FLOAT64 -> torch.ScalarType.Double;
             case INT32 -> torch.ScalarType.Int;
             case INT64 -> torch.ScalarType.Long;
+            case FLOAT16 -> torch.ScalarType.Half;
+            case BFLOAT16 -> torch.ScalarType.BFloat16;
         };
     }
 
@@ -32,6 +34,6 @@ public final class ScalarTypes {
             }
         }
         throw new IllegalArgumentException("tensors of type " + type
-                + " are not supported by Cohort's collectives (float32, float64, int32, int64 are)");
+                + " are not supported by Cohort's collectives (float32, float64, int32, int64, float16 and bfloat16 are)");
     }
 }

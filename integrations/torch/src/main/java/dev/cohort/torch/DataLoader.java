@@ -36,8 +36,17 @@ public final class DataLoader {
 
     /** This loader over rank {@code rank}'s shard of {@code worldSize} (padded, never dropping examples). */
     public DataLoader sharded(int worldSize, int rank) {
+        return sharded(worldSize, rank, false);
+    }
+
+    /**
+     * This loader over rank {@code rank}'s shard of {@code worldSize}: with {@code dropLast} the
+     * dataset is cut to a multiple of the world size, else padded by repeating examples (see
+     * {@link DistributedSampler}).
+     */
+    public DataLoader sharded(int worldSize, int rank, boolean dropLast) {
         return new DataLoader(dataset, batchSize,
-                new DistributedSampler(dataset.size(), worldSize, rank, shuffle, seed, false), shuffle, seed);
+                new DistributedSampler(dataset.size(), worldSize, rank, shuffle, seed, dropLast), shuffle, seed);
     }
 
     public Dataset dataset() {

@@ -4,6 +4,8 @@ import dev.cohort.libtorch.LibTorch;
 import org.bytedeco.pytorch.LossClosure;
 import org.bytedeco.pytorch.Optimizer;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorVector;
+import org.bytedeco.pytorch.global.torch;
 
 /**
  * An optimizer whose {@link #step()} first averages the gradients across all ranks (in buckets,
@@ -24,23 +26,94 @@ import org.bytedeco.pytorch.Tensor;
  * {@link #noSync()} (DDP's {@code no_sync}, Horovod's {@code backward_passes_per_step}); their
  * gradients accumulate locally and are averaged once, at the step. Without the scope the result is
  * the same, but the early passes' communication is wasted.
+ *
+ * <p>Clipping (Horovod's {@code synchronize()}): {@link #synchronize()} averages the gradients
+ * without stepping, so the averaged gradients can be read or changed before {@link #step()},
+ * which then steps without averaging again; {@link #clipGradNorm(double)} does both for the usual
+ * case. Call it after the last backward of the step: a backward between it and the step is refused
+ * at the step where the optimizer can see it (with overlap; without, the step would not notice).
+ *
+ * <p>Buffers: when built from a model, each step ends by copying the root's module buffers
+ * (BatchNorm's running statistics) into every rank's, as DDP's {@code broadcast_buffers} does;
+ * option {@value TorchDistributor#BROADCAST_BUFFERS} turns it off.
  */
 public final class DistributedOptimizer extends Optimizer {
 
     private final Optimizer local;
     private final GradientBuckets buckets;
+    /** The module's buffers, copied from the root after each step; null when there are none to copy. */
+    private final BufferBroadcast buffers;
+    /** Gradients seen by the hooks when {@link #synchronize()} averaged; -1 when the gradients are not averaged. */
+    private long synchronizedAt = -1;
 
-    DistributedOptimizer(Optimizer local, GradientBuckets buckets) {
+    DistributedOptimizer(Optimizer local, GradientBuckets buckets, BufferBroadcast buffers) {
         super(local);
         this.local = LibTorch.retain(local);   // the wrapper uses it for as long as it lives
         this.buckets = buckets;
+        this.buffers = buffers;
     }
 
-    /** Averages gradients across ranks, then steps. */
+    /**
+     * Averages gradients across ranks (unless {@link #synchronize()} already did, since the last
+     * backward), then steps; then copies the root's module buffers to every rank.
+     *
+     * @throws IllegalStateException if a backward pass ran after {@link #synchronize()}
+     */
     @Override
     public Tensor step() {
+        if (synchronizedAt < 0) {
+            buckets.averageGradients();
+        } else if (buckets.gradientsSeen() != synchronizedAt) {
+            synchronizedAt = -1;
+            throw new IllegalStateException("backward ran after synchronize() and before step(): its gradients "
+                    + "were not averaged; call synchronize() (or clipGradNorm) after the last backward of the step");
+        }
+        synchronizedAt = -1;
+        Tensor result = local.step();
+        if (buffers != null) {
+            buffers.fromRoot();
+        }
+        return result;
+    }
+
+    /**
+     * Averages the gradients across ranks now, without stepping: afterwards each parameter's
+     * {@code .grad} holds the average, to read, clip or scale; the next {@link #step()} applies it
+     * without averaging again. Calling it twice before a step averages once.
+     */
+    public void synchronize() {
+        if (synchronizedAt >= 0) {
+            return;
+        }
         buckets.averageGradients();
-        return local.step();
+        synchronizedAt = buckets.gradientsSeen();
+    }
+
+    /**
+     * Averages the gradients ({@link #synchronize()}) and scales them so that their global L2
+     * norm, over every parameter of the optimizer, is at most {@code maxNorm} (PyTorch's
+     * {@code clip_grad_norm_} over the averaged gradients). Every rank holds the same averaged
+     * gradients, so every rank computes the same norm and clips the same way.
+     *
+     * @return the norm of the averaged gradients before clipping
+     * @throws IllegalArgumentException unless {@code maxNorm} is positive and finite
+     */
+    public double clipGradNorm(double maxNorm) {
+        if (!(maxNorm > 0) || Double.isInfinite(maxNorm)) {
+            throw new IllegalArgumentException("maxNorm must be positive and finite, got " + maxNorm);
+        }
+        synchronize();
+        TensorVector all = local.parameters();
+        TensorVector withGradients = new TensorVector();
+        for (long i = 0; i < all.size(); i++) {
+            if (all.get(i).grad().defined()) {
+                withGradients.push_back(all.get(i));
+            }
+        }
+        if (withGradients.size() == 0) {
+            return 0;
+        }
+        return torch.clip_grad_norm_(withGradients, maxNorm, 2.0, false);
     }
 
     /** Sets every gradient to none, whatever {@code setToNone} says (see the class comment). */
@@ -55,6 +128,7 @@ public final class DistributedOptimizer extends Optimizer {
      */
     @Override
     public void zero_grad() {
+        synchronizedAt = -1;
         buckets.clearGradients();
         local.zero_grad(true);
     }

@@ -50,6 +50,19 @@ import org.bytedeco.pytorch.VoidTensorHook;
  * gradients were zeroed in place, or not at all), autograd adds into the view after the hook; such
  * a bucket is started at the step instead, without overlap.
  *
+ * <p>Unused parameters: a parameter without a gradient on a rank (its layer did not run there)
+ * counts as a zero gradient in the average. With {@code findUnused} (DDP's
+ * {@code find_unused_parameters}) the ranks also agree, with one small allreduce per step, which
+ * parameters had no gradient on any rank; those keep no gradient, as in a single process, so the
+ * optimizer leaves them alone (momentum and weight decay included). Without it such a parameter
+ * gets a zero gradient, which optimizers with momentum or weight decay still apply; a rank logs
+ * once when it first sees a parameter without a gradient.
+ *
+ * <p>Compression (PyTorch's bf16 and fp16 compress hooks): with a 16-bit {@code compression}
+ * type, each float32 bucket is divided by the world size, rounded to 16 bits into a copy of half
+ * the size, summed across ranks in that type and widened back into the bucket: half the bytes on
+ * the wire, at 16-bit precision for the averaged gradients.
+ *
  * <p>Inside {@link #pauseHooks} scopes hooks do nothing, so accumulation steps cost no
  * communication (DDP's {@code no_sync}). A group of one rank has nothing to average: no buckets,
  * no hooks, no copies.
@@ -79,6 +92,10 @@ final class GradientBuckets {
     private final ProcessGroup group;
     private final long bucketBytes;
     private final boolean overlap;
+    private final boolean findUnused;
+    /** The 16-bit type float32 buckets travel as, or null to send them as they are. */
+    private final DataType compression;
+    private boolean toldOfUnused;
     /** The parameters that take gradients, in reverse registration order; a parameter's index here is its id. */
     private final List<Tensor> params = new ArrayList<>();
     private final List<VoidTensorHook> hooks = new ArrayList<>();   // kept reachable: native code calls them
@@ -91,18 +108,34 @@ final class GradientBuckets {
     private int nextToStart;
     private int sharedBuckets;
     private int paused;
+    /** Gradients the hooks were called with so far (paused or not): a backward pass ran when it grows. */
+    private long gradientsSeen;
     private long startedDuringBackward;
     private long finishedDuringBackward;
     private long waitedNanos;
     private long waitedInHooksNanos;
 
     GradientBuckets(ProcessGroup group, TensorVector parameters, long bucketBytes, boolean overlap) {
+        this(group, parameters, bucketBytes, overlap, false, null);
+    }
+
+    /**
+     * @param compression {@link DataType#BFLOAT16} or {@link DataType#FLOAT16} to send float32
+     *                    buckets as 16-bit floats (halving the bytes on the wire), or null
+     */
+    GradientBuckets(ProcessGroup group, TensorVector parameters, long bucketBytes, boolean overlap, boolean findUnused,
+                    DataType compression) {
+        if (compression != null && !compression.isHalfPrecision()) {
+            throw new IllegalArgumentException("gradients are compressed to float16 or bfloat16, not " + compression.label());
+        }
+        this.compression = compression;
         if (bucketBytes < 1) {
             throw new IllegalArgumentException("bucket size must be >= 1 byte, got " + bucketBytes);
         }
         this.group = group;
         this.bucketBytes = bucketBytes;
         this.overlap = overlap;
+        this.findUnused = findUnused;
         if (group.size() == 1) {
             readyOrder = null;
             return;                                // nothing to average
@@ -142,7 +175,7 @@ final class GradientBuckets {
             }
             bucketOf[id] = laidOut.size() - 1;
             slotOf[id] = open.params.size();
-            open.add(p, p.numel() * type.byteSize());
+            open.add(id, p, p.numel() * type.byteSize());
         }
         allocateStorage(laidOut, group.allocator());
         return laidOut;
@@ -186,6 +219,14 @@ final class GradientBuckets {
             }
         }
         laidOut.forEach(Bucket::allocate);
+        if (compression != null) {
+            for (Bucket b : laidOut) {
+                if (b.type == DataType.FLOAT32) {
+                    b.wire = DenseBuffer.allocateDirect(compression, b.count());
+                    b.wireFlat = LibTorch.retain(TensorBuffers.tensor(b.wire));
+                }
+            }
+        }
     }
 
     int bucketCount() {
@@ -232,11 +273,25 @@ final class GradientBuckets {
         int[] order = new int[params.size()];
         int n = 0;
         for (Bucket b : buckets) {
-            for (Tensor p : b.params) {
-                order[n++] = params.indexOf(p);
+            for (int id : b.ids) {
+                order[n++] = id;
             }
         }
         return order;
+    }
+
+    /** The bytes one step's allreduces carry per rank: the buckets', or their 16-bit copies' where compressed. */
+    synchronized long bytesPerStep() {
+        long bytes = 0;
+        for (Bucket b : buckets) {
+            bytes += b.wire != null ? b.wire.byteSize() : b.buffer.byteSize();
+        }
+        return bytes;
+    }
+
+    /** How many gradients the hooks have seen (none without overlap): grows while backward runs. */
+    synchronized long gradientsSeen() {
+        return gradientsSeen;
     }
 
     synchronized void pauseHooks() {
@@ -270,6 +325,7 @@ final class GradientBuckets {
             }
         }
         try (PointerScope temporaries = new PointerScope()) {
+            int[] used = usedHere();
             for (int i = 0; i < buckets.size(); i++) {
                 Bucket b = buckets.get(i);
                 if (b.work != null && b.stale) {
@@ -278,16 +334,24 @@ final class GradientBuckets {
                 }
                 if (b.work == null) {
                     b.packMissing();
-                    b.work = group.allreduce(b.buffer, ReduceOp.AVG);
+                    b.work = start(b);
                 }
             }
+            Work usedAnywhere = findUnused ? group.allreduce(DenseBuffer.of(used), ReduceOp.MAX) : null;
             // The last bucket first: a caller that awaits runs every queued call up to its own on
             // its own thread, rather than leaving the earlier ones to the engine's thread.
+            if (usedAnywhere != null) {
+                usedAnywhere.await();
+            }
             for (int i = buckets.size() - 1; i >= 0; i--) {
-                buckets.get(i).work.await();
+                Bucket b = buckets.get(i);
+                b.work.await();
+                if (b.wire != null) {
+                    b.flat.copy_(b.wireFlat);     // back to float32, exactly
+                }
             }
             for (Bucket b : buckets) {
-                b.pointGradients();
+                b.pointGradients(findUnused ? used : null);
             }
         } finally {
             for (Bucket b : buckets) {
@@ -299,6 +363,51 @@ final class GradientBuckets {
         if (readyOrder != null) {
             rebuild();
         }
+    }
+
+    /**
+     * Starts the average of {@code b}: as it is, or compressed: divided by the world size in
+     * float32 (so 16-bit sums cannot overflow), rounded to 16 bits once, then summed.
+     */
+    private Work start(Bucket b) {
+        if (b.wire == null) {
+            return group.allreduce(b.buffer, ReduceOp.AVG);
+        }
+        try (PointerScope temporaries = new PointerScope()) {
+            b.flat.div_(new org.bytedeco.pytorch.Scalar((double) group.size()));
+            b.wireFlat.copy_(b.flat);
+        }
+        return group.allreduce(b.wire, ReduceOp.SUM);
+    }
+
+    /**
+     * 1 for each parameter (by id) that has a gradient on this rank in this iteration, else 0;
+     * logs the first parameter without one, once (and then, without {@code findUnused}, looks no more: null).
+     */
+    private int[] usedHere() {
+        if (!findUnused && toldOfUnused) {
+            return null;
+        }
+        int[] used = new int[params.size()];
+        for (Bucket b : buckets) {
+            for (int i = 0; i < b.params.size(); i++) {
+                used[b.ids.get(i)] = b.ready[i] || b.params.get(i).grad().defined() ? 1 : 0;
+            }
+        }
+        if (!toldOfUnused) {
+            for (int id = 0; id < used.length; id++) {
+                if (used[id] == 0) {
+                    toldOfUnused = true;
+                    int unused = id;
+                    LOG.log(System.Logger.Level.INFO, () -> "rank " + group.rank() + ": parameter " + unused + " (reverse "
+                            + "registration order) has no gradient in this step: " + (findUnused
+                            ? "where no rank has one it keeps none" : "averaged as zeros, which optimizers with momentum "
+                            + "or weight decay still apply (option findUnusedParameters leaves parameters no rank used alone)"));
+                    break;
+                }
+            }
+        }
+        return used;
     }
 
     /**
@@ -335,8 +444,11 @@ final class GradientBuckets {
             for (int id = 0; id < params.size(); id++) {
                 Bucket b = buckets.get(bucketOf[id]);
                 Tensor view = b.views.get(slotOf[id]);
-                view.copy_(params.get(id).grad());
-                params.get(id).mutable_grad().put(view);
+                Tensor grad = params.get(id).grad();
+                if (grad.defined()) {             // not a parameter that no rank used
+                    view.copy_(grad);
+                    params.get(id).mutable_grad().put(view);
+                }
             }
         }
         old.forEach(Bucket::free);
@@ -358,6 +470,7 @@ final class GradientBuckets {
     }
 
     private synchronized void onGradient(int id, Tensor grad) {
+        gradientsSeen++;
         if (paused > 0) {
             return;
         }
@@ -388,7 +501,7 @@ final class GradientBuckets {
         while (nextToStart < buckets.size() && buckets.get(nextToStart).isFull()) {
             Bucket next = buckets.get(nextToStart++);
             long began = System.nanoTime();
-            next.work = group.allreduce(next.buffer, ReduceOp.AVG);
+            next.work = start(next);
             long waited = System.nanoTime() - began;
             waitedNanos += waited;
             waitedInHooksNanos += waited;
@@ -409,6 +522,8 @@ final class GradientBuckets {
     private static final class Bucket {
         final DataType type;
         final List<Tensor> params = new ArrayList<>();
+        /** Each parameter's id (its index in the buckets' parameter list). */
+        final List<Integer> ids = new ArrayList<>();
         final List<long[]> ranges = new ArrayList<>();   // {offset, count} in elements
         final List<Tensor> views = new ArrayList<>();
         long bytes;
@@ -416,6 +531,9 @@ final class GradientBuckets {
         /** Where {@link #buffer} came from, when it is not ordinary direct memory. */
         BufferAllocator allocator;
         Tensor flat;
+        /** The 16-bit copy that travels instead of {@link #buffer} when gradients are compressed, and its tensor. */
+        DenseBuffer wire;
+        Tensor wireFlat;
         boolean[] ready;
         int readyCount;
         boolean stale;
@@ -425,7 +543,8 @@ final class GradientBuckets {
             this.type = type;
         }
 
-        void add(Tensor p, long paramBytes) {
+        void add(int id, Tensor p, long paramBytes) {
+            ids.add(id);
             ranges.add(new long[] {bytes / type.byteSize(), p.numel()});
             params.add(p);
             bytes += paramBytes;
@@ -452,6 +571,9 @@ final class GradientBuckets {
         void free() {
             views.forEach(LibTorch::release);
             LibTorch.release(flat);
+            if (wireFlat != null) {
+                LibTorch.release(wireFlat);
+            }
             if (allocator != null) {
                 allocator.release(buffer);
             }
@@ -476,12 +598,19 @@ final class GradientBuckets {
             }
         }
 
-        /** Makes each parameter's {@code .grad} its view into the bucket (no copy). */
-        void pointGradients() {
+        /**
+         * Makes each parameter's {@code .grad} its view into the bucket (no copy); with
+         * {@code usedAnywhere}, a parameter no rank had a gradient for keeps none.
+         */
+        void pointGradients(int[] usedAnywhere) {
             for (int i = 0; i < params.size(); i++) {
                 Tensor p = params.get(i);
                 Tensor view = views.get(i);
-                if (!sameMemory(p.grad(), view)) {
+                if (usedAnywhere != null && usedAnywhere[ids.get(i)] == 0) {
+                    if (p.grad().defined()) {
+                        p.mutable_grad().put(new Tensor());
+                    }
+                } else if (!sameMemory(p.grad(), view)) {
                     p.mutable_grad().put(view);
                 }
             }

@@ -26,12 +26,26 @@ import org.bytedeco.pytorch.global.torch;
  * {@code distribute()} for JavaCPP PyTorch: for a {@link Module}, the root's parameters and
  * buffers are broadcast to every rank; an {@link Optimizer} gets the root's state (Horovod's
  * {@code broadcast_optimizer_state}) and comes back as a {@link DistributedOptimizer}; a
- * {@link DataLoader} comes back over this rank's shard ({@link DistributedSampler}); the
- * learning-rate scheduler is passed through.
+ * {@link DataLoader} comes back over this rank's shard ({@link DistributedSampler}); any other
+ * training data is refused (it would reach every rank whole); the learning-rate scheduler is passed
+ * through.
+ *
+ * <p>The parameters whose gradients are averaged are the request's {@code modelParameters} when
+ * given (a {@code TensorVector}, a {@code Tensor}, an array or an {@code Iterable} of tensors: the
+ * parameters to train, as DeepSpeed's {@code model_parameters}), else the model's, else the
+ * optimizer's. The optimizer must update only parameters among them: one it updates whose gradient
+ * is not averaged would drift apart between ranks, and is refused.
  *
  * <p>Options: {@value #BUCKET_BYTES} (a Number, default 25 MiB) sets the gradient bucket size;
  * {@value #OVERLAP} (Boolean) overlaps communication with backward, by default where the host
- * has a CPU the ranks' compute threads leave free ({@link #overlapPays}).
+ * has a CPU the ranks' compute threads leave free ({@link #overlapPays});
+ * {@value #BROADCAST_BUFFERS} (Boolean, default true) copies the root's module buffers to every
+ * rank after each step; {@value #DROP_LAST} (Boolean, default false) cuts the dataset to a
+ * multiple of the world size instead of padding it by repeating examples;
+ * {@value #FIND_UNUSED_PARAMETERS} (Boolean, default false) leaves parameters that no rank used in
+ * a step without a gradient, as in one process (DDP's {@code find_unused_parameters});
+ * {@value #GRAD_COMPRESSION} ({@code "bf16"}, {@code "fp16"} or {@code "none"}) sends float32
+ * gradients as 16-bit floats. Other keys are refused.
  * Declare the optimizer as {@code Optimizer} (the wrapper is an {@code Optimizer}, not an
  * {@code SGD}).
  */
@@ -43,6 +57,24 @@ public final class TorchDistributor implements Distributor {
     public static final String BUCKET_BYTES = "bucketBytes";
     /** Option key: Boolean, start bucket allreduces during backward (default: {@link #overlapPays}). */
     public static final String OVERLAP = "overlap";
+    /** Option key: Boolean, copy the root's module buffers to every rank after each step (default true). */
+    public static final String BROADCAST_BUFFERS = "broadcastBuffers";
+    /** Option key: Boolean, the data shards drop the dataset's last examples rather than repeat some (default false). */
+    public static final String DROP_LAST = "dropLast";
+    /**
+     * Option key: Boolean, parameters that no rank had a gradient for in a step keep none, as in one
+     * process (DDP's {@code find_unused_parameters}; one more small allreduce per step; default false).
+     */
+    public static final String FIND_UNUSED_PARAMETERS = "findUnusedParameters";
+    /**
+     * Option key: String {@code "bf16"} or {@code "fp16"} (or {@code "none"}, the default): float32
+     * gradient buckets travel as 16-bit floats, halving the bytes on the wire (PyTorch's
+     * {@code bf16_compress_hook}/{@code fp16_compress_hook}).
+     */
+    public static final String GRAD_COMPRESSION = "gradCompression";
+
+    private static final java.util.Set<String> OPTIONS = java.util.Set.of(BUCKET_BYTES, OVERLAP, BROADCAST_BUFFERS,
+            DROP_LAST, FIND_UNUSED_PARAMETERS, GRAD_COMPRESSION);
 
     /**
      * Loads libtorch (natives extracted first, one process at a time; see {@link LibTorch}), unless
@@ -71,11 +103,30 @@ public final class TorchDistributor implements Distributor {
     @SuppressWarnings("unchecked")
     public <M, O, D, S> Distributed<M, O, D, S> distribute(DistributedBackend backend, DistributeRequest<M, O, D, S> request) {
         LibTorch.load();
+        for (String key : request.options().keySet()) {
+            if (!OPTIONS.contains(key)) {
+                throw new IllegalArgumentException("unknown option '" + key + "' for the torch integration; it knows "
+                        + new java.util.TreeSet<>(OPTIONS));
+            }
+        }
+        long bucketBytes = option(request, BUCKET_BYTES, Number.class, GradientBuckets.DEFAULT_BUCKET_BYTES).longValue();
+        Boolean overlapAsked = option(request, OVERLAP, Boolean.class, null);
+        boolean broadcastBuffers = option(request, BROADCAST_BUFFERS, Boolean.class, true);
+        boolean dropLast = option(request, DROP_LAST, Boolean.class, false);
+        boolean findUnused = option(request, FIND_UNUSED_PARAMETERS, Boolean.class, false);
+        DataType compression = compression(option(request, GRAD_COMPRESSION, String.class, "none"));
         ProcessGroup group = backend.group();
         Object model = request.model();
         if (model != null && !(model instanceof Module)) {
             throw new IllegalArgumentException("the torch integration distributes org.bytedeco.pytorch.Module models, got "
                     + model.getClass().getName());
+        }
+        D data = request.trainingData();
+        if (data != null && !(data instanceof DataLoader)) {
+            throw new IllegalArgumentException("the torch integration shards training data given as a "
+                    + DataLoader.class.getName() + "; a " + data.getClass().getName() + " would reach every rank whole, "
+                    + "and each would train on all of it: pass DataLoader.of(dataset, batchSize, shuffle, seed), or pass "
+                    + "no training data and shard it yourself with a DistributedSampler");
         }
         Module module = (Module) model;
         if (module != null) {
@@ -87,19 +138,44 @@ public final class TorchDistributor implements Distributor {
                 throw new IllegalArgumentException("expected an org.bytedeco.pytorch.Optimizer, got " + optimizer.getClass().getName());
             }
             Optimizer local = (Optimizer) optimizer;
+            TensorVector params = request.modelParameters() != null ? ModelParameters.of(request.modelParameters())
+                    : module != null ? module.parameters() : local.parameters();
+            ModelParameters.checkCovers(params, local.parameters());
             broadcastOptimizerState(group, local);
-            TensorVector params = module != null ? module.parameters() : local.parameters();
-            long bucketBytes = ((Number) request.options().getOrDefault(BUCKET_BYTES, GradientBuckets.DEFAULT_BUCKET_BYTES))
-                    .longValue();
-            Object asked = request.options().get(OVERLAP);
-            boolean overlap = asked != null ? (Boolean) asked : overlapPays(backend);
-            optimizer = (O) new DistributedOptimizer(local, new GradientBuckets(group, params, bucketBytes, overlap));
+            boolean overlap = overlapAsked != null ? overlapAsked : overlapPays(backend);
+            BufferBroadcast buffers = module != null && broadcastBuffers ? BufferBroadcast.of(group, module.buffers()) : null;
+            optimizer = (O) new DistributedOptimizer(local, new GradientBuckets(group, params, bucketBytes, overlap, findUnused,
+                    compression),
+                    buffers);
         }
-        D data = request.trainingData();
         if (data instanceof DataLoader loader) {
-            data = (D) loader.sharded(backend.worldSize(), backend.rank());
+            data = (D) loader.sharded(backend.worldSize(), backend.rank(), dropLast);
         }
         return new Distributed<>(request.model(), optimizer, data, request.lrScheduler());
+    }
+
+    /** The 16-bit type that option {@value #GRAD_COMPRESSION} names, or null for none. */
+    static DataType compression(String name) {
+        return switch (name) {
+            case "none" -> null;
+            case "bf16" -> DataType.BFLOAT16;
+            case "fp16" -> DataType.FLOAT16;
+            default -> throw new IllegalArgumentException("option '" + GRAD_COMPRESSION + "' must be bf16, fp16 or none, got "
+                    + name);
+        };
+    }
+
+    /** Option {@code key} as a {@code type}, or {@code otherwise} when absent; a value of another type is refused. */
+    private static <T> T option(DistributeRequest<?, ?, ?, ?> request, String key, Class<T> type, T otherwise) {
+        Object value = request.options().get(key);
+        if (value == null) {
+            return otherwise;
+        }
+        if (!type.isInstance(value)) {
+            throw new IllegalArgumentException("option '" + key + "' must be a " + type.getSimpleName() + ", got "
+                    + value.getClass().getSimpleName() + " " + value);
+        }
+        return type.cast(value);
     }
 
     /**

@@ -52,9 +52,19 @@ class TensorChecksTest {
 
     @Test
     void aTensorOfAnUnsupportedTypeIsRefusedNamingTheType() {
-        Tensor half = torch.ones(new long[] {3}, new TensorOptions(torch.ScalarType.Half));
-        assertThatThrownBy(() -> TensorBuffers.view(half))
-                .hasMessageContaining("the tensor: tensors of type Half are not supported");
+        Tensor bytes = torch.ones(new long[] {3}, new TensorOptions(torch.ScalarType.Byte));
+        assertThatThrownBy(() -> TensorBuffers.view(bytes))
+                .hasMessageContaining("the tensor: tensors of type Byte are not supported");
+    }
+
+    @Test
+    void sixteenBitTensorsAreMovedAsTheyAre() {
+        Tensor half = torch.ones(new long[] {3}, new TensorOptions(torch.ScalarType.Half)).mul(new org.bytedeco.pytorch.Scalar(1.5));
+        Tensor brain = torch.ones(new long[] {2}, new TensorOptions(torch.ScalarType.BFloat16)).neg();
+        assertThat(TensorBuffers.view(half).dataType()).isEqualTo(dev.cohort.api.collective.DataType.FLOAT16);
+        assertThat(TensorBuffers.view(half).getDouble(2)).isEqualTo(1.5);
+        assertThat(TensorBuffers.view(brain).dataType()).isEqualTo(dev.cohort.api.collective.DataType.BFLOAT16);
+        assertThat(TensorBuffers.view(brain).getDouble(1)).isEqualTo(-1.0);
     }
 
     @Test

@@ -191,6 +191,14 @@ final class ThreadsExchange {
     private DenseBuffer reduce(Collective[] calls, java.util.function.Function<Collective, DenseBuffer> operand,
                                Collective first) {
         DenseBuffer acc = operand.apply(calls[0]).copy();
+        if (acc.dataType().isHalfPrecision()) {
+            java.util.List<DenseBuffer> operands = new java.util.ArrayList<>(size);
+            for (Collective c : calls) {
+                operands.add(operand.apply(c));
+            }
+            Reduction.foldHalves(first.op(), operands, acc, size);
+            return acc;
+        }
         for (int r = 1; r < size; r++) {
             Reduction.accumulate(first.op(), acc, operand.apply(calls[r]));
         }

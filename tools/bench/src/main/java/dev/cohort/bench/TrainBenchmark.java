@@ -69,6 +69,9 @@ final class TrainBenchmark implements Callable<Integer> {
             description = "An option for the engine in each worker, e.g. --engine-option=--gloo-spin-us=0 "
                     + "(repeatable; see the backend's options).")
     List<String> engineOptions = new ArrayList<>();
+    @Option(names = "--grad-compression", paramLabel = "TYPE", description = "bf16 or fp16: float32 gradients travel as "
+            + "16-bit floats (half the bytes; --framework torch). Default: ${DEFAULT-VALUE}.")
+    String gradCompression = "none";
     @Mixin
     Nodes nodes = new Nodes();
 
@@ -84,6 +87,12 @@ final class TrainBenchmark implements Callable<Integer> {
             throw new IllegalArgumentException("--overlap: DJL has no hook that fires as backward produces a gradient; "
                     + "with --framework djl gradients are averaged at the step");
         }
+        if (!List.of("none", "bf16", "fp16").contains(gradCompression)) {
+            throw new IllegalArgumentException("--grad-compression must be bf16, fp16 or none, got '" + gradCompression + "'");
+        }
+        if (framework.equals("djl") && !gradCompression.equals("none")) {
+            throw new IllegalArgumentException("--grad-compression: only with --framework torch");
+        }
         if (!List.of("mlp", "demo-mlp", "demo-cnn").contains(model)) {
             throw new IllegalArgumentException("--model must be mlp, demo-mlp or demo-cnn, got '" + model + "'");
         }
@@ -95,6 +104,7 @@ final class TrainBenchmark implements Callable<Integer> {
             workerArgs.add("--overlap=" + overlap);
         }
         engineOptions.forEach(o -> workerArgs.add("--engine-option=" + o));
+        workerArgs.add("--grad-compression=" + gradCompression);
         int rc = Workers.launch(world, nodes, false, workerArgs);
         if (rc != 0 || !nodes.reports()) {
             return rc;
@@ -189,6 +199,7 @@ final class TrainBenchmark implements Callable<Integer> {
         @Option(names = "--framework") String framework = "torch";
         @Option(names = "--overlap", arity = "1") Boolean overlap;
         @Option(names = "--engine-option") List<String> engineOptions = new ArrayList<>();
+        @Option(names = "--grad-compression") String gradCompression = "none";
 
         @Override
         public Integer call() throws Exception {
@@ -208,7 +219,8 @@ final class TrainBenchmark implements Callable<Integer> {
                 torch.manual_seed(b.rank());
                 Classifier model = model(modelName, hidden);
                 Optimizer sgd = new SGD(model.parameters(), new SGDOptions(0.01));
-                DistributeRequest<Module, Optimizer, Object, Object> request = DistributeRequest.of((Module) model, sgd, null, null);
+                DistributeRequest<Module, Optimizer, Object, Object> request = DistributeRequest.of((Module) model, sgd, null, null)
+                        .withOption(TorchDistributor.GRAD_COMPRESSION, gradCompression);
                 Optimizer optimizer = b.distribute(overlap == null ? request : request.withOption(TorchDistributor.OVERLAP, overlap))
                         .optimizer();
                 int nb = 16;
@@ -238,7 +250,8 @@ final class TrainBenchmark implements Callable<Integer> {
                         count += params.get(i).numel();
                     }
                     int n = b.worldSize();
-                    Result r = new Result("cohort-" + b.name() + (overlap == null ? "" : overlap ? "-overlap" : "-no-overlap"), modelName, computeVersion(), n,
+                    Result r = new Result("cohort-" + b.name() + (overlap == null ? "" : overlap ? "-overlap" : "-no-overlap")
+                            + (gradCompression.equals("none") ? "" : "-" + gradCompression), modelName, computeVersion(), n,
                             torch.get_num_threads(), steps, batch, count, seconds, steps / seconds,
                             (double) steps * batch * n / seconds, loadedBlas(), share);
                     Path file = resultFile(json, Integer.parseInt(System.getenv().getOrDefault("RANK", "0")), alone);

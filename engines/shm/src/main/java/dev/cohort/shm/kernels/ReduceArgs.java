@@ -35,7 +35,7 @@ public final class ReduceArgs {
     final long[] results;
     int resultCount;
     /** The general path's arrays, made on first use: per element type (by ordinal), the accumulator's and an operand's. */
-    private final Object[] staging = new Object[2 * DataType.values().length];
+    private final Object[] staging = new Object[STAGING_PER_TYPE * DataType.values().length];
 
     /** For groups of at most {@code maxRanks} ranks; at most {@code maxRanks} result copies. */
     public ReduceArgs(int maxRanks) {
@@ -108,10 +108,13 @@ public final class ReduceArgs {
         return this;
     }
 
-    /** Staging array {@code which} (0 or 1) of this call's type, of {@code length} elements, made by {@code arrays} at first. */
+    /** Staging arrays per element type: two to fold, and a third for 16-bit floats' bits. */
+    private static final int STAGING_PER_TYPE = 3;
+
+    /** Staging array {@code which} (0, 1 or 2) of this call's type, of {@code length} elements, made by {@code arrays} at first. */
     @SuppressWarnings("unchecked")
     <A> A staging(int which, IntFunction<A> arrays, int length) {
-        int k = 2 * type.ordinal() + which;
+        int k = STAGING_PER_TYPE * type.ordinal() + which;
         if (staging[k] == null) {
             staging[k] = arrays.apply(length);
         }

@@ -1,6 +1,7 @@
 package dev.cohort.shm.kernels;
 
 import dev.cohort.api.collective.DataType;
+import dev.cohort.api.collective.HalfFloats;
 import dev.cohort.api.collective.ReduceOp;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -23,7 +24,8 @@ import jdk.incubator.vector.VectorSpecies;
  * so the result does not depend on which rank computes it. AVG sums and then divides by
  * {@code n} (truncating for integers), on the rank that reduces, so every rank copies the same
  * bits. Every operation is done in the element's own type (float32 rounds to float after each),
- * and MIN and MAX follow {@link Math#min}/{@link Math#max} (NaN wins, -0.0 is below 0.0).
+ * but for the 16-bit floats, which are computed in float32 over all operands and rounded to 16
+ * bits once; MIN and MAX follow {@link Math#min}/{@link Math#max} (NaN wins, -0.0 is below 0.0).
  *
  * <p>Shape: one dispatcher and two paths, the two-rank float32 SUM's kernels and the general path:
  * chunks staged through arrays and folded by plain loops, one per type and op (see below).
@@ -35,6 +37,7 @@ public final class ReduceKernels {
     private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED;
     private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED;
     private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED;
+    private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED;
     private static final int SUM = 0;
     private static final int PRODUCT = 1;
     private static final int MIN = 2;
@@ -63,12 +66,61 @@ public final class ReduceKernels {
                 return;
             }
         }
+        if (a.type.isHalfPrecision()) {
+            halves(a, opc, avg);
+            return;
+        }
         staged(a, lanes(a.type), opc, avg);
     }
 
     /** The general path alone, the two-rank float32 SUM too: what ReduceKernelsBench times against its kernels. */
     static void reduceStaged(ReduceArgs a) {
         staged(a, lanes(a.type), opCode(a.op), a.op == ReduceOp.AVG && a.ranks > 1);
+    }
+
+    /** 16-bit floats: each chunk of every operand widened to float32, folded, rounded once. */
+    private static void halves(ReduceArgs a, int opc, boolean avg) {
+        int chunk = CHUNK_BYTES / 4;
+        float[] acc = a.staging(0, float[]::new, chunk);
+        float[] t = a.staging(1, float[]::new, chunk);
+        short[] bits = a.staging(2, short[]::new, chunk);
+        Fold<float[]> fold = switch (opc) {
+            case SUM -> ReduceKernels::add;
+            case PRODUCT -> ReduceKernels::multiply;
+            case MIN -> ReduceKernels::min;
+            default -> ReduceKernels::max;
+        };
+        boolean bf16 = a.type == DataType.BFLOAT16;
+        int n = a.ranks;
+        for (long s = 0; s < a.count; s += chunk) {
+            int len = (int) Math.min(chunk, a.count - s);
+            long b = s * 2;
+            load(a, 0, I16, b, bits, len);
+            widen(bits, acc, len, bf16);
+            for (int j = 1; j < n; j++) {
+                load(a, j, I16, b, bits, len);
+                widen(bits, t, len, bf16);
+                fold.apply(acc, t, len);
+            }
+            if (avg) {
+                divide(acc, n, len);
+            }
+            for (int i = 0; i < len; i++) {
+                bits[i] = bf16 ? HalfFloats.floatToBf16(acc[i]) : HalfFloats.floatToFp16(acc[i]);
+            }
+            MemorySegment.copy(bits, 0, a.out, I16, a.outOffset + b, len);
+            for (int r = 0; r < a.resultCount; r++) {
+                MemorySegment.copy(bits, 0, a.shm, I16, a.results[r] + b, len);
+            }
+        }
+    }
+
+    private static void widen(short[] bits, float[] to, int len, boolean bf16) {
+        if (bf16) {
+            for (int i = 0; i < len; i++) to[i] = Float.intBitsToFloat((bits[i] & 0xFFFF) << 16);
+        } else {
+            for (int i = 0; i < len; i++) to[i] = HalfFloats.fp16ToFloat(bits[i]);
+        }
     }
 
     /** The loops' operation: AVG sums (and then divides). */
@@ -250,6 +302,7 @@ public final class ReduceKernels {
             case FLOAT64 -> FLOAT64;
             case INT32 -> INT32;
             case INT64 -> INT64;
+            case FLOAT16, BFLOAT16 -> throw new IllegalArgumentException("16-bit floats take their own path");
         };
     }
 

@@ -3,6 +3,7 @@ package dev.cohort.shm.kernels;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.cohort.api.collective.DataType;
+import dev.cohort.api.collective.HalfFloats;
 import dev.cohort.api.collective.ReduceOp;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -30,8 +31,8 @@ import org.junit.jupiter.api.Timeout;
  * between whole vectors and the scalar tail is checked. Segments of the kinds the engine passes
  * (a direct buffer, a mapping of a /dev/shm file), at offsets that are not multiples of a vector.
  * Then the general kernels: every type and op over three ranks, against a plain loop in the
- * element's own type, bit for bit, for every count from 0 to 300 and for counts around the
- * general path's chunk size.
+ * element's own type (16-bit floats: in float32, rounded once), bit for bit, for every count from
+ * 0 to 300 and for counts around the general path's chunk size.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ReduceKernelsTest {
@@ -182,6 +183,7 @@ class ReduceKernelsTest {
             case FLOAT64 -> m.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, at, v * 0.37);
             case INT32 -> m.set(ValueLayout.JAVA_INT_UNALIGNED, at, (int) v);
             case INT64 -> m.set(ValueLayout.JAVA_LONG_UNALIGNED, at, v);
+            case FLOAT16, BFLOAT16 -> m.set(ValueLayout.JAVA_SHORT_UNALIGNED, at, HalfFloats.fromFloat(type, v * 0.37f));
         }
     }
 
@@ -191,6 +193,7 @@ class ReduceKernelsTest {
             case FLOAT64 -> Double.doubleToRawLongBits(m.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, at));
             case INT32 -> m.get(ValueLayout.JAVA_INT_UNALIGNED, at);
             case INT64 -> m.get(ValueLayout.JAVA_LONG_UNALIGNED, at);
+            case FLOAT16, BFLOAT16 -> m.get(ValueLayout.JAVA_SHORT_UNALIGNED, at) & 0xFFFF;
         };
     }
 
@@ -201,8 +204,19 @@ class ReduceKernelsTest {
             case FLOAT64 -> DOUBLES.reduce(op, n, i);
             case INT32 -> INTS.reduce(op, n, i);
             case INT64 -> LONGS.reduce(op, n, i);
+            case FLOAT16 -> FP16.reduce(op, n, i);
+            case BFLOAT16 -> BF16.reduce(op, n, i);
         };
     }
+
+    /** 16-bit floats: the stored (rounded) values, computed in float32, rounded to 16 bits once at the end. */
+    private static Reference<Float> halves(DataType type) {
+        return new Reference<>(v -> HalfFloats.toFloat(type, HalfFloats.fromFloat(type, v * 0.37f)), Float::sum,
+                (x, y) -> x * y, Math::min, Math::max, (x, n) -> x / n, x -> HalfFloats.fromFloat(type, x) & 0xFFFF);
+    }
+
+    private static final Reference<Float> FP16 = halves(DataType.FLOAT16);
+    private static final Reference<Float> BF16 = halves(DataType.BFLOAT16);
 
     private static final Reference<Float> FLOATS = new Reference<>(v -> v * 0.37f, Float::sum, (x, y) -> x * y,
             Math::min, Math::max, (x, n) -> x / n, Float::floatToRawIntBits);

@@ -435,6 +435,15 @@ public final class MeshCollectives {
                 Reduction.finish(call.op(), out, size);
                 return;
             }
+            if (type.isHalfPrecision()) {
+                // computed in float32 over every rank's operand, rounded to 16 bits once
+                java.util.List<DenseBuffer> operands = new java.util.ArrayList<>(size);
+                for (int r = 0; r < size; r++) {
+                    operands.add(r == rank ? out : segment(r, from, to, type));
+                }
+                Reduction.foldHalves(call.op(), operands, out, size);
+                return;
+            }
             if (rank > 0) {
                 // out holds x_rank: fold x0 op ... op x_(rank-1) in the first receive buffer, put it in front.
                 DenseBuffer lower = segment(0, from, to, type);

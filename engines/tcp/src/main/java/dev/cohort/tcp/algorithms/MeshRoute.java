@@ -30,11 +30,15 @@ public final class MeshRoute {
 
     /**
      * Whether {@code call} travels over the mesh. Barriers always do (the signatures are the
-     * barrier); a call that moves no bytes never does (it needs only the signature check).
+     * barrier), and so do calls on 16-bit floats; otherwise a call that moves no bytes never does
+     * (it needs only the signature check).
      */
     public boolean overMesh(Collective call) {
         if (call.kind() == OpKind.BARRIER) {
             return true;
+        }
+        if (call.dataType() != null && call.dataType().isHalfPrecision()) {
+            return true;   // 16-bit floats: the mesh computes in float32 and rounds once
         }
         long bytes = bytes(call);
         return bytes > 0 && (maxBytes >= 0 ? bytes <= maxBytes : byDefault(call.kind(), bytes, size));

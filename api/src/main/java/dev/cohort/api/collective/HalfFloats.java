@@ -1,0 +1,77 @@
+package dev.cohort.api.collective;
+
+/**
+ * Conversions between float32 and the two 16-bit floating-point formats, rounding to nearest,
+ * ties to even (as hardware and PyTorch do): IEEE binary16 ({@link DataType#FLOAT16}: 5 exponent
+ * bits, 10 mantissa bits, largest finite 65504) and bfloat16 ({@link DataType#BFLOAT16}: float32's
+ * upper half, 8 exponent bits, 7 mantissa bits). NaN stays NaN; values beyond the largest finite
+ * one become infinities.
+ */
+public final class HalfFloats {
+
+    private HalfFloats() {
+    }
+
+    /** The float32 value of binary16 {@code bits} (exact). */
+    public static float fp16ToFloat(short bits) {
+        int h = bits & 0xFFFF;
+        int sign = (h & 0x8000) << 16;
+        int exponent = (h >>> 10) & 0x1F;
+        int mantissa = h & 0x3FF;
+        if (exponent == 0x1F) {
+            return Float.intBitsToFloat(sign | 0x7F800000 | (mantissa << 13));
+        }
+        if (exponent == 0) {
+            float v = mantissa * 0x1p-24f;              // zero or subnormal
+            return sign != 0 ? -v : v;
+        }
+        return Float.intBitsToFloat(sign | ((exponent + 112) << 23) | (mantissa << 13));
+    }
+
+    /** {@code value} rounded to binary16. */
+    public static short floatToFp16(float value) {
+        int bits = Float.floatToRawIntBits(value);
+        int sign = (bits >>> 16) & 0x8000;
+        int abs = bits & 0x7FFFFFFF;
+        if (abs > 0x7F800000) {
+            return (short) (sign | 0x7E00 | ((abs >>> 13) & 0x3FF));   // NaN, kept quiet
+        }
+        if (abs >= 0x477FF000) {
+            return (short) (sign | 0x7C00);                           // 65520 and beyond: infinity
+        }
+        if (abs < 0x38800000) {                                       // below 2^-14: subnormal or zero
+            int mantissa = (int) Math.rint(Float.intBitsToFloat(abs) * 0x1p24);
+            return (short) (sign | mantissa);
+        }
+        int h = (((abs >>> 23) - 112) << 10) | ((abs & 0x7FFFFF) >>> 13);
+        int rest = abs & 0x1FFF;
+        if (rest > 0x1000 || rest == 0x1000 && (h & 1) != 0) {
+            h++;                                                      // a carry moves into the exponent correctly
+        }
+        return (short) (sign | h);
+    }
+
+    /** The float32 value of bfloat16 {@code bits} (exact). */
+    public static float bf16ToFloat(short bits) {
+        return Float.intBitsToFloat((bits & 0xFFFF) << 16);
+    }
+
+    /** {@code value} rounded to bfloat16. */
+    public static short floatToBf16(float value) {
+        int bits = Float.floatToRawIntBits(value);
+        if ((bits & 0x7FFFFFFF) > 0x7F800000) {
+            return (short) ((bits >>> 16) | 0x40);                    // NaN, kept quiet
+        }
+        return (short) ((bits + 0x7FFF + ((bits >>> 16) & 1)) >>> 16);
+    }
+
+    /** The float32 value of a 16-bit element of {@code type}. */
+    public static float toFloat(DataType type, short bits) {
+        return type == DataType.BFLOAT16 ? bf16ToFloat(bits) : fp16ToFloat(bits);
+    }
+
+    /** {@code value} rounded to a 16-bit element of {@code type}. */
+    public static short fromFloat(DataType type, float value) {
+        return type == DataType.BFLOAT16 ? floatToBf16(value) : floatToFp16(value);
+    }
+}
