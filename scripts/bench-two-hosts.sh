@@ -9,7 +9,8 @@
 # benchmark workers as one mpirun job across the hosts, on hier with Open MPI between hosts and on
 # the mpi engine; train-hier, train-gloo, train-tcp, train-hier-mpi, train-mpi: ./cohort bench train
 # across the hosts (the last two under mpirun), and torch-ddp: torch_ddp.py the same way, TRAIN_STEPS
-# steps, default 300), ENGINE_OPTIONS (for Cohort's runs, e.g. "--hier-leaders-spin-us=0").
+# steps, default 300), ENGINE_OPTIONS (for Cohort's runs, e.g. "--hier-leaders-spin-us=0"),
+# TRAIN_OPTIONS (more options of Cohort's training runs, e.g. "--grad-compression bf16").
 # Needs root, iproute2 and Open MPI for the mpi run, PyTorch for torch-ddp. Each run holds /tmp/cohort-cpu.lock exclusively.
 # Both "hosts" share this machine's CPUs: with more ranks than CPUs, small collectives measure the
 # scheduler (Open MPI is told to yield when idle); large ones at a limited RATE measure the link.
@@ -74,7 +75,7 @@ train_pair() {
   local backend="$1" port="$2" json="$3" other rc=0 k
   for k in 1 0; do
     local cmd=("$ROOT/cohort" bench train --backend "$backend" --world "$WORLD" --steps "$TRAIN_STEPS" --nnodes 2
-               --node-rank "$k" --master-addr "${ADDR[0]}" --master-port "$port")
+               --node-rank "$k" --master-addr "${ADDR[0]}" --master-port "$port" ${TRAIN_OPTIONS:-})
     [ "$backend" = torch-ddp ] && cmd=(/usr/bin/python3 "$PEERS/torch_ddp.py" --world "$WORLD" --steps "$TRAIN_STEPS"
                                         --nnodes 2 --node-rank "$k" --master-addr "${ADDR[0]}" --port "$port" --ifname "${DEV[$k]}")
     if [ "$k" = 1 ]; then

@@ -118,7 +118,8 @@ public final class FashionMnistTraining {
                                 + "%d x %d examples, lr %s (%s), momentum %s, %d compute thread(s) per worker",
                         config.model().label(), workers, backend.name(), config.epochs(), shard.batchesPerEpoch(),
                         workers, config.batchSize(), config.lr(), config.schedule().label(), config.momentum(),
-                        config.threads());
+                        config.threads())
+                        + (config.gradCompression().equals("none") ? "" : ", gradients sent as " + config.gradCompression());
             }
 
             @Override

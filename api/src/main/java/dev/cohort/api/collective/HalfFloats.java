@@ -9,11 +9,36 @@ package dev.cohort.api.collective;
  */
 public final class HalfFloats {
 
+    /** The JDK's own binary16 conversions (JDK 20+, intrinsics where the CPU has them), or null on older JDKs. */
+    private static final java.lang.invoke.MethodHandle JDK_TO_FLOAT = jdk("float16ToFloat", float.class, short.class);
+    private static final java.lang.invoke.MethodHandle JDK_TO_FP16 = jdk("floatToFloat16", short.class, float.class);
+
     private HalfFloats() {
+    }
+
+    private static java.lang.invoke.MethodHandle jdk(String name, Class<?> result, Class<?> argument) {
+        try {
+            return java.lang.invoke.MethodHandles.publicLookup().findStatic(Float.class, name,
+                    java.lang.invoke.MethodType.methodType(result, argument));
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
     }
 
     /** The float32 value of binary16 {@code bits} (exact). */
     public static float fp16ToFloat(short bits) {
+        if (JDK_TO_FLOAT != null) {
+            try {
+                return (float) JDK_TO_FLOAT.invokeExact(bits);
+            } catch (Throwable e) {
+                throw new IllegalStateException(e);
+            }
+        }
+        return fp16ToFloatHere(bits);
+    }
+
+    /** {@link #fp16ToFloat} as written here (what runs on JDKs without their own). */
+    static float fp16ToFloatHere(short bits) {
         int h = bits & 0xFFFF;
         int sign = (h & 0x8000) << 16;
         int exponent = (h >>> 10) & 0x1F;
@@ -30,6 +55,18 @@ public final class HalfFloats {
 
     /** {@code value} rounded to binary16. */
     public static short floatToFp16(float value) {
+        if (JDK_TO_FP16 != null) {
+            try {
+                return (short) JDK_TO_FP16.invokeExact(value);
+            } catch (Throwable e) {
+                throw new IllegalStateException(e);
+            }
+        }
+        return floatToFp16Here(value);
+    }
+
+    /** {@link #floatToFp16} as written here (what runs on JDKs without their own). */
+    static short floatToFp16Here(float value) {
         int bits = Float.floatToRawIntBits(value);
         int sign = (bits >>> 16) & 0x8000;
         int abs = bits & 0x7FFFFFFF;

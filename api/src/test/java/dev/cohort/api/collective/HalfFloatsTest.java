@@ -11,21 +11,22 @@ class HalfFloatsTest {
     @Test
     void everyFloat16ValueRoundTripsAndKnownValuesConvertExactly() {
         for (int bits = 0; bits < 1 << 16; bits++) {
-            float f = HalfFloats.fp16ToFloat((short) bits);
+            float f = HalfFloats.fp16ToFloatHere((short) bits);
+            assertThat(Float.floatToIntBits(HalfFloats.fp16ToFloat((short) bits))).isEqualTo(Float.floatToIntBits(f));
             if (Float.isNaN(f)) {
-                assertThat(Float.isNaN(HalfFloats.fp16ToFloat(HalfFloats.floatToFp16(f)))).isTrue();
+                assertThat(Float.isNaN(HalfFloats.fp16ToFloatHere(HalfFloats.floatToFp16Here(f)))).isTrue();
             } else {
-                assertThat(HalfFloats.floatToFp16(f) & 0xFFFF).as("bits %04x", bits).isEqualTo(bits);
+                assertThat(HalfFloats.floatToFp16Here(f) & 0xFFFF).as("bits %04x", bits).isEqualTo(bits);
             }
         }
-        assertThat(HalfFloats.floatToFp16(1f)).isEqualTo((short) 0x3C00);
-        assertThat(HalfFloats.floatToFp16(65504f)).isEqualTo((short) 0x7BFF);
-        assertThat(HalfFloats.floatToFp16(65519f)).isEqualTo((short) 0x7BFF);
-        assertThat(HalfFloats.floatToFp16(65520f)).isEqualTo((short) 0x7C00);        // rounds to infinity
-        assertThat(HalfFloats.floatToFp16(-0x1p-24f)).isEqualTo((short) 0x8001);     // smallest subnormal
-        assertThat(HalfFloats.floatToFp16(0x1p-26f)).isEqualTo((short) 0);           // below half of it
-        assertThat(HalfFloats.floatToFp16(1 + 0x1p-11f)).isEqualTo((short) 0x3C00);  // a tie goes to even
-        assertThat(HalfFloats.floatToFp16(1 + 3 * 0x1p-11f)).isEqualTo((short) 0x3C02);
+        assertThat(HalfFloats.floatToFp16Here(1f)).isEqualTo((short) 0x3C00);
+        assertThat(HalfFloats.floatToFp16Here(65504f)).isEqualTo((short) 0x7BFF);
+        assertThat(HalfFloats.floatToFp16Here(65519f)).isEqualTo((short) 0x7BFF);
+        assertThat(HalfFloats.floatToFp16Here(65520f)).isEqualTo((short) 0x7C00);        // rounds to infinity
+        assertThat(HalfFloats.floatToFp16Here(-0x1p-24f)).isEqualTo((short) 0x8001);     // smallest subnormal
+        assertThat(HalfFloats.floatToFp16Here(0x1p-26f)).isEqualTo((short) 0);           // below half of it
+        assertThat(HalfFloats.floatToFp16Here(1 + 0x1p-11f)).isEqualTo((short) 0x3C00);  // a tie goes to even
+        assertThat(HalfFloats.floatToFp16Here(1 + 3 * 0x1p-11f)).isEqualTo((short) 0x3C02);
     }
 
     @Test
@@ -40,6 +41,7 @@ class HalfFloatsTest {
         for (int i = 0; i < 1_000_000; i++) {
             float f = Float.intBitsToFloat(random.nextInt());
             if (!Float.isNaN(f)) {
+                assertThat(HalfFloats.floatToFp16Here(f)).as("%s", f).isEqualTo((short) jdk.invoke(null, f));
                 assertThat(HalfFloats.floatToFp16(f)).as("%s", f).isEqualTo((short) jdk.invoke(null, f));
             }
         }

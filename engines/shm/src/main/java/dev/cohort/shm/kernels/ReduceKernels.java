@@ -105,8 +105,10 @@ public final class ReduceKernels {
             if (avg) {
                 divide(acc, n, len);
             }
-            for (int i = 0; i < len; i++) {
-                bits[i] = bf16 ? HalfFloats.floatToBf16(acc[i]) : HalfFloats.floatToFp16(acc[i]);
+            if (bf16) {
+                for (int i = 0; i < len; i++) bits[i] = HalfFloats.floatToBf16(acc[i]);
+            } else {
+                for (int i = 0; i < len; i++) bits[i] = Float.floatToFloat16(acc[i]);   // the JDK's intrinsic
             }
             MemorySegment.copy(bits, 0, a.out, I16, a.outOffset + b, len);
             for (int r = 0; r < a.resultCount; r++) {
@@ -119,7 +121,7 @@ public final class ReduceKernels {
         if (bf16) {
             for (int i = 0; i < len; i++) to[i] = Float.intBitsToFloat((bits[i] & 0xFFFF) << 16);
         } else {
-            for (int i = 0; i < len; i++) to[i] = HalfFloats.fp16ToFloat(bits[i]);
+            for (int i = 0; i < len; i++) to[i] = Float.float16ToFloat(bits[i]);
         }
     }
 
