@@ -161,6 +161,35 @@ class EquivalenceTest {
         }
     }
 
+    @ParameterizedTest(name = "{0} engine, world 2, gradients as {1}")
+    @CsvSource({"gloo, bf16", "shm, fp16"})
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void compressedGradientsKeepEveryProcessInStepNearSingleProcessTraining(String engine, String compression)
+            throws Exception {
+        assumeTrue(engine.equals("gloo") || Runtime.version().feature() >= 22 && isOnClassPath("dev.cohort.shm.ShmBackend"),
+                "the shm engine needs JDK 22+ (the jdk22-plus profile puts it on the test class path)");
+        int port = JvmWorkers.freePort();
+        String runId = "compressed-" + ProcessHandle.current().pid() + "-" + engine;
+        List<Result> results = JvmWorkers.run(2,
+                r -> JvmWorkers.javaCommand(TinyTrainingWorker.class,
+                        List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"),
+                        List.of(tmp.toString(), engine, Long.toString(256), compression)),
+                r -> Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port), "RANK", Integer.toString(r),
+                        "WORLD_SIZE", "2", "COHORT_RUN_ID", runId),
+                tmp.resolve("logs"), Duration.ofSeconds(100));
+        float[] first = null;
+        for (Result r : results) {
+            assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
+            float[] w = parse(Files.readString(tmp.resolve("rank-" + r.rank() + ".txt")));
+            // 16-bit gradients: near the float32 result, not equal to it.
+            assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(2e-2).isGreaterThan(0);
+            if (first == null) {
+                first = w;
+            }
+            assertThat(w).containsExactly(first);   // every rank holds the same bits
+        }
+    }
+
     /** Whether {@code className} is on the test class path (the jdk22-plus profile adds the shm and hier engines). */
     static boolean isOnClassPath(String className) {
         try {

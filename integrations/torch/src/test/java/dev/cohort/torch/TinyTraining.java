@@ -142,6 +142,12 @@ final class TinyTraining {
 
     static float[] distributed(DistributedBackend backend, long bucketBytes, boolean overlap, int microBatches,
                                boolean noSync, Variant variant) {
+        return distributed(backend, bucketBytes, overlap, microBatches, noSync, variant, "none");
+    }
+
+    /** As above, the gradients sent as {@code compression} ({@link TorchDistributor#GRAD_COMPRESSION}). */
+    static float[] distributed(DistributedBackend backend, long bucketBytes, boolean overlap, int microBatches,
+                               boolean noSync, Variant variant, String compression) {
         LibTorch.load();
         int n = backend.worldSize();
         int shard = GLOBAL_BATCH / n;
@@ -152,7 +158,8 @@ final class TinyTraining {
         try (org.bytedeco.javacpp.PointerScope scope = new org.bytedeco.javacpp.PointerScope()) {
             d = backend.distribute(DistributeRequest.of((Module) local, sgd(local), null, null)
                         .withOption(TorchDistributor.BUCKET_BYTES, bucketBytes)
-                        .withOption(TorchDistributor.OVERLAP, overlap));
+                        .withOption(TorchDistributor.OVERLAP, overlap)
+                        .withOption(TorchDistributor.GRAD_COMPRESSION, compression));
         }
         DistributedOptimizer optimizer = (DistributedOptimizer) d.optimizer();
         for (int s = 0; s < STEPS; s++) {
