@@ -2,6 +2,7 @@ package dev.cohort.testkit;
 
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ObjectCollectives;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.api.collective.Work;
@@ -88,12 +89,43 @@ public final class ConformanceSuite {
             reduceScatter(DataType.INT64, (LARGE + n - 1) / n, ReduceOp.MIN, false);
         }
         inFlight();
+        objects();
         roundingConsistency();
         group.barrier().await();
         compareHashes();
     }
 
     // ----- the cases -------------------------------------------------------------------------
+
+    /** Values rather than tensors: bytes (empty ones too) and objects, from every root. */
+    private void objects() {
+        for (int root = 0; root < n; root++) {
+            String sent = "from rank " + root + " " + "x".repeat(root * 5);
+            String got = ObjectCollectives.broadcast(group, rank == root ? sent : null, root);
+            checkEqual("broadcast of an object from root " + root, got, sent);
+        }
+        List<String> all = ObjectCollectives.allgather(group, "rank " + rank + " " + "y".repeat(rank * 3));
+        for (int r = 0; r < n; r++) {
+            checkEqual("allgather of objects, rank " + r + "'s", all.get(r), "rank " + r + " " + "y".repeat(r * 3));
+        }
+        List<int[]> gathered = ObjectCollectives.gather(group, new int[] {rank, rank * rank}, n - 1);
+        checkEqual("gather of objects to the last rank: how many", gathered.size(), rank == n - 1 ? n : 0);
+        for (int r = 0; r < gathered.size(); r++) {
+            checkEqual("gather of objects, rank " + r + "'s", java.util.Arrays.toString(gathered.get(r)),
+                    java.util.Arrays.toString(new int[] {r, r * r}));
+        }
+        List<byte[]> bytes = ObjectCollectives.allgatherBytes(group, new byte[rank % 2 == 0 ? 0 : 13 + rank]);
+        for (int r = 0; r < n; r++) {
+            checkEqual("allgather of bytes, rank " + r + "'s length", bytes.get(r).length, r % 2 == 0 ? 0 : 13 + r);
+        }
+    }
+
+    private void checkEqual(String what, Object actual, Object expected) {
+        if (!java.util.Objects.equals(actual, expected)) {
+            throw new AssertionError("rank " + rank + " of " + n + ": " + what + " is " + actual + ", expected " + expected);
+        }
+        checks++;
+    }
 
     private void allreduce(DataType type, int count, ReduceOp op, boolean direct) {
         int id = caseId++;
