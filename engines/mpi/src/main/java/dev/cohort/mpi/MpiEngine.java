@@ -68,13 +68,7 @@ public final class MpiEngine {
             MpiProcessGroup hostGroup = groups[1];
             return new Connection(topology, worldGroup, hostGroup, () -> {
                 boolean abort = worldGroup.failed() || hostGroup.failed();
-                if (abort) {
-                    // Open MPI's own notice of the abort may not make it out (mpirun's help system
-                    // can fail): the reason is logged here first.
-                    LOG.log(System.Logger.Level.ERROR, "mpi: closed after a collective failed with MPI requests "
-                            + "outstanding; the peers may be waiting inside MPI: aborting the MPI job");
-                }
-                OpenMpi.release(mpi, abort);
+                OpenMpi.release(mpi, abort ? OpenMpi.CLOSED_AFTER_FAILURE : null);
             });
         } catch (RuntimeException e) {
             JoinException failure = e instanceof JoinException j ? j
@@ -84,12 +78,8 @@ public final class MpiEngine {
                     g.close();
                 }
             }
-            if (met) {
-                // The other ranks may be waiting inside MPI for this one: the job ends, and MPI_Abort
-                // ends this process too, so the reason is logged first.
-                LOG.log(System.Logger.Level.ERROR, failure.getMessage() + "; aborting the MPI job");
-            }
-            OpenMpi.release(mpi, met);
+            // Once met, the other ranks may be waiting inside MPI for this one: the job ends.
+            OpenMpi.release(mpi, met ? failure.getMessage() : null);
             throw failure;
         }
     }

@@ -13,7 +13,6 @@ import java.util.Optional;
  */
 public final class MpiSubgroup implements AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger(MpiSubgroup.class.getName());
 
     private final OpenMpi mpi;
     /** Null on the ranks left out. */
@@ -54,10 +53,7 @@ public final class MpiSubgroup implements AutoCloseable {
             return new MpiSubgroup(mpi, new MpiProcessGroup(mpi, label, comm, mpi.dup(comm), mpi.rank(comm),
                     mpi.size(comm), settings, () -> { }));
         } catch (RuntimeException e) {
-            if (met) {
-                LOG.log(System.Logger.Level.ERROR, label + ": " + e.getMessage() + "; aborting the MPI job");
-            }
-            OpenMpi.release(mpi, met);
+            OpenMpi.release(mpi, met ? label + ": " + e.getMessage() : null);
             throw e;
         }
     }
@@ -76,8 +72,7 @@ public final class MpiSubgroup implements AutoCloseable {
             return;
         }
         closed = true;
-        LOG.log(System.Logger.Level.ERROR, why + ": aborting the MPI job");
-        OpenMpi.release(mpi, true);
+        OpenMpi.release(mpi, why);
     }
 
     /** Frees the group and finalizes MPI (with every other rank); aborts instead after a call gave up. */
@@ -92,10 +87,6 @@ public final class MpiSubgroup implements AutoCloseable {
             group.close();
             failed = group.failed();
         }
-        if (failed) {
-            LOG.log(System.Logger.Level.ERROR, "mpi: closed after a collective failed with MPI requests outstanding; "
-                    + "the peers may be waiting inside MPI: aborting the MPI job");
-        }
-        OpenMpi.release(mpi, failed);
+        OpenMpi.release(mpi, failed ? OpenMpi.CLOSED_AFTER_FAILURE : null);
     }
 }

@@ -38,6 +38,11 @@ final class OpenMpi {
     /** MPI_UNDEFINED: a split's color for the ranks left out. */
     static final int UNDEFINED = -32766;
     /** MPI_IN_PLACE. */
+    private static final System.Logger LOG = System.getLogger(OpenMpi.class.getName());
+    /** Why a group that closes after a failed collective aborts the job. */
+    static final String CLOSED_AFTER_FAILURE = "mpi: closed after a collective failed with MPI requests outstanding; "
+            + "the peers may be waiting inside MPI";
+
     static final MemorySegment IN_PLACE = MemorySegment.ofAddress(1);
 
     private static OpenMpi instance;
@@ -186,12 +191,18 @@ final class OpenMpi {
         return instance;
     }
 
-    /** Ends one use; the last finalizes MPI, or with {@code abort} aborts the job instead (peers may be stuck in a collective). */
-    static synchronized void release(OpenMpi mpi, boolean abort) {
+    /**
+     * Ends one use; the last finalizes MPI. With an {@code abortReason} (peers may be stuck in a
+     * collective) it logs the reason and aborts the job instead.
+     */
+    static synchronized void release(OpenMpi mpi, String abortReason) {
         if (mpi != instance || users == 0) {
             return;
         }
-        if (abort) {
+        if (abortReason != null) {
+            // MPI_Abort ends this process too, and Open MPI's own notice of it may not make it
+            // out (mpirun's help system can fail): the reason is logged first.
+            LOG.log(System.Logger.Level.ERROR, abortReason + ": aborting the MPI job");
             mpi.abort(mpi.commWorld, 1);
         }
         if (--users == 0) {
