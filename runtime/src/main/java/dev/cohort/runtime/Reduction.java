@@ -132,7 +132,11 @@ public final class Reduction {
         for (DenseBuffer in : operands) {
             check(out, in);
         }
-        int divisor = divisor(op, worldSize);
+        halves(op, operands, out, divisor(op, worldSize));
+    }
+
+    /** {@code out = op(operands...) / divisor}, in float32, rounded to 16 bits once; {@code out} may be an operand. */
+    private static void halves(ReduceOp op, List<DenseBuffer> operands, DenseBuffer out, int divisor) {
         Scratch s = SCRATCH.get();
         float[] x = s.x;
         float[] y = s.y;
@@ -218,19 +222,7 @@ public final class Reduction {
                 LongBuffer o = (LongBuffer) out.view();
                 for (int i = 0; i < n; i++) o.put(i, apply(op, x.get(i), y.get(i)) / divisor);
             }
-            case FLOAT16, BFLOAT16 -> {
-                Scratch s = SCRATCH.get();
-                for (int from = 0; from < n; from += CHUNK) {
-                    int m = Math.min(CHUNK, n - from);
-                    readHalves(a, from, m, s.x);
-                    readHalves(b, from, m, s.y);
-                    fold(op, s.x, s.y, m);
-                    if (divisor != 1) {
-                        for (int i = 0; i < m; i++) s.x[i] = s.x[i] / divisor;
-                    }
-                    writeHalves(s.x, out, from, m);
-                }
-            }
+            case FLOAT16, BFLOAT16 -> halves(op, List.of(a, b), out, divisor);
         }
     }
 
