@@ -40,16 +40,26 @@ import org.bytedeco.pytorch.global.torch;
 public final class DistributedOptimizer extends Optimizer {
 
     private final Optimizer local;
+    private final GradientAverager gradients;
+    /** The gradient buckets, or null when ZeRO stage 2 averages the gradients. */
     private final GradientBuckets buckets;
+    /** The parameters' owners under ZeRO, or null without it. */
+    private final ZeroShards zero;
     /** The module's buffers, copied from the root after each step; null when there are none to copy. */
     private final BufferBroadcast buffers;
     /** Gradients seen by the hooks when {@link #synchronize()} averaged; -1 when the gradients are not averaged. */
     private long synchronizedAt = -1;
 
-    DistributedOptimizer(Optimizer local, GradientBuckets buckets, BufferBroadcast buffers) {
+    /**
+     * @param gradients the buckets, or (ZeRO stage 2) the shards
+     * @param zero      the shards under ZeRO stage 1 or 2, else null
+     */
+    DistributedOptimizer(Optimizer local, GradientAverager gradients, ZeroShards zero, BufferBroadcast buffers) {
         super(local);
         this.local = LibTorch.retain(local);   // the wrapper uses it for as long as it lives
-        this.buckets = buckets;
+        this.gradients = gradients;
+        this.buckets = gradients instanceof GradientBuckets b ? b : null;
+        this.zero = zero;
         this.buffers = buffers;
     }
 
@@ -62,14 +72,20 @@ public final class DistributedOptimizer extends Optimizer {
     @Override
     public Tensor step() {
         if (synchronizedAt < 0) {
-            buckets.averageGradients();
-        } else if (buckets.gradientsSeen() != synchronizedAt) {
+            gradients.averageGradients();
+        } else if (gradients.gradientsSeen() != synchronizedAt) {
             synchronizedAt = -1;
             throw new IllegalStateException("backward ran after synchronize() and before step(): its gradients "
                     + "were not averaged; call synchronize() (or clipGradNorm) after the last backward of the step");
         }
         synchronizedAt = -1;
+        if (zero != null && zero.stage() == 1) {
+            zero.dropForeignGradients();
+        }
         Tensor result = local.step();
+        if (zero != null) {
+            zero.gatherParameters();
+        }
         if (buffers != null) {
             buffers.fromRoot();
         }
@@ -85,8 +101,8 @@ public final class DistributedOptimizer extends Optimizer {
         if (synchronizedAt >= 0) {
             return;
         }
-        buckets.averageGradients();
-        synchronizedAt = buckets.gradientsSeen();
+        gradients.averageGradients();
+        synchronizedAt = gradients.gradientsSeen();
     }
 
     /**
@@ -103,6 +119,9 @@ public final class DistributedOptimizer extends Optimizer {
             throw new IllegalArgumentException("maxNorm must be positive and finite, got " + maxNorm);
         }
         synchronize();
+        if (zero != null && zero.stage() == 2) {
+            return zero.clipGradNorm(maxNorm);    // each rank holds its own shard of the averaged gradients
+        }
         TensorVector all = local.parameters();
         TensorVector withGradients = new TensorVector();
         for (long i = 0; i < all.size(); i++) {
@@ -129,7 +148,7 @@ public final class DistributedOptimizer extends Optimizer {
     @Override
     public void zero_grad() {
         synchronizedAt = -1;
-        buckets.clearGradients();
+        gradients.clearGradients();
         local.zero_grad(true);
     }
 
@@ -142,15 +161,15 @@ public final class DistributedOptimizer extends Optimizer {
 
     /** A scope whose backward passes start no communication; close it before the last backward of the step. */
     public NoSync noSync() {
-        buckets.pauseHooks();
-        return new NoSync(buckets);
+        gradients.pauseHooks();
+        return new NoSync(gradients);
     }
 
     /** The scope returned by {@link #noSync()}; closing it twice is harmless. */
     public static final class NoSync implements AutoCloseable {
-        private GradientBuckets buckets;
+        private GradientAverager buckets;
 
-        private NoSync(GradientBuckets buckets) {
+        private NoSync(GradientAverager buckets) {
             this.buckets = buckets;
         }
 
@@ -163,7 +182,7 @@ public final class DistributedOptimizer extends Optimizer {
         }
     }
 
-    /** The gradient buckets (for tests in this package). */
+    /** The gradient buckets (for tests in this package); null under ZeRO stage 2. */
     GradientBuckets buckets() {
         return buckets;
     }
@@ -175,7 +194,7 @@ public final class DistributedOptimizer extends Optimizer {
 
     /** The number of gradient buckets (for diagnostics). */
     public int bucketCount() {
-        return buckets.bucketCount();
+        return buckets == null ? 0 : buckets.bucketCount();
     }
 
     /**
@@ -183,7 +202,7 @@ public final class DistributedOptimizer extends Optimizer {
      * shm engine's arena; for diagnostics).
      */
     public int bucketsInSharedMemory() {
-        return buckets.sharedBucketCount();
+        return buckets == null ? 0 : buckets.sharedBucketCount();
     }
 
     /**
@@ -193,11 +212,35 @@ public final class DistributedOptimizer extends Optimizer {
      * share of a step that communication costs.
      */
     public long communicationWaitNanos() {
-        return buckets.communicationWaitNanos();
+        return gradients.communicationWaitNanos() + (zero != null && zero != gradients ? zero.communicationWaitNanos() : 0);
     }
 
     /** How many bucket allreduces started during backward so far (for diagnostics: overlap at work). */
     public long bucketsStartedDuringBackward() {
-        return buckets.startedDuringBackward();
+        return buckets == null ? 0 : buckets.startedDuringBackward();
+    }
+
+    /** The ZeRO stage: 0 (every rank holds the whole optimizer state), 1 or 2. */
+    public int zeroStage() {
+        return zero == null ? 0 : zero.stage();
+    }
+
+    /** The shards under ZeRO, else null (for checkpoints). */
+    ZeroShards shards() {
+        return zero;
+    }
+
+    /**
+     * The bytes of optimizer state this rank holds (momentum buffers, Adam's moments, step
+     * counts), read from the optimizer's own serialization: under ZeRO about 1/N of the state of
+     * unsharded training. Costs a serialization; for diagnostics.
+     */
+    public long optimizerStateBytes() {
+        return OptimizerArchives.stateBytes(local);
+    }
+
+    /** The bytes one step's gradient collectives carry per rank (the 16-bit copies where compressed). */
+    public long gradientBytesPerStep() {
+        return gradients.bytesPerStep();
     }
 }

@@ -80,7 +80,7 @@ import org.bytedeco.pytorch.VoidTensorHook;
  * parameters exist. Per-step temporaries are freed at once by scopes of our own, not left to the
  * garbage collector (which lets native memory grow by gigabytes between collections).
  */
-final class GradientBuckets {
+final class GradientBuckets implements GradientAverager {
 
     private static final System.Logger LOG = System.getLogger(GradientBuckets.class.getName());
 
@@ -248,7 +248,8 @@ final class GradientBuckets {
      * from the hooks (all of it, for an engine that runs the collective in the caller) and
      * waiting for them at the step. Communication that overlapped backward is not in it.
      */
-    synchronized long communicationWaitNanos() {
+    @Override
+    public synchronized long communicationWaitNanos() {
         return waitedNanos;
     }
 
@@ -281,7 +282,8 @@ final class GradientBuckets {
     }
 
     /** The bytes one step's allreduces carry per rank: the buckets', or their 16-bit copies' where compressed. */
-    synchronized long bytesPerStep() {
+    @Override
+    public synchronized long bytesPerStep() {
         long bytes = 0;
         for (Bucket b : buckets) {
             bytes += b.wire != null ? b.wire.byteSize() : b.buffer.byteSize();
@@ -290,20 +292,24 @@ final class GradientBuckets {
     }
 
     /** How many gradients the hooks have seen (none without overlap): grows while backward runs. */
-    synchronized long gradientsSeen() {
+    @Override
+    public synchronized long gradientsSeen() {
         return gradientsSeen;
     }
 
-    synchronized void pauseHooks() {
+    @Override
+    public synchronized void pauseHooks() {
         paused++;
     }
 
-    synchronized void resumeHooks() {
+    @Override
+    public synchronized void resumeHooks() {
         paused--;
     }
 
     /** Sets the gradients of the parameters with buckets to none. */
-    synchronized void clearGradients() {
+    @Override
+    public synchronized void clearGradients() {
         try (PointerScope temporaries = new PointerScope()) {
             for (Tensor p : params) {
                 if (p.grad().defined()) {
@@ -314,7 +320,8 @@ final class GradientBuckets {
     }
 
     /** Waits for (and where needed starts) every bucket; then each parameter's {@code .grad} is its averaged view. */
-    synchronized void averageGradients() {
+    @Override
+    public synchronized void averageGradients() {
         if (buckets.isEmpty()) {
             return;
         }

@@ -45,7 +45,8 @@ import org.bytedeco.pytorch.global.torch;
  * {@value #FIND_UNUSED_PARAMETERS} (Boolean, default false) leaves parameters that no rank used in
  * a step without a gradient, as in one process (DDP's {@code find_unused_parameters});
  * {@value #GRAD_COMPRESSION} ({@code "bf16"}, {@code "fp16"} or {@code "none"}) sends float32
- * gradients as 16-bit floats. Other keys are refused.
+ * gradients as 16-bit floats; {@value #ZERO_STAGE} (0, 1 or 2) shards the optimizer state (and at
+ * 2 the averaged gradients) across ranks, DeepSpeed's ZeRO. Other keys are refused.
  * Declare the optimizer as {@code Optimizer} (the wrapper is an {@code Optimizer}, not an
  * {@code SGD}).
  */
@@ -72,9 +73,15 @@ public final class TorchDistributor implements Distributor {
      * {@code bf16_compress_hook}/{@code fp16_compress_hook}).
      */
     public static final String GRAD_COMPRESSION = "gradCompression";
+    /**
+     * Option key: Number 0, 1 or 2 (default 0), DeepSpeed's ZeRO stage: at 1 each rank keeps and
+     * updates the optimizer state of its own share of the parameters only, at 2 it also receives
+     * only their averaged gradients (reduce-scatter instead of allreduce); see {@link ZeroShards}.
+     */
+    public static final String ZERO_STAGE = "zeroStage";
 
     private static final java.util.Set<String> OPTIONS = java.util.Set.of(BUCKET_BYTES, OVERLAP, BROADCAST_BUFFERS,
-            DROP_LAST, FIND_UNUSED_PARAMETERS, GRAD_COMPRESSION);
+            DROP_LAST, FIND_UNUSED_PARAMETERS, GRAD_COMPRESSION, ZERO_STAGE);
 
     /**
      * Loads libtorch (natives extracted first, one process at a time; see {@link LibTorch}), unless
@@ -115,6 +122,15 @@ public final class TorchDistributor implements Distributor {
         boolean dropLast = option(request, DROP_LAST, Boolean.class, false);
         boolean findUnused = option(request, FIND_UNUSED_PARAMETERS, Boolean.class, false);
         DataType compression = compression(option(request, GRAD_COMPRESSION, String.class, "none"));
+        Number zeroOption = option(request, ZERO_STAGE, Number.class, 0);
+        int zeroStage = zeroOption.intValue();
+        if (zeroStage < 0 || zeroStage > 2 || zeroOption.doubleValue() != zeroStage) {
+            throw new IllegalArgumentException("option '" + ZERO_STAGE + "' must be 0, 1 or 2, got " + zeroOption);
+        }
+        if (zeroStage == 2 && Boolean.TRUE.equals(overlapAsked)) {
+            throw new IllegalArgumentException("ZeRO stage 2 reduce-scatters the gradients at the step, after backward: "
+                    + "option '" + OVERLAP + "' cannot be true with it (use stage 1 to overlap allreduces with backward)");
+        }
         ProcessGroup group = backend.group();
         Object model = request.model();
         if (model != null && !(model instanceof Module)) {
@@ -144,9 +160,10 @@ public final class TorchDistributor implements Distributor {
             broadcastOptimizerState(group, local);
             boolean overlap = overlapAsked != null ? overlapAsked : overlapPays(backend);
             BufferBroadcast buffers = module != null && broadcastBuffers ? BufferBroadcast.of(group, module.buffers()) : null;
-            optimizer = (O) new DistributedOptimizer(local, new GradientBuckets(group, params, bucketBytes, overlap, findUnused,
-                    compression),
-                    buffers);
+            ZeroShards zero = zeroStage > 0 ? new ZeroShards(group, params, zeroStage, compression, findUnused) : null;
+            GradientAverager gradients = zeroStage == 2 ? zero
+                    : new GradientBuckets(group, params, bucketBytes, overlap, findUnused, compression);
+            optimizer = (O) new DistributedOptimizer(local, gradients, zero, buffers);
         }
         if (data instanceof DataLoader loader) {
             data = (D) loader.sharded(backend.worldSize(), backend.rank(), dropLast);

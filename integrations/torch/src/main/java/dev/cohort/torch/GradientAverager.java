@@ -1,0 +1,29 @@
+package dev.cohort.torch;
+
+/**
+ * How a {@link DistributedOptimizer} averages gradients across ranks: every gradient on every rank
+ * ({@link GradientBuckets}, allreduce), or each rank's own shard of them ({@link ZeroShards} at
+ * ZeRO stage 2, reduce-scatter).
+ */
+interface GradientAverager {
+
+    /** Averages; afterwards each gradient this rank's optimizer step needs holds the average. */
+    void averageGradients();
+
+    /** Sets the gradients to none. */
+    void clearGradients();
+
+    /** How many gradients backward hooks have seen (0 without hooks): grows while backward runs. */
+    long gradientsSeen();
+
+    /** Opens a scope whose backward passes start no communication ({@link DistributedOptimizer#noSync()}). */
+    void pauseHooks();
+
+    void resumeHooks();
+
+    /** How long the training thread has been held by gradient communication so far, in nanoseconds. */
+    long communicationWaitNanos();
+
+    /** The bytes one step's gradient collectives carry per rank. */
+    long bytesPerStep();
+}
