@@ -58,6 +58,11 @@ public final class FashionMnistTrainer implements Callable<Integer> {
             description = "Send float32 gradients as 16-bit floats, half the bytes (--framework torch; default: ${DEFAULT-VALUE})")
     String gradCompression;
 
+    @Option(names = "--zero", paramLabel = "0|1|2", defaultValue = "0",
+            description = "ZeRO stage: 1 shards the optimizer state across workers, 2 also the averaged gradients "
+                    + "(--framework torch; default: ${DEFAULT-VALUE})")
+    int zeroStage;
+
     @Option(names = "--framework", paramLabel = "torch|djl", defaultValue = "torch",
             description = "torch: JavaCPP's PyTorch with Cohort's distribute(); djl: DJL's PyTorch engine with Cohort's "
                     + "DistributedTrainer, on an engine that loads no libtorch of its own (tcp, shm) (default: ${DEFAULT-VALUE})")
@@ -155,6 +160,10 @@ public final class FashionMnistTrainer implements Callable<Integer> {
             if (djl && !config.gradCompression().equals("none")) {
                 throw new IllegalArgumentException("--grad-compression: only with --framework torch (DJL's trainer sends "
                         + "gradients as they are)");
+            }
+            if (djl && config.zeroStage() > 0) {
+                throw new IllegalArgumentException("--zero: only with --framework torch (DJL's trainer keeps the whole "
+                        + "optimizer state on every worker)");
             }
             if (djl) {
                 // DJL's libtorch first: engines that would load JavaCPP's then say they cannot run here.
@@ -259,7 +268,7 @@ public final class FashionMnistTrainer implements Callable<Integer> {
         return new TrainingConfig(kind, epochs, batchSize, lr != null ? lr : TrainingConfig.defaultLr(kind), lrSchedule,
                 momentum,
                 seed, threads != null ? threads : threadsFromEnvironment(), maxSteps, checkpointDir, checkpointEvery,
-                resume, gradCompression.trim().toLowerCase(Locale.ROOT));
+                resume, gradCompression.trim().toLowerCase(Locale.ROOT), zeroStage);
     }
 
     private boolean djl() {

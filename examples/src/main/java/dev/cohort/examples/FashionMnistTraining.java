@@ -92,7 +92,8 @@ public final class FashionMnistTraining {
 
         Distributed<Classifier, Optimizer, DataLoader, Object> distributed =
                 backend.distribute(DistributeRequest.of(model, sgd, loader, null)
-                        .withOption(TorchDistributor.GRAD_COMPRESSION, config.gradCompression()));
+                        .withOption(TorchDistributor.GRAD_COMPRESSION, config.gradCompression())
+                        .withOption(TorchDistributor.ZERO_STAGE, config.zeroStage()));
         Classifier trained = distributed.model();
         Optimizer optimizer = distributed.optimizer();
         DataLoader shard = distributed.trainingData();
@@ -119,7 +120,8 @@ public final class FashionMnistTraining {
                         config.model().label(), workers, backend.name(), config.epochs(), shard.batchesPerEpoch(),
                         workers, config.batchSize(), config.lr(), config.schedule().label(), config.momentum(),
                         config.threads())
-                        + (config.gradCompression().equals("none") ? "" : ", gradients sent as " + config.gradCompression());
+                        + (config.gradCompression().equals("none") ? "" : ", gradients sent as " + config.gradCompression())
+                        + (config.zeroStage() == 0 ? "" : ", ZeRO stage " + config.zeroStage());
             }
 
             @Override
@@ -156,12 +158,21 @@ public final class FashionMnistTraining {
             }
 
             @Override
+            public boolean savesOnEveryWorker() {
+                return config.zeroStage() > 0;       // each worker writes its shard of the optimizer state
+            }
+
+            @Override
             @SuppressWarnings("try")
             public void save(Path file, TrainingPosition position) {
                 // The scope frees the archives and temporaries at once; left to the GC, the native memory they
                 // hold piled up between old-generation collections (scripts/soak.sh: rank 0 grew ~1 MiB/s).
                 try (PointerScope scope = new PointerScope()) {
-                    Checkpoints.save(file, trained, optimizer, position);
+                    if (config.zeroStage() > 0) {
+                        Checkpoints.saveSharded(file, trained, optimizer, position);
+                    } else {
+                        Checkpoints.save(file, trained, optimizer, position);
+                    }
                 }
             }
 

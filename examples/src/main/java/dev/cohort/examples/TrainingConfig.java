@@ -19,10 +19,11 @@ import java.util.Objects;
  * @param checkpointEvery also save every this many steps (0: at the end of each epoch only)
  * @param resume          continue from the latest checkpoint in {@code checkpointDir} when there is one
  * @param gradCompression {@code none}, or {@code bf16}/{@code fp16}: gradients travel as 16-bit floats
+ * @param zeroStage       0, or the ZeRO stage 1 or 2: the optimizer state (and at 2 the averaged gradients) sharded
  */
 public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, double lr, Schedule schedule,
                              double momentum, long seed, int threads, long maxSteps, Path checkpointDir, int checkpointEvery, boolean resume,
-                             String gradCompression) {
+                             String gradCompression, int zeroStage) {
 
     public TrainingConfig {
         Objects.requireNonNull(model, "model");
@@ -37,6 +38,7 @@ public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, d
         require(!resume || checkpointDir != null, "--resume needs --checkpoint-dir");
         require(java.util.List.of("none", "bf16", "fp16").contains(gradCompression),
                 "--grad-compression must be bf16, fp16 or none, got '" + gradCompression + "'");
+        require(zeroStage >= 0 && zeroStage <= 2, "--zero must be 0, 1 or 2, got " + zeroStage);
     }
 
     /** How the learning rate changes over the run. */
@@ -53,7 +55,7 @@ public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, d
 
     /** The defaults of the command line for {@code model}: what reaches the targets (0.88 mlp, 0.90 cnn) with 2 workers. */
     public static TrainingConfig defaults(Classifier.Kind model) {
-        return new TrainingConfig(model, 4, 64, defaultLr(model), Schedule.LINEAR, 0.9, 42, 1, 0, null, 0, false, "none");
+        return new TrainingConfig(model, 4, 64, defaultLr(model), Schedule.LINEAR, 0.9, 42, 1, 0, null, 0, false, "none", 0);
     }
 
     /** The learning rate used when {@code --lr} is not given. */
@@ -66,12 +68,17 @@ public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, d
 
     public TrainingConfig withMaxSteps(long steps) {
         return new TrainingConfig(model, epochs, batchSize, lr, schedule, momentum, seed, threads, steps, checkpointDir,
-                checkpointEvery, resume, gradCompression);
+                checkpointEvery, resume, gradCompression, zeroStage);
     }
 
     public TrainingConfig withCheckpoints(Path dir, int every, boolean resumeFromLatest) {
         return new TrainingConfig(model, epochs, batchSize, lr, schedule, momentum, seed, threads, maxSteps, dir, every,
-                resumeFromLatest, gradCompression);
+                resumeFromLatest, gradCompression, zeroStage);
+    }
+
+    public TrainingConfig withZeroStage(int stage) {
+        return new TrainingConfig(model, epochs, batchSize, lr, schedule, momentum, seed, threads, maxSteps, checkpointDir,
+                checkpointEvery, resume, gradCompression, stage);
     }
 
     private static void require(boolean ok, String message) {

@@ -50,8 +50,13 @@ final class TrainingLoop {
         /** Test accuracy over the whole test set (each worker scores a slice), the same on every worker. */
         double evaluate();
 
-        /** Saves a checkpoint (called on the root only). */
+        /** Saves a checkpoint (called on the root only, or on every worker where {@link #savesOnEveryWorker()}). */
         void save(Path file, TrainingPosition position);
+
+        /** Whether every worker takes part in {@link #save} (a sharded optimizer state), not the root alone. */
+        default boolean savesOnEveryWorker() {
+            return false;
+        }
 
         /** Loads a checkpoint (on every worker) and returns where to continue. */
         TrainingPosition load(Path file);
@@ -256,19 +261,33 @@ final class TrainingLoop {
         return config.maxSteps() > 0 && step >= config.maxSteps();
     }
 
-    /** On the root with {@code --checkpoint-dir}: a checkpoint at {@code position}, keeping the newest two. */
+    /**
+     * With {@code --checkpoint-dir}: a checkpoint at {@code position} (by the root, or by every
+     * worker where the framework shards it), keeping the newest two with the files beside each
+     * that extend its name (a sharded optimizer state's shards).
+     */
     private void saveCheckpoint(TrainingPosition position) {
-        if (!root || config.checkpointDir() == null) {
+        if (config.checkpointDir() == null || !root && !framework.savesOnEveryWorker()) {
             return;
         }
         Path dir = config.checkpointDir();
         framework.save(dir.resolve(String.format(Locale.ROOT, "checkpoint-step-%09d.%s", position.step(),
                 framework.checkpointExtension())), position);
+        if (!root) {
+            return;
+        }
         try (Stream<Path> files = Files.list(dir)) {
-            List<Path> old = files.filter(p -> checkpointName.matcher(p.getFileName().toString()).matches())
+            List<Path> all = files.toList();
+            List<Path> old = all.stream().filter(p -> checkpointName.matcher(p.getFileName().toString()).matches())
                     .sorted(Comparator.comparingLong(this::checkpointStep).reversed())
                     .skip(CHECKPOINTS_KEPT).toList();
             for (Path p : old) {
+                String besides = p.getFileName() + ".";
+                for (Path q : all) {
+                    if (q.getFileName().toString().startsWith(besides)) {
+                        Files.deleteIfExists(q);
+                    }
+                }
                 Files.deleteIfExists(p);
             }
         } catch (IOException e) {

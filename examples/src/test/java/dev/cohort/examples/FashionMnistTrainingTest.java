@@ -87,6 +87,28 @@ class FashionMnistTrainingTest {
         assertThat(resumed.stepsRedone()).isZero();
     }
 
+    /** Under ZeRO every worker writes its optimizer shard beside the root's checkpoint; a resumed run ends as an uninterrupted one. */
+    @Test
+    void zeroCheckpointsKeepTheirShardsAndResumeExactly() throws IOException {
+        Path checkpoints = dir.resolve("ckpt");
+        TrainingConfig config = TrainingConfig.defaults(Classifier.Kind.MLP).withZeroStage(2).withMaxSteps(60)
+                .withCheckpoints(checkpoints, 25, false);
+        train(config, new ByteArrayOutputStream());
+        try (var files = Files.list(checkpoints)) {
+            assertThat(files.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("checkpoint")).sorted().toList())
+                    .containsExactly("checkpoint-step-000000050.pt", "checkpoint-step-000000050.pt.optimizer-50.0-of-2",
+                            "checkpoint-step-000000050.pt.optimizer-50.1-of-2", "checkpoint-step-000000060.pt",
+                            "checkpoint-step-000000060.pt.optimizer-60.0-of-2",
+                            "checkpoint-step-000000060.pt.optimizer-60.1-of-2");
+        }
+        TrainingSummary resumed = train(config.withMaxSteps(80).withCheckpoints(checkpoints, 0, true),
+                new ByteArrayOutputStream()).get(0);
+        TrainingSummary straight = train(config.withMaxSteps(80).withCheckpoints(null, 0, false),
+                new ByteArrayOutputStream()).get(0);
+        assertThat(resumed.resumedFromStep()).isEqualTo(60);
+        assertThat(resumed.testAccuracy()).isEqualTo(straight.testAccuracy());
+    }
+
     /** A run resumed from an older checkpoint than the furthest step reached counts the steps it redoes. */
     @Test
     void stepsRedoneCountsTheStepsAfterTheCheckpointThatWereDoneBefore() throws IOException {

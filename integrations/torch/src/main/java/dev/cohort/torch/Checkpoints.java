@@ -10,7 +10,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.IntPredicate;
 import java.util.stream.Stream;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.InputArchive;
@@ -18,7 +17,7 @@ import org.bytedeco.pytorch.Module;
 import org.bytedeco.pytorch.Optimizer;
 import org.bytedeco.pytorch.OutputArchive;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.TensorVector;
+import org.bytedeco.pytorch.OptimizerParamGroupVector;
 import org.bytedeco.pytorch.global.torch;
 
 /**
@@ -54,7 +53,7 @@ public final class Checkpoints {
             throw new IllegalArgumentException("the optimizer's state is sharded across " + zero.group().size()
                     + " ranks (ZeRO stage " + zero.stage() + "): call Checkpoints.saveSharded on every rank");
         }
-        writeMain(file, model, optimizer, position, 0);
+        writeMain(file, model, optimizer, position, null);
     }
 
     /**
@@ -82,7 +81,12 @@ public final class Checkpoints {
         });
         group.barrier().await();
         if (group.rank() == DistributedBackend.ROOT_RANK) {
-            writeMain(file, model, null, position, group.size());
+            long[] layout = new long[zero.layouts().size() + 1];
+            layout[0] = group.size();
+            for (int g = 0; g < zero.layouts().size(); g++) {
+                layout[g + 1] = zero.layouts().get(g).total();
+            }
+            writeMain(file, model, null, position, layout);
             removeShardsBefore(file, position.step());
         }
         group.barrier().await();
@@ -117,8 +121,11 @@ public final class Checkpoints {
         }
     }
 
-    /** The checkpoint file: the optimizer's state in it, or (null optimizer) in {@code shards} files beside it. */
-    private static void writeMain(Path file, Module model, Optimizer optimizer, TrainingPosition position, int shards) {
+    /**
+     * The checkpoint file: the optimizer's state in it, or (null optimizer) in shard files beside it,
+     * {@code shards} giving their number and each parameter group's elements.
+     */
+    private static void writeMain(Path file, Module model, Optimizer optimizer, TrainingPosition position, long[] shards) {
         CheckpointFile.write(file, tmp -> {
             try {
                 OutputArchive archive = new OutputArchive();
@@ -130,7 +137,7 @@ public final class Checkpoints {
                     optimizer.save(optimizerArchive);
                     archive.write("optimizer", optimizerArchive);
                 } else {
-                    archive.write("shards", torch.tensor(new long[] {shards}));
+                    archive.write("shards", torch.tensor(shards));
                 }
                 archive.write("position", torch.tensor(new long[] {position.epoch(), position.batchInEpoch(),
                         position.step()}));
@@ -172,43 +179,73 @@ public final class Checkpoints {
         }
     }
 
-    /** The optimizer's state: all of it, or under ZeRO this rank's share, from the file or from its shards. */
+    /** The optimizer's state: all of it, or under ZeRO this rank's shards, from the file or from its shards. */
     private static void loadOptimizer(Path file, InputArchive archive, Optimizer optimizer, long step) {
         ZeroShards zero = optimizer instanceof DistributedOptimizer d ? d.shards() : null;
         Tensor shards = new Tensor();
-        if (!archive.try_read("shards", shards)) {
+        boolean sharded = archive.try_read("shards", shards);
+        if (!sharded && zero == null) {
             InputArchive optimizerArchive = new InputArchive();
             archive.read("optimizer", optimizerArchive);
-            if (zero == null) {
-                optimizer.load(optimizerArchive);
-            } else {
-                OptimizerArchives.loadSelected(optimizer, List.of(optimizerArchive), ownedBy(zero, optimizer));
-            }
+            optimizer.load(optimizerArchive);
             return;
         }
-        int world = (int) shards.get(0).item_long();
-        List<InputArchive> sources = new ArrayList<>();
-        for (int r = 0; r < world; r++) {
-            Path shard = shardFile(file, step, r, world);
-            if (!Files.isRegularFile(shard)) {
-                throw new IllegalArgumentException("optimizer shard " + r + " of " + world + " for step " + step + " ("
-                        + shard + ") is missing; every rank reads every shard, so the checkpoint's directory must be "
-                        + "one file system for all ranks");
+        List<FlatLayout> layouts = zero != null ? zero.layouts() : layouts(optimizer);
+        List<OptimizerArchives.Source> sources = new ArrayList<>();
+        if (sharded) {
+            int world = (int) shards.get(0).item_long();
+            for (int g = 0; g < layouts.size(); g++) {
+                long saved = g + 1 < shards.numel() ? shards.get(g + 1).item_long() : -1;
+                if (saved != layouts.get(g).total()) {
+                    throw new IllegalArgumentException("parameter group " + g + " of the checkpoint's optimizer had " + saved
+                            + " elements, this one's has " + layouts.get(g).total() + ": not the same model");
+                }
             }
-            InputArchive a = new InputArchive();
-            a.load_from(shard.toString());
-            sources.add(a);
+            for (int r = 0; r < world; r++) {
+                Path shard = shardFile(file, step, r, world);
+                if (!Files.isRegularFile(shard)) {
+                    throw new IllegalArgumentException("optimizer shard " + r + " of " + world + " for step " + step + " ("
+                            + shard + ") is missing; every rank reads every shard, so the checkpoint's directory must be "
+                            + "one file system for all ranks");
+                }
+                InputArchive a = new InputArchive();
+                a.load_from(shard.toString());
+                List<OptimizerArchives.Span> spans = new ArrayList<>();
+                for (int g = 0; g < layouts.size(); g++) {
+                    spans.add(layouts.get(g).shardSpan(g, r, world));
+                }
+                sources.add(new OptimizerArchives.Source(a, spans));
+            }
+        } else {
+            InputArchive optimizerArchive = new InputArchive();
+            archive.read("optimizer", optimizerArchive);
+            sources.add(new OptimizerArchives.Source(optimizerArchive, wholeSpans(layouts)));
         }
-        OptimizerArchives.loadSelected(optimizer, sources, zero == null ? pos -> true : ownedBy(zero, optimizer));
+        List<OptimizerArchives.Span> targets = new ArrayList<>();
+        if (zero != null) {
+            for (int g = 0; g < layouts.size(); g++) {
+                targets.add(layouts.get(g).shardSpan(g, zero.group().rank(), zero.group().size()));
+            }
+        } else {
+            targets = wholeSpans(layouts);
+        }
+        OptimizerArchives.reshard(optimizer, sources, targets);
     }
 
-    /** Whether this rank owns the optimizer's parameter at each position. */
-    private static IntPredicate ownedBy(ZeroShards zero, Optimizer optimizer) {
-        TensorVector positions = optimizer.parameters();
-        boolean[] owned = new boolean[(int) positions.size()];
-        for (int i = 0; i < owned.length; i++) {
-            owned[i] = zero.owns(positions.get(i));
+    private static List<FlatLayout> layouts(Optimizer optimizer) {
+        List<FlatLayout> layouts = new ArrayList<>();
+        OptimizerParamGroupVector groups = optimizer.param_groups();
+        for (long g = 0; g < groups.size(); g++) {
+            layouts.add(FlatLayout.of(groups.get(g).params()));
         }
-        return pos -> owned[pos];
+        return layouts;
+    }
+
+    private static List<OptimizerArchives.Span> wholeSpans(List<FlatLayout> layouts) {
+        List<OptimizerArchives.Span> spans = new ArrayList<>();
+        for (int g = 0; g < layouts.size(); g++) {
+            spans.addAll(layouts.get(g).spans(g));
+        }
+        return spans;
     }
 }

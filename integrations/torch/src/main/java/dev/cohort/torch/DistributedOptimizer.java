@@ -51,14 +51,14 @@ public final class DistributedOptimizer extends Optimizer {
     private long synchronizedAt = -1;
 
     /**
-     * @param gradients the buckets, or (ZeRO stage 2) the shards
-     * @param zero      the shards under ZeRO stage 1 or 2, else null
+     * @param buckets the gradient buckets (also under ZeRO stage 1), or null at ZeRO stage 2
+     * @param zero    the shards under ZeRO stage 1 or 2, else null
      */
-    DistributedOptimizer(Optimizer local, GradientAverager gradients, ZeroShards zero, BufferBroadcast buffers) {
+    DistributedOptimizer(Optimizer local, GradientBuckets buckets, ZeroShards zero, BufferBroadcast buffers) {
         super(local);
         this.local = LibTorch.retain(local);   // the wrapper uses it for as long as it lives
-        this.gradients = gradients;
-        this.buckets = gradients instanceof GradientBuckets b ? b : null;
+        this.gradients = zero != null ? zero : buckets;
+        this.buckets = buckets;
         this.zero = zero;
         this.buffers = buffers;
     }
@@ -79,12 +79,12 @@ public final class DistributedOptimizer extends Optimizer {
                     + "were not averaged; call synchronize() (or clipGradNorm) after the last backward of the step");
         }
         synchronizedAt = -1;
-        if (zero != null && zero.stage() == 1) {
-            zero.dropForeignGradients();
+        if (zero != null) {
+            zero.beforeStep();
         }
         Tensor result = local.step();
         if (zero != null) {
-            zero.gatherParameters();
+            zero.afterStep();
         }
         if (buffers != null) {
             buffers.fromRoot();
@@ -119,7 +119,7 @@ public final class DistributedOptimizer extends Optimizer {
             throw new IllegalArgumentException("maxNorm must be positive and finite, got " + maxNorm);
         }
         synchronize();
-        if (zero != null && zero.stage() == 2) {
+        if (zero != null) {
             return zero.clipGradNorm(maxNorm);    // each rank holds its own shard of the averaged gradients
         }
         TensorVector all = local.parameters();
@@ -182,7 +182,7 @@ public final class DistributedOptimizer extends Optimizer {
         }
     }
 
-    /** The gradient buckets (for tests in this package); null under ZeRO stage 2. */
+    /** The gradient buckets (for tests in this package); null at ZeRO stage 2. */
     GradientBuckets buckets() {
         return buckets;
     }
@@ -212,7 +212,7 @@ public final class DistributedOptimizer extends Optimizer {
      * share of a step that communication costs.
      */
     public long communicationWaitNanos() {
-        return gradients.communicationWaitNanos() + (zero != null && zero != gradients ? zero.communicationWaitNanos() : 0);
+        return gradients.communicationWaitNanos();
     }
 
     /** How many bucket allreduces started during backward so far (for diagnostics: overlap at work). */

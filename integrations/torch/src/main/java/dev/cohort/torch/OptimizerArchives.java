@@ -5,10 +5,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.function.IntPredicate;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.IValue;
 import org.bytedeco.pytorch.InputArchive;
@@ -62,78 +59,172 @@ final class OptimizerArchives {
     }
 
     /**
-     * Loads into {@code optimizer} the state of each parameter position that {@code wanted}
-     * accepts, from whichever of {@code sources} holds it (archives that optimizers of the same
-     * kind over the same parameter groups saved); the groups' options come from the first source.
-     * Positions count through the groups in order, as {@code optimizer.parameters()} lists them.
-     *
-     * @throws IllegalArgumentException if the sources' parameter groups differ from each other
+     * Where the tensor at one optimizer position sits in its group's flat space ({@link FlatLayout}):
+     * elements {@code [start, start + count)}; the tensor has the elements of {@code shape}, more
+     * than {@code count} for a ZeRO shard's padding.
      */
-    static void loadSelected(Optimizer optimizer, List<InputArchive> sources, IntPredicate wanted) {
+    record Span(int group, int position, long start, long count, long[] shape) {
+        long length() {
+            long n = 1;
+            for (long d : shape) {
+                n *= d;
+            }
+            return n;
+        }
+    }
+
+    /** An archive an optimizer saved, and where the tensor at each of its positions sits. */
+    record Source(InputArchive archive, List<Span> spans) {
+    }
+
+    /**
+     * Loads into {@code optimizer} the state that {@code sources} hold for the flat ranges of
+     * {@code targets} (each of the optimizer's positions that should have state): each per-element
+     * field (a momentum buffer, a moment) is cut from the pieces of the sources' tensors that
+     * cover the target's range and laid end to end (zeros for padding, or where no source had
+     * state yet); any other field (Adam's step) is the first piece's. The groups' options (learning
+     * rate, betas…) come from the first source. Sharded any way, optimizers of the same kind over
+     * the same parameters thus exchange state: ZeRO shards of N ranks into shards of M, or into
+     * whole parameters, and back.
+     *
+     * @throws IllegalArgumentException if a source has another number of parameter groups
+     */
+    static void reshard(Optimizer optimizer, List<Source> sources, List<Span> targets) {
         try (PointerScope temporaries = new PointerScope()) {
-            List<String> firstKeys = positionKeys(sources.get(0));
+            InputArchive fresh = roundTrip(optimizer);
+            List<List<String>> targetKeys = groupKeys(fresh);
+            List<List<List<String>>> sourceKeys = new ArrayList<>();
+            List<InputArchive> sourceStates = new ArrayList<>();
+            for (Source source : sources) {
+                List<List<String>> keys = groupKeys(source.archive());
+                if (keys.size() != targetKeys.size()) {
+                    throw new IllegalArgumentException("the saved optimizer has " + keys.size() + " parameter group(s), "
+                            + "this one " + targetKeys.size());
+                }
+                sourceKeys.add(keys);
+                InputArchive state = new InputArchive();
+                sourceStates.add(source.archive().try_read("state", state) ? state : null);
+            }
             OutputArchive out = new OutputArchive();
             IValue version = new IValue();
-            sources.get(0).read("pytorch_version", version);
+            fresh.read("pytorch_version", version);
             out.write("pytorch_version", version);
             OutputArchive state = new OutputArchive(out.compilation_unit());
-            boolean[] taken = new boolean[firstKeys.size()];
-            for (int k = 0; k < sources.size(); k++) {
-                List<String> keys = positionKeys(sources.get(k));
-                if (keys.size() != firstKeys.size()) {
-                    throw new IllegalArgumentException("optimizer state " + k + " has " + keys.size()
-                            + " parameters, the first has " + firstKeys.size() + ": they are not of one optimizer");
-                }
-                Map<String, Integer> positionOf = new HashMap<>();
-                for (int pos = 0; pos < keys.size(); pos++) {
-                    positionOf.put(keys.get(pos), pos);
-                }
-                InputArchive sourceState = new InputArchive();
-                if (!sources.get(k).try_read("state", sourceState)) {
-                    continue;
-                }
-                for (String key : keys(sourceState)) {
-                    Integer pos = positionOf.get(key);
-                    if (pos == null || taken[pos] || !wanted.test(pos)) {
-                        continue;
+            for (Span target : targets) {
+                List<Piece> pieces = new ArrayList<>();
+                for (int k = 0; k < sources.size(); k++) {
+                    for (Span span : sources.get(k).spans()) {
+                        long from = Math.max(target.start(), span.start());
+                        long to = Math.min(target.start() + target.count(), span.start() + span.count());
+                        InputArchive fields = new InputArchive();
+                        if (span.group() == target.group() && from < to && sourceStates.get(k) != null
+                                && sourceStates.get(k).try_read(sourceKeys.get(k).get(span.group()).get(span.position()),
+                                fields)) {
+                            pieces.add(new Piece(fields, span, from, to));
+                        }
                     }
-                    InputArchive fields = new InputArchive();
-                    sourceState.read(key, fields);
-                    OutputArchive copied = new OutputArchive(out.compilation_unit());
-                    copy(fields, copied);
-                    state.write(firstKeys.get(pos), copied);   // under the key the first source's groups give it
-                    taken[pos] = true;
+                }
+                if (!pieces.isEmpty()) {
+                    OutputArchive fields = new OutputArchive(out.compilation_unit());
+                    joinFields(pieces, target, fields);
+                    state.write(targetKeys.get(target.group()).get(target.position()), fields);
                 }
             }
             out.write("state", state);
-            InputArchive groups = new InputArchive();
-            sources.get(0).read("param_groups", groups);
-            OutputArchive groupsCopy = new OutputArchive(out.compilation_unit());
-            copy(groups, groupsCopy);
-            out.write("param_groups", groupsCopy);
+            out.write("param_groups", groups(fresh, sources.get(0).archive(), out));
             optimizer.load(roundTrip(out));
         }
     }
 
-    /** Each parameter's key, by position through the groups in order. */
-    private static List<String> positionKeys(InputArchive archive) {
+    /** A source's state for one position, and the part of the flat space {@code [from, to)} it gives the target. */
+    private record Piece(InputArchive fields, Span span, long from, long to) {
+    }
+
+    private static void joinFields(List<Piece> pieces, Span target, OutputArchive out) {
+        Piece first = pieces.get(0);
+        for (String field : keys(first.fields())) {
+            IValue value = new IValue();
+            first.fields().read(field, value);
+            if (value.isTensor() && value.toTensor().numel() == first.span().length()) {
+                Tensor joined = value.toTensor().new_zeros(target.length());
+                for (Piece piece : pieces) {
+                    IValue part = new IValue();
+                    if (piece.fields().try_read(field, part)) {
+                        joined.narrow(0, piece.from() - target.start(), piece.to() - piece.from())
+                                .copy_(part.toTensor().reshape(-1).narrow(0, piece.from() - piece.span().start(),
+                                        piece.to() - piece.from()));
+                    }
+                }
+                out.write(field, joined.view(target.shape()), true);
+            } else if (value.isTensor()) {
+                out.write(field, value.toTensor(), true);
+            } else {
+                out.write(field, value);
+            }
+        }
+    }
+
+    /** The param_groups of {@code fresh} (this optimizer's positions and keys), each group's options from {@code saved}. */
+    private static OutputArchive groups(InputArchive fresh, InputArchive saved, OutputArchive owner) {
+        InputArchive freshGroups = new InputArchive();
+        fresh.read("param_groups", freshGroups);
+        InputArchive savedGroups = new InputArchive();
+        saved.read("param_groups", savedGroups);
+        OutputArchive out = new OutputArchive(owner.compilation_unit());
+        for (String key : keys(freshGroups)) {
+            InputArchive freshGroup = new InputArchive();
+            if (!freshGroups.try_read(key, freshGroup)) {
+                IValue value = new IValue();
+                freshGroups.read(key, value);
+                out.write(key, value.toTensor(), true);      // param_groups/size
+                continue;
+            }
+            InputArchive savedGroup = new InputArchive();
+            savedGroups.read(key, savedGroup);
+            OutputArchive group = new OutputArchive(owner.compilation_unit());
+            for (String entry : keys(freshGroup)) {
+                InputArchive from = entry.equals("options") ? savedGroup : freshGroup;
+                InputArchive sub = new InputArchive();
+                if (from.try_read(entry, sub)) {
+                    OutputArchive copied = new OutputArchive(owner.compilation_unit());
+                    copy(sub, copied);
+                    group.write(entry, copied);
+                } else {
+                    IValue value = new IValue();
+                    from.read(entry, value);
+                    if (value.isTensor()) {
+                        group.write(entry, value.toTensor(), true);
+                    } else {
+                        group.write(entry, value);
+                    }
+                }
+            }
+            out.write(key, group);
+        }
+        return out;
+    }
+
+    /** Each group's parameter keys, by position. */
+    private static List<List<String>> groupKeys(InputArchive archive) {
         InputArchive groups = new InputArchive();
         archive.read("param_groups", groups);
         Tensor size = new Tensor();
         groups.read("param_groups/size", size);
-        List<String> keys = new ArrayList<>();
+        List<List<String>> all = new ArrayList<>();
         for (long g = 0; g < size.item_long(); g++) {
             InputArchive group = new InputArchive();
             groups.read("param_groups/" + g, group);
             Tensor count = new Tensor();
             group.read("params/size", count);
+            List<String> keys = new ArrayList<>();
             for (long j = 0; j < count.item_long(); j++) {
                 IValue key = new IValue();
                 group.read("params/" + j, key);
                 keys.add(key.toStringRef().getString());
             }
+            all.add(keys);
         }
-        return keys;
+        return all;
     }
 
     /** Every entry of {@code in}, nested archives included, into {@code out} (tensors as buffers, as libtorch writes state). */

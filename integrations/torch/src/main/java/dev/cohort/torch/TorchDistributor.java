@@ -7,6 +7,7 @@ import dev.cohort.api.Distributor;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.libtorch.LibTorch;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -157,13 +158,17 @@ public final class TorchDistributor implements Distributor {
             TensorVector params = request.modelParameters() != null ? ModelParameters.of(request.modelParameters())
                     : module != null ? module.parameters() : local.parameters();
             ModelParameters.checkCovers(params, local.parameters());
-            broadcastOptimizerState(group, local);
+            if (zeroStage > 0) {
+                checkShardable(group, local, findUnused);
+            } else {
+                broadcastOptimizerState(group, local);
+            }
             boolean overlap = overlapAsked != null ? overlapAsked : overlapPays(backend);
             BufferBroadcast buffers = module != null && broadcastBuffers ? BufferBroadcast.of(group, module.buffers()) : null;
-            ZeroShards zero = zeroStage > 0 ? new ZeroShards(group, params, zeroStage, compression, findUnused) : null;
-            GradientAverager gradients = zeroStage == 2 ? zero
+            GradientBuckets buckets = zeroStage == 2 ? null
                     : new GradientBuckets(group, params, bucketBytes, overlap, findUnused, compression);
-            optimizer = (O) new DistributedOptimizer(local, gradients, zero, buffers);
+            ZeroShards zero = zeroStage > 0 ? new ZeroShards(group, local, zeroStage, buckets, compression) : null;
+            optimizer = (O) new DistributedOptimizer(local, buckets, zero, buffers);
         }
         if (data instanceof DataLoader loader) {
             data = (D) loader.sharded(backend.worldSize(), backend.rank(), dropLast);
@@ -180,6 +185,29 @@ public final class TorchDistributor implements Distributor {
             default -> throw new IllegalArgumentException("option '" + GRAD_COMPRESSION + "' must be bf16, fp16 or none, got "
                     + name);
         };
+    }
+
+    /**
+     * Refuses what ZeRO cannot shard: an optimizer that already has state on some rank (the shards
+     * take the parameters' place and would start without it), LBFGS (not element-wise), and
+     * {@value #FIND_UNUSED_PARAMETERS} (a shard is stepped whole, so no parameter can sit a step out).
+     */
+    private static void checkShardable(ProcessGroup group, Optimizer local, boolean findUnused) {
+        if (findUnused) {
+            throw new IllegalArgumentException("option '" + FIND_UNUSED_PARAMETERS + "' cannot be honoured with ZeRO: "
+                    + "each rank steps its shard of the flattened parameters whole, so no parameter can sit a step out");
+        }
+        if (local instanceof org.bytedeco.pytorch.LBFGS) {
+            throw new IllegalArgumentException("ZeRO shards optimizers that update each element on its own (SGD, Adam, "
+                    + "AdamW, RMSprop, Adagrad); LBFGS is not one");
+        }
+        int[] hasState = {OptimizerArchives.stateBytes(local) > 0 ? 1 : 0};
+        group.allreduce(DenseBuffer.of(hasState), ReduceOp.MAX).await();
+        if (hasState[0] == 1) {
+            throw new IllegalArgumentException("the optimizer already has state (it stepped, or loaded a checkpoint, "
+                    + "on some rank) and ZeRO gives it new tensors, its shards, to step: distribute a fresh optimizer, then "
+                    + "load the checkpoint with Checkpoints.load");
+        }
     }
 
     /** Option {@code key} as a {@code type}, or {@code otherwise} when absent; a value of another type is refused. */

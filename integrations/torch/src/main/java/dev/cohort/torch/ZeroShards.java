@@ -8,111 +8,71 @@ import dev.cohort.api.collective.Work;
 import dev.cohort.libtorch.LibTorch;
 import dev.cohort.libtorch.ScalarTypes;
 import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
-import java.util.stream.IntStream;
 import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.OptimizerParamGroupVector;
+import org.bytedeco.pytorch.Optimizer;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
 
 /**
- * ZeRO (DeepSpeed's Zero Redundancy Optimizer), stages 1 and 2, by whole parameters: each trained
- * parameter has one owner rank (assigned largest first to the rank with the fewest bytes so far,
- * as PyTorch's {@code ZeroRedundancyOptimizer} does), and only the owner steps it, so only the
- * owner's optimizer holds its state (momentum, Adam's moments): about 1/N of the state per rank.
+ * ZeRO (DeepSpeed's Zero Redundancy Optimizer), stages 1 and 2. Each parameter group of the
+ * optimizer is laid flat ({@link FlatLayout}) and cut into one equal slice per rank; rank r's
+ * <em>shard</em> is a tensor of its slice, and the caller's optimizer is given the shards in place
+ * of the parameters (its options, learning rate and kind unchanged), so its state (momentum,
+ * Adam's moments) exists for 1/N of the elements on each rank.
  *
- * <p>The optimizer is the caller's own, over every parameter: libtorch's optimizers skip a
- * parameter without a gradient and create its state on its first step, so taking the foreign
- * parameters' gradients away before each step is what keeps their state off this rank. After the
- * step every rank's parameters are the owners' (one allgather per element type, of each rank's
- * parameters packed in a segment padded to the largest rank's).
+ * <p>A step: the averaged gradients reach the shards (stage 1: every gradient averaged by the
+ * {@link GradientBuckets}, overlapping backward where that pays, then this rank's slice copied out;
+ * stage 2: the gradients packed flat and reduce-scattered at the step, so each rank receives only
+ * its slice, averaged); the shards take this rank's slice of the parameters (so a parameter
+ * changed in between, a checkpoint loaded into the model, is what gets stepped); the optimizer
+ * steps the shards; one allgather per group brings every rank's stepped slice back into the
+ * parameters.
  *
- * <p>Stage 1 averages every gradient as unsharded training does ({@link GradientBuckets}) and
- * drops the foreign ones before the step; stage 2 packs the gradients in the same per-owner
- * segments and reduce-scatters them at the step, so each rank receives only its own parameters'
- * averaged gradients: half the traffic of an allreduce (this class is then the optimizer's
- * {@link GradientAverager}; without backward hooks it does not overlap backward).
+ * <p>The averaged gradients under ZeRO are the shards' ({@code optimizer.parameters()} lists the
+ * shards); the parameters' own {@code .grad} keep the local, unaveraged gradients (stage 2) or
+ * the averaged ones (stage 1). {@link #clipGradNorm} clips the whole averaged gradient's norm.
  */
 final class ZeroShards implements GradientAverager {
 
     private final ProcessGroup group;
     private final int stage;
-    /** The 16-bit type stage 2's gradients travel as, or null. */
+    /** Stage 1: the buckets that average every gradient; null at stage 2. */
+    private final GradientBuckets buckets;
+    /** Stage 2: the 16-bit type gradients are reduced in, or null. */
     private final DataType compression;
-    private final boolean findUnused;
-    /** The trained parameters that take gradients, owning handles; an index here is a parameter's id. */
-    private final List<Tensor> params = new ArrayList<>();
-    private final int[] owner;
-    /** Each parameter's offset in its owner's segment, in elements. */
-    private final long[] offsetOf;
-    /** Stage 2: each own parameter's gradient, a view into its segment's reduced block (null for foreign ones). */
-    private final Tensor[] gradientViews;
-    private final List<Segment> segments = new ArrayList<>();
+    private final List<Partition> partitions = new ArrayList<>();
     private long waitedNanos;
 
     /**
-     * @param trained     the parameters whose gradients are averaged (those not taking gradients are left alone)
-     * @param stage       1 or 2
-     * @param compression stage 2: {@link DataType#BFLOAT16} or {@link DataType#FLOAT16} to reduce float32
-     *                    gradients as 16-bit floats, or null
+     * Hands {@code optimizer}'s parameter groups this rank's shards in place of their parameters.
+     *
+     * @param buckets     stage 1's buckets over the trained parameters; null for stage 2
+     * @param compression stage 2: {@link DataType#BFLOAT16} or {@link DataType#FLOAT16} to reduce float32 gradients
+     *                    as 16-bit floats, or null
+     * @throws IllegalArgumentException for a group that mixes element types or holds integers
      */
-    ZeroShards(ProcessGroup group, TensorVector trained, int stage, DataType compression, boolean findUnused) {
+    ZeroShards(ProcessGroup group, Optimizer optimizer, int stage, GradientBuckets buckets, DataType compression) {
         if (stage != 1 && stage != 2) {
             throw new IllegalArgumentException("ZeRO stage must be 1 or 2, got " + stage);
         }
         this.group = group;
         this.stage = stage;
+        this.buckets = buckets;
         this.compression = stage == 2 ? compression : null;
-        this.findUnused = findUnused;
-        for (long i = 0; i < trained.size(); i++) {
-            Tensor p = LibTorch.retain(new Tensor(trained.get(i)));
-            if (p.requires_grad()) {
-                TensorBuffers.checkMovable(p, "parameter " + i + " of the optimizer");
-                params.add(p);
+        OptimizerParamGroupVector groups = optimizer.param_groups();
+        for (long g = 0; g < groups.size(); g++) {
+            TensorVector params = groups.get(g).params();
+            partitions.add(new Partition((int) g, params));
+        }
+        for (int g = 0; g < partitions.size(); g++) {
+            try (PointerScope temporaries = new PointerScope()) {
+                partitions.get(g).packParameters();
             }
+            groups.get(g).params().put(partitions.get(g).shard);
         }
-        long[] bytes = new long[params.size()];
-        for (int id = 0; id < bytes.length; id++) {
-            bytes[id] = params.get(id).numel() * ScalarTypes.dataType(params.get(id).scalar_type()).byteSize();
-        }
-        owner = assign(bytes, group.size());
-        offsetOf = new long[params.size()];
-        gradientViews = new Tensor[params.size()];
-        Map<DataType, Segment> byType = new LinkedHashMap<>();
-        for (int id = 0; id < params.size(); id++) {
-            DataType type = ScalarTypes.dataType(params.get(id).scalar_type());
-            byType.computeIfAbsent(type, Segment::new).add(id);
-        }
-        for (Segment s : byType.values()) {
-            s.allocate();
-            segments.add(s);
-        }
-    }
-
-    /**
-     * Owners for parameters of {@code bytes}: largest first (ties: lower id), each to the rank
-     * holding the fewest bytes so far (ties: lower rank). Every rank computes the same.
-     */
-    static int[] assign(long[] bytes, int ranks) {
-        int[] owners = new int[bytes.length];
-        long[] load = new long[ranks];
-        int[] order = IntStream.range(0, bytes.length).boxed()
-                .sorted(Comparator.<Integer>comparingLong(i -> -bytes[i]).thenComparingInt(i -> i))
-                .mapToInt(Integer::intValue).toArray();
-        for (int id : order) {
-            int least = 0;
-            for (int r = 1; r < ranks; r++) {
-                if (load[r] < load[least]) {
-                    least = r;
-                }
-            }
-            owners[id] = least;
-            load[least] += bytes[id];
-        }
-        return owners;
     }
 
     int stage() {
@@ -123,135 +83,99 @@ final class ZeroShards implements GradientAverager {
         return group;
     }
 
-    /** Whether this rank owns {@code p} (steps it and holds its optimizer state); false for a tensor not trained here. */
-    boolean owns(Tensor p) {
-        for (int id = 0; id < params.size(); id++) {
-            if (params.get(id).is_same(p)) {
-                return owner[id] == group.rank();
-            }
-        }
-        return false;
+    /** Each optimizer parameter group's layout of the parameters it had before the shards took their place. */
+    List<FlatLayout> layouts() {
+        return partitions.stream().map(p -> p.layout).toList();
     }
 
-    /** The elements of the parameters this rank owns. */
-    long ownedElements() {
-        long n = 0;
-        for (int id = 0; id < params.size(); id++) {
-            if (owner[id] == group.rank()) {
-                n += params.get(id).numel();
-            }
-        }
-        return n;
+    /** The elements of this rank's shards (their padding included). */
+    long shardElements() {
+        return partitions.stream().mapToLong(p -> p.slice).sum();
     }
 
-    /**
-     * Parameter {@code id}'s memory as a 1-d tensor outside autograd, made afresh at each use:
-     * loading a checkpoint into the model gives its parameters new storage.
-     */
-    private Tensor flat(int id) {
-        return params.get(id).detach().view(-1);
-    }
-
-    /** Stage 1, before the step: the foreign parameters' gradients set to none, so the optimizer leaves them alone. */
-    void dropForeignGradients() {
-        try (PointerScope temporaries = new PointerScope()) {
-            for (int id = 0; id < params.size(); id++) {
-                if (owner[id] != group.rank() && params.get(id).grad().defined()) {
-                    params.get(id).mutable_grad().put(new Tensor());
-                }
-            }
-        }
-    }
-
-    /** After the step: every rank's parameters become their owners'. */
-    void gatherParameters() {
-        if (group.size() == 1) {
-            return;
-        }
-        long began = System.nanoTime();
-        int me = group.rank();
-        try (PointerScope temporaries = new PointerScope()) {
-            List<Work> works = new ArrayList<>();
-            for (Segment s : segments) {
-                for (int id : s.byRank.get(me)) {
-                    s.mineFlat.narrow(0, offsetOf[id], params.get(id).numel()).copy_(flat(id));
-                }
-                works.add(group.allgather(s.mine, s.all));
-            }
-            for (int k = 0; k < segments.size(); k++) {
-                Segment s = segments.get(k);
-                works.get(k).await();
-                for (int r = 0; r < group.size(); r++) {
-                    if (r == me) {
-                        continue;
-                    }
-                    for (int id : s.byRank.get(r)) {
-                        flat(id).copy_(s.allFlat.narrow(0, (long) r * s.size + offsetOf[id], params.get(id).numel()));
-                    }
-                }
-            }
-        } finally {
-            waitedNanos += System.nanoTime() - began;
-        }
-    }
-
-    /**
-     * Stage 2: reduce-scatters the gradients, so that each own parameter's {@code .grad} is the
-     * average (a view into this rank's reduced block) and each foreign one's is none. A parameter
-     * without a gradient counts as zeros; with {@code findUnused}, one no rank had a gradient for
-     * keeps none.
-     */
     @Override
     public void averageGradients() {
-        if (group.size() == 1) {
-            return;                              // one rank's gradients are the average, and all its own
+        if (buckets != null) {
+            buckets.averageGradients();          // counts its own waiting
         }
         long began = System.nanoTime();
-        int me = group.rank();
         try (PointerScope temporaries = new PointerScope()) {
-            int[] used = findUnused ? new int[params.size()] : null;
-            List<Work> works = new ArrayList<>();
-            for (Segment s : segments) {
-                for (int r = 0; r < group.size(); r++) {
-                    for (int id : s.byRank.get(r)) {
-                        Tensor slot = s.gradsFlat.narrow(0, (long) r * s.size + offsetOf[id], params.get(id).numel());
-                        Tensor g = params.get(id).grad();
-                        if (g.defined()) {
-                            slot.copy_(g.reshape(-1));
-                            if (used != null) {
-                                used[id] = 1;
-                            }
-                        } else {
-                            slot.zero_();
-                        }
-                    }
+            if (buckets != null) {
+                for (Partition p : partitions) {
+                    p.packGradients();
                 }
-                if (s.wire == null) {
-                    works.add(group.reduceScatter(s.grads, s.reduced, ReduceOp.AVG));
+            } else {
+                reduceScatterGradients();
+            }
+            for (Partition p : partitions) {
+                p.shard.mutable_grad().put(p.shardGrad);
+            }
+        } finally {
+            waitedNanos += System.nanoTime() - began;
+        }
+    }
+
+    private void reduceScatterGradients() {
+        List<Work> works = new ArrayList<>();
+        for (Partition p : partitions) {
+            for (int i = 0; i < p.params.size(); i++) {
+                Tensor slot = p.gradsFlat.narrow(0, p.layout.offsets()[i], p.layout.count(i));
+                Tensor g = p.params.get(i).grad();
+                if (g.defined()) {
+                    slot.copy_(g.reshape(-1));
                 } else {
-                    s.gradsFlat.div_(new Scalar((double) group.size()));   // so 16-bit sums cannot overflow
-                    s.wireFlat.copy_(s.gradsFlat);
-                    works.add(group.reduceScatter(s.wire, s.wireReduced, ReduceOp.SUM));
+                    slot.zero_();
                 }
             }
-            Work usedAnywhere = used != null ? group.allreduce(DenseBuffer.of(used), ReduceOp.MAX) : null;
-            for (int k = 0; k < segments.size(); k++) {
-                Segment s = segments.get(k);
-                works.get(k).await();
-                if (s.wire != null) {
-                    s.reducedFlat.copy_(s.wireReducedFlat);
+            if (group.size() == 1) {
+                p.shardGrad.copy_(p.gradsFlat);   // one rank's gradients are the average
+                works.add(null);
+            } else if (p.wire == null) {
+                works.add(group.reduceScatter(p.grads, p.shardGradData, ReduceOp.AVG));
+            } else {
+                p.gradsFlat.div_(new Scalar((double) group.size()));   // so that 16-bit sums cannot overflow
+                p.wireFlat.copy_(p.gradsFlat);
+                works.add(group.reduceScatter(p.wire, p.wireReduced, ReduceOp.SUM));
+            }
+        }
+        for (int k = 0; k < partitions.size(); k++) {
+            Partition p = partitions.get(k);
+            if (works.get(k) == null) {
+                continue;
+            }
+            works.get(k).await();
+            if (p.wire != null) {
+                p.shardGrad.copy_(p.wireReducedFlat);
+            }
+        }
+    }
+
+    /** Before the optimizer's step: each shard takes this rank's slice of the parameters as they are now. */
+    void beforeStep() {
+        try (PointerScope temporaries = new PointerScope()) {
+            for (Partition p : partitions) {
+                p.packParameters();
+            }
+        }
+    }
+
+    /** After the step: every rank's stepped slices into every rank's parameters. */
+    void afterStep() {
+        long began = System.nanoTime();
+        try (PointerScope temporaries = new PointerScope()) {
+            List<Work> works = new ArrayList<>();
+            for (Partition p : partitions) {
+                if (group.size() == 1) {
+                    p.gatheredFlat.copy_(p.shardPlain);
+                } else {
+                    works.add(group.allgather(p.shardData, p.gathered));
                 }
             }
-            if (usedAnywhere != null) {
-                usedAnywhere.await();
-            }
-            for (int id = 0; id < params.size(); id++) {
-                Tensor p = params.get(id);
-                if (owner[id] == me && (used == null || used[id] == 1)) {
-                    p.mutable_grad().put(gradientViews[id]);
-                } else if (p.grad().defined()) {
-                    p.mutable_grad().put(new Tensor());
+            for (int k = 0; k < partitions.size(); k++) {
+                if (!works.isEmpty()) {
+                    works.get(k).await();
                 }
+                partitions.get(k).unpackParameters();
             }
         } finally {
             waitedNanos += System.nanoTime() - began;
@@ -259,29 +183,23 @@ final class ZeroShards implements GradientAverager {
     }
 
     /**
-     * Stage 2: scales the own gradients so that the L2 norm of the whole averaged gradient (every
-     * rank's shard; one allreduce of the squared sums) is at most {@code maxNorm}; returns that
-     * norm before clipping. The same coefficient as {@code clip_grad_norm_}: maxNorm / (norm + 1e-6).
+     * Scales the shards' averaged gradients so that the L2 norm of the whole averaged gradient
+     * (every rank's shards: one allreduce of the squared sums) is at most {@code maxNorm}; returns
+     * that norm before clipping. The coefficient is {@code clip_grad_norm_}'s, maxNorm / (norm + 1e-6).
      */
     double clipGradNorm(double maxNorm) {
         try (PointerScope temporaries = new PointerScope()) {
             double[] squares = {0};
-            for (int id = 0; id < params.size(); id++) {
-                Tensor g = params.get(id).grad();
-                if (owner[id] == group.rank() && g.defined()) {
-                    double norm = g.norm().item_double();
-                    squares[0] += norm * norm;
-                }
+            for (Partition p : partitions) {
+                double norm = p.shardGrad.norm().item_double();
+                squares[0] += norm * norm;
             }
             group.allreduce(DenseBuffer.of(squares), ReduceOp.SUM).await();
             double total = Math.sqrt(squares[0]);
             double coefficient = maxNorm / (total + 1e-6);
             if (coefficient < 1) {
-                for (int id = 0; id < params.size(); id++) {
-                    Tensor g = params.get(id).grad();
-                    if (owner[id] == group.rank() && g.defined()) {
-                        g.mul_(new Scalar(coefficient));
-                    }
+                for (Partition p : partitions) {
+                    p.shardGrad.mul_(new Scalar(coefficient));
                 }
             }
             return total;
@@ -290,113 +208,174 @@ final class ZeroShards implements GradientAverager {
 
     @Override
     public void clearGradients() {
+        if (buckets != null) {
+            buckets.clearGradients();
+        }
         try (PointerScope temporaries = new PointerScope()) {
-            for (Tensor p : params) {
-                if (p.grad().defined()) {
-                    p.mutable_grad().put(new Tensor());
+            for (Partition p : partitions) {
+                for (Tensor t : p.params) {
+                    if (t.grad().defined()) {
+                        t.mutable_grad().put(new Tensor());
+                    }
                 }
             }
         }
     }
 
-    /** No hooks: nothing counts backward's gradients. */
     @Override
     public long gradientsSeen() {
-        return 0;
+        return buckets == null ? 0 : buckets.gradientsSeen();
     }
 
-    /** No hooks start communication during backward, so there is nothing to pause. */
     @Override
     public void pauseHooks() {
+        if (buckets != null) {
+            buckets.pauseHooks();
+        }
     }
 
     @Override
     public void resumeHooks() {
+        if (buckets != null) {
+            buckets.resumeHooks();
+        }
     }
 
-    /** Time spent in gradient reduce-scatters and parameter allgathers. */
+    /** Gradient averaging (the buckets' included) and the parameter allgathers. */
     @Override
-    public synchronized long communicationWaitNanos() {
-        return waitedNanos;
+    public long communicationWaitNanos() {
+        return waitedNanos + (buckets == null ? 0 : buckets.communicationWaitNanos());
     }
 
-    /** Stage 2's reduce-scatter input per step (the 16-bit copy where compressed). */
+    /** The gradient collectives' bytes per step: the buckets' allreduces, or the reduce-scatters' input. */
     @Override
     public long bytesPerStep() {
+        if (buckets != null) {
+            return buckets.bytesPerStep();
+        }
         long bytes = 0;
-        for (Segment s : segments) {
-            bytes += s.wire != null ? s.wire.byteSize() : s.grads.byteSize();
+        for (Partition p : partitions) {
+            bytes += p.wire != null ? p.wire.byteSize() : p.grads.byteSize();
         }
         return bytes;
     }
 
-    /** The parameters of one element type, each rank's packed in a segment padded to the largest. */
-    private final class Segment {
+    /** One optimizer parameter group: its parameters, this rank's shard of them, and the buffers that move them. */
+    private final class Partition {
+        final FlatLayout layout;
+        final List<Tensor> params = new ArrayList<>();
         final DataType type;
-        final List<List<Integer>> byRank = new ArrayList<>();
-        /** Elements per rank's segment: the largest rank's total (at least 1). */
-        int size;
-        DenseBuffer mine;
-        DenseBuffer all;
-        Tensor mineFlat;
-        Tensor allFlat;
-        /** Stage 2: every rank's gradients in segments, this rank's reduced block, and their 16-bit copies when compressed. */
+        final long slice;
+        /** This rank's real elements: [start, start + count) of the flat space. */
+        final long start;
+        final long count;
+        /** The shard: a leaf the optimizer steps, and the same memory outside autograd. */
+        final DenseBuffer shardData;
+        final Tensor shard;
+        final Tensor shardPlain;
+        final DenseBuffer shardGradData;
+        final Tensor shardGrad;
+        /** Every rank's shard after the allgather (slice x ranks elements). */
+        final DenseBuffer gathered;
+        final Tensor gatheredFlat;
+        /** Stage 2: every parameter's gradient flat (padded to slice x ranks), and 16-bit copies when compressed. */
         DenseBuffer grads;
-        DenseBuffer reduced;
         Tensor gradsFlat;
-        Tensor reducedFlat;
         DenseBuffer wire;
         DenseBuffer wireReduced;
         Tensor wireFlat;
         Tensor wireReducedFlat;
 
-        Segment(DataType type) {
-            this.type = type;
-            for (int r = 0; r < group.size(); r++) {
-                byRank.add(new ArrayList<>());
-            }
-        }
-
-        void add(int id) {
-            byRank.get(owner[id]).add(id);
-        }
-
-        void allocate() {
-            long largest = 1;
-            for (List<Integer> ids : byRank) {
-                long at = 0;
-                for (int id : ids) {
-                    offsetOf[id] = at;
-                    at += params.get(id).numel();
+        Partition(int index, TensorVector groupParams) {
+            layout = FlatLayout.of(groupParams);
+            DataType found = null;
+            for (int i = 0; i < layout.size(); i++) {
+                Tensor p = LibTorch.retain(new Tensor(groupParams.get(layout.positions()[i])));
+                DataType t = TensorBuffers.checkMovable(p, "parameter " + layout.positions()[i] + " of parameter group "
+                        + index);
+                if (found != null && t != found) {
+                    throw new IllegalArgumentException("ZeRO lays each parameter group flat, so a group holds one element "
+                            + "type: parameter group " + index + " mixes " + found.label() + " and " + t.label()
+                            + "; put parameters of different types in different groups");
                 }
-                largest = Math.max(largest, at);
+                found = t;
+                params.add(p);
             }
-            size = Math.toIntExact(largest);
-            int total = Math.toIntExact((long) size * group.size());
-            if (group.size() == 1) {
-                return;
+            type = found == null ? DataType.FLOAT32 : found;
+            if (type != DataType.FLOAT32 && type != DataType.FLOAT64) {
+                throw new IllegalArgumentException("ZeRO shards float32 and float64 parameters; parameter group " + index
+                        + " holds " + type.label());
             }
-            mine = DenseBuffer.allocateDirect(type, size);
-            all = DenseBuffer.allocateDirect(type, total);
-            mineFlat = LibTorch.retain(TensorBuffers.tensor(mine));
-            allFlat = LibTorch.retain(TensorBuffers.tensor(all));
-            if (stage < 2) {
-                return;
-            }
-            grads = DenseBuffer.allocateDirect(type, total);
-            reduced = DenseBuffer.allocateDirect(type, size);
-            gradsFlat = LibTorch.retain(TensorBuffers.tensor(grads));
-            reducedFlat = LibTorch.retain(TensorBuffers.tensor(reduced));
-            for (int id : byRank.get(group.rank())) {
-                gradientViews[id] = LibTorch.retain(reducedFlat.narrow(0, offsetOf[id], params.get(id).numel())
-                        .view(params.get(id).sizes().vec().get()));
-            }
-            if (compression != null && type == DataType.FLOAT32) {
-                wire = DenseBuffer.allocateDirect(compression, total);
-                wireReduced = DenseBuffer.allocateDirect(compression, size);
-                wireFlat = LibTorch.retain(TensorBuffers.tensor(wire));
-                wireReducedFlat = LibTorch.retain(TensorBuffers.tensor(wireReduced));
+            int ranks = group.size();
+            slice = layout.slice(ranks);
+            OptimizerArchives.Span mine = layout.shardSpan(index, group.rank(), ranks);
+            start = mine.start();
+            count = mine.count();
+            int sliceInt = Math.toIntExact(slice);
+            int all = Math.toIntExact(slice * ranks);
+            shardData = DenseBuffer.allocateDirect(type, sliceInt);
+            shardPlain = LibTorch.retain(TensorBuffers.tensor(shardData));
+            shard = LibTorch.retain(TensorBuffers.tensor(shardData).requires_grad_(true));
+            shardGradData = DenseBuffer.allocateDirect(type, sliceInt);
+            shardGrad = LibTorch.retain(TensorBuffers.tensor(shardGradData));
+            gathered = DenseBuffer.allocateDirect(type, all);
+            gatheredFlat = LibTorch.retain(TensorBuffers.tensor(gathered));
+            if (stage == 2) {
+                grads = DenseBuffer.allocateDirect(type, all);
+                gradsFlat = LibTorch.retain(TensorBuffers.tensor(grads));
+                if (compression != null && type == DataType.FLOAT32) {
+                    wire = DenseBuffer.allocateDirect(compression, all);
+                    wireReduced = DenseBuffer.allocateDirect(compression, sliceInt);
+                    wireFlat = LibTorch.retain(TensorBuffers.tensor(wire));
+                    wireReducedFlat = LibTorch.retain(TensorBuffers.tensor(wireReduced));
+                }
             }
         }
+
+        /**
+         * Parameter {@code i}'s memory as a 1-d tensor outside autograd, made at each use: loading
+         * a checkpoint into the model gives its parameters new storage.
+         */
+        Tensor flat(int i) {
+            return params.get(i).detach().view(-1);
+        }
+
+        /** Calls {@code copy} for each piece of this rank's slice: (parameter, offset in it, offset in the shard, length). */
+        void forEachPiece(PieceAction copy) {
+            long end = start + count;
+            for (int i = 0; i < params.size(); i++) {
+                long from = Math.max(start, layout.offsets()[i]);
+                long to = Math.min(end, layout.offsets()[i] + layout.count(i));
+                if (from < to) {
+                    copy.piece(i, from - layout.offsets()[i], from - start, to - from);
+                }
+            }
+        }
+
+        void packParameters() {
+            forEachPiece((i, inParam, inShard, n) -> shardPlain.narrow(0, inShard, n).copy_(flat(i).narrow(0, inParam, n)));
+        }
+
+        /** Stage 1: this rank's slice of the averaged gradients into the shard's gradient (zeros where there is none). */
+        void packGradients() {
+            shardGrad.zero_();
+            forEachPiece((i, inParam, inShard, n) -> {
+                Tensor g = params.get(i).grad();
+                if (g.defined()) {
+                    shardGrad.narrow(0, inShard, n).copy_(g.reshape(-1).narrow(0, inParam, n));
+                }
+            });
+        }
+
+        void unpackParameters() {
+            for (int i = 0; i < params.size(); i++) {
+                flat(i).copy_(gatheredFlat.narrow(0, layout.offsets()[i], layout.count(i)));
+            }
+        }
+    }
+
+    @FunctionalInterface
+    private interface PieceAction {
+        void piece(int parameter, long inParameter, long inShard, long length);
     }
 }

@@ -118,11 +118,11 @@ class ZeroTest {
                 optimizer.zero_grad();
                 model.forward(torch.ones(3, 16)).pow(new org.bytedeco.pytorch.Scalar(2.0)).mean().backward();
                 optimizer.step();
-                return new long[] {optimizer.optimizerStateBytes(), optimizer.shards().ownedElements()};
+                return new long[] {optimizer.optimizerStateBytes(), optimizer.shards().shardElements()};
             });
             long sum = 0;
             for (long[] h : held) {
-                assertThat(h[0]).as("world %d: state of the owned elements only", world).isEqualTo(8 * h[1]);
+                assertThat(h[0]).as("world %d: state of the shard's elements only", world).isEqualTo(8 * h[1]);
                 assertThat(h[0]).as("world %d: 1/N of the state", world).isEqualTo(whole / world);
                 sum += h[0];
             }
@@ -155,9 +155,11 @@ class ZeroTest {
             ZeroTraining.distributed(backend, new ZeroTraining.Run("adam", stage, "none", false, checkpoint, 3, -1, 3));
             return ZeroTraining.lastStateBytes.get();
         });
-        // Loaded and not yet stepped: the ranks together hold the whole state, each parameter's once.
-        long whole = 2L * Float.BYTES * TinyTraining.weights(new TinyTraining.Net(0)).length;
-        assertThat(stateBytes.stream().mapToLong(Long::longValue).sum()).isEqualTo(stage == 0 ? whole * world : whole);
+        // Loaded and not yet stepped: the ranks together hold the whole state once (each shard padded to 1/N).
+        int elements = TinyTraining.weights(new TinyTraining.Net(0)).length;
+        long slice = (elements + world - 1) / world;
+        assertThat(stateBytes.stream().mapToLong(Long::longValue).sum())
+                .isEqualTo(stage == 0 ? 8L * elements * world : 8L * slice * world);
 
         float[] reference = ZeroTraining.single("adam", false, STEPS);
         List<float[]> weights = onRanks(world, backend -> ZeroTraining.distributed(backend,
@@ -178,6 +180,20 @@ class ZeroTest {
             assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) model, plain, null, null)
                     .withOption(TorchDistributor.ZERO_STAGE, 2).withOption(TorchDistributor.OVERLAP, true)))
                     .hasMessageContaining("stage 2 reduce-scatters the gradients at the step");
+            assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) model, plain, null, null)
+                    .withOption(TorchDistributor.ZERO_STAGE, 1).withOption(TorchDistributor.FIND_UNUSED_PARAMETERS, true)))
+                    .hasMessageContaining("'findUnusedParameters' cannot be honoured with ZeRO");
+            if (backend.rank() == 1) {                // state on one rank only: every rank refuses
+                Optimizer stepped = ZeroTraining.optimizer("sgd", model.parameters());
+                ZeroTraining.loss(model, TinyTraining.batch(0, 0, 2)).backward();
+                stepped.step();
+                stepped.zero_grad();
+                assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) model, stepped, null, null)
+                        .withOption(TorchDistributor.ZERO_STAGE, 2))).hasMessageContaining("the optimizer already has state");
+            } else {
+                assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) model, plain, null, null)
+                        .withOption(TorchDistributor.ZERO_STAGE, 2))).hasMessageContaining("the optimizer already has state");
+            }
             Optimizer sharded = backend.distribute(DistributeRequest.of((Module) model, plain, null, null)
                     .withOption(TorchDistributor.ZERO_STAGE, 1)).optimizer();
             TrainingPosition position = new TrainingPosition(0, 0, 0);

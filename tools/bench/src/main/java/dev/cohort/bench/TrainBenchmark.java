@@ -17,6 +17,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import org.bytedeco.javacpp.PointerScope;
+import dev.cohort.api.collective.DenseBuffer;
+import org.bytedeco.pytorch.Adam;
+import org.bytedeco.pytorch.AdamOptions;
 import org.bytedeco.pytorch.Module;
 import org.bytedeco.pytorch.Optimizer;
 import org.bytedeco.pytorch.SGD;
@@ -72,6 +75,13 @@ final class TrainBenchmark implements Callable<Integer> {
     @Option(names = "--grad-compression", paramLabel = "TYPE", description = "bf16 or fp16: float32 gradients travel as "
             + "16-bit floats (half the bytes; --framework torch). Default: ${DEFAULT-VALUE}.")
     String gradCompression = "none";
+    @Option(names = "--zero", paramLabel = "STAGE", description = "ZeRO stage 1 or 2: optimizer state (and at 2 the "
+            + "averaged gradients) sharded across workers (--framework torch). Default: ${DEFAULT-VALUE}.")
+    int zero = 0;
+    @Option(names = "--optimizer", paramLabel = "NAME", description = "sgd (lr 0.01, no state: torch_ddp.py's), "
+            + "sgd-momentum (momentum 0.9: one buffer per parameter) or adam (lr 0.001: two moments per parameter). "
+            + "Default: ${DEFAULT-VALUE}.")
+    String optimizer = "sgd";
     @Mixin
     Nodes nodes = new Nodes();
 
@@ -93,6 +103,15 @@ final class TrainBenchmark implements Callable<Integer> {
         if (framework.equals("djl") && !gradCompression.equals("none")) {
             throw new IllegalArgumentException("--grad-compression: only with --framework torch");
         }
+        if (zero < 0 || zero > 2) {
+            throw new IllegalArgumentException("--zero must be 0, 1 or 2, got " + zero);
+        }
+        if (!List.of("sgd", "sgd-momentum", "adam").contains(optimizer)) {
+            throw new IllegalArgumentException("--optimizer must be sgd, sgd-momentum or adam, got '" + optimizer + "'");
+        }
+        if (framework.equals("djl") && (zero != 0 || !optimizer.equals("sgd"))) {
+            throw new IllegalArgumentException("--zero and --optimizer: only with --framework torch");
+        }
         if (!List.of("mlp", "demo-mlp", "demo-cnn").contains(model)) {
             throw new IllegalArgumentException("--model must be mlp, demo-mlp or demo-cnn, got '" + model + "'");
         }
@@ -105,6 +124,8 @@ final class TrainBenchmark implements Callable<Integer> {
         }
         engineOptions.forEach(o -> workerArgs.add("--engine-option=" + o));
         workerArgs.add("--grad-compression=" + gradCompression);
+        workerArgs.add("--zero=" + zero);
+        workerArgs.add("--optimizer=" + optimizer);
         int rc = Workers.launch(world, nodes, false, workerArgs);
         if (rc != 0 || !nodes.reports()) {
             return rc;
@@ -114,14 +135,32 @@ final class TrainBenchmark implements Callable<Integer> {
         System.out.printf("%s %s world=%d threads/rank=%d params=%d steps=%d time=%.2fs steps/s=%.1f samples/s=%.0f "
                         + "communication=%.0f%% of the step%n", r.engine(), r.model(), r.world(), r.threadsPerRank(), r.params(),
                 r.steps(), r.seconds(), r.stepsPerS(), r.samplesPerS(), 100 * r.communicationShare());
+        if (r.memory() != null) {
+            System.out.printf("optimizer %s, ZeRO stage %d: optimizer state per rank %s MiB, peak RSS per rank %s MiB%n",
+                    r.memory().optimizer(), r.memory().zeroStage(), mebibytes(r.memory().optimizerStateBytes()),
+                    mebibytes(r.memory().peakRssBytes()));
+        }
         System.out.printf("computes with: %s; BLAS %s%n", r.version(), r.blas().isEmpty() ? "(none loaded)" : String.join(", ", r.blas()));
         return 0;
     }
 
+    private static String mebibytes(List<Long> bytes) {
+        return bytes.stream().map(b -> String.format(java.util.Locale.ROOT, "%.1f", b / 1048576.0))
+                .collect(java.util.stream.Collectors.joining(" "));
+    }
+
+    @com.fasterxml.jackson.annotation.JsonInclude(com.fasterxml.jackson.annotation.JsonInclude.Include.NON_NULL)
     record Result(String engine, String model, String version, int world, @JsonProperty("threads_per_rank") int threadsPerRank,
                   int steps, @JsonProperty("batch_per_rank") int batchPerRank, long params, double seconds,
                   @JsonProperty("steps_per_s") double stepsPerS, @JsonProperty("samples_per_s") double samplesPerS,
-                  List<String> blas, @JsonProperty("communication_share") double communicationShare) {
+                  List<String> blas, @JsonProperty("communication_share") double communicationShare, Memory memory) {
+
+        Result(String engine, String model, String version, int world, int threadsPerRank, int steps, int batchPerRank,
+               long params, double seconds, double stepsPerS, double samplesPerS, List<String> blas,
+               double communicationShare) {
+            this(engine, model, version, world, threadsPerRank, steps, batchPerRank, params, seconds, stepsPerS, samplesPerS,
+                    blas, communicationShare, null);
+        }
 
         /**
          * The ceiling of {@code --backend none} at a world above 1: every rank trains alone at the same time
@@ -146,6 +185,29 @@ final class TrainBenchmark implements Callable<Integer> {
             mapper.writerWithDefaultPrettyPrinter().writeValue(json.toFile(), r);
             return r;
         }
+    }
+
+    /**
+     * Each rank's memory at the end of the timed steps: the optimizer's state as it serializes it,
+     * and the process's peak resident set (VmHWM: JVM, libtorch, model, gradients, buffers, state).
+     */
+    record Memory(@JsonProperty("zero_stage") int zeroStage, String optimizer,
+                  @JsonProperty("optimizer_state_bytes") List<Long> optimizerStateBytes,
+                  @JsonProperty("peak_rss_bytes") List<Long> peakRssBytes) {
+    }
+
+    /** This process's peak resident set in bytes (VmHWM), or -1 where /proc cannot tell. */
+    static long peakRss() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("VmHWM:")) {
+                    return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+                }
+            }
+        } catch (java.io.IOException | RuntimeException e) {
+            // not Linux
+        }
+        return -1;
     }
 
     /**
@@ -200,6 +262,8 @@ final class TrainBenchmark implements Callable<Integer> {
         @Option(names = "--overlap", arity = "1") Boolean overlap;
         @Option(names = "--engine-option") List<String> engineOptions = new ArrayList<>();
         @Option(names = "--grad-compression") String gradCompression = "none";
+        @Option(names = "--zero") int zero = 0;
+        @Option(names = "--optimizer") String optimizerName = "sgd";
 
         @Override
         public Integer call() throws Exception {
@@ -218,9 +282,10 @@ final class TrainBenchmark implements Callable<Integer> {
                 b.initialize();
                 torch.manual_seed(b.rank());
                 Classifier model = model(modelName, hidden);
-                Optimizer sgd = new SGD(model.parameters(), new SGDOptions(0.01));
-                DistributeRequest<Module, Optimizer, Object, Object> request = DistributeRequest.of((Module) model, sgd, null, null)
-                        .withOption(TorchDistributor.GRAD_COMPRESSION, gradCompression);
+                DistributeRequest<Module, Optimizer, Object, Object> request = DistributeRequest.of((Module) model,
+                                optimizer(optimizerName, model.parameters()), null, null)
+                        .withOption(TorchDistributor.GRAD_COMPRESSION, gradCompression)
+                        .withOption(TorchDistributor.ZERO_STAGE, zero);
                 Optimizer optimizer = b.distribute(overlap == null ? request : request.withOption(TorchDistributor.OVERLAP, overlap))
                         .optimizer();
                 int nb = 16;
@@ -242,6 +307,16 @@ final class TrainBenchmark implements Callable<Integer> {
                 b.barrier();
                 double seconds = (System.nanoTime() - t0) / 1e9;
                 double share = (communicationWait(optimizer) - waited0) / 1e9 / seconds;
+                long[] memory = {optimizer instanceof DistributedOptimizer d ? d.optimizerStateBytes()
+                        : -1, peakRss()};
+                long[] everyRank = new long[2 * b.worldSize()];
+                b.group().allgather(DenseBuffer.of(memory), DenseBuffer.of(everyRank)).await();
+                List<Long> stateBytes = new ArrayList<>();
+                List<Long> rss = new ArrayList<>();
+                for (int r = 0; r < b.worldSize(); r++) {
+                    stateBytes.add(everyRank[2 * r]);
+                    rss.add(everyRank[2 * r + 1]);
+                }
                 boolean alone = b.name().equals("none") && Integer.parseInt(System.getenv().getOrDefault("WORLD_SIZE", "1")) > 1;
                 if (b.isRootWorker()) {
                     TensorVector params = model.parameters();
@@ -251,14 +326,29 @@ final class TrainBenchmark implements Callable<Integer> {
                     }
                     int n = b.worldSize();
                     Result r = new Result("cohort-" + b.name() + (overlap == null ? "" : overlap ? "-overlap" : "-no-overlap")
+                            + (zero == 0 ? "" : "-zero" + zero)
                             + (gradCompression.equals("none") ? "" : "-" + gradCompression), modelName, computeVersion(), n,
                             torch.get_num_threads(), steps, batch, count, seconds, steps / seconds,
-                            (double) steps * batch * n / seconds, loadedBlas(), share);
+                            (double) steps * batch * n / seconds, loadedBlas(), share,
+                            new Memory(zero, optimizerName, stateBytes, rss));
                     Path file = resultFile(json, Integer.parseInt(System.getenv().getOrDefault("RANK", "0")), alone);
                     new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(file.toFile(), r);
                 }
             }
             return 0;
+        }
+
+        /** The optimizer {@code --optimizer} names, over {@code params}. */
+        static Optimizer optimizer(String name, TensorVector params) {
+            return switch (name) {
+                case "sgd-momentum" -> {
+                    SGDOptions options = new SGDOptions(0.01);
+                    options.momentum().put(0.9);
+                    yield new SGD(params, options);
+                }
+                case "adam" -> new Adam(params, new AdamOptions(0.001));
+                default -> new SGD(params, new SGDOptions(0.01));
+            };
         }
 
         /** Where a rank writes its result: the file asked for, or with --backend none (every rank its own root) one per rank. */
