@@ -34,6 +34,8 @@ TRAINING = {
     "train-gloo-no-overlap": ("Cohort gloo, no overlap", "torch-ddp"),
     "train-shm-no-overlap": ("Cohort shm, no overlap", "torch-ddp"),
     "torch-ddp": ("PyTorch DDP", None),
+    **{f"train-{e}-zero{z}{c}": (f"Cohort {e}, ZeRO stage {z}{', gradients as ' + c[1:] if c else ''}", "torch-ddp")
+       for e in ("gloo", "shm", "tcp", "mpi", "hier") for z in (1, 2) for c in ("", "-bf16", "-fp16")},
     "train-none": ("Cohort, ranks alone (no averaging: the ceiling)", "torch-ddp"),
     "train-world1": ("Cohort, world 1", "torch-ddp-world1"), "torch-ddp-world1": ("PyTorch DDP, world 1", None),
     "train-gloo-wide": ("Cohort gloo, hidden 4096", "torch-ddp-wide"),

@@ -21,6 +21,8 @@
 #               train-shm    the same on shm (gradient buckets in the arena)
 #               train-tcp    the same on tcp
 #               train-mpi    the same on mpi
+#               train-gloo-zero1, train-shm-zero2, train-shm-zero2-bf16 …   train-ENGINE with ZeRO stage 1 or 2
+#                            (--zero), gradients as bf16/fp16 when named (--grad-compression)
 #               train-djl-shm, train-djl-tcp   the same through DJL's PyTorch engine (--framework djl)
 #               train-djl-none, train-djl-world1   DJL: WORLD ranks training alone (the ceiling), and one rank
 #               torch-ddp    PyTorch DDP on its Gloo (torch_ddp.py), the same model and batches
@@ -84,6 +86,10 @@ for ((i = 1; i <= ROUNDS; i++)); do
       mpi-tcp)     mpi --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo > "$OUT/$run-$i.txt" ;;
       torch-gloo)  alone /usr/bin/python3 "$PEERS/torch_collectives.py" --world "$WORLD" --port $((29700 + i)) \
                      --max-mib 16 --out "$OUT/$run-$i.json" >/dev/null ;;
+      train-*-zero[12]|train-*-zero[12]-*)
+                   e="${run#train-}"; z="${e#*-zero}"; e="${e%%-zero*}"; stage="${z%%-*}"; comp=none
+                   [ "$z" != "$stage" ] && comp="${z#*-}"
+                   train "$WORLD" "$TRAIN_STEPS" --backend "$e" --zero "$stage" --grad-compression "$comp" --json "$OUT/$run-$i.json" ;;
       train-gloo)  train "$WORLD" "$TRAIN_STEPS" --backend gloo --json "$OUT/$run-$i.json" ;;
       train-shm)   train "$WORLD" "$TRAIN_STEPS" --backend shm --json "$OUT/$run-$i.json" ;;
       train-tcp)   train "$WORLD" "$TRAIN_STEPS" --backend tcp --json "$OUT/$run-$i.json" ;;

@@ -122,7 +122,7 @@ public final class DistributedOptimizer extends Optimizer {
         if (zero != null) {
             return zero.clipGradNorm(maxNorm);    // each rank holds its own shard of the averaged gradients
         }
-        TensorVector all = local.parameters();
+        TensorVector all = ModelParameters.ofOptimizer(local);
         TensorVector withGradients = new TensorVector();
         for (long i = 0; i < all.size(); i++) {
             if (all.get(i).grad().defined()) {

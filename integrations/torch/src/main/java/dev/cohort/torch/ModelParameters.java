@@ -44,6 +44,22 @@ final class ModelParameters {
     }
 
     /**
+     * Every parameter of {@code optimizer}, group after group (libtorch's
+     * {@code Optimizer::parameters()} does the same with a deprecation warning).
+     */
+    static TensorVector ofOptimizer(org.bytedeco.pytorch.Optimizer optimizer) {
+        TensorVector all = new TensorVector();
+        org.bytedeco.pytorch.OptimizerParamGroupVector groups = optimizer.param_groups();
+        for (long g = 0; g < groups.size(); g++) {
+            TensorVector params = groups.get(g).params();
+            for (long i = 0; i < params.size(); i++) {
+                all.push_back(params.get(i));
+            }
+        }
+        return all;
+    }
+
+    /**
      * Checks that every parameter {@code optimizer} updates (that takes gradients) is in
      * {@code trained}, whose gradients are averaged.
      *

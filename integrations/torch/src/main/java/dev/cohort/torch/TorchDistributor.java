@@ -156,8 +156,8 @@ public final class TorchDistributor implements Distributor {
             }
             Optimizer local = (Optimizer) optimizer;
             TensorVector params = request.modelParameters() != null ? ModelParameters.of(request.modelParameters())
-                    : module != null ? module.parameters() : local.parameters();
-            ModelParameters.checkCovers(params, local.parameters());
+                    : module != null ? module.parameters() : ModelParameters.ofOptimizer(local);
+            ModelParameters.checkCovers(params, ModelParameters.ofOptimizer(local));
             if (zeroStage > 0) {
                 checkShardable(group, local, findUnused);
             } else {
