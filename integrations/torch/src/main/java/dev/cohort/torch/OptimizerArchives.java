@@ -183,21 +183,7 @@ final class OptimizerArchives {
             savedGroups.read(key, savedGroup);
             OutputArchive group = new OutputArchive(owner.compilation_unit());
             for (String entry : keys(freshGroup)) {
-                InputArchive from = entry.equals("options") ? savedGroup : freshGroup;
-                InputArchive sub = new InputArchive();
-                if (from.try_read(entry, sub)) {
-                    OutputArchive copied = new OutputArchive(owner.compilation_unit());
-                    copy(sub, copied);
-                    group.write(entry, copied);
-                } else {
-                    IValue value = new IValue();
-                    from.read(entry, value);
-                    if (value.isTensor()) {
-                        group.write(entry, value.toTensor(), true);
-                    } else {
-                        group.write(entry, value);
-                    }
-                }
+                copyEntry(entry.equals("options") ? savedGroup : freshGroup, entry, group);
             }
             out.write(key, group);
         }
@@ -227,23 +213,28 @@ final class OptimizerArchives {
         return all;
     }
 
-    /** Every entry of {@code in}, nested archives included, into {@code out} (tensors as buffers, as libtorch writes state). */
+    /** Every entry of {@code in}, nested archives included, into {@code out}. */
     private static void copy(InputArchive in, OutputArchive out) {
         for (String key : keys(in)) {
-            InputArchive sub = new InputArchive();
-            if (in.try_read(key, sub)) {
-                OutputArchive subOut = new OutputArchive(out.compilation_unit());
-                copy(sub, subOut);
-                out.write(key, subOut);
-            } else {
-                IValue value = new IValue();
-                in.read(key, value);
-                if (value.isTensor()) {
-                    out.write(key, value.toTensor(), true);
-                } else {
-                    out.write(key, value);
-                }
-            }
+            copyEntry(in, key, out);
+        }
+    }
+
+    /** Entry {@code key} of {@code in} into {@code out}: a nested archive whole, a tensor as a buffer (as libtorch writes state). */
+    private static void copyEntry(InputArchive in, String key, OutputArchive out) {
+        InputArchive sub = new InputArchive();
+        if (in.try_read(key, sub)) {
+            OutputArchive subOut = new OutputArchive(out.compilation_unit());
+            copy(sub, subOut);
+            out.write(key, subOut);
+            return;
+        }
+        IValue value = new IValue();
+        in.read(key, value);
+        if (value.isTensor()) {
+            out.write(key, value.toTensor(), true);
+        } else {
+            out.write(key, value);
         }
     }
 

@@ -51,14 +51,7 @@ class TrainingControlsTest {
 
     /** Runs {@code body} on every rank of a threads-engine world of {@code world}. */
     private static <R> List<R> onRanks(int world, Function<DistributedBackend, R> body) {
-        return new ThreadsWorld(world, world, Duration.ofSeconds(30)).runAll(rank -> {
-            try (ThreadsBackend backend = new ThreadsBackend()) {
-                backend.initialize();
-                try (PointerScope scope = new PointerScope()) {
-                    return body.apply(backend);
-                }
-            }
-        }, Duration.ofSeconds(50));
+        return ThreadRanks.run(world, Duration.ofSeconds(50), body);
     }
 
     private static Tensor loss(TinyTraining.Net net, Batch b) {

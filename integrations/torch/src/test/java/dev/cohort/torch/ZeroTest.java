@@ -53,14 +53,7 @@ class ZeroTest {
     }
 
     private static <R> List<R> onRanks(int world, Function<DistributedBackend, R> body) {
-        return new ThreadsWorld(world, world, Duration.ofSeconds(30)).runAll(rank -> {
-            try (ThreadsBackend backend = new ThreadsBackend()) {
-                backend.initialize();
-                try (PointerScope scope = new PointerScope()) {
-                    return body.apply(backend);
-                }
-            }
-        }, Duration.ofSeconds(80));
+        return ThreadRanks.run(world, Duration.ofSeconds(80), body);
     }
 
     @ParameterizedTest(name = "stage {0}, {1}, world {2}, clipped {3}")
