@@ -87,7 +87,7 @@ class FashionMnistTrainingTest {
         assertThat(resumed.stepsRedone()).isZero();
     }
 
-    /** Under ZeRO every worker writes its optimizer shard beside the root's checkpoint; a resumed run ends as an uninterrupted one. */
+    /** Under ZeRO every worker writes its optimizer shard beside the root's checkpoint; a resumed run ends as one that did not stop. */
     @Test
     void zeroCheckpointsKeepTheirShardsAndResumeExactly() throws IOException {
         Path checkpoints = dir.resolve("ckpt");
@@ -101,11 +101,23 @@ class FashionMnistTrainingTest {
                             "checkpoint-step-000000060.pt.optimizer-60.0-of-2",
                             "checkpoint-step-000000060.pt.optimizer-60.1-of-2");
         }
+        // Rank threads share libtorch's generator, so no two runs start from the same weights: the
+        // run resumed at step 60 is compared with one that went on from step 50 without stopping.
+        Path fromFifty = dir.resolve("ckpt-50");
+        Files.createDirectories(fromFifty);
+        try (var files = Files.list(checkpoints)) {
+            for (Path p : files.toList()) {
+                if (!p.getFileName().toString().startsWith("checkpoint-step-000000060")) {
+                    Files.copy(p, fromFifty.resolve(p.getFileName()));
+                }
+            }
+        }
         TrainingSummary resumed = train(config.withMaxSteps(80).withCheckpoints(checkpoints, 0, true),
                 new ByteArrayOutputStream()).get(0);
-        TrainingSummary straight = train(config.withMaxSteps(80).withCheckpoints(null, 0, false),
+        TrainingSummary straight = train(config.withMaxSteps(80).withCheckpoints(fromFifty, 0, true),
                 new ByteArrayOutputStream()).get(0);
         assertThat(resumed.resumedFromStep()).isEqualTo(60);
+        assertThat(straight.resumedFromStep()).isEqualTo(50);
         assertThat(resumed.testAccuracy()).isEqualTo(straight.testAccuracy());
     }
 

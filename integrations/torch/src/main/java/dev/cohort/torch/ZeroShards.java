@@ -10,11 +10,13 @@ import dev.cohort.libtorch.ScalarTypes;
 import java.util.ArrayList;
 import java.util.List;
 import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.OptimizerParamGroupVector;
 import org.bytedeco.pytorch.Optimizer;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
+import org.bytedeco.pytorch.global.torch;
 
 /**
  * ZeRO (DeepSpeed's Zero Redundancy Optimizer), stages 1 and 2. Each parameter group of the
@@ -166,7 +168,7 @@ final class ZeroShards implements GradientAverager {
             List<Work> works = new ArrayList<>();
             for (Partition p : partitions) {
                 if (group.size() == 1) {
-                    p.gatheredFlat.copy_(p.shardPlain);
+                    p.gatheredFlat.narrow(0, 0, p.slice).copy_(p.shardPlain);
                 } else {
                     works.add(group.allgather(p.shardData, p.gathered));
                 }
@@ -275,9 +277,13 @@ final class ZeroShards implements GradientAverager {
         final Tensor shardPlain;
         final DenseBuffer shardGradData;
         final Tensor shardGrad;
-        /** Every rank's shard after the allgather (slice x ranks elements). */
-        final DenseBuffer gathered;
+        /**
+         * Every rank's shard after the allgather (slice x ranks elements): the parameters' own
+         * storage, each parameter a view into it, so the allgather writes the parameters in place.
+         */
         final Tensor gatheredFlat;
+        final DenseBuffer gathered;
+        final long gatheredAddress;
         /** Stage 2: every parameter's gradient flat (padded to slice x ranks), and 16-bit copies when compressed. */
         DenseBuffer grads;
         Tensor gradsFlat;
@@ -313,13 +319,20 @@ final class ZeroShards implements GradientAverager {
             count = mine.count();
             int sliceInt = Math.toIntExact(slice);
             int all = Math.toIntExact(slice * ranks);
-            shardData = DenseBuffer.allocateDirect(type, sliceInt);
-            shardPlain = LibTorch.retain(TensorBuffers.tensor(shardData));
-            shard = LibTorch.retain(TensorBuffers.tensor(shardData).requires_grad_(true));
-            shardGradData = DenseBuffer.allocateDirect(type, sliceInt);
-            shardGrad = LibTorch.retain(TensorBuffers.tensor(shardGradData));
-            gathered = DenseBuffer.allocateDirect(type, all);
-            gatheredFlat = LibTorch.retain(TensorBuffers.tensor(gathered));
+            // Storage libtorch owns: the parameters keep it alive for as long as they point into it.
+            org.bytedeco.pytorch.TensorOptions options = new org.bytedeco.pytorch.TensorOptions(ScalarTypes.of(type));
+            shard = LibTorch.retain(torch.zeros(new long[] {slice}, options).requires_grad_(true));
+            shardPlain = LibTorch.retain(shard.detach());
+            shardData = TensorBuffers.view(shardPlain);
+            shardGrad = LibTorch.retain(torch.zeros(new long[] {slice}, options));
+            shardGradData = TensorBuffers.view(shardGrad);
+            gatheredFlat = LibTorch.retain(torch.zeros(new long[] {(long) all}, options));
+            gathered = TensorBuffers.view(gatheredFlat);
+            gatheredAddress = gatheredFlat.data_ptr().address();
+            for (int i = 0; i < params.size(); i++) {
+                gatheredFlat.narrow(0, layout.offsets()[i], layout.count(i)).copy_(flat(i));
+                pointIntoGathered(i);
+            }
             if (stage == 2) {
                 grads = DenseBuffer.allocateDirect(type, all);
                 gradsFlat = LibTorch.retain(TensorBuffers.tensor(grads));
@@ -367,9 +380,31 @@ final class ZeroShards implements GradientAverager {
             });
         }
 
+        /**
+         * After the allgather, which wrote every parameter that is still a view into the gathered
+         * storage: points any other (loading a checkpoint into the model gives its parameters new
+         * storage) into it again.
+         */
         void unpackParameters() {
             for (int i = 0; i < params.size(); i++) {
-                flat(i).copy_(gatheredFlat.narrow(0, layout.offsets()[i], layout.count(i)));
+                Tensor p = params.get(i);
+                if (p.data_ptr().address() != gatheredAddress + layout.offsets()[i] * type.byteSize()) {
+                    pointIntoGathered(i);
+                }
+            }
+        }
+
+        /** Parameter {@code i} becomes its view into the gathered storage (its values are those there). */
+        void pointIntoGathered(int i) {
+            long[] shape = layout.shapes().get(i);
+            long[] strides = new long[shape.length];
+            long stride = 1;
+            for (int d = shape.length - 1; d >= 0; d--) {
+                strides[d] = stride;
+                stride *= shape[d];
+            }
+            try (NoGradGuard noGrad = new NoGradGuard()) {
+                params.get(i).set_(gatheredFlat, layout.offsets()[i], shape, strides);
             }
         }
     }
