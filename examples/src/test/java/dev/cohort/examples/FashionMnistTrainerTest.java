@@ -186,7 +186,7 @@ class FashionMnistTrainerTest {
     private static final int MAX_STEPS = 60;
     private static final int CHECKPOINT_EVERY = 20;
     private static final int GLOO_TIMEOUT_S = 10;
-    private static final int SEEDED_CASES = 3;
+    private static final int SEEDED_CASES = 2;
 
     /** The uninterrupted run, made once for all the recovery tests. */
     private static JsonNode uninterrupted;

@@ -326,7 +326,9 @@ final class ZeroShards implements GradientAverager {
             shardData = TensorBuffers.view(shardPlain);
             shardGrad = LibTorch.retain(torch.zeros(new long[] {slice}, options));
             shardGradData = TensorBuffers.view(shardGrad);
-            gatheredFlat = LibTorch.retain(torch.zeros(new long[] {(long) all}, options));
+            // empty, not zeros: pages become resident as each parameter is copied in and its old storage freed
+            gatheredFlat = LibTorch.retain(torch.empty(new long[] {(long) all}, new org.bytedeco.pytorch.DimnameListOptional(), options,
+                    new org.bytedeco.pytorch.MemoryFormatOptional()));
             gathered = TensorBuffers.view(gatheredFlat);
             gatheredAddress = gatheredFlat.data_ptr().address();
             for (int i = 0; i < params.size(); i++) {
