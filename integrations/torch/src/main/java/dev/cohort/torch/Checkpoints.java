@@ -44,14 +44,14 @@ public final class Checkpoints {
     /**
      * Saves atomically and durably ({@link CheckpointFile}); call on the root worker only.
      *
-     * @throws IllegalArgumentException for an optimizer whose state is sharded (ZeRO, more than one
-     *                                  rank): use {@link #saveSharded} on every rank
+     * @throws IllegalArgumentException for an optimizer whose state is sharded (ZeRO): use
+     *                                  {@link #saveSharded} on every rank
      */
     public static void save(Path file, Module model, Optimizer optimizer, TrainingPosition position) {
         ZeroShards zero = optimizer instanceof DistributedOptimizer d ? d.shards() : null;
-        if (zero != null && zero.group().size() > 1) {
+        if (zero != null) {
             throw new IllegalArgumentException("the optimizer's state is sharded across " + zero.group().size()
-                    + " ranks (ZeRO stage " + zero.stage() + "): call Checkpoints.saveSharded on every rank");
+                    + " rank(s) (ZeRO stage " + zero.stage() + "): call Checkpoints.saveSharded on every rank");
         }
         writeMain(file, model, optimizer, position, null);
     }
