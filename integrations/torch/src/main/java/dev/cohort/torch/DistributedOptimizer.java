@@ -43,7 +43,7 @@ public final class DistributedOptimizer extends Optimizer {
     private final GradientAverager gradients;
     /** The gradient buckets, or null when ZeRO stage 2 averages the gradients. */
     private final GradientBuckets buckets;
-    /** The parameters' owners under ZeRO, or null without it. */
+    /** This rank's shards under ZeRO, or null without it. */
     private final ZeroShards zero;
     /** The module's buffers, copied from the root after each step; null when there are none to copy. */
     private final BufferBroadcast buffers;
@@ -237,10 +237,5 @@ public final class DistributedOptimizer extends Optimizer {
      */
     public long optimizerStateBytes() {
         return OptimizerArchives.stateBytes(local);
-    }
-
-    /** The bytes one step's gradient collectives carry per rank (the 16-bit copies where compressed). */
-    public long gradientBytesPerStep() {
-        return gradients.bytesPerStep();
     }
 }

@@ -23,7 +23,4 @@ interface GradientAverager {
 
     /** How long the training thread has been held by gradient communication so far, in nanoseconds. */
     long communicationWaitNanos();
-
-    /** The bytes one step's gradient collectives carry per rank. */
-    long bytesPerStep();
 }

@@ -282,8 +282,7 @@ final class GradientBuckets implements GradientAverager {
     }
 
     /** The bytes one step's allreduces carry per rank: the buckets', or their 16-bit copies' where compressed. */
-    @Override
-    public synchronized long bytesPerStep() {
+    synchronized long bytesPerStep() {
         long bytes = 0;
         for (Bucket b : buckets) {
             bytes += b.wire != null ? b.wire.byteSize() : b.buffer.byteSize();

@@ -249,19 +249,6 @@ final class ZeroShards implements GradientAverager {
         return waitedNanos + (buckets == null ? 0 : buckets.communicationWaitNanos());
     }
 
-    /** The gradient collectives' bytes per step: the buckets' allreduces, or the reduce-scatters' input. */
-    @Override
-    public long bytesPerStep() {
-        if (buckets != null) {
-            return buckets.bytesPerStep();
-        }
-        long bytes = 0;
-        for (Partition p : partitions) {
-            bytes += p.wire != null ? p.wire.byteSize() : p.grads.byteSize();
-        }
-        return bytes;
-    }
-
     /** One optimizer parameter group: its parameters, this rank's shard of them, and the buffers that move them. */
     private final class Partition {
         final FlatLayout layout;
