@@ -102,6 +102,42 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
     }
 
     @Override
+    public final Work reduce(DenseBuffer data, ReduceOp op, int root) {
+        return startReduce(data, op, root, timeout);
+    }
+
+    @Override
+    public final Work gather(DenseBuffer input, DenseBuffer output, int root) {
+        return startGather(input, output, null, root, timeout);
+    }
+
+    @Override
+    public final Work gatherv(DenseBuffer input, DenseBuffer output, int[] counts, int root) {
+        return startGather(input, output, Objects.requireNonNull(counts, "gatherv: counts is null"), root, timeout);
+    }
+
+    @Override
+    public final Work scatter(DenseBuffer input, DenseBuffer output, int root) {
+        return startScatter(input, output, null, root, timeout);
+    }
+
+    @Override
+    public final Work scatterv(DenseBuffer input, DenseBuffer output, int[] counts, int root) {
+        return startScatter(input, output, Objects.requireNonNull(counts, "scatterv: counts is null"), root, timeout);
+    }
+
+    @Override
+    public final Work alltoall(DenseBuffer input, DenseBuffer output) {
+        return startAlltoall(input, null, output, null, timeout);
+    }
+
+    @Override
+    public final Work alltoallv(DenseBuffer input, int[] sendCounts, DenseBuffer output, int[] receiveCounts) {
+        return startAlltoall(input, Objects.requireNonNull(sendCounts, "alltoallv: sendCounts is null"), output,
+                Objects.requireNonNull(receiveCounts, "alltoallv: receiveCounts is null"), timeout);
+    }
+
+    @Override
     public final synchronized void close() {
         if (!closed) {
             closed = true;
@@ -189,6 +225,133 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
         return start(new Collective(OpKind.BARRIER, sequence.getAndIncrement(), null, null, null, -1, null), timeout);
     }
 
+    final Work startReduce(DenseBuffer data, ReduceOp op, int root, Duration timeout) {
+        checkOpen("reduce");
+        checkRoot("reduce", root);
+        Objects.requireNonNull(op, "reduce: reduce op is null");
+        if (rank == root) {
+            checkWritable("reduce", "data", data);
+        } else {
+            Objects.requireNonNull(data, "reduce: data buffer is null");
+        }
+        return begin(new Collective(OpKind.REDUCE, sequence.getAndIncrement(), data, null, op, root, null), timeout);
+    }
+
+    /** gather ({@code counts == null}) and gatherv. */
+    final Work startGather(DenseBuffer input, DenseBuffer output, int[] counts, int root, Duration timeout) {
+        String op = counts == null ? "gather" : "gatherv";
+        checkOpen(op);
+        checkRoot(op, root);
+        Objects.requireNonNull(input, () -> op + ": input buffer is null");
+        long total = counts == null ? (long) input.count() * size : checkCounts(op, counts, input.count(), "input");
+        if (rank == root) {
+            checkWritable(op, "output", output);
+            checkSameType(op, input, output);
+            if (total != output.count()) {
+                throw new IllegalArgumentException(op + ": the root's output must hold " + (counts == null
+                        ? "world size x input = " + size + " x " + input.count() + " = " : "the sum of counts (")
+                        + total + (counts == null ? "" : ")") + " elements, got " + output.count());
+            }
+        }
+        OpKind kind = counts == null ? OpKind.GATHER : OpKind.GATHERV;
+        return begin(new Collective(kind, sequence.getAndIncrement(), input, rank == root ? output : null, null, root,
+                counts == null ? null : counts.clone()), timeout);
+    }
+
+    /** scatter ({@code counts == null}) and scatterv. */
+    final Work startScatter(DenseBuffer input, DenseBuffer output, int[] counts, int root, Duration timeout) {
+        String op = counts == null ? "scatter" : "scatterv";
+        checkOpen(op);
+        checkRoot(op, root);
+        checkWritable(op, "output", output);
+        long total = counts == null ? (long) output.count() * size : checkCounts(op, counts, output.count(), "output");
+        if (rank == root) {
+            Objects.requireNonNull(input, () -> op + ": the root's input buffer is null");
+            checkSameType(op, input, output);
+            if (total != input.count()) {
+                throw new IllegalArgumentException(op + ": the root's input must hold " + (counts == null
+                        ? "world size x output = " + size + " x " + output.count() + " = " : "the sum of counts (")
+                        + total + (counts == null ? "" : ")") + " elements, got " + input.count());
+            }
+        }
+        OpKind kind = counts == null ? OpKind.SCATTER : OpKind.SCATTERV;
+        return begin(new Collective(kind, sequence.getAndIncrement(), rank == root ? input : null, output, null, root,
+                counts == null ? null : counts.clone()), timeout);
+    }
+
+    /** alltoall ({@code sendCounts == null}) and alltoallv. */
+    final Work startAlltoall(DenseBuffer input, int[] sendCounts, DenseBuffer output, int[] receiveCounts,
+                             Duration timeout) {
+        String op = sendCounts == null ? "alltoall" : "alltoallv";
+        checkOpen(op);
+        Objects.requireNonNull(input, () -> op + ": input buffer is null");
+        checkWritable(op, "output", output);
+        checkSameType(op, input, output);
+        if (sendCounts == null) {
+            if (input.count() % size != 0 || input.count() != output.count()) {
+                throw new IllegalArgumentException(op + ": input and output must both hold world size (" + size
+                        + ") blocks of equal length, got " + input.count() + " and " + output.count() + " elements");
+            }
+            return begin(new Collective(OpKind.ALLTOALL, sequence.getAndIncrement(), input, output, null, -1, null),
+                    timeout);
+        }
+        long sent = sumOf(op, "sendCounts", sendCounts);
+        long received = sumOf(op, "receiveCounts", receiveCounts);
+        if (sent != input.count()) {
+            throw new IllegalArgumentException(op + ": input must hold the sum of sendCounts (" + sent
+                    + ") elements, got " + input.count());
+        }
+        if (received != output.count()) {
+            throw new IllegalArgumentException(op + ": output must hold the sum of receiveCounts (" + received
+                    + ") elements, got " + output.count());
+        }
+        return begin(new Collective(OpKind.ALLTOALLV, sequence.getAndIncrement(), input, output, null, -1,
+                sendCounts.clone(), receiveCounts.clone()), timeout);
+    }
+
+    /**
+     * Whether this engine runs {@code kind} itself; kinds it does not run are composed from the
+     * ones it does by {@link ComposedCollectives}. True for every kind unless an engine says otherwise.
+     */
+    protected boolean runsNatively(OpKind kind) {
+        return true;
+    }
+
+    private Work begin(Collective call, Duration timeout) {
+        return runsNatively(call.kind()) ? start(call, timeout) : ComposedCollectives.start(this, call, timeout);
+    }
+
+    /** Validates per-rank counts (one per rank, none negative, this rank's {@code mine}); returns their sum. */
+    private long checkCounts(String op, int[] counts, int mine, String buffer) {
+        long total = sumOf(op, "counts", counts);
+        if (counts[rank] != mine) {
+            throw new IllegalArgumentException(op + ": counts[" + rank + "] (this rank) is " + counts[rank] + " but the "
+                    + buffer + " holds " + mine + " elements");
+        }
+        return total;
+    }
+
+    private long sumOf(String op, String name, int[] counts) {
+        if (counts.length != size) {
+            throw new IllegalArgumentException(op + ": " + name + " must have one entry per rank (" + size + "), got "
+                    + counts.length);
+        }
+        long total = 0;
+        for (int r = 0; r < size; r++) {
+            if (counts[r] < 0) {
+                throw new IllegalArgumentException(op + ": " + name + "[" + r + "] is negative: " + counts[r]);
+            }
+            total += counts[r];
+        }
+        return total;
+    }
+
+    private void checkRoot(String op, int root) {
+        if (root < 0 || root >= size) {
+            throw new IllegalArgumentException(op + ": root must be in [0, " + size + "), got " + root);
+        }
+    }
+
     /** "rank 3 of 4" — the prefix of this group's messages. */
     protected String who() {
         return rankOfSize;
@@ -239,6 +402,20 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
         @Override public Work allgatherv(DenseBuffer i, DenseBuffer o, int[] c) { return group.startAllgatherv(i, o, c, timeout); }
         @Override public Work reduceScatter(DenseBuffer i, DenseBuffer o, ReduceOp op) { return group.startReduceScatter(i, o, op, timeout); }
         @Override public Work barrier() { return group.startBarrier(timeout); }
+        @Override public Work reduce(DenseBuffer d, ReduceOp op, int root) { return group.startReduce(d, op, root, timeout); }
+        @Override public Work gather(DenseBuffer i, DenseBuffer o, int root) { return group.startGather(i, o, null, root, timeout); }
+        @Override public Work gatherv(DenseBuffer i, DenseBuffer o, int[] c, int root) {
+            return group.startGather(i, o, Objects.requireNonNull(c, "gatherv: counts is null"), root, timeout);
+        }
+        @Override public Work scatter(DenseBuffer i, DenseBuffer o, int root) { return group.startScatter(i, o, null, root, timeout); }
+        @Override public Work scatterv(DenseBuffer i, DenseBuffer o, int[] c, int root) {
+            return group.startScatter(i, o, Objects.requireNonNull(c, "scatterv: counts is null"), root, timeout);
+        }
+        @Override public Work alltoall(DenseBuffer i, DenseBuffer o) { return group.startAlltoall(i, null, o, null, timeout); }
+        @Override public Work alltoallv(DenseBuffer i, int[] s, DenseBuffer o, int[] r) {
+            return group.startAlltoall(i, Objects.requireNonNull(s, "alltoallv: sendCounts is null"), o,
+                    Objects.requireNonNull(r, "alltoallv: receiveCounts is null"), timeout);
+        }
         @Override public java.util.Optional<BufferAllocator> allocator() { return group.allocator(); }
         @Override public void close() { group.close(); }
 

@@ -14,9 +14,10 @@ import java.util.Arrays;
  * before trusting a result).
  *
  * <p>Words: {@code [0]} kind, type, reduce op and root packed in bytes; {@code [1]} the length
- * that must agree (allreduce/broadcast/allgather: the input count; reduce-scatter: the output
- * count; allgatherv: the sum of the counts); {@code [2]} allgatherv's hash of the counts, else 0;
- * {@code [3]} the sequence number.
+ * that must agree ({@link Collective#agreedLength()}: for allgatherv, gatherv and scatterv the sum
+ * of the counts); {@code [2]} the hash of those counts, else 0; {@code [3]} the sequence number.
+ * All-to-all-v's per-pair counts are not in the words: engines check them apart
+ * ({@link AlltoallCounts}).
  */
 public final class SignatureWords {
 
@@ -35,16 +36,10 @@ public final class SignatureWords {
                 | (long) (call.root() + 1) << 32;
         long length = 0;
         long countsHash = 0;
-        if (call.input() != null) {
-            switch (call.kind()) {
-                case REDUCE_SCATTER -> length = call.output().count();
-                case ALLGATHERV -> {
-                    for (int c : call.counts()) {
-                        length += c;
-                    }
-                    countsHash = Arrays.hashCode(call.counts()) & 0xffffffffL;
-                }
-                default -> length = call.input().count();
+        if (type != null) {
+            length = call.agreedLength();
+            if (call.kind().hasSharedCounts()) {
+                countsHash = Arrays.hashCode(call.counts()) & 0xffffffffL;
             }
         }
         into[offset] = head;
@@ -68,10 +63,10 @@ public final class SignatureWords {
         StringBuilder s = new StringBuilder(k.label());
         if (type > 0) {
             s.append(' ').append(DataType.values()[type - 1].label());
-            if (k == OpKind.ALLGATHERV) {
+            if (k.hasSharedCounts()) {
                 s.append(" counts(total ").append(words[offset + 1]).append(", hash ")
                         .append(Long.toHexString(words[offset + 2])).append(')');
-            } else {
+            } else if (k != OpKind.ALLTOALLV) {
                 s.append('[').append(words[offset + 1]).append(']');
             }
         }

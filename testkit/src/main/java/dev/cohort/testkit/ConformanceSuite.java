@@ -77,6 +77,13 @@ public final class ConformanceSuite {
                 allgather(type, count, false);
                 allgather(type, count, true);
                 allgatherv(type, count, count % 2 == 0);
+                for (ReduceOp op : ReduceOp.values()) {
+                    reduce(type, count, op, (op.ordinal() + count) % n, op.ordinal() % 2 == 0);
+                }
+                rooted(type, count, count % n, count % 2 == 1);
+                rooted(type, count, (count + 1) % n, count % 2 == 0);
+                alltoall(type, count, count % 2 == 0);
+                alltoallv(type, count, count % 2 == 1);
             }
             group.barrier().await();
             if (includeLarge) {
@@ -91,6 +98,12 @@ public final class ConformanceSuite {
             allgatherv(DataType.INT32, (LARGE + n - 1) / n, false);
             reduceScatter(DataType.FLOAT32, (LARGE + n - 1) / n, ReduceOp.SUM, true);
             reduceScatter(DataType.INT64, (LARGE + n - 1) / n, ReduceOp.MIN, false);
+            reduce(DataType.FLOAT32, LARGE, ReduceOp.SUM, n - 1, true);
+            reduce(DataType.INT64, LARGE, ReduceOp.MAX, 0, false);
+            rooted(DataType.FLOAT32, (LARGE + n - 1) / n, 0, true);
+            rooted(DataType.INT32, (LARGE + n - 1) / n, n - 1, false);
+            alltoall(DataType.FLOAT32, (LARGE + n * n - 1) / (n * n), true);
+            alltoallv(DataType.INT64, (LARGE + n * n - 1) / (n * n), false);
         }
         inFlight();
         objects();
@@ -114,6 +127,12 @@ public final class ConformanceSuite {
             broadcast(type, count, n - 1, count % 2 == 0);
             allgather(type, count, true);
             allgatherv(type, count, false);
+            for (ReduceOp op : ReduceOp.values()) {
+                reduce(type, count, op, op.ordinal() % n, (op.ordinal() + count) % 2 == 0);
+            }
+            rooted(type, count, n - 1, count % 2 == 1);
+            alltoall(type, count, count % 2 == 0);
+            alltoallv(type, count, true);
         }
         group.barrier().await();
     }
@@ -207,6 +226,113 @@ public final class ConformanceSuite {
         forSampled(total, i -> check(what, i, output.getDouble(i),
                 value(type, id, owner[i], i - offsets[owner[i]], ReduceOp.SUM), 0));
         hash(output);
+    }
+
+    // Results that differ by rank (below) are checked exactly against the reference, not hashed.
+
+    private void reduce(DataType type, int count, ReduceOp op, int root, boolean direct) {
+        int id = caseId++;
+        DenseBuffer data = filled(type, count, direct, id, rank, op);
+        group.reduce(data, op, root).await();
+        String what = "reduce " + type.label() + "[" + count + "] " + op + " to root " + root;
+        if (rank == root) {
+            checkReduced(what, data, id, op, 0);
+        } else {
+            forSampled(count, i -> check(what + " (a non-root's input)", i, data.getDouble(i),
+                    value(type, id, rank, i, op), 0));
+        }
+    }
+
+    /**
+     * Gather, gatherv, scatter and scatterv to and from {@code root}; the v forms with per-rank
+     * counts around {@code base}, some of them 0.
+     */
+    private void rooted(DataType type, int base, int root, boolean direct) {
+        int[] counts = new int[n];
+        int[] offsets = new int[n + 1];
+        for (int r = 0; r < n; r++) {
+            counts[r] = (r + root) % 3 == 1 ? 0 : base + r;
+            offsets[r + 1] = offsets[r] + counts[r];
+        }
+        int[] uniform = new int[n + 1];
+        for (int r = 0; r < n; r++) {
+            uniform[r + 1] = uniform[r] + base;
+        }
+        for (boolean v : new boolean[] {false, true}) {
+            int[] at = v ? offsets : uniform;
+            int mine = at[rank + 1] - at[rank];
+            String form = v ? "v counts " + java.util.Arrays.toString(counts) : "[" + base + " per rank]";
+
+            int id = caseId++;
+            DenseBuffer input = filled(type, mine, direct, id, rank, ReduceOp.SUM);
+            DenseBuffer output = rank == root ? allocate(type, at[n], !direct) : null;
+            (v ? group.gatherv(input, output, counts, root) : group.gather(input, output, root)).await();
+            if (rank == root) {
+                String what = "gather" + form + " " + type.label() + " to root " + root;
+                int[] owner = owners(at);
+                forSampled(at[n], i -> check(what, i, output.getDouble(i),
+                        value(type, id, owner[i], i - at[owner[i]], ReduceOp.SUM), 0));
+            }
+
+            int sid = caseId++;
+            DenseBuffer source = rank == root ? filled(type, at[n], direct, sid, root, ReduceOp.SUM) : null;
+            DenseBuffer received = allocate(type, mine, !direct);
+            (v ? group.scatterv(source, received, counts, root) : group.scatter(source, received, root)).await();
+            String what = "scatter" + form + " " + type.label() + " from root " + root;
+            forSampled(mine, i -> check(what, i, received.getDouble(i), value(type, sid, root, at[rank] + i,
+                    ReduceOp.SUM), 0));
+        }
+    }
+
+    private int[] owners(int[] offsets) {
+        int[] owner = new int[offsets[n]];
+        for (int r = 0; r < n; r++) {
+            java.util.Arrays.fill(owner, offsets[r], offsets[r + 1], r);
+        }
+        return owner;
+    }
+
+    private void alltoall(DataType type, int block, boolean direct) {
+        int id = caseId++;
+        DenseBuffer input = filled(type, block * n, direct, id, rank, ReduceOp.SUM);
+        DenseBuffer output = allocate(type, block * n, !direct);
+        group.alltoall(input, output).await();
+        String what = "alltoall " + type.label() + "[" + block + " per pair]";
+        forSampled(block * n, i -> check(what, i, output.getDouble(i),
+                value(type, id, i / block, rank * block + i % block, ReduceOp.SUM), 0));
+    }
+
+    /** How many elements rank {@code i} sends to rank {@code j} in the all-to-all-v around {@code base}: some 0. */
+    private static int pairCount(int base, int i, int j) {
+        return (i + 2 * j) % 4 == 3 ? 0 : base + (i * 7 + j * 3) % 11;
+    }
+
+    private void alltoallv(DataType type, int base, boolean direct) {
+        int id = caseId++;
+        int[] send = new int[n];
+        int[] receive = new int[n];
+        int[] receiveAt = new int[n + 1];
+        int sent = 0;
+        for (int j = 0; j < n; j++) {
+            send[j] = pairCount(base, rank, j);
+            receive[j] = pairCount(base, j, rank);
+            receiveAt[j + 1] = receiveAt[j] + receive[j];
+            sent += send[j];
+        }
+        DenseBuffer input = filled(type, sent, direct, id, rank, ReduceOp.SUM);
+        DenseBuffer output = allocate(type, receiveAt[n], !direct);
+        group.alltoallv(input, send, output, receive).await();
+        String what = "alltoallv " + type.label() + " around " + base + " per pair";
+        int[] owner = owners(receiveAt);
+        forSampled(receiveAt[n], i -> {
+            int from = owner[i];
+            int offsetThere = 0;
+            for (int j = 0; j < rank; j++) {
+                offsetThere += pairCount(base, from, j);
+            }
+            check(what + " (from rank " + from + ")", i, output.getDouble(i),
+                    value(type, id, from, offsetThere + i - receiveAt[from], ReduceOp.SUM), 0);
+        });
     }
 
     /** Several collectives issued before any is awaited, awaited in reverse order. */

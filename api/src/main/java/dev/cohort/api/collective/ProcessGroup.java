@@ -62,6 +62,53 @@ public interface ProcessGroup extends AutoCloseable {
     Work barrier();
 
     /**
+     * Combines {@code data} element-wise over all ranks into rank {@code root}'s {@code data}, in
+     * place; the other ranks' {@code data} is only read.
+     */
+    Work reduce(DenseBuffer data, ReduceOp op, int root);
+
+    /**
+     * Concatenates every rank's {@code input} (all of the same length) in rank order into rank
+     * {@code root}'s {@code output}, which holds {@code size() * input.count()} elements; other
+     * ranks' {@code output} is ignored and may be null.
+     */
+    Work gather(DenseBuffer input, DenseBuffer output, int root);
+
+    /**
+     * Like {@link #gather} with per-rank lengths: rank r contributes {@code counts[r]} elements;
+     * the root's {@code output} holds their sum; every rank passes the same {@code counts}.
+     */
+    Work gatherv(DenseBuffer input, DenseBuffer output, int[] counts, int root);
+
+    /**
+     * Sends block r of rank {@code root}'s {@code input} ({@code size() * output.count()}
+     * elements) to rank r's {@code output}; other ranks' {@code input} is ignored and may be null.
+     */
+    Work scatter(DenseBuffer input, DenseBuffer output, int root);
+
+    /**
+     * Like {@link #scatter} with per-rank lengths: rank r receives {@code counts[r]} elements,
+     * the root's {@code input} holds their sum, in rank order; every rank passes the same
+     * {@code counts}.
+     */
+    Work scatterv(DenseBuffer input, DenseBuffer output, int[] counts, int root);
+
+    /**
+     * Block j of every rank's {@code input} goes to rank j, which keeps rank i's block as block i
+     * of its {@code output}; input and output each hold {@code size()} blocks of equal length.
+     */
+    Work alltoall(DenseBuffer input, DenseBuffer output);
+
+    /**
+     * Like {@link #alltoall} with per-pair lengths: this rank sends the next
+     * {@code sendCounts[j]} elements of {@code input} to rank j and receives
+     * {@code receiveCounts[i]} elements from rank i into {@code output}, in rank order. What rank i
+     * sends to j must be what j receives from i; a pair that disagrees fails the call on every rank
+     * with a {@link CollectiveMismatchException} before any data is written.
+     */
+    Work alltoallv(DenseBuffer input, int[] sendCounts, DenseBuffer output, int[] receiveCounts);
+
+    /**
      * Where to allocate buffers that this group's collectives move without copying them in and
      * out, if the engine offers that (the shm engine does); empty by default.
      */

@@ -126,6 +126,12 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         this.stallWatch = watch;
     }
 
+    /** Without the mesh, the kinds only the mesh carries are composed from Gloo's. */
+    @Override
+    protected boolean runsNatively(OpKind kind) {
+        return mesh != null || MeshRoute.throughGloo(kind);
+    }
+
     @Override
     protected Work start(Collective call, Duration timeout) {
         CollectiveMismatchException earlier = mismatch;
@@ -216,6 +222,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                 }
                 case BARRIER -> work(call, pg.barrier(cache.options(List.of(OpKind.BARRIER, ms),
                         () -> new BarrierOptions().timeout(new Milliseconds(ms)))), t, () -> { }, timeout);
+                default -> throw new IllegalStateException(call.kind().label() + " is not given to Gloo");
             };
         } catch (RuntimeException e) {
             t.close();

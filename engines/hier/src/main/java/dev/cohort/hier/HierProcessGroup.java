@@ -5,11 +5,13 @@ import dev.cohort.api.collective.BufferAllocator;
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.OpKind;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.runtime.Reduction;
 import dev.cohort.api.collective.Work;
 import dev.cohort.runtime.CallQueue;
+import dev.cohort.runtime.Reissue;
 import java.time.Duration;
 import java.util.Optional;
 
@@ -81,6 +83,15 @@ final class HierProcessGroup extends AbstractProcessGroup {
         return stages.hostGroup.allocator();
     }
 
+    /**
+     * Hierarchical algorithms exist for the first five kinds; reduce, gather(v), scatter(v) and
+     * all-to-all(v) across hosts are composed from them (within one host they run on the host's group).
+     */
+    @Override
+    protected boolean runsNatively(OpKind kind) {
+        return kind.isCore() || layout.hosts == 1;
+    }
+
     @Override
     protected Work start(Collective call, Duration timeout) {
         return queue.submit(stages.who, call, timeout, running -> execute(call, running.deadline()));
@@ -98,6 +109,7 @@ final class HierProcessGroup extends AbstractProcessGroup {
                 stages.withinHost(d, deadline, ProcessGroup::barrier);
                 stages.betweenHosts(d, deadline, g -> g.barrier().await());
             }
+            default -> stages.withinHost(d, deadline, g -> Reissue.on(g, c));   // one host (see runsNatively)
         }
     }
 
@@ -255,14 +267,8 @@ final class HierProcessGroup extends AbstractProcessGroup {
 
         @Override
         protected Work start(Collective c, Duration timeout) {
-            return queue.submit(who(), c, timeout, running -> stages.withinHost(c.describe(), running.deadline(), g -> switch (c.kind()) {
-                case ALLREDUCE -> g.allreduce(c.input(), c.op());
-                case BROADCAST -> g.broadcast(c.input(), c.root());
-                case ALLGATHER -> g.allgather(c.input(), c.output());
-                case ALLGATHERV -> g.allgatherv(c.input(), c.output(), c.counts());
-                case REDUCE_SCATTER -> g.reduceScatter(c.input(), c.output(), c.op());
-                case BARRIER -> g.barrier();
-            }));
+            return queue.submit(who(), c, timeout, running -> stages.withinHost(c.describe(), running.deadline(),
+                    g -> Reissue.on(g, c)));
         }
 
         @Override

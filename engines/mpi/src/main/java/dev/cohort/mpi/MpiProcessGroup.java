@@ -107,6 +107,12 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                 this::watch).start();
     }
 
+    /** MPI's own algorithms run the core kinds; the others are composed from them. */
+    @Override
+    protected boolean runsNatively(OpKind kind) {
+        return kind.isCore();
+    }
+
     @Override
     protected Work start(Collective call, Duration timeout) {
         CollectiveException earlier = broken;

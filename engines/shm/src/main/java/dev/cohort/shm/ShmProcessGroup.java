@@ -218,6 +218,11 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             case ALLGATHER -> allgather(t, null);
             case ALLGATHERV -> allgather(t, c.counts());
             case BARRIER -> sync(t, true);
+            case REDUCE -> reduceToRoot(t);
+            case GATHER, GATHERV -> gather(t);
+            case SCATTER, SCATTERV -> scatter(t);
+            case ALLTOALL -> alltoall(t);
+            case ALLTOALLV -> alltoallv(t);
         }
     }
 
@@ -493,6 +498,184 @@ final class ShmProcessGroup extends AbstractProcessGroup {
                 long len = Math.max(0, Math.min(full, counts[j] - s0));
                 if (j != me && len > 0) {
                     copy(layout.memory(), layout.slot(j, q), out, (offsets[j] + s0) * e, len * e);
+                }
+            }
+        }
+        ring += nseg;
+    }
+
+    /** Reduce: every rank but the root copies a segment into its slot; after the barrier the root reduces them in rank order. */
+    private void reduceToRoot(CallQueue.Call t) {
+        DenseBuffer data = t.collective().input();
+        long count = data.count();
+        if (count == 0 || n == 1) {
+            sync(t, true);
+            return;
+        }
+        int root = t.collective().root();
+        int e = data.dataType().byteSize();
+        MemorySegment user = segmentOf(data);
+        MemorySegment shm = layout.memory();
+        long full = segment / e;
+        long nseg = (count + full - 1) / full;
+        for (long k = 0; k < nseg; k++) {
+            long s0 = k * full;
+            long len = Math.min(full, count - s0);
+            int q = stage(k);
+            if (me != root) {
+                copy(user, s0 * e, shm, layout.slot(me, q), len * e);
+            }
+            sync(t, k == 0);
+            if (me == root) {
+                for (int j = 0; j < n; j++) {
+                    reduce.term(j, layout.slot(j, q));
+                }
+                ReduceKernels.reduce(reduce.op(data.dataType(), t.collective().op()).shm(shm).own(user, s0 * e)
+                        .count(len).out(user, s0 * e).noResults());
+            }
+        }
+        ring += nseg;
+    }
+
+    private void gather(CallQueue.Call t) {
+        Collective c = t.collective();
+        long[] offsets = offsets(c.counts(), c.input().count());
+        long[] none = new long[n];
+        long[] sendCounts = new long[n];
+        long[] receiveCounts = new long[n];
+        if (me == c.root()) {
+            for (int i = 0; i < n; i++) {
+                receiveCounts[i] = offsets[i + 1] - offsets[i];
+            }
+        } else {
+            sendCounts[c.root()] = c.input().count();
+        }
+        sendCounts[me] = me == c.root() ? c.input().count() : 0;   // the root's own block: copied directly
+        exchange(t, c.input(), none, sendCounts, c.output(), offsets, receiveCounts, longest(offsets), false, false);
+    }
+
+    private void scatter(CallQueue.Call t) {
+        Collective c = t.collective();
+        long[] offsets = offsets(c.counts(), c.output().count());
+        long[] none = new long[n];
+        long[] sendCounts = new long[n];
+        long[] receiveCounts = new long[n];
+        if (me == c.root()) {
+            for (int j = 0; j < n; j++) {
+                sendCounts[j] = offsets[j + 1] - offsets[j];
+            }
+            receiveCounts[me] = sendCounts[me];
+            exchange(t, c.input(), offsets, sendCounts, c.output(), none, receiveCounts, longest(offsets), true, false);
+        } else {
+            receiveCounts[c.root()] = c.output().count();
+            exchange(t, null, none, sendCounts, c.output(), none, receiveCounts, longest(offsets), true, false);
+        }
+    }
+
+    private void alltoall(CallQueue.Call t) {
+        Collective c = t.collective();
+        long block = c.input().count() / n;
+        long[] offsets = offsets(null, (int) block);
+        long[] counts = new long[n];
+        Arrays.fill(counts, block);
+        exchange(t, c.input(), offsets, counts, c.output(), offsets, counts, block, true, false);
+    }
+
+    /** First every rank's send and receive counts through the slots, so every rank checks every pair; then the blocks. */
+    private void alltoallv(CallQueue.Call t) {
+        Collective c = t.collective();
+        int[] packed = dev.cohort.runtime.AlltoallCounts.packed(c.counts(), c.receiveCounts());
+        MemorySegment shm = layout.memory();
+        int q = stage(0);
+        MemorySegment.copy(packed, 0, shm, ValueLayout.JAVA_INT, layout.slot(me, q), packed.length);
+        sync(t, true);
+        int[] all = new int[packed.length * n];
+        for (int j = 0; j < n; j++) {
+            MemorySegment.copy(shm, ValueLayout.JAVA_INT, layout.slot(j, q), all, j * packed.length, packed.length);
+        }
+        ring += 1;
+        String disagreement = dev.cohort.runtime.AlltoallCounts.disagreement(t.describe(), all, n);
+        if (disagreement != null) {
+            throw new CollectiveMismatchException(disagreement, null, me, c, List.of());
+        }
+        long longest = 0;
+        for (int x : all) {
+            longest = Math.max(longest, x);
+        }
+        long[] sendOffsets = new long[n];
+        long[] sendCounts = new long[n];
+        long[] receiveOffsets = new long[n];
+        long[] receiveCounts = new long[n];
+        for (int j = 0; j < n; j++) {
+            sendCounts[j] = c.counts()[j];
+            receiveCounts[j] = c.receiveCounts()[j];
+            if (j + 1 < n) {
+                sendOffsets[j + 1] = sendOffsets[j] + sendCounts[j];
+                receiveOffsets[j + 1] = receiveOffsets[j] + receiveCounts[j];
+            }
+        }
+        exchange(t, c.input(), sendOffsets, sendCounts, c.output(), receiveOffsets, receiveCounts, longest, true, true);
+    }
+
+    /** Where each rank's block starts ({@code counts == null}: every block holds {@code uniform}); one entry more than ranks. */
+    private long[] offsets(int[] counts, int uniform) {
+        long[] offsets = new long[n + 1];
+        for (int r = 0; r < n; r++) {
+            offsets[r + 1] = offsets[r] + (counts == null ? uniform : counts[r]);
+        }
+        return offsets;
+    }
+
+    private long longest(long[] offsets) {
+        long most = 0;
+        for (int r = 0; r < n; r++) {
+            most = Math.max(most, offsets[r + 1] - offsets[r]);
+        }
+        return most;
+    }
+
+    /**
+     * Gather, scatter and all-to-all(v): this rank sends {@code sendCounts[j]} elements of
+     * {@code input} from {@code sendOffsets[j]} to rank j, and receives {@code receiveCounts[i]}
+     * from rank i into {@code output} at {@code receiveOffsets[i]} (its own block it copies
+     * directly). Segment k carries elements {@code [k P, (k+1) P)} of every pair's block: rank i
+     * copies its block for j into sub-slot j of its slot ({@code perDestination}; else, with one
+     * destination, the whole slot), and after the barrier j copies sub-slot j of every i's slot
+     * out. {@code longest}, the most elements any pair moves, sets the segments, alike on every rank.
+     */
+    private void exchange(CallQueue.Call t, DenseBuffer input, long[] sendOffsets, long[] sendCounts,
+                          DenseBuffer output, long[] receiveOffsets, long[] receiveCounts, long longest,
+                          boolean perDestination, boolean tagsChecked) {
+        int e = t.collective().dataType().byteSize();
+        MemorySegment in = input == null ? null : segmentOf(input);
+        MemorySegment out = output == null ? null : segmentOf(output);
+        if (in != null && out != null && sendCounts[me] > 0) {
+            copy(in, sendOffsets[me] * e, out, receiveOffsets[me] * e, sendCounts[me] * e);
+        }
+        long per = perDestination ? Math.max(ALIGN / e, segment / n / ALIGN * ALIGN / e) : segment / e;
+        long nseg = n == 1 ? 0 : (longest + per - 1) / per;
+        if (nseg == 0) {
+            if (!tagsChecked) {
+                sync(t, true);
+            }
+            return;
+        }
+        MemorySegment shm = layout.memory();
+        for (long k = 0; k < nseg; k++) {
+            long s0 = k * per;
+            int q = stage(k);
+            for (int j = 0; j < n; j++) {
+                long len = Math.max(0, Math.min(per, sendCounts[j] - s0));
+                if (j != me && len > 0) {
+                    copy(in, (sendOffsets[j] + s0) * e, shm, layout.slot(me, q) + (perDestination ? j * per * e : 0), len * e);
+                }
+            }
+            sync(t, k == 0 && !tagsChecked);
+            for (int i = 0; i < n; i++) {
+                long len = Math.max(0, Math.min(per, receiveCounts[i] - s0));
+                if (i != me && len > 0) {
+                    copy(shm, layout.slot(i, q) + (perDestination ? me * per * e : 0), out, (receiveOffsets[i] + s0) * e,
+                            len * e);
                 }
             }
         }

@@ -5,6 +5,7 @@ import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.runtime.AlltoallCounts;
 import dev.cohort.runtime.Daemons;
 import dev.cohort.runtime.PendingWork;
 import dev.cohort.runtime.Reduction;
@@ -127,6 +128,23 @@ final class ThreadsExchange {
                 return;
             }
         }
+        if (calls[0].kind() == dev.cohort.api.collective.OpKind.ALLTOALLV) {
+            int[][] send = new int[size][];
+            int[][] receive = new int[size][];
+            for (int r = 0; r < size; r++) {
+                send[r] = calls[r].counts();
+                receive[r] = calls[r].receiveCounts();
+            }
+            String disagreement = AlltoallCounts.disagreement(name + ": " + calls[0].describe(), send, receive);
+            if (disagreement != null) {
+                CollectiveMismatchException e = new CollectiveMismatchException(disagreement);
+                for (PendingWork w : round.works) {
+                    w.fail(e);
+                }
+                breakWith(e);
+                return;
+            }
+        }
         try {
             compute(calls);
         } catch (RuntimeException e) {
@@ -182,6 +200,45 @@ final class ThreadsExchange {
                     for (int s = 0; s < size; s++) {
                         target.output().slice(offset, counts[s]).copyFrom(calls[s].input());
                         offset += counts[s];
+                    }
+                }
+            }
+            case REDUCE -> calls[first.root()].input().copyFrom(reduce(calls, c -> c.input(), first));
+            case GATHER, GATHERV -> {
+                DenseBuffer target = calls[first.root()].output();
+                int offset = 0;
+                for (Collective c : calls) {
+                    target.slice(offset, c.input().count()).copyFrom(c.input());
+                    offset += c.input().count();
+                }
+            }
+            case SCATTER, SCATTERV -> {
+                DenseBuffer source = calls[first.root()].input();
+                int offset = 0;
+                for (Collective c : calls) {
+                    c.output().copyFrom(source.slice(offset, c.output().count()));
+                    offset += c.output().count();
+                }
+            }
+            case ALLTOALL -> {
+                int block = first.input().count() / size;
+                for (int i = 0; i < size; i++) {
+                    for (int j = 0; j < size; j++) {
+                        calls[j].output().slice(i * block, block).copyFrom(calls[i].input().slice(j * block, block));
+                    }
+                }
+            }
+            case ALLTOALLV -> {
+                for (int j = 0; j < size; j++) {
+                    int into = 0;
+                    for (int i = 0; i < size; i++) {
+                        int[] sent = calls[i].counts();
+                        int from = 0;
+                        for (int k = 0; k < j; k++) {
+                            from += sent[k];
+                        }
+                        calls[j].output().slice(into, sent[j]).copyFrom(calls[i].input().slice(from, sent[j]));
+                        into += sent[j];
                     }
                 }
             }

@@ -5,6 +5,7 @@ import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.tcp.transport.PeerMesh;
+import dev.cohort.runtime.AlltoallCounts;
 import dev.cohort.runtime.Reduction;
 import dev.cohort.runtime.SignatureWords;
 import java.nio.ByteBuffer;
@@ -101,6 +102,11 @@ public final class MeshCollectives {
             case ALLGATHER, ALLGATHERV -> allgather(call);
             case REDUCE_SCATTER -> reduceScatter(call);
             case BARRIER -> agree(call);
+            case REDUCE -> inMessages(call.input(), part -> reducePart(call, part));
+            case GATHER, GATHERV -> gather(call);
+            case SCATTER, SCATTERV -> scatter(call);
+            case ALLTOALL -> alltoall(call);
+            case ALLTOALLV -> alltoallv(call);
         }
     }
 
@@ -300,6 +306,205 @@ public final class MeshCollectives {
         Fold fold = new Fold(call, output.slice(from, length), false, input.slice(rank * block + from, length));
         run(call, false, fold);
         fold.progress();
+    }
+
+    /** One message's worth of the reduce of every rank's {@code call.input()} into the root's: {@code data} is a part of it. */
+    private void reducePart(Collective call, DenseBuffer data) {
+        clear();
+        int root = call.root();
+        if (rank != root) {
+            toPeer[root] = movesInPlace(data) ? bytesOf(data) : staged(data);
+            run(call, false, new Check());
+            return;
+        }
+        int bytes = (int) data.byteSize();
+        for (int j = 0; j < size; j++) {
+            if (j != rank) {
+                fromPeer[j] = mesh.receiveBuffer(j, bytes);
+            }
+        }
+        Fold fold = new Fold(call, data, false, null);
+        run(call, false, fold);
+        fold.progress();
+    }
+
+    /** Every rank's input into the root's output, in rank order (gather and gatherv). */
+    private void gather(Collective call) {
+        int[] offsets = offsets(call.counts(), call.input().count());
+        DenseBuffer[] send = new DenseBuffer[size];
+        DenseBuffer[] receive = new DenseBuffer[size];
+        int root = call.root();
+        if (rank == root) {
+            for (int j = 0; j < size; j++) {
+                receive[j] = call.output().slice(offsets[j], offsets[j + 1] - offsets[j]);
+            }
+            receive[rank].copyFrom(call.input());
+        } else {
+            send[root] = call.input();
+        }
+        exchange(call, send, receive, longest(offsets));
+    }
+
+    /** Block r of the root's input into rank r's output (scatter and scatterv). */
+    private void scatter(Collective call) {
+        int[] offsets = offsets(call.counts(), call.output().count());
+        DenseBuffer[] send = new DenseBuffer[size];
+        DenseBuffer[] receive = new DenseBuffer[size];
+        int root = call.root();
+        if (rank == root) {
+            for (int j = 0; j < size; j++) {
+                send[j] = call.input().slice(offsets[j], offsets[j + 1] - offsets[j]);
+            }
+            call.output().copyFrom(send[rank]);
+        } else {
+            receive[root] = call.output();
+        }
+        exchange(call, send, receive, longest(offsets));
+    }
+
+    private void alltoall(Collective call) {
+        int block = call.input().count() / size;
+        DenseBuffer[] send = new DenseBuffer[size];
+        DenseBuffer[] receive = new DenseBuffer[size];
+        for (int j = 0; j < size; j++) {
+            send[j] = call.input().slice(j * block, block);
+            receive[j] = call.output().slice(j * block, block);
+        }
+        receive[rank].copyFrom(send[rank]);
+        exchange(call, send, receive, block);
+    }
+
+    /**
+     * First every rank's send and receive counts to every peer (with the signature), so that
+     * every rank checks every pair before any data moves; then the blocks.
+     */
+    private void alltoallv(Collective call) {
+        clear();
+        int[] packed = AlltoallCounts.packed(call.counts(), call.receiveCounts());
+        ByteBuffer own = sendStore(packed.length * Integer.BYTES);
+        own.asIntBuffer().put(packed);
+        for (int j = 0; j < size; j++) {
+            if (j != rank) {
+                toPeer[j] = own.duplicate();
+                fromPeer[j] = mesh.receiveBuffer(j, packed.length * Integer.BYTES);
+            }
+        }
+        run(call, false, new Check());
+        int[] all = new int[packed.length * size];
+        int longest = 0;
+        for (int j = 0; j < size; j++) {
+            if (j == rank) {
+                System.arraycopy(packed, 0, all, j * packed.length, packed.length);
+            } else {
+                fromPeer[j].flip().asIntBuffer().get(all, j * packed.length, packed.length);
+            }
+        }
+        for (int c : all) {
+            longest = Math.max(longest, c);
+        }
+        String disagreement = AlltoallCounts.disagreement(what, all, size);
+        if (disagreement != null) {
+            throw new CollectiveMismatchException(disagreement);
+        }
+        DenseBuffer[] send = new DenseBuffer[size];
+        DenseBuffer[] receive = new DenseBuffer[size];
+        int sent = 0;
+        int received = 0;
+        for (int j = 0; j < size; j++) {
+            send[j] = call.input().slice(sent, call.counts()[j]);
+            receive[j] = call.output().slice(received, call.receiveCounts()[j]);
+            sent += call.counts()[j];
+            received += call.receiveCounts()[j];
+        }
+        receive[rank].copyFrom(send[rank]);
+        exchange(call, send, receive, longest);
+    }
+
+    /** Where each rank's block starts ({@code counts == null}: every block holds {@code uniform}); one entry more than ranks. */
+    private int[] offsets(int[] counts, int uniform) {
+        int[] offsets = new int[size + 1];
+        for (int r = 0; r < size; r++) {
+            offsets[r + 1] = offsets[r] + (counts == null ? uniform : counts[r]);
+        }
+        return offsets;
+    }
+
+    private int longest(int[] offsets) {
+        int most = 0;
+        for (int r = 0; r < size; r++) {
+            most = Math.max(most, offsets[r + 1] - offsets[r]);
+        }
+        return most;
+    }
+
+    /**
+     * Sends {@code send[j]} to peer j and receives peer j's into {@code receive[j]} ({@code null}:
+     * nothing), in messages: message k carries elements {@code [k P, (k+1) P)} of every pair's
+     * buffers (P = {@link #perMessage}); {@code longest}, the most elements any pair of any rank
+     * moves, sets how many messages there are, alike on every rank.
+     */
+    private void exchange(Collective call, DenseBuffer[] send, DenseBuffer[] receive, int longest) {
+        DataType type = call.dataType();
+        int e = type.byteSize();
+        int perMessage = perMessage(type);
+        int messages = Math.max(1, (longest + perMessage - 1) / perMessage);
+        for (int k = 0; k < messages; k++) {
+            int from = k * perMessage;
+            clear();
+            DenseBuffer[] sendPart = new DenseBuffer[size];
+            int stagedBytes = 0;
+            boolean direct = true;
+            for (int j = 0; j < size; j++) {
+                if (j == rank) {
+                    continue;
+                }
+                sendPart[j] = part(send[j], from, perMessage);
+                if (sendPart[j] != null && !movesInPlace(sendPart[j])) {
+                    stagedBytes += (int) sendPart[j].byteSize();
+                }
+                DenseBuffer into = part(receive[j], from, perMessage);
+                if (into != null) {
+                    direct &= movesInPlace(into);
+                }
+            }
+            ByteBuffer staging = stagedBytes > 0 ? sendStore(stagedBytes) : null;
+            int at = 0;
+            for (int j = 0; j < size; j++) {
+                if (j == rank) {
+                    continue;
+                }
+                DenseBuffer out = sendPart[j];
+                if (out != null && out.count() > 0 && movesInPlace(out)) {
+                    toPeer[j] = bytesOf(out);
+                } else if (out != null && out.count() > 0) {
+                    toPeer[j] = slice(staging, at, (int) out.byteSize());
+                    DenseBuffer.of(toPeer[j].duplicate(), type).copyFrom(out);
+                    at += (int) out.byteSize();
+                }
+                DenseBuffer into = part(receive[j], from, perMessage);
+                if (into != null) {
+                    fromPeer[j] = direct ? bytesOf(into) : mesh.receiveBuffer(j, (int) into.count() * e);
+                }
+            }
+            run(call, direct, new Check());
+            if (!direct) {
+                for (int j = 0; j < size; j++) {
+                    DenseBuffer into = j == rank ? null : part(receive[j], from, perMessage);
+                    if (into != null && into.count() > 0) {
+                        into.copyFrom(DenseBuffer.of(fromPeer[j].flip(), type));
+                    }
+                }
+            }
+        }
+    }
+
+    /** Elements {@code [from, from + most)} of {@code b}, clipped; {@code null} when {@code b} is. */
+    private static DenseBuffer part(DenseBuffer b, int from, int most) {
+        if (b == null) {
+            return null;
+        }
+        int start = Math.min(from, b.count());
+        return b.slice(start, Math.min(most, b.count() - start));
     }
 
     private static ByteBuffer slice(ByteBuffer all, int from, int length) {

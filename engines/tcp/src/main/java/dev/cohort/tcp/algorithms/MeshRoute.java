@@ -30,11 +30,11 @@ public final class MeshRoute {
 
     /**
      * Whether {@code call} travels over the mesh. Barriers always do (the signatures are the
-     * barrier), and so do calls on 16-bit floats; otherwise a call that moves no bytes never does
+     * barrier), and so do calls on 16-bit floats and the kinds the group never gives Gloo; otherwise a call that moves no bytes never does
      * (it needs only the signature check).
      */
     public boolean overMesh(Collective call) {
-        if (call.kind() == OpKind.BARRIER) {
+        if (call.kind() == OpKind.BARRIER || !throughGloo(call.kind())) {
             return true;
         }
         if (call.dataType() != null && call.dataType().isHalfPrecision()) {
@@ -42,6 +42,15 @@ public final class MeshRoute {
         }
         long bytes = bytes(call);
         return bytes > 0 && (maxBytes >= 0 ? bytes <= maxBytes : byDefault(call.kind(), bytes, size));
+    }
+
+    /**
+     * Whether the group can give calls of {@code kind} to Gloo: the first five kinds. Reduce,
+     * gather(v), scatter(v) and all-to-all(v) always travel over the mesh, in one step (each
+     * pair's bytes sent once), as measured against Gloo's own ({@code ./cohort bench collectives}).
+     */
+    public static boolean throughGloo(OpKind kind) {
+        return kind.isCore() && kind != OpKind.BARRIER;
     }
 
     /** The bytes the limit counts: the output's for allgather(v), the input's otherwise. */
@@ -65,6 +74,7 @@ public final class MeshRoute {
         return switch (kind) {
             case BARRIER, ALLGATHER, ALLGATHERV, REDUCE_SCATTER -> true;
             case ALLREDUCE, BROADCAST -> size == 2 || bytes <= WHOLE_MAX_BYTES;
+            default -> true;
         };
     }
 }

@@ -1,0 +1,166 @@
+package dev.cohort.runtime;
+
+import dev.cohort.api.collective.Collective;
+import dev.cohort.api.collective.CollectiveException;
+import dev.cohort.api.collective.CollectiveMismatchException;
+import dev.cohort.api.collective.DataType;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.Work;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Reduce, gather(v), scatter(v) and all-to-all(v) composed from the five collectives every engine
+ * runs, for engines that do not run them themselves ({@link AbstractProcessGroup#runsNatively}).
+ * Correct everywhere, not frugal: reduce is an allreduce (the other ranks reduce a copy), gather
+ * an allgather, scatter a broadcast of the root's whole input, and all-to-all an allgather of
+ * every input, from which each rank keeps its blocks; all-to-all-v first gathers every rank's
+ * counts (awaited at the call) so that every rank checks every pair.
+ */
+final class ComposedCollectives {
+
+    private ComposedCollectives() {
+    }
+
+    static Work start(AbstractProcessGroup group, Collective call, Duration timeout) {
+        int n = group.size();
+        int me = group.rank();
+        boolean root = me == call.root();
+        DataType type = call.dataType();
+        return switch (call.kind()) {
+            case REDUCE -> new Then(call, group.startAllreduce(root ? call.input() : call.input().copy(), call.op(), timeout),
+                    null);
+            case GATHER -> new Then(call, group.startAllgather(call.input(),
+                    root ? call.output() : DenseBuffer.allocate(type, call.input().count() * n), timeout), null);
+            case GATHERV -> new Then(call, group.startAllgatherv(call.input(),
+                    root ? call.output() : DenseBuffer.allocate(type, (int) call.agreedLength()), call.counts(), timeout),
+                    null);
+            case SCATTER, SCATTERV -> {
+                int[] counts = call.counts() != null ? call.counts() : uniform(n, call.output().count());
+                DenseBuffer source = root ? call.input() : DenseBuffer.allocate(type, (int) sum(counts, n));
+                Work broadcast = group.startBroadcast(source, call.root(), timeout);
+                long from = sum(counts, me);
+                yield new Then(call, broadcast, () -> call.output().copyFrom(source.slice((int) from, counts[me])));
+            }
+            case ALLTOALL -> {
+                int block = call.input().count() / n;
+                DenseBuffer all = DenseBuffer.allocate(type, call.input().count() * n);
+                Work allgather = group.startAllgather(call.input(), all, timeout);
+                yield new Then(call, allgather, () -> {
+                    for (int i = 0; i < n; i++) {
+                        call.output().slice(i * block, block).copyFrom(all.slice((i * n + me) * block, block));
+                    }
+                });
+            }
+            case ALLTOALLV -> alltoallv(group, call, timeout);
+            default -> throw new IllegalStateException(call.kind().label() + " cannot be composed");
+        };
+    }
+
+    private static Work alltoallv(AbstractProcessGroup group, Collective call, Duration timeout) {
+        int n = group.size();
+        int me = group.rank();
+        int[] everyCount = new int[2 * n * n];
+        group.startAllgather(DenseBuffer.of(AlltoallCounts.packed(call.counts(), call.receiveCounts())),
+                DenseBuffer.of(everyCount), timeout).await();
+        String what = group.who() + ": " + call.describe();
+        String disagreement = AlltoallCounts.disagreement(what, everyCount, n);
+        if (disagreement != null) {
+            throw new CollectiveMismatchException(disagreement, null, me, call, List.of());
+        }
+        int[] sent = new int[n];
+        for (int i = 0; i < n; i++) {
+            sent[i] = (int) sum(everyCount, 2 * n * i, n);
+        }
+        DenseBuffer all = DenseBuffer.allocate(call.dataType(), (int) sum(sent, n));
+        Work allgatherv = group.startAllgatherv(call.input(), all, sent, timeout);
+        return new Then(call, allgatherv, () -> {
+            long blockOfI = 0;
+            long into = 0;
+            for (int i = 0; i < n; i++) {
+                long at = blockOfI + sum(everyCount, 2 * n * i, me);
+                int length = everyCount[2 * n * i + me];
+                call.output().slice((int) into, length).copyFrom(all.slice((int) at, length));
+                into += length;
+                blockOfI += sent[i];
+            }
+        });
+    }
+
+    private static int[] uniform(int n, int count) {
+        int[] counts = new int[n];
+        java.util.Arrays.fill(counts, count);
+        return counts;
+    }
+
+    /** The sum of the first {@code k} counts. */
+    private static long sum(int[] counts, int k) {
+        return sum(counts, 0, k);
+    }
+
+    private static long sum(int[] counts, int from, int k) {
+        long s = 0;
+        for (int i = from; i < from + k; i++) {
+            s += counts[i];
+        }
+        return s;
+    }
+
+    /**
+     * The last step of a composition and what follows it (copying the result into place), run
+     * once by whoever first sees the step done without a failure.
+     */
+    private static final class Then implements Work {
+        private final Collective call;
+        private final Work last;
+        private Runnable after;
+
+        Then(Collective call, Work last, Runnable after) {
+            this.call = call;
+            this.last = last;
+            this.after = after;
+        }
+
+        @Override
+        public Collective collective() {
+            return call;
+        }
+
+        @Override
+        public boolean isDone() {
+            if (!last.isDone()) {
+                return false;
+            }
+            if (last.failure().isEmpty()) {
+                finish();
+            }
+            return true;
+        }
+
+        @Override
+        public Optional<CollectiveException> failure() {
+            return last.failure();
+        }
+
+        @Override
+        public void await() {
+            last.await();
+            finish();
+        }
+
+        @Override
+        public void await(Duration timeout) {
+            last.await(timeout);
+            finish();
+        }
+
+        private synchronized void finish() {
+            if (after != null) {
+                Runnable r = after;
+                after = null;
+                r.run();
+            }
+        }
+    }
+}
