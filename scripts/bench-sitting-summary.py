@@ -2,8 +2,8 @@
 """Summarizes a bench-sitting.sh directory as markdown.
 
 Files: <run>-<round>.json (Cohort's benchmark and torch_collectives.py: {"world", "results": [{op,
-bytes, median_s, busbw_gbs}]}; the training runs: {"samples_per_s"}) and <run>-<round>.txt
-(mpi_allreduce.py's table). Collectives: each run's median over rounds of its per-run median, with
+bytes, median_s, busbw_gbs}]}; the training runs: {"samples_per_s"}), <run>-<round>.txt
+(mpi_allreduce.py's table) and a peer's <run>-<round>.rooted.json (peer_rooted_collectives.py). Collectives: each run's median over rounds of its per-run median, with
 its bus bandwidth; then each Cohort run's bus bandwidth over each peer's, taken round by round (the
 two ran minutes apart), as the median over rounds with the range in brackets. Training: samples/s
 per round, and each Cohort run over PyTorch DDP, round by round."""
@@ -74,7 +74,12 @@ def from_mpi(f):
 
 
 runs, trained, computes, shares = {}, {}, {}, {}
-for f in glob.glob(os.path.join(out, "*-[0-9]*.*")):
+for f in sorted(glob.glob(os.path.join(out, "*-[0-9]*.*")), key=lambda f: f.endswith(".rooted.json")):
+    rooted = re.fullmatch(r"(.+)-(\d+)\.rooted\.json", os.path.basename(f))
+    if rooted and rooted.group(1) in runs:
+        # a peer's reduce, gather, scatter and all-to-all (scripts/peer_rooted_collectives.py), beside its other rows
+        runs[rooted.group(1)].setdefault(int(rooted.group(2)), {}).update(from_json(f))
+        continue
     m = re.fullmatch(r"(.+)-(\d+)\.(json|txt)", os.path.basename(f))
     if m and m.group(1) in NAMES:
         runs.setdefault(m.group(1), {})[int(m.group(2))] = (from_json if m.group(3) == "json" else from_mpi)(f)

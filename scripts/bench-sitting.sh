@@ -17,6 +17,7 @@
 #               mpi-shm      Open MPI 4.1 through mpi4py, shared memory (vader)
 #               mpi-tcp      Open MPI, TCP over loopback only
 #               torch-gloo   PyTorch 1.13's Gloo (torch_collectives.py)
+#               (each peer also runs scripts/peer_rooted_collectives.py: reduce, gather, scatter, all-to-all)
 #               train-gloo   Cohort's training benchmark on gloo (./cohort bench train)
 #               train-shm    the same on shm (gradient buckets in the arena)
 #               train-tcp    the same on tcp
@@ -65,6 +66,15 @@ baseline() { alone "${BASELINE:?set BASELINE to a built checkout for base-* runs
 train() { alone "$ROOT/cohort" bench train --world "$1" --steps "$2" "${@:3}" >/dev/null; }
 ddp() { alone /usr/bin/python3 "$PEERS/torch_ddp.py" --world "$1" --steps "$2" --port "$3" "${@:4}" >/dev/null; }
 mpi() { alone mpirun --allow-run-as-root --oversubscribe -np "$WORLD" "$@" /usr/bin/python3 "$PEERS/mpi_allreduce.py"; }
+# The peers' reduce, gather, scatter and all-to-all (the shared scripts measure the rest): OUT_FILE PEER [mpirun options]
+rooted() {
+  local out="$1" peer="$2"; shift 2
+  if [ "$peer" = torch ]; then
+    alone /usr/bin/python3 "$ROOT/scripts/peer_rooted_collectives.py" torch --world "$WORLD" --port $((29780 + i)) --out "$out" >/dev/null
+  else
+    alone mpirun --allow-run-as-root --oversubscribe -np "$WORLD" "$@" /usr/bin/python3 "$ROOT/scripts/peer_rooted_collectives.py" mpi --out "$out" >/dev/null
+  fi
+}
 echo "WORLD=$WORLD PER_HOST=$PER_HOST SIZES=$SIZES RUNS=$RUNS rounds=$ROUNDS, $(getconf _NPROCESSORS_ONLN) CPUs online, $(date -Is)" > "$OUT/sitting.txt"
 for ((i = 1; i <= ROUNDS; i++)); do
   for run in $RUNS; do
@@ -82,10 +92,12 @@ for ((i = 1; i <= ROUNDS; i++)); do
       base-shm-inplace) baseline --backend shm --in-place --json "$OUT/$run-$i.json" ;;
       base-hier)   baseline --backend hier --engine-option=--hier-ranks-per-host="$PER_HOST" --json "$OUT/$run-$i.json" ;;
       base-gloo)   baseline --backend gloo --json "$OUT/$run-$i.json" ;;
-      mpi-shm)     mpi > "$OUT/$run-$i.txt" ;;
-      mpi-tcp)     mpi --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo > "$OUT/$run-$i.txt" ;;
+      mpi-shm)     mpi > "$OUT/$run-$i.txt"; rooted "$OUT/$run-$i.rooted.json" mpi ;;
+      mpi-tcp)     mpi --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo > "$OUT/$run-$i.txt"
+                   rooted "$OUT/$run-$i.rooted.json" mpi --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo ;;
       torch-gloo)  alone /usr/bin/python3 "$PEERS/torch_collectives.py" --world "$WORLD" --port $((29700 + i)) \
-                     --max-mib 16 --out "$OUT/$run-$i.json" >/dev/null ;;
+                     --max-mib 16 --out "$OUT/$run-$i.json" >/dev/null
+                   rooted "$OUT/$run-$i.rooted.json" torch ;;
       train-*-zero[12]|train-*-zero[12]-*)
                    e="${run#train-}"; z="${e#*-zero}"; e="${e%%-zero*}"; stage="${z%%-*}"; comp=none
                    [ "$z" != "$stage" ] && comp="${z#*-}"

@@ -69,6 +69,19 @@ public final class GlooMismatchWorker {
             int total = 6;
             g.allgatherv(DenseBuffer.of(new float[counts[r]]), DenseBuffer.of(new float[total]), counts).await();
         });
+        CASES.put("gather-root", (g, r) -> g.gather(DenseBuffer.of(new float[2]), DenseBuffer.of(new float[6]),
+                r == 2 ? 1 : 0).await());
+        CASES.put("alltoallv", (g, r) -> {
+            // what rank i sends to j: 1 + i + j; rank 1 expects 9 from rank 0 instead of 2
+            int[] send = new int[3];
+            int[] receive = new int[3];
+            for (int j = 0; j < 3; j++) {
+                send[j] = 1 + r + j;
+                receive[j] = r == 1 && j == 0 ? 9 : 1 + j + r;
+            }
+            DenseBuffer output = DenseBuffer.allocateDirect(DataType.FLOAT32, java.util.Arrays.stream(receive).sum());
+            g.alltoallv(DenseBuffer.of(new float[java.util.Arrays.stream(send).sum()]), send, output, receive).await();
+        });
     }
 
     private static final int MARKED_COUNT = 1 << 20;

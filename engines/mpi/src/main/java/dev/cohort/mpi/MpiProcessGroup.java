@@ -8,10 +8,12 @@ import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
+import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.OpKind;
 import dev.cohort.api.collective.Work;
 import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.AlltoallCounts;
 import dev.cohort.runtime.CallQueue;
 import dev.cohort.runtime.Reduction;
 import dev.cohort.runtime.SignatureWords;
@@ -65,6 +67,9 @@ final class MpiProcessGroup extends AbstractProcessGroup {
     private final MemorySegment theirs;
     private final MemorySegment counts;
     private final MemorySegment displacements;
+    /** All-to-all-v's receive side (the send side uses {@link #counts} and {@link #displacements}). */
+    private final MemorySegment receiveCounts;
+    private final MemorySegment receiveDisplacements;
     private MemorySegment staging = MemorySegment.NULL;
     private volatile CollectiveException broken;
     private final Object watch = new Object();
@@ -101,16 +106,12 @@ final class MpiProcessGroup extends AbstractProcessGroup {
         this.theirs = arena.allocate(JAVA_LONG, (long) SignatureWords.WORDS * size);
         this.counts = arena.allocate(JAVA_INT, size);
         this.displacements = arena.allocate(JAVA_INT, size);
+        this.receiveCounts = arena.allocate(JAVA_INT, size);
+        this.receiveDisplacements = arena.allocate(JAVA_INT, size);
         this.queue = new CallQueue("cohort-mpi-" + label.replace(' ', '-') + "-rank-" + rank,
                 c -> "waiting for its peers", e -> { });
         dev.cohort.runtime.Daemons.thread("cohort-mpi-watchdog-" + label.replace(' ', '-') + "-rank-" + rank,
                 this::watch).start();
-    }
-
-    /** MPI's own algorithms run the core kinds; the others are composed from them. */
-    @Override
-    protected boolean runsNatively(OpKind kind) {
-        return kind.isCore();
     }
 
     @Override
@@ -265,9 +266,87 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                 case BARRIER -> {
                     // Every rank's signature arrived: every rank entered the barrier.
                 }
+                case REDUCE -> {
+                    DenseBuffer buffer = call.input();
+                    boolean root = rank() == call.root();
+                    MemorySegment memory = in(buffer, 0);
+                    mpi.check(mpi.reduce(root ? OpenMpi.IN_PLACE : memory, root ? memory : MemorySegment.NULL,
+                            buffer.count(), buffer.dataType(), call.op(), call.root(), data), "MPI_Reduce");
+                    if (root) {
+                        out(memory, buffer);
+                        Reduction.finish(call.op(), buffer, size());
+                    }
+                }
+                case GATHER, GATHERV -> {
+                    DenseBuffer input = call.input();
+                    DenseBuffer output = call.output();
+                    MemorySegment receive = output == null ? MemorySegment.NULL : in(output, 0, false);
+                    MemorySegment send = in(input, output == null ? 0 : output.byteSize());
+                    layout(counts, displacements, call.counts(), input.count());
+                    mpi.check(mpi.gatherv(send, input.count(), input.dataType(), receive, counts, displacements,
+                            call.root(), data), "MPI_Gatherv");
+                    if (output != null) {
+                        out(receive, output);
+                    }
+                }
+                case SCATTER, SCATTERV -> {
+                    DenseBuffer input = call.input();
+                    DenseBuffer output = call.output();
+                    MemorySegment receive = in(output, 0, false);
+                    MemorySegment send = input == null ? MemorySegment.NULL : in(input, output.byteSize());
+                    layout(counts, displacements, call.counts(), output.count());
+                    mpi.check(mpi.scatterv(send, counts, displacements, output.dataType(), receive, output.count(),
+                            call.root(), data), "MPI_Scatterv");
+                    out(receive, output);
+                }
+                case ALLTOALL, ALLTOALLV -> {
+                    DenseBuffer input = call.input();
+                    DenseBuffer output = call.output();
+                    if (call.kind() == OpKind.ALLTOALLV) {
+                        checkPairs(call, deadline, what);
+                    }
+                    MemorySegment receive = in(output, 0, false);
+                    MemorySegment send = in(input, output.byteSize());
+                    int block = input.count() / size();
+                    layout(counts, displacements, call.counts(), block);
+                    layout(receiveCounts, receiveDisplacements, call.receiveCounts(), block);
+                    mpi.check(mpi.alltoallv(send, counts, displacements, input.dataType(), receive, receiveCounts,
+                            receiveDisplacements, data), "MPI_Alltoallv");
+                    out(receive, output);
+                }
             }
         } finally {
             blocked(null, 0);
+        }
+    }
+
+    /** Per-rank {@code counts} ({@code null}: {@code uniform} each) and where each starts, into MPI's int arrays. */
+    private void layout(MemorySegment countsOut, MemorySegment displacementsOut, int[] counts, int uniform) {
+        int offset = 0;
+        for (int r = 0; r < size(); r++) {
+            int c = counts == null ? uniform : counts[r];
+            countsOut.setAtIndex(JAVA_INT, r, c);
+            displacementsOut.setAtIndex(JAVA_INT, r, offset);
+            offset += c;
+        }
+    }
+
+    /**
+     * All-to-all-v's per-pair counts, gathered from every rank so that every rank finds the same
+     * disagreement before any data moves (MPI would truncate, or leave part of an output unwritten).
+     */
+    private void checkPairs(Collective call, long deadline, String what) {
+        int[] packed = AlltoallCounts.packed(call.counts(), call.receiveCounts());
+        int[] all = new int[packed.length * size()];
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment mineCounts = a.allocateFrom(JAVA_INT, packed);
+            MemorySegment allCounts = a.allocate(JAVA_INT, all.length);
+            mpi.check(mpi.allgather(mineCounts, packed.length, DataType.INT32, allCounts, data), "MPI_Allgather");
+            MemorySegment.copy(allCounts, JAVA_INT, 0, all, 0, all.length);
+        }
+        String disagreement = AlltoallCounts.disagreement(what, all, size());
+        if (disagreement != null) {
+            throw new CollectiveMismatchException(disagreement, null, rank(), call, List.of());
         }
     }
 

@@ -91,6 +91,10 @@ final class OpenMpi {
     private final MethodHandle allgather;
     private final MethodHandle allgatherv;
     private final MethodHandle reduceScatterBlock;
+    private final MethodHandle reduce;
+    private final MethodHandle gatherv;
+    private final MethodHandle scatterv;
+    private final MethodHandle alltoallv;
     private final MethodHandle ibarrier;
     private final MethodHandle isend;
     private final MethodHandle irecv;
@@ -135,6 +139,13 @@ final class OpenMpi {
                 ADDRESS);
         reduceScatterBlock = function("MPI_Reduce_scatter_block", JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS,
                 ADDRESS);
+        reduce = function("MPI_Reduce", JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS);
+        gatherv = function("MPI_Gatherv", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS,
+                JAVA_INT, ADDRESS);
+        scatterv = function("MPI_Scatterv", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_INT, ADDRESS,
+                JAVA_INT, ADDRESS);
+        alltoallv = function("MPI_Alltoallv", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS,
+                ADDRESS, ADDRESS);
         ibarrier = function("MPI_Ibarrier", JAVA_INT, ADDRESS, ADDRESS);
         isend = function("MPI_Isend", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
         irecv = function("MPI_Irecv", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
@@ -341,6 +352,36 @@ final class OpenMpi {
         MemorySegment t = type(type);
         MemorySegment o = op(op, type);
         return invoke(() -> (int) reduceScatterBlock.invokeExact(send, receive, count, t, o, comm));
+    }
+
+    /** {@code send} is {@link #IN_PLACE} on the root, where {@code receive} holds its operand; {@code receive} is ignored elsewhere. */
+    int reduce(MemorySegment send, MemorySegment receive, int count, DataType type, ReduceOp op, int root,
+               MemorySegment comm) {
+        MemorySegment t = type(type);
+        MemorySegment o = op(op, type);
+        return invoke(() -> (int) reduce.invokeExact(send, receive, count, t, o, root, comm));
+    }
+
+    /** {@code receive}, {@code counts} and {@code displacements} are read on the root only. */
+    int gatherv(MemorySegment send, int count, DataType type, MemorySegment receive, MemorySegment counts,
+                MemorySegment displacements, int root, MemorySegment comm) {
+        MemorySegment t = type(type);
+        return invoke(() -> (int) gatherv.invokeExact(send, count, t, receive, counts, displacements, t, root, comm));
+    }
+
+    /** {@code send}, {@code counts} and {@code displacements} are read on the root only. */
+    int scatterv(MemorySegment send, MemorySegment counts, MemorySegment displacements, DataType type,
+                 MemorySegment receive, int count, int root, MemorySegment comm) {
+        MemorySegment t = type(type);
+        return invoke(() -> (int) scatterv.invokeExact(send, counts, displacements, t, receive, count, t, root, comm));
+    }
+
+    int alltoallv(MemorySegment send, MemorySegment sendCounts, MemorySegment sendDisplacements, DataType type,
+                  MemorySegment receive, MemorySegment receiveCounts, MemorySegment receiveDisplacements,
+                  MemorySegment comm) {
+        MemorySegment t = type(type);
+        return invoke(() -> (int) alltoallv.invokeExact(send, sendCounts, sendDisplacements, t, receive, receiveCounts,
+                receiveDisplacements, t, comm));
     }
 
     // ---- nonblocking operations (the signatures, the meeting): each writes its request into {@code request}

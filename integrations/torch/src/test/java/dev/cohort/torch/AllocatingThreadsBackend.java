@@ -85,6 +85,13 @@ final class AllocatingThreadsBackend extends DistributedBackend {
         @Override public Work allgatherv(DenseBuffer i, DenseBuffer o, int[] c) { return group.allgatherv(i, o, c); }
         @Override public Work reduceScatter(DenseBuffer i, DenseBuffer o, ReduceOp op) { return group.reduceScatter(i, o, op); }
         @Override public Work barrier() { return group.barrier(); }
+        @Override public Work reduce(DenseBuffer d, ReduceOp op, int root) { return group.reduce(d, op, root); }
+        @Override public Work gather(DenseBuffer i, DenseBuffer o, int root) { return group.gather(i, o, root); }
+        @Override public Work gatherv(DenseBuffer i, DenseBuffer o, int[] c, int root) { return group.gatherv(i, o, c, root); }
+        @Override public Work scatter(DenseBuffer i, DenseBuffer o, int root) { return group.scatter(i, o, root); }
+        @Override public Work scatterv(DenseBuffer i, DenseBuffer o, int[] c, int root) { return group.scatterv(i, o, c, root); }
+        @Override public Work alltoall(DenseBuffer i, DenseBuffer o) { return group.alltoall(i, o); }
+        @Override public Work alltoallv(DenseBuffer i, int[] s, DenseBuffer o, int[] r) { return group.alltoallv(i, s, o, r); }
         @Override public Optional<BufferAllocator> allocator() { return Optional.of(shared); }
         @Override public void close() { group.close(); }
     }

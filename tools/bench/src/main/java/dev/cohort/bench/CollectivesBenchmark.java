@@ -27,8 +27,9 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
- * {@code ./cohort bench collectives}: allreduce over a range of sizes, broadcast and allgather at
- * 16 MiB, and barrier latency, timed exactly as the PyTorch peer script ({@code torch_collectives.py}) does:
+ * {@code ./cohort bench collectives}: allreduce over a range of sizes; broadcast, allgather, reduce,
+ * gather, scatter and all-to-all at 16 MiB (the last four as scripts/peer_rooted_collectives.py
+ * times the peers'); and barrier latency, timed exactly as the PyTorch peer script ({@code torch_collectives.py}) does:
  * per iteration an untimed barrier, then the timed operation on every rank; the iteration's time
  * is the slowest rank's; the result is the median (and minimum) over iterations. Bus bandwidth as
  * in nccl-tests: allreduce 2(n-1)/n x bytes/time, broadcast bytes/time, allgather
@@ -189,6 +190,7 @@ final class CollectivesBenchmark implements Callable<Integer> {
         DenseBuffer gathered = DenseBuffer.allocateDirect(DataType.FLOAT32, (int) (big / 4) * n);
         t = timed(group, () -> group.allgather(data, gathered).await(), 5, warmupNanos, 30, null);
         rows.add(Report.Row.of("allgather", big, 30, t, n * big / t[0] / 1e9, (n - 1.0) / n));
+        rooted(group, big, warmupNanos, rows);
         t = timed(group, () -> group.barrier().await(), 50, warmupNanos, 500, null);
         rows.add(Report.Row.of("barrier", 0, 500, t, 0, 0));
         if (group.rank() == 0) {
@@ -199,6 +201,34 @@ final class CollectivesBenchmark implements Callable<Integer> {
             }
         }
         group.barrier().await();
+    }
+
+    /**
+     * Reduce, gather, scatter and all-to-all, as scripts/peer_rooted_collectives.py times the
+     * peers': {@code bytes} per rank for reduce and all-to-all; gather collects {@code bytes/n}
+     * from every rank at rank 0, scatter sends {@code bytes/n} to every rank.
+     */
+    private static void rooted(ProcessGroup group, long bytes, long warmupNanos, List<Report.Row> rows) {
+        int n = group.size();
+        int count = (int) (bytes / 4);
+        int part = count / n;
+        DenseBuffer data = DenseBuffer.allocateDirect(DataType.FLOAT32, count);
+        DenseBuffer out = DenseBuffer.allocateDirect(DataType.FLOAT32, part * n);
+        DenseBuffer piece = DenseBuffer.allocateDirect(DataType.FLOAT32, part);
+        fill(data);
+        fill(piece);
+        boolean root = group.rank() == 0;
+        double share = (n - 1.0) / n;
+        double[] t = timed(group, () -> group.reduce(data, ReduceOp.SUM, 0).await(), 5, warmupNanos, 30,
+                root ? () -> scale(data, 1.0f / n) : null);
+        rows.add(Report.Row.of("reduce", bytes, 30, t, bytes / t[0] / 1e9, 1.0));
+        t = timed(group, () -> group.gather(piece, root ? out : null, 0).await(), 5, warmupNanos, 30, null);
+        rows.add(Report.Row.of("gather", bytes, 30, t, bytes / t[0] / 1e9, share));
+        t = timed(group, () -> group.scatter(root ? out : null, piece, 0).await(), 5, warmupNanos, 30, null);
+        rows.add(Report.Row.of("scatter", bytes, 30, t, bytes / t[0] / 1e9, share));
+        DenseBuffer blocks = data.slice(0, part * n);
+        t = timed(group, () -> group.alltoall(blocks, out).await(), 5, warmupNanos, 30, null);
+        rows.add(Report.Row.of("alltoall", bytes, 30, t, bytes / t[0] / 1e9, share));
     }
 
     /**
