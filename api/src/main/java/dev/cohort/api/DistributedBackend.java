@@ -30,6 +30,8 @@ public abstract class DistributedBackend implements BackendProvider, AutoCloseab
 
     private volatile Connection connection;
     private volatile boolean closed;
+    /** The open join scope, or null. */
+    private volatile Join join;
 
     /** The backend's name, as chosen with {@code --distributed-backend} (lower case). */
     @Override
@@ -200,24 +202,47 @@ public abstract class DistributedBackend implements BackendProvider, AutoCloseab
                 + "); add the module for your framework, e.g. cohort-torch for org.bytedeco.pytorch models");
     }
 
-    /** The mean of {@code value} over all workers. */
+    /**
+     * Opens a scope for training on uneven inputs ({@link Join}): every rank opens it at the same
+     * point with the same participants (e.g. the torch integration's {@code DistributedOptimizer});
+     * a rank that runs out of batches closes it and answers the others until all have. Inside,
+     * {@link #averageAll} averages over the ranks still training.
+     *
+     * @throws IllegalStateException if a scope is open already
+     */
+    public final synchronized Join join(Join.Participant... participants) {
+        if (join != null) {
+            throw new IllegalStateException("a join scope is open already: close it before opening another");
+        }
+        join = new Join(this, group(), java.util.List.of(participants));
+        return join;
+    }
+
+    /** The scope {@code ended} closed on every rank. */
+    final synchronized void joinEnded(Join ended) {
+        if (join == ended) {
+            join = null;
+        }
+    }
+
+    /** The mean of {@code value} over all workers (inside a {@link Join} scope, over those still training). */
     public final double averageAll(double value) {
         double[] one = {value};
-        connection().world().allreduce(DenseBuffer.of(one), ReduceOp.AVG).await();
+        average(DenseBuffer.of(one));
         return one[0];
     }
 
     /** The element-wise mean over all workers, in a new array; {@code values} is not modified. */
     public final float[] averageAll(float[] values) {
         float[] copy = values.clone();
-        connection().world().allreduce(DenseBuffer.of(copy), ReduceOp.AVG).await();
+        average(DenseBuffer.of(copy));
         return copy;
     }
 
     /** The element-wise mean over all workers, in a new array; {@code values} is not modified. */
     public final double[] averageAll(double[] values) {
         double[] copy = values.clone();
-        connection().world().allreduce(DenseBuffer.of(copy), ReduceOp.AVG).await();
+        average(DenseBuffer.of(copy));
         return copy;
     }
 
@@ -227,8 +252,27 @@ public abstract class DistributedBackend implements BackendProvider, AutoCloseab
      */
     public final DenseBuffer averageAll(DenseBuffer values) {
         DenseBuffer copy = values.copyLike();
-        connection().world().allreduce(copy, ReduceOp.AVG).await();
+        average(copy);
         return copy;
+    }
+
+    /** {@code data} averaged in place: over every rank, or inside a join scope over the ranks still training. */
+    private void average(DenseBuffer data) {
+        ProcessGroup world = connection().world();
+        Join scope = join;
+        if (scope == null) {
+            world.allreduce(data, ReduceOp.AVG).await();
+            return;
+        }
+        int active = scope.announceAverage(data.dataType(), data.count());
+        world.allreduce(data, ReduceOp.SUM).await();
+        for (int i = 0; i < data.count(); i++) {
+            if (data.dataType().isFloatingPoint()) {
+                data.setDouble(i, data.getDouble(i) / active);
+            } else {
+                data.setLong(i, data.getLong(i) / active);
+            }
+        }
     }
 
     /** Leaves the group and releases the engine. Idempotent. */

@@ -1,6 +1,7 @@
 package dev.cohort.torch;
 
 import dev.cohort.libtorch.LibTorch;
+import dev.cohort.api.Join;
 import org.bytedeco.pytorch.LossClosure;
 import org.bytedeco.pytorch.Optimizer;
 import org.bytedeco.pytorch.Tensor;
@@ -37,7 +38,12 @@ import org.bytedeco.pytorch.global.torch;
  * (BatchNorm's running statistics) into every rank's, as DDP's {@code broadcast_buffers} does;
  * option {@value TorchDistributor#BROADCAST_BUFFERS} turns it off.
  */
-public final class DistributedOptimizer extends Optimizer {
+public final class DistributedOptimizer extends Optimizer implements Join.Participant {
+
+    /** What a {@link Join} scope announces: the averaging, a clip of the averaged gradients (argument: maxNorm's bits), the step. */
+    private static final int AVERAGE = 1;
+    private static final int CLIP = 2;
+    private static final int STEP = 3;
 
     private final Optimizer local;
     private final GradientAverager gradients;
@@ -49,6 +55,10 @@ public final class DistributedOptimizer extends Optimizer {
     private final BufferBroadcast buffers;
     /** Gradients seen by the hooks when {@link #synchronize()} averaged; -1 when the gradients are not averaged. */
     private long synchronizedAt = -1;
+    /** The open join scope, or null. */
+    private Join join;
+    /** Inside a join scope: how many ranks train in the averaging under way, once announced; else -1. */
+    private int activeRanks = -1;
 
     /**
      * @param buckets the gradient buckets (also under ZeRO stage 1), or null at ZeRO stage 2
@@ -72,13 +82,32 @@ public final class DistributedOptimizer extends Optimizer {
     @Override
     public Tensor step() {
         if (synchronizedAt < 0) {
-            gradients.averageGradients();
+            average();
         } else if (gradients.gradientsSeen() != synchronizedAt) {
             synchronizedAt = -1;
             throw new IllegalStateException("backward ran after synchronize() and before step(): its gradients "
                     + "were not averaged; call synchronize() (or clipGradNorm) after the last backward of the step");
         }
         synchronizedAt = -1;
+        if (join != null) {
+            join.announce(this, STEP, 0);
+        }
+        return stepAveraged();
+    }
+
+    /** Averages the gradients; inside a join scope over the ranks still training. */
+    private void average() {
+        gradients.averageGradients();
+        int active = activeRanks;
+        activeRanks = -1;
+        int size = gradients.groupSize();
+        if (active > 0 && active < size) {
+            gradients.scaleAveraged((double) size / active);   // the average counted zeros from the ranks that joined
+        }
+    }
+
+    /** The local step on the averaged gradients, then ZeRO's gathering and the buffers. */
+    private Tensor stepAveraged() {
         if (zero != null) {
             zero.beforeStep();
         }
@@ -101,7 +130,7 @@ public final class DistributedOptimizer extends Optimizer {
         if (synchronizedAt >= 0) {
             return;
         }
-        gradients.averageGradients();
+        average();
         synchronizedAt = gradients.gradientsSeen();
     }
 
@@ -119,6 +148,13 @@ public final class DistributedOptimizer extends Optimizer {
             throw new IllegalArgumentException("maxNorm must be positive and finite, got " + maxNorm);
         }
         synchronize();
+        if (join != null) {
+            join.announce(this, CLIP, Double.doubleToLongBits(maxNorm));
+        }
+        return clipAveraged(maxNorm);
+    }
+
+    private double clipAveraged(double maxNorm) {
         if (zero != null) {
             return zero.clipGradNorm(maxNorm);    // each rank holds its own shard of the averaged gradients
         }
@@ -150,6 +186,51 @@ public final class DistributedOptimizer extends Optimizer {
         synchronizedAt = -1;
         gradients.clearGradients();
         local.zero_grad(true);
+    }
+
+    /**
+     * Inside a {@link Join} scope ({@code backend.join(optimizer)}) each averaging, clip and step
+     * is announced first, and averages count only the ranks still training.
+     *
+     * @throws IllegalStateException if this optimizer is in another open scope
+     */
+    @Override
+    public void enter(Join join) {
+        if (this.join != null) {
+            throw new IllegalStateException("this DistributedOptimizer is in another open join scope");
+        }
+        this.join = join;
+        gradients.announceBefore(() -> {
+            if (!join.joined()) {
+                activeRanks = join.announce(this, AVERAGE, 0);
+            }
+        });
+    }
+
+    /**
+     * On a rank that joined: averages zero gradients (counted out: scaled to the ranks still
+     * training), clips or steps as the others announced, so every rank keeps the same model.
+     */
+    @Override
+    public void shadow(int phase, long argument, int activeRanks) {
+        switch (phase) {
+            case AVERAGE -> {
+                zero_grad();
+                this.activeRanks = activeRanks;
+                average();
+            }
+            case CLIP -> clipAveraged(Double.longBitsToDouble(argument));
+            case STEP -> stepAveraged();
+            default -> throw new IllegalStateException("a rank announced phase " + phase
+                    + " of a DistributedOptimizer, which has none such (ranks running different Cohort versions?)");
+        }
+    }
+
+    @Override
+    public void leave() {
+        gradients.announceBefore(null);
+        join = null;
+        activeRanks = -1;
     }
 
     /** Closures re-evaluate the loss several times per step, which would need as many allreduces: not supported. */

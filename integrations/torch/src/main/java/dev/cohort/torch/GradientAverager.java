@@ -23,4 +23,16 @@ interface GradientAverager {
 
     /** How long the training thread has been held by gradient communication so far, in nanoseconds. */
     long communicationWaitNanos();
+
+    /** The number of ranks the gradients are averaged over. */
+    int groupSize();
+
+    /**
+     * Runs {@code announce} once per iteration, just before the iteration's first collective (a
+     * {@link dev.cohort.api.Join} scope announces the averaging there); null: nothing.
+     */
+    void announceBefore(Runnable announce);
+
+    /** Multiplies the averaged gradients this rank's optimizer steps with by {@code factor}. */
+    void scaleAveraged(double factor);
 }

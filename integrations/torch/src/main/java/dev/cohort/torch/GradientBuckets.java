@@ -96,6 +96,9 @@ final class GradientBuckets implements GradientAverager {
     /** The 16-bit type float32 buckets travel as, or null to send them as they are. */
     private final DataType compression;
     private boolean toldOfUnused;
+    /** Run before the first bucket of an iteration starts (see {@link #announceBefore}), or null. */
+    private Runnable announce;
+    private boolean announced;
     /** The parameters that take gradients, in reverse registration order; a parameter's index here is its id. */
     private final List<Tensor> params = new ArrayList<>();
     private final List<VoidTensorHook> hooks = new ArrayList<>();   // kept reachable: native code calls them
@@ -306,6 +309,27 @@ final class GradientBuckets implements GradientAverager {
         paused--;
     }
 
+    @Override
+    public int groupSize() {
+        return group.size();
+    }
+
+    @Override
+    public synchronized void announceBefore(Runnable announce) {
+        this.announce = announce;
+        this.announced = false;
+    }
+
+    /** Scales every bucket: each gradient is a view into one. */
+    @Override
+    public synchronized void scaleAveraged(double factor) {
+        try (PointerScope temporaries = new PointerScope()) {
+            for (Bucket b : buckets) {
+                b.flat.mul_(new org.bytedeco.pytorch.Scalar(factor));
+            }
+        }
+    }
+
     /** Sets the gradients of the parameters with buckets to none. */
     @Override
     public synchronized void clearGradients() {
@@ -364,6 +388,7 @@ final class GradientBuckets implements GradientAverager {
                 b.reset();
             }
             nextToStart = 0;
+            announced = false;
             waitedNanos += System.nanoTime() - began;
         }
         if (readyOrder != null) {
@@ -376,6 +401,10 @@ final class GradientBuckets implements GradientAverager {
      * float32 (so 16-bit sums cannot overflow), rounded to 16 bits once, then summed.
      */
     private Work start(Bucket b) {
+        if (announce != null && !announced) {
+            announced = true;
+            announce.run();
+        }
         if (b.wire == null) {
             return group.allreduce(b.buffer, ReduceOp.AVG);
         }

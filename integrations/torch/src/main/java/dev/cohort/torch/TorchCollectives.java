@@ -3,7 +3,6 @@ package dev.cohort.torch;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
-import dev.cohort.api.collective.ReduceOp;
 import org.bytedeco.pytorch.Tensor;
 
 /** Collectives on CPU tensors: the tensor's memory is wrapped, not copied. */
@@ -15,7 +14,8 @@ public final class TorchCollectives {
     /** The element-wise mean of {@code t} over all workers, as a new tensor; {@code t} is not modified. */
     public static Tensor averageAll(DistributedBackend backend, Tensor t) {
         Tensor copy = t.detach().contiguous().clone();
-        backend.group().allreduce(TensorBuffers.view(copy), ReduceOp.AVG).await();
+        DenseBuffer view = TensorBuffers.view(copy);
+        view.copyFrom(backend.averageAll(view));       // inside a join scope: over the ranks still training
         return copy;
     }
 

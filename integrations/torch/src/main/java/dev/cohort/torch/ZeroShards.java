@@ -47,6 +47,8 @@ final class ZeroShards implements GradientAverager {
     private final DataType compression;
     private final List<Partition> partitions = new ArrayList<>();
     private long waitedNanos;
+    /** Stage 2: run before the gradients' reduce-scatter (see {@link #announceBefore}), or null. */
+    private Runnable announce;
 
     /**
      * Hands {@code optimizer}'s parameter groups this rank's shards in place of their parameters.
@@ -117,7 +119,33 @@ final class ZeroShards implements GradientAverager {
         }
     }
 
+    @Override
+    public int groupSize() {
+        return group.size();
+    }
+
+    @Override
+    public void announceBefore(Runnable announce) {
+        if (buckets != null) {
+            buckets.announceBefore(announce);
+        } else {
+            this.announce = announce;
+        }
+    }
+
+    @Override
+    public void scaleAveraged(double factor) {
+        try (PointerScope temporaries = new PointerScope()) {
+            for (Partition p : partitions) {
+                p.shardGrad.mul_(new Scalar(factor));
+            }
+        }
+    }
+
     private void reduceScatterGradients() {
+        if (announce != null && group.size() > 1) {
+            announce.run();
+        }
         List<Work> works = new ArrayList<>();
         for (Partition p : partitions) {
             for (int i = 0; i < p.params.size(); i++) {
