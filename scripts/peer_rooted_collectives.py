@@ -2,7 +2,8 @@
 """The peers' reduce, gather, scatter and all-to-all, timed as Cohort's `bench collectives` times them.
 
 The shared peer scripts (torch_collectives.py, mpi_allreduce.py) measure allreduce, broadcast,
-allgather and barrier; this one measures the other operations the same way: per iteration an
+allgather and barrier; this one measures the other operations (and send/recv ping-pong between
+ranks 0 and 1, reported one way: half the round trip, at 4 bytes and at BYTES) the same way: per iteration an
 untimed barrier, then the operation timed on every rank; the iteration's time is the slowest
 rank's; the result is the median (and minimum) over 30 iterations after 5 untimed ones.
 
@@ -61,6 +62,18 @@ class TorchGloo:
             "alltoall": lambda: self.dist.all_to_all_single(out, data),
         }
 
+    def ping_pong(self, nbytes):
+        x = self.buffer(max(1, nbytes // 4))
+
+        def once():
+            if self.rank == 0:
+                self.dist.send(x, 1)
+                self.dist.recv(x, 1)
+            elif self.rank == 1:
+                self.dist.recv(x, 0)
+                self.dist.send(x, 0)
+        return once
+
     def close(self):
         self.dist.destroy_process_group()
 
@@ -99,15 +112,27 @@ class OpenMpi:
             "alltoall": lambda: self.comm.Alltoall(data, out),
         }
 
+    def ping_pong(self, nbytes):
+        x = self.buffer(max(1, nbytes // 4))
+
+        def once():
+            if self.rank == 0:
+                self.comm.Send(x, dest=1)
+                self.comm.Recv(x, source=1)
+            elif self.rank == 1:
+                self.comm.Recv(x, source=0)
+                self.comm.Send(x, dest=0)
+        return once
+
     def close(self):
         pass
 
 
-def timed(peer, op):
-    for _ in range(WARM):
+def timed(peer, op, warm=WARM, iters=ITERS):
+    for _ in range(warm):
         op()
     times = []
-    for _ in range(ITERS):
+    for _ in range(iters):
         peer.barrier()
         t0 = time.perf_counter()
         op()
@@ -125,6 +150,12 @@ def measure(peer, nbytes, out):
         algbw = nbytes / med / 1e9
         rows.append(dict(op=name, bytes=nbytes, iters=ITERS, median_s=med, min_s=best,
                          algbw_gbs=algbw, busbw_gbs=algbw * factor))
+    for size in (4, nbytes):
+        iters = 200 if size <= MiB else ITERS
+        med, best = timed(peer, peer.ping_pong(size), 20 if size <= MiB else WARM, iters)
+        med, best = med / 2, best / 2     # one way: half the round trip
+        rows.append(dict(op="pingpong", bytes=size, iters=iters, median_s=med, min_s=best,
+                         algbw_gbs=size / med / 1e9, busbw_gbs=size / med / 1e9))
     if peer.rank == 0:
         with open(out, "w") as f:
             json.dump(dict(engine=peer.name, version=peer.version, world=n, results=rows), f, indent=1)

@@ -10,8 +10,10 @@ import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.api.collective.Work;
 
 import dev.cohort.api.Timeouts;
+import dev.cohort.runtime.p2p.PostOffice;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -26,6 +28,14 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
     private final int size;
     private final Duration timeout;
     private final AtomicLong sequence = new AtomicLong();
+    private final AtomicLong subgroups = new AtomicLong();
+    /** Each rank's global rank, for a subgroup; null where they are the ranks here. */
+    private volatile int[] globalRanks;
+    private volatile SubgroupMaker subgroupMaker;
+    private final AtomicLong messages = new AtomicLong();
+    private volatile java.util.function.Supplier<PostOffice> postOfficeFactory;
+    private PostOffice postOffice;
+    private volatile String subgroupScope;
     private volatile boolean closed;
 
     protected AbstractProcessGroup(int rank, int size, Duration timeout) {
@@ -102,6 +112,16 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
     }
 
     @Override
+    public final Work send(DenseBuffer data, int peer, int tag) {
+        return startPointToPoint(OpKind.SEND, data, peer, tag, timeout);
+    }
+
+    @Override
+    public final Work recv(DenseBuffer data, int peer, int tag) {
+        return startPointToPoint(OpKind.RECV, data, peer, tag, timeout);
+    }
+
+    @Override
     public final Work reduce(DenseBuffer data, ReduceOp op, int root) {
         return startReduce(data, op, root, timeout);
     }
@@ -141,6 +161,9 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
     public final synchronized void close() {
         if (!closed) {
             closed = true;
+            if (postOffice != null) {
+                postOffice.close();
+            }
             release();
         }
     }
@@ -223,6 +246,51 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
     final Work startBarrier(Duration timeout) {
         checkOpen("barrier");
         return start(new Collective(OpKind.BARRIER, sequence.getAndIncrement(), null, null, null, -1, null), timeout);
+    }
+
+    final Work startPointToPoint(OpKind kind, DenseBuffer data, int peer, int tag, Duration timeout) {
+        String op = kind.label();
+        checkOpen(op);
+        if (kind == OpKind.RECV) {
+            checkWritable(op, "data", data);
+        } else {
+            Objects.requireNonNull(data, () -> op + ": data buffer is null");
+        }
+        if (peer < 0 || peer >= size || peer == rank) {
+            throw new IllegalArgumentException(op + ": peer must be another rank of this group of " + size + " (this is "
+                    + rank + "), got " + peer);
+        }
+        if (tag < 0) {
+            throw new IllegalArgumentException(op + ": tag must be >= 0, got " + tag);
+        }
+        return pointToPoint(new Collective(kind, messages.getAndIncrement(), data, null, null, peer, new int[] {tag}),
+                timeout);
+    }
+
+    /**
+     * Runs a send or recv ({@code call.root()} is the peer, {@code call.tag()} the tag): through
+     * the {@link PostOffice} the engine registered ({@link #messagesThrough}), made at the first
+     * message. Engines with a way of their own override it.
+     */
+    protected Work pointToPoint(Collective call, Duration timeout) {
+        java.util.function.Supplier<PostOffice> factory = postOfficeFactory;
+        if (factory == null) {
+            throw new UnsupportedOperationException(call.kind().label() + " on " + who() + ": this engine carries no "
+                    + "messages between two ranks");
+        }
+        PostOffice office;
+        synchronized (this) {
+            if (postOffice == null) {
+                postOffice = factory.get();
+            }
+            office = postOffice;
+        }
+        return office.post(call, timeout);
+    }
+
+    /** Sends and receives go through a {@link PostOffice} from {@code factory}, made at the first one. */
+    public final void messagesThrough(java.util.function.Supplier<PostOffice> factory) {
+        this.postOfficeFactory = Objects.requireNonNull(factory, "factory");
     }
 
     final Work startReduce(DenseBuffer data, ReduceOp op, int root, Duration timeout) {
@@ -352,6 +420,118 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
         }
     }
 
+    /**
+     * Splits this group into disjoint subgroups (MPI's {@code comm_split}): the ranks that pass the
+     * same {@code color} form one, ranked by {@code key} (ties by rank here); a negative color
+     * leaves this rank out. A collective of this group: every rank calls it, in the same order as
+     * its other calls. Each subgroup has its own ranks, sequence numbers and resources; close it
+     * before this group.
+     *
+     * @return the subgroup, or empty for a negative color
+     */
+    @Override
+    public final Optional<ProcessGroup> split(int color, int key) {
+        return subgroup(color, key, 0, "split");
+    }
+
+    /**
+     * The group of {@code ranks} of this group, ranked in that order (torch's {@code new_group}):
+     * every rank of this group calls it with the same ranks (checked); empty on the others.
+     */
+    @Override
+    public final Optional<ProcessGroup> newGroup(int... ranks) {
+        Objects.requireNonNull(ranks, "newGroup: ranks is null");
+        boolean[] seen = new boolean[size];
+        int mine = -1;
+        for (int i = 0; i < ranks.length; i++) {
+            if (ranks[i] < 0 || ranks[i] >= size || seen[ranks[i]]) {
+                throw new IllegalArgumentException("newGroup: ranks must be distinct ranks of this group of " + size
+                        + ", got " + java.util.Arrays.toString(ranks));
+            }
+            seen[ranks[i]] = true;
+            if (ranks[i] == rank) {
+                mine = i;
+            }
+        }
+        if (ranks.length == 0) {
+            throw new IllegalArgumentException("newGroup: no ranks given");
+        }
+        return subgroup(mine >= 0 ? 0 : -1, mine, java.util.Arrays.hashCode(ranks) | 1, "new-group");
+    }
+
+    /**
+     * Gathers every rank's (color, key, list hash), checks that the lists agree, and has the
+     * engine make this rank's subgroup ({@link #connectSubgroup}).
+     */
+    private Optional<ProcessGroup> subgroup(int color, int key, int listHash, String kind) {
+        checkOpen(kind);
+        int[] all = new int[3 * size];
+        startAllgather(DenseBuffer.of(new int[] {color, key, listHash}), DenseBuffer.of(all), timeout).await();
+        long id = subgroups.getAndIncrement();
+        for (int r = 0; r < size; r++) {
+            if (all[3 * r + 2] != listHash) {
+                throw new IllegalArgumentException(kind + " on " + who() + ": rank " + r + " passed other ranks than this "
+                        + "rank (every rank must pass the same list)");
+            }
+        }
+        if (color < 0) {
+            skipSubgroup();
+            return Optional.empty();
+        }
+        java.util.List<Integer> members = new java.util.ArrayList<>();
+        for (int r = 0; r < size; r++) {
+            if (all[3 * r] == color) {
+                members.add(r);
+            }
+        }
+        members.sort(java.util.Comparator.<Integer>comparingInt(r -> all[3 * r + 1]).thenComparingInt(r -> r));
+        int[] parentRanks = members.stream().mapToInt(Integer::intValue).toArray();
+        int[] global = new int[parentRanks.length];
+        for (int i = 0; i < global.length; i++) {
+            global[i] = globalRank(parentRanks[i]);
+        }
+        Subgroup spec = new Subgroup(kind + "-" + id + "-color-" + color, parentRanks, global,
+                members.indexOf(rank), color, timeout);
+        ProcessGroup child = connectSubgroup(spec);
+        if (child instanceof AbstractProcessGroup g) {
+            g.globalRanks = global;
+        }
+        return Optional.of(child);
+    }
+
+    /**
+     * Makes this rank's group of {@code spec}'s members. Every member calls it at the same point;
+     * the parent's group is not otherwise used.
+     */
+    protected ProcessGroup connectSubgroup(Subgroup spec) {
+        SubgroupMaker maker = subgroupMaker;
+        if (maker == null) {
+            throw new UnsupportedOperationException(getClass().getSimpleName() + " makes no subgroups");
+        }
+        String childScope = subgroupScope + "/" + spec.name();
+        AbstractProcessGroup child = maker.make(childScope, spec);
+        child.makesSubgroups(maker, childScope);
+        return child;
+    }
+
+    /** On a rank left out of every subgroup of a split: engines that make subgroups collectively over the whole group take part here. */
+    protected void skipSubgroup() {
+    }
+
+    /**
+     * This group makes its subgroups with {@code maker}, in resources named under {@code scope}
+     * (unique in the job, the same on every rank: "world"); so do their subgroups.
+     */
+    public final void makesSubgroups(SubgroupMaker maker, String scope) {
+        this.subgroupMaker = Objects.requireNonNull(maker, "maker");
+        this.subgroupScope = Objects.requireNonNull(scope, "scope");
+    }
+
+    /** The global rank (in the job) of rank {@code r} of this group. */
+    public final int globalRank(int r) {
+        return globalRanks == null ? r : globalRanks[r];
+    }
+
     /** "rank 3 of 4" — the prefix of this group's messages. */
     protected String who() {
         return rankOfSize;
@@ -402,6 +582,8 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
         @Override public Work allgatherv(DenseBuffer i, DenseBuffer o, int[] c) { return group.startAllgatherv(i, o, c, timeout); }
         @Override public Work reduceScatter(DenseBuffer i, DenseBuffer o, ReduceOp op) { return group.startReduceScatter(i, o, op, timeout); }
         @Override public Work barrier() { return group.startBarrier(timeout); }
+        @Override public Work send(DenseBuffer d, int peer, int tag) { return group.startPointToPoint(OpKind.SEND, d, peer, tag, timeout); }
+        @Override public Work recv(DenseBuffer d, int peer, int tag) { return group.startPointToPoint(OpKind.RECV, d, peer, tag, timeout); }
         @Override public Work reduce(DenseBuffer d, ReduceOp op, int root) { return group.startReduce(d, op, root, timeout); }
         @Override public Work gather(DenseBuffer i, DenseBuffer o, int root) { return group.startGather(i, o, null, root, timeout); }
         @Override public Work gatherv(DenseBuffer i, DenseBuffer o, int[] c, int root) {
@@ -416,6 +598,8 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
             return group.startAlltoall(i, Objects.requireNonNull(s, "alltoallv: sendCounts is null"), o,
                     Objects.requireNonNull(r, "alltoallv: receiveCounts is null"), timeout);
         }
+        @Override public Optional<ProcessGroup> split(int color, int key) { return group.split(color, key); }
+        @Override public Optional<ProcessGroup> newGroup(int... ranks) { return group.newGroup(ranks); }
         @Override public java.util.Optional<BufferAllocator> allocator() { return group.allocator(); }
         @Override public void close() { group.close(); }
 

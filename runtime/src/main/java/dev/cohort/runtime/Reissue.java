@@ -26,6 +26,8 @@ public final class Reissue {
             case SCATTERV -> g.scatterv(c.input(), c.output(), c.counts(), c.root());
             case ALLTOALL -> g.alltoall(c.input(), c.output());
             case ALLTOALLV -> g.alltoallv(c.input(), c.counts(), c.output(), c.receiveCounts());
+            case SEND -> g.send(c.input(), c.root(), c.tag());
+            case RECV -> g.recv(c.input(), c.root(), c.tag());
         };
     }
 }

@@ -35,6 +35,8 @@ public abstract class ProcessConformanceTest {
         private int[] small = {};
         private int ranksPerHost;
         private Consumer<String> afterRun = runId -> { };
+        private String subgroups = "subgroups";
+        private int subgroupWorld = 4;
 
         private Engine(String backend) {
             this.backend = Objects.requireNonNull(backend, "backend");
@@ -75,6 +77,18 @@ public abstract class ProcessConformanceTest {
             return this;
         }
 
+        /** The engine makes subgroups of one host's ranks only: the subgroup suite keeps within hosts. */
+        public Engine subgroupsWithinHosts() {
+            this.subgroups = "subgroups-within-hosts";
+            return this;
+        }
+
+        /** World size of the subgroup suite (default 4; 0: none). */
+        public Engine subgroupsAt(int world) {
+            this.subgroupWorld = world;
+            return this;
+        }
+
         /** What must hold once a run's workers ended, given its run id (e.g. nothing left in /dev/shm). */
         public Engine afterRun(Consumer<String> check) {
             this.afterRun = Objects.requireNonNull(check, "check");
@@ -100,6 +114,10 @@ public abstract class ProcessConformanceTest {
         }
         for (int world : engine.small) {
             tests.add(DynamicTest.dynamicTest("small suite, world " + world, () -> run("conformance-small", world, 160)));
+        }
+        if (engine.subgroupWorld > 0) {
+            tests.add(DynamicTest.dynamicTest("subgroups and messages, world " + engine.subgroupWorld,
+                    () -> run(engine.subgroups, engine.subgroupWorld, 240)));
         }
         return tests;
     }

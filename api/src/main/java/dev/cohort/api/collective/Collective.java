@@ -9,15 +9,18 @@ import java.util.Arrays;
  *
  * @param kind          the operation
  * @param sequence      0-based position of this call among the group's calls on this rank
+ *                      (sends and receives are numbered apart)
  * @param input         what this rank contributes ({@code null} for barrier, and for scatter(v) on
  *                      ranks other than the root); for in-place operations (allreduce, broadcast,
  *                      reduce) also the output
  * @param output        where the result goes, for allgather(v), reduce-scatter, all-to-all(v),
  *                      scatter(v), and gather(v) on the root; else {@code null}
  * @param op            the reduction, for allreduce, reduce-scatter and reduce; else {@code null}
- * @param root          the root rank of broadcast, reduce, gather(v) and scatter(v); else -1
+ * @param root          the root rank of broadcast, reduce, gather(v) and scatter(v), the peer of
+ *                      send and recv; else -1
  * @param counts        per-rank element counts of allgatherv, gatherv and scatterv (alike on every
- *                      rank); what this rank sends to each rank in all-to-all-v; else {@code null}
+ *                      rank); what this rank sends to each rank in all-to-all-v; {@code {tag}} for
+ *                      send and recv; else {@code null}
  * @param receiveCounts what this rank receives from each rank in all-to-all-v; else {@code null}
  */
 public record Collective(OpKind kind, long sequence, DenseBuffer input, DenseBuffer output,
@@ -27,6 +30,11 @@ public record Collective(OpKind kind, long sequence, DenseBuffer input, DenseBuf
     public Collective(OpKind kind, long sequence, DenseBuffer input, DenseBuffer output, ReduceOp op, int root,
                       int[] counts) {
         this(kind, sequence, input, output, op, root, counts, null);
+    }
+
+    /** A send's or recv's tag ({@code counts[0]}); -1 for collectives. */
+    public int tag() {
+        return kind.isPointToPoint() ? counts[0] : -1;
     }
 
     /** The element type, or {@code null} for barrier. */
@@ -41,6 +49,10 @@ public record Collective(OpKind kind, long sequence, DenseBuffer input, DenseBuf
      * receives from i).
      */
     public String signature() {
+        if (kind.isPointToPoint()) {
+            return kind.label() + " " + input.dataType().label() + "[" + input.count() + "] "
+                    + (kind == OpKind.SEND ? "to" : "from") + " rank " + root + " tag " + counts[0];
+        }
         StringBuilder s = new StringBuilder(kind.label());
         DataType type = dataType();
         if (type != null) {

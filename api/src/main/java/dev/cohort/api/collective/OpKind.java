@@ -3,7 +3,14 @@ package dev.cohort.api.collective;
 /** The collective operations of {@link ProcessGroup}. */
 public enum OpKind {
     ALLREDUCE, BROADCAST, ALLGATHER, ALLGATHERV, REDUCE_SCATTER, BARRIER,
-    REDUCE, GATHER, GATHERV, SCATTER, SCATTERV, ALLTOALL, ALLTOALLV;
+    REDUCE, GATHER, GATHERV, SCATTER, SCATTERV, ALLTOALL, ALLTOALLV,
+    /** Point-to-point, not collectives: only the two ranks take part. */
+    SEND, RECV;
+
+    /** Whether this is a message between two ranks (send, recv) rather than a collective. */
+    public boolean isPointToPoint() {
+        return this == SEND || this == RECV;
+    }
 
     /** Whether the call's {@link Collective#counts()} are per-rank counts that every rank passes alike. */
     public boolean hasSharedCounts() {

@@ -109,6 +109,45 @@ public interface ProcessGroup extends AutoCloseable {
     Work alltoallv(DenseBuffer input, int[] sendCounts, DenseBuffer output, int[] receiveCounts);
 
     /**
+     * Sends {@code data} to rank {@code peer}, to be received by its {@link #recv} with the same
+     * {@code tag} (a message between two ranks, not a collective: the other ranks take no part).
+     * Messages from one rank to another with one tag arrive in the order they were sent. The work
+     * completes once the bytes are on their way; until then {@code data} must not change (a heap
+     * array is copied at the call and may change at once).
+     *
+     * @param tag any number {@code >= 0}
+     */
+    Work send(DenseBuffer data, int peer, int tag);
+
+    /**
+     * Receives into {@code data} the next message rank {@code peer} sent with {@code tag}; the
+     * message must have {@code data}'s length in bytes (else the receive fails, naming both). The
+     * work completes once the bytes are in {@code data}; it fails at the timeout when no message
+     * came.
+     */
+    Work recv(DenseBuffer data, int peer, int tag);
+
+    /**
+     * Splits this group into disjoint subgroups (MPI's {@code comm_split}): the ranks that pass the
+     * same {@code color} form one, ranked by {@code key} (ties by rank in this group); a negative
+     * color leaves this rank out. A collective of this group: every rank calls it, in order with
+     * its other calls, and waits for the subgroup to connect (up to this group's timeout). A
+     * subgroup has its own ranks, sequence numbers and connections, and this group's timeout;
+     * several may run collectives at once. Its messages name ranks by their global ranks. Close it
+     * before this group.
+     *
+     * @return this rank's subgroup, or empty for a negative color
+     */
+    Optional<ProcessGroup> split(int color, int key);
+
+    /**
+     * The group of {@code ranks} of this group, ranked in that order (torch's {@code new_group}):
+     * a collective of this group, every rank passing the same ranks (checked: a rank that passes
+     * others fails the call on every rank); empty on ranks not listed.
+     */
+    Optional<ProcessGroup> newGroup(int... ranks);
+
+    /**
      * Where to allocate buffers that this group's collectives move without copying them in and
      * out, if the engine offers that (the shm engine does); empty by default.
      */

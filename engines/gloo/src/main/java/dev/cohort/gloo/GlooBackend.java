@@ -10,6 +10,10 @@ import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
 import dev.cohort.tcp.algorithms.MeshCollectives;
 import dev.cohort.gloo.rendezvous.C10dStore;
+import dev.cohort.runtime.RankNames;
+import dev.cohort.runtime.SubgroupMaker;
+import dev.cohort.runtime.p2p.Directory;
+import dev.cohort.runtime.p2p.PostOffice;
 import dev.cohort.gloo.rendezvous.C10dJobNotes;
 import dev.cohort.gloo.rendezvous.Membership;
 import dev.cohort.gloo.rendezvous.Rendezvous;
@@ -151,6 +155,31 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
                     : group("gloo node " + topology.nodeRank(),
                             rendezvous.prefixed("cohort/" + runScope + "/node-" + topology.nodeRank()), device,
                             topology.localRank(), topology.localWorldSize(), timeout, connectTimeout, ranksByAddress, spin);
+            // Subgroups: Gloo groups of their own (with their mesh), under the world's rendezvous.
+            Rendezvous meeting = rendezvous;
+            String under = "cohort/" + runScope + "/sub/";
+            Device on = device;
+            String letters = "cohort/" + runScope + "/p2p/";
+            InetAddress listen = meshAddress(device);
+            SubgroupMaker subgroups = (scope, spec) -> {
+                GlooProcessGroup g = group("gloo " + spec.label(), meeting.prefixed(under + scope), on, spec.rank(),
+                        spec.size(), spec.timeout(), spec.timeout(), Map.of(), spin, spec.names());
+                g.messagesThrough(() -> new PostOffice(spec.rank(), spec.size(), listen,
+                        Directory.of(new C10dStore(meeting.prefixed(letters + scope)), ""), "gloo " + scope + " rank "
+                                + spec.rank() + " of " + spec.size(), spec.names()));
+                return g;
+            };
+            Topology placed = topology;
+            world.makesSubgroups(subgroups, "world");
+            world.messagesThrough(() -> new PostOffice(placed.rank(), placed.worldSize(), listen,
+                    Directory.of(new C10dStore(meeting.prefixed(letters + "world")), ""), "gloo world rank " + placed.rank()
+                            + " of " + placed.worldSize(), options.rankNames()));
+            if (node != world) {
+                node.makesSubgroups(subgroups, "node-" + topology.nodeRank());
+                node.messagesThrough(() -> new PostOffice(placed.localRank(), placed.localWorldSize(), listen,
+                        Directory.of(new C10dStore(meeting.prefixed(letters + "node-" + placed.nodeRank())), ""),
+                        "gloo node " + placed.nodeRank() + " rank " + placed.localRank(), RankNames.PLAIN));
+            }
             C10dJobNotes jobNotes = new C10dJobNotes(rendezvous.client().clone(), "cohort/" + runScope + "/note/");
             notes = jobNotes;
             Rendezvous store = rendezvous;
@@ -202,6 +231,12 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
 
     private GlooProcessGroup group(String label, Store store, Device device, int rank, int size, Duration timeout,
                                    Duration connectTimeout, Map<String, String> ranksByAddress, Duration spin) {
+        return group(label, store, device, rank, size, timeout, connectTimeout, ranksByAddress, spin, options.rankNames());
+    }
+
+    private GlooProcessGroup group(String label, Store store, Device device, int rank, int size, Duration timeout,
+                                   Duration connectTimeout, Map<String, String> ranksByAddress, Duration spin,
+                                   RankNames names) {
         ProcessGroupGloo.Options o = ProcessGroupGloo.Options.create(new Milliseconds(connectTimeout.toMillis()));
         o.devices(new GlooDeviceVector(device));
         ProcessGroupGloo pg;
@@ -217,7 +252,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             try {
                 mesh = PeerMesh.connect(new PrefixStore("peer-mesh/", new C10dStore(store)), rank, size,
                         MeshCollectives.HEADER_WORDS, meshAddress(device), connectTimeout, spin,
-                        label + " rank " + rank + " of " + size, options.rankNames());
+                        label + " rank " + rank + " of " + size, names);
             } catch (JoinException e) {
                 LibTorch.release(pg);
                 throw new GlooConnectException(e.getMessage(), e);
@@ -227,7 +262,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             }
         }
         return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress, mesh, options.meshRoute(size),
-                options.rankNames());
+                names);
     }
 
     /** The interface named by option or {@code GLOO_SOCKET_IFNAME}, else the address that reaches the master. */

@@ -16,6 +16,9 @@ import dev.cohort.mpi.MpiOptions;
 import dev.cohort.mpi.MpiSubgroup;
 import dev.cohort.shm.ShmEngine;
 import dev.cohort.shm.ShmOptions;
+import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.SubgroupMaker;
+import dev.cohort.runtime.RankNames;
 import dev.cohort.tcp.TcpBackend;
 import dev.cohort.tcp.TcpOptions;
 import dev.cohort.tcp.transport.PeerMesh;
@@ -99,6 +102,21 @@ public final class HierEngine {
             HostLayout layout = exchangeRanks(stages, topology, deadline);
             names.known(layout);
             HierProcessGroup group = new HierProcessGroup(stages, layout, topology.rank(), options.timeout(), leaders[0]);
+            SubgroupMaker withinHost = ShmEngine.subgroups(env, shmOptions);
+            group.makesSubgroups((scope, spec) -> {
+                for (int g : spec.global()) {
+                    if (layout.hostOf(g) != host) {
+                        throw new UnsupportedOperationException(who + ": subgroup " + spec.label() + " spans hosts; hier "
+                                + "makes subgroups of the ranks of one host (on shared memory) only: use gloo or mpi for "
+                                + "subgroups across hosts");
+                    }
+                }
+                return withinHost.make(scope, spec);
+            }, "world");
+            ((AbstractProcessGroup) group.hostView()).makesSubgroups(withinHost, "host-" + host);
+            group.messagesThrough(ShmEngine.messages(env, "world", topology.rank(), world, "hier world", RankNames.PLAIN));
+            ((AbstractProcessGroup) group.hostView()).messagesThrough(ShmEngine.messages(env, "host-" + host, local,
+                    perHost, "hier host " + host, RankNames.PLAIN));
             return new Connection(topology, group, group.hostView());
         } catch (RuntimeException e) {
             hostGroup.close();

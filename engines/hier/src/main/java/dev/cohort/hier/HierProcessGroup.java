@@ -92,6 +92,17 @@ final class HierProcessGroup extends AbstractProcessGroup {
         return kind.isCore() || layout.hosts == 1;
     }
 
+    /** Messages between ranks of one host (over loopback); hier carries none between hosts. */
+    @Override
+    protected Work pointToPoint(Collective call, Duration timeout) {
+        if (layout.hostOf(call.root()) != stages.host) {
+            throw new UnsupportedOperationException(stages.who + ": " + call.describe() + ": rank " + call.root()
+                    + " is on host " + layout.hostOf(call.root()) + "; hier carries messages between ranks of one host "
+                    + "only: use gloo or mpi for messages across hosts");
+        }
+        return super.pointToPoint(call, timeout);
+    }
+
     @Override
     protected Work start(Collective call, Duration timeout) {
         return queue.submit(stages.who, call, timeout, running -> execute(call, running.deadline()));

@@ -14,6 +14,7 @@ import dev.cohort.api.collective.OpKind;
 import dev.cohort.api.collective.Work;
 import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.runtime.AlltoallCounts;
+import dev.cohort.runtime.Subgroup;
 import dev.cohort.runtime.CallQueue;
 import dev.cohort.runtime.Reduction;
 import dev.cohort.runtime.SignatureWords;
@@ -67,6 +68,9 @@ final class MpiProcessGroup extends AbstractProcessGroup {
     private final MemorySegment theirs;
     private final MemorySegment counts;
     private final MemorySegment displacements;
+    /** Send and recv: the messages' lengths, and their elements ({@link MpiMessage}). */
+    private final MemorySegment lengths;
+    private final MemorySegment payloads;
     /** All-to-all-v's receive side (the send side uses {@link #counts} and {@link #displacements}). */
     private final MemorySegment receiveCounts;
     private final MemorySegment receiveDisplacements;
@@ -98,6 +102,8 @@ final class MpiProcessGroup extends AbstractProcessGroup {
         this.label = label;
         this.data = data;
         this.checks = checks;
+        this.lengths = mpi.dup(data);
+        this.payloads = mpi.dup(data);
         this.settings = settings;
         this.onClose = onClose;
         this.requests = arena.allocate(ADDRESS, 2L * size + 1);
@@ -112,6 +118,30 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                 c -> "waiting for its peers", e -> { });
         dev.cohort.runtime.Daemons.thread("cohort-mpi-watchdog-" + label.replace(' ', '-') + "-rank-" + rank,
                 this::watch).start();
+    }
+
+    /** A subgroup: {@code MPI_Comm_split} of this group's communicator (every rank of it takes part), between calls. */
+    @Override
+    protected AbstractProcessGroup connectSubgroup(Subgroup spec) {
+        MemorySegment comm = queue.whileIdle(() -> mpi.split(data, spec.color(), spec.rank())).orElseThrow();
+        return new MpiProcessGroup(mpi, label + " " + spec.label(), comm, mpi.dup(comm), spec.rank(), spec.size(), settings,
+                () -> { });
+    }
+
+    /** Sends and receives: MPI's own nonblocking messages ({@link MpiMessage}). */
+    @Override
+    protected Work pointToPoint(Collective call, Duration timeout) {
+        CollectiveException earlier = broken;
+        if (earlier != null) {
+            throw new CollectiveException(label + " " + who() + ": " + call.describe() + " refused: an earlier "
+                    + "collective failed (restart the job):\n" + earlier.getMessage());
+        }
+        return new MpiMessage(mpi, label + " " + who(), lengths, payloads, call, timeout);
+    }
+
+    @Override
+    protected void skipSubgroup() {
+        queue.whileIdle(() -> mpi.split(data, OpenMpi.UNDEFINED, 0));
     }
 
     @Override
@@ -457,6 +487,8 @@ final class MpiProcessGroup extends AbstractProcessGroup {
             boolean failed = abandoned;
             try {
                 if (!failed) {
+                    mpi.free(lengths);
+                    mpi.free(payloads);
                     mpi.free(checks);
                     if (!data.equals(checks)) {
                         mpi.free(data);

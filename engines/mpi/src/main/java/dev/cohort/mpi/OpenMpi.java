@@ -296,9 +296,14 @@ final class OpenMpi {
      * {@code comm}'s ranks), or empty on the others.
      */
     java.util.Optional<MemorySegment> split(MemorySegment comm, boolean member, int key) {
+        return split(comm, member ? 0 : UNDEFINED, key);
+    }
+
+    /** {@code MPI_Comm_split}: the ranks of {@code comm} that pass {@code color}, ordered by {@code key}; empty for {@link #UNDEFINED}. */
+    java.util.Optional<MemorySegment> split(MemorySegment comm, int color, int key) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ADDRESS);
-            check(invoke(() -> (int) commSplit.invokeExact(comm, member ? 0 : UNDEFINED, key, out)), "MPI_Comm_split");
+            check(invoke(() -> (int) commSplit.invokeExact(comm, color, key, out)), "MPI_Comm_split");
             MemorySegment made = out.get(ADDRESS, 0);
             return made.address() == commNull.address() ? java.util.Optional.empty()
                     : java.util.Optional.of(returningErrors(made));
@@ -398,6 +403,18 @@ final class OpenMpi {
     /** Receives {@code count} int64 words from {@code peer}. */
     int irecvWords(MemorySegment words, int count, int peer, int tag, MemorySegment comm, MemorySegment request) {
         return invoke(() -> (int) irecv.invokeExact(words, count, int64, peer, tag, comm, request));
+    }
+
+    /** Sends {@code count} elements of {@code type} to {@code peer}. */
+    int isend(MemorySegment data, int count, DataType type, int peer, int tag, MemorySegment comm, MemorySegment request) {
+        MemorySegment t = type(type);
+        return invoke(() -> (int) isend.invokeExact(data, count, t, peer, tag, comm, request));
+    }
+
+    /** Receives {@code count} elements of {@code type} from {@code peer}. */
+    int irecv(MemorySegment data, int count, DataType type, int peer, int tag, MemorySegment comm, MemorySegment request) {
+        MemorySegment t = type(type);
+        return invoke(() -> (int) irecv.invokeExact(data, count, t, peer, tag, comm, request));
     }
 
     /** Whether all {@code count} requests completed (each completed one is set to MPI_REQUEST_NULL); drives progress. */

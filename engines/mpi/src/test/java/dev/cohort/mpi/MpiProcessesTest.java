@@ -29,7 +29,7 @@ class MpiProcessesTest {
     @ParameterizedTest(name = "{0} rank(s), {1} {2}")
     @CsvSource({"1, conformance, --mpi-consistency-check", "2, conformance, --mpi-consistency-check",
             "3, conformance, --mpi-consistency-check", "5, conformance-small, --no-mpi-consistency-check",
-            "8, conformance-small, --mpi-consistency-check"})
+            "8, conformance-small, --mpi-consistency-check", "4, subgroups, --mpi-consistency-check"})
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void theSuitePassesUnderMpirun(int ranks, String mode, String check) {
         MpiRun.Job job = MpiRun.run(tmp, ranks, EngineWorker.class, List.of(mode, "--distributed-backend", "mpi", check),

@@ -1,5 +1,12 @@
 package dev.cohort.shm;
 
+import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.SubgroupMaker;
+import dev.cohort.runtime.p2p.Directory;
+import dev.cohort.runtime.p2p.PostOffice;
+import java.net.InetAddress;
+import java.util.function.Supplier;
+
 import dev.cohort.runtime.RankNames;
 
 import dev.cohort.api.Connection;
@@ -32,6 +39,9 @@ public final class ShmEngine {
         }
         ProcessGroup world = group("shm world", SharedMemoryFiles.path(env), topology.localRank(),
                 topology.localWorldSize(), options);
+        ((AbstractProcessGroup) world).makesSubgroups(subgroups(env, options), "world");
+        ((AbstractProcessGroup) world).messagesThrough(messages(env, "world", topology.localRank(),
+                topology.localWorldSize(), "shm world", RankNames.PLAIN));
         // One host: the node group is the world group (Connection closes it once).
         return new Connection(topology, world, world);
     }
@@ -44,6 +54,32 @@ public final class ShmEngine {
      */
     public static ProcessGroup group(String label, Path path, int rank, int size, ShmOptions options) {
         return group(label, path, rank, size, options, RankNames.PLAIN);
+    }
+
+    /**
+     * Makes subgroups of ranks of this host as shm groups of their own, each in a file named after
+     * its scope ({@link SharedMemoryFiles#path(Map, String)}).
+     */
+    public static SubgroupMaker subgroups(Map<String, String> env, ShmOptions options) {
+        return (scope, spec) -> {
+            AbstractProcessGroup g = (AbstractProcessGroup) group("shm " + spec.label(),
+                    SharedMemoryFiles.path(env, SubgroupMaker.shortName(scope)), spec.rank(), spec.size(), options,
+                    spec.names());
+            g.messagesThrough(messages(env, scope, spec.rank(), spec.size(), "shm " + scope, spec.names()));
+            return g;
+        };
+    }
+
+    /**
+     * Sends and receives between ranks of this host: over loopback connections, each rank's port
+     * in a small file beside the group's mapping (removed when the group closes).
+     */
+    public static Supplier<PostOffice> messages(Map<String, String> env, String scope, int rank, int size, String label,
+                                                RankNames names) {
+        String prefix = "p" + SubgroupMaker.shortName(scope) + "r";
+        return () -> new PostOffice(rank, size, InetAddress.getLoopbackAddress(),
+                Directory.inFiles(r -> SharedMemoryFiles.path(env, prefix + r)), label + " rank " + rank + " of " + size,
+                names);
     }
 
     /** As {@link #group(String, Path, int, int, ShmOptions)}, with messages naming ranks by {@code names}. */

@@ -9,6 +9,9 @@ import dev.cohort.runtime.EngineBackend;
 import dev.cohort.runtime.HostIdentity;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.store.JobNotes;
+import dev.cohort.runtime.SubgroupMaker;
+import dev.cohort.runtime.p2p.Directory;
+import dev.cohort.runtime.p2p.PostOffice;
 import dev.cohort.runtime.store.PrefixStore;
 import dev.cohort.runtime.store.Store;
 import dev.cohort.runtime.store.StoreNotes;
@@ -149,15 +152,38 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                     hosted.close();
                 }
             };
+            Store sub = new PrefixStore("sub/", store);
+            Store p2p = new PrefixStore("p2p/", store);
+            SubgroupMaker subgroups = (name, spec) -> {
+                TcpProcessGroup g = new TcpProcessGroup("tcp " + spec.label(),
+                        PeerMesh.connect(new PrefixStore(name + "/", sub), spec.rank(), spec.size(), MeshCollectives.HEADER_WORDS,
+                                address, spec.timeout(), spin, "tcp " + name + " rank " + spec.rank() + " of "
+                                        + spec.size(), spec.names()),
+                        spec.rank(), spec.size(), spec.timeout(), options.stallTime(), () -> { });
+                g.messagesThrough(() -> new PostOffice(spec.rank(), spec.size(), address,
+                        Directory.of(p2p, name + "/"), "tcp " + name + " rank " + spec.rank() + " of " + spec.size(),
+                        spec.names()));
+                return g;
+            };
             if (oneNode) {
                 TcpProcessGroup world = new TcpProcessGroup("tcp world", worldMesh, topology.rank(),
                         topology.worldSize(), options.timeout(), options.stallTime(), closeStore);
+                world.makesSubgroups(subgroups, "world");
+                world.messagesThrough(() -> new PostOffice(topology.rank(), topology.worldSize(), address,
+                        Directory.of(p2p, "world/"), who, options.rankNames()));
                 return new Connection(topology, world, world);
             }
             TcpProcessGroup node = new TcpProcessGroup("tcp node " + topology.nodeRank(), nodeMesh,
                     topology.localRank(), topology.localWorldSize(), options.timeout(), options.stallTime(), () -> { });
             TcpProcessGroup world = new TcpProcessGroup("tcp world", worldMesh, topology.rank(),
                     topology.worldSize(), options.timeout(), options.stallTime(), () -> { });
+            world.makesSubgroups(subgroups, "world");
+            node.makesSubgroups(subgroups, "node-" + topology.nodeRank());
+            world.messagesThrough(() -> new PostOffice(topology.rank(), topology.worldSize(), address,
+                    Directory.of(p2p, "world/"), who, options.rankNames()));
+            node.messagesThrough(() -> new PostOffice(topology.localRank(), topology.localWorldSize(), address,
+                    Directory.of(p2p, "node-" + topology.nodeRank() + "/"), "tcp node " + topology.nodeRank() + " rank "
+                            + topology.localRank(), RankNames.PLAIN));
             return new Connection(topology, world, node, closeStore::run);
         } catch (RuntimeException e) {
             for (AutoCloseable c : opened) {

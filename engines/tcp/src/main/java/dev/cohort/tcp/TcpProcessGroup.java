@@ -19,7 +19,7 @@ import java.time.Duration;
  * backward) run on the group's communication thread while the caller computes. After ranks
  * disagree the connections are out of step, so the group refuses every later call.
  */
-final class TcpProcessGroup extends AbstractProcessGroup {
+public final class TcpProcessGroup extends AbstractProcessGroup {
 
     private static final System.Logger LOG = System.getLogger(TcpProcessGroup.class.getName());
 
@@ -47,7 +47,7 @@ final class TcpProcessGroup extends AbstractProcessGroup {
     };
 
     /** {@code onClose}: runs once the group's calls are done and its connections closed. */
-    TcpProcessGroup(String label, PeerMesh mesh, int rank, int size, Duration timeout, Duration stallTime,
+    public TcpProcessGroup(String label, PeerMesh mesh, int rank, int size, Duration timeout, Duration stallTime,
                     Runnable onClose) {
         super(rank, size, timeout);
         this.label = label;

@@ -92,6 +92,10 @@ final class AllocatingThreadsBackend extends DistributedBackend {
         @Override public Work scatterv(DenseBuffer i, DenseBuffer o, int[] c, int root) { return group.scatterv(i, o, c, root); }
         @Override public Work alltoall(DenseBuffer i, DenseBuffer o) { return group.alltoall(i, o); }
         @Override public Work alltoallv(DenseBuffer i, int[] s, DenseBuffer o, int[] r) { return group.alltoallv(i, s, o, r); }
+        @Override public Work send(DenseBuffer d, int peer, int tag) { return group.send(d, peer, tag); }
+        @Override public Work recv(DenseBuffer d, int peer, int tag) { return group.recv(d, peer, tag); }
+        @Override public Optional<ProcessGroup> split(int color, int key) { return group.split(color, key); }
+        @Override public Optional<ProcessGroup> newGroup(int... ranks) { return group.newGroup(ranks); }
         @Override public Optional<BufferAllocator> allocator() { return Optional.of(shared); }
         @Override public void close() { group.close(); }
     }

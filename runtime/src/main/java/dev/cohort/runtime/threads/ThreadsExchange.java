@@ -37,6 +37,8 @@ final class ThreadsExchange {
     private final String name;
     private final Map<Long, Round> rounds = new ConcurrentHashMap<>();
     private volatile CollectiveException broken;
+    private final Map<String, ThreadsExchange> children = new ConcurrentHashMap<>();
+    private final Map<List<Integer>, Mailbox> mailboxes = new ConcurrentHashMap<>();
     private final ThreadPoolExecutor computing;
 
     ThreadsExchange(String name, int size) {
@@ -48,6 +50,11 @@ final class ThreadsExchange {
 
     int size() {
         return size;
+    }
+
+    /** The exchange of the subgroup {@code name} of this one ({@code size} ranks): made by the first member to ask. */
+    ThreadsExchange child(String name, int size) {
+        return children.computeIfAbsent(name, n -> new ThreadsExchange(this.name + " " + n, size));
     }
 
     PendingWork submit(int rank, Collective call, Duration timeout) {
@@ -73,11 +80,76 @@ final class ThreadsExchange {
         return work;
     }
 
+    /**
+     * A send or recv of rank {@code rank} ({@code call.root()} is the peer): a send's data is
+     * copied at once and waits for its receive (the send completes); a receive takes the oldest
+     * such copy from its peer with its tag, or waits for one.
+     */
+    PendingWork message(int rank, Collective call, Duration timeout) {
+        PendingWork work = new PendingWork(call, timeout, w -> new CollectiveTimeoutException(name + " rank " + rank
+                + ": " + call.describe() + " timed out: rank " + call.root() + " sent no message with tag " + call.tag(),
+                null, rank, call, List.of(call.root())));
+        CollectiveException cause = broken;
+        if (cause != null) {
+            work.fail(cause);
+            return work;
+        }
+        boolean sending = call.kind() == dev.cohort.api.collective.OpKind.SEND;
+        List<Integer> pair = sending ? List.of(rank, call.root(), call.tag()) : List.of(call.root(), rank, call.tag());
+        Mailbox box = mailboxes.computeIfAbsent(pair, p -> new Mailbox());
+        synchronized (box) {
+            if (sending) {
+                box.sent.add(call.input().copy());
+                work.complete();
+            } else {
+                box.waiting.add(new Object[] {call, work});
+            }
+            while (!box.sent.isEmpty() && !box.waiting.isEmpty()) {
+                Object[] receive = box.waiting.poll();
+                PendingWork w = (PendingWork) receive[1];
+                if (w.isDone()) {
+                    continue;         // timed out
+                }
+                DenseBuffer message = box.sent.poll();
+                DenseBuffer into = ((Collective) receive[0]).input();
+                if (message.byteSize() != into.byteSize()) {
+                    w.fail(new CollectiveException(name + ": " + ((Collective) receive[0]).describe() + ": the message holds "
+                            + message.byteSize() + " bytes but this receive's buffer " + into.byteSize()));
+                } else {
+                    into.copyFrom(DenseBuffer.of(bytesOf(message), into.dataType()));
+                    w.complete();
+                }
+            }
+        }
+        return work;
+    }
+
+    /** A heap buffer's elements as native-order bytes, for a copy into a buffer of another type of the same size. */
+    private static java.nio.ByteBuffer bytesOf(DenseBuffer b) {
+        java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate((int) b.byteSize()).order(java.nio.ByteOrder.nativeOrder());
+        DenseBuffer.of(bytes, b.dataType()).copyFrom(b);
+        return bytes.clear();
+    }
+
+    /** The messages of one sender to one receiver with one tag, and the receives waiting for them. */
+    private static final class Mailbox {
+        final java.util.ArrayDeque<DenseBuffer> sent = new java.util.ArrayDeque<>();
+        final java.util.ArrayDeque<Object[]> waiting = new java.util.ArrayDeque<>();
+    }
+
     /** Fails everything pending now and everything issued later. */
     void breakWith(CollectiveException cause) {
         synchronized (this) {
             if (broken == null) {
                 broken = cause;
+            }
+        }
+        for (Mailbox box : mailboxes.values()) {
+            synchronized (box) {
+                for (Object[] receive : box.waiting) {
+                    ((PendingWork) receive[1]).fail(broken);
+                }
+                box.waiting.clear();
             }
         }
         for (Round round : rounds.values()) {

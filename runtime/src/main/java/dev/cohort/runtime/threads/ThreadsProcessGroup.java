@@ -1,6 +1,7 @@
 package dev.cohort.runtime.threads;
 
 import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.Subgroup;
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.Work;
@@ -19,6 +20,17 @@ final class ThreadsProcessGroup extends AbstractProcessGroup {
     @Override
     protected Work start(Collective call, Duration timeout) {
         return exchange.submit(rank(), call, timeout);
+    }
+
+    /** A subgroup: an exchange of its own, shared by its members through this one. */
+    @Override
+    protected AbstractProcessGroup connectSubgroup(Subgroup spec) {
+        return new ThreadsProcessGroup(exchange.child(spec.label(), spec.size()), spec.rank(), spec.timeout());
+    }
+
+    @Override
+    protected Work pointToPoint(Collective call, Duration timeout) {
+        return exchange.message(rank(), call, timeout);
     }
 
     @Override

@@ -1,6 +1,8 @@
 package dev.cohort.runtime.threads;
 
 import dev.cohort.testkit.ConformanceSuite;
+import dev.cohort.testkit.MessageSuite;
+import dev.cohort.testkit.SubgroupSuite;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -20,5 +22,20 @@ class ThreadsConformanceTest {
         ThreadsWorld threads = new ThreadsWorld(world, world, Duration.ofSeconds(60));
         List<Integer> checks = threads.runAll(rank -> ConformanceSuite.run(threads.group(rank)), Duration.ofSeconds(110));
         assertThat(checks).hasSize(world).allSatisfy(c -> assertThat(c).isGreaterThan(10_000));
+    }
+
+    @ParameterizedTest(name = "world {0}")
+    @ValueSource(ints = {1, 2, 4, 5})
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void passesTheSubgroupAndMessageSuites(int world) {
+        ThreadsWorld threads = new ThreadsWorld(world, world, Duration.ofSeconds(60));
+        List<Integer> checks = threads.runAll(rank -> {
+            try {
+                return SubgroupSuite.run(threads.group(rank), 0) + MessageSuite.run(threads.group(rank), 0);
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }, Duration.ofSeconds(110));
+        assertThat(checks).hasSize(world).allSatisfy(c -> assertThat(c).isGreaterThan(100));
     }
 }

@@ -204,9 +204,11 @@ final class CollectivesBenchmark implements Callable<Integer> {
     }
 
     /**
-     * Reduce, gather, scatter and all-to-all, as scripts/peer_rooted_collectives.py times the
-     * peers': {@code bytes} per rank for reduce and all-to-all; gather collects {@code bytes/n}
-     * from every rank at rank 0, scatter sends {@code bytes/n} to every rank.
+     * Reduce, gather, scatter, all-to-all and ping-pong, as scripts/peer_rooted_collectives.py
+     * times the peers': {@code bytes} per rank for reduce and all-to-all; gather collects
+     * {@code bytes/n} from every rank at rank 0, scatter sends {@code bytes/n} to every rank;
+     * ping-pong: ranks 0 and 1 send a message back and forth (4 bytes: latency; {@code bytes}:
+     * bandwidth), reported one way (half the round trip).
      */
     private static void rooted(ProcessGroup group, long bytes, long warmupNanos, List<Report.Row> rows) {
         int n = group.size();
@@ -229,6 +231,22 @@ final class CollectivesBenchmark implements Callable<Integer> {
         DenseBuffer blocks = data.slice(0, part * n);
         t = timed(group, () -> group.alltoall(blocks, out).await(), 5, warmupNanos, 30, null);
         rows.add(Report.Row.of("alltoall", bytes, 30, t, bytes / t[0] / 1e9, share));
+        for (long size : new long[] {4, bytes}) {
+            DenseBuffer message = DenseBuffer.allocateDirect(DataType.FLOAT32, (int) (size / 4));
+            Runnable pingPong = () -> {
+                if (group.rank() == 0) {
+                    group.send(message, 1, 0).await();
+                    group.recv(message, 1, 0).await();
+                } else if (group.rank() == 1) {
+                    group.recv(message, 0, 0).await();
+                    group.send(message, 0, 0).await();
+                }
+            };
+            int iters = size <= Sizes.MIB ? 200 : 30;
+            double[] roundTrip = timed(group, pingPong, size <= Sizes.MIB ? 20 : 5, warmupNanos, iters, null);
+            double[] oneWay = {roundTrip[0] / 2, roundTrip[1] / 2};
+            rows.add(Report.Row.of("pingpong", size, iters, oneWay, size / oneWay[0] / 1e9, 1.0));
+        }
     }
 
     /**
