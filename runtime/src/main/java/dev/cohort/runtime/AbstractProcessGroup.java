@@ -288,6 +288,13 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
         return office.post(call, timeout);
     }
 
+    /** Sends and receives go through {@code office}, made already (it closes with this group). */
+    public final synchronized void messagesThrough(PostOffice office) {
+        Objects.requireNonNull(office, "office");
+        this.postOffice = office;
+        this.postOfficeFactory = () -> office;
+    }
+
     /** Sends and receives go through a {@link PostOffice} from {@code factory}, made at the first one. */
     public final void messagesThrough(java.util.function.Supplier<PostOffice> factory) {
         this.postOfficeFactory = Objects.requireNonNull(factory, "factory");

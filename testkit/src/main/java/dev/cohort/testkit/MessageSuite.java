@@ -29,16 +29,14 @@ public final class MessageSuite {
     }
 
     /**
-     * Runs every case among ranks {@code [0, ranks)} of {@code group} (all of it when
-     * {@code ranks} is 0 or more than its size: engines that carry messages within one host pass
-     * the ranks of the first host); the others only meet the barriers.
+     * Runs every case on every rank of {@code group}.
      *
      * @return the number of checks made
      */
-    public static int run(ProcessGroup group, int ranks) {
+    public static int run(ProcessGroup group) {
         MessageSuite suite = new MessageSuite(group);
-        int m = ranks <= 0 ? group.size() : Math.min(ranks, group.size());
-        if (m >= 2 && group.rank() < m) {
+        int m = group.size();
+        if (m >= 2) {
             suite.ring(m);
             suite.tagsOutOfOrder();
             suite.wrongLength();

@@ -35,7 +35,6 @@ public abstract class ProcessConformanceTest {
         private int[] small = {};
         private int ranksPerHost;
         private Consumer<String> afterRun = runId -> { };
-        private String subgroups = "subgroups";
         private int subgroupWorld = 4;
 
         private Engine(String backend) {
@@ -77,12 +76,6 @@ public abstract class ProcessConformanceTest {
             return this;
         }
 
-        /** The engine makes subgroups of one host's ranks only: the subgroup suite keeps within hosts. */
-        public Engine subgroupsWithinHosts() {
-            this.subgroups = "subgroups-within-hosts";
-            return this;
-        }
-
         /** World size of the subgroup suite (default 4; 0: none). */
         public Engine subgroupsAt(int world) {
             this.subgroupWorld = world;
@@ -117,7 +110,7 @@ public abstract class ProcessConformanceTest {
         }
         if (engine.subgroupWorld > 0) {
             tests.add(DynamicTest.dynamicTest("subgroups and messages, world " + engine.subgroupWorld,
-                    () -> run(engine.subgroups, engine.subgroupWorld, 240)));
+                    () -> run("subgroups", engine.subgroupWorld, 240)));
         }
         return tests;
     }

@@ -23,25 +23,21 @@ public final class SubgroupSuite {
     private final ProcessGroup world;
     private final int rank;
     private final int n;
-    /** Ranks per host when subgroups must stay within hosts, else 0. */
-    private final int withinHostsOf;
     private int checks;
 
-    private SubgroupSuite(ProcessGroup world, int withinHostsOf) {
+    private SubgroupSuite(ProcessGroup world) {
         this.world = world;
         this.rank = world.rank();
         this.n = world.size();
-        this.withinHostsOf = withinHostsOf;
     }
 
     /**
-     * Runs every case; {@code withinHostsOf}: for engines that make subgroups only of one host's
-     * ranks, the ranks per host (hosts of consecutive ranks); 0 for any subgroup.
+     * Runs every case.
      *
      * @return the number of checks made
      */
-    public static int run(ProcessGroup world, int withinHostsOf) throws Exception {
-        SubgroupSuite suite = new SubgroupSuite(world, withinHostsOf);
+    public static int run(ProcessGroup world) throws Exception {
+        SubgroupSuite suite = new SubgroupSuite(world);
         suite.grid();
         suite.ordered();
         suite.leftOut();
@@ -50,24 +46,22 @@ public final class SubgroupSuite {
         return suite.checks;
     }
 
-    /** Rows of {@code width} consecutive ranks and, across hosts, columns: both run the suite at once. */
+    /** Rows of two consecutive ranks and columns across them: both run the suite at once. */
     private void grid() throws Exception {
-        int width = withinHostsOf > 0 ? withinHostsOf : 2;
+        int width = 2;
         ProcessGroup row = world.split(rank / width, rank).orElseThrow();
         check("row size", row.size(), Math.min(width, n - rank / width * width));
         check("row rank", row.rank(), rank % width);
         check("row sum of ranks", sumOfRanks(row), rowSum(rank / width, width));
-        ProcessGroup column = withinHostsOf > 0 ? null : world.split(rank % width, -rank).orElseThrow();
+        ProcessGroup column = world.split(rank % width, -rank).orElseThrow();
         ExecutorService both = Executors.newFixedThreadPool(2);
         try {
             List<Future<Integer>> runs = new ArrayList<>();
             runs.add(both.submit(() -> ConformanceSuite.run(row, false)));
-            if (column != null) {
-                int members = (n - rank % width + width - 1) / width;
-                check("column size", column.size(), members);
-                check("column rank (ranked backwards)", column.rank(), members - 1 - rank / width);
-                runs.add(both.submit(() -> ConformanceSuite.run(column, false)));
-            }
+            int members = (n - rank % width + width - 1) / width;
+            check("column size", column.size(), members);
+            check("column rank (ranked backwards)", column.rank(), members - 1 - rank / width);
+            runs.add(both.submit(() -> ConformanceSuite.run(column, false)));
             for (Future<Integer> r : runs) {
                 checks += r.get(600, TimeUnit.SECONDS);
             }
@@ -79,18 +73,16 @@ public final class SubgroupSuite {
         } finally {
             both.shutdownNow();
             row.close();
-            if (column != null) {
-                column.close();
-            }
+            column.close();
         }
     }
 
-    /** newGroup of two ranks of one host, the later first: it is rank 0 there. */
+    /** newGroup of the last rank and the first, in that order: the last is rank 0 there. */
     private void ordered() {
         if (n < 2) {
             return;
         }
-        int later = withinHostsOf > 0 ? Math.min(withinHostsOf, n) - 1 : n - 1;
+        int later = n - 1;
         Optional<ProcessGroup> pair = world.newGroup(later, 0);
         check("newGroup membership", pair.isPresent(), rank == later || rank == 0);
         if (pair.isPresent()) {
@@ -103,17 +95,16 @@ public final class SubgroupSuite {
         }
     }
 
-    /** A split whose negative colors leave ranks out: rank 0 (and, within hosts, every other host). */
+    /** A split whose negative color leaves rank 0 out. */
     private void leftOut() {
-        int hostSize = withinHostsOf > 0 ? Math.min(withinHostsOf, n) : n;
-        boolean in = rank != 0 && rank < hostSize;
+        boolean in = rank != 0;
         Optional<ProcessGroup> g = world.split(in ? 7 : -1, 0);
         check("left out", g.isPresent(), in);
         if (g.isPresent()) {
-            check("size without rank 0", g.get().size(), hostSize - 1);
+            check("size without rank 0", g.get().size(), n - 1);
             long[] one = {1};
             g.get().allreduce(DenseBuffer.of(one), ReduceOp.SUM).await();
-            check("sum without rank 0", one[0], (long) hostSize - 1);
+            check("sum without rank 0", one[0], (long) n - 1);
             g.get().close();
         }
     }

@@ -69,23 +69,21 @@ public final class WorkerProcess {
 
     /**
      * Runs the conformance suite for {@code mode} {@code conformance} (whole) or
-     * {@code conformance-small} (without the 4 Mi cases), or the subgroup suite ({@code subgroups},
-     * or {@code subgroups-within-hosts} for engines that make subgroups of one host's ranks only),
-     * on the backend's group; empty for other modes.
+     * {@code conformance-small} (without the 4 Mi cases), or the subgroup and message suites
+     * ({@code subgroups}), on the backend's group; empty for other modes.
      */
     public static OptionalInt conformance(String mode, DistributedBackend backend) {
         return switch (mode) {
             case "conformance" -> OptionalInt.of(ConformanceSuite.run(backend.group(), true));
             case "conformance-small" -> OptionalInt.of(ConformanceSuite.run(backend.group(), false));
-            case "subgroups" -> OptionalInt.of(subgroups(backend.group(), 0));
-            case "subgroups-within-hosts" -> OptionalInt.of(subgroups(backend.group(), backend.localWorldSize()));
+            case "subgroups" -> OptionalInt.of(subgroups(backend.group()));
             default -> OptionalInt.empty();
         };
     }
 
-    private static int subgroups(ProcessGroup world, int withinHostsOf) {
+    private static int subgroups(ProcessGroup world) {
         try {
-            return SubgroupSuite.run(world, withinHostsOf) + MessageSuite.run(world, withinHostsOf);
+            return SubgroupSuite.run(world) + MessageSuite.run(world);
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }

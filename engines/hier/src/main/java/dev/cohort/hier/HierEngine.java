@@ -16,6 +16,12 @@ import dev.cohort.mpi.MpiOptions;
 import dev.cohort.mpi.MpiSubgroup;
 import dev.cohort.shm.ShmEngine;
 import dev.cohort.shm.ShmOptions;
+import dev.cohort.api.collective.ObjectCollectives;
+import dev.cohort.runtime.p2p.Directory;
+import dev.cohort.runtime.p2p.PostOffice;
+import dev.cohort.tcp.transport.LocalAddress;
+import java.net.InetAddress;
+import java.net.NetworkInterface;
 import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.runtime.SubgroupMaker;
 import dev.cohort.runtime.RankNames;
@@ -40,6 +46,36 @@ import java.util.function.Supplier;
  * (gathered within each host, then between the leaders, then broadcast within each host).
  */
 public final class HierEngine {
+
+    /**
+     * The address other hosts reach this rank at: the interface {@code COHORT_TCP_IFNAME} names,
+     * else the one that reaches {@code MASTER_ADDR}, else (under mpirun) the first IPv4 address of
+     * an interface that is up and not loopback.
+     */
+    private static InetAddress acrossHosts(Map<String, String> env) {
+        String ifname = env.get("COHORT_TCP_IFNAME");
+        if (ifname != null && !ifname.isBlank()) {
+            return LocalAddress.ofInterface(ifname, "COHORT_TCP_IFNAME");
+        }
+        String master = env.get(LaunchEnvironment.MASTER_ADDR);
+        if (master != null && !master.isBlank()) {
+            return LocalAddress.towards(master, 1);
+        }
+        try {
+            for (NetworkInterface nic : java.util.Collections.list(NetworkInterface.getNetworkInterfaces())) {
+                if (nic.isUp() && !nic.isLoopback()) {
+                    for (InetAddress a : java.util.Collections.list(nic.getInetAddresses())) {
+                        if (a instanceof java.net.Inet4Address) {
+                            return a;
+                        }
+                    }
+                }
+            }
+        } catch (java.net.SocketException e) {
+            // loopback below
+        }
+        return InetAddress.getLoopbackAddress();
+    }
 
     private static final System.Logger LOG = System.getLogger(HierEngine.class.getName());
 
@@ -103,18 +139,20 @@ public final class HierEngine {
             names.known(layout);
             HierProcessGroup group = new HierProcessGroup(stages, layout, topology.rank(), options.timeout(), leaders[0]);
             SubgroupMaker withinHost = ShmEngine.subgroups(env, shmOptions);
-            group.makesSubgroups((scope, spec) -> {
-                for (int g : spec.global()) {
-                    if (layout.hostOf(g) != host) {
-                        throw new UnsupportedOperationException(who + ": subgroup " + spec.label() + " spans hosts; hier "
-                                + "makes subgroups of the ranks of one host (on shared memory) only: use gloo or mpi for "
-                                + "subgroups across hosts");
-                    }
-                }
-                return withinHost.make(scope, spec);
-            }, "world");
+            group.makesSubgroups(withinHost, "world");
             ((AbstractProcessGroup) group.hostView()).makesSubgroups(withinHost, "host-" + host);
-            group.messagesThrough(ShmEngine.messages(env, "world", topology.rank(), world, "hier world", RankNames.PLAIN));
+            InetAddress across = hosts == 1 ? InetAddress.getLoopbackAddress() : acrossHosts(env);
+            group.listenOn(across);
+            // Messages between any two ranks: a post office of each rank's, its address gathered now.
+            Directory.Gathered letters = Directory.gathered();
+            PostOffice office = new PostOffice(topology.rank(), world, across, letters, who, RankNames.PLAIN);
+            try {
+                letters.fill(ObjectCollectives.allgatherBytes(group, letters.mine()));
+            } catch (RuntimeException e) {
+                office.close();
+                throw e;
+            }
+            group.messagesThrough(office);
             ((AbstractProcessGroup) group.hostView()).messagesThrough(ShmEngine.messages(env, "host-" + host, local,
                     perHost, "hier host " + host, RankNames.PLAIN));
             return new Connection(topology, group, group.hostView());

@@ -1,6 +1,20 @@
 package dev.cohort.hier;
 
 import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.api.collective.JoinException;
+import dev.cohort.api.collective.ObjectCollectives;
+import dev.cohort.runtime.Subgroup;
+import dev.cohort.runtime.p2p.Directory;
+import dev.cohort.runtime.p2p.PostOffice;
+import dev.cohort.runtime.store.InMemoryStore;
+import dev.cohort.tcp.TcpProcessGroup;
+import dev.cohort.tcp.algorithms.MeshCollectives;
+import dev.cohort.tcp.transport.PeerMesh;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
 import dev.cohort.api.collective.BufferAllocator;
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.DataType;
@@ -45,6 +59,10 @@ final class HierProcessGroup extends AbstractProcessGroup {
 
     private final Stages stages;
     private final HostLayout layout;
+    /** Where spanning subgroups listen (see {@link #listenOn}). */
+    private volatile InetAddress listen = InetAddress.getLoopbackAddress();
+    /** When a spanning subgroup's collective that waits this long is reported. */
+    private static final Duration STALL_TIME = Duration.ofSeconds(30);
     private final CallQueue queue;
     /** This rank's part of the engine between hosts: null on one host, and on ranks that hold none. */
     private final LeadersGroup leaders;
@@ -92,15 +110,88 @@ final class HierProcessGroup extends AbstractProcessGroup {
         return kind.isCore() || layout.hosts == 1;
     }
 
-    /** Messages between ranks of one host (over loopback); hier carries none between hosts. */
+    /**
+     * Where this rank listens for the connections of subgroups that span hosts (the address that
+     * reaches the other hosts); set by the engine before the group is used.
+     */
+    void listenOn(InetAddress address) {
+        this.listen = address;
+    }
+
+    /**
+     * A subgroup of one host's ranks runs on shared memory (the engine's maker); one that spans
+     * hosts on a mesh of TCP connections of its own (the tcp engine's algorithms), with messages
+     * through a post office of its own. Every rank of this group takes part in one allgather of
+     * the new meshes' and post offices' addresses, members or not.
+     */
     @Override
-    protected Work pointToPoint(Collective call, Duration timeout) {
-        if (layout.hostOf(call.root()) != stages.host) {
-            throw new UnsupportedOperationException(stages.who + ": " + call.describe() + ": rank " + call.root()
-                    + " is on host " + layout.hostOf(call.root()) + "; hier carries messages between ranks of one host "
-                    + "only: use gloo or mpi for messages across hosts");
+    protected ProcessGroup connectSubgroup(Subgroup spec) {
+        boolean spans = false;
+        for (int g : spec.global()) {
+            spans |= layout.hostOf(g) != stages.host;
         }
-        return super.pointToPoint(call, timeout);
+        if (!spans) {
+            gatherAddresses(new byte[0]);
+            return super.connectSubgroup(spec);
+        }
+        String label = "hier " + spec.label();
+        String who = label + " rank " + spec.rank() + " of " + spec.size();
+        ServerSocketChannel server;
+        try {
+            server = PeerMesh.listen(listen, spec.size());
+        } catch (IOException e) {
+            gatherAddresses(new byte[0]);
+            throw new JoinException(who + ": could not listen on " + listen + ": " + e, e);
+        }
+        Directory.Gathered letters = Directory.gathered();
+        PostOffice office = new PostOffice(spec.rank(), spec.size(), listen, letters, who, spec.names());
+        String[] both;
+        try {
+            List<byte[]> all = gatherAddresses((PeerMesh.addressOf(server) + "|" + new String(letters.mine(),
+                    StandardCharsets.UTF_8)).getBytes(StandardCharsets.UTF_8));
+            both = new String[spec.size()];
+            for (int i = 0; i < spec.size(); i++) {
+                both[i] = new String(all.get(spec.members()[i]), StandardCharsets.UTF_8);
+            }
+        } catch (RuntimeException e) {
+            office.close();
+            try {
+                server.close();
+            } catch (IOException ignored) {
+                // failing anyway
+            }
+            throw e;
+        }
+        InMemoryStore meshAddresses = new InMemoryStore();
+        List<byte[]> officeAddresses = new java.util.ArrayList<>();
+        for (int i = 0; i < spec.size(); i++) {
+            String[] parts = both[i].split("\\|", 2);
+            meshAddresses.set(Integer.toString(i), parts[0]);
+            officeAddresses.add(parts[1].getBytes(StandardCharsets.UTF_8));
+        }
+        letters.fill(officeAddresses);
+        PeerMesh mesh;
+        try {
+            mesh = PeerMesh.connect(server, meshAddresses, spec.rank(), spec.size(), MeshCollectives.HEADER_WORDS,
+                    spec.timeout(), Duration.ZERO, who, spec.names());
+        } catch (RuntimeException e) {
+            office.close();
+            throw e;
+        }
+        TcpProcessGroup group = new TcpProcessGroup(label, mesh, spec.rank(), spec.size(), spec.timeout(),
+                STALL_TIME, () -> { });
+        group.messagesThrough(office);
+        return group;
+    }
+
+    /** Left out of every subgroup of a split: still in the allgather of the spanning ones' addresses. */
+    @Override
+    protected void skipSubgroup() {
+        gatherAddresses(new byte[0]);
+    }
+
+    private List<byte[]> gatherAddresses(byte[] mine) {
+        return ObjectCollectives.allgatherBytes(this, mine);
     }
 
     @Override

@@ -9,6 +9,6 @@ class HierConformanceTest extends ProcessConformanceTest {
 
     HierConformanceTest() {
         super(Engine.named("hier").jvmArgs(HierProcessesTest.JVM_ARGS).options("--hier-timeout", "60", "--hier-connect-timeout", "60")
-                .wholeSuiteAt(4).ranksPerHost(2).subgroupsWithinHosts().afterRun(run -> assertThat(HierProcessesTest.leftovers(run)).isEmpty()));
+                .wholeSuiteAt(4).ranksPerHost(2).afterRun(run -> assertThat(HierProcessesTest.leftovers(run)).isEmpty()));
     }
 }

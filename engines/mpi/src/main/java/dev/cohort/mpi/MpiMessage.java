@@ -23,8 +23,9 @@ import java.util.concurrent.locks.LockSupport;
  * in order, so each length meets its elements. A receive learns the length first: one that
  * differs from its buffer's fails, naming both (its elements are received and dropped). MPI moves
  * messages only while it is called: waiting polls the requests (and so does {@link #isDone()}).
- * Heap buffers go through native memory of the message's own, which lives until MPI is done with
- * it (after a timeout, for good: MPI cannot cancel a request here).
+ * Heap buffers go through native memory of the message's own, which the garbage collector frees
+ * once the message settled; until then the group keeps the message (after a timeout, for good:
+ * MPI cannot cancel a request here and may still write into it).
  */
 final class MpiMessage extends DeadlineWork {
 
@@ -32,7 +33,9 @@ final class MpiMessage extends DeadlineWork {
     private final String who;
     private final MemorySegment lengths;
     private final MemorySegment payloads;
-    private final Arena arena = Arena.ofShared();
+    /** Freed by the garbage collector: closing a shared arena per message cost more than a small message. */
+    private final Arena arena = Arena.ofAuto();
+    private final java.util.Set<MpiMessage> inFlight;
     private final MemorySegment requests;
     private final MemorySegment flag;
     private final MemorySegment length;
@@ -43,8 +46,15 @@ final class MpiMessage extends DeadlineWork {
     private int stage;
     private boolean done;
 
-    MpiMessage(OpenMpi mpi, String who, MemorySegment lengths, MemorySegment payloads, Collective call, Duration timeout) {
+    /**
+     * @param inFlight the group's messages MPI may still use: this one stays there (and so does its
+     *                 memory) until it settles, or for good after a timeout
+     */
+    MpiMessage(OpenMpi mpi, String who, MemorySegment lengths, MemorySegment payloads, Collective call, Duration timeout,
+               java.util.Set<MpiMessage> inFlight) {
         super(call, timeout);
+        this.inFlight = inFlight;
+        inFlight.add(this);
         this.mpi = mpi;
         this.who = who;
         this.lengths = lengths;
@@ -128,10 +138,10 @@ final class MpiMessage extends DeadlineWork {
 
     private void settle(CollectiveException failure) {
         done = true;
+        inFlight.remove(this);
         if (failure != null) {
             recordFailure(failure);
         }
-        arena.close();
     }
 
     @Override

@@ -28,6 +28,49 @@ public interface Directory {
     default void withdraw(int rank) {
     }
 
+    /**
+     * Addresses the ranks exchange themselves, with a collective of a group they already share:
+     * {@link Gathered#mine()} after the post office published its address, then
+     * {@link Gathered#fill} with every rank's, in rank order.
+     */
+    static Gathered gathered() {
+        return new Gathered();
+    }
+
+    /** See {@link #gathered()}. */
+    final class Gathered implements Directory {
+        private volatile String mine = "";
+        private volatile List<String> all;
+
+        private Gathered() {
+        }
+
+        @Override
+        public void publish(int rank, InetSocketAddress address) {
+            mine = address.getHostString() + " " + address.getPort();
+        }
+
+        /** This rank's published address, as bytes to gather. */
+        public byte[] mine() {
+            return mine.getBytes(StandardCharsets.UTF_8);
+        }
+
+        /** Every rank's {@link #mine()}, in rank order. */
+        public void fill(List<byte[]> everyRank) {
+            all = everyRank.stream().map(b -> new String(b, StandardCharsets.UTF_8)).toList();
+        }
+
+        @Override
+        public InetSocketAddress lookup(int rank, long deadlineNanos) {
+            List<String> known = all;
+            if (known == null || rank >= known.size() || known.get(rank).isEmpty()) {
+                throw new IllegalStateException("rank " + rank + "'s point-to-point address is not known here");
+            }
+            String[] hostPort = known.get(rank).split(" ");
+            return new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1]));
+        }
+    }
+
     /** Addresses under {@code prefix} in a rendezvous store. */
     static Directory of(Store store, String prefix) {
         return new Directory() {

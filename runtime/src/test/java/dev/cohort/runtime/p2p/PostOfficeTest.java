@@ -40,7 +40,7 @@ class PostOfficeTest {
         Store store = new InMemoryStore();
         List<Integer> checks = threads.runAll(rank -> {
             try (ProcessGroup g = new Letters(threads.group(rank), store, Duration.ofSeconds(60))) {
-                return MessageSuite.run(g, 0);
+                return MessageSuite.run(g);
             }
         }, Duration.ofSeconds(110));
         assertThat(checks).allSatisfy(c -> assertThat(c).isGreaterThan(50));

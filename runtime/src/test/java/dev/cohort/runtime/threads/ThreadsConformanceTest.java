@@ -31,7 +31,7 @@ class ThreadsConformanceTest {
         ThreadsWorld threads = new ThreadsWorld(world, world, Duration.ofSeconds(60));
         List<Integer> checks = threads.runAll(rank -> {
             try {
-                return SubgroupSuite.run(threads.group(rank), 0) + MessageSuite.run(threads.group(rank), 0);
+                return SubgroupSuite.run(threads.group(rank)) + MessageSuite.run(threads.group(rank));
             } catch (Exception e) {
                 throw new IllegalStateException(e);
             }

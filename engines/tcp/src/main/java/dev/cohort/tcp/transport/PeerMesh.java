@@ -124,12 +124,49 @@ public final class PeerMesh implements AutoCloseable {
      */
     public static PeerMesh connect(Store store, int rank, int size, int headerWords, InetAddress address,
                                    Duration timeout, Duration spin, String who, RankNames names) {
+        ServerSocketChannel server;
+        try {
+            server = listen(address, size);
+            store.set(Integer.toString(rank), addressOf(server));
+        } catch (IOException | RuntimeException e) {
+            throw new JoinException(who + ": could not listen for the peer mesh on " + address + ": " + e, e);
+        }
+        return connect(server, store, rank, size, headerWords, timeout, spin, who, names);
+    }
+
+    /** A server socket for {@link #connect(ServerSocketChannel, Store, int, int, int, Duration, Duration, String, RankNames)}, on {@code address}. */
+    public static ServerSocketChannel listen(InetAddress address, int size) throws IOException {
+        ServerSocketChannel server = ServerSocketChannel.open();
+        try {
+            server.bind(new InetSocketAddress(address, 0), size);
+            return server;
+        } catch (IOException e) {
+            server.close();
+            throw e;
+        }
+    }
+
+    /** {@code server}'s address as the mesh's store holds it. */
+    public static String addressOf(ServerSocketChannel server) {
+        try {
+            InetSocketAddress local = (InetSocketAddress) server.getLocalAddress();
+            return local.getAddress().getHostAddress() + " " + local.getPort();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * As {@link #connect(Store, int, int, int, InetAddress, Duration, Duration, String, RankNames)},
+     * with this rank listening on {@code server} already and its address ({@link #addressOf}) in
+     * {@code store} or about to be: for groups whose ranks exchange addresses some other way.
+     * Closes {@code server}.
+     */
+    public static PeerMesh connect(ServerSocketChannel server, Store store, int rank, int size, int headerWords,
+                                   Duration timeout, Duration spin, String who, RankNames names) {
         long deadline = System.nanoTime() + timeout.toNanos();
         SocketChannel[] peers = new SocketChannel[size];
-        try (ServerSocketChannel server = ServerSocketChannel.open()) {
-            server.bind(new InetSocketAddress(address, 0), size);
-            InetSocketAddress local = (InetSocketAddress) server.getLocalAddress();
-            store.set(Integer.toString(rank), local.getAddress().getHostAddress() + " " + local.getPort());
+        try (server) {
             for (int j = 0; j < rank; j++) {
                 peers[j] = dial(store, j, rank, size, deadline, who);
             }
