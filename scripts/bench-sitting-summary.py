@@ -97,7 +97,7 @@ if not mine and not trained:
 
 
 def size(b):
-    return "-" if b == 0 else (f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB")
+    return "-" if b == 0 else (f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB" if b >= 1 << 10 else f"{b} B")
 
 
 def median(run, key, i):
