@@ -1,6 +1,7 @@
 package dev.cohort.shm;
 
 import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.Blocks;
 import dev.cohort.runtime.CallQueue;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.api.collective.BufferAllocator;
@@ -539,7 +540,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
 
     private void gather(CallQueue.Call t) {
         Collective c = t.collective();
-        long[] offsets = offsets(c.counts(), c.input().count());
+        long[] offsets = Blocks.offsets(c.counts(), c.input().count(), n);
         long[] none = new long[n];
         long[] sendCounts = new long[n];
         long[] receiveCounts = new long[n];
@@ -551,12 +552,12 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             sendCounts[c.root()] = c.input().count();
         }
         sendCounts[me] = me == c.root() ? c.input().count() : 0;   // the root's own block: copied directly
-        exchange(t, c.input(), none, sendCounts, c.output(), offsets, receiveCounts, longest(offsets), false, false);
+        exchange(t, c.input(), none, sendCounts, c.output(), offsets, receiveCounts, Blocks.longest(offsets), false, false);
     }
 
     private void scatter(CallQueue.Call t) {
         Collective c = t.collective();
-        long[] offsets = offsets(c.counts(), c.output().count());
+        long[] offsets = Blocks.offsets(c.counts(), c.output().count(), n);
         long[] none = new long[n];
         long[] sendCounts = new long[n];
         long[] receiveCounts = new long[n];
@@ -565,17 +566,17 @@ final class ShmProcessGroup extends AbstractProcessGroup {
                 sendCounts[j] = offsets[j + 1] - offsets[j];
             }
             receiveCounts[me] = sendCounts[me];
-            exchange(t, c.input(), offsets, sendCounts, c.output(), none, receiveCounts, longest(offsets), true, false);
+            exchange(t, c.input(), offsets, sendCounts, c.output(), none, receiveCounts, Blocks.longest(offsets), true, false);
         } else {
             receiveCounts[c.root()] = c.output().count();
-            exchange(t, null, none, sendCounts, c.output(), none, receiveCounts, longest(offsets), true, false);
+            exchange(t, null, none, sendCounts, c.output(), none, receiveCounts, Blocks.longest(offsets), true, false);
         }
     }
 
     private void alltoall(CallQueue.Call t) {
         Collective c = t.collective();
         long block = c.input().count() / n;
-        long[] offsets = offsets(null, (int) block);
+        long[] offsets = Blocks.offsets(null, (int) block, n);
         long[] counts = new long[n];
         Arrays.fill(counts, block);
         exchange(t, c.input(), offsets, counts, c.output(), offsets, counts, block, true, false);
@@ -615,23 +616,6 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             }
         }
         exchange(t, c.input(), sendOffsets, sendCounts, c.output(), receiveOffsets, receiveCounts, longest, true, true);
-    }
-
-    /** Where each rank's block starts ({@code counts == null}: every block holds {@code uniform}); one entry more than ranks. */
-    private long[] offsets(int[] counts, int uniform) {
-        long[] offsets = new long[n + 1];
-        for (int r = 0; r < n; r++) {
-            offsets[r + 1] = offsets[r] + (counts == null ? uniform : counts[r]);
-        }
-        return offsets;
-    }
-
-    private long longest(long[] offsets) {
-        long most = 0;
-        for (int r = 0; r < n; r++) {
-            most = Math.max(most, offsets[r + 1] - offsets[r]);
-        }
-        return most;
     }
 
     /**

@@ -6,6 +6,7 @@ import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.tcp.transport.PeerMesh;
 import dev.cohort.runtime.AlltoallCounts;
+import dev.cohort.runtime.Blocks;
 import dev.cohort.runtime.Reduction;
 import dev.cohort.runtime.SignatureWords;
 import java.nio.ByteBuffer;
@@ -330,36 +331,36 @@ public final class MeshCollectives {
 
     /** Every rank's input into the root's output, in rank order (gather and gatherv). */
     private void gather(Collective call) {
-        int[] offsets = offsets(call.counts(), call.input().count());
+        long[] offsets = Blocks.offsets(call.counts(), call.input().count(), size);
         DenseBuffer[] send = new DenseBuffer[size];
         DenseBuffer[] receive = new DenseBuffer[size];
         int root = call.root();
         if (rank == root) {
             for (int j = 0; j < size; j++) {
-                receive[j] = call.output().slice(offsets[j], offsets[j + 1] - offsets[j]);
+                receive[j] = call.output().slice((int) offsets[j], (int) (offsets[j + 1] - offsets[j]));
             }
             receive[rank].copyFrom(call.input());
         } else {
             send[root] = call.input();
         }
-        exchange(call, send, receive, longest(offsets));
+        exchange(call, send, receive, (int) Blocks.longest(offsets));
     }
 
     /** Block r of the root's input into rank r's output (scatter and scatterv). */
     private void scatter(Collective call) {
-        int[] offsets = offsets(call.counts(), call.output().count());
+        long[] offsets = Blocks.offsets(call.counts(), call.output().count(), size);
         DenseBuffer[] send = new DenseBuffer[size];
         DenseBuffer[] receive = new DenseBuffer[size];
         int root = call.root();
         if (rank == root) {
             for (int j = 0; j < size; j++) {
-                send[j] = call.input().slice(offsets[j], offsets[j + 1] - offsets[j]);
+                send[j] = call.input().slice((int) offsets[j], (int) (offsets[j + 1] - offsets[j]));
             }
             call.output().copyFrom(send[rank]);
         } else {
             receive[root] = call.output();
         }
-        exchange(call, send, receive, longest(offsets));
+        exchange(call, send, receive, (int) Blocks.longest(offsets));
     }
 
     private void alltoall(Collective call) {
@@ -418,23 +419,6 @@ public final class MeshCollectives {
         }
         receive[rank].copyFrom(send[rank]);
         exchange(call, send, receive, longest);
-    }
-
-    /** Where each rank's block starts ({@code counts == null}: every block holds {@code uniform}); one entry more than ranks. */
-    private int[] offsets(int[] counts, int uniform) {
-        int[] offsets = new int[size + 1];
-        for (int r = 0; r < size; r++) {
-            offsets[r + 1] = offsets[r] + (counts == null ? uniform : counts[r]);
-        }
-        return offsets;
-    }
-
-    private int longest(int[] offsets) {
-        int most = 0;
-        for (int r = 0; r < size; r++) {
-            most = Math.max(most, offsets[r + 1] - offsets[r]);
-        }
-        return most;
     }
 
     /**
