@@ -44,6 +44,8 @@ public final class PostOffice implements AutoCloseable {
 
     private static final long HELLO = 0x436f686f72745032L;   // "CohortP2"
     private static final int HEADER_BYTES = 16;
+    /** How long dialing a peer that published its address may take. */
+    private static final int CONNECT_MILLIS = 30_000;
 
     private final int rank;
     private final int size;
@@ -265,7 +267,8 @@ public final class PostOffice implements AutoCloseable {
             try {
                 SocketChannel ch = SocketChannel.open();
                 ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                ch.connect(to);       // blocking, short: the peer listens already (it published its address)
+                // Blocking, and short: the peer listens already (it published its address).
+                ch.socket().connect(to, CONNECT_MILLIS);
                 ByteBuffer hello = ByteBuffer.allocate(16).order(ByteOrder.BIG_ENDIAN).putLong(HELLO).putInt(rank).putInt(0).flip();
                 while (hello.hasRemaining()) {
                     ch.write(hello);
