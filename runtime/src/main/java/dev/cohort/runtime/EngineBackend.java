@@ -3,8 +3,10 @@ package dev.cohort.runtime;
 import dev.cohort.api.Connection;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.JobEnvironment;
+import dev.cohort.runtime.auth.JobSecret;
 import java.lang.reflect.InvocationTargetException;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * A backend configured by an options object (its command-line options) and a launch environment
@@ -53,6 +55,14 @@ public abstract class EngineBackend<O extends EngineOptions<O>> extends Distribu
      */
     protected final Map<String, String> launchVariables() {
         return given != null ? given : System.getenv();
+    }
+
+    /**
+     * The job's secret ({@link JobSecret#ENV}, {@link JobSecret#FILE_ENV}) from the launch
+     * environment, if it has one: every connection the engine opens or accepts proves it.
+     */
+    protected final Optional<JobSecret> secret() {
+        return given != null ? JobSecret.from(given) : JobSecret.ofProcess();
     }
 
     @Override

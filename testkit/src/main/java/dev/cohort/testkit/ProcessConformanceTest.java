@@ -36,6 +36,7 @@ public abstract class ProcessConformanceTest {
         private int ranksPerHost;
         private Consumer<String> afterRun = runId -> { };
         private int subgroupWorld = 4;
+        private int strangersWorld;
 
         private Engine(String backend) {
             this.backend = Objects.requireNonNull(backend, "backend");
@@ -82,6 +83,15 @@ public abstract class ProcessConformanceTest {
             return this;
         }
 
+        /**
+         * World size of a run with a job secret while {@link Strangers} visit every port the
+         * workers listen on (default 0: none). Only for engines all of whose ports are Cohort's.
+         */
+        public Engine strangersAt(int world) {
+            this.strangersWorld = world;
+            return this;
+        }
+
         /** What must hold once a run's workers ended, given its run id (e.g. nothing left in /dev/shm). */
         public Engine afterRun(Consumer<String> check) {
             this.afterRun = Objects.requireNonNull(check, "check");
@@ -112,6 +122,10 @@ public abstract class ProcessConformanceTest {
             tests.add(DynamicTest.dynamicTest("subgroups and messages, world " + engine.subgroupWorld,
                     () -> run("subgroups", engine.subgroupWorld, 240)));
         }
+        if (engine.strangersWorld > 0) {
+            tests.add(DynamicTest.dynamicTest("strangers on every port, world " + engine.strangersWorld,
+                    () -> runAmongStrangers(engine.strangersWorld, 240)));
+        }
         return tests;
     }
 
@@ -135,15 +149,43 @@ public abstract class ProcessConformanceTest {
         return env;
     }
 
+    /**
+     * The subgroup and message suites with a job secret, while strangers visit every port the
+     * workers open: each visit is refused, the refusals are logged, and the job's results are right.
+     */
+    private void runAmongStrangers(int world, int seconds) throws InterruptedException {
+        long seed = System.nanoTime();
+        List<Strangers.Outcome> outcomes;
+        try (Strangers strangers = Strangers.visitChildren(seed)) {
+            run("subgroups", world, seconds, Map.of("COHORT_SECRET", "a test job's secret " + seed));
+            outcomes = strangers.finish();
+        }
+        Map<Integer, List<String>> byPort = Strangers.byPort(outcomes);
+        assertThat(byPort).as("ports visited (seed %d): %s", seed, byPort).hasSizeGreaterThanOrEqualTo(world);
+        assertThat(outcomes).as("visits (seed %d): %s", seed, byPort).allMatch(Strangers.Outcome::refused);
+    }
+
     private void run(String mode, int world, int seconds) {
+        run(mode, world, seconds, Map.of());
+    }
+
+    private void run(String mode, int world, int seconds, Map<String, String> extraEnv) {
         String runId = engine.backend + "-" + mode + "-" + world + "-" + ProcessHandle.current().pid() + "-"
                 + System.nanoTime() % 100_000;
         int port = JvmWorkers.freePort();
         List<String> args = new ArrayList<>(List.of(mode, "--distributed-backend", engine.backend));
         args.addAll(engine.options);
         List<Result> results = JvmWorkers.run(world, r -> JvmWorkers.javaCommand(EngineWorker.class, engine.jvmArgs, args),
-                r -> env(runId, port, r, world), tmp.resolve(runId), Duration.ofSeconds(seconds));
+                r -> {
+                    Map<String, String> env = env(runId, port, r, world);
+                    env.putAll(extraEnv);
+                    return env;
+                }, tmp.resolve(runId), Duration.ofSeconds(seconds));
         JvmWorkers.assertAllOk(results, "BACKEND " + engine.backend);
+        if (!extraEnv.isEmpty()) {
+            assertThat(results.stream().map(Result::output)).as(JvmWorkers.describe(results))
+                    .anyMatch(out -> out.contains("refused a connection from"));
+        }
         int perHost = perHost(world);
         for (Result r : results) {
             int host = r.rank() / perHost;

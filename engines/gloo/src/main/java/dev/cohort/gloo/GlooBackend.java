@@ -12,6 +12,7 @@ import dev.cohort.tcp.algorithms.MeshCollectives;
 import dev.cohort.gloo.rendezvous.C10dStore;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.SubgroupMaker;
+import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.p2p.Directory;
 import dev.cohort.runtime.p2p.PostOffice;
 import dev.cohort.gloo.rendezvous.C10dJobNotes;
@@ -31,6 +32,7 @@ import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalInt;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.GlooDeviceVector;
@@ -118,6 +120,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
         LibTorch.load();
         Duration connectTimeout = options.connectTimeout();
         Duration timeout = options.timeout();
+        Optional<JobSecret> secret = secret();
         Path storeFile = fileRendezvous(options.rendezvous);
         Topology topology;
         String runScope;
@@ -126,6 +129,11 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             topology = LaunchEnvironment.parseTopology(env());
             runScope = LaunchEnvironment.parseRunId(env());
             rendezvous = Rendezvous.file(storeFile, topology.worldSize(), connectTimeout);
+            if (secret.isPresent() && topology.rank() == 0) {
+                LOG.log(System.Logger.Level.WARNING, "the file rendezvous "
+                        + storeFile + " is not covered by the job's secret: whoever can write it takes part in the "
+                        + "rendezvous (the peer mesh and messages still prove the secret)");
+            }
             device = device(null, 0);
         } else {
             LaunchEnvironment launch = group != null ? group : LaunchEnvironment.parse(env());
@@ -134,9 +142,9 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             device = device(launch.masterAddr(), launch.masterPort());
             rendezvous = options.agentStore() || "1".equals(env().get(JobEnvironment.AGENT_STORE))
                     ? Rendezvous.agent(launch.masterAddr(), launch.masterPort(), topology.rank(), topology.worldSize(),
-                            launch.restartCount(), connectTimeout)
+                            launch.restartCount(), connectTimeout, secret)
                     : Rendezvous.tcp(launch.masterAddr(), launch.masterPort(), topology.rank(), topology.worldSize(),
-                            connectTimeout);
+                            connectTimeout, secret);
         }
         try {
             Membership.Members members = Membership.join(rendezvous, topology, deviceAddress(device), runScope,
@@ -166,19 +174,19 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
                         spec.size(), spec.timeout(), spec.timeout(), Map.of(), spin, spec.names());
                 g.messagesThrough(() -> new PostOffice(spec.rank(), spec.size(), listen,
                         Directory.of(new C10dStore(meeting.prefixed(letters + scope)), ""), "gloo " + scope + " rank "
-                                + spec.rank() + " of " + spec.size(), spec.names()));
+                                + spec.rank() + " of " + spec.size(), spec.names(), secret));
                 return g;
             };
             Topology placed = topology;
             world.makesSubgroups(subgroups, "world");
             world.messagesThrough(() -> new PostOffice(placed.rank(), placed.worldSize(), listen,
                     Directory.of(new C10dStore(meeting.prefixed(letters + "world")), ""), "gloo world rank " + placed.rank()
-                            + " of " + placed.worldSize(), options.rankNames()));
+                            + " of " + placed.worldSize(), options.rankNames(), secret));
             if (node != world) {
                 node.makesSubgroups(subgroups, "node-" + topology.nodeRank());
                 node.messagesThrough(() -> new PostOffice(placed.localRank(), placed.localWorldSize(), listen,
                         Directory.of(new C10dStore(meeting.prefixed(letters + "node-" + placed.nodeRank())), ""),
-                        "gloo node " + placed.nodeRank() + " rank " + placed.localRank(), RankNames.PLAIN));
+                        "gloo node " + placed.nodeRank() + " rank " + placed.localRank(), RankNames.PLAIN, secret));
             }
             C10dJobNotes jobNotes = new C10dJobNotes(rendezvous.client().clone(), "cohort/" + runScope + "/note/");
             notes = jobNotes;
@@ -252,7 +260,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             try {
                 mesh = PeerMesh.connect(new PrefixStore("peer-mesh/", new C10dStore(store)), rank, size,
                         MeshCollectives.HEADER_WORDS, meshAddress(device), connectTimeout, spin,
-                        label + " rank " + rank + " of " + size, names);
+                        label + " rank " + rank + " of " + size, names, secret());
             } catch (JoinException e) {
                 LibTorch.release(pg);
                 throw new GlooConnectException(e.getMessage(), e);

@@ -25,11 +25,13 @@ import java.net.NetworkInterface;
 import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.runtime.SubgroupMaker;
 import dev.cohort.runtime.RankNames;
+import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.tcp.TcpBackend;
 import dev.cohort.tcp.TcpOptions;
 import dev.cohort.tcp.transport.PeerMesh;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.Supplier;
 
 /**
@@ -142,10 +144,11 @@ public final class HierEngine {
             group.makesSubgroups(withinHost, "world");
             ((AbstractProcessGroup) group.hostView()).makesSubgroups(withinHost, "host-" + host);
             InetAddress across = hosts == 1 ? InetAddress.getLoopbackAddress() : acrossHosts(env);
-            group.listenOn(across);
+            Optional<JobSecret> secret = JobSecret.from(env);
+            group.listenOn(across, secret);
             // Messages between any two ranks: a post office of each rank's, its address gathered now.
             Directory.Gathered letters = Directory.gathered();
-            PostOffice office = new PostOffice(topology.rank(), world, across, letters, who, RankNames.PLAIN);
+            PostOffice office = new PostOffice(topology.rank(), world, across, letters, who, RankNames.PLAIN, secret);
             try {
                 letters.fill(ObjectCollectives.allgatherBytes(group, letters.mine()));
             } catch (RuntimeException e) {

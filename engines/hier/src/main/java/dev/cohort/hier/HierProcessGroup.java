@@ -4,6 +4,7 @@ import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.api.collective.JoinException;
 import dev.cohort.api.collective.ObjectCollectives;
 import dev.cohort.runtime.Subgroup;
+import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.p2p.Directory;
 import dev.cohort.runtime.p2p.PostOffice;
 import dev.cohort.runtime.store.InMemoryStore;
@@ -61,6 +62,8 @@ final class HierProcessGroup extends AbstractProcessGroup {
     private final HostLayout layout;
     /** Where spanning subgroups listen (see {@link #listenOn}). */
     private volatile InetAddress listen = InetAddress.getLoopbackAddress();
+    /** What those connections prove (see {@link #listenOn}). */
+    private volatile Optional<JobSecret> secret = Optional.empty();
     /** When a spanning subgroup's collective that waits this long is reported. */
     private static final Duration STALL_TIME = Duration.ofSeconds(30);
     private final CallQueue queue;
@@ -112,10 +115,12 @@ final class HierProcessGroup extends AbstractProcessGroup {
 
     /**
      * Where this rank listens for the connections of subgroups that span hosts (the address that
-     * reaches the other hosts); set by the engine before the group is used.
+     * reaches the other hosts) and the job's secret they prove; set by the engine before the group
+     * is used.
      */
-    void listenOn(InetAddress address) {
+    void listenOn(InetAddress address, Optional<JobSecret> secret) {
         this.listen = address;
+        this.secret = secret;
     }
 
     /**
@@ -144,7 +149,7 @@ final class HierProcessGroup extends AbstractProcessGroup {
             throw new JoinException(who + ": could not listen on " + listen + ": " + e, e);
         }
         Directory.Gathered letters = Directory.gathered();
-        PostOffice office = new PostOffice(spec.rank(), spec.size(), listen, letters, who, spec.names());
+        PostOffice office = new PostOffice(spec.rank(), spec.size(), listen, letters, who, spec.names(), secret);
         String[] both;
         try {
             List<byte[]> all = gatherAddresses((PeerMesh.addressOf(server) + "|" + new String(letters.mine(),
@@ -173,7 +178,7 @@ final class HierProcessGroup extends AbstractProcessGroup {
         PeerMesh mesh;
         try {
             mesh = PeerMesh.connect(server, meshAddresses, spec.rank(), spec.size(), MeshCollectives.HEADER_WORDS,
-                    spec.timeout(), Duration.ZERO, who, spec.names());
+                    spec.timeout(), Duration.ZERO, who, spec.names(), secret);
         } catch (RuntimeException e) {
             office.close();
             throw e;

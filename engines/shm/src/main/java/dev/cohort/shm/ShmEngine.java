@@ -2,6 +2,7 @@ package dev.cohort.shm;
 
 import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.runtime.SubgroupMaker;
+import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.p2p.Directory;
 import dev.cohort.runtime.p2p.PostOffice;
 import java.net.InetAddress;
@@ -79,7 +80,7 @@ public final class ShmEngine {
         String prefix = "p" + SubgroupMaker.shortName(scope) + "r";
         return () -> new PostOffice(rank, size, InetAddress.getLoopbackAddress(),
                 Directory.inFiles(r -> SharedMemoryFiles.path(env, prefix + r)), label + " rank " + rank + " of " + size,
-                names);
+                names, JobSecret.from(env));
     }
 
     /** As {@link #group(String, Path, int, int, ShmOptions)}, with messages naming ranks by {@code names}. */

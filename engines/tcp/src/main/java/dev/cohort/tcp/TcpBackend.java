@@ -10,6 +10,7 @@ import dev.cohort.runtime.HostIdentity;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.store.JobNotes;
 import dev.cohort.runtime.SubgroupMaker;
+import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.p2p.Directory;
 import dev.cohort.runtime.p2p.PostOffice;
 import dev.cohort.runtime.store.PrefixStore;
@@ -25,6 +26,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalInt;
 
 /**
@@ -125,8 +127,10 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
         Store store = null;
         List<AutoCloseable> opened = new ArrayList<>();
         try {
-            server = given.rank() == 0 ? TcpStoreServer.start(launch.masterPort()) : null;
-            client = TcpStore.connect(launch.masterAddr(), launch.masterPort(), deadline, connectTimeout);
+            Optional<JobSecret> secret = secret();
+            server = given.rank() == 0
+                    ? TcpStoreServer.start(masterAddress(launch, who), launch.masterPort(), secret) : null;
+            client = TcpStore.connect(launch.masterAddr(), launch.masterPort(), deadline, connectTimeout, secret);
             checkRun(client, given.rank(), scope, deadline, who);
             store = new PrefixStore(scope, client);
             List<String> hosts = join(store, given, options.joinsAs(), deadline, who);
@@ -135,13 +139,13 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
             Duration spin = options.spin(topology.localWorldSize());
             PeerMesh worldMesh = PeerMesh.connect(new PrefixStore("world/", store), topology.rank(),
                     topology.worldSize(), MeshCollectives.HEADER_WORDS, address, remaining(deadline), spin, who,
-                    options.rankNames());
+                    options.rankNames(), secret);
             opened.add(worldMesh);
             boolean oneNode = topology.localWorldSize() == topology.worldSize();
             PeerMesh nodeMesh = oneNode ? null : PeerMesh.connect(new PrefixStore("node-" + topology.nodeRank() + "/", store),
                     topology.localRank(), topology.localWorldSize(), MeshCollectives.HEADER_WORDS, address,
                     remaining(deadline), spin, "tcp node " + topology.nodeRank() + " rank " + topology.localRank()
-                            + " of " + topology.localWorldSize(), RankNames.PLAIN);
+                            + " of " + topology.localWorldSize(), RankNames.PLAIN, secret);
             // Connected: from now on the store only carries notes, each of which waits briefly.
             notes = new StoreNotes(new PrefixStore(scope + "note/", client.timeout(NOTES_TIMEOUT)));
             TcpStore storeClient = client;
@@ -158,11 +162,11 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                 TcpProcessGroup g = new TcpProcessGroup("tcp " + spec.label(),
                         PeerMesh.connect(new PrefixStore(name + "/", sub), spec.rank(), spec.size(), MeshCollectives.HEADER_WORDS,
                                 address, spec.timeout(), spin, "tcp " + name + " rank " + spec.rank() + " of "
-                                        + spec.size(), spec.names()),
+                                        + spec.size(), spec.names(), secret),
                         spec.rank(), spec.size(), spec.timeout(), options.stallTime(), () -> { });
                 g.messagesThrough(() -> new PostOffice(spec.rank(), spec.size(), address,
                         Directory.of(p2p, name + "/"), "tcp " + name + " rank " + spec.rank() + " of " + spec.size(),
-                        spec.names()));
+                        spec.names(), secret));
                 return g;
             };
             if (oneNode) {
@@ -170,7 +174,7 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                         topology.worldSize(), options.timeout(), options.stallTime(), closeStore);
                 world.makesSubgroups(subgroups, "world");
                 world.messagesThrough(() -> new PostOffice(topology.rank(), topology.worldSize(), address,
-                        Directory.of(p2p, "world/"), who, options.rankNames()));
+                        Directory.of(p2p, "world/"), who, options.rankNames(), secret));
                 return new Connection(topology, world, world);
             }
             TcpProcessGroup node = new TcpProcessGroup("tcp node " + topology.nodeRank(), nodeMesh,
@@ -180,10 +184,10 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
             world.makesSubgroups(subgroups, "world");
             node.makesSubgroups(subgroups, "node-" + topology.nodeRank());
             world.messagesThrough(() -> new PostOffice(topology.rank(), topology.worldSize(), address,
-                    Directory.of(p2p, "world/"), who, options.rankNames()));
+                    Directory.of(p2p, "world/"), who, options.rankNames(), secret));
             node.messagesThrough(() -> new PostOffice(topology.localRank(), topology.localWorldSize(), address,
                     Directory.of(p2p, "node-" + topology.nodeRank() + "/"), "tcp node " + topology.nodeRank() + " rank "
-                            + topology.localRank(), RankNames.PLAIN));
+                            + topology.localRank(), RankNames.PLAIN, secret));
             return new Connection(topology, world, node, closeStore::run);
         } catch (RuntimeException e) {
             for (AutoCloseable c : opened) {
@@ -396,6 +400,14 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                     options.networkInterface != null ? "--tcp-interface" : TcpOptions.ENV_INTERFACE);
         }
         return LocalAddress.towards(launch.masterAddr(), launch.masterPort());
+    }
+
+    private static InetAddress masterAddress(LaunchEnvironment launch, String who) {
+        try {
+            return InetAddress.getByName(launch.masterAddr());
+        } catch (java.net.UnknownHostException e) {
+            throw new JoinException(who + ": MASTER_ADDR='" + launch.masterAddr() + "' does not resolve: " + e.getMessage(), e);
+        }
     }
 
     private static Duration remaining(long deadline) {

@@ -9,6 +9,10 @@ import dev.cohort.api.collective.Work;
 import dev.cohort.runtime.Daemons;
 import dev.cohort.runtime.PendingWork;
 import dev.cohort.runtime.RankNames;
+import dev.cohort.runtime.auth.AuthenticationException;
+import dev.cohort.runtime.auth.Handshake;
+import dev.cohort.runtime.auth.JobSecret;
+import dev.cohort.runtime.auth.Refusals;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -25,6 +29,7 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
@@ -38,7 +43,9 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * until one is posted. A send completes once its bytes are written, a receive once they are in the
  * caller's buffer. A receive whose buffer differs in length from the message fails, naming both.
  * One thread per group moves every connection's bytes (a selector); sends and receives only queue
- * work for it.
+ * work for it. With a job secret every connection first passes the {@link Handshake}; an accepted
+ * connection that does not, or says no valid hello within {@value #HELLO_MILLIS} ms, is closed and
+ * logged.
  */
 public final class PostOffice implements AutoCloseable {
 
@@ -46,12 +53,19 @@ public final class PostOffice implements AutoCloseable {
     private static final int HEADER_BYTES = 16;
     /** How long dialing a peer that published its address may take. */
     private static final int CONNECT_MILLIS = 30_000;
+    /** How long an accepted connection may take to authenticate and say which rank dialed. */
+    private static final long HELLO_MILLIS = 10_000;
+    private static final String PURPOSE = "cohort messages";
 
     private final int rank;
     private final int size;
     private final String who;
     private final RankNames names;
     private final Directory directory;
+    private final Optional<JobSecret> secret;
+    private final Refusals refusals;
+    /** Accepted connections that have not said which rank dialed yet (the selector thread's). */
+    private final ArrayDeque<Hello> hellos = new ArrayDeque<>();
     private final ServerSocketChannel server;
     private final Selector selector;
     private final Peer[] peers;
@@ -59,9 +73,14 @@ public final class PostOffice implements AutoCloseable {
     private final Thread loop;
     private volatile boolean closed;
 
-    /** Listens on {@code address} (port 0: any) and publishes it; {@code who} starts messages ("tcp world rank 0 of 4"). */
-    public PostOffice(int rank, int size, InetAddress address, Directory directory, String who, RankNames names) {
+    /**
+     * Listens on {@code address} (port 0: any) and publishes it; {@code who} starts messages ("tcp
+     * world rank 0 of 4"). With a {@code secret}, every connection proves it both ways.
+     */
+    public PostOffice(int rank, int size, InetAddress address, Directory directory, String who, RankNames names,
+                      Optional<JobSecret> secret) {
         this.rank = rank;
+        this.secret = secret;
         this.size = size;
         this.who = who;
         this.names = names;
@@ -79,6 +98,7 @@ public final class PostOffice implements AutoCloseable {
         } catch (IOException e) {
             throw new CollectiveException(who + ": cannot listen for point-to-point messages on " + address + ": " + e, e);
         }
+        refusals = new Refusals(who + ": messages on " + serverAddress());
         directory.publish(rank, (InetSocketAddress) serverAddress());
         loop = Daemons.thread("cohort-p2p-" + who.replace(' ', '-'), this::run);
         loop.start();
@@ -161,6 +181,7 @@ public final class PostOffice implements AutoCloseable {
                         ((Channel) key.attachment()).ready(key);
                     }
                 }
+                expireHellos(System.nanoTime());
             }
         } catch (IOException | RuntimeException e) {
             if (!closed) {
@@ -177,7 +198,14 @@ public final class PostOffice implements AutoCloseable {
         ch.configureBlocking(false);
         ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
         Hello hello = new Hello(ch);
-        ch.register(selector, SelectionKey.OP_READ, hello);
+        hello.key = ch.register(selector, SelectionKey.OP_READ, hello);
+        hellos.add(hello);
+    }
+
+    private void expireHellos(long now) {
+        while (!hellos.isEmpty() && now - hellos.peek().acceptedAt > HELLO_MILLIS * 1_000_000) {
+            hellos.peek().refuse("no handshake and hello within " + HELLO_MILLIS + " ms");
+        }
     }
 
     private void failAll(CollectiveException cause) {
@@ -191,33 +219,83 @@ public final class PostOffice implements AutoCloseable {
         void ready(SelectionKey key) throws IOException;
     }
 
-    /** An accepted connection until it says which rank dialed. */
+    /**
+     * An accepted connection until it says which rank dialed: with a secret, first the handshake
+     * (its hello, our answer, its proof), then the 16-byte hello.
+     */
     private final class Hello implements Channel {
         final SocketChannel ch;
-        final ByteBuffer in = ByteBuffer.allocate(16).order(ByteOrder.BIG_ENDIAN);
+        final long acceptedAt = System.nanoTime();
+        final Handshake handshake = secret.map(s -> Handshake.server(s, PURPOSE)).orElse(null);
+        SelectionKey key;
+        /** 0: the handshake's hello, 1: its proof, 2: the rank's hello. */
+        int phase = handshake == null ? 2 : 0;
+        ByteBuffer in = ByteBuffer.allocate(handshake == null ? 16 : Handshake.HELLO_BYTES).order(ByteOrder.BIG_ENDIAN);
 
         Hello(SocketChannel ch) {
             this.ch = ch;
         }
 
         @Override
-        public void ready(SelectionKey key) throws IOException {
-            if (ch.read(in) < 0) {
-                key.cancel();
-                ch.close();
+        public void ready(SelectionKey key) {
+            try {
+                if (ch.read(in) < 0) {
+                    refuse("closed before " + (phase < 2 ? "authenticating" : "saying which rank dialed"));
+                    return;
+                }
+                if (in.hasRemaining()) {
+                    return;
+                }
+                if (phase == 0) {
+                    ByteBuffer answer = ByteBuffer.wrap(handshake.answer(in.array()));
+                    ch.write(answer);
+                    if (answer.hasRemaining()) {
+                        refuse("does not read its handshake's answer");
+                        return;
+                    }
+                    phase = 1;
+                    in = ByteBuffer.allocate(Handshake.PROOF_BYTES);
+                    return;
+                }
+                if (phase == 1) {
+                    handshake.check(in.array());
+                    phase = 2;
+                    in = ByteBuffer.allocate(16).order(ByteOrder.BIG_ENDIAN);
+                    return;
+                }
+            } catch (AuthenticationException e) {
+                refuse(e.getMessage());
                 return;
-            }
-            if (in.hasRemaining()) {
+            } catch (IOException e) {
+                refuse(e.toString());
                 return;
             }
             long magic = in.getLong(0);
             int from = in.getInt(8);
             if (magic != HELLO || from < 0 || from >= rank || peers[from].channel != null) {
-                key.cancel();
-                ch.close();          // not a rank of this group that may dial here
+                refuse(magic != HELLO ? "no hello of a rank of this group"
+                        : "rank " + from + " may not dial here (only ranks below " + rank + ", once each)");
                 return;
             }
+            hellos.remove(this);
             peers[from].attach(ch, key);
+        }
+
+        void refuse(String why) {
+            hellos.remove(this);
+            Object from;
+            try {
+                from = ch.getRemoteAddress();
+            } catch (IOException e) {
+                from = "?";
+            }
+            refusals.refused(from, why);
+            key.cancel();
+            try {
+                ch.close();
+            } catch (IOException ignored) {
+                // closing anyway
+            }
         }
     }
 
@@ -269,6 +347,16 @@ public final class PostOffice implements AutoCloseable {
                 ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
                 // Blocking, and short: the peer listens already (it published its address).
                 ch.socket().connect(to, CONNECT_MILLIS);
+                if (secret.isPresent()) {
+                    try {
+                        Handshake.asClient(ch.socket(), secret.get(), PURPOSE, Duration.ofMillis(HELLO_MILLIS));
+                    } catch (AuthenticationException e) {
+                        ch.close();
+                        fail(new CollectiveException(who + ": the address rank " + names.rank(j) + " published for "
+                                + "messages (" + to + ") failed authentication: " + e.getMessage()));
+                        return;
+                    }
+                }
                 ByteBuffer hello = ByteBuffer.allocate(16).order(ByteOrder.BIG_ENDIAN).putLong(HELLO).putInt(rank).putInt(0).flip();
                 while (hello.hasRemaining()) {
                     ch.write(hello);
@@ -519,6 +607,15 @@ public final class PostOffice implements AutoCloseable {
         }
         CollectiveException cause = new CollectiveException(who + ": the group closed");
         failAll(cause);
+        // The loop has stopped: connections that never said which rank dialed are ours to close.
+        for (Hello h : List.copyOf(hellos)) {
+            try {
+                h.ch.close();
+            } catch (IOException ignored) {
+                // closing anyway
+            }
+        }
+        hellos.clear();
         directory.withdraw(rank);
         try {
             server.close();

@@ -1,5 +1,8 @@
 package dev.cohort.runtime.store;
 
+import dev.cohort.runtime.auth.AuthenticationException;
+import dev.cohort.runtime.auth.Handshake;
+import dev.cohort.runtime.auth.JobSecret;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
@@ -11,6 +14,7 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * A client of a {@link TcpStoreServer}. Every call is a request and its answer on one connection
@@ -40,9 +44,12 @@ public final class TcpStore implements Store, AutoCloseable {
     /**
      * Connects to the store at {@code host:port}, trying again until {@code deadlineNanos} while
      * nobody listens there yet (the hosting rank may start later); {@code timeout} bounds each
-     * later call.
+     * later call. With a {@code secret}, both ends prove they know it first.
+     *
+     * @throws AuthenticationException when the store does not know the secret, or wants one
      */
-    public static TcpStore connect(String host, int port, long deadlineNanos, Duration timeout) {
+    public static TcpStore connect(String host, int port, long deadlineNanos, Duration timeout,
+                                   Optional<JobSecret> secret) {
         String address = host + ":" + port;
         IOException last = null;
         while (true) {
@@ -57,11 +64,30 @@ public final class TcpStore implements Store, AutoCloseable {
                 s.setTcpNoDelay(true);
                 s.connect(new InetSocketAddress(host, port), (int) Math.min(left, 5_000));
                 s.setSoTimeout((int) Math.min(left, 10_000));
+                if (secret.isPresent()) {
+                    try {
+                        Handshake.asClient(s, secret.get(), TcpStoreServer.PURPOSE, TcpStoreServer.HANDSHAKE_TIMEOUT);
+                    } catch (AuthenticationException e) {
+                        s.close();
+                        throw new AuthenticationException("the job's store at " + address + " failed authentication: "
+                                + e.getMessage() + "; every rank needs the same " + JobSecret.ENV + " or "
+                                + JobSecret.FILE_ENV);
+                    }
+                }
                 TcpStore store = new TcpStore(address, timeout, s);
                 store.out.writeLong(TcpStoreServer.HELLO);
                 store.out.writeInt(TcpStoreServer.VERSION);
                 store.out.flush();
-                if (store.in.readLong() != TcpStoreServer.HELLO) {
+                long hello;
+                try {
+                    hello = store.in.readLong();
+                } catch (java.io.EOFException e) {
+                    s.close();
+                    throw new AuthenticationException("the job's store at " + address + " closed the connection at "
+                            + "once: it wants the job's secret (set " + JobSecret.ENV + " or " + JobSecret.FILE_ENV
+                            + " as on rank 0), or MASTER_PORT is another program's port");
+                }
+                if (hello != TcpStoreServer.HELLO) {
                     s.close();
                     throw new IllegalStateException("the service at " + address + " is not a Cohort job store; "
                             + "is MASTER_PORT another program's port?");

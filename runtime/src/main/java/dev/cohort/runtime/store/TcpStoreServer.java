@@ -1,25 +1,33 @@
 package dev.cohort.runtime.store;
 
 import dev.cohort.runtime.Daemons;
+import dev.cohort.runtime.auth.AuthenticationException;
+import dev.cohort.runtime.auth.Handshake;
+import dev.cohort.runtime.auth.JobSecret;
+import dev.cohort.runtime.auth.Refusals;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
 import java.util.ArrayList;
+import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A {@link Store} served over TCP to {@link TcpStore} clients, as c10d's {@code TCPStore} server
  * is: one rank hosts it for the job, every rank (the host too) connects. Each connection is
- * served by a daemon thread of its own; a client that does not open with the store's hello is
- * dropped. The values live in an {@link InMemoryStore}, for as long as the server runs.
+ * served by a daemon thread of its own; a client that does not open with the store's hello (with
+ * a {@link JobSecret}: that does not first pass the {@link Handshake}) is dropped. The values live
+ * in an {@link InMemoryStore}, for as long as the server runs.
  */
 public final class TcpStoreServer implements AutoCloseable {
 
@@ -35,31 +43,41 @@ public final class TcpStoreServer implements AutoCloseable {
     static final byte MISSING = 1;
     static final byte TIMEOUT = 2;
     static final byte ERROR = 3;
+    /** What both ends name in the {@link Handshake}. */
+    static final String PURPOSE = "cohort job store";
+    static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
 
     private final InMemoryStore values = new InMemoryStore();
     private final ServerSocket server;
     private final Set<Socket> clients = ConcurrentHashMap.newKeySet();
+    private final Optional<JobSecret> secret;
+    private final Refusals refusals;
     private volatile boolean closed;
 
-    private TcpStoreServer(ServerSocket server) {
+    private TcpStoreServer(ServerSocket server, Optional<JobSecret> secret) {
         this.server = server;
+        this.secret = secret;
+        this.refusals = new Refusals("job store on " + server.getLocalSocketAddress());
         Daemons.start("cohort-store-accept-" + server.getLocalPort(), this::acceptLoop);
     }
 
     /**
-     * Serves a store on {@code port} of every interface (0: a free port, see {@link #port()}).
+     * Serves a store on {@code host:port} (port 0: a free port, see {@link #port()}); with a
+     * {@code secret}, to clients that prove they know it.
      *
-     * @throws UncheckedIOException naming the port when it cannot be bound (in use, or not allowed)
+     * @throws UncheckedIOException naming the port when it cannot be bound (in use, not allowed, or
+     *                              {@code host} not an address of this host)
      */
-    public static TcpStoreServer start(int port) {
+    public static TcpStoreServer start(InetAddress host, int port, Optional<JobSecret> secret) {
         try {
             ServerSocket s = new ServerSocket();
             s.setReuseAddress(true);
-            s.bind(new InetSocketAddress(port), 128);
-            return new TcpStoreServer(s);
+            s.bind(new InetSocketAddress(host, port), 128);
+            return new TcpStoreServer(s, secret);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot serve the job's store on port " + port + " (" + e.getMessage()
-                    + "); is another job or an earlier run of this one still using it? Choose another MASTER_PORT", e);
+            throw new UncheckedIOException("cannot serve the job's store on " + host.getHostAddress() + ":" + port
+                    + " (" + e.getMessage() + "); is another job or an earlier run of this one still using the port "
+                    + "(choose another MASTER_PORT), or is MASTER_ADDR not an address of rank 0's host?", e);
         }
     }
 
@@ -84,10 +102,19 @@ public final class TcpStoreServer implements AutoCloseable {
     private void serve(Socket s) {
         try (s) {
             s.setTcpNoDelay(true);
+            if (secret.isPresent()) {
+                try {
+                    Handshake.asServer(s, secret.get(), PURPOSE, HANDSHAKE_TIMEOUT);
+                } catch (AuthenticationException e) {
+                    refusals.refused(s.getRemoteSocketAddress(), e.getMessage());
+                    return;
+                }
+            }
             s.setSoTimeout(10_000);           // the hello comes at once, or never
             DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(s.getInputStream()));
             DataOutputStream out = new DataOutputStream(new java.io.BufferedOutputStream(s.getOutputStream()));
             if (in.readLong() != HELLO || in.readInt() != VERSION) {
+                refusals.refused(s.getRemoteSocketAddress(), "not a client of the job store");
                 return;
             }
             out.writeLong(HELLO);
@@ -153,6 +180,11 @@ public final class TcpStoreServer implements AutoCloseable {
         } finally {
             clients.remove(s);
         }
+    }
+
+    /** How many connections were refused (no handshake, a wrong secret, not a store client). */
+    public int refused() {
+        return refusals.count();
     }
 
     /** Stops serving: the listening socket and every client's connection close. */

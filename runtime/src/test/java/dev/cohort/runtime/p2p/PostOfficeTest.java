@@ -12,6 +12,7 @@ import dev.cohort.api.collective.Work;
 import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.Reissue;
+import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.store.InMemoryStore;
 import dev.cohort.runtime.store.Store;
 import dev.cohort.runtime.threads.ThreadsWorld;
@@ -19,6 +20,7 @@ import dev.cohort.testkit.MessageSuite;
 import java.net.InetAddress;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -95,12 +97,16 @@ class PostOfficeTest {
         private final ProcessGroup threads;
 
         Letters(ProcessGroup threads, Store store, Duration timeout) {
+            this(threads, store, timeout, Optional.empty());
+        }
+
+        Letters(ProcessGroup threads, Store store, Duration timeout, Optional<JobSecret> secret) {
             super(threads.rank(), threads.size(), timeout);
             this.threads = threads;
             int rank = threads.rank();
             int size = threads.size();
             messagesThrough(() -> new PostOffice(rank, size, InetAddress.getLoopbackAddress(), Directory.of(store, "p2p/"),
-                    "letters rank " + rank + " of " + size, RankNames.PLAIN));
+                    "letters rank " + rank + " of " + size, RankNames.PLAIN, secret));
         }
 
         @Override

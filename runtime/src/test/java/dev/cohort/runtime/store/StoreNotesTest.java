@@ -6,7 +6,9 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.InetAddress;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -21,9 +23,9 @@ class StoreNotesTest {
 
     @Test
     void notesPostedByOneClientAreReadByAnother() {
-        try (TcpStoreServer server = TcpStoreServer.start(0);
-             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), Duration.ofSeconds(2));
-             TcpStore b = TcpStore.connect("127.0.0.1", server.port(), in(5_000), Duration.ofSeconds(2))) {
+        try (TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), 0, Optional.empty());
+             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), Duration.ofSeconds(2), Optional.empty());
+             TcpStore b = TcpStore.connect("127.0.0.1", server.port(), in(5_000), Duration.ofSeconds(2), Optional.empty())) {
             JobNotes mine = new StoreNotes(new PrefixStore("note/", a));
             JobNotes theirs = new StoreNotes(new PrefixStore("note/", b));
             assertThat(theirs.read("host1")).isEmpty();
@@ -48,7 +50,7 @@ class StoreNotesTest {
             });
             server.setDaemon(true);
             server.start();
-            try (TcpStore store = TcpStore.connect("127.0.0.1", silent.getLocalPort(), in(5_000), Duration.ofSeconds(10))
+            try (TcpStore store = TcpStore.connect("127.0.0.1", silent.getLocalPort(), in(5_000), Duration.ofSeconds(10), Optional.empty())
                     .timeout(Duration.ofMillis(300))) {
                 JobNotes notes = new StoreNotes(store);
                 long start = System.nanoTime();
@@ -65,8 +67,8 @@ class StoreNotesTest {
 
     @Test
     void aStoreThatIsGoneFailsTheNoteWithoutThrowing() {
-        TcpStoreServer server = TcpStoreServer.start(0);
-        try (TcpStore store = TcpStore.connect("127.0.0.1", server.port(), in(5_000), Duration.ofSeconds(2))) {
+        TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), 0, Optional.empty());
+        try (TcpStore store = TcpStore.connect("127.0.0.1", server.port(), in(5_000), Duration.ofSeconds(2), Optional.empty())) {
             JobNotes notes = new StoreNotes(store);
             server.close();
             assertThat(notes.post("k", "text")).isFalse();

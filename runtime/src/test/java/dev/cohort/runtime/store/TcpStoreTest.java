@@ -8,7 +8,9 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.InetAddress;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -33,9 +35,9 @@ class TcpStoreTest {
 
     @Test
     void clientsShareValuesCountersAndWaits() throws Exception {
-        try (TcpStoreServer server = TcpStoreServer.start(0);
-             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT);
-             TcpStore b = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT)) {
+        try (TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), 0, Optional.empty());
+             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, Optional.empty());
+             TcpStore b = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, Optional.empty())) {
             CompletableFuture<Void> waiting = CompletableFuture.runAsync(() -> b.await(List.of("x", "y"), in(5_000)));
             a.set("x", "1");
             Thread.sleep(100);
@@ -56,8 +58,8 @@ class TcpStoreTest {
 
     @Test
     void aWaitEndsAtItsDeadlineNamingTheMissingKeys() {
-        try (TcpStoreServer server = TcpStoreServer.start(0);
-             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT)) {
+        try (TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), 0, Optional.empty());
+             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, Optional.empty())) {
             a.set("here", "1");
             long t0 = System.nanoTime();
             assertThatThrownBy(() -> a.await(List.of("here", "missing"), in(300)))
@@ -70,9 +72,9 @@ class TcpStoreTest {
     void aClientWaitsForAServerThatStartsLater() throws Exception {
         int port = freePort();
         CompletableFuture<TcpStore> client = CompletableFuture.supplyAsync(
-                () -> TcpStore.connect("127.0.0.1", port, in(10_000), TIMEOUT));
+                () -> TcpStore.connect("127.0.0.1", port, in(10_000), TIMEOUT, Optional.empty()));
         Thread.sleep(500);
-        try (TcpStoreServer server = TcpStoreServer.start(port); TcpStore c = client.get(10, TimeUnit.SECONDS)) {
+        try (TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), port, Optional.empty()); TcpStore c = client.get(10, TimeUnit.SECONDS)) {
             c.set("k", "v");
             assertThat(c.get("k")).isEqualTo("v");
         }
@@ -81,7 +83,7 @@ class TcpStoreTest {
     @Test
     void noServerFailsAtTheDeadlineSayingWhatToCheck() throws Exception {
         int port = freePort();
-        assertThatThrownBy(() -> TcpStore.connect("127.0.0.1", port, in(400), TIMEOUT))
+        assertThatThrownBy(() -> TcpStore.connect("127.0.0.1", port, in(400), TIMEOUT, Optional.empty()))
                 .isInstanceOf(StoreTimeoutException.class)
                 .hasMessageContaining("127.0.0.1:" + port).hasMessageContaining("MASTER_PORT");
     }
@@ -99,15 +101,15 @@ class TcpStoreTest {
                     // the test reads the client's error
                 }
             });
-            assertThatThrownBy(() -> TcpStore.connect("127.0.0.1", other.getLocalPort(), in(3_000), TIMEOUT))
+            assertThatThrownBy(() -> TcpStore.connect("127.0.0.1", other.getLocalPort(), in(3_000), TIMEOUT, Optional.empty()))
                     .hasMessageContaining("not a Cohort job store");
         }
     }
 
     @Test
     void strangersAreDroppedAndClientsServedOn() throws Exception {
-        try (TcpStoreServer server = TcpStoreServer.start(0);
-             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT)) {
+        try (TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), 0, Optional.empty());
+             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, Optional.empty())) {
             try (Socket stranger = new Socket("127.0.0.1", server.port())) {
                 stranger.getOutputStream().write("GET / HTTP/1".getBytes());   // as long as a hello: nothing left unread
                 stranger.setSoTimeout(5_000);
@@ -120,8 +122,8 @@ class TcpStoreTest {
 
     @Test
     void aClientOfAStoppedServerFailsAtOnceNamingIt() {
-        TcpStoreServer server = TcpStoreServer.start(0);
-        try (TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT)) {
+        TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), 0, Optional.empty());
+        try (TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, Optional.empty())) {
             a.set("k", "v");
             server.close();
             assertThatThrownBy(() -> {

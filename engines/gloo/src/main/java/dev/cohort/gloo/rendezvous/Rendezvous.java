@@ -7,6 +7,8 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Optional;
+import dev.cohort.runtime.auth.JobSecret;
 import org.bytedeco.javacpp.SizeTPointer;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.FileStore;
@@ -34,12 +36,14 @@ public final class Rendezvous implements AutoCloseable {
     private final Store client;
     private final String description;
     private final StoreGuard guard;
+    private final StoreRelay relay;
 
-    private Rendezvous(Store owner, String description, StoreGuard guard) {
+    private Rendezvous(Store owner, String description, StoreGuard guard, StoreRelay relay) {
         this.owner = LibTorch.retain(owner);
         this.client = LibTorch.retain(owner.clone());
         this.description = description;
         this.guard = guard;
+        this.relay = relay;
     }
 
     /**
@@ -49,12 +53,13 @@ public final class Rendezvous implements AutoCloseable {
      * and connect. The agent's store is not used beyond that key: its PyTorch may speak another
      * version of c10d's protocol than libtorch's (see {@link AgentStore}).
      */
-    public static Rendezvous agent(String host, int port, int rank, int worldSize, int restartCount, Duration timeout) {
+    public static Rendezvous agent(String host, int port, int rank, int worldSize, int restartCount, Duration timeout,
+                                   Optional<JobSecret> secret) {
         String key = "/worker/attempt_" + restartCount + "/cohort/store";
         try (AgentStore agent = AgentStore.connect(host, port, timeout)) {
             if (rank == 0) {
                 String me = agent.localAddress().getHostAddress();
-                Rendezvous own = tcp(me, 0, rank, worldSize, timeout);
+                Rendezvous own = tcp(me, 0, rank, worldSize, timeout, secret);
                 if (own.guard == null) {
                     own.close();
                     throw new GlooConnectException("rank 0: cannot host a store for the job here (no /proc to find a "
@@ -68,15 +73,17 @@ public final class Rendezvous implements AutoCloseable {
                 throw new GlooConnectException("rank " + rank + ": the launcher's store holds '" + String.join(" ", at)
                         + "' under " + key + ", not an address and port");
             }
-            return tcp(at[0], Integer.parseInt(at[1]), rank, worldSize, timeout);
+            return tcp(at[0], Integer.parseInt(at[1]), rank, worldSize, timeout, secret);
         }
     }
 
     /**
      * Connects to (on rank 0: hosts) the TCP store at {@code host:port}; waits for all ranks. Rank
-     * 0 runs the store on a loopback port behind a {@link StoreGuard} on {@code host:port}.
+     * 0 runs the store on a loopback port behind a {@link StoreGuard} on {@code host:port}. With a
+     * {@code secret}, the other ranks reach the guard through a {@link StoreRelay} that proves it.
      */
-    public static Rendezvous tcp(String host, int port, int rank, int worldSize, Duration timeout) {
+    public static Rendezvous tcp(String host, int port, int rank, int worldSize, Duration timeout,
+                                 Optional<JobSecret> secret) {
         String where = "TCP store at " + host + ":" + port;
         String who = "rank " + rank + " of " + worldSize;
         TCPStoreOptions options = new TCPStoreOptions()
@@ -89,30 +96,44 @@ public final class Rendezvous implements AutoCloseable {
         String connectTo = host;
         int connectPort = port;
         StoreGuard guard = null;
+        StoreRelay relay = null;
         if (rank == 0) {
             StoreListener.Listening inner = loopbackListener(who);
             if (inner != null) {
                 guard = StoreGuard.open(resolve(host, who), port,
-                        new InetSocketAddress(InetAddress.getLoopbackAddress(), inner.port()), who);
+                        new InetSocketAddress(InetAddress.getLoopbackAddress(), inner.port()), who, secret);
                 options.masterListenFd(new IntOptional(inner.fd()));
                 connectTo = InetAddress.getLoopbackAddress().getHostAddress();
                 connectPort = inner.port();
             } else {
+                if (secret.isPresent()) {
+                    throw new GlooConnectException(who + ": cannot guard the " + where + " here (no /proc to find a "
+                            + "socket's descriptor), so it cannot be kept to the job's secret; use the tcp engine");
+                }
                 LOG.log(System.Logger.Level.WARNING, who + ": cannot find a socket's descriptor here (no /proc?); the "
                         + where + " runs unguarded on every interface");
             }
+        } else if (secret.isPresent()) {
+            relay = StoreRelay.open(host, port, secret.get(), timeout, who);
+            connectTo = InetAddress.getLoopbackAddress().getHostAddress();
+            connectPort = relay.port();
         }
         options.port((short) connectPort);
         try {
-            return new Rendezvous(new TCPStore(connectTo, options), where, guard);
+            return new Rendezvous(new TCPStore(connectTo, options), where, guard, relay);
         } catch (RuntimeException e) {
             if (guard != null) {
                 guard.close();
             }
+            String failure = relay == null ? null : relay.failure();
+            if (relay != null) {
+                relay.close();
+            }
             throw new GlooConnectException(who + ": could not "
                     + (rank == 0 ? "host" : "reach") + " the " + where + " within " + timeout
-                    + " (is MASTER_ADDR/MASTER_PORT right, is rank 0 running, and are all " + worldSize
-                    + " ranks started?): " + e.getMessage(), e);
+                    + (failure != null ? ": " + failure
+                    : " (is MASTER_ADDR/MASTER_PORT right, is rank 0 running, and are all " + worldSize
+                    + " ranks started?): " + e.getMessage()), e);
         }
     }
 
@@ -136,7 +157,7 @@ public final class Rendezvous implements AutoCloseable {
     public static Rendezvous file(Path path, int worldSize, Duration timeout) {
         FileStore store = new FileStore(path.toString(), worldSize);
         store.setTimeout(new Milliseconds(timeout.toMillis()));
-        return new Rendezvous(store, "file store " + path, null);
+        return new Rendezvous(store, "file store " + path, null, null);
     }
 
     /** A native-owned view of the store with every key under {@code prefix}. */
@@ -164,6 +185,9 @@ public final class Rendezvous implements AutoCloseable {
         LibTorch.release(owner);
         if (guard != null) {
             guard.close();
+        }
+        if (relay != null) {
+            relay.close();
         }
     }
 }

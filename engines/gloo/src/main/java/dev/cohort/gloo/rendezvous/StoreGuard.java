@@ -2,6 +2,10 @@ package dev.cohort.gloo.rendezvous;
 
 import dev.cohort.runtime.Daemons;
 import dev.cohort.gloo.GlooConnectException;
+import dev.cohort.runtime.auth.AuthenticationException;
+import dev.cohort.runtime.auth.Handshake;
+import dev.cohort.runtime.auth.JobSecret;
+import dev.cohort.runtime.auth.Refusals;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -18,6 +22,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -35,8 +40,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * costs a descriptor each and no thread; beyond {@value #MAX_PENDING} waiting, the oldest is closed.
  * The ranks' clients send the handshake at once, so they are never the oldest (this matters: c10d's
  * client backs off for up to a minute after a refused attempt). Validated connections are copied
- * both ways by a pair of threads. A client that speaks c10d's protocol is trusted as c10d trusts
- * it (see docs/SECURITY.md).
+ * both ways by a pair of threads. With a job secret, a connection must first pass the
+ * {@link Handshake} (the ranks' {@link StoreRelay}s run the client's side for c10d's clients);
+ * without one, a client that speaks c10d's protocol is trusted as c10d trusts it (see
+ * docs/SECURITY.md).
  */
 final class StoreGuard implements AutoCloseable {
 
@@ -47,10 +54,39 @@ final class StoreGuard implements AutoCloseable {
     private static final int HANDSHAKE_BYTES = 5;
     private static final long HANDSHAKE_MILLIS = 5_000;
     private static final int MAX_PENDING = 1024;
-    private static final int REJECTIONS_REPORTED = 3;
+    /** What both ends name in the {@link Handshake}. */
+    static final String PURPOSE = "cohort c10d store";
 
-    /** A connection waiting for its handshake. */
-    private record Pending(SocketChannel channel, ByteBuffer received, long acceptedAt) {
+    /**
+     * A connection waiting for its handshake: with a secret, first the authentication's hello, then
+     * its proof, then c10d's handshake.
+     */
+    private static final class Pending {
+        final SocketChannel channel;
+        final long acceptedAt = System.nanoTime();
+        final Handshake auth;
+        ByteBuffer received;
+        /** 0: the authentication's hello, 1: its proof, 2: c10d's handshake. */
+        int phase;
+
+        Pending(SocketChannel channel, Handshake auth) {
+            this.channel = channel;
+            this.auth = auth;
+            this.phase = auth == null ? 2 : 0;
+            this.received = ByteBuffer.allocate(auth == null ? HANDSHAKE_BYTES : Handshake.HELLO_BYTES);
+        }
+
+        SocketChannel channel() {
+            return channel;
+        }
+
+        ByteBuffer received() {
+            return received;
+        }
+
+        long acceptedAt() {
+            return acceptedAt;
+        }
     }
 
     private final ServerSocketChannel server;
@@ -58,17 +94,21 @@ final class StoreGuard implements AutoCloseable {
     private final InetSocketAddress store;
     private final ArrayDeque<Pending> pending = new ArrayDeque<>();
     private final Set<Socket> forwarded = ConcurrentHashMap.newKeySet();
-    private final AtomicInteger rejected = new AtomicInteger();
+    private final Optional<JobSecret> secret;
+    private final Refusals refusals;
     /** c10d clients whose handshake was valid and whose connection has not ended yet. */
     private final AtomicInteger clients = new AtomicInteger();
     private final String who;
     private volatile boolean closed;
 
-    private StoreGuard(ServerSocketChannel server, Selector selector, InetSocketAddress store, String who) {
+    private StoreGuard(ServerSocketChannel server, Selector selector, InetSocketAddress store, String who,
+                       Optional<JobSecret> secret) {
         this.server = server;
         this.selector = selector;
         this.store = store;
         this.who = who;
+        this.secret = secret;
+        this.refusals = new Refusals(who + ": store guard on " + server.socket().getLocalSocketAddress());
     }
 
     /**
@@ -85,7 +125,7 @@ final class StoreGuard implements AutoCloseable {
         }
     }
 
-    static StoreGuard open(InetAddress host, int port, InetSocketAddress store, String who) {
+    static StoreGuard open(InetAddress host, int port, InetSocketAddress store, String who, Optional<JobSecret> secret) {
         ServerSocketChannel server = null;
         try {
             server = ServerSocketChannel.open();
@@ -93,7 +133,7 @@ final class StoreGuard implements AutoCloseable {
             server.configureBlocking(false);
             Selector selector = Selector.open();
             server.register(selector, SelectionKey.OP_ACCEPT);
-            StoreGuard guard = new StoreGuard(server, selector, store, who);
+            StoreGuard guard = new StoreGuard(server, selector, store, who, secret);
             Daemons.start("cohort-store-guard", guard::run);
             return guard;
         } catch (IOException e) {
@@ -144,7 +184,7 @@ final class StoreGuard implements AutoCloseable {
         SocketChannel ch;
         while ((ch = server.accept()) != null) {
             ch.configureBlocking(false);
-            Pending p = new Pending(ch, ByteBuffer.allocate(HANDSHAKE_BYTES), System.nanoTime());
+            Pending p = new Pending(ch, secret.map(k -> Handshake.server(k, PURPOSE)).orElse(null));
             ch.register(selector, SelectionKey.OP_READ, p);
             pending.add(p);
             while (pending.size() > MAX_PENDING) {
@@ -162,16 +202,41 @@ final class StoreGuard implements AutoCloseable {
             n = -1;
         }
         if (n < 0) {
-            reject(p, "no handshake");
-        } else if (!p.received().hasRemaining()) {
-            pending.remove(p);
-            key.cancel();
-            if (Arrays.equals(p.received().array(), HANDSHAKE)) {
-                clients.incrementAndGet();
-                validated.add(p.channel());
-            } else {
-                reject(p, "not a c10d store client");
+            reject(p, p.phase < 2 ? "closed before authenticating" : "no handshake");
+            return;
+        }
+        if (p.received().hasRemaining()) {
+            return;
+        }
+        try {
+            if (p.phase == 0) {
+                ByteBuffer answer = ByteBuffer.wrap(p.auth.answer(p.received().array()));
+                p.channel().write(answer);
+                if (answer.hasRemaining()) {
+                    reject(p, "does not read its handshake's answer");
+                    return;
+                }
+                p.phase = 1;
+                p.received = ByteBuffer.allocate(Handshake.PROOF_BYTES);
+                return;
             }
+            if (p.phase == 1) {
+                p.auth.check(p.received().array());
+                p.phase = 2;
+                p.received = ByteBuffer.allocate(HANDSHAKE_BYTES);
+                return;
+            }
+        } catch (AuthenticationException | IOException e) {
+            reject(p, e.getMessage());
+            return;
+        }
+        pending.remove(p);
+        key.cancel();
+        if (Arrays.equals(p.received().array(), HANDSHAKE)) {
+            clients.incrementAndGet();
+            validated.add(p.channel());
+        } else {
+            reject(p, "not a c10d store client");
         }
     }
 
@@ -233,18 +298,19 @@ final class StoreGuard implements AutoCloseable {
 
     private void reject(Pending p, String why) {
         pending.remove(p);
-        int n = rejected.incrementAndGet();
-        if (n <= REJECTIONS_REPORTED) {
-            String from;
-            try {
-                from = String.valueOf(p.channel().getRemoteAddress());
-            } catch (IOException e) {
-                from = "?";
-            }
-            LOG.log(System.Logger.Level.WARNING, who + ": store guard dropped a connection from " + from
-                    + " (" + why + ")" + (n == REJECTIONS_REPORTED ? "; further drops are counted silently" : ""));
+        Object from;
+        try {
+            from = p.channel().getRemoteAddress();
+        } catch (IOException e) {
+            from = "?";
         }
+        refusals.refused(from, why);
         closeQuietly(p.channel());
+    }
+
+    /** How many connections the guard dropped. */
+    int refused() {
+        return refusals.count();
     }
 
     private void closeForwarded(Socket s) {

@@ -59,8 +59,26 @@ final class StoreListener {
     private static int descriptorOf(int port) {
         Set<String> inodes = new HashSet<>();
         for (String table : new String[] {"/proc/net/tcp", "/proc/net/tcp6"}) {
-            inodes.addAll(listeningInodes(Path.of(table), port));
+            inodes.addAll(inodes(Path.of(table), String.format(Locale.ROOT, ":%04X", port), null, "0A"));
         }
+        return descriptorOf(inodes);
+    }
+
+    /**
+     * Whether the loopback connection from {@code clientPort} to {@code serverPort} was opened by
+     * this process (its client end is one of this process's descriptors). False where there is no
+     * {@code /proc} to tell.
+     */
+    static boolean openedHere(int clientPort, int serverPort) {
+        Set<String> inodes = new HashSet<>();
+        for (String table : new String[] {"/proc/net/tcp", "/proc/net/tcp6"}) {
+            inodes.addAll(inodes(Path.of(table), String.format(Locale.ROOT, ":%04X", clientPort),
+                    String.format(Locale.ROOT, ":%04X", serverPort), null));
+        }
+        return descriptorOf(inodes) >= 0;
+    }
+
+    private static int descriptorOf(Set<String> inodes) {
         if (inodes.isEmpty()) {
             return -1;
         }
@@ -81,14 +99,17 @@ final class StoreListener {
         return -1;
     }
 
-    /** Inodes of the sockets in {@code table} listening (state 0A) on {@code port}. */
-    private static Set<String> listeningInodes(Path table, int port) {
+    /**
+     * Inodes of the sockets in {@code table} whose local port is {@code local} (":HHHH"), and
+     * whose remote port is {@code remote} and state {@code state}, where given.
+     */
+    private static Set<String> inodes(Path table, String local, String remote, String state) {
         Set<String> inodes = new HashSet<>();
-        String hexPort = String.format(Locale.ROOT, ":%04X", port);
         try {
             for (String line : Files.readAllLines(table)) {
                 String[] f = line.trim().split("\\s+");
-                if (f.length > 9 && f[1].endsWith(hexPort) && f[3].equals("0A")) {
+                if (f.length > 9 && f[1].endsWith(local) && (remote == null || f[2].endsWith(remote))
+                        && (state == null || f[3].equals(state)) && !f[9].equals("0")) {
                     inodes.add(f[9]);
                 }
             }

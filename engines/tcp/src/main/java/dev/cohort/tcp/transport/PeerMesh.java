@@ -1,8 +1,12 @@
 package dev.cohort.tcp.transport;
 
+import dev.cohort.runtime.Daemons;
 import dev.cohort.runtime.EngineOptions;
 import dev.cohort.runtime.RankNames;
-
+import dev.cohort.runtime.auth.AuthenticationException;
+import dev.cohort.runtime.auth.Handshake;
+import dev.cohort.runtime.auth.JobSecret;
+import dev.cohort.runtime.auth.Refusals;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
 import dev.cohort.api.collective.JoinException;
@@ -21,6 +25,7 @@ import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * A full mesh of plain TCP connections between the ranks of a group. Each exchange sends every
@@ -35,10 +40,11 @@ import java.util.List;
  * host runs more ranks than it has CPUs: a rank polling there would take the CPU its peer needs.
  *
  * <p>Wiring: each rank listens on an ephemeral port of the given address, publishes it in the
- * group's store, connects to every lower rank and accepts every higher one; a connection opens with
- * a hello (a magic number, the group's size and the sender's rank), and anything else is closed and
- * ignored, so a stranger on the port cannot take a rank's place. The listening socket is closed as
- * soon as the mesh is complete.
+ * group's store, connects to every lower rank and accepts every higher one. With a job secret a
+ * connection first passes the {@link Handshake}; then it opens with a hello (a magic number, the
+ * group's size and the sender's rank), and anything else is closed, logged and ignored. Without a
+ * secret the hello only keeps out strangers that do not speak the protocol. The listening socket
+ * is closed as soon as the mesh is complete.
  */
 public final class PeerMesh implements AutoCloseable {
 
@@ -50,6 +56,9 @@ public final class PeerMesh implements AutoCloseable {
     public static final Duration DEFAULT_SPIN = Duration.ofNanos(50_000);
 
     private static final long MAGIC = 0x436f686f72745347L;      // "CohortSG"
+    /** What both ends name in the {@link Handshake}. */
+    private static final String PURPOSE = "cohort peer mesh";
+    private static final long HELLO_MILLIS = 5_000;
     private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0);
 
     /** Names what a rank still waits for, once, after the stall time. */
@@ -123,7 +132,8 @@ public final class PeerMesh implements AutoCloseable {
      * {@link JoinException} after {@code timeout}.
      */
     public static PeerMesh connect(Store store, int rank, int size, int headerWords, InetAddress address,
-                                   Duration timeout, Duration spin, String who, RankNames names) {
+                                   Duration timeout, Duration spin, String who, RankNames names,
+                                   Optional<JobSecret> secret) {
         ServerSocketChannel server;
         try {
             server = listen(address, size);
@@ -131,10 +141,10 @@ public final class PeerMesh implements AutoCloseable {
         } catch (IOException | RuntimeException e) {
             throw new JoinException(who + ": could not listen for the peer mesh on " + address + ": " + e, e);
         }
-        return connect(server, store, rank, size, headerWords, timeout, spin, who, names);
+        return connect(server, store, rank, size, headerWords, timeout, spin, who, names, secret);
     }
 
-    /** A server socket for {@link #connect(ServerSocketChannel, Store, int, int, int, Duration, Duration, String, RankNames)}, on {@code address}. */
+    /** A server socket for {@link #connect(ServerSocketChannel, Store, int, int, int, Duration, Duration, String, RankNames, Optional)}, on {@code address}. */
     public static ServerSocketChannel listen(InetAddress address, int size) throws IOException {
         ServerSocketChannel server = ServerSocketChannel.open();
         try {
@@ -157,20 +167,21 @@ public final class PeerMesh implements AutoCloseable {
     }
 
     /**
-     * As {@link #connect(Store, int, int, int, InetAddress, Duration, Duration, String, RankNames)},
+     * As {@link #connect(Store, int, int, int, InetAddress, Duration, Duration, String, RankNames, Optional)},
      * with this rank listening on {@code server} already and its address ({@link #addressOf}) in
      * {@code store} or about to be: for groups whose ranks exchange addresses some other way.
      * Closes {@code server}.
      */
     public static PeerMesh connect(ServerSocketChannel server, Store store, int rank, int size, int headerWords,
-                                   Duration timeout, Duration spin, String who, RankNames names) {
+                                   Duration timeout, Duration spin, String who, RankNames names,
+                                   Optional<JobSecret> secret) {
         long deadline = System.nanoTime() + timeout.toNanos();
         SocketChannel[] peers = new SocketChannel[size];
         try (server) {
             for (int j = 0; j < rank; j++) {
-                peers[j] = dial(store, j, rank, size, deadline, who);
+                peers[j] = dial(store, j, rank, size, deadline, who, secret);
             }
-            accept(server, peers, rank, size, deadline, who);
+            accept(server, peers, rank, size, deadline, who, secret);
             return new PeerMesh(rank, size, headerWords, peers, spin, names);
         } catch (IOException | RuntimeException e) {
             for (SocketChannel p : peers) {
@@ -183,8 +194,8 @@ public final class PeerMesh implements AutoCloseable {
         }
     }
 
-    private static SocketChannel dial(Store store, int peer, int rank, int size, long deadline, String who)
-            throws IOException {
+    private static SocketChannel dial(Store store, int peer, int rank, int size, long deadline, String who,
+                                      Optional<JobSecret> secret) throws IOException {
         String key = Integer.toString(peer);
         try {
             store.await(List.of(key), deadline);
@@ -197,6 +208,16 @@ public final class PeerMesh implements AutoCloseable {
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
             ch.socket().connect(new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1])),
                     (int) Math.min(Integer.MAX_VALUE, remainingMillis(deadline)));
+            if (secret.isPresent()) {
+                try {
+                    Handshake.asClient(ch.socket(), secret.get(), PURPOSE,
+                            Duration.ofMillis(Math.max(1, Math.min(HELLO_MILLIS, remainingMillis(deadline)))));
+                } catch (AuthenticationException e) {
+                    ch.close();
+                    throw new JoinException(who + ": the peer-mesh address rank " + peer + " published ("
+                            + hostPort[0] + ":" + hostPort[1] + ") failed authentication: " + e.getMessage(), null);
+                }
+            }
             ByteBuffer hello = ByteBuffer.allocate(3 * Long.BYTES).order(ByteOrder.LITTLE_ENDIAN)
                     .putLong(MAGIC).putLong(size).putLong(rank).flip();
             while (hello.hasRemaining()) {
@@ -210,32 +231,140 @@ public final class PeerMesh implements AutoCloseable {
         }
     }
 
-    /** Accepts the higher ranks; a connection without a valid hello is closed and ignored. */
+    /**
+     * Accepts the higher ranks; a connection without a valid handshake and hello is closed, logged
+     * and ignored. Each connection says who it is on a thread of its own, so strangers that connect
+     * and wait cannot keep a rank waiting behind them; at most {@value #MAX_WAITING} wait at once.
+     */
     private static void accept(ServerSocketChannel server, SocketChannel[] peers, int rank, int size, long deadline,
-                               String who) throws IOException {
+                               String who, Optional<JobSecret> secret) throws IOException {
         int expected = size - 1 - rank;
-        while (expected > 0) {
-            server.socket().setSoTimeout((int) Math.min(Integer.MAX_VALUE, remainingMillis(deadline)));
-            SocketChannel ch;
-            try {
-                ch = server.socket().accept().getChannel();
-            } catch (SocketTimeoutException e) {
-                List<Integer> missing = new ArrayList<>();
-                for (int j = rank + 1; j < size; j++) {
-                    if (peers[j] == null) {
-                        missing.add(j);
-                    }
+        if (expected == 0) {
+            return;
+        }
+        Refusals refusals = new Refusals(who + ": peer mesh on " + server.getLocalAddress());
+        Arrivals arrivals = new Arrivals();
+        Daemons.start("cohort-mesh-accept", () -> {
+            while (server.isOpen()) {
+                SocketChannel ch;
+                try {
+                    ch = server.accept();
+                } catch (IOException e) {
+                    return;                               // closed: the mesh is complete, or failed
                 }
-                throw new JoinException(who + ": rank(s) " + missing + " did not connect the peer mesh in time", null);
+                if (!arrivals.admit()) {
+                    refusals.refused(remoteOf(ch), MAX_WAITING + " connections are waiting to say who they are");
+                    closeQuietly(ch);
+                    continue;
+                }
+                Daemons.start("cohort-mesh-hello", () -> arrivals.arrived(ch, introduce(ch, size, deadline, secret)));
             }
-            int peer = readHello(ch, size, Math.min(5_000, remainingMillis(deadline)));
-            if (peer <= rank || peer >= size || peers[peer] != null) {
-                ch.close();
-                continue;
+        });
+        try {
+            while (expected > 0) {
+                Arrival a = arrivals.next(remainingMillis(deadline));
+                if (a == null) {
+                    List<Integer> missing = new ArrayList<>();
+                    for (int j = rank + 1; j < size; j++) {
+                        if (peers[j] == null) {
+                            missing.add(j);
+                        }
+                    }
+                    throw new JoinException(who + ": rank(s) " + missing + " did not connect the peer mesh in time", null);
+                }
+                if (a.refusal() != null || a.peer() <= rank || peers[a.peer()] != null) {
+                    refusals.refused(remoteOf(a.channel()), a.refusal() != null ? a.refusal()
+                            : "rank " + a.peer() + " may not connect here (only ranks above " + rank + ", once each)");
+                    closeQuietly(a.channel());
+                    continue;
+                }
+                a.channel().setOption(StandardSocketOptions.TCP_NODELAY, true);
+                peers[a.peer()] = a.channel();
+                expected--;
             }
-            ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-            peers[peer] = ch;
-            expected--;
+        } finally {
+            arrivals.closeLate();
+        }
+    }
+
+    /** At most this many accepted connections may be saying who they are at once. */
+    private static final int MAX_WAITING = 256;
+
+    /** An accepted connection that said who it is: its rank, or why it is refused. */
+    private record Arrival(SocketChannel channel, int peer, String refusal) {
+    }
+
+    /** Authenticates (with a secret) and reads the hello of an accepted connection. */
+    private static Arrival introduce(SocketChannel ch, int size, long deadline, Optional<JobSecret> secret) {
+        long helloMillis = Math.max(1, Math.min(HELLO_MILLIS, remainingMillis(deadline)));
+        if (secret.isPresent()) {
+            try {
+                Handshake.asServer(ch.socket(), secret.get(), PURPOSE, Duration.ofMillis(helloMillis));
+            } catch (AuthenticationException | IOException e) {
+                return new Arrival(ch, -1, e.getMessage());
+            }
+        }
+        int peer = readHello(ch, size, helloMillis);
+        return new Arrival(ch, peer, peer < 0 ? "no valid hello of this group" : null);
+    }
+
+    /** Connections that said who they are, handed from their threads to the accepting rank. */
+    private static final class Arrivals {
+        private final java.util.ArrayDeque<Arrival> queue = new java.util.ArrayDeque<>();
+        private int waiting;
+        private boolean late;
+
+        synchronized boolean admit() {
+            if (waiting >= MAX_WAITING) {
+                return false;
+            }
+            waiting++;
+            return true;
+        }
+
+        synchronized void arrived(SocketChannel ch, Arrival a) {
+            waiting--;
+            if (late) {
+                closeQuietly(ch);                         // the mesh no longer waits for anyone
+                return;
+            }
+            queue.add(a);
+            notifyAll();
+        }
+
+        /** The next arrival, or null after {@code millis}. */
+        synchronized Arrival next(long millis) {
+            long end = System.nanoTime() + millis * 1_000_000;
+            while (queue.isEmpty()) {
+                long left = (end - System.nanoTime()) / 1_000_000;
+                if (left <= 0) {
+                    return null;
+                }
+                try {
+                    wait(left);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return null;
+                }
+            }
+            return queue.poll();
+        }
+
+        /** From now on arrivals are closed; those not taken yet too. */
+        synchronized void closeLate() {
+            late = true;
+            for (Arrival a : queue) {
+                closeQuietly(a.channel());
+            }
+            queue.clear();
+        }
+    }
+
+    private static Object remoteOf(SocketChannel ch) {
+        try {
+            return ch.getRemoteAddress();
+        } catch (IOException e) {
+            return "?";
         }
     }
 

@@ -43,7 +43,8 @@ class MeshThreadsConformanceTest {
                 checks.add(ranks.submit(() -> {
                     PeerMesh mesh = PeerMesh.connect(store, rank, world, MeshCollectives.HEADER_WORDS,
                             InetAddress.getLoopbackAddress(), TIMEOUT, Duration.ZERO, "rank " + rank + " of " + world,
-                            dev.cohort.runtime.RankNames.PLAIN);
+                            dev.cohort.runtime.RankNames.PLAIN,
+                            java.util.Optional.of(dev.cohort.runtime.auth.JobSecret.of("mesh conformance secret")));
                     try (ProcessGroup group = new MeshThreadsGroup(mesh, rank, world, TIMEOUT, blocksFromBytes)) {
                         return ConformanceSuite.run(group);
                     }
