@@ -140,6 +140,9 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             topology = launch.topology();
             runScope = launch.runId() + "/" + launch.restartCount();
             device = device(launch.masterAddr(), launch.masterPort());
+            if (secret.isEmpty() && topology.rank() == 0) {
+                JobSecret.warnIfExposed(launch.masterAddr());
+            }
             rendezvous = options.agentStore() || "1".equals(env().get(JobEnvironment.AGENT_STORE))
                     ? Rendezvous.agent(launch.masterAddr(), launch.masterPort(), topology.rank(), topology.worldSize(),
                             launch.restartCount(), connectTimeout, secret)

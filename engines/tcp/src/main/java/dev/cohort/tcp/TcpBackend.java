@@ -128,6 +128,9 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
         List<AutoCloseable> opened = new ArrayList<>();
         try {
             Optional<JobSecret> secret = secret();
+            if (secret.isEmpty() && given.rank() == 0) {
+                JobSecret.warnIfExposed(launch.masterAddr());
+            }
             server = given.rank() == 0
                     ? TcpStoreServer.start(masterAddress(launch, who), launch.masterPort(), secret) : null;
             client = TcpStore.connect(launch.masterAddr(), launch.masterPort(), deadline, connectTimeout, secret);

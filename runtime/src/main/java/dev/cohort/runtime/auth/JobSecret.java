@@ -83,7 +83,7 @@ public final class JobSecret {
         String t = text.strip();
         if (t.length() < MIN_CHARS) {
             throw new IllegalArgumentException(from + " is " + t.length() + " characters long; a job secret needs "
-                    + MIN_CHARS + " or more (generate one with `cohort secret`)");
+                    + MIN_CHARS + " or more (e.g. `openssl rand -hex 32`)");
         }
         return new JobSecret(t.getBytes(StandardCharsets.UTF_8));
     }
@@ -112,6 +112,28 @@ public final class JobSecret {
         }
         return of(text, "the secret in " + file);
     }
+
+    /**
+     * Logs, once per process, that a job without a secret whose ranks meet at {@code masterAddr}
+     * (not loopback) can be joined by anyone who reaches it, and how to add a secret.
+     */
+    public static void warnIfExposed(String masterAddr) {
+        boolean loopback;
+        try {
+            loopback = java.net.InetAddress.getByName(masterAddr).isLoopbackAddress();
+        } catch (IOException e) {
+            loopback = false;
+        }
+        if (!loopback && !warned) {
+            warned = true;
+            LOG.log(System.Logger.Level.WARNING, "this job has no secret: any process that reaches " + masterAddr
+                    + " can take part in it. Give every process the same secret: cohort run --secret-file FILE (create "
+                    + "it with `(umask 077; openssl rand -hex 32 > FILE)`), or set " + ENV + " or " + FILE_ENV
+                    + " (see docs/SECURITY.md)");
+        }
+    }
+
+    private static volatile boolean warned;
 
     /** Writes the secret to {@code file}, readable by its owner only. */
     public void writeTo(Path file) {

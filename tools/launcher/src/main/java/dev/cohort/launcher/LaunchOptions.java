@@ -6,6 +6,8 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
+import dev.cohort.runtime.auth.JobSecret;
 
 /**
  * How to launch a group of workers on this node: the settings of {@code ./cohort run}, shared by
@@ -24,13 +26,16 @@ import java.util.Objects;
  * @param grace        between SIGTERM and SIGKILL when stopping workers (default 5 s)
  * @param joinTimeout  how long nodes wait for each other to join (default 60 s)
  * @param environment  extra variables for every worker, applied before the launch contract
+ * @param secret       the job's secret, passed to every worker ({@code COHORT_SECRET}) and proved on
+ *                     the control channel; empty: none (see docs/SECURITY.md)
  * @param bindCores    pin local worker r to its own share of the cores ({@code taskset}) when there
  *                     are no more workers than cores (default false): spinning engines such as shm
  *                     need each rank on its own core; Gloo's threads do better unpinned
  */
 public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String masterAddr, int masterPort,
                             int controlPort, int maxRestarts, String runId, Path logDir, Duration grace,
-                            Duration joinTimeout, Map<String, String> environment, boolean bindCores) {
+                            Duration joinTimeout, Map<String, String> environment, boolean bindCores,
+                            Optional<JobSecret> secret) {
 
     public static final int DEFAULT_MASTER_PORT = 29500;
     public static final String DEFAULT_MASTER_ADDR = "127.0.0.1";
@@ -96,6 +101,7 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
         private Duration grace = ProcessTreeKiller.DEFAULT_GRACE;
         private Duration joinTimeout = DEFAULT_JOIN_TIMEOUT;
         private final Map<String, String> environment = new LinkedHashMap<>();
+        private Optional<JobSecret> secret = Optional.empty();
 
         private Builder() {
         }
@@ -157,6 +163,12 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
 
         public Builder joinTimeout(Duration timeout) {
             this.joinTimeout = timeout;
+            return this;
+        }
+
+        /** The job's secret (default: none). */
+        public Builder secret(Optional<JobSecret> secret) {
+            this.secret = Objects.requireNonNull(secret, "secret");
             return this;
         }
 
@@ -225,8 +237,10 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
             if (logDir != null && java.nio.file.Files.exists(logDir) && !java.nio.file.Files.isDirectory(logDir)) {
                 throw new IllegalArgumentException("--log-dir " + logDir + " exists and is not a directory");
             }
+            Map<String, String> env = new LinkedHashMap<>(environment);
+            secret.ifPresent(k -> env.put(JobSecret.ENV, k.text()));
             return new LaunchOptions(nprocPerNode, nnodes, nodeRank, addr.trim(), masterPort, control, maxRestarts,
-                    runId, logDir, grace, joinTimeout, environment, bindCores);
+                    runId, logDir, grace, joinTimeout, env, bindCores, secret);
         }
     }
 }

@@ -112,7 +112,7 @@ public final class Launcher implements AutoCloseable {
             }
             if (options.nnodes() > 1) {
                 server = new ControlServer(options.controlPort(), options.runId(), options.nnodes(),
-                        options.maxRestarts(), options.joinTimeout());
+                        options.maxRestarts(), options.joinTimeout(), options.secret());
             }
         }
         guard = OrphanGuard.start();
@@ -120,7 +120,7 @@ public final class Launcher implements AutoCloseable {
         Runtime.getRuntime().addShutdownHook(hook);
         Coordinator coordinator = options.nnodes() == 1 ? new LocalCoordinator(options.maxRestarts())
                 : new ControlClient(options.masterAddr(), options.controlPort(), options.runId(), options.nodeRank(),
-                        options.nnodes(), options.nprocPerNode(), options.joinTimeout());
+                        options.nnodes(), options.nprocPerNode(), options.joinTimeout(), options.secret());
         try {
             if (options.nnodes() > 1) {
                 console.message("node " + options.nodeRank() + " of " + options.nnodes() + ": joining the group at "

@@ -5,6 +5,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
+import dev.cohort.runtime.auth.JobSecret;
 import java.util.concurrent.Callable;
 import dev.cohort.cli.Commands;
 import picocli.CommandLine;
@@ -78,6 +80,12 @@ public final class LauncherMain implements Callable<Integer> {
             description = "how long nodes wait for each other with --nnodes > 1 (default: ${DEFAULT-VALUE})")
     String joinTimeout;
 
+    @Option(names = "--secret-file", paramLabel = "FILE",
+            description = "the job's secret (first line of FILE, 16+ characters), the same file on every node: every "
+                    + "connection of the job proves it (default: $COHORT_SECRET or $COHORT_SECRET_FILE; with one node, "
+                    + "a new secret for each run)")
+    Path secretFile;
+
     @Option(names = {"-cp", "--classpath", "--class-path"}, paramLabel = "PATH",
             description = "the program's classes and jars, separated by ':' (DIR/* = every jar in DIR), ahead of "
                     + "Cohort's own on the workers' class path; for a main class (default: $COHORT_CLASSPATH)")
@@ -88,6 +96,15 @@ public final class LauncherMain implements Callable<Integer> {
 
     @Parameters(paramLabel = "PROGRAM", arity = "0..*", description = "after --: the program and its arguments")
     List<String> program = new ArrayList<>();
+
+    /** --secret-file, else the environment's, else (one node) a new one; none for several nodes without one. */
+    private Optional<JobSecret> secret(int nodes) {
+        if (secretFile != null) {
+            return Optional.of(JobSecret.read(secretFile));
+        }
+        Optional<JobSecret> given = JobSecret.from(System.getenv());
+        return given.isPresent() || nodes > 1 ? given : Optional.of(JobSecret.generate());
+    }
 
     public static void main(String[] args) {
         LogFormat.useHere();
@@ -124,6 +141,7 @@ public final class LauncherMain implements Callable<Integer> {
                     .bindCores(bindCores)
                     .grace(Duration.ofMillis(Math.round(1000 * seconds("--grace-period", gracePeriod))))
                     .joinTimeout(Duration.ofMillis(Math.round(1000 * seconds("--join-timeout", joinTimeout))))
+                    .secret(secret(LaunchOptions.parseCount("--nnodes", nnodes, false)))
                     .build();
             worker = WorkerProgram.resolve(program, classPath != null ? classPath : System.getenv(CLASSPATH_ENV),
                     System.getProperty("java.class.path"));

@@ -104,6 +104,34 @@ class MultiNodeTest {
     }
 
     @Test
+    void nodesWithTheSameSecretFileJoinAndANodeWithAnotherIsRefusedNamingWhy() throws Exception {
+        Path secret = dir.resolve("job.secret");
+        Path other = dir.resolve("other.secret");
+        dev.cohort.runtime.auth.JobSecret.generate().writeTo(secret);
+        dev.cohort.runtime.auth.JobSecret.generate().writeTo(other);
+        Process n1 = node(NS1, 1, List.of("--secret-file", secret.toString()), "rendezvous", dir.toString());
+        Process n0 = node(NS0, 0, List.of("--secret-file", secret.toString()), "rendezvous", dir.toString());
+        assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isZero();
+        assertThat(awaitExit(n1, 1)).as("node 1 exit; output:\n%s", output(1)).isZero();
+        assertThat(output(1)).contains("[rank 2] CONNECTED", "[rank 3] CONNECTED");
+
+        Process s0 = node(NS0, 0, List.of("--secret-file", secret.toString()), "rendezvous", dir.toString());
+        Process s1 = node(NS1, 1, List.of("--secret-file", other.toString()), "rendezvous", dir.toString());
+        try {
+            assertThat(awaitExit(s1, 1)).as("node 1 exit; output:\n%s", output(1)).isNotZero();
+            assertThat(output(1)).contains("failed authentication", "does not know this job's secret");
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (!output(0).contains("refused a connection from /192.0.2.2") && System.nanoTime() < end) {
+                Thread.sleep(100);
+            }
+            assertThat(output(0)).contains("refused a connection from /192.0.2.2");
+        } finally {
+            s0.destroy();
+            s0.waitFor(20, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
     void twoNodesFormOneGroupWithConsistentRanks() throws Exception {
         Process n1 = node(NS1, 1, List.of(), "rendezvous", dir.toString());
         Process n0 = node(NS0, 0, List.of(), "rendezvous", dir.toString());

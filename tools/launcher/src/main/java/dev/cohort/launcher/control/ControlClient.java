@@ -1,11 +1,15 @@
 package dev.cohort.launcher.control;
 
 import dev.cohort.runtime.Daemons;
+import dev.cohort.runtime.auth.AuthenticationException;
+import dev.cohort.runtime.auth.Handshake;
+import dev.cohort.runtime.auth.JobSecret;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -25,13 +29,15 @@ public final class ControlClient implements Coordinator {
     private final int port;
     private final String hello;
     private final Duration joinTimeout;
+    private final Optional<JobSecret> secret;
     private volatile boolean closed;
     private Wire wire;
     private Consumer<Command> commands;
     private ScheduledExecutorService pinger;
 
     public ControlClient(String host, int port, String runId, int node, int nodes, int nprocPerNode,
-                         Duration joinTimeout) {
+                         Duration joinTimeout, Optional<JobSecret> secret) {
+        this.secret = secret;
         this.host = host;
         this.port = port;
         // The workers run on this JVM's JDK (WorkerProgram uses java.home).
@@ -54,8 +60,15 @@ public final class ControlClient implements Coordinator {
             Socket s = new Socket();
             try {
                 s.connect(new InetSocketAddress(host, port), CONNECT_MILLIS);
+                if (secret.isPresent()) {
+                    Handshake.asClient(s, secret.get(), ControlServer.PURPOSE, ControlServer.HANDSHAKE);
+                }
                 wire = new Wire(s);
                 break;
+            } catch (AuthenticationException e) {
+                s.close();
+                throw new IOException("node 0's control channel at " + host + ":" + port + " failed authentication: "
+                        + e.getMessage() + "; give every node the same --secret-file (or COHORT_SECRET)");
             } catch (IOException e) {
                 last = e;
                 s.close();

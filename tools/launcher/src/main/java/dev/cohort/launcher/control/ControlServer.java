@@ -1,6 +1,10 @@
 package dev.cohort.launcher.control;
 
 import dev.cohort.runtime.Daemons;
+import dev.cohort.runtime.auth.AuthenticationException;
+import dev.cohort.runtime.auth.Handshake;
+import dev.cohort.runtime.auth.JobSecret;
+import dev.cohort.runtime.auth.Refusals;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -10,6 +14,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -19,9 +24,14 @@ import java.util.concurrent.TimeUnit;
  * Node 0's end of the control channel: every node's launcher (node 0's too) connects, says
  * HELLO, and then reports its rounds; the {@link Referee} decides and this server sends its
  * commands to every node. A node that does not join within the join timeout, or whose link
- * goes silent, ends the run on every node with a message that names it.
+ * goes silent, ends the run on every node with a message that names it. With a job secret, a
+ * connection must pass the {@link Handshake} before its first line is read.
  */
 public final class ControlServer implements AutoCloseable {
+
+    /** What both ends name in the {@link Handshake}. */
+    static final String PURPOSE = "cohort launcher control";
+    static final Duration HANDSHAKE = Duration.ofSeconds(10);
 
     private final ServerSocket server;
     private final String runId;
@@ -32,6 +42,8 @@ public final class ControlServer implements AutoCloseable {
     private final Map<Integer, Integer> jdks = new TreeMap<>();
     private final Map<Integer, Integer> workers = new TreeMap<>();
     private final ScheduledExecutorService timer;
+    private final Optional<JobSecret> secret;
+    private final Refusals refusals;
     private boolean finished;
 
     /**
@@ -39,7 +51,8 @@ public final class ControlServer implements AutoCloseable {
      *
      * @throws IllegalArgumentException when the port is taken
      */
-    public ControlServer(int port, String runId, int nodes, int maxRestarts, Duration joinTimeout) {
+    public ControlServer(int port, String runId, int nodes, int maxRestarts, Duration joinTimeout,
+                         Optional<JobSecret> secret) {
         try {
             server = new ServerSocket();
             server.setReuseAddress(true);
@@ -49,6 +62,8 @@ public final class ControlServer implements AutoCloseable {
                     + "); pick another --master-port, or set --control-port on every node");
         }
         this.runId = runId;
+        this.secret = secret;
+        this.refusals = new Refusals("control channel on port " + server.getLocalPort());
         this.nodes = nodes;
         this.referee = new Referee(nodes, maxRestarts);
         this.timer = Executors.newSingleThreadScheduledExecutor(Daemons.named("cohort-control-timer"));
@@ -73,6 +88,19 @@ public final class ControlServer implements AutoCloseable {
     }
 
     private void serve(Socket socket) {
+        if (secret.isPresent()) {
+            try {
+                Handshake.asServer(socket, secret.get(), PURPOSE, HANDSHAKE);
+            } catch (AuthenticationException | IOException e) {
+                refusals.refused(socket.getRemoteSocketAddress(), e.getMessage());
+                try {
+                    socket.close();
+                } catch (IOException ignored) {
+                    // closing anyway
+                }
+                return;
+            }
+        }
         Wire wire;
         try {
             wire = new Wire(socket);
