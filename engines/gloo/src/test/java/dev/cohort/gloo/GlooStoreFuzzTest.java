@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.JvmWorkers.Result;
+import dev.cohort.testkit.Strangers;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -61,6 +62,48 @@ class GlooStoreFuzzTest {
         assertThat(listeners).as("the store's listening sockets (address:port in /proc/net/tcp)")
                 .isNotEmpty().allMatch(l -> l.equals(String.format(Locale.ROOT, "0100007F:%04X", port))
                         || l.equals(String.format(Locale.ROOT, "0000000000000000FFFF00000100007F:%04X", port)));
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void withASecretEveryStrangerIsRefusedAtTheGuardAndTheJobFinishes() throws Exception {
+        int port = JvmWorkers.freePort();
+        long seed = System.nanoTime();
+        System.out.println("stranger seed " + seed);
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Strangers.Outcome> outcomes = java.util.Collections.synchronizedList(new ArrayList<>());
+        Random random = new Random(seed);
+        List<CompletableFuture<Void>> visitors = new ArrayList<>();
+        for (Strangers.Visit v : Strangers.Visit.values()) {
+            long s = random.nextLong();
+            visitors.add(CompletableFuture.runAsync(() -> {
+                Random r = new Random(s);
+                while (!stop.get()) {
+                    Strangers.Outcome o = Strangers.visit(port, v, r);
+                    if (!o.detail().contains("Connection refused")) {      // listening already
+                        outcomes.add(o);
+                    }
+                    sleep(50);
+                }
+            }));
+        }
+        List<Result> results;
+        try {
+            results = JvmWorkers.run(2,
+                    r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("steady", "6000")),
+                    r -> {
+                        java.util.Map<String, String> env = new java.util.HashMap<>(GlooProcessesTest.env(r, 2, port, 2));
+                        env.put("COHORT_SECRET", "the fuzzed job's secret " + seed);
+                        return env;
+                    }, tmp, Duration.ofSeconds(90));
+        } finally {
+            stop.set(true);
+        }
+        CompletableFuture.allOf(visitors.toArray(new CompletableFuture[0])).get(60, TimeUnit.SECONDS);
+        GlooProcessesTest.assertAllOk(results);
+        assertThat(outcomes).as("visits to the store's port (seed %d)", seed).hasSizeGreaterThan(5)
+                .allMatch(Strangers.Outcome::refused);
+        assertThat(results.get(0).output()).contains("store guard on", "refused a connection from");
     }
 
     /** Until {@code stop}: one bad connection after another; notes the store's listening addresses once. */
