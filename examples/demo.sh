@@ -11,7 +11,8 @@ PACKAGE=dataset-fashion-mnist
 usage() {
   cat <<'TXT'
 usage: ./cohort demo [--workers N] [--epochs E] [--model mlp|cnn] [--framework torch|djl]
-                     [--backend auto|shm|gloo|hier|tcp|mpi] [--max-restarts K] [--json FILE] [--data-dir DIR]
+                     [--backend auto|shm|gloo|hier|tcp|mpi] [--max-restarts K] [--elastic [MIN]]
+                     [--json FILE] [--data-dir DIR]
                      [--spark MASTER] [TRAINER OPTIONS...]
 Trains a classifier on Fashion-MNIST with N workers (default 2), started by ./cohort run.
   --workers N        workers on this machine (default 2)
@@ -26,6 +27,11 @@ Trains a classifier on Fashion-MNIST with N workers (default 2), started by ./co
                      MPI (JDK >= 22; the workers are started through mpirun)
   --max-restarts K   restart the group up to K times after a failure (default 0); the run then
                      checkpoints every 100 steps and a restarted group resumes from the last one
+  --elastic [MIN]    elastic: when a worker is lost, the others re-form the group in their own
+                     processes and go on from the step that failed, with the model and
+                     optimizer state in memory, while at least MIN workers live (default 1);
+                     --elastic-batch per-worker|global says what is kept (default per-worker:
+                     each worker's batch, the learning rate scaled with the workers)
   --json FILE        where the summary goes (default out/demo-summary.json); its chart
                      (loss, accuracy, samples/s per epoch) goes beside it, FILE.json -> FILE.png
   --data-dir DIR     the four IDX files (default /usr/share/datasets/fashion-mnist)
@@ -36,7 +42,7 @@ Any other option goes to the trainer (dev.cohort.examples.FashionMnistTrainer --
 TXT
 }
 
-workers=2 epochs=5 model=mlp framework=torch backend=auto max_restarts=0 json="$ROOT/out/demo-summary.json" data_dir="" spark="" extra=()
+workers=2 epochs=5 model=mlp framework=torch backend=auto max_restarts=0 elastic=0 json="$ROOT/out/demo-summary.json" data_dir="" spark="" extra=()
 need_value() { [ "$#" -ge 2 ] && [ -n "$2" ] || { echo "cohort demo: $1 needs a value" >&2; exit 2; }; }
 while [ "$#" -gt 0 ]; do
   case "$1" in
@@ -54,6 +60,8 @@ while [ "$#" -gt 0 ]; do
     --backend=*) backend="${1#*=}"; shift ;;
     --max-restarts) need_value "$@"; max_restarts="$2"; shift 2 ;;
     --max-restarts=*) max_restarts="${1#*=}"; shift ;;
+    --elastic) if [ "$#" -ge 2 ] && [ -n "$2" ] && [ -z "${2//[0-9]/}" ]; then elastic="$2"; shift 2; else elastic=1; shift; fi ;;
+    --elastic=*) elastic="${1#*=}"; shift ;;
     --json) need_value "$@"; json="$2"; shift 2 ;;
     --json=*) json="${1#*=}"; shift ;;
     --spark) need_value "$@"; spark="$2"; shift 2 ;;
@@ -66,6 +74,9 @@ done
 case "$workers" in ''|*[!0-9]*|0) echo "cohort demo: --workers must be a whole number >= 1, got '$workers'" >&2; exit 2 ;; esac
 case "$epochs" in ''|*[!0-9]*|0) echo "cohort demo: --epochs must be a whole number >= 1, got '$epochs'" >&2; exit 2 ;; esac
 case "$max_restarts" in ''|*[!0-9]*) echo "cohort demo: --max-restarts must be a whole number, got '$max_restarts'" >&2; exit 2 ;; esac
+case "$elastic" in ''|*[!0-9]*) echo "cohort demo: --elastic takes the fewest workers to go on with, got '$elastic'" >&2; exit 2 ;; esac
+[ "$elastic" -eq 0 ] || [ -z "$spark" ] || { echo "cohort demo: --elastic runs through ./cohort run, not --spark (a failed Spark stage is tried again)" >&2; exit 2; }
+[ "$elastic" -le "$workers" ] || { echo "cohort demo: --elastic $elastic is more than --workers $workers" >&2; exit 2; }
 case "$model" in mlp|cnn) ;; *) echo "cohort demo: --model must be mlp or cnn, got '$model'" >&2; exit 2 ;; esac
 case "$backend" in auto|shm|gloo|hier|tcp|mpi) ;; *) echo "cohort demo: --backend must be auto, shm, gloo, hier, tcp or mpi, got '$backend'" >&2; exit 2 ;; esac
 case "$framework" in torch|djl) ;; *) echo "cohort demo: --framework must be torch or djl, got '$framework'" >&2; exit 2 ;; esac
@@ -138,7 +149,7 @@ if [ -n "$spark" ]; then
 else
 # shellcheck disable=SC2086
 "$JAVA_HOME/bin/java" $java_opts -cp "$classpath" dev.cohort.launcher.LauncherMain \
-  --nproc-per-node "$workers" --master-port 0 --max-restarts "$max_restarts" -- \
+  --nproc-per-node "$workers" --master-port 0 --max-restarts "$max_restarts" --elastic "$elastic" -- \
   dev.cohort.examples.FashionMnistTrainer --distributed-backend "$backend" --data-dir "$data_dir" \
   --model "$model" --framework "$framework" --epochs "$epochs" --json "$json" ${recovery[@]+"${recovery[@]}"} ${extra[@]+"${extra[@]}"}
 code=$?

@@ -30,6 +30,11 @@ public record DistributeRequest<M, O, D, S>(M model, O optimizer, Object modelPa
         return new DistributeRequest<>(model, optimizer, parameters, trainingData, lrScheduler, options);
     }
 
+    /** The same request with other training data (e.g. batches of another size). */
+    public DistributeRequest<M, O, D, S> withTrainingData(D data) {
+        return new DistributeRequest<>(model, optimizer, modelParameters, data, lrScheduler, options);
+    }
+
     /** The same request with one more integration-specific option (the seed's {@code **kwargs}). */
     public DistributeRequest<M, O, D, S> withOption(String key, Object value) {
         Map<String, Object> more = new java.util.HashMap<>(options);

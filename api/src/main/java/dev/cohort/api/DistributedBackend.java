@@ -275,6 +275,16 @@ public abstract class DistributedBackend implements BackendProvider, AutoCloseab
         }
     }
 
+    /**
+     * A new, unconnected backend of this engine with the same options, for the launch environment
+     * {@code environment}: how an elastic job re-forms its group at another size in the same
+     * process. Engines that cannot be re-formed so throw {@link UnsupportedOperationException}.
+     */
+    public DistributedBackend forEnvironment(java.util.Map<String, String> environment) {
+        throw new UnsupportedOperationException("the " + name() + " backend cannot re-form its group in a running "
+                + "process; elastic jobs run on tcp, gloo, shm or hier");
+    }
+
     /** Leaves the group and releases the engine. Idempotent. */
     @Override
     public final synchronized void close() {

@@ -15,6 +15,7 @@ import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import ai.djl.translate.TranslateException;
 import dev.cohort.api.DistributedBackend;
+import dev.cohort.runtime.elastic.ElasticJob;
 import dev.cohort.api.checkpoint.TrainingPosition;
 import dev.cohort.djl.Checkpoints;
 import dev.cohort.djl.DistributedSampler;
@@ -57,12 +58,14 @@ public final class DjlFashionMnistTraining {
 
     private static final int EVAL_BATCH = 1000;
 
+    private final ElasticJob job;
     private final DistributedBackend backend;
     private final TrainingConfig config;
     private final PrintStream out;
 
-    private DjlFashionMnistTraining(DistributedBackend backend, TrainingConfig config, PrintStream out) {
-        this.backend = backend;
+    private DjlFashionMnistTraining(ElasticJob job, TrainingConfig config, PrintStream out) {
+        this.job = job;
+        this.backend = job.backend();
         this.config = config;
         this.out = out;
     }
@@ -94,11 +97,11 @@ public final class DjlFashionMnistTraining {
         return DjlEngines.load("PyTorch");
     }
 
-    /** Trains on {@code data} with an initialized {@code backend}; the summary is the same on every worker. */
-    public static TrainingSummary train(DistributedBackend backend, TrainingConfig config, FashionMnist data,
+    /** Trains on {@code data} with the job's initialized backend; the summary is the same on every worker. */
+    public static TrainingSummary train(ElasticJob job, TrainingConfig config, FashionMnist data,
                                         PrintStream out) {
-        checkBackend(backend.name());
-        return new DjlFashionMnistTraining(backend, config, out).run(data);
+        checkBackend(job.backend().name());
+        return new DjlFashionMnistTraining(job, config, out).run(data);
     }
 
     private TrainingSummary run(FashionMnist data) {
@@ -128,7 +131,7 @@ public final class DjlFashionMnistTraining {
                             .optMomentum((float) config.momentum()).build());
             try (DistributedTrainer trainer = DistributedTrainer.of(backend, model, trainingConfig)) {
                 trainer.initialize(prepend(config.batchSize(), image));
-                return new TrainingLoop(backend, config, out, new TrainingLoop.Framework() {
+                return new TrainingLoop(job, config, out, new TrainingLoop.Framework() {
                     @Override
                     public String name() {
                         return "djl";
@@ -163,15 +166,24 @@ public final class DjlFashionMnistTraining {
                         } catch (IOException | TranslateException e) {
                             throw new IllegalStateException("reading the training batches failed: " + e.getMessage(), e);
                         }
+                        int count = batchesPerEpoch() - firstBatch;
                         return new TrainingLoop.Steps() {
+                            private int taken;
+
                             @Override
                             public boolean hasNext() {
                                 return it.hasNext();
                             }
 
                             @Override
+                            public int remaining() {
+                                return count - taken;
+                            }
+
+                            @Override
                             public TrainingLoop.StepResult train(long step, long totalSteps) {
                                 try (Batch b = it.next()) {
+                                    taken++;
                                     double loss;
                                     try (GradientCollector collector = trainer.newGradientCollector()) {
                                         NDList predicted = trainer.forward(b.getData());

@@ -7,6 +7,7 @@ import dev.cohort.api.BackendUnavailableException;
 import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.JobEnvironment;
+import dev.cohort.runtime.elastic.ElasticJob;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -108,10 +109,19 @@ public final class FashionMnistTrainer implements Callable<Integer> {
     @Option(names = "--resume", description = "continue from the latest checkpoint in --checkpoint-dir, if any")
     boolean resume;
 
+    @Option(names = "--elastic-batch", paramLabel = "per-worker|global", defaultValue = "per-worker",
+            description = "when an elastic run (cohort run --elastic) loses a worker: keep each worker's batch and scale "
+                    + "the learning rate with the number of workers (per-worker, the default), or keep the global batch "
+                    + "(global: it must divide among the workers left)")
+    String elasticBatch;
+
     @Option(names = "--json", paramLabel = "FILE",
             description = "write the summary there (root only): workers, epochs, test_accuracy, samples_per_s, seconds, "
                     + "epochs_detail; and its chart (loss, accuracy, samples/s per epoch) beside it, FILE.json -> FILE.png")
     Path json;
+
+    /** How long an elastic run's survivors wait for the launcher's next generation and its group to connect. */
+    private static final java.time.Duration ELASTIC_PATIENCE = java.time.Duration.ofSeconds(60);
 
     private BackendChoice backendChoice;
     private final PrintStream out;
@@ -185,17 +195,24 @@ public final class FashionMnistTrainer implements Callable<Integer> {
         CountDownLatch ended = new CountDownLatch(1);
         Thread onStop = new Thread(() -> awaitEnd(ended), "fashion-mnist-stop");
         Runtime.getRuntime().addShutdownHook(onStop);
-        try (backend) {
-            backend.initialize();
+        try (backend; ElasticJob job = ElasticJob.of(backend, ELASTIC_PATIENCE)) {
+            if (job.isElastic() && djl) {
+                throw new IllegalArgumentException("cohort run --elastic: only with --framework torch (DJL's trainer cannot "
+                        + "go on in a re-formed group)");
+            }
+            if (job.isElastic() && config.zeroStage() > 0) {
+                throw new IllegalArgumentException("cohort run --elastic: only with --zero 0 (under ZeRO a lost worker's "
+                        + "shard of the optimizer state is gone)");
+            }
             long start = System.nanoTime();
             FashionMnist data = FashionMnist.load(dataDir);
             if (backend.isRootWorker()) {
                 out.printf(Locale.ROOT, "loaded Fashion-MNIST from %s (%d training, %d test images) in %.1f s%n",
                         dataDir, data.train().count(), data.test().count(), (System.nanoTime() - start) / 1e9);
             }
-            TrainingSummary summary = djl ? DjlFashionMnistTraining.train(backend, config, data, out)
-                    : FashionMnistTraining.train(backend, config, data, out);
-            if (json != null && backend.isRootWorker()) {
+            TrainingSummary summary = djl ? DjlFashionMnistTraining.train(job, config, data, out)
+                    : FashionMnistTraining.train(job, config, data, out);
+            if (json != null && job.backend().isRootWorker()) {
                 summary.writeJson(json);
                 out.println("summary written to " + json.toAbsolutePath());
                 Path chart = TrainingChart.pathFor(json);
@@ -268,7 +285,16 @@ public final class FashionMnistTrainer implements Callable<Integer> {
         return new TrainingConfig(kind, epochs, batchSize, lr != null ? lr : TrainingConfig.defaultLr(kind), lrSchedule,
                 momentum,
                 seed, threads != null ? threads : threadsFromEnvironment(), maxSteps, checkpointDir, checkpointEvery,
-                resume, gradCompression.trim().toLowerCase(Locale.ROOT), zeroStage);
+                resume, gradCompression.trim().toLowerCase(Locale.ROOT), zeroStage, elasticBatch());
+    }
+
+    private TrainingConfig.ElasticBatch elasticBatch() {
+        return switch (elasticBatch.trim().toLowerCase(Locale.ROOT)) {
+            case "per-worker" -> TrainingConfig.ElasticBatch.PER_WORKER;
+            case "global" -> TrainingConfig.ElasticBatch.GLOBAL;
+            default -> throw new IllegalArgumentException("--elastic-batch must be per-worker or global, got '"
+                    + elasticBatch + "'");
+        };
     }
 
     private boolean djl() {

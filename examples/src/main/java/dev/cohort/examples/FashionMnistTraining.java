@@ -10,6 +10,8 @@ import dev.cohort.libtorch.LibTorch;
 import dev.cohort.torch.Batch;
 import dev.cohort.torch.Checkpoints;
 import dev.cohort.torch.DataLoader;
+import dev.cohort.torch.DistributedOptimizer;
+import dev.cohort.runtime.elastic.ElasticJob;
 import dev.cohort.torch.TensorDataset;
 import dev.cohort.torch.TorchDistributor;
 import dev.cohort.torch.TorchCollectives;
@@ -49,12 +51,21 @@ public final class FashionMnistTraining {
 
     private static final int EVAL_BATCH = 1000;
 
-    private final DistributedBackend backend;
+    private final ElasticJob job;
+    /** The current generation's backend (another after an elastic run re-formed its group). */
+    private DistributedBackend backend;
     private final TrainingConfig config;
     private final PrintStream out;
+    // What training holds across generations.
+    private DistributeRequest<Classifier, Optimizer, DataLoader, Object> request;
+    private Classifier trained;
+    private Optimizer optimizer;
+    private DataLoader shard;
+    private double lrScale = 1.0;
 
-    private FashionMnistTraining(DistributedBackend backend, TrainingConfig config, PrintStream out) {
-        this.backend = backend;
+    private FashionMnistTraining(ElasticJob job, TrainingConfig config, PrintStream out) {
+        this.job = job;
+        this.backend = job.backend();
         this.config = config;
         this.out = out;
     }
@@ -65,9 +76,8 @@ public final class FashionMnistTraining {
      *
      * @throws IllegalArgumentException when the batch cannot be split among the workers
      */
-    public static TrainingSummary train(DistributedBackend backend, TrainingConfig config, FashionMnist data,
-                                        PrintStream out) {
-        return new FashionMnistTraining(backend, config, out).run(data);
+    public static TrainingSummary train(ElasticJob job, TrainingConfig config, FashionMnist data, PrintStream out) {
+        return new FashionMnistTraining(job, config, out).run(data);
     }
 
     private TrainingSummary run(FashionMnist data) {
@@ -90,14 +100,11 @@ public final class FashionMnistTraining {
         DataLoader loader = DataLoader.of(new TensorDataset(trainImages, trainLabels), config.batchSize(), true,
                 config.seed());
 
-        Distributed<Classifier, Optimizer, DataLoader, Object> distributed =
-                backend.distribute(DistributeRequest.of(model, sgd, loader, null)
-                        .withOption(TorchDistributor.GRAD_COMPRESSION, config.gradCompression())
-                        .withOption(TorchDistributor.ZERO_STAGE, config.zeroStage()));
-        Classifier trained = distributed.model();
-        Optimizer optimizer = distributed.optimizer();
-        DataLoader shard = distributed.trainingData();
-        return new TrainingLoop(backend, config, out, new TrainingLoop.Framework() {
+        request = DistributeRequest.of(model, (Optimizer) sgd, loader, (Object) null)
+                .withOption(TorchDistributor.GRAD_COMPRESSION, config.gradCompression())
+                .withOption(TorchDistributor.ZERO_STAGE, config.zeroStage());
+        distribute();
+        return new TrainingLoop(job, config, out, new TrainingLoop.Framework() {
             @Override
             public String name() {
                 return "torch";
@@ -126,12 +133,42 @@ public final class FashionMnistTraining {
 
             @Override
             public TrainingLoop.Steps epoch(int epoch, int firstBatch) {
+                return steps(shard, epoch, firstBatch);
+            }
+
+            @Override
+            public void release() {
+                if (optimizer instanceof DistributedOptimizer d) {
+                    d.release();
+                }
+            }
+
+            @Override
+            public TrainingLoop.Steps regroup(DistributedBackend now, int epoch, long examplesDone, int batchSize,
+                                              double scale) {
+                backend = now;
+                lrScale = scale;
+                request = request.withTrainingData(request.trainingData().withBatchSize(batchSize));
+                distribute();
+                DataLoader rest = request.trainingData().sharded(now.worldSize(), now.rank(), false, examplesDone);
+                return steps(rest, epoch, 0);
+            }
+
+            private TrainingLoop.Steps steps(DataLoader loader, int epoch, int firstBatch) {
                 trained.train(true);
-                Iterator<Batch> it = shard.epoch(epoch, firstBatch).iterator();
+                Iterator<Batch> it = loader.epoch(epoch, firstBatch).iterator();
+                int count = loader.batchesPerEpoch() - firstBatch;
                 return new TrainingLoop.Steps() {
+                    private int taken;
+
                     @Override
                     public boolean hasNext() {
                         return it.hasNext();
+                    }
+
+                    @Override
+                    public int remaining() {
+                        return count - taken;
                     }
 
                     @Override
@@ -140,7 +177,8 @@ public final class FashionMnistTraining {
                         // The scope frees the step's native temporaries at once (not at the next GC).
                         try (PointerScope scope = new PointerScope()) {
                             Batch b = it.next();
-                            setLearningRate(optimizer, TrainingLoop.learningRate(config, step, totalSteps));
+                            taken++;
+                            setLearningRate(optimizer, lrScale * TrainingLoop.learningRate(config, step, totalSteps));
                             optimizer.zero_grad();
                             Tensor loss = cross_entropy(trained.forward(b.inputs()), b.targets());
                             loss.backward();
@@ -181,6 +219,14 @@ public final class FashionMnistTraining {
                 return Checkpoints.load(file, trained, optimizer);
             }
         }).run(started);
+    }
+
+    /** Distributes the model, optimizer and data on the current backend: the root's state to every worker. */
+    private void distribute() {
+        Distributed<Classifier, Optimizer, DataLoader, Object> distributed = backend.distribute(request);
+        trained = distributed.model();
+        optimizer = distributed.optimizer();
+        shard = distributed.trainingData();
     }
 
     private static void setLearningRate(Optimizer optimizer, double lr) {

@@ -47,7 +47,8 @@ final class FaultDrill {
 
     void maybeFail(long step, int myRank) {
         if (step == atStep && myRank == rank) {
-            System.out.println("fault drill: rank " + myRank + " kills itself (SIGKILL) after step " + step);
+            System.out.println("fault drill: rank " + myRank + " kills itself (SIGKILL) after step " + step + " at "
+                    + System.currentTimeMillis() + " ms");
             System.out.flush();
             killSelf();
         }

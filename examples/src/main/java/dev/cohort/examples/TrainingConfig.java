@@ -23,11 +23,12 @@ import java.util.Objects;
  */
 public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, double lr, Schedule schedule,
                              double momentum, long seed, int threads, long maxSteps, Path checkpointDir, int checkpointEvery, boolean resume,
-                             String gradCompression, int zeroStage) {
+                             String gradCompression, int zeroStage, ElasticBatch elasticBatch) {
 
     public TrainingConfig {
         Objects.requireNonNull(model, "model");
         Objects.requireNonNull(schedule, "schedule");
+        Objects.requireNonNull(elasticBatch, "elasticBatch");
         require(epochs >= 1, "--epochs must be >= 1, got " + epochs);
         require(batchSize >= 1, "--batch-size must be >= 1, got " + batchSize);
         require(lr > 0 && Double.isFinite(lr), "--lr must be a positive number, got " + lr);
@@ -39,6 +40,18 @@ public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, d
         require(java.util.List.of("none", "bf16", "fp16").contains(gradCompression),
                 "--grad-compression must be bf16, fp16 or none, got '" + gradCompression + "'");
         require(zeroStage >= 0 && zeroStage <= 2, "--zero must be 0, 1 or 2, got " + zeroStage);
+    }
+
+    /** What an elastic run keeps when its group re-forms at another size. */
+    public enum ElasticBatch {
+        /** Each worker's batch, and the learning rate scales with the number of workers (the default). */
+        PER_WORKER,
+        /** The global batch: each worker's batch becomes the global batch over the new number of workers. */
+        GLOBAL;
+
+        public String label() {
+            return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+        }
     }
 
     /** How the learning rate changes over the run. */
@@ -55,7 +68,8 @@ public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, d
 
     /** The defaults of the command line for {@code model}: what reaches the targets (0.88 mlp, 0.90 cnn) with 2 workers. */
     public static TrainingConfig defaults(Classifier.Kind model) {
-        return new TrainingConfig(model, 4, 64, defaultLr(model), Schedule.LINEAR, 0.9, 42, 1, 0, null, 0, false, "none", 0);
+        return new TrainingConfig(model, 4, 64, defaultLr(model), Schedule.LINEAR, 0.9, 42, 1, 0, null, 0, false, "none", 0,
+                ElasticBatch.PER_WORKER);
     }
 
     /** The learning rate used when {@code --lr} is not given. */
@@ -68,17 +82,17 @@ public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, d
 
     public TrainingConfig withMaxSteps(long steps) {
         return new TrainingConfig(model, epochs, batchSize, lr, schedule, momentum, seed, threads, steps, checkpointDir,
-                checkpointEvery, resume, gradCompression, zeroStage);
+                checkpointEvery, resume, gradCompression, zeroStage, elasticBatch);
     }
 
     public TrainingConfig withCheckpoints(Path dir, int every, boolean resumeFromLatest) {
         return new TrainingConfig(model, epochs, batchSize, lr, schedule, momentum, seed, threads, maxSteps, dir, every,
-                resumeFromLatest, gradCompression, zeroStage);
+                resumeFromLatest, gradCompression, zeroStage, elasticBatch);
     }
 
     public TrainingConfig withZeroStage(int stage) {
         return new TrainingConfig(model, epochs, batchSize, lr, schedule, momentum, seed, threads, maxSteps, checkpointDir,
-                checkpointEvery, resume, gradCompression, stage);
+                checkpointEvery, resume, gradCompression, stage, elasticBatch);
     }
 
     private static void require(boolean ok, String message) {

@@ -6,6 +6,7 @@ import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.ProgressReporter;
 import dev.cohort.api.checkpoint.TrainingPosition;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.runtime.elastic.ElasticJob;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
@@ -60,12 +61,34 @@ final class TrainingLoop {
 
         /** Loads a checkpoint (on every worker) and returns where to continue. */
         TrainingPosition load(Path file);
+
+        /**
+         * Before an elastic run's group is re-formed (a worker was lost): lets go of what lives in
+         * the old group (gradient buckets in its memory). Nothing by default.
+         */
+        default void release() {
+        }
+
+        /**
+         * In an elastic run's re-formed group on {@code backend}: every worker takes the root's
+         * model and optimizer state, trains with {@code batchSize} examples per worker and the
+         * learning rate times {@code lrScale} from now on, and gets its share of {@code epoch}'s
+         * examples from the {@code examplesDone}-th of the epoch's order on.
+         *
+         * @throws UnsupportedOperationException where the framework cannot go on in a re-formed group
+         */
+        default Steps regroup(DistributedBackend backend, int epoch, long examplesDone, int batchSize, double lrScale) {
+            throw new UnsupportedOperationException("the " + name() + " trainer cannot go on in a re-formed group");
+        }
     }
 
     /** An epoch's remaining batches, each trained by one call. */
     interface Steps {
 
         boolean hasNext();
+
+        /** How many batches are left. */
+        int remaining();
 
         /** Trains the next batch as global step {@code step} (0-based) of {@code totalSteps}. */
         StepResult train(long step, long totalSteps);
@@ -78,18 +101,26 @@ final class TrainingLoop {
     private static final int CHECKPOINTS_KEPT = 2;
     private static final PrintStream NO_OUTPUT = new PrintStream(java.io.OutputStream.nullOutputStream());
 
-    private final DistributedBackend backend;
+    private final ElasticJob job;
     private final TrainingConfig config;
     private final PrintStream out;
-    private final boolean root;
     private final Framework framework;
     private final Pattern checkpointName;
+    /** The current generation's backend (the only one unless an elastic run lost a worker). */
+    private DistributedBackend backend;
+    private boolean root;
+    /** Workers at the start, and each worker's batch now. */
+    private final int startWorkers;
+    private int batchSize;
 
-    TrainingLoop(DistributedBackend backend, TrainingConfig config, PrintStream out, Framework framework) {
-        this.backend = backend;
+    TrainingLoop(ElasticJob job, TrainingConfig config, PrintStream out, Framework framework) {
+        this.job = job;
+        this.backend = job.backend();
         this.config = config;
         this.out = out;
         this.root = backend.isRootWorker();
+        this.startWorkers = backend.worldSize();
+        this.batchSize = config.batchSize();
         this.framework = framework;
         this.checkpointName = Pattern.compile("checkpoint-step-(\\d+)\\." + Pattern.quote(framework.checkpointExtension()));
     }
@@ -97,6 +128,11 @@ final class TrainingLoop {
     /** Trains, from the latest checkpoint with {@code --resume}; {@code started} is when the run began. */
     TrainingSummary run(long started) {
         int workers = backend.worldSize();
+        int reforms = 0;
+        // When the last failure was noticed (nanoTime), until the next step is done; else -1.
+        long recovering = -1;
+        // A restarted group says when its first step is done (the fault drill compares recoveries).
+        boolean restartedStep = restartCount(JobEnvironment.currentVariables()) > 0;
         int batches = framework.batchesPerEpoch();
         long totalSteps = (long) config.epochs() * batches;
         TrainingPosition position = TrainingPosition.start();
@@ -131,6 +167,8 @@ final class TrainingLoop {
         boolean stoppedEarly = false;
         int epoch = position.epoch();
         int batch = position.batchInEpoch();
+        // Examples of this epoch's order trained on so far, by every worker together.
+        long examplesDone = (long) batch * batchSize * workers;
         double epochsTrained = epoch + (double) batch / batches;
         try (ProgressReporter progress = root ? ProgressReporter.to(out, System.getenv()) : ProgressReporter.silent();
              ProgressMarker marker = root && config.checkpointDir() != null
@@ -155,7 +193,38 @@ final class TrainingLoop {
                         stoppedEarly = true;
                         break;
                     }
-                    StepResult result = steps.train(step, totalSteps);
+                    StepResult result;
+                    try {
+                        result = steps.train(step, totalSteps);
+                    } catch (RuntimeException e) {
+                        long noticed = System.nanoTime();
+                        recovering = noticed;
+                        long[] at = reform(e, epoch, step, examplesDone);
+                        step = at[0];
+                        examplesDone = at[1];
+                        workers = backend.worldSize();
+                        steps = framework.regroup(backend, epoch, examplesDone, batchSize,
+                                config.elasticBatch() == TrainingConfig.ElasticBatch.PER_WORKER
+                                        ? (double) workers / startWorkers : 1.0);
+                        batches = framework.batchesPerEpoch();
+                        batch = (int) (examplesDone / ((long) batchSize * workers));
+                        totalSteps = step + steps.remaining() + (long) (config.epochs() - epoch - 1) * batches;
+                        reforms++;
+                        say(String.format(Locale.ROOT, "lost a worker (%s): going on with %d workers as generation %d "
+                                + "from step %d, %d examples per worker, after %.0f ms", e.getMessage(), workers,
+                                job.generation(), step, batchSize, (System.nanoTime() - noticed) / 1e6));
+                        continue;
+                    }
+                    examplesDone += (long) batchSize * workers;
+                    if (restartedStep) {
+                        say("step " + (step + 1) + " done at " + System.currentTimeMillis() + " ms, the first after the restart");
+                        restartedStep = false;
+                    }
+                    if (recovering >= 0) {
+                        say(String.format(Locale.ROOT, "step %d done at %d ms, %.0f ms after the failure was noticed",
+                                step + 1, System.currentTimeMillis(), (System.nanoTime() - recovering) / 1e6));
+                        recovering = -1;
+                    }
                     lastLoss = result.loss();
                     epochSamples += result.samples();
                     epochSteps++;
@@ -180,7 +249,9 @@ final class TrainingLoop {
                 trainNanos += epochNanos;
                 trainedSamples += epochSamples * workers;
                 progress.finish();
-                accuracy = framework.evaluate();
+                accuracy = evaluate(epoch, step, examplesDone);
+                workers = backend.worldSize();
+                examplesDone = 0;
                 epochsTrained = stoppedEarly ? epoch + (double) batch / batches : epoch + 1;
                 if (!stoppedEarly) {
                     accuracies.add(accuracy);
@@ -202,7 +273,7 @@ final class TrainingLoop {
             }
         }
         if (Double.isNaN(accuracy)) {
-            accuracy = framework.evaluate();
+            accuracy = evaluate(epoch, step, examplesDone);
         }
         double samplesPerSecond = trainNanos > 0 ? trainedSamples / (trainNanos / 1e9) : 0;
         TrainingSummary summary = new TrainingSummary(config.model().label(), framework.name(), backend.name(), workers,
@@ -210,8 +281,49 @@ final class TrainingLoop {
                 (System.nanoTime() - started) / 1e9, resumedFrom,
                 config.checkpointDir() == null && restarts > 0 ? TrainingSummary.UNKNOWN : progressState.stepsRedone(),
                 restarts, epochResults);
+        if (reforms > 0) {
+            say("the group re-formed " + reforms + " time(s) without a restart; " + workers + " of " + startWorkers
+                    + " workers finished");
+        }
         say(summary.describe());
         return summary;
+    }
+
+    /**
+     * After {@code failure} (a collective of the current generation failed): in an elastic run,
+     * re-forms the group ({@link ElasticJob#reform}) and returns the root's step and examples done
+     * of the epoch; elsewhere throws {@code failure}. Sets the batch each worker trains from now on.
+     */
+    private long[] reform(RuntimeException failure, int epoch, long step, long examplesDone) {
+        if (!job.isElastic()) {
+            throw failure;
+        }
+        backend = job.reform(failure, framework::release);
+        root = backend.isRootWorker();
+        int workers = backend.worldSize();
+        if (config.elasticBatch() == TrainingConfig.ElasticBatch.GLOBAL) {
+            long global = (long) config.batchSize() * startWorkers;
+            if (global % workers != 0) {
+                throw new IllegalStateException("--elastic-batch global: the global batch of " + global + " does not "
+                        + "divide among " + workers + " workers; use --elastic-batch per-worker", failure);
+            }
+            batchSize = (int) (global / workers);
+        }
+        long[] at = {step, examplesDone};
+        backend.group().broadcast(DenseBuffer.of(at), DistributedBackend.ROOT_RANK).await();
+        return at;
+    }
+
+    /** The test accuracy; in an elastic run that loses a worker meanwhile, on the re-formed group. */
+    private double evaluate(int epoch, long step, long examplesDone) {
+        try {
+            return framework.evaluate();
+        } catch (RuntimeException e) {
+            long[] at = reform(e, epoch, step, examplesDone);
+            framework.regroup(backend, epoch, at[1], batchSize, config.elasticBatch()
+                    == TrainingConfig.ElasticBatch.PER_WORKER ? (double) backend.worldSize() / startWorkers : 1.0);
+            return framework.evaluate();
+        }
     }
 
     /**

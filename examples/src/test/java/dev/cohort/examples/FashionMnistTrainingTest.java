@@ -163,7 +163,8 @@ class FashionMnistTrainingTest {
         return ThreadsWorld.run(2, rank -> {
             try (DistributedBackend backend = new ThreadsBackend()) {
                 backend.initialize();
-                return FashionMnistTraining.train(backend, config, data, out);
+                return FashionMnistTraining.train(dev.cohort.runtime.elastic.ElasticJob.of(backend,
+                        java.time.Duration.ofSeconds(60)), config, data, out);
             }
         });
     }

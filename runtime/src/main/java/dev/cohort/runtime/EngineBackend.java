@@ -58,6 +58,21 @@ public abstract class EngineBackend<O extends EngineOptions<O>> extends Distribu
     }
 
     /**
+     * A new instance of this engine's class made by its public {@code (options, environment)}
+     * constructor, with these options.
+     */
+    @Override
+    public DistributedBackend forEnvironment(Map<String, String> environment) {
+        try {
+            return getClass().getConstructor(options.getClass(), Map.class).newInstance(options, Map.copyOf(environment));
+        } catch (InvocationTargetException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+        } catch (ReflectiveOperationException e) {
+            return super.forEnvironment(environment);
+        }
+    }
+
+    /**
      * The job's secret ({@link JobSecret#ENV}, {@link JobSecret#FILE_ENV}) from the launch
      * environment, if it has one: every connection the engine opens or accepts proves it.
      */

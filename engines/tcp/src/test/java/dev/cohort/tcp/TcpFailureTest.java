@@ -129,7 +129,7 @@ class TcpFailureTest {
             int port = taken.getLocalPort();
             List<Result> results = faultWorkers(1, "absent", r -> storeAnd(port, "RANK", "0", "WORLD_SIZE", "2"), 40);
             assertThat(results.get(0).output()).as(JvmWorkers.describe(results))
-                    .contains("CONNECT FAILED").contains("cannot serve the job's store on port " + port)
+                    .contains("CONNECT FAILED").contains("cannot serve the job's store on 127.0.0.1:" + port)
                     .contains("Choose another MASTER_PORT");
         }
     }

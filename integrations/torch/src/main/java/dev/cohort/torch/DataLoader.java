@@ -49,6 +49,20 @@ public final class DataLoader {
                 new DistributedSampler(dataset.size(), worldSize, rank, shuffle, seed, dropLast), shuffle, seed);
     }
 
+    /**
+     * This loader over rank {@code rank}'s shard of {@code worldSize} of each epoch's examples after
+     * the first {@code skip}: to go on with an epoch on another number of workers (an elastic job).
+     */
+    public DataLoader sharded(int worldSize, int rank, boolean dropLast, long skip) {
+        return new DataLoader(dataset, batchSize,
+                new DistributedSampler(dataset.size(), worldSize, rank, shuffle, seed, dropLast, skip), shuffle, seed);
+    }
+
+    /** This loader with batches of {@code size} (per worker, once sharded). */
+    public DataLoader withBatchSize(int size) {
+        return new DataLoader(dataset, size, sampler, shuffle, seed);
+    }
+
     public Dataset dataset() {
         return dataset;
     }

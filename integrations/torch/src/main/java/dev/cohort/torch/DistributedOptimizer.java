@@ -268,6 +268,26 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
         return buckets;
     }
 
+    /**
+     * Lets go of the group, for an elastic job whose group is re-formed (call it before the old
+     * backend closes): the gradient hooks stop for good, gradients kept in the buckets move to
+     * memory of their own, and the buckets are freed. The model and the local optimizer stay as
+     * they are: distribute them again on the new backend, which takes the root's state. Under
+     * ZeRO a lost rank's shard of the optimizer state is gone, so this refuses.
+     *
+     * @throws IllegalStateException under ZeRO
+     */
+    public void release() {
+        if (zero != null) {
+            throw new IllegalStateException("ZeRO stage " + zero.stage() + " shards the optimizer state across the ranks: "
+                    + "a lost rank's shard is gone, so the group cannot go on without it; elastic runs train with "
+                    + "zeroStage 0");
+        }
+        if (buckets != null) {
+            buckets.retire();
+        }
+    }
+
     /** The wrapped optimizer (steps without averaging). */
     public Optimizer local() {
         return local;

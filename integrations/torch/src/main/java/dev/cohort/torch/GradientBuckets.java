@@ -299,6 +299,34 @@ final class GradientBuckets implements GradientAverager {
         return gradientsSeen;
     }
 
+    /**
+     * Lets go of the group for good: the hooks do nothing from now on, every gradient that lives in
+     * a bucket moves to memory of its own (a copy), and the buckets are freed (their memory may be
+     * the group's, e.g. shm's arena). For an elastic job whose group is re-formed: call before the
+     * old group closes.
+     */
+    synchronized void retire() {
+        paused++;
+        try (PointerScope temporaries = new PointerScope()) {
+            for (Bucket b : buckets) {
+                for (int i = 0; i < b.params.size(); i++) {
+                    Tensor p = b.params.get(i);
+                    if (sameMemory(p.grad(), b.views.get(i))) {
+                        p.mutable_grad().put(b.views.get(i).clone());
+                    }
+                }
+            }
+        }
+        for (Bucket b : buckets) {
+            try {
+                b.free();
+            } catch (RuntimeException e) {
+                // the group that lent the memory is broken: what it lent goes with it
+            }
+        }
+        buckets = List.of();
+    }
+
     @Override
     public synchronized void pauseHooks() {
         paused++;

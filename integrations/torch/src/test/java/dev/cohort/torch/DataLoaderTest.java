@@ -47,6 +47,37 @@ class DataLoaderTest {
     }
 
     @Test
+    void anEpochGoesOnOnFewerWorkersWithTheExamplesNotYetTrainedOn() {
+        long size = 100;
+        int batch = 4;
+        // 3 workers train 5 global steps of 4 each (60 examples), then 2 workers take the rest.
+        List<Long> trained = new ArrayList<>();
+        for (int r = 0; r < 3; r++) {
+            long[] mine = new DistributedSampler(size, 3, r, true, 9, false).indices(1);
+            for (int k = 0; k < 5 * batch; k++) {
+                trained.add(mine[k]);
+            }
+        }
+        List<Long> rest = new ArrayList<>();
+        for (int r = 0; r < 2; r++) {
+            DistributedSampler s = new DistributedSampler(size, 2, r, true, 9, false, 60);
+            assertThat(s.length()).isEqualTo(20);
+            for (long i : s.indices(1)) {
+                rest.add(i);
+            }
+        }
+        assertThat(trained).doesNotHaveDuplicates().doesNotContainAnyElementsOf(rest);
+        assertThat(rest).doesNotHaveDuplicates();
+        Set<Long> all = new HashSet<>(trained);
+        all.addAll(rest);
+        assertThat(all).hasSize(100);
+        assertThat(new DistributedSampler(size, 2, 0, true, 9, false, 100).length()).isZero();
+        Tensor hundred = torch.arange(new org.bytedeco.pytorch.Scalar(100));
+        assertThat(DataLoader.of(new TensorDataset(hundred, hundred), 4, true, 9).sharded(3, 1, false, 91)
+                .batchesPerEpoch()).as("9 examples left over 3 workers, batches of 4").isEqualTo(1);
+    }
+
+    @Test
     void dropLastCutsToAMultipleOfTheWorld() {
         assertThat(new DistributedSampler(10, 3, 0, false, 0, true).indices(0)).containsExactly(0, 3, 6);
         assertThat(new DistributedSampler(10, 3, 2, false, 0, true).indices(0)).containsExactly(2, 5, 8);

@@ -62,6 +62,16 @@ public final class Handshake {
         return new Handshake(secret, purpose);
     }
 
+    /**
+     * Whether the first {@code length} bytes of {@code received} can still begin a client's hello:
+     * lets a listener refuse a client without the secret as soon as its first bytes arrive, not at
+     * the handshake's timeout.
+     */
+    public static boolean mayOpenHandshake(byte[] received, int length) {
+        int n = Math.min(length, CLIENT_MAGIC.length);
+        return Arrays.equals(received, 0, n, CLIENT_MAGIC, 0, n);
+    }
+
     /** Client, first: the bytes to send. */
     public byte[] hello() {
         return ByteBuffer.allocate(HELLO_BYTES).put(CLIENT_MAGIC).put(clientNonce).array();
@@ -144,7 +154,12 @@ public final class Handshake {
         int before = socket.getSoTimeout();
         socket.setSoTimeout(millis(timeout));
         InputStream in = socket.getInputStream();
-        byte[] hello = readOrRefuse(in, HELLO_BYTES, timeout, "its handshake");
+        byte[] magic = readOrRefuse(in, CLIENT_MAGIC.length, timeout, "its handshake");
+        if (!mayOpenHandshake(magic, magic.length)) {
+            h.answer(magic);                        // refuses, saying why
+        }
+        byte[] hello = ByteBuffer.allocate(HELLO_BYTES).put(magic)
+                .put(readOrRefuse(in, HELLO_BYTES - magic.length, timeout, "its handshake")).array();
         OutputStream out = socket.getOutputStream();
         out.write(h.answer(hello));
         out.flush();

@@ -243,6 +243,9 @@ public final class PostOffice implements AutoCloseable {
                     refuse("closed before " + (phase < 2 ? "authenticating" : "saying which rank dialed"));
                     return;
                 }
+                if (phase == 0 && !Handshake.mayOpenHandshake(in.array(), in.position())) {
+                    handshake.answer(in.array());      // refuses, saying why
+                }
                 if (in.hasRemaining()) {
                     return;
                 }

@@ -75,9 +75,11 @@ public final class TcpStoreServer implements AutoCloseable {
             s.bind(new InetSocketAddress(host, port), 128);
             return new TcpStoreServer(s, secret);
         } catch (IOException e) {
+            String hint = String.valueOf(e.getMessage()).contains("assign")
+                    ? "is MASTER_ADDR an address of rank 0's host?"
+                    : "is another job or an earlier run of this one still using it? Choose another MASTER_PORT";
             throw new UncheckedIOException("cannot serve the job's store on " + host.getHostAddress() + ":" + port
-                    + " (" + e.getMessage() + "); is another job or an earlier run of this one still using the port "
-                    + "(choose another MASTER_PORT), or is MASTER_ADDR not an address of rank 0's host?", e);
+                    + " (" + e.getMessage() + "); " + hint, e);
         }
     }
 

@@ -1,5 +1,9 @@
 package dev.cohort.runtime.store;
 
+import dev.cohort.runtime.auth.AuthenticationException;
+import dev.cohort.runtime.auth.Handshake;
+import dev.cohort.runtime.auth.JobSecret;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -118,6 +122,67 @@ class TcpStoreTest {
             a.set("still", "served");
             assertThat(a.get("still")).isEqualTo("served");
         }
+    }
+
+    @Test
+    void withASecretOnlyClientsThatProveItAreServedAndTheOthersAreToldWhy() throws Exception {
+        JobSecret secret = JobSecret.of("the store test's secret");
+        Optional<JobSecret> mine = Optional.of(secret);
+        try (TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), 0, mine);
+             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, mine)) {
+            a.set("k", "v");
+            assertThatThrownBy(() -> TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, Optional.empty()))
+                    .isInstanceOf(AuthenticationException.class).hasMessageContaining("wants the job's secret");
+            assertThatThrownBy(() -> TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT,
+                    Optional.of(JobSecret.of("another job's secret!"))))
+                    .isInstanceOf(AuthenticationException.class).hasMessageContaining("does not know this job's secret");
+            // A recorded client session (handshake, then a request), replayed: refused before the request is read.
+            byte[] replay = recordedClientSession(secret);
+            try (Socket stranger = new Socket("127.0.0.1", server.port())) {
+                stranger.setSoTimeout(5_000);
+                stranger.getOutputStream().write(replay);
+                byte[] answer = stranger.getInputStream().readNBytes(Handshake.ANSWER_BYTES);
+                assertThat(answer).hasSize(Handshake.ANSWER_BYTES);
+                assertThat(stranger.getInputStream().read()).isEqualTo(-1);
+            }
+            long end = System.nanoTime() + 5_000_000_000L;
+            while (server.refused() < 3 && System.nanoTime() < end) {
+                Thread.sleep(10);
+            }
+            assertThat(server.refused()).isEqualTo(3);
+            assertThat(a.get("k")).isEqualTo("v");
+        }
+        try (TcpStoreServer plain = TcpStoreServer.start(InetAddress.getLoopbackAddress(), 0, Optional.empty())) {
+            assertThatThrownBy(() -> TcpStore.connect("127.0.0.1", plain.port(), in(5_000), TIMEOUT, mine))
+                    .isInstanceOf(AuthenticationException.class).hasMessageContaining("failed authentication");
+        }
+    }
+
+    /** What a client with {@code secret} sends to a store: its handshake's hello and proof, then a request. */
+    private static byte[] recordedClientSession(JobSecret secret) throws Exception {
+        java.io.ByteArrayOutputStream sent = new java.io.ByteArrayOutputStream();
+        try (ServerSocket listening = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            java.util.concurrent.CompletableFuture<Void> server = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                try (Socket s = listening.accept()) {
+                    java.io.InputStream in = s.getInputStream();
+                    sent.write(in.readNBytes(Handshake.HELLO_BYTES));
+                    Handshake h = Handshake.server(secret, "cohort job store");
+                    s.getOutputStream().write(h.answer(java.util.Arrays.copyOf(sent.toByteArray(), Handshake.HELLO_BYTES)));
+                    byte[] proof = in.readNBytes(Handshake.PROOF_BYTES);
+                    h.check(proof);
+                    sent.write(proof);
+                    sent.write(in.readNBytes(12));             // the store's hello
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            }, java.util.concurrent.Executors.newSingleThreadExecutor());
+            try (Socket c = new Socket("127.0.0.1", listening.getLocalPort())) {
+                Handshake.asClient(c, secret, "cohort job store", TIMEOUT);
+                c.getOutputStream().write("CohortKV\0\0\0\1".getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+                server.get(10, TimeUnit.SECONDS);
+            }
+        }
+        return sent.toByteArray();
     }
 
     @Test

@@ -26,6 +26,8 @@ import dev.cohort.runtime.auth.JobSecret;
  * @param grace        between SIGTERM and SIGKILL when stopping workers (default 5 s)
  * @param joinTimeout  how long nodes wait for each other to join (default 60 s)
  * @param environment  extra variables for every worker, applied before the launch contract
+ * @param elastic      0, or the fewest workers an elastic run goes on with: a lost worker's
+ *                     survivors re-form the group without a restart while at least this many live
  * @param secret       the job's secret, passed to every worker ({@code COHORT_SECRET}) and proved on
  *                     the control channel; empty: none (see docs/SECURITY.md)
  * @param bindCores    pin local worker r to its own share of the cores ({@code taskset}) when there
@@ -35,7 +37,7 @@ import dev.cohort.runtime.auth.JobSecret;
 public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String masterAddr, int masterPort,
                             int controlPort, int maxRestarts, String runId, Path logDir, Duration grace,
                             Duration joinTimeout, Map<String, String> environment, boolean bindCores,
-                            Optional<JobSecret> secret) {
+                            int elastic, Optional<JobSecret> secret) {
 
     public static final int DEFAULT_MASTER_PORT = 29500;
     public static final String DEFAULT_MASTER_ADDR = "127.0.0.1";
@@ -102,6 +104,7 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
         private Duration joinTimeout = DEFAULT_JOIN_TIMEOUT;
         private final Map<String, String> environment = new LinkedHashMap<>();
         private Optional<JobSecret> secret = Optional.empty();
+        private int elastic;
 
         private Builder() {
         }
@@ -163,6 +166,12 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
 
         public Builder joinTimeout(Duration timeout) {
             this.joinTimeout = timeout;
+            return this;
+        }
+
+        /** Elastic with at least {@code min} workers (default 0: not elastic). */
+        public Builder elastic(int min) {
+            this.elastic = min;
             return this;
         }
 
@@ -237,10 +246,18 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
             if (logDir != null && java.nio.file.Files.exists(logDir) && !java.nio.file.Files.isDirectory(logDir)) {
                 throw new IllegalArgumentException("--log-dir " + logDir + " exists and is not a directory");
             }
+            if (elastic < 0 || elastic > nprocPerNode) {
+                throw new IllegalArgumentException("--elastic " + elastic + " must be in [1, --nproc-per-node="
+                        + nprocPerNode + "]: the fewest workers the run goes on with");
+            }
+            if (elastic > 0 && nnodes > 1) {
+                throw new IllegalArgumentException("--elastic runs on one node; with --nnodes " + nnodes
+                        + " use --max-restarts");
+            }
             Map<String, String> env = new LinkedHashMap<>(environment);
             secret.ifPresent(k -> env.put(JobSecret.ENV, k.text()));
             return new LaunchOptions(nprocPerNode, nnodes, nodeRank, addr.trim(), masterPort, control, maxRestarts,
-                    runId, logDir, grace, joinTimeout, env, bindCores, secret);
+                    runId, logDir, grace, joinTimeout, env, bindCores, elastic, secret);
         }
     }
 }

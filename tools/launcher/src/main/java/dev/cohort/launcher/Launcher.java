@@ -4,6 +4,7 @@ import dev.cohort.api.Backends;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.ProgressReporter;
 
+import dev.cohort.runtime.elastic.ElasticJob;
 import dev.cohort.launcher.control.Command;
 import dev.cohort.launcher.control.ControlClient;
 import dev.cohort.launcher.control.ControlServer;
@@ -43,6 +44,8 @@ public final class Launcher implements AutoCloseable {
     /** The exit code of a run ended by {@link #stop()} (as if by SIGTERM). */
     public static final int STOPPED_EXIT_CODE = 143;
     private static final long DRAIN_MILLIS = 1000;
+    /** An elastic run's generations (one per round); null otherwise. */
+    private Generations generations;
 
     private sealed interface Event {
     }
@@ -130,6 +133,7 @@ public final class Launcher implements AutoCloseable {
             return loop(coordinator, masterPort);
         } finally {
             killWorkers();
+            closeGenerations();
             guard.close();
             coordinator.close();
             if (server != null) {
@@ -140,6 +144,13 @@ public final class Launcher implements AutoCloseable {
             } catch (IllegalStateException e) {
                 // The JVM is shutting down; the hook runs anyway.
             }
+        }
+    }
+
+    private void closeGenerations() {
+        if (generations != null) {
+            generations.close();
+            generations = null;
         }
     }
 
@@ -195,6 +206,18 @@ public final class Launcher implements AutoCloseable {
                     env.put(ProgressReporter.ENV, ProgressReporter.LAUNCHER);
                 }
                 env.putAll(jobVariables());
+                if (options.elastic() > 0) {
+                    if (throughMpirun(env)) {
+                        console.message("--elastic does not run under mpirun (an MPI job cannot lose a rank and go on); "
+                                + "use another engine, or --max-restarts");
+                        reported = true;
+                        coordinator.report(new Report.Failed(round, options.nodeRank(), 2, "--elastic with mpi"));
+                        continue;
+                    }
+                    closeGenerations();
+                    generations = Generations.open(options.nprocPerNode(), options.elastic(), masterPort, options.secret());
+                    env.put(ElasticJob.ENV_STORE, generations.storeAddress());
+                }
                 int r = round;
                 try {
                     synchronized (lock) {
@@ -222,7 +245,7 @@ public final class Launcher implements AutoCloseable {
                 }
             } else if (event instanceof WorkerExited exited && exited.round() == round && !reported) {
                 if (exited.code() == 0) {
-                    if (++finished == options.nprocPerNode()) {
+                    if (++finished == (generations != null ? generations.alive() : options.nprocPerNode())) {
                         reported = true;
                         stopGroup();
                         coordinator.report(new Report.Done(round, options.nodeRank()));
@@ -231,8 +254,19 @@ public final class Launcher implements AutoCloseable {
                 }
                 WorkerFailure failure = group.failure(exited.localRank(), round, exited.code(), DRAIN_MILLIS);
                 failures.add(failure);
+                if (generations != null && generations.lose(exited.localRank())) {
+                    console.message(failure.summary() + "; the other " + generations.alive() + " worker(s) go on as "
+                            + "generation " + generations.generation() + " of the group (elastic)" + lastLines(failure));
+                    if (finished == generations.alive()) {
+                        reported = true;
+                        stopGroup();
+                        coordinator.report(new Report.Done(round, options.nodeRank()));
+                    }
+                    continue;
+                }
                 console.message(failure.summary() + (round > 0 ? " (restart " + round + ")" : "")
-                        + "; stopping the other workers" + lastLines(failure));
+                        + (generations != null ? "; fewer than --elastic " + options.elastic() + " workers would be left"
+                        : "") + "; stopping the other workers" + lastLines(failure));
                 stopGroup();
                 reported = true;
                 String where = options.nnodes() > 1 ? " on node " + options.nodeRank() : "";

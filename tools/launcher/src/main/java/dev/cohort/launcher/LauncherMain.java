@@ -80,6 +80,11 @@ public final class LauncherMain implements Callable<Integer> {
             description = "how long nodes wait for each other with --nnodes > 1 (default: ${DEFAULT-VALUE})")
     String joinTimeout;
 
+    @Option(names = "--elastic", paramLabel = "MIN", defaultValue = "0",
+            description = "elastic: when a worker is lost, the others re-form the group without a restart and go on, "
+                    + "while at least MIN workers live (one node; the program uses ElasticJob)")
+    String elastic;
+
     @Option(names = "--secret-file", paramLabel = "FILE",
             description = "the job's secret (first line of FILE, 16+ characters), the same file on every node: every "
                     + "connection of the job proves it (default: $COHORT_SECRET or $COHORT_SECRET_FILE; with one node, "
@@ -142,6 +147,7 @@ public final class LauncherMain implements Callable<Integer> {
                     .grace(Duration.ofMillis(Math.round(1000 * seconds("--grace-period", gracePeriod))))
                     .joinTimeout(Duration.ofMillis(Math.round(1000 * seconds("--join-timeout", joinTimeout))))
                     .secret(secret(LaunchOptions.parseCount("--nnodes", nnodes, false)))
+                    .elastic(LaunchOptions.parseCount("--elastic", elastic, false))
                     .build();
             worker = WorkerProgram.resolve(program, classPath != null ? classPath : System.getenv(CLASSPATH_ENV),
                     System.getProperty("java.class.path"));

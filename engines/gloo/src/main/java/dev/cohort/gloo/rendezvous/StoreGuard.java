@@ -205,10 +205,13 @@ final class StoreGuard implements AutoCloseable {
             reject(p, p.phase < 2 ? "closed before authenticating" : "no handshake");
             return;
         }
-        if (p.received().hasRemaining()) {
-            return;
-        }
         try {
+            if (p.phase == 0 && !Handshake.mayOpenHandshake(p.received().array(), p.received().position())) {
+                p.auth.answer(p.received().array());   // refuses, saying why
+            }
+            if (p.received().hasRemaining()) {
+                return;
+            }
             if (p.phase == 0) {
                 ByteBuffer answer = ByteBuffer.wrap(p.auth.answer(p.received().array()));
                 p.channel().write(answer);

@@ -1,0 +1,60 @@
+package dev.cohort.examples;
+
+import dev.cohort.api.Backends;
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.runtime.elastic.ElasticJob;
+import java.time.Duration;
+
+/**
+ * A worker of an elastic run: {@code steps} checked allreduces; worker {@code dying} (its local
+ * rank in generation 0) halts as if killed before step {@code dieAt}. A failed step re-forms the
+ * group, takes rank 0's step, and goes on. Prints its pid at the start and the end, so the test
+ * can tell that no survivor was restarted.
+ */
+public final class ElasticWorker {
+
+    private ElasticWorker() {
+    }
+
+    public static void main(String[] args) {
+        String engine = args[0];
+        int steps = Integer.parseInt(args[1]);
+        int dieAt = Integer.parseInt(args[2]);
+        String dying = args[3];
+        String me = System.getenv("LOCAL_RANK");
+        long pid = ProcessHandle.current().pid();
+        try (ElasticJob job = ElasticJob.of(Backends.select(engine), Duration.ofSeconds(60))) {
+            System.out.println("START worker " + me + " pid " + pid + " elastic " + job.isElastic());
+            long step = 0;
+            while (step < steps) {
+                if (step == dieAt && me.equals(dying) && job.generation() == 0) {
+                    System.out.println("DYING worker " + me);
+                    System.out.flush();
+                    Runtime.getRuntime().halt(137);
+                }
+                DistributedBackend b = job.backend();
+                try {
+                    double[] x = {step, 1};
+                    b.group().allreduce(DenseBuffer.of(x), ReduceOp.SUM).await();
+                    if (x[0] != step * b.worldSize() || x[1] != b.worldSize()) {
+                        throw new AssertionError("step " + step + " on " + b.worldSize() + " ranks: allreduce gave "
+                                + x[0] + ", " + x[1]);
+                    }
+                    step++;
+                } catch (RuntimeException e) {
+                    DistributedBackend now = job.reform(e);
+                    long[] root = {step};
+                    now.group().broadcast(DenseBuffer.of(root), 0).await();
+                    System.out.println("REFORMED worker " + me + " generation " + job.generation() + " rank "
+                            + now.rank() + " of " + now.worldSize() + " at step " + step + ", root's " + root[0]);
+                    step = root[0];
+                }
+            }
+            System.out.println("DONE worker " + me + " pid " + pid + " generation " + job.generation() + " world "
+                    + job.backend().worldSize() + " steps " + step);
+        }
+        System.exit(0);
+    }
+}
