@@ -7,7 +7,8 @@
 #
 #   scripts/elastic-drill.sh [--seeds N] [--backend auto|gloo|tcp|shm] [--epochs E] OUT_DIR
 #
-# Writes OUT_DIR/runs.jsonl (one line per run) and OUT_DIR/summary.json (medians), and prints the
+# Steps redone: the steps completed before the kill that were trained again (the killed step's
+# number minus the step training went on from). Writes OUT_DIR/runs.jsonl (one line per run) and OUT_DIR/summary.json (medians), and prints the
 # summary. Not part of CI: ~12 demo runs of 3 workers.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -44,11 +45,15 @@ text = open(log).read()
 s = json.load(open(summary))
 kill = re.search(r"kills itself \(SIGKILL\) after step (\d+) at (\d+) ms", text)
 done = re.search(r"step (\d+) done at (\d+) ms", text)
+# Where training went on: the re-formed group's step, or the checkpoint a restarted group resumed from.
+went_on = re.search(r"going on with \d+ workers as generation \d+ from step (\d+)", text) \
+    or re.search(r"resuming from .*\((\d+) steps done\)", text)
 print(json.dumps({
     "run": name,
     "killed_after_step": int(kill.group(1)) if kill else None,
     "kill_to_next_step_ms": int(done.group(2)) - int(kill.group(2)) if kill and done else None,
-    "steps_redone": s.get("steps_redone"),
+    "went_on_from_step": int(went_on.group(1)) if went_on else None,
+    "steps_redone": int(kill.group(1)) - int(went_on.group(1)) if kill and went_on else 0,
     "restarts": s.get("restarts"),
     "workers_at_end": s.get("workers"),
     "test_accuracy": s.get("test_accuracy"),
@@ -59,8 +64,9 @@ PY
 
 run uninterrupted -- --elastic 2
 for seed in $(seq 1 "$seeds"); do
-  step=$(( (seed * 7919) % 500 + 50 ))
-  rank=$(( seed % 2 + 1 ))
+  RANDOM=$seed
+  step=$(( RANDOM % 500 + 50 ))
+  rank=$(( RANDOM % 2 + 1 ))
   run "elastic-$seed" COHORT_FAULT_AT_STEP="$step" COHORT_FAULT_RANK="$rank" -- --elastic 2
   run "restart-$seed" COHORT_FAULT_AT_STEP="$step" COHORT_FAULT_RANK="$rank" -- --max-restarts 1 \
     --checkpoint-dir "$out/ckpt-restart-$seed" --checkpoint-every 100 --resume
