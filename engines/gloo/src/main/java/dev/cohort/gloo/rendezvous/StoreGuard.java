@@ -7,8 +7,6 @@ import dev.cohort.runtime.auth.Handshake;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.auth.Refusals;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.BindException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -261,11 +259,7 @@ final class StoreGuard implements AutoCloseable {
             upstream.connect(store, (int) HANDSHAKE_MILLIS);
             upstream.setTcpNoDelay(true);
             upstream.getOutputStream().write(HANDSHAKE);
-            Socket from = client;
-            Thread back = Daemons.thread("cohort-store-guard-back", () -> pump(upstream, from));
-            back.start();
-            pump(client, upstream);
-            back.join();
+            SocketPipe.join(client, upstream, "cohort-store-guard-back");
         } catch (IOException e) {
             // the client went away or the store closed: end this connection
         } catch (InterruptedException e) {
@@ -280,23 +274,6 @@ final class StoreGuard implements AutoCloseable {
     /** How many store clients of other processes are connected through the guard now. */
     int connectedClients() {
         return clients.get();
-    }
-
-    private void pump(Socket from, Socket to) {
-        byte[] buffer = new byte[16 * 1024];
-        try {
-            InputStream in = from.getInputStream();
-            OutputStream out = to.getOutputStream();
-            int n;
-            while ((n = in.read(buffer)) >= 0) {
-                out.write(buffer, 0, n);
-            }
-        } catch (IOException e) {
-            // one side ended
-        } finally {
-            closeForwarded(from);
-            closeForwarded(to);
-        }
     }
 
     private void reject(Pending p, String why) {

@@ -7,8 +7,6 @@ import dev.cohort.runtime.auth.Handshake;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.auth.Refusals;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -107,11 +105,7 @@ final class StoreRelay implements AutoCloseable {
                 System.getLogger(StoreRelay.class.getName()).log(System.Logger.Level.ERROR, who + ": " + failure);
                 return;
             }
-            Socket up = upstream;
-            Thread back = Daemons.thread("cohort-store-relay-back", () -> pump(up, local));
-            back.start();
-            pump(local, up);
-            back.join();
+            SocketPipe.join(local, upstream, "cohort-store-relay-back");
         } catch (IOException e) {
             failure = "lost the connection to the job's store at " + guard + ": " + e.getMessage();
         } catch (InterruptedException e) {
@@ -147,23 +141,6 @@ final class StoreRelay implements AutoCloseable {
         }
         failure = "nothing answered at " + guard + " within " + patience + (last == null ? "" : " (" + last.getMessage() + ")");
         return null;
-    }
-
-    private void pump(Socket from, Socket to) {
-        byte[] buffer = new byte[16 * 1024];
-        try {
-            InputStream in = from.getInputStream();
-            OutputStream out = to.getOutputStream();
-            int n;
-            while ((n = in.read(buffer)) >= 0) {
-                out.write(buffer, 0, n);
-            }
-        } catch (IOException e) {
-            // one side ended
-        } finally {
-            closeQuietly(from);
-            closeQuietly(to);
-        }
     }
 
     private void closeQuietly(Socket s) {
