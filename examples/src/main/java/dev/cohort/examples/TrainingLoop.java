@@ -277,7 +277,7 @@ final class TrainingLoop {
         }
         double samplesPerSecond = trainNanos > 0 ? trainedSamples / (trainNanos / 1e9) : 0;
         TrainingSummary summary = new TrainingSummary(config.model().label(), framework.name(), backend.name(), workers,
-                epochsTrained, step, config.batchSize() * workers, accuracy, accuracies, lastLoss, samplesPerSecond,
+                epochsTrained, step, batchSize * workers, accuracy, accuracies, lastLoss, samplesPerSecond,
                 (System.nanoTime() - started) / 1e9, resumedFrom,
                 config.checkpointDir() == null && restarts > 0 ? TrainingSummary.UNKNOWN : progressState.stepsRedone(),
                 restarts, epochResults);

@@ -250,6 +250,38 @@ class FashionMnistTrainerTest {
     }
 
     /**
+     * The drill in an elastic run of 3 tcp workers keeping the global batch: worker 0 (the root, which
+     * hosts the store) is killed after step 30 of 60; the two others re-form the group without a
+     * restart, take the root's state and go on from step 30 with 96 examples each (the global 192).
+     */
+    @Test
+    @Timeout(value = 180, unit = TimeUnit.SECONDS)
+    void anElasticRunGoesOnFromTheFailedStepWithoutARestartKeepingTheGlobalBatch() throws IOException {
+        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        LaunchOptions.Builder options = LaunchOptions.builder().nprocPerNode(3).masterPort(0).elastic(2)
+                .addEnvironment(FaultDrill.AT_STEP, "30").addEnvironment(FaultDrill.RANK, "0");
+        Path json = dir.resolve("elastic.json");
+        WorkerProgram program = WorkerProgram.mainClass(FashionMnistTrainer.class.getName(), List.of(
+                "--distributed-backend", "tcp", "--model", "mlp", "--epochs", "1", "--max-steps", "60",
+                "--elastic-batch", "global", "--json", json.toString()));
+        TimedConsole console = new TimedConsole();
+        LaunchResult result;
+        try (Launcher launcher = new Launcher(options.build(), program).console(console.console())) {
+            result = launcher.run();
+        }
+        assertThat(result.exitCode()).as(console.text()).isZero();
+        assertThat(result.restarts()).isZero();
+        assertThat(console.text()).contains("go on as generation 1 of the group (elastic)",
+                "going on with 2 workers as generation 1 from step 30, 96 examples per worker",
+                "the group re-formed 1 time(s) without a restart; 2 of 3 workers finished");
+        JsonNode summary = new ObjectMapper().readTree(json.toFile());
+        assertThat(summary.get("steps").asLong()).isEqualTo(60);
+        assertThat(summary.get("workers").asInt()).isEqualTo(2);
+        assertThat(summary.get("global_batch_size").asInt()).isEqualTo(192);
+        assertThat(summary.get("restarts").asInt()).isZero();
+    }
+
+    /**
      * The drill through DJL on the tcp engine: rank 0 (which also hosts the store) is killed after
      * step 50, the launcher restarts both, they resume from the checkpoint of step 40 (parameters
      * and momentum, by parameter name) and end as the uninterrupted run, bit for bit.
