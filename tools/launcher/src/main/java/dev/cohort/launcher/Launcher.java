@@ -114,7 +114,7 @@ public final class Launcher implements AutoCloseable {
                 Ports.requireFree(masterPort, "--master-port");
             }
             if (options.nnodes() > 1) {
-                server = new ControlServer(options.controlPort(), options.runId(), options.nnodes(),
+                server = new ControlServer(options.masterAddr(), options.controlPort(), options.runId(), options.nnodes(),
                         options.maxRestarts(), options.joinTimeout(), options.secret());
             }
         }

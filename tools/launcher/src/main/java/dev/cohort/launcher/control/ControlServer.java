@@ -47,19 +47,21 @@ public final class ControlServer implements AutoCloseable {
     private boolean finished;
 
     /**
-     * Binds {@code port} on every interface, before any worker starts.
+     * Binds {@code host:port} (node 0's --master-addr, where the other nodes connect), before any
+     * worker starts.
      *
-     * @throws IllegalArgumentException when the port is taken
+     * @throws IllegalArgumentException when the port is taken or {@code host} is not an address of this host
      */
-    public ControlServer(int port, String runId, int nodes, int maxRestarts, Duration joinTimeout,
+    public ControlServer(String host, int port, String runId, int nodes, int maxRestarts, Duration joinTimeout,
                          Optional<JobSecret> secret) {
         try {
             server = new ServerSocket();
             server.setReuseAddress(true);
-            server.bind(new InetSocketAddress(port));
+            server.bind(new InetSocketAddress(java.net.InetAddress.getByName(host), port));
         } catch (IOException e) {
-            throw new IllegalArgumentException("control port " + port + " is taken on this host (" + e.getMessage()
-                    + "); pick another --master-port, or set --control-port on every node");
+            throw new IllegalArgumentException("cannot listen for the control channel on " + host + ":" + port + " ("
+                    + e.getMessage() + "); is the port taken (pick another --master-port, or set --control-port on every "
+                    + "node), or is --master-addr not an address of node 0?");
         }
         this.runId = runId;
         this.secret = secret;
