@@ -169,12 +169,20 @@ final class SpinBarrier {
         }
         List<Integer> missing = missing();
         for (int j : missing) {
-            if (peers[j] == null || !peers[j].isAlive()) {
+            // The flag and the liveness are read after the counter: a peer that entered the phase
+            // in between and then gave up (its own mismatch) or exited was not missing after all.
+            // Its counter is read again after them (a peer stores it before either); the wait goes on.
+            boolean dead = peers[j] == null || !peers[j].isAlive();
+            boolean aborted = layout.abortFlag(j) != 0;
+            if ((dead || aborted) && (long) ShmLayout.LONG.getAcquire(layout.memory(), layout.counterOffset(j)) >= phase) {
+                continue;
+            }
+            if (dead) {
                 throw new CollectiveException(context.describe() + ": lost peer rank " + names.rank(j) + " (pid "
                         + pids[j] + "): its process died while this rank waited for it", null, rank,
                         context.collective(), List.of(j));
             }
-            if (layout.abortFlag(j) != 0) {
+            if (aborted) {
                 throw abandoned(j, context);
             }
         }
