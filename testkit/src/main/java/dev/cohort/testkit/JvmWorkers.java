@@ -102,9 +102,13 @@ public final class JvmWorkers {
                         failedAt = now;
                     }
                 }
-                if (now > end || now - failedAt > TimeUnit.SECONDS.toNanos(20)) {
+                // After a failure the others get 20 s to report theirs; one still stopped (SIGSTOP) 3 s
+                // after it cannot (a test that continues a stopped worker does so at once).
+                boolean giveUp = now > end || now - failedAt > TimeUnit.SECONDS.toNanos(20);
+                boolean stoppedAfterFailure = now - failedAt > TimeUnit.SECONDS.toNanos(3);
+                if (giveUp || stoppedAfterFailure) {
                     for (int r = 0; r < n; r++) {
-                        if (processes.get(r).isAlive()) {
+                        if (processes.get(r).isAlive() && (giveUp || stopped(processes.get(r).pid()))) {
                             killed[r] = true;
                             processes.get(r).toHandle().descendants().forEach(ProcessHandle::destroyForcibly);
                             processes.get(r).destroyForcibly();
@@ -125,6 +129,17 @@ public final class JvmWorkers {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
+        }
+    }
+
+    /** Whether process {@code pid} is stopped by a signal (state T in /proc), so it reports nothing until continued. */
+    private static boolean stopped(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+            int end = stat.lastIndexOf(')');
+            return end > 0 && end + 2 < stat.length() && stat.charAt(end + 2) == 'T';
+        } catch (IOException e) {
+            return false;
         }
     }
 
