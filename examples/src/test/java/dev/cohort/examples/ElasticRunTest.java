@@ -15,7 +15,15 @@ import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.api.io.TempDir;
+import dev.cohort.launcher.LauncherMain;
+import dev.cohort.runtime.auth.JobSecret;
+import dev.cohort.testkit.TwoHosts;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import org.junit.jupiter.api.Timeout;
 
 /**
@@ -49,6 +57,62 @@ class ElasticRunTest {
             assertThat(done).as("worker %s kept its process:\n%s", survivor, log).isEqualTo(started);
             assertThat(log).containsPattern("REFORMED worker " + survivor + " generation 1 rank \\d of 2 at step 20, "
                     + "root's 20");
+        }
+    }
+
+    /**
+     * Two namespaced hosts of two workers each, {@code --elastic 2}: worker 3 dies at step 20 of 60
+     * (the other three go on at world 3, across both hosts), or worker 2 kills node 1's launcher
+     * there (node 1 is lost with both its workers; node 0's two go on at world 2). The survivors
+     * keep their processes and the run succeeds on every node still there.
+     */
+    @ParameterizedTest(name = "{0}, {1} lost")
+    @CsvSource({"gloo, worker", "hier, worker", "gloo, node"})
+    @Timeout(240)
+    void acrossTwoHostsTheSurvivorsGoOnWhenAWorkerOrANodeIsLost(String engine, String lost, @TempDir Path dir)
+            throws Exception {
+        try (TwoHosts hosts = TwoHosts.createOrSkip()) {
+            Path secret = dir.resolve("secret");
+            JobSecret.generate().writeTo(secret);
+            List<Process> nodes = new ArrayList<>();
+            for (int node = 0; node < 2; node++) {
+                List<String> cmd = new ArrayList<>(List.of(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-cp",
+                        System.getProperty("java.class.path"), LauncherMain.class.getName(), "--nnodes", "2",
+                        "--node-rank", Integer.toString(node), "--nproc-per-node", "2", "--master-addr",
+                        TwoHosts.ADDRESS_A, "--master-port", "29500", "--elastic", "2", "--secret-file", secret.toString(),
+                        "--grace-period", "2", "--join-timeout", "60", "--run-id", "elastic2", "--",
+                        ElasticWorker.class.getName(), engine, "60", "20", lost.equals("worker") ? "3" : "launcher-of-2"));
+                nodes.add(new ProcessBuilder(hosts.on(node, cmd)).redirectErrorStream(true)
+                        .redirectOutput(dir.resolve("node-" + node + ".log").toFile()).start());
+            }
+            for (Process p : nodes) {
+                if (!p.waitFor(180, java.util.concurrent.TimeUnit.SECONDS)) {
+                    nodes.forEach(Process::destroyForcibly);
+                }
+            }
+            String log0 = Files.readString(dir.resolve("node-0.log"));
+            String log1 = Files.readString(dir.resolve("node-1.log"));
+            String both = "node 0:\n" + log0 + "\nnode 1:\n" + log1;
+            System.out.println(both);
+            assertThat(nodes.get(0).exitValue()).as(both).isZero();
+            assertThat(log0).as(both).contains("go on as generation 1 of the group (elastic) after: ")
+                    .contains("run finished: all workers finished").doesNotContain("restarting the group");
+            List<String> survivors = lost.equals("worker") ? List.of("0", "1", "2") : List.of("0", "1");
+            if (lost.equals("worker")) {
+                assertThat(nodes.get(1).exitValue()).as(both).isZero();
+                assertThat(log0).as(both).contains("after: rank 3 on node 1 killed by SIGKILL");
+            } else {
+                assertThat(log0).as(both).contains("after: lost contact with the launcher of node 1");
+            }
+            String all = log0 + log1;
+            for (String survivor : survivors) {
+                String started = find(all, "START worker " + survivor + " pid (\\d+)");
+                String done = find(all, "DONE worker " + survivor + " pid (\\d+) generation 1 world " + survivors.size()
+                        + " steps 60");
+                assertThat(done).as("worker %s kept its process:\n%s", survivor, both).isEqualTo(started);
+                assertThat(all).containsPattern("REFORMED worker " + survivor + " generation 1 rank \\d of "
+                        + survivors.size() + " at step 20, root's 20");
+            }
         }
     }
 

@@ -8,8 +8,9 @@ import dev.cohort.runtime.elastic.ElasticJob;
 import java.time.Duration;
 
 /**
- * A worker of an elastic run: {@code steps} checked allreduces; worker {@code dying} (its local
- * rank in generation 0) halts as if killed before step {@code dieAt}. A failed step re-forms the
+ * A worker of an elastic run: {@code steps} checked allreduces; worker {@code dying} (its global
+ * rank in generation 0) halts as if killed before step {@code dieAt}; {@code launcher-of-R}: worker
+ * R SIGKILLs its node's launcher there instead (the node is lost: its guard kills its workers). A failed step re-forms the
  * group, takes rank 0's step, and goes on. Prints its pid at the start and the end, so the test
  * can tell that no survivor was restarted.
  */
@@ -23,12 +24,18 @@ public final class ElasticWorker {
         int steps = Integer.parseInt(args[1]);
         int dieAt = Integer.parseInt(args[2]);
         String dying = args[3];
-        String me = System.getenv("LOCAL_RANK");
+        String me = System.getenv("RANK");
         long pid = ProcessHandle.current().pid();
         try (ElasticJob job = ElasticJob.of(Backends.select(engine), Duration.ofSeconds(60))) {
             System.out.println("START worker " + me + " pid " + pid + " elastic " + job.isElastic());
             long step = 0;
             while (step < steps) {
+                if (step == dieAt && dying.equals("launcher-of-" + me) && job.generation() == 0) {
+                    System.out.println("KILLING the launcher of worker " + me);
+                    System.out.flush();
+                    ProcessHandle.current().parent().ifPresent(ProcessHandle::destroyForcibly);
+                    Runtime.getRuntime().halt(137);
+                }
                 if (step == dieAt && me.equals(dying) && job.generation() == 0) {
                     System.out.println("DYING worker " + me);
                     System.out.flush();

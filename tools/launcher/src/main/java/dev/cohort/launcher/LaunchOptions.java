@@ -246,13 +246,10 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
             if (logDir != null && java.nio.file.Files.exists(logDir) && !java.nio.file.Files.isDirectory(logDir)) {
                 throw new IllegalArgumentException("--log-dir " + logDir + " exists and is not a directory");
             }
-            if (elastic < 0 || elastic > nprocPerNode) {
-                throw new IllegalArgumentException("--elastic " + elastic + " must be in [1, --nproc-per-node="
-                        + nprocPerNode + "]: the fewest workers the run goes on with");
-            }
-            if (elastic > 0 && nnodes > 1) {
-                throw new IllegalArgumentException("--elastic runs on one node; with --nnodes " + nnodes
-                        + " use --max-restarts");
+            if (elastic < 0 || elastic > (long) nprocPerNode * nnodes) {
+                throw new IllegalArgumentException("--elastic " + elastic + " must be in [1, " + (nnodes > 1
+                        ? "--nnodes x --nproc-per-node = " + (long) nprocPerNode * nnodes : "--nproc-per-node=" + nprocPerNode)
+                        + "]: the fewest workers the run goes on with");
             }
             Map<String, String> env = new LinkedHashMap<>(environment);
             secret.ifPresent(k -> env.put(JobSecret.ENV, k.text()));

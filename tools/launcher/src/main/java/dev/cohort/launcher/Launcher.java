@@ -44,8 +44,6 @@ public final class Launcher implements AutoCloseable {
     /** The exit code of a run ended by {@link #stop()} (as if by SIGTERM). */
     public static final int STOPPED_EXIT_CODE = 143;
     private static final long DRAIN_MILLIS = 1000;
-    /** An elastic run's generations (one per round); null otherwise. */
-    private Generations generations;
 
     private sealed interface Event {
     }
@@ -115,13 +113,15 @@ public final class Launcher implements AutoCloseable {
             }
             if (options.nnodes() > 1) {
                 server = new ControlServer(options.masterAddr(), options.controlPort(), options.runId(), options.nnodes(),
-                        options.maxRestarts(), options.joinTimeout(), options.secret());
+                        options.maxRestarts(), options.elastic(), options.joinTimeout(), options.secret());
             }
         }
         guard = OrphanGuard.start();
         Thread hook = new Thread(this::killWorkers, "cohort-launcher-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
-        Coordinator coordinator = options.nnodes() == 1 ? new LocalCoordinator(options.maxRestarts())
+        Coordinator coordinator = options.nnodes() == 1
+                ? new LocalCoordinator(options.maxRestarts(), options.nprocPerNode(), options.elastic(),
+                        options.masterAddr(), options.secret())
                 : new ControlClient(options.masterAddr(), options.controlPort(), options.runId(), options.nodeRank(),
                         options.nnodes(), options.nprocPerNode(), options.joinTimeout(), options.secret());
         try {
@@ -133,7 +133,6 @@ public final class Launcher implements AutoCloseable {
             return loop(coordinator, masterPort);
         } finally {
             killWorkers();
-            closeGenerations();
             guard.close();
             coordinator.close();
             if (server != null) {
@@ -147,19 +146,13 @@ public final class Launcher implements AutoCloseable {
         }
     }
 
-    private void closeGenerations() {
-        if (generations != null) {
-            generations.close();
-            generations = null;
-        }
-    }
-
     private LaunchResult loop(Coordinator coordinator, int masterPort) {
         Map<String, String> threads = ComputeThreads.variables(inheritedEnvironment(), cores, options.nprocPerNode());
         List<WorkerFailure> failures = new ArrayList<>();
         int round = -1;
         boolean reported = true;
         int finished = 0;
+        int lost = 0;   // this node's workers lost in an elastic round
         while (true) {
             Event event;
             try {
@@ -185,6 +178,7 @@ public final class Launcher implements AutoCloseable {
                 round = start.round();
                 reported = false;
                 finished = 0;
+                lost = 0;
                 NodePlacement placement = placement();
                 if (round == 0) {
                     console.message("starting " + options.nprocPerNode() + " worker(s) (ranks "
@@ -214,9 +208,7 @@ public final class Launcher implements AutoCloseable {
                         coordinator.report(new Report.Failed(round, options.nodeRank(), 2, "--elastic with mpi"));
                         continue;
                     }
-                    closeGenerations();
-                    generations = Generations.open(options.nprocPerNode(), options.elastic(), masterPort, options.secret());
-                    env.put(ElasticJob.ENV_STORE, generations.storeAddress());
+                    env.put(ElasticJob.ENV_STORE, coordinator.elasticStore());
                 }
                 int r = round;
                 try {
@@ -236,16 +228,25 @@ public final class Launcher implements AutoCloseable {
                     reported = true;
                     coordinator.report(new Report.Failed(round, options.nodeRank(), 127, e.getMessage()));
                 }
+            } else if (event instanceof FromReferee f && f.command() instanceof Command.Regroup regroup) {
+                if (regroup.round() == round) {
+                    console.message("the other " + regroup.members().size() + " worker(s) go on as generation "
+                            + regroup.generation() + " of the group (elastic)"
+                            + (options.nnodes() > 1 ? " after: " + regroup.why() : ""));
+                }
             } else if (event instanceof FromReferee f && f.command() instanceof Command.Stop stop) {
                 if (stop.round() == round && !reported) {
-                    console.message("another node's worker failed; stopping this node's workers");
+                    console.message(options.elastic() > 0
+                            ? "the group cannot go on: fewer than --elastic " + options.elastic() + " workers would be "
+                                    + "left; stopping this node's workers"
+                            : "another node's worker failed; stopping this node's workers");
                     stopGroup();
                     reported = true;
                     coordinator.report(new Report.Stopped(round, options.nodeRank()));
                 }
             } else if (event instanceof WorkerExited exited && exited.round() == round && !reported) {
                 if (exited.code() == 0) {
-                    if (++finished == (generations != null ? generations.alive() : options.nprocPerNode())) {
+                    if (++finished == options.nprocPerNode() - lost) {
                         reported = true;
                         stopGroup();
                         coordinator.report(new Report.Done(round, options.nodeRank()));
@@ -254,10 +255,14 @@ public final class Launcher implements AutoCloseable {
                 }
                 WorkerFailure failure = group.failure(exited.localRank(), round, exited.code(), DRAIN_MILLIS);
                 failures.add(failure);
-                if (generations != null && generations.lose(exited.localRank())) {
-                    console.message(failure.summary() + "; the other " + generations.alive() + " worker(s) go on as "
-                            + "generation " + generations.generation() + " of the group (elastic)" + lastLines(failure));
-                    if (finished == generations.alive()) {
+                String where = options.nnodes() > 1 ? " on node " + options.nodeRank() : "";
+                if (options.elastic() > 0) {
+                    // The referee decides: the others go on as the next generation, or the round fails.
+                    lost++;
+                    console.message(failure.summary() + (round > 0 ? " (restart " + round + ")" : "") + lastLines(failure));
+                    coordinator.report(new Report.Lost(round, options.nodeRank(), failure.rank(), exited.code(),
+                            "rank " + failure.rank() + where + " " + failure.status().describe()));
+                    if (finished == options.nprocPerNode() - lost) {
                         reported = true;
                         stopGroup();
                         coordinator.report(new Report.Done(round, options.nodeRank()));
@@ -265,11 +270,9 @@ public final class Launcher implements AutoCloseable {
                     continue;
                 }
                 console.message(failure.summary() + (round > 0 ? " (restart " + round + ")" : "")
-                        + (generations != null ? "; fewer than --elastic " + options.elastic() + " workers would be left"
-                        : "") + "; stopping the other workers" + lastLines(failure));
+                        + "; stopping the other workers" + lastLines(failure));
                 stopGroup();
                 reported = true;
-                String where = options.nnodes() > 1 ? " on node " + options.nodeRank() : "";
                 coordinator.report(new Report.Failed(round, options.nodeRank(), exited.code(),
                         "rank " + failure.rank() + where + " " + failure.status().describe()));
             }

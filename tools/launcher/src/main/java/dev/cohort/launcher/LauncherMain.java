@@ -81,8 +81,9 @@ public final class LauncherMain implements Callable<Integer> {
     String joinTimeout;
 
     @Option(names = "--elastic", paramLabel = "MIN", defaultValue = "0",
-            description = "elastic: when a worker is lost, the others re-form the group without a restart and go on, "
-                    + "while at least MIN workers live (one node; the program uses ElasticJob)")
+            description = "elastic: when a worker or a node other than node 0 is lost, the others re-form the group "
+                    + "without a restart and go on, while at least MIN workers of all nodes live (the program uses "
+                    + "ElasticJob; give every node the same MIN)")
     String elastic;
 
     @Option(names = "--secret-file", paramLabel = "FILE",

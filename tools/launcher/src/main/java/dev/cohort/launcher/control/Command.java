@@ -10,9 +10,10 @@ public sealed interface Command {
      * first {@link Start}: the oldest JDK any node runs its workers on ({@code oldestJdk}, on node
      * {@code node}), by which {@code auto} chooses the same backend on every node; and where each
      * node's ranks begin ({@code firstRanks[k]} for node k; nodes may run different numbers of
-     * workers) in a world of {@code worldSize}.
+     * workers) in a world of {@code worldSize}; for an elastic run, where node 0 hosts its generation
+     * store ({@code host:port}, empty otherwise).
      */
-    record Job(int oldestJdk, int node, int worldSize, List<Integer> firstRanks) implements Command {
+    record Job(int oldestJdk, int node, int worldSize, List<Integer> firstRanks, String elasticStore) implements Command {
         public Job {
             firstRanks = List.copyOf(firstRanks);
         }
@@ -24,6 +25,21 @@ public sealed interface Command {
 
     /** Stop the workers of round {@code round}: another node's worker failed. */
     record Stop(int round) implements Command {
+    }
+
+    /**
+     * An elastic run lost workers and goes on: generation {@code generation} of round {@code round}
+     * is {@code members}, in their new rank order (published in the generation store, where the
+     * workers read it; the nodes print it with {@code why}: what was lost).
+     */
+    record Regroup(int round, int generation, List<Member> members, String why) implements Command {
+        public Regroup {
+            members = List.copyOf(members);
+        }
+    }
+
+    /** A worker of an elastic run: its global rank when the round started, and its node. */
+    record Member(int rank, int node) {
     }
 
     /** The run is over: exit with {@code code}; {@code message} says why. */

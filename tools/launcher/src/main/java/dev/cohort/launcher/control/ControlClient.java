@@ -34,6 +34,7 @@ public final class ControlClient implements Coordinator {
     private Wire wire;
     private Consumer<Command> commands;
     private ScheduledExecutorService pinger;
+    private volatile String elasticStore = "";
 
     public ControlClient(String host, int port, String runId, int node, int nodes, int nprocPerNode,
                          Duration joinTimeout, Optional<JobSecret> secret) {
@@ -103,7 +104,11 @@ public final class ControlClient implements Coordinator {
         try {
             String line;
             while ((line = wire.read()) != null) {
-                commands.accept(Wire.parseCommand(line));
+                Command c = Wire.parseCommand(line);
+                if (c instanceof Command.Job job) {
+                    elasticStore = job.elasticStore();
+                }
+                commands.accept(c);
             }
             why = "node 0 closed the connection";
         } catch (SocketTimeoutException e) {
@@ -112,6 +117,11 @@ public final class ControlClient implements Coordinator {
             why = String.valueOf(e.getMessage());
         }
         lost(why);
+    }
+
+    @Override
+    public String elasticStore() {
+        return elasticStore;
     }
 
     @Override

@@ -41,6 +41,10 @@ public final class ControlServer implements AutoCloseable {
     /** The JDK feature version each joined node runs its workers on, and how many workers it runs. */
     private final Map<Integer, Integer> jdks = new TreeMap<>();
     private final Map<Integer, Integer> workers = new TreeMap<>();
+    /** Each joined node's address, as node 0 sees it: where an elastic generation's rank 0 on it listens. */
+    private final Map<Integer, String> hosts = new TreeMap<>();
+    /** An elastic run's generation store; null otherwise. */
+    private final Generations generations;
     private final ScheduledExecutorService timer;
     private final Optional<JobSecret> secret;
     private final Refusals refusals;
@@ -52,8 +56,8 @@ public final class ControlServer implements AutoCloseable {
      *
      * @throws IllegalArgumentException when the port is taken or {@code host} is not an address of this host
      */
-    public ControlServer(String host, int port, String runId, int nodes, int maxRestarts, Duration joinTimeout,
-                         Optional<JobSecret> secret) {
+    public ControlServer(String host, int port, String runId, int nodes, int maxRestarts, int elastic,
+                         Duration joinTimeout, Optional<JobSecret> secret) {
         try {
             server = new ServerSocket();
             server.setReuseAddress(true);
@@ -67,11 +71,25 @@ public final class ControlServer implements AutoCloseable {
         this.secret = secret;
         this.refusals = new Refusals("control channel on port " + server.getLocalPort());
         this.nodes = nodes;
-        this.referee = new Referee(nodes, maxRestarts);
+        this.referee = new Referee(nodes, maxRestarts, elastic);
+        try {
+            this.generations = elastic > 0 ? Generations.open(host, secret) : null;
+        } catch (RuntimeException e) {
+            closeQuietly(server);
+            throw e;
+        }
         this.timer = Executors.newSingleThreadScheduledExecutor(Daemons.named("cohort-control-timer"));
         timer.scheduleAtFixedRate(this::ping, Wire.PING_MILLIS, Wire.PING_MILLIS, TimeUnit.MILLISECONDS);
         timer.schedule(this::joinDeadline, joinTimeout.toMillis(), TimeUnit.MILLISECONDS);
         Daemons.start("cohort-control-accept", this::acceptLoop);
+    }
+
+    private static void closeQuietly(ServerSocket s) {
+        try {
+            s.close();
+        } catch (IOException e) {
+            // closing anyway
+        }
     }
 
     public int port() {
@@ -154,8 +172,9 @@ public final class ControlServer implements AutoCloseable {
                     joined.put(node, wire);
                     jdks.put(node, Integer.parseInt(f[5]));
                     workers.put(node, Integer.parseInt(f[4]));
+                    hosts.put(node, wire.address());
                     if (joined.size() == nodes) {
-                        broadcast(List.of(job(), referee.begin()));
+                        broadcast(List.of(job(), referee.begin(new ArrayList<>(workers.values()))));
                     }
                     return node;
                 }
@@ -179,7 +198,8 @@ public final class ControlServer implements AutoCloseable {
             first.add(world);
             world += workers.get(n);
         }
-        return new Command.Job(oldest.getValue(), oldest.getKey(), world, first);
+        return new Command.Job(oldest.getValue(), oldest.getKey(), world, first,
+                generations == null ? "" : generations.address());
     }
 
     private synchronized void onReport(Report report) {
@@ -189,6 +209,12 @@ public final class ControlServer implements AutoCloseable {
     private synchronized void lost(int node, String why) {
         if (!finished) {
             joined.remove(node);
+            Optional<List<Command>> goOn = referee.onNodeLost(node, "lost contact with the launcher of node " + node
+                    + " (" + why + ")");
+            if (goOn.isPresent()) {
+                broadcast(goOn.get());
+                return;
+            }
             broadcast(List.of(new Command.Exit(1, "lost contact with the launcher of node " + node + " (" + why
                     + "); stopping every node")));
         }
@@ -212,6 +238,9 @@ public final class ControlServer implements AutoCloseable {
         for (Command c : commands) {
             if (c instanceof Command.Exit) {
                 finished = true;
+            }
+            if (c instanceof Command.Regroup g) {
+                generations.publish(g, hosts::get);
             }
             List<Map.Entry<Integer, Wire>> order = new ArrayList<>(joined.entrySet());
             order.sort(Map.Entry.<Integer, Wire>comparingByKey(Comparator.reverseOrder()));
@@ -246,5 +275,8 @@ public final class ControlServer implements AutoCloseable {
         }
         joined.values().forEach(Wire::close);
         joined.clear();
+        if (generations != null) {
+            generations.close();
+        }
     }
 }

@@ -15,6 +15,9 @@ public interface Coordinator extends AutoCloseable {
 
     void report(Report report);
 
+    /** Where an elastic run's generation store listens ({@code host:port}), once joined; empty when not elastic. */
+    String elasticStore();
+
     @Override
     void close();
 }

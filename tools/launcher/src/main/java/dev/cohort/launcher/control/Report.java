@@ -15,6 +15,13 @@ public sealed interface Report {
     record Failed(int round, int node, int exitCode, String summary) implements Report {
     }
 
+    /**
+     * A worker of an elastic run exited with {@code exitCode} (global rank {@code rank} when the
+     * round started); the node's other workers go on until the referee says otherwise.
+     */
+    record Lost(int round, int node, int rank, int exitCode, String summary) implements Report {
+    }
+
     /** The node stopped its workers as told by {@link Command.Stop}. */
     record Stopped(int round, int node) implements Report {
     }

@@ -17,9 +17,10 @@ import java.nio.charset.StandardCharsets;
  * {@link #PING_MILLIS}; a read that sees nothing for {@link #SILENCE_MILLIS} means the peer is gone.
  *
  * <pre>
- * node → node 0: HELLO runId node nnodes nprocPerNode jdk | DONE r | FAILED r code summary | STOPPED r | PING
- * node 0 → node: OK | ERROR message | JOB oldestJdk node worldSize first0,first1,... | START r | STOP r
- *                 | EXIT code message | PING
+ * node → node 0: HELLO runId node nnodes nprocPerNode jdk | DONE r | FAILED r code summary | STOPPED r
+ *                 | LOST r rank code summary | PING
+ * node 0 → node: OK | ERROR message | JOB oldestJdk node worldSize first0,first1,... store|- | START r | STOP r
+ *                 | REGROUP r generation rank:node,... why | EXIT code message | PING
  * </pre>
  */
 final class Wire implements AutoCloseable {
@@ -53,6 +54,11 @@ final class Wire implements AutoCloseable {
         out.flush();
     }
 
+    /** The peer's IP address. */
+    String address() {
+        return socket.getInetAddress().getHostAddress();
+    }
+
     String peer() {
         return String.valueOf(socket.getRemoteSocketAddress());
     }
@@ -66,7 +72,18 @@ final class Wire implements AutoCloseable {
                 for (String r : j[4].split(",")) {
                     first.add(Integer.parseInt(r));
                 }
-                return new Command.Job(Integer.parseInt(j[1]), Integer.parseInt(j[2]), Integer.parseInt(j[3]), first);
+                return new Command.Job(Integer.parseInt(j[1]), Integer.parseInt(j[2]), Integer.parseInt(j[3]), first,
+                        j[5].equals("-") ? "" : j[5]);
+            }
+            case "REGROUP": {
+                String[] g = line.split(" ", 5);
+                List<Command.Member> members = new ArrayList<>();
+                for (String m : g[3].split(",")) {
+                    String[] rn = m.split(":");
+                    members.add(new Command.Member(Integer.parseInt(rn[0]), Integer.parseInt(rn[1])));
+                }
+                return new Command.Regroup(Integer.parseInt(g[1]), Integer.parseInt(g[2]), members,
+                        g.length > 4 ? g[4] : "");
             }
             case "START":
                 return new Command.Start(Integer.parseInt(f[1]));
@@ -82,7 +99,12 @@ final class Wire implements AutoCloseable {
     static String format(Command c) {
         if (c instanceof Command.Job j) {
             return "JOB " + j.oldestJdk() + " " + j.node() + " " + j.worldSize() + " "
-                    + j.firstRanks().stream().map(String::valueOf).collect(Collectors.joining(","));
+                    + j.firstRanks().stream().map(String::valueOf).collect(Collectors.joining(",")) + " "
+                    + (j.elasticStore().isEmpty() ? "-" : j.elasticStore());
+        } else if (c instanceof Command.Regroup g) {
+            return "REGROUP " + g.round() + " " + g.generation() + " "
+                    + g.members().stream().map(m -> m.rank() + ":" + m.node()).collect(Collectors.joining(","))
+                    + " " + g.why();
         } else if (c instanceof Command.Start s) {
             return "START " + s.round();
         } else if (c instanceof Command.Stop s) {
@@ -101,6 +123,11 @@ final class Wire implements AutoCloseable {
                 return new Report.Stopped(Integer.parseInt(f[1]), node);
             case "FAILED":
                 return new Report.Failed(Integer.parseInt(f[1]), node, Integer.parseInt(f[2]), f.length > 3 ? f[3] : "");
+            case "LOST": {
+                String[] l = line.split(" ", 5);
+                return new Report.Lost(Integer.parseInt(l[1]), node, Integer.parseInt(l[2]), Integer.parseInt(l[3]),
+                        l.length > 4 ? l[4] : "");
+            }
             default:
                 throw new IllegalArgumentException("unknown control report '" + line + "'");
         }
@@ -111,6 +138,9 @@ final class Wire implements AutoCloseable {
             return "DONE " + d.round();
         } else if (r instanceof Report.Stopped s) {
             return "STOPPED " + s.round();
+        }
+        if (r instanceof Report.Lost l) {
+            return "LOST " + l.round() + " " + l.rank() + " " + l.exitCode() + " " + l.summary();
         }
         Report.Failed f = (Report.Failed) r;
         return "FAILED " + f.round() + " " + f.exitCode() + " " + f.summary();
