@@ -24,17 +24,21 @@ import dev.cohort.testkit.TwoHosts;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * {@code cohort run --elastic 2} with three workers, one of which dies at step 20 of 60: the two
- * others re-form the group in their own processes (same pids, no restart, no checkpoint), go on
- * from the step that failed with the right sums at world 2, and the run succeeds.
+ * Elastic runs of {@code cohort run}: workers or a node are lost at step 20 of 60, and the others
+ * re-form the group in their own processes (same pids, no restart, no checkpoint), go on from the
+ * step that failed with the right sums at the smaller world, and the run succeeds. On one host
+ * with tcp and shm; across two namespaced hosts with gloo and hier (gloo and hier on one host run
+ * the same launcher path).
  */
 class ElasticRunTest {
 
+    /** {@code --elastic 2} with three workers on one node, one of which dies. */
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"tcp", "gloo", "shm", "hier"})
+    @ValueSource(strings = {"tcp", "shm"})
     @Timeout(180)
     void survivorsReformWithoutARestartAndFinish(String engine) throws Exception {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
@@ -72,47 +76,84 @@ class ElasticRunTest {
     void acrossTwoHostsTheSurvivorsGoOnWhenAWorkerOrANodeIsLost(String engine, String lost, @TempDir Path dir)
             throws Exception {
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
-            Path secret = dir.resolve("secret");
-            JobSecret.generate().writeTo(secret);
-            List<Process> nodes = new ArrayList<>();
-            for (int node = 0; node < 2; node++) {
-                List<String> cmd = new ArrayList<>(List.of(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-cp",
-                        System.getProperty("java.class.path"), LauncherMain.class.getName(), "--nnodes", "2",
-                        "--node-rank", Integer.toString(node), "--nproc-per-node", "2", "--master-addr",
-                        TwoHosts.ADDRESS_A, "--master-port", "29500", "--elastic", "2", "--secret-file", secret.toString(),
-                        "--grace-period", "2", "--join-timeout", "60", "--run-id", "elastic2", "--",
-                        ElasticWorker.class.getName(), engine, "60", "20", lost.equals("worker") ? "3" : "launcher-of-2"));
-                nodes.add(new ProcessBuilder(hosts.on(node, cmd)).redirectErrorStream(true)
-                        .redirectOutput(dir.resolve("node-" + node + ".log").toFile()).start());
-            }
-            for (Process p : nodes) {
-                if (!p.waitFor(180, java.util.concurrent.TimeUnit.SECONDS)) {
-                    nodes.forEach(Process::destroyForcibly);
-                }
-            }
-            String log0 = Files.readString(dir.resolve("node-0.log"));
-            String log1 = Files.readString(dir.resolve("node-1.log"));
-            String both = "node 0:\n" + log0 + "\nnode 1:\n" + log1;
-            System.out.println(both);
-            assertThat(nodes.get(0).exitValue()).as(both).isZero();
-            assertThat(log0).as(both).contains("go on as generation 1 of the group (elastic) after: ")
-                    .contains("run finished: all workers finished").doesNotContain("restarting the group");
-            List<String> survivors = lost.equals("worker") ? List.of("0", "1", "2") : List.of("0", "1");
+            Nodes run = twoNodes(hosts, dir, engine, List.of("--nnodes", "2", "--elastic", "2", "--join-timeout", "60"),
+                    lost.equals("worker") ? "3" : "launcher-of-2");
             if (lost.equals("worker")) {
-                assertThat(nodes.get(1).exitValue()).as(both).isZero();
-                assertThat(log0).as(both).contains("after: rank 3 on node 1 killed by SIGKILL");
+                assertThat(run.exit1()).as(run.both()).isZero();
+                assertThat(run.log0()).as(run.both()).contains("after: rank 3 on node 1 killed by SIGKILL");
+                survivorsWentOn(run, List.of("0", "1", "2"));
             } else {
-                assertThat(log0).as(both).contains("after: lost contact with the launcher of node 1");
+                assertThat(run.log0()).as(run.both()).contains("after: lost contact with the launcher of node 1");
+                survivorsWentOn(run, List.of("0", "1"));
             }
-            String all = log0 + log1;
-            for (String survivor : survivors) {
-                String started = find(all, "START worker " + survivor + " pid (\\d+)");
-                String done = find(all, "DONE worker " + survivor + " pid (\\d+) generation 1 world " + survivors.size()
-                        + " steps 60");
-                assertThat(done).as("worker %s kept its process:\n%s", survivor, both).isEqualTo(started);
-                assertThat(all).containsPattern("REFORMED worker " + survivor + " generation 1 rank \\d of "
-                        + survivors.size() + " at step 20, root's 20");
+        }
+    }
+
+    /**
+     * {@code --nnodes 2:3 --elastic 3} with only two nodes started: once the join timeout passes the
+     * run starts with them (world 4, two groups), and when worker 3 dies the other three go on.
+     */
+    @Test
+    @Timeout(240)
+    void aRunOfTwoToThreeNodesStartsWithTheTwoThatCameAndGoesOnElastically(@TempDir Path dir) throws Exception {
+        try (TwoHosts hosts = TwoHosts.createOrSkip()) {
+            Nodes run = twoNodes(hosts, dir, "gloo", List.of("--nnodes", "2:3", "--elastic", "3", "--join-timeout", "5"),
+                    "3");
+            assertThat(run.log0()).as(run.both()).contains("the run starts with nodes [0, 1] of --nnodes 2:3")
+                    .contains("starting 2 worker(s) (ranks 0..1 of 4)").contains("GROUPS worker 0 of 2");
+            assertThat(run.exit1()).as(run.both()).isZero();
+            survivorsWentOn(run, List.of("0", "1", "2"));
+        }
+    }
+
+    /** Node 0's and node 1's launchers and their logs, both ended. */
+    private record Nodes(int exit0, int exit1, String log0, String log1) {
+        String both() {
+            return "node 0:\n" + log0 + "\nnode 1:\n" + log1;
+        }
+    }
+
+    /** Launches node 0 on host A and node 1 on host B, two ElasticWorkers each, with {@code options}; waits for both. */
+    private static Nodes twoNodes(TwoHosts hosts, Path dir, String engine, List<String> options, String dying)
+            throws Exception {
+        Path secret = dir.resolve("secret");
+        JobSecret.generate().writeTo(secret);
+        List<Process> nodes = new ArrayList<>();
+        for (int node = 0; node < 2; node++) {
+            List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-cp", System.getProperty("java.class.path"), LauncherMain.class.getName(), "--node-rank",
+                    Integer.toString(node), "--nproc-per-node", "2", "--master-addr", TwoHosts.ADDRESS_A, "--master-port",
+                    "29500", "--secret-file", secret.toString(), "--grace-period", "2", "--run-id", "elastic2"));
+            cmd.addAll(options);
+            cmd.addAll(List.of("--", ElasticWorker.class.getName(), engine, "60", "20", dying));
+            nodes.add(new ProcessBuilder(hosts.on(node, cmd)).redirectErrorStream(true)
+                    .redirectOutput(dir.resolve("node-" + node + ".log").toFile()).start());
+        }
+        for (Process p : nodes) {
+            if (!p.waitFor(180, java.util.concurrent.TimeUnit.SECONDS)) {
+                nodes.forEach(Process::destroyForcibly);
+                p.waitFor();
             }
+        }
+        Nodes run = new Nodes(nodes.get(0).exitValue(), nodes.get(1).exitValue(),
+                Files.readString(dir.resolve("node-0.log")), Files.readString(dir.resolve("node-1.log")));
+        System.out.println(run.both());
+        return run;
+    }
+
+    /** Node 0 succeeded, and each of {@code survivors} kept its process into generation 1 and finished there. */
+    private static void survivorsWentOn(Nodes run, List<String> survivors) {
+        assertThat(run.exit0()).as(run.both()).isZero();
+        assertThat(run.log0()).as(run.both()).contains("go on as generation 1 of the group (elastic) after: ")
+                .contains("run finished: all workers finished").doesNotContain("restarting the group");
+        String all = run.log0() + run.log1();
+        for (String survivor : survivors) {
+            String started = find(all, "START worker " + survivor + " pid (\\d+)");
+            String done = find(all, "DONE worker " + survivor + " pid (\\d+) generation 1 world " + survivors.size()
+                    + " steps 60");
+            assertThat(done).as("worker %s kept its process:\n%s", survivor, run.both()).isEqualTo(started);
+            assertThat(all).containsPattern("REFORMED worker " + survivor + " generation 1 rank \\d of "
+                    + survivors.size() + " at step 20, root's 20");
         }
     }
 

@@ -28,6 +28,7 @@ public final class ElasticWorker {
         long pid = ProcessHandle.current().pid();
         try (ElasticJob job = ElasticJob.of(Backends.select(engine), Duration.ofSeconds(60))) {
             System.out.println("START worker " + me + " pid " + pid + " elastic " + job.isElastic());
+            System.out.println("GROUPS worker " + me + " of " + System.getenv("GROUP_WORLD_SIZE"));
             long step = 0;
             while (step < steps) {
                 if (step == dieAt && dying.equals("launcher-of-" + me) && job.generation() == 0) {

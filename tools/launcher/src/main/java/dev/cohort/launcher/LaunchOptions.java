@@ -15,7 +15,7 @@ import dev.cohort.runtime.auth.JobSecret;
  * the defaults and rejects bad values and combinations with a message that names the option.
  *
  * @param nprocPerNode workers on this node (default 1)
- * @param nnodes       nodes in the group (default 1)
+ * @param nnodes       nodes in the group, at most (default 1)
  * @param nodeRank     this node's index in [0, nnodes) (default 0)
  * @param masterAddr   where rank 0 listens (default 127.0.0.1; required with more than one node)
  * @param masterPort   rank 0's port; 0 picks a free one on a single node (default 29500)
@@ -28,6 +28,10 @@ import dev.cohort.runtime.auth.JobSecret;
  * @param environment  extra variables for every worker, applied before the launch contract
  * @param elastic      0, or the fewest workers an elastic run goes on with: a lost worker's
  *                     survivors re-form the group without a restart while at least this many live
+ * @param minNodes     the fewest nodes the run starts with, when not all {@code nnodes} joined within
+ *                     the join timeout ({@code --nnodes MIN:MAX}; default: {@code nnodes}); below
+ *                     {@code nnodes}, the run is elastic (at least {@code minNodes * nprocPerNode}
+ *                     workers unless {@code elastic} says otherwise)
  * @param secret       the job's secret, passed to every worker ({@code COHORT_SECRET}) and proved on
  *                     the control channel; empty: none (see docs/SECURITY.md)
  * @param bindCores    pin local worker r to its own share of the cores ({@code taskset}) when there
@@ -37,7 +41,7 @@ import dev.cohort.runtime.auth.JobSecret;
 public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String masterAddr, int masterPort,
                             int controlPort, int maxRestarts, String runId, Path logDir, Duration grace,
                             Duration joinTimeout, Map<String, String> environment, boolean bindCores,
-                            int elastic, Optional<JobSecret> secret) {
+                            int elastic, Optional<JobSecret> secret, int minNodes) {
 
     public static final int DEFAULT_MASTER_PORT = 29500;
     public static final String DEFAULT_MASTER_ADDR = "127.0.0.1";
@@ -65,6 +69,29 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
      */
     public int globalRank(int localRank) {
         return nodeRank * nprocPerNode + localRank;
+    }
+
+    /** {@code --nnodes} as given: "N", or "MIN:MAX" for a range (every node must say the same). */
+    public String nnodesSpec() {
+        return minNodes == nnodes ? Integer.toString(nnodes) : minNodes + ":" + nnodes;
+    }
+
+    /**
+     * Reads {@code --nnodes}: "N" or "MIN:MAX"; returns {MIN, MAX} (MIN = MAX for "N").
+     */
+    public static int[] parseNodes(String text) {
+        String t = text == null ? "" : text.trim();
+        int colon = t.indexOf(':');
+        if (colon < 0) {
+            int n = parseCount("--nnodes", t, false);
+            return new int[] {n, n};
+        }
+        int min = parseCount("--nnodes (MIN of MIN:MAX)", t.substring(0, colon), false);
+        int max = parseCount("--nnodes (MAX of MIN:MAX)", t.substring(colon + 1), false);
+        if (min < 1 || min > max) {
+            throw new IllegalArgumentException("--nnodes " + t + " must be MIN:MAX with 1 <= MIN <= MAX");
+        }
+        return new int[] {min, max};
     }
 
     /**
@@ -105,6 +132,7 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
         private final Map<String, String> environment = new LinkedHashMap<>();
         private Optional<JobSecret> secret = Optional.empty();
         private int elastic;
+        private int minNodes;
 
         private Builder() {
         }
@@ -116,6 +144,14 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
 
         public Builder nnodes(int n) {
             this.nnodes = n;
+            this.minNodes = 0;
+            return this;
+        }
+
+        /** Between {@code min} and {@code max} nodes ({@code --nnodes MIN:MAX}): see {@link LaunchOptions#minNodes()}. */
+        public Builder nnodes(int min, int max) {
+            this.nnodes = max;
+            this.minNodes = min;
             return this;
         }
 
@@ -246,6 +282,11 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
             if (logDir != null && java.nio.file.Files.exists(logDir) && !java.nio.file.Files.isDirectory(logDir)) {
                 throw new IllegalArgumentException("--log-dir " + logDir + " exists and is not a directory");
             }
+            int least = minNodes == 0 ? nnodes : minNodes;
+            if (least < 1 || least > nnodes) {
+                throw new IllegalArgumentException("--nnodes " + minNodes + ":" + nnodes + " must have 1 <= MIN <= MAX");
+            }
+            int elastic = this.elastic == 0 && least < nnodes ? least * nprocPerNode : this.elastic;
             if (elastic < 0 || elastic > (long) nprocPerNode * nnodes) {
                 throw new IllegalArgumentException("--elastic " + elastic + " must be in [1, " + (nnodes > 1
                         ? "--nnodes x --nproc-per-node = " + (long) nprocPerNode * nnodes : "--nproc-per-node=" + nprocPerNode)
@@ -254,7 +295,7 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
             Map<String, String> env = new LinkedHashMap<>(environment);
             secret.ifPresent(k -> env.put(JobSecret.ENV, k.text()));
             return new LaunchOptions(nprocPerNode, nnodes, nodeRank, addr.trim(), masterPort, control, maxRestarts,
-                    runId, logDir, grace, joinTimeout, env, bindCores, elastic, secret);
+                    runId, logDir, grace, joinTimeout, env, bindCores, elastic, secret, least);
         }
     }
 }

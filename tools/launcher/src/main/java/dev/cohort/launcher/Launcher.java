@@ -112,8 +112,8 @@ public final class Launcher implements AutoCloseable {
                 Ports.requireFree(masterPort, "--master-port");
             }
             if (options.nnodes() > 1) {
-                server = new ControlServer(options.masterAddr(), options.controlPort(), options.runId(), options.nnodes(),
-                        options.maxRestarts(), options.elastic(), options.joinTimeout(), options.secret());
+                server = new ControlServer(options.masterAddr(), options.controlPort(), options.runId(), options.minNodes(),
+                        options.nnodes(), options.maxRestarts(), options.elastic(), options.joinTimeout(), options.secret());
             }
         }
         guard = OrphanGuard.start();
@@ -123,10 +123,10 @@ public final class Launcher implements AutoCloseable {
                 ? new LocalCoordinator(options.maxRestarts(), options.nprocPerNode(), options.elastic(),
                         options.masterAddr(), options.secret())
                 : new ControlClient(options.masterAddr(), options.controlPort(), options.runId(), options.nodeRank(),
-                        options.nnodes(), options.nprocPerNode(), options.joinTimeout(), options.secret());
+                        options.nnodesSpec(), options.nprocPerNode(), options.joinTimeout(), options.secret());
         try {
             if (options.nnodes() > 1) {
-                console.message("node " + options.nodeRank() + " of " + options.nnodes() + ": joining the group at "
+                console.message("node " + options.nodeRank() + " of " + options.nnodesSpec() + ": joining the group at "
                         + options.masterAddr() + ":" + options.controlPort());
             }
             coordinator.open(c -> events.add(new FromReferee(c)));
@@ -173,6 +173,10 @@ public final class Launcher implements AutoCloseable {
                 return new LaunchResult(exit.code(), Math.max(round, 0), failures, exit.message());
             } else if (event instanceof FromReferee f && f.command() instanceof Command.Job job) {
                 this.job = job;
+                if (job.nodes().size() < options.nnodes()) {
+                    console.message("the run starts with nodes " + job.nodes() + " of --nnodes " + options.nnodesSpec()
+                            + " (the join timeout passed without the others)");
+                }
             } else if (event instanceof FromReferee f && f.command() instanceof Command.Start start) {
                 stopGroup();
                 round = start.round();
@@ -319,7 +323,7 @@ public final class Launcher implements AutoCloseable {
                 LaunchEnvironment.WORLD_SIZE, Integer.toString(placement.worldSize()),
                 LaunchEnvironment.LOCAL_RANK, "0",
                 LaunchEnvironment.LOCAL_WORLD_SIZE, Integer.toString(options.nprocPerNode()),
-                LaunchEnvironment.GROUP_RANK, Integer.toString(options.nodeRank())));
+                LaunchEnvironment.GROUP_RANK, Integer.toString(placement.groupRank())));
         env.putAll(jobVariables());
         Backends.AutoChoice auto = Backends.auto(env, Runtime.version().feature());
         return "workers that choose no --distributed-backend, or auto, use " + auto.backend() + " (" + auto.reason()
@@ -336,7 +340,7 @@ public final class Launcher implements AutoCloseable {
      */
     private Map<String, String> jobVariables() {
         Map<String, String> vars = new java.util.HashMap<>();
-        vars.put(LaunchEnvironment.GROUP_WORLD_SIZE, Integer.toString(options.nnodes()));
+        vars.put(LaunchEnvironment.GROUP_WORLD_SIZE, Integer.toString(placement().groups()));
         if (job != null) {
             vars.put(Backends.ENV_OLDEST_JDK, Integer.toString(job.oldestJdk()));
         }

@@ -38,7 +38,9 @@ public final class LauncherMain implements Callable<Integer> {
             description = "workers on this node; auto = the number of cores (default: ${DEFAULT-VALUE})")
     String nprocPerNode;
 
-    @Option(names = "--nnodes", paramLabel = "N", defaultValue = "1", description = "nodes (default: ${DEFAULT-VALUE})")
+    @Option(names = "--nnodes", paramLabel = "N|MIN:MAX", defaultValue = "1",
+            description = "nodes; MIN:MAX starts with MIN or more once the join timeout passes without all MAX, and is "
+                    + "elastic (default: ${DEFAULT-VALUE})")
     String nnodes;
 
     @Option(names = "--node-rank", paramLabel = "K", defaultValue = "0",
@@ -136,7 +138,7 @@ public final class LauncherMain implements Callable<Integer> {
         try {
             options = LaunchOptions.builder()
                     .nprocPerNode(LaunchOptions.parseCount("--nproc-per-node", nprocPerNode, true))
-                    .nnodes(LaunchOptions.parseCount("--nnodes", nnodes, false))
+                    .nnodes(LaunchOptions.parseNodes(nnodes)[0], LaunchOptions.parseNodes(nnodes)[1])
                     .nodeRank(LaunchOptions.parseCount("--node-rank", nodeRank, false))
                     .masterAddr(masterAddr)
                     .masterPort(LaunchOptions.parseCount("--master-port", masterPort, false))
@@ -147,7 +149,7 @@ public final class LauncherMain implements Callable<Integer> {
                     .bindCores(bindCores)
                     .grace(Duration.ofMillis(Math.round(1000 * seconds("--grace-period", gracePeriod))))
                     .joinTimeout(Duration.ofMillis(Math.round(1000 * seconds("--join-timeout", joinTimeout))))
-                    .secret(secret(LaunchOptions.parseCount("--nnodes", nnodes, false)))
+                    .secret(secret(LaunchOptions.parseNodes(nnodes)[1]))
                     .elastic(LaunchOptions.parseCount("--elastic", elastic, false))
                     .build();
             worker = WorkerProgram.resolve(program, classPath != null ? classPath : System.getenv(CLASSPATH_ENV),

@@ -53,13 +53,13 @@ final class WorkerGroup {
                              BiConsumer<Integer, Integer> onExit) throws IOException {
         List<Worker> started = new ArrayList<>();
         Map<String, String> runContract = new LaunchEnvironment(options.masterAddr(), masterPort,
-                new Topology(0, placement.worldSize(), 0, options.nprocPerNode(), options.nodeRank()), restart,
+                new Topology(0, placement.worldSize(), 0, options.nprocPerNode(), placement.groupRank()), restart,
                 options.runId()).toMap();
         try {
             for (int local = 0; local < options.nprocPerNode(); local++) {
                 int rank = placement.globalRank(local);
                 Topology topology = new Topology(rank, placement.worldSize(), local, options.nprocPerNode(),
-                        options.nodeRank());
+                        placement.groupRank());
                 LaunchEnvironment contract = new LaunchEnvironment(options.masterAddr(), masterPort, topology, restart,
                         options.runId());
                 List<String> command = new ArrayList<>(ProcessTreeKiller.sessionWrapper());

@@ -11,11 +11,14 @@ public sealed interface Command {
      * {@code node}), by which {@code auto} chooses the same backend on every node; and where each
      * node's ranks begin ({@code firstRanks[k]} for node k; nodes may run different numbers of
      * workers) in a world of {@code worldSize}; for an elastic run, where node 0 hosts its generation
-     * store ({@code host:port}, empty otherwise).
+     * store ({@code host:port}, empty otherwise); and the nodes that run ({@code nodes}, ascending:
+     * with {@code --nnodes MIN:MAX} the run may start without some).
      */
-    record Job(int oldestJdk, int node, int worldSize, List<Integer> firstRanks, String elasticStore) implements Command {
+    record Job(int oldestJdk, int node, int worldSize, List<Integer> firstRanks, String elasticStore,
+               List<Integer> nodes) implements Command {
         public Job {
             firstRanks = List.copyOf(firstRanks);
+            nodes = List.copyOf(nodes);
         }
     }
 

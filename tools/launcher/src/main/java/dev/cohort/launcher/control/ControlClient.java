@@ -36,7 +36,7 @@ public final class ControlClient implements Coordinator {
     private ScheduledExecutorService pinger;
     private volatile String elasticStore = "";
 
-    public ControlClient(String host, int port, String runId, int node, int nodes, int nprocPerNode,
+    public ControlClient(String host, int port, String runId, int node, String nodes, int nprocPerNode,
                          Duration joinTimeout, Optional<JobSecret> secret) {
         this.secret = secret;
         this.host = host;

@@ -36,6 +36,8 @@ public final class ControlServer implements AutoCloseable {
     private final ServerSocket server;
     private final String runId;
     private final int nodes;
+    private final int minNodes;
+    private final String nodesSpec;
     private final Referee referee;
     private final Map<Integer, Wire> joined = new TreeMap<>();
     /** The JDK feature version each joined node runs its workers on, and how many workers it runs. */
@@ -49,6 +51,8 @@ public final class ControlServer implements AutoCloseable {
     private final Optional<JobSecret> secret;
     private final Refusals refusals;
     private boolean finished;
+    /** Whether the run began (every node joined, or the join timeout passed with enough). */
+    private boolean started;
 
     /**
      * Binds {@code host:port} (node 0's --master-addr, where the other nodes connect), before any
@@ -56,7 +60,7 @@ public final class ControlServer implements AutoCloseable {
      *
      * @throws IllegalArgumentException when the port is taken or {@code host} is not an address of this host
      */
-    public ControlServer(String host, int port, String runId, int nodes, int maxRestarts, int elastic,
+    public ControlServer(String host, int port, String runId, int minNodes, int nodes, int maxRestarts, int elastic,
                          Duration joinTimeout, Optional<JobSecret> secret) {
         try {
             server = new ServerSocket();
@@ -71,6 +75,8 @@ public final class ControlServer implements AutoCloseable {
         this.secret = secret;
         this.refusals = new Refusals("control channel on port " + server.getLocalPort());
         this.nodes = nodes;
+        this.minNodes = minNodes;
+        this.nodesSpec = minNodes == nodes ? Integer.toString(nodes) : minNodes + ":" + nodes;
         this.referee = new Referee(nodes, maxRestarts, elastic);
         try {
             this.generations = elastic > 0 ? Generations.open(host, secret) : null;
@@ -157,14 +163,15 @@ public final class ControlServer implements AutoCloseable {
             why = "expected HELLO from a cohort launcher, got '" + line + "'";
         } else if (!f[1].equals(runId)) {
             why = "--run-id " + f[1] + " differs from node 0's --run-id " + runId;
-        } else if (!f[3].equals(Integer.toString(nodes))) {
-            why = "--nnodes " + f[3] + " differs from node 0's --nnodes " + nodes;
+        } else if (!f[3].equals(nodesSpec)) {
+            why = "--nnodes " + f[3] + " differs from node 0's --nnodes " + nodesSpec;
         } else if (!f[4].matches("[1-9][0-9]{0,5}")) {
             why = "--nproc-per-node " + f[4] + " is not a positive number";
         } else {
             node = Integer.parseInt(f[2]);
             synchronized (this) {
                 why = finished ? "the run is already over"
+                        : started ? "the run started without it (--nnodes " + nodesSpec + ": the join timeout passed)"
                         : node < 0 || node >= nodes ? "--node-rank " + node + " is not in [0, " + nodes + ")"
                         : joined.containsKey(node) ? "another launcher already joined as --node-rank " + node : null;
                 if (why == null) {
@@ -174,7 +181,7 @@ public final class ControlServer implements AutoCloseable {
                     workers.put(node, Integer.parseInt(f[4]));
                     hosts.put(node, wire.address());
                     if (joined.size() == nodes) {
-                        broadcast(List.of(job(), referee.begin(new ArrayList<>(workers.values()))));
+                        begin();
                     }
                     return node;
                 }
@@ -182,6 +189,16 @@ public final class ControlServer implements AutoCloseable {
         }
         wire.send("ERROR " + why);
         return -1;
+    }
+
+    /** Starts the run with the nodes joined so far. */
+    private void begin() {
+        started = true;
+        List<Integer> perNode = new ArrayList<>();
+        for (int n = 0; n < nodes; n++) {
+            perNode.add(workers.getOrDefault(n, 0));
+        }
+        broadcast(List.of(job(), referee.begin(perNode)));
     }
 
     /** The oldest JDK the nodes run their workers on (and the first node that runs it); the nodes' ranks, node by node. */
@@ -196,10 +213,10 @@ public final class ControlServer implements AutoCloseable {
         int world = 0;
         for (int n = 0; n < nodes; n++) {
             first.add(world);
-            world += workers.get(n);
+            world += workers.getOrDefault(n, 0);
         }
         return new Command.Job(oldest.getValue(), oldest.getKey(), world, first,
-                generations == null ? "" : generations.address());
+                generations == null ? "" : generations.address(), new ArrayList<>(workers.keySet()));
     }
 
     private synchronized void onReport(Report report) {
@@ -221,6 +238,10 @@ public final class ControlServer implements AutoCloseable {
     }
 
     private synchronized void joinDeadline() {
+        if (!finished && !started && joined.size() >= minNodes && joined.containsKey(0)) {
+            begin();
+            return;
+        }
         if (!finished && joined.size() < nodes) {
             List<Integer> missing = new ArrayList<>();
             for (int n = 0; n < nodes; n++) {
@@ -228,7 +249,8 @@ public final class ControlServer implements AutoCloseable {
                     missing.add(n);
                 }
             }
-            broadcast(List.of(new Command.Exit(1, "node(s) " + missing + " did not join within the join timeout; "
+            broadcast(List.of(new Command.Exit(1, "node(s) " + missing + " did not join within the join timeout"
+                    + (minNodes < nodes ? " (--nnodes " + nodesSpec + " needs node 0 and " + minNodes + " nodes)" : "") + "; "
                     + "start a launcher with the same --master-addr, --master-port and --run-id on each")));
         }
     }

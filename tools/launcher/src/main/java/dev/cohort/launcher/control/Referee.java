@@ -56,6 +56,11 @@ public final class Referee {
 
     private void startRound() {
         reported.clear();
+        for (int node = 0; node < workers.size(); node++) {
+            if (workers.get(node) == 0) {
+                reported.add(node);   // not in the run (--nnodes MIN:MAX started without it)
+            }
+        }
         firstFailure = null;
         generation = 0;
         alive.clear();

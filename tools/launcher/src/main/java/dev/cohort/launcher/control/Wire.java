@@ -19,7 +19,8 @@ import java.nio.charset.StandardCharsets;
  * <pre>
  * node → node 0: HELLO runId node nnodes nprocPerNode jdk | DONE r | FAILED r code summary | STOPPED r
  *                 | LOST r rank code summary | PING
- * node 0 → node: OK | ERROR message | JOB oldestJdk node worldSize first0,first1,... store|- | START r | STOP r
+ * node 0 → node: OK | ERROR message | JOB oldestJdk node worldSize first0,first1,... store|- node,node,...
+ *                 | START r | STOP r
  *                 | REGROUP r generation rank:node,... why | EXIT code message | PING
  * </pre>
  */
@@ -72,8 +73,12 @@ final class Wire implements AutoCloseable {
                 for (String r : j[4].split(",")) {
                     first.add(Integer.parseInt(r));
                 }
+                List<Integer> nodes = new ArrayList<>();
+                for (String n : j[6].split(",")) {
+                    nodes.add(Integer.parseInt(n));
+                }
                 return new Command.Job(Integer.parseInt(j[1]), Integer.parseInt(j[2]), Integer.parseInt(j[3]), first,
-                        j[5].equals("-") ? "" : j[5]);
+                        j[5].equals("-") ? "" : j[5], nodes);
             }
             case "REGROUP": {
                 String[] g = line.split(" ", 5);
@@ -100,7 +105,8 @@ final class Wire implements AutoCloseable {
         if (c instanceof Command.Job j) {
             return "JOB " + j.oldestJdk() + " " + j.node() + " " + j.worldSize() + " "
                     + j.firstRanks().stream().map(String::valueOf).collect(Collectors.joining(",")) + " "
-                    + (j.elasticStore().isEmpty() ? "-" : j.elasticStore());
+                    + (j.elasticStore().isEmpty() ? "-" : j.elasticStore()) + " "
+                    + j.nodes().stream().map(String::valueOf).collect(Collectors.joining(","));
         } else if (c instanceof Command.Regroup g) {
             return "REGROUP " + g.round() + " " + g.generation() + " "
                     + g.members().stream().map(m -> m.rank() + ":" + m.node()).collect(Collectors.joining(","))

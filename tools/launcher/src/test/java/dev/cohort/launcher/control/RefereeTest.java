@@ -65,6 +65,18 @@ class RefereeTest {
     }
 
     @Test
+    void nodesThatAreNotInTheRunNeedNotReport() {
+        Referee r = new Referee(3, 0, 3);
+        r.begin(List.of(2, 0, 2));   // --nnodes 2:3, node 1 did not join in time
+        assertThat(r.onReport(new Report.Lost(0, 2, 2, 137, "rank 2 on node 2 killed"))).singleElement()
+                .extracting(c -> ((Command.Regroup) c).members()).asList()
+                .containsExactly(new Command.Member(0, 0), new Command.Member(1, 0), new Command.Member(3, 2));
+        assertThat(r.onReport(new Report.Done(0, 2))).isEmpty();
+        assertThat(r.onReport(new Report.Done(0, 0))).singleElement()
+                .isEqualTo(new Command.Exit(0, "all workers finished (3 of them in generation 1)"));
+    }
+
+    @Test
     void aLostNodeEndsARunThatIsNotElasticOrWouldFallBelowTheMinimum() {
         Referee plain = new Referee(2, 0);
         plain.begin(List.of(2, 2));
@@ -79,9 +91,9 @@ class RefereeTest {
         Command.Regroup g = new Command.Regroup(2, 3, List.of(new Command.Member(0, 0), new Command.Member(5, 2)),
                 "rank 3 on node 1 killed by SIGKILL (exit 137)");
         assertThat(Wire.parseCommand(Wire.format(g))).isEqualTo(g);
-        Command.Job job = new Command.Job(17, 1, 4, List.of(0, 2), "192.0.2.1:40000");
+        Command.Job job = new Command.Job(17, 1, 4, List.of(0, 2), "192.0.2.1:40000", List.of(0, 1));
         assertThat(Wire.parseCommand(Wire.format(job))).isEqualTo(job);
-        Command.Job plain = new Command.Job(17, 1, 4, List.of(0, 2), "");
+        Command.Job plain = new Command.Job(17, 1, 4, List.of(0, 2, 4), "", List.of(0, 2));
         assertThat(Wire.parseCommand(Wire.format(plain))).isEqualTo(plain);
         Report.Lost lost = new Report.Lost(1, 2, 5, 137, "rank 5 on node 2 killed by SIGKILL (exit 137)");
         assertThat(Wire.parseReport(Wire.format(lost), 2)).isEqualTo(lost);
