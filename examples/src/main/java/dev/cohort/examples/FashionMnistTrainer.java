@@ -206,7 +206,7 @@ public final class FashionMnistTrainer implements Callable<Integer> {
             }
             long start = System.nanoTime();
             FashionMnist data = FashionMnist.load(dataDir);
-            if (backend.isRootWorker()) {
+            if (job.backend().isRootWorker()) {
                 out.printf(Locale.ROOT, "loaded Fashion-MNIST from %s (%d training, %d test images) in %.1f s%n",
                         dataDir, data.train().count(), data.test().count(), (System.nanoTime() - start) / 1e9);
             }

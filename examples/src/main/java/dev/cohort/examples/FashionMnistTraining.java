@@ -154,6 +154,13 @@ public final class FashionMnistTraining {
                 return steps(rest, epoch, 0);
             }
 
+            @Override
+            public void joinAt(int batchSize, double scale) {
+                lrScale = scale;
+                request = request.withTrainingData(request.trainingData().withBatchSize(batchSize));
+                shard = request.trainingData().sharded(backend.worldSize(), backend.rank(), false, 0);
+            }
+
             private TrainingLoop.Steps steps(DataLoader loader, int epoch, int firstBatch) {
                 trained.train(true);
                 Iterator<Batch> it = loader.epoch(epoch, firstBatch).iterator();

@@ -80,6 +80,15 @@ final class TrainingLoop {
         default Steps regroup(DistributedBackend backend, int epoch, long examplesDone, int batchSize, double lrScale) {
             throw new UnsupportedOperationException("the " + name() + " trainer cannot go on in a re-formed group");
         }
+
+        /**
+         * In a worker that joined a running elastic job, after the root's state was distributed to
+         * it: trains with {@code batchSize} examples per worker and the learning rate times
+         * {@code lrScale}, as the members do (no collective).
+         */
+        default void joinAt(int batchSize, double lrScale) {
+            throw new UnsupportedOperationException("the " + name() + " trainer cannot join a running group");
+        }
     }
 
     /** An epoch's remaining batches, each trained by one call. */
@@ -110,7 +119,7 @@ final class TrainingLoop {
     private DistributedBackend backend;
     private boolean root;
     /** Workers at the start, and each worker's batch now. */
-    private final int startWorkers;
+    private int startWorkers;
     private int batchSize;
 
     TrainingLoop(ElasticJob job, TrainingConfig config, PrintStream out, Framework framework) {
@@ -137,7 +146,7 @@ final class TrainingLoop {
         long totalSteps = (long) config.epochs() * batches;
         TrainingPosition position = TrainingPosition.start();
         boolean resumed = false;
-        if (config.resume()) {
+        if (config.resume() && !job.joined()) {
             Optional<Path> latest = latestCheckpoint(config.checkpointDir());
             if (latest.isPresent()) {
                 position = framework.load(latest.get());
@@ -157,8 +166,27 @@ final class TrainingLoop {
                 : List.of());
         long step = position.step();
         long resumedFrom = position.step();
+        int firstEpoch = position.epoch();
         int restarts = restartCount(JobEnvironment.currentVariables());
-        ProgressMarker.State progressState = initialProgress(position.step(), resumed, restarts);
+        ProgressMarker.State progressState;
+        if (job.joined()) {
+            // Joined a running job at the members' epoch boundary: their position, batch and progress.
+            long[] at = positionAtBoundary(0, 0, null);
+            position = new TrainingPosition((int) at[0], 0, at[1]);
+            progressState = new ProgressMarker.State(at[4], at[5]);
+            framework.joinAt(batchSize, lrScale(backend.worldSize()));
+            batches = framework.batchesPerEpoch();
+            totalSteps = position.step() + (long) (config.epochs() - position.epoch()) * batches;
+            resumedFrom = position.step();
+            step = position.step();
+            firstEpoch = position.epoch();
+            // Every joiner says so (say() prints on the root only).
+            out.println("joined the running group as rank " + backend.rank() + " of " + backend.worldSize()
+                    + " (generation " + job.generation() + ") at epoch " + (position.epoch() + 1) + ", step "
+                    + position.step());
+        } else {
+            progressState = initialProgress(position.step(), resumed, restarts);
+        }
         FaultDrill drill = FaultDrill.fromEnvironment();
         double lastLoss = Double.NaN;
         double accuracy = Double.NaN;
@@ -177,6 +205,20 @@ final class TrainingLoop {
                 if (reachedMaxSteps(step)) {
                     stoppedEarly = true;
                     break;
+                }
+                if (epoch > firstEpoch && job.admitWaitingWorkers(framework::release)) {
+                    // Workers joined at this boundary: they get the root's state and this position.
+                    backend = job.backend();
+                    root = backend.isRootWorker();
+                    workers = backend.worldSize();
+                    setBatchForWorkers(workers, null);
+                    framework.regroup(backend, epoch, 0, batchSize, lrScale(workers));
+                    positionAtBoundary(epoch, step, progressState);
+                    batches = framework.batchesPerEpoch();
+                    totalSteps = step + (long) (config.epochs() - epoch) * batches;
+                    reforms++;
+                    say(String.format(Locale.ROOT, "workers joined: going on with %d workers as generation %d from "
+                            + "step %d, %d examples per worker", workers, job.generation(), step, batchSize));
                 }
                 if (batch > 0) {
                     say(String.format(Locale.ROOT, "epoch %d/%d: resuming at step %d of %d", epoch + 1,
@@ -203,9 +245,7 @@ final class TrainingLoop {
                         step = at[0];
                         examplesDone = at[1];
                         workers = backend.worldSize();
-                        steps = framework.regroup(backend, epoch, examplesDone, batchSize,
-                                config.elasticBatch() == TrainingConfig.ElasticBatch.PER_WORKER
-                                        ? (double) workers / startWorkers : 1.0);
+                        steps = framework.regroup(backend, epoch, examplesDone, batchSize, lrScale(workers));
                         batches = framework.batchesPerEpoch();
                         batch = (int) (examplesDone / ((long) batchSize * workers));
                         totalSteps = step + steps.remaining() + (long) (config.epochs() - epoch - 1) * batches;
@@ -282,8 +322,8 @@ final class TrainingLoop {
                 config.checkpointDir() == null && restarts > 0 ? TrainingSummary.UNKNOWN : progressState.stepsRedone(),
                 restarts, epochResults);
         if (reforms > 0) {
-            say("the group re-formed " + reforms + " time(s) without a restart; " + workers + " of " + startWorkers
-                    + " workers finished");
+            say("the group re-formed " + reforms + " time(s) without a restart; " + startWorkers + " worker(s) started, "
+                    + workers + " finished");
         }
         say(summary.describe());
         return summary;
@@ -300,17 +340,40 @@ final class TrainingLoop {
         }
         backend = job.reform(failure, framework::release);
         root = backend.isRootWorker();
-        int workers = backend.worldSize();
+        setBatchForWorkers(backend.worldSize(), failure);
+        long[] at = {step, examplesDone};
+        backend.group().broadcast(DenseBuffer.of(at), DistributedBackend.ROOT_RANK).await();
+        return at;
+    }
+
+    /** Each worker's batch among {@code workers}: the same, or (--elastic-batch global) a share of the starting global batch. */
+    private void setBatchForWorkers(int workers, RuntimeException cause) {
         if (config.elasticBatch() == TrainingConfig.ElasticBatch.GLOBAL) {
             long global = (long) config.batchSize() * startWorkers;
             if (global % workers != 0) {
                 throw new IllegalStateException("--elastic-batch global: the global batch of " + global + " does not "
-                        + "divide among " + workers + " workers; use --elastic-batch per-worker", failure);
+                        + "divide among " + workers + " workers; use --elastic-batch per-worker", cause);
             }
             batchSize = (int) (global / workers);
         }
-        long[] at = {step, examplesDone};
+    }
+
+    /** The learning rate's factor among {@code workers}: workers over starting workers (per-worker batches), else 1. */
+    private double lrScale(int workers) {
+        return config.elasticBatch() == TrainingConfig.ElasticBatch.PER_WORKER ? (double) workers / startWorkers : 1.0;
+    }
+
+    /**
+     * At an epoch boundary where workers joined, after the root's state was distributed: every
+     * worker takes the root's epoch, step, batch, starting workers and progress marker (members
+     * pass theirs; a joiner passes zeros and a null state and takes them).
+     */
+    private long[] positionAtBoundary(int epoch, long step, ProgressMarker.State progress) {
+        long[] at = {epoch, step, batchSize, startWorkers, progress == null ? 0 : progress.reachedStep(),
+                progress == null ? 0 : progress.stepsRedone()};
         backend.group().broadcast(DenseBuffer.of(at), DistributedBackend.ROOT_RANK).await();
+        batchSize = (int) at[2];
+        startWorkers = (int) at[3];
         return at;
     }
 
@@ -320,8 +383,7 @@ final class TrainingLoop {
             return framework.evaluate();
         } catch (RuntimeException e) {
             long[] at = reform(e, epoch, step, examplesDone);
-            framework.regroup(backend, epoch, at[1], batchSize, config.elasticBatch()
-                    == TrainingConfig.ElasticBatch.PER_WORKER ? (double) backend.worldSize() / startWorkers : 1.0);
+            framework.regroup(backend, epoch, at[1], batchSize, lrScale(backend.worldSize()));
             return framework.evaluate();
         }
     }

@@ -106,6 +106,68 @@ class ElasticRunTest {
         }
     }
 
+    /**
+     * {@code --nnodes 1:2}: node 0 starts alone once the join timeout passes; node 1's launcher comes
+     * later and joins the running group. The members take its two workers in at their next
+     * boundary (every 10 steps) and all four go on at world 4, without a restart.
+     */
+    @Test
+    @Timeout(240)
+    void aNodeThatComesLaterJoinsTheRunningGroupAtTheMembersNextBoundary(@TempDir Path dir) throws Exception {
+        try (TwoHosts hosts = TwoHosts.createOrSkip()) {
+            Nodes run = twoNodes(hosts, dir, "gloo", List.of("--nnodes", "1:2", "--join-timeout", "3"), "none",
+                    List.of("4"), "START worker 0");
+            assertThat(run.exit0()).as(run.both()).isZero();
+            assertThat(run.exit1()).as(run.both()).isZero();
+            assertThat(run.log0()).as(run.both()).contains("the run starts with nodes [0] of --nnodes 1:2")
+                    .contains("go on as generation 1 of the group (elastic) after: node 1 joins with 2 worker(s)")
+                    .contains("run finished: all workers finished (4 of them in generation 1)");
+            assertThat(run.log1()).as(run.both()).contains("joining the running group (elastic): starting 2 worker(s) "
+                    + "(ranks 2..3)");
+            String all = run.log0() + run.log1();
+            for (String member : List.of("0", "1")) {
+                String started = find(all, "START worker " + member + " pid (\\d+)");
+                assertThat(find(all, "DONE worker " + member + " pid (\\d+) generation 1 world 4")).isEqualTo(started);
+                assertThat(all).containsPattern("GREW worker " + member + " generation 1 world 4 at step \\d+0");
+            }
+            for (String joiner : List.of("2", "3")) {
+                assertThat(all).containsPattern("JOINED worker " + joiner + " generation 1 rank " + joiner + " of 4 at "
+                        + "root's step \\d+0").containsPattern("DONE worker " + joiner + " pid \\d+ generation 1 world 4");
+            }
+        }
+    }
+
+    /**
+     * The demo trainer with a node that joins: node 0 starts alone (two workers, gloo), node 1's
+     * launcher comes once the first epoch is done, and at the next epoch boundary the members take
+     * its two workers in: they get the root's model, optimizer state and position, and the four
+     * train the remaining epochs together.
+     */
+    @Test
+    @Timeout(300)
+    void theDemoTakesInAJoiningNodeAtAnEpochBoundary(@TempDir Path dir) throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(RealData.DIR),
+                "Fashion-MNIST is not installed in " + RealData.DIR);
+        try (TwoHosts hosts = TwoHosts.createOrSkip()) {
+            Path json = dir.resolve("summary.json");
+            Nodes run = twoNodes(hosts, dir, List.of("--nnodes", "1:2", "--join-timeout", "3"), List.of(
+                    FashionMnistTrainer.class.getName(), "--distributed-backend", "gloo", "--model", "mlp",
+                    "--epochs", "8", "--batch-size", "1024", "--json", json.toString()), "epoch 1/8 done");
+            assertThat(run.exit0()).as(run.both()).isZero();
+            assertThat(run.exit1()).as(run.both()).isZero();
+            assertThat(run.log0()).as(run.both()).containsPattern("workers joined: going on with 4 workers as generation 1 "
+                    + "from step \\d+, 1024 examples per worker").contains("the group re-formed 1 time(s) without a "
+                    + "restart; 2 worker(s) started, 4 finished");
+            assertThat(run.log1()).as(run.both()).containsPattern("joined the running group as rank 2 of 4 "
+                    + "\\(generation 1\\) at epoch [2-8], step \\d+");
+            com.fasterxml.jackson.databind.JsonNode summary = new com.fasterxml.jackson.databind.ObjectMapper()
+                    .readTree(json.toFile());
+            assertThat(summary.get("workers").asInt()).isEqualTo(4);
+            assertThat(summary.get("restarts").asInt()).isZero();
+            assertThat(summary.get("test_accuracy").asDouble()).as(run.both()).isGreaterThan(0.75);
+        }
+    }
+
     /** Node 0's and node 1's launchers and their logs, both ended. */
     private record Nodes(int exit0, int exit1, String log0, String log1) {
         String both() {
@@ -116,6 +178,23 @@ class ElasticRunTest {
     /** Launches node 0 on host A and node 1 on host B, two ElasticWorkers each, with {@code options}; waits for both. */
     private static Nodes twoNodes(TwoHosts hosts, Path dir, String engine, List<String> options, String dying)
             throws Exception {
+        return twoNodes(hosts, dir, engine, options, dying, List.of(), null);
+    }
+
+    /**
+     * As {@link #twoNodes(TwoHosts, Path, String, List, String)}, with {@code more} worker arguments;
+     * node 1 starts once node 0's log says {@code node1After} (when not null).
+     */
+    private static Nodes twoNodes(TwoHosts hosts, Path dir, String engine, List<String> options, String dying,
+                                  List<String> more, String node1After) throws Exception {
+        List<String> program = new ArrayList<>(List.of(ElasticWorker.class.getName(), engine, "60", "20", dying));
+        program.addAll(more);
+        return twoNodes(hosts, dir, options, program, node1After);
+    }
+
+    /** Node 0 on host A and node 1 on host B, two workers each running {@code program} (main class, arguments). */
+    private static Nodes twoNodes(TwoHosts hosts, Path dir, List<String> options, List<String> program,
+                                  String node1After) throws Exception {
         Path secret = dir.resolve("secret");
         JobSecret.generate().writeTo(secret);
         List<Process> nodes = new ArrayList<>();
@@ -125,7 +204,15 @@ class ElasticRunTest {
                     Integer.toString(node), "--nproc-per-node", "2", "--master-addr", TwoHosts.ADDRESS_A, "--master-port",
                     "29500", "--secret-file", secret.toString(), "--grace-period", "2", "--run-id", "elastic2"));
             cmd.addAll(options);
-            cmd.addAll(List.of("--", ElasticWorker.class.getName(), engine, "60", "20", dying));
+            cmd.add("--");
+            cmd.addAll(program);
+            if (node == 1 && node1After != null) {
+                long until = System.nanoTime() + 120_000_000_000L;
+                while (!Files.readString(dir.resolve("node-0.log")).contains(node1After) && System.nanoTime() < until
+                        && nodes.get(0).isAlive()) {
+                    Thread.sleep(100);
+                }
+            }
             nodes.add(new ProcessBuilder(hosts.on(node, cmd)).redirectErrorStream(true)
                     .redirectOutput(dir.resolve("node-" + node + ".log").toFile()).start());
         }

@@ -10,7 +10,10 @@ import java.time.Duration;
 /**
  * A worker of an elastic run: {@code steps} checked allreduces; worker {@code dying} (its global
  * rank in generation 0) halts as if killed before step {@code dieAt}; {@code launcher-of-R}: worker
- * R SIGKILLs its node's launcher there instead (the node is lost: its guard kills its workers). A failed step re-forms the
+ * R SIGKILLs its node's launcher there instead (the node is lost: its guard kills its workers).
+ * With a fifth argument {@code growTo}, the members admit waiting workers every 10 steps (20 ms
+ * a step) and run until the world has been {@code growTo} for 20 steps; a joiner takes the root's
+ * step first. A failed step re-forms the
  * group, takes rank 0's step, and goes on. Prints its pid at the start and the end, so the test
  * can tell that no survivor was restarted.
  */
@@ -19,18 +22,31 @@ public final class ElasticWorker {
     private ElasticWorker() {
     }
 
-    public static void main(String[] args) {
+    public static void main(String[] args) throws InterruptedException {
         String engine = args[0];
         int steps = Integer.parseInt(args[1]);
         int dieAt = Integer.parseInt(args[2]);
         String dying = args[3];
+        int growTo = args.length > 4 ? Integer.parseInt(args[4]) : 0;
         String me = System.getenv("RANK");
         long pid = ProcessHandle.current().pid();
         try (ElasticJob job = ElasticJob.of(Backends.select(engine), Duration.ofSeconds(60))) {
             System.out.println("START worker " + me + " pid " + pid + " elastic " + job.isElastic());
             System.out.println("GROUPS worker " + me + " of " + System.getenv("GROUP_WORLD_SIZE"));
             long step = 0;
-            while (step < steps) {
+            long grownAt = -1;
+            if (job.joined()) {
+                long[] root = {0};
+                job.backend().group().broadcast(DenseBuffer.of(root), 0).await();
+                step = root[0];
+                grownAt = step;
+                System.out.println("JOINED worker " + me + " generation " + job.generation() + " rank "
+                        + job.backend().rank() + " of " + job.backend().worldSize() + " at root's step " + step);
+            }
+            while (growTo > 0 ? job.backend().worldSize() != growTo || step < grownAt + 20 : step < steps) {
+                if (growTo > 0 && step > 3000) {
+                    throw new AssertionError("the world did not grow to " + growTo + " within 3000 steps");
+                }
                 if (step == dieAt && dying.equals("launcher-of-" + me) && job.generation() == 0) {
                     System.out.println("KILLING the launcher of worker " + me);
                     System.out.flush();
@@ -51,6 +67,16 @@ public final class ElasticWorker {
                                 + x[0] + ", " + x[1]);
                     }
                     step++;
+                    if (growTo > 0) {
+                        Thread.sleep(20);
+                        if (step % 10 == 0 && job.admitWaitingWorkers(() -> { })) {
+                            long[] root = {step};
+                            job.backend().group().broadcast(DenseBuffer.of(root), 0).await();
+                            grownAt = step;
+                            System.out.println("GREW worker " + me + " generation " + job.generation() + " world "
+                                    + job.backend().worldSize() + " at step " + step);
+                        }
+                    }
                 } catch (RuntimeException e) {
                     DistributedBackend now = job.reform(e);
                     long[] root = {step};

@@ -273,7 +273,7 @@ class FashionMnistTrainerTest {
         assertThat(result.restarts()).isZero();
         assertThat(console.text()).contains("go on as generation 1 of the group (elastic)",
                 "going on with 2 workers as generation 1 from step 30, 96 examples per worker",
-                "the group re-formed 1 time(s) without a restart; 2 of 3 workers finished");
+                "the group re-formed 1 time(s) without a restart; 3 worker(s) started, 2 finished");
         JsonNode summary = new ObjectMapper().readTree(json.toFile());
         assertThat(summary.get("steps").asLong()).isEqualTo(60);
         assertThat(summary.get("workers").asInt()).isEqualTo(2);

@@ -1,9 +1,11 @@
 package dev.cohort.runtime.elastic;
 
+import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.runtime.auth.JobSecret;
+import dev.cohort.runtime.store.StoreTimeoutException;
 import dev.cohort.runtime.store.TcpStore;
 import java.time.Duration;
 import java.util.HashMap;
@@ -45,6 +47,21 @@ public final class ElasticJob implements AutoCloseable {
         return "elastic/" + round + "/latest";
     }
 
+    /** Set ({@code 1}) for the workers of a node that joins a running elastic job: they wait for a generation with them. */
+    public static final String ENV_JOIN = "COHORT_ELASTIC_JOIN";
+    /** How long a joining worker waits for the members to take it in (at their next boundary) at the least. */
+    static final Duration JOIN_PATIENCE = Duration.ofMinutes(10);
+
+    /** Where generation 0's rank 0 posts its engine's name, for joiners. */
+    private static String engineKey(int round) {
+        return "elastic/" + round + "/engine";
+    }
+
+    /** Where a joining worker says it waits, so the members move only once it can connect at once. */
+    private static String readyKey(int round, String worker) {
+        return "elastic/" + round + "/ready/" + worker;
+    }
+
     /** Where the new rank 0 of a generation posts its port. */
     private static String portKey(int round, int generation) {
         return generationKey(round, generation) + "/port";
@@ -59,6 +76,7 @@ public final class ElasticJob implements AutoCloseable {
     private final Duration patience;
     private DistributedBackend backend;
     private int generation;
+    private boolean joined;
 
     private ElasticJob(DistributedBackend backend, Map<String, String> launch, TcpStore store, String worker,
                        Duration patience) {
@@ -73,7 +91,10 @@ public final class ElasticJob implements AutoCloseable {
     /**
      * The elastic job of this process, on {@code backend} (initialized here when it is not yet).
      * {@code patience} bounds how long {@link #reform} waits for the launcher's next generation
-     * and for the new group to connect.
+     * and for the new group to connect. A worker of a node that joins a running job
+     * ({@value #ENV_JOIN}) waits here, up to {@code patience} or 10 minutes if longer, until the
+     * members take it in at their next boundary ({@link #admitWaitingWorkers}); it runs the
+     * members' engine, and {@link #joined()} is then true.
      */
     public static ElasticJob of(DistributedBackend backend, Duration patience) {
         Map<String, String> launch = JobEnvironment.currentVariables();
@@ -89,11 +110,41 @@ public final class ElasticJob implements AutoCloseable {
             store = TcpStore.connect(at.substring(0, colon), Integer.parseInt(at.substring(colon + 1)),
                     System.nanoTime() + patience.toNanos(), patience, JobSecret.from(launch));
         }
+        // A worker is known across generations by its global rank in generation 0 (a joiner: the one it was given).
+        ElasticJob job = new ElasticJob(backend, launch, store, launch.get(LaunchEnvironment.RANK), patience);
+        if (store != null && "1".equals(launch.get(ENV_JOIN))) {
+            job.join();
+            return job;
+        }
         if (!backend.isInitialized()) {
             backend.initialize();
         }
-        // A worker is known across generations by its global rank in generation 0.
-        return new ElasticJob(backend, launch, store, launch.get(LaunchEnvironment.RANK), patience);
+        if (store != null && backend.rank() == 0) {
+            store.set(engineKey(job.round), backend.name());
+        }
+        return job;
+    }
+
+    /** As a worker of a joining node: waits for the first generation that has it, on the members' engine. */
+    private synchronized void join() {
+        long deadline = System.nanoTime() + Math.max(patience.toNanos(), JOIN_PATIENCE.toNanos());
+        try {
+            store.await(List.of(engineKey(round)), deadline);
+        } catch (RuntimeException e) {
+            throw new IllegalStateException("worker " + worker + ": the elastic job it joins never said its engine", e);
+        }
+        String engine = store.get(engineKey(round)).trim();
+        if (!engine.equals(backend.name())) {
+            backend = Backends.select(engine, Backends.discover(), launch);
+        }
+        joined = true;
+        store.set(readyKey(round, worker), "1");
+        connect(1, deadline, "joining", null, true);
+    }
+
+    /** Whether this worker joined a running job: it takes the members' state before it trains. */
+    public boolean joined() {
+        return joined;
     }
 
     /** Whether the launcher re-forms this job's group when a worker is lost. */
@@ -136,13 +187,70 @@ public final class ElasticJob implements AutoCloseable {
         long deadline = System.nanoTime() + patience.toNanos();
         release.run();
         closeQuietly(backend);
-        RuntimeException last = failure;
+        return connect(generation + 1, deadline, failure.getMessage(), failure, false);
+    }
+
+    /**
+     * At a point every member of the current generation reaches at the same step (an epoch
+     * boundary, or every K steps): when the launcher has published a newer generation (workers of a
+     * joining node wait in it), moves every member there, as {@link #reform} does, and returns
+     * true; the caller then hands the new members the state (the root's, as after a reform).
+     * Returns false, changing nothing, otherwise and outside an elastic launch. Collective: every
+     * member calls it at the same point (the root decides, for all).
+     */
+    public synchronized boolean admitWaitingWorkers(Runnable release) {
+        if (store == null) {
+            return false;
+        }
+        long[] newest = {0};
+        if (backend.rank() == 0 && store.check(latestKey(round))) {
+            int latest = Integer.parseInt(store.get(latestKey(round)).trim());
+            if (latest > generation && joinersReady(latest)) {
+                newest[0] = latest;
+            }
+        }
+        backend.group().broadcast(dev.cohort.api.collective.DenseBuffer.of(newest), 0).await();
+        if (newest[0] <= generation) {
+            return false;
+        }
+        long deadline = System.nanoTime() + patience.toNanos();
+        release.run();
+        closeQuietly(backend);
+        connect(generation + 1, deadline, "workers waiting to join", null, false);
+        return true;
+    }
+
+    /** Whether every worker of generation {@code latest} that is not a member now waits, ready to connect. */
+    private boolean joinersReady(int latest) {
+        List<String> now = generation == 0 ? null : Generation.parse(store.get(generationKey(round, generation))).ranks();
+        int world = backend.worldSize();
+        for (String id : Generation.parse(store.get(generationKey(round, latest))).ranks()) {
+            boolean member = now == null ? Integer.parseInt(id) < world : now.contains(id);
+            if (!member && !store.check(readyKey(round, id))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Connects this worker in the newest generation at least {@code atLeast} that has it (taking
+     * the next one when a generation cannot connect), until {@code deadline}. A member missing from
+     * a generation was counted lost; a joiner waits for one that has it.
+     */
+    private DistributedBackend connect(int atLeast, long deadline, String after, RuntimeException cause, boolean joining) {
+        RuntimeException last = cause;
+        int want = atLeast;
         while (System.nanoTime() < deadline) {
-            int next = awaitGeneration(generation + 1, deadline, last);
+            int next = awaitGeneration(want, deadline, after, cause);
             Generation g = Generation.parse(store.get(generationKey(round, next)));
             int rank = g.ranks().indexOf(worker);
             generation = next;
+            want = next + 1;
             if (rank < 0) {
+                if (joining) {
+                    continue;
+                }
                 throw new IllegalStateException("worker " + worker + " is not in generation " + next + " " + g.ranks()
                         + " of this elastic job: the launcher counted it as lost");
             }
@@ -154,7 +262,7 @@ public final class ElasticJob implements AutoCloseable {
                 backend = fresh;
                 LOG.log(System.Logger.Level.INFO, "worker " + worker + ": generation " + next + " formed in "
                         + (System.nanoTime() - started) / 1_000_000 + " ms: rank " + rank + " of " + g.ranks().size()
-                        + " (after: " + failure.getMessage() + ")");
+                        + " (after: " + after + ")");
                 return fresh;
             } catch (RuntimeException e) {
                 if (fresh != null) {
@@ -163,19 +271,19 @@ public final class ElasticJob implements AutoCloseable {
                 last = e;
             }
         }
-        throw new IllegalStateException("worker " + worker + ": no generation of this elastic job formed within "
-                + patience + " after: " + failure.getMessage() + " (last: " + last.getMessage() + ")", failure);
+        throw new IllegalStateException("worker " + worker + ": no generation of this elastic job formed in time after: "
+                + after + (last == null ? "" : " (last: " + last.getMessage() + ")"), cause);
     }
 
     /** The number of the newest generation at least {@code atLeast}, once the launcher published it. */
-    private int awaitGeneration(int atLeast, long deadline, RuntimeException after) {
+    private int awaitGeneration(int atLeast, long deadline, String after, RuntimeException cause) {
         try {
             // The launcher sets a generation's key before the latest number.
             store.await(List.of(generationKey(round, atLeast), latestKey(round)), deadline);
         } catch (RuntimeException e) {
             throw new IllegalStateException("worker " + worker + ": the launcher published no generation " + atLeast
-                    + " of this elastic job in time after: " + after.getMessage()
-                    + " (fewer workers left than --elastic allows, or the launcher is gone)", after);
+                    + " of this elastic job in time after: " + after
+                    + " (fewer workers left than --elastic allows, or the launcher is gone)", cause);
         }
         return Math.max(atLeast, Integer.parseInt(store.get(latestKey(round)).trim()));
     }
@@ -191,8 +299,21 @@ public final class ElasticJob implements AutoCloseable {
             store.set(key, Integer.toString(port));
             return port;
         }
-        store.await(List.of(key), deadline);
-        return Integer.parseInt(store.get(key).trim());
+        // Rank 0 posts it once it moved here: a joiner may wait long (until the members' boundary),
+        // and moves on when a newer generation (a loss meanwhile) replaces this one.
+        while (true) {
+            try {
+                store.await(List.of(key), Math.min(deadline, System.nanoTime() + 1_000_000_000L));
+                return Integer.parseInt(store.get(key).trim());
+            } catch (StoreTimeoutException e) {
+                if (System.nanoTime() - deadline >= 0) {
+                    throw e;
+                }
+                if (Integer.parseInt(store.get(latestKey(round)).trim()) > next) {
+                    throw new IllegalStateException("generation " + next + " was replaced before its rank 0 came", e);
+                }
+            }
+        }
     }
 
     private static int freePort(String host) {

@@ -184,7 +184,12 @@ public final class Launcher implements AutoCloseable {
                 finished = 0;
                 lost = 0;
                 NodePlacement placement = placement();
-                if (round == 0) {
+                if (start.join()) {
+                    console.message("joining the running group (elastic): starting " + options.nprocPerNode()
+                            + " worker(s) (ranks " + placement.globalRank(0) + ".." + placement.globalRank(
+                            options.nprocPerNode() - 1) + "), " + program.description()
+                            + "; they take part from the members' next boundary");
+                } else if (round == 0) {
                     console.message("starting " + options.nprocPerNode() + " worker(s) (ranks "
                             + placement.globalRank(0) + ".." + placement.globalRank(options.nprocPerNode() - 1) + " of "
                             + placement.worldSize() + "), " + program.description() + ", master "
@@ -213,6 +218,9 @@ public final class Launcher implements AutoCloseable {
                         continue;
                     }
                     env.put(ElasticJob.ENV_STORE, coordinator.elasticStore());
+                    if (start.join()) {
+                        env.put(ElasticJob.ENV_JOIN, "1");
+                    }
                 }
                 int r = round;
                 try {
@@ -234,9 +242,9 @@ public final class Launcher implements AutoCloseable {
                 }
             } else if (event instanceof FromReferee f && f.command() instanceof Command.Regroup regroup) {
                 if (regroup.round() == round) {
-                    console.message("the other " + regroup.members().size() + " worker(s) go on as generation "
+                    console.message(regroup.members().size() + " worker(s) go on as generation "
                             + regroup.generation() + " of the group (elastic)"
-                            + (options.nnodes() > 1 ? " after: " + regroup.why() : ""));
+                            + " after: " + regroup.why());
                 }
             } else if (event instanceof FromReferee f && f.command() instanceof Command.Stop stop) {
                 if (stop.round() == round && !reported) {

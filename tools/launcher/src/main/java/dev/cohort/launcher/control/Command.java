@@ -22,8 +22,14 @@ public sealed interface Command {
         }
     }
 
-    /** Start the workers of round {@code round} (0 = first start, then the restart count). */
-    record Start(int round) implements Command {
+    /**
+     * Start the workers of round {@code round} (0 = first start, then the restart count); with
+     * {@code join}, as workers of a node that joins the round while it runs (an elastic run).
+     */
+    record Start(int round, boolean join) implements Command {
+        public Start(int round) {
+            this(round, false);
+        }
     }
 
     /** Stop the workers of round {@code round}: another node's worker failed. */

@@ -53,6 +53,8 @@ public final class ControlServer implements AutoCloseable {
     private boolean finished;
     /** Whether the run began (every node joined, or the join timeout passed with enough). */
     private boolean started;
+    /** The job the run started with: its engine choice (the oldest JDK) holds for nodes that join later. */
+    private Command.Job startedOn;
 
     /**
      * Binds {@code host:port} (node 0's --master-addr, where the other nodes connect), before any
@@ -171,9 +173,26 @@ public final class ControlServer implements AutoCloseable {
             node = Integer.parseInt(f[2]);
             synchronized (this) {
                 why = finished ? "the run is already over"
-                        : started ? "the run started without it (--nnodes " + nodesSpec + ": the join timeout passed)"
                         : node < 0 || node >= nodes ? "--node-rank " + node + " is not in [0, " + nodes + ")"
                         : joined.containsKey(node) ? "another launcher already joined as --node-rank " + node : null;
+                if (why == null && started) {
+                    int count = Integer.parseInt(f[4]);
+                    Optional<Referee.Admission> admission = referee.onJoin(node, count);
+                    if (admission.isEmpty()) {
+                        why = "the run started without it and cannot take it now (--nnodes " + nodesSpec
+                                + (nodes > minNodes ? "; its round is failing)" : ": not elastic)");
+                    } else {
+                        wire.send("OK");
+                        joined.put(node, wire);
+                        jdks.put(node, Integer.parseInt(f[5]));
+                        workers.put(node, count);
+                        hosts.put(node, wire.address());
+                        broadcast(List.of(admission.get().regroup()));
+                        wire.send(Wire.format(joinerJob(node, admission.get().firstRank())));
+                        wire.send(Wire.format(new Command.Start(referee.round(), true)));
+                        return node;
+                    }
+                }
                 if (why == null) {
                     wire.send("OK");
                     joined.put(node, wire);
@@ -191,6 +210,15 @@ public final class ControlServer implements AutoCloseable {
         return -1;
     }
 
+    /** The job as told to a node that joins the running round, its ranks from {@code firstRank}. */
+    private Command.Job joinerJob(int node, int firstRank) {
+        Command.Job job = job();
+        List<Integer> first = new ArrayList<>(job.firstRanks());
+        first.set(node, firstRank);
+        return new Command.Job(startedOn.oldestJdk(), startedOn.node(), referee.ranksGiven(), first, job.elasticStore(),
+                job.nodes());
+    }
+
     /** Starts the run with the nodes joined so far. */
     private void begin() {
         started = true;
@@ -198,7 +226,8 @@ public final class ControlServer implements AutoCloseable {
         for (int n = 0; n < nodes; n++) {
             perNode.add(workers.getOrDefault(n, 0));
         }
-        broadcast(List.of(job(), referee.begin(perNode)));
+        startedOn = job();
+        broadcast(List.of(startedOn, referee.begin(perNode)));
     }
 
     /** The oldest JDK the nodes run their workers on (and the first node that runs it); the nodes' ranks, node by node. */
@@ -263,6 +292,10 @@ public final class ControlServer implements AutoCloseable {
             }
             if (c instanceof Command.Regroup g) {
                 generations.publish(g, hosts::get);
+            }
+            if (c instanceof Command.Start s && s.round() > 0 && startedOn != null) {
+                // A restart starts every node that is in the run now, nodes that joined too: their ranks again.
+                broadcast(List.of(job()));
             }
             List<Map.Entry<Integer, Wire>> order = new ArrayList<>(joined.entrySet());
             order.sort(Map.Entry.<Integer, Wire>comparingByKey(Comparator.reverseOrder()));

@@ -25,7 +25,9 @@ public final class Referee {
     private final int nodes;
     private final int maxRestarts;
     private final int elastic;
-    private List<Integer> workers = List.of();
+    private final List<Integer> workers = new ArrayList<>();
+    /** The next global rank to give a joining worker. */
+    private int nextRank;
     private int round;
     private int generation;
     private final Set<Integer> reported = new HashSet<>();
@@ -49,7 +51,8 @@ public final class Referee {
         if (workersPerNode.size() != nodes) {
             throw new IllegalArgumentException("workers of " + workersPerNode.size() + " nodes, expected " + nodes);
         }
-        this.workers = List.copyOf(workersPerNode);
+        workers.clear();
+        workers.addAll(workersPerNode);
         startRound();
         return new Command.Start(0);
     }
@@ -70,6 +73,35 @@ public final class Referee {
                 alive.put(rank++, node);
             }
         }
+        nextRank = rank;
+    }
+
+    /** A node taken into a running round: its workers' first global rank, and the generation that has them. */
+    public record Admission(int firstRank, Command.Regroup regroup) {
+    }
+
+    /**
+     * Node {@code node} joins the running round with {@code count} workers (an elastic run): they
+     * get fresh global ranks and are in the next generation, which the members move to at their
+     * next boundary (or at a loss, whichever comes first). Empty when the run cannot take it: not
+     * elastic, the round failing, or the node already has workers in it.
+     */
+    public Optional<Admission> onJoin(int node, int count) {
+        if (elastic == 0 || firstFailure != null || alive.containsValue(node) || node < 0 || node >= nodes) {
+            return Optional.empty();
+        }
+        int first = nextRank;
+        for (int w = 0; w < count; w++) {
+            alive.put(nextRank++, node);
+        }
+        workers.set(node, count);
+        reported.remove(node);
+        return Optional.of(new Admission(first, regroup("node " + node + " joins with " + count + " worker(s)")));
+    }
+
+    /** One more than the highest global rank given in this round. */
+    public int ranksGiven() {
+        return nextRank;
     }
 
     /** The commands for every node after {@code report}; reports on other rounds are ignored. */

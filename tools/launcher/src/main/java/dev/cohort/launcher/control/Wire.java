@@ -20,7 +20,7 @@ import java.nio.charset.StandardCharsets;
  * node → node 0: HELLO runId node nnodes nprocPerNode jdk | DONE r | FAILED r code summary | STOPPED r
  *                 | LOST r rank code summary | PING
  * node 0 → node: OK | ERROR message | JOB oldestJdk node worldSize first0,first1,... store|- node,node,...
- *                 | START r | STOP r
+ *                 | START r [join] | STOP r
  *                 | REGROUP r generation rank:node,... why | EXIT code message | PING
  * </pre>
  */
@@ -91,7 +91,7 @@ final class Wire implements AutoCloseable {
                         g.length > 4 ? g[4] : "");
             }
             case "START":
-                return new Command.Start(Integer.parseInt(f[1]));
+                return new Command.Start(Integer.parseInt(f[1]), f.length > 2 && f[2].equals("join"));
             case "STOP":
                 return new Command.Stop(Integer.parseInt(f[1]));
             case "EXIT":
@@ -112,7 +112,7 @@ final class Wire implements AutoCloseable {
                     + g.members().stream().map(m -> m.rank() + ":" + m.node()).collect(Collectors.joining(","))
                     + " " + g.why();
         } else if (c instanceof Command.Start s) {
-            return "START " + s.round();
+            return "START " + s.round() + (s.join() ? " join" : "");
         } else if (c instanceof Command.Stop s) {
             return "STOP " + s.round();
         }
