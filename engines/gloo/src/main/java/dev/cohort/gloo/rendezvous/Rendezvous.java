@@ -4,7 +4,6 @@ import dev.cohort.gloo.GlooConnectException;
 import dev.cohort.libtorch.LibTorch;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
@@ -12,7 +11,6 @@ import dev.cohort.runtime.auth.JobSecret;
 import org.bytedeco.javacpp.SizeTPointer;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.FileStore;
-import org.bytedeco.pytorch.IntOptional;
 import org.bytedeco.pytorch.PrefixStore;
 import org.bytedeco.pytorch.Store;
 import org.bytedeco.pytorch.TCPStore;
@@ -79,15 +77,16 @@ public final class Rendezvous implements AutoCloseable {
 
     /**
      * Connects to (on rank 0: hosts) the TCP store at {@code host:port}; waits for all ranks. Rank
-     * 0 runs the store on a loopback port behind a {@link StoreGuard} on {@code host:port}. With a
-     * {@code secret}, the other ranks reach the guard through a {@link StoreRelay} that proves it.
+     * 0 serves the store in Java ({@link C10dStoreServer}) behind a {@link StoreGuard} on
+     * {@code host:port}, its only listening socket; every rank's c10d client, rank 0's too, connects
+     * there, with a {@code secret} through a {@link StoreRelay} that proves it.
      */
     public static Rendezvous tcp(String host, int port, int rank, int worldSize, Duration timeout,
                                  Optional<JobSecret> secret) {
         String where = "TCP store at " + host + ":" + port;
         String who = "rank " + rank + " of " + worldSize;
         TCPStoreOptions options = new TCPStoreOptions()
-                .isServer(rank == 0)
+                .isServer(false)
                 .numWorkers(new SizeTPointer(1).put(worldSize))
                 // The ranks wait for each other in Membership, which can stop early when one of
                 // them finds the job misconfigured; the store's own wait could not.
@@ -98,23 +97,18 @@ public final class Rendezvous implements AutoCloseable {
         StoreGuard guard = null;
         StoreRelay relay = null;
         if (rank == 0) {
-            StoreListener.Listening inner = loopbackListener(who);
-            if (inner != null) {
-                guard = StoreGuard.open(resolve(host, who), port,
-                        new InetSocketAddress(InetAddress.getLoopbackAddress(), inner.port()), who, secret);
-                options.masterListenFd(new IntOptional(inner.fd()));
-                connectTo = InetAddress.getLoopbackAddress().getHostAddress();
-                connectPort = inner.port();
-            } else {
-                if (secret.isPresent()) {
-                    throw new GlooConnectException(who + ": cannot guard the " + where + " here (no /proc to find a "
-                            + "socket's descriptor), so it cannot be kept to the job's secret; use the tcp engine");
+            guard = StoreGuard.open(resolve(host, who), port, new C10dStoreServer(who), who, secret);
+            connectPort = guard.port();
+        }
+        if (secret.isPresent()) {
+            try {
+                relay = StoreRelay.open(host, connectPort, secret.get(), timeout, who);
+            } catch (RuntimeException e) {
+                if (guard != null) {
+                    guard.close();
                 }
-                LOG.log(System.Logger.Level.WARNING, who + ": cannot find a socket's descriptor here (no /proc?); the "
-                        + where + " runs unguarded on every interface");
+                throw e;
             }
-        } else if (secret.isPresent()) {
-            relay = StoreRelay.open(host, port, secret.get(), timeout, who);
             connectTo = InetAddress.getLoopbackAddress().getHostAddress();
             connectPort = relay.port();
         }
@@ -134,14 +128,6 @@ public final class Rendezvous implements AutoCloseable {
                     + (failure != null ? ": " + failure
                     : " (is MASTER_ADDR/MASTER_PORT right, is rank 0 running, and are all " + worldSize
                     + " ranks started?): " + e.getMessage()), e);
-        }
-    }
-
-    private static StoreListener.Listening loopbackListener(String who) {
-        try {
-            return StoreListener.bind(InetAddress.getLoopbackAddress());
-        } catch (IOException e) {
-            throw new GlooConnectException(who + ": cannot open a loopback port for the TCP store: " + e, e);
         }
     }
 

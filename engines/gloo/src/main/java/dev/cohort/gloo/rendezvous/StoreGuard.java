@@ -21,27 +21,21 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The public face of rank 0's TCP store: listens on {@code MASTER_ADDR:MASTER_PORT} and forwards
- * to the real store on a loopback port only the connections that open with c10d's handshake.
+ * The only listening socket of rank 0's TCP store: on {@code MASTER_ADDR:MASTER_PORT}, it hands to
+ * the store ({@link C10dStoreServer}, in this process) only the connections that open with c10d's
+ * handshake, and with a job secret only those that first pass the {@link Handshake} (the ranks'
+ * {@link StoreRelay}s run its client's side for c10d's clients, rank 0's own too).
  *
- * <p>Why: c10d's store server stops serving its own ranks after a stream of connections that
- * connect and hang up or send junk (measured: both ranks stuck in the store's constructor past its
- * 60 s timeout), and it listens on every interface. The guard listens on the address asked for,
- * reads the first {@value #HANDSHAKE_BYTES} bytes of each connection within
- * {@value #HANDSHAKE_MILLIS} ms, and drops anything that is not c10d's {@code VALIDATE} query with
- * its magic number. One selector thread reads the handshakes, so a flood of silent connections
- * costs a descriptor each and no thread; beyond {@value #MAX_PENDING} waiting, the oldest is closed.
- * The ranks' clients send the handshake at once, so they are never the oldest (this matters: c10d's
- * client backs off for up to a minute after a refused attempt). Validated connections are copied
- * both ways by a pair of threads. With a job secret, a connection must first pass the
- * {@link Handshake} (the ranks' {@link StoreRelay}s run the client's side for c10d's clients);
- * without one, a client that speaks c10d's protocol is trusted as c10d trusts it (see
- * docs/SECURITY.md).
+ * <p>It reads the first {@value #HANDSHAKE_BYTES} bytes of each connection within
+ * {@value #HANDSHAKE_MILLIS} ms and drops anything that is not c10d's {@code VALIDATE} query with its
+ * magic number. One selector thread reads the handshakes, so a flood of silent connections costs a
+ * descriptor each and no thread; beyond {@value #MAX_PENDING} waiting, the oldest is closed. The
+ * ranks' clients send the handshake at once, so they are never the oldest (this matters: c10d's
+ * client backs off for up to a minute after a refused attempt). Without a secret, a client that
+ * speaks c10d's protocol is trusted as c10d trusts it (see docs/SECURITY.md).
  */
 final class StoreGuard implements AutoCloseable {
 
@@ -89,9 +83,8 @@ final class StoreGuard implements AutoCloseable {
 
     private final ServerSocketChannel server;
     private final Selector selector;
-    private final InetSocketAddress store;
+    private final C10dStoreServer store;
     private final ArrayDeque<Pending> pending = new ArrayDeque<>();
-    private final Set<Socket> forwarded = ConcurrentHashMap.newKeySet();
     private final Optional<JobSecret> secret;
     private final Refusals refusals;
     /** c10d clients whose handshake was valid and whose connection has not ended yet. */
@@ -99,7 +92,7 @@ final class StoreGuard implements AutoCloseable {
     private final String who;
     private volatile boolean closed;
 
-    private StoreGuard(ServerSocketChannel server, Selector selector, InetSocketAddress store, String who,
+    private StoreGuard(ServerSocketChannel server, Selector selector, C10dStoreServer store, String who,
                        Optional<JobSecret> secret) {
         this.server = server;
         this.selector = selector;
@@ -123,7 +116,7 @@ final class StoreGuard implements AutoCloseable {
         }
     }
 
-    static StoreGuard open(InetAddress host, int port, InetSocketAddress store, String who, Optional<JobSecret> secret) {
+    static StoreGuard open(InetAddress host, int port, C10dStoreServer store, String who, Optional<JobSecret> secret) {
         ServerSocketChannel server = null;
         try {
             server = ServerSocketChannel.open();
@@ -165,7 +158,7 @@ final class StoreGuard implements AutoCloseable {
                     selector.selectNow();              // deregisters the cancelled keys: blocking mode is allowed again
                     for (SocketChannel ch : validated) {
                         ch.configureBlocking(true);
-                        Daemons.start("cohort-store-guard-conn", () -> forward(ch));
+                        serve(ch);
                     }
                     validated.clear();
                 }
@@ -175,6 +168,17 @@ final class StoreGuard implements AutoCloseable {
             if (!closed) {
                 LOG.log(System.Logger.Level.WARNING, who + ": the store guard stopped: " + e, e);
             }
+        } finally {
+            // A channel registered with a selector is closed only once the selector lets it go.
+            for (Pending p : pending) {
+                closeQuietly(p.channel());
+            }
+            try {
+                selector.close();
+            } catch (IOException e) {
+                // closing anyway
+            }
+            closeQuietly(server);
         }
     }
 
@@ -234,7 +238,6 @@ final class StoreGuard implements AutoCloseable {
         pending.remove(p);
         key.cancel();
         if (Arrays.equals(p.received().array(), HANDSHAKE)) {
-            clients.incrementAndGet();
             validated.add(p.channel());
         } else {
             reject(p, "not a c10d store client");
@@ -247,28 +250,18 @@ final class StoreGuard implements AutoCloseable {
         }
     }
 
-    /** Replays the handshake to the store, then copies bytes both ways until either side ends. */
-    private void forward(SocketChannel channel) {
-        Socket client = null;
-        Socket upstream = new Socket();
-        try {
-            client = channel.socket();
-            forwarded.add(client);
-            forwarded.add(upstream);
-            client.setTcpNoDelay(true);
-            upstream.connect(store, (int) HANDSHAKE_MILLIS);
-            upstream.setTcpNoDelay(true);
-            upstream.getOutputStream().write(HANDSHAKE);
-            SocketPipe.join(client, upstream, "cohort-store-guard-back");
-        } catch (IOException e) {
-            // the client went away or the store closed: end this connection
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } finally {
-            closeForwarded(client);
-            closeForwarded(upstream);
-            clients.decrementAndGet();
+    /** Hands a validated connection to the store; counts it while it lasts unless this process opened it. */
+    private void serve(SocketChannel channel) {
+        Socket client = channel.socket();
+        boolean other = !LocalSockets.openedHere(client.getPort(), client.getLocalPort());
+        if (other) {
+            clients.incrementAndGet();
         }
+        store.serve(client, () -> {
+            if (other) {
+                clients.decrementAndGet();
+            }
+        });
     }
 
     /** How many store clients of other processes are connected through the guard now. */
@@ -293,18 +286,6 @@ final class StoreGuard implements AutoCloseable {
         return refusals.count();
     }
 
-    private void closeForwarded(Socket s) {
-        if (s == null) {
-            return;
-        }
-        forwarded.remove(s);
-        try {
-            s.close();
-        } catch (IOException ignored) {
-            // closing anyway
-        }
-    }
-
     private static void closeQuietly(java.nio.channels.Channel c) {
         if (c == null) {
             return;
@@ -321,13 +302,11 @@ final class StoreGuard implements AutoCloseable {
         closed = true;
         selector.wakeup();
         closeQuietly(server);
-        for (Socket s : forwarded) {
-            closeForwarded(s);
-        }
+        store.close();
     }
 
     @Override
     public String toString() {
-        return "store guard on " + server.socket().getLocalSocketAddress() + " -> " + store;
+        return "store guard on " + server.socket().getLocalSocketAddress();
     }
 }

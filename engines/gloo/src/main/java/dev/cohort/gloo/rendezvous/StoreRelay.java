@@ -19,7 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * A rank's way to the job's c10d store when the job has a secret: c10d's client (which cannot
  * authenticate) connects to this relay on a loopback port; the relay proves the secret to rank 0's
  * {@link StoreGuard} and then copies bytes both ways. It serves only connections this process
- * opened (told by {@code /proc}: {@link StoreListener#openedHere}), so another process on the host
+ * opened (told by {@code /proc}: {@link LocalSockets#openedHere}), so another process on the host
  * cannot use it to reach the store.
  */
 final class StoreRelay implements AutoCloseable {
@@ -74,7 +74,7 @@ final class StoreRelay implements AutoCloseable {
             } catch (IOException e) {
                 return;
             }
-            if (!StoreListener.openedHere(s.getPort(), server.getLocalPort())) {
+            if (!LocalSockets.openedHere(s.getPort(), server.getLocalPort())) {
                 refusals.refused(s.getRemoteSocketAddress(), "not a connection of this process");
                 closeQuietly(s);
                 continue;
