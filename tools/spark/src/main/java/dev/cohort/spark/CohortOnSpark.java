@@ -1,5 +1,6 @@
 package dev.cohort.spark;
 
+import dev.cohort.runtime.auth.JobSecret;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -27,7 +28,10 @@ import scala.reflect.ClassTag$;
  * core, {@code spark.executor.cores=1}, or cores per executor as the ranks' compute threads need
  * with {@code spark.task.cpus}). A failed stage is retried as Spark's settings say
  * ({@code spark.stage.maxConsecutiveAttempts}); each retry is a restart of the group
- * ({@code COHORT_RESTART_COUNT}), from which a program resumes its checkpoint.
+ * ({@code COHORT_RESTART_COUNT}), from which a program resumes its checkpoint. Each run gets a new
+ * job secret ({@code COHORT_SECRET}) unless the job's environment gives one: it travels to the
+ * executors with the stage's tasks, so turn on Spark's own authentication and encryption
+ * ({@code spark.authenticate}, {@code spark.network.crypto.enabled}) where the network is shared.
  */
 public final class CohortOnSpark {
 
@@ -51,8 +55,12 @@ public final class CohortOnSpark {
         }
         JavaRDD<Integer> slots = sc.parallelize(ranks, job.workers());
         ClassTag<RankTask.Output> outputs = ClassTag$.MODULE$.apply(RankTask.Output.class);
+        // Every connection between the ranks proves a secret made for this run, unless the job names
+        // one; it reaches the tasks inside the stage's closure, as protected as Spark's own RPC is.
+        String secret = job.environment().containsKey(JobSecret.ENV) || job.environment().containsKey(JobSecret.FILE_ENV)
+                ? null : JobSecret.generate().text();
         RDD<RankTask.Output> ranksOutput = slots.rdd().barrier().mapPartitions(new RankTask(job, runId.length() > 64
-                ? runId.substring(0, 64) : runId), false, outputs);
+                ? runId.substring(0, 64) : runId, secret), false, outputs);
         // The shuffle after the barrier stage makes it a shuffle-map stage, which Spark retries as a
         // whole when a task fails; a barrier result stage it would not retry.
         List<RankTask.Output> records = new ArrayList<>(JavaRDD.fromRDD(ranksOutput, outputs).repartition(1).collect());

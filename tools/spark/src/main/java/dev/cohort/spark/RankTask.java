@@ -3,6 +3,7 @@ package dev.cohort.spark;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
+import dev.cohort.runtime.auth.JobSecret;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
@@ -55,10 +56,13 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
 
     private final SparkJob job;
     private final String runId;
+    /** The run's job secret for the ranks; null when the job's environment gives its own. */
+    private final String secret;
 
-    RankTask(SparkJob job, String runId) {
+    RankTask(SparkJob job, String runId, String secret) {
         this.job = job;
         this.runId = runId;
+        this.secret = secret;
     }
 
     @Override
@@ -118,6 +122,9 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
         pb.environment().keySet().removeIf(RankTask::launchersVariable);
         pb.environment().putAll(job.environment());
         pb.environment().putAll(env);
+        if (secret != null) {
+            pb.environment().put(JobSecret.ENV, secret);
+        }
         List<String> lines = Collections.synchronizedList(new ArrayList<>());
         Process process;
         try {

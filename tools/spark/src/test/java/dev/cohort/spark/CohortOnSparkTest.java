@@ -90,6 +90,24 @@ class CohortOnSparkTest {
     }
 
     @Test
+    void everyRankGetsTheSecretTheDriverMadeForTheRunANewOneEachRun() {
+        List<String> first = secrets(CohortOnSpark.run(sc, SparkJob.of(2, SecretProbe.class.getName())));
+        List<String> second = secrets(CohortOnSpark.run(sc, SparkJob.of(2, SecretProbe.class.getName())));
+        assertThat(first).hasSize(2).doesNotContain("none");
+        assertThat(first.get(0)).isEqualTo(first.get(1));
+        assertThat(second.get(0)).isEqualTo(second.get(1)).isNotEqualTo(first.get(0));
+        List<String> given = secrets(CohortOnSpark.run(sc, SparkJob.of(2, SecretProbe.class.getName())
+                .withEnvironment("COHORT_SECRET", "a secret the job chose itself")));
+        assertThat(given).hasSize(2).containsOnly(given.get(0));
+        assertThat(given.get(0)).isNotEqualTo(first.get(0));
+    }
+
+    /** Each rank's "SECRET digest" line's digest, rank by rank. */
+    private static List<String> secrets(List<String> output) {
+        return output.stream().filter(l -> l.contains("SECRET ")).map(l -> l.substring(l.indexOf("SECRET ") + 7)).toList();
+    }
+
+    @Test
     void layoutFollowsTheTasksHosts() {
         assertThat(RankTask.layout(List.of("a", "b", "a", "b"), 2)).isEqualTo(Map.of("RANK", "2", "WORLD_SIZE", "4",
                 "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "2", "GROUP_RANK", "0", "GROUP_WORLD_SIZE", "2"));
