@@ -21,7 +21,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The only listening socket of rank 0's TCP store: on {@code MASTER_ADDR:MASTER_PORT}, it hands to
@@ -88,7 +89,7 @@ final class StoreGuard implements AutoCloseable {
     private final Optional<JobSecret> secret;
     private final Refusals refusals;
     /** c10d clients whose handshake was valid and whose connection has not ended yet. */
-    private final AtomicInteger clients = new AtomicInteger();
+    private final Set<Socket> served = ConcurrentHashMap.newKeySet();
     private final String who;
     private volatile boolean closed;
 
@@ -250,23 +251,25 @@ final class StoreGuard implements AutoCloseable {
         }
     }
 
-    /** Hands a validated connection to the store; counts it while it lasts unless this process opened it. */
+    /** Hands a validated connection to the store, which keeps it while it lasts. */
     private void serve(SocketChannel channel) {
         Socket client = channel.socket();
-        boolean other = !LocalSockets.openedHere(client.getPort(), client.getLocalPort());
-        if (other) {
-            clients.incrementAndGet();
-        }
-        store.serve(client, () -> {
-            if (other) {
-                clients.decrementAndGet();
-            }
-        });
+        served.add(client);
+        store.serve(client, () -> served.remove(client));
     }
 
-    /** How many store clients of other processes are connected through the guard now. */
+    /**
+     * How many store clients of other processes are connected through the guard now (told from
+     * {@code /proc} when asked: reading it for every connection as it came slowed the rendezvous).
+     */
     int connectedClients() {
-        return clients.get();
+        int others = 0;
+        for (Socket s : served) {
+            if (!s.isClosed() && !LocalSockets.openedHere(s.getPort(), s.getLocalPort())) {
+                others++;
+            }
+        }
+        return others;
     }
 
     private void reject(Pending p, String why) {
