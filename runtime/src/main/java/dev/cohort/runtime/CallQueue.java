@@ -39,8 +39,12 @@ import java.util.function.Supplier;
  * engine when calls are already queued (work issued ahead of awaiting it, as DDP's bucket
  * allreduces are) or when the engine sleeps because no call came for {@link #IDLE_AFTER_NS}.
  * Otherwise the engine looks at the queue every {@link #POLL_NS} while calls keep coming, so a
- * lone call nobody awaits still starts within about {@code POLL_NS + GRACE_NS}. (Waking the engine
- * for every call, or polling on a fixed period, both measured costlier on the calling core.)
+ * lone call nobody awaits still starts within about {@code POLL_NS + GRACE_NS}. While every call is
+ * run by its own caller (nothing is left to the engine: calls awaited at once, as in training that
+ * averages at the step) the period doubles after each look up to {@link #MAX_POLL_NS}, and it
+ * drops back to {@code POLL_NS} as soon as the engine runs a call: each look is a wake-up that
+ * preempts a computing thread where no CPU is spare. (Waking the engine for every call, or
+ * polling on a fixed period, both measured costlier on the calling core.)
  *
  * <p>The engine's waiting is an {@link EngineIdle} and its time a clock, both set through
  * {@link Options} (defaults: parking, {@link System#nanoTime()}); with {@link Options#stepped()}
@@ -72,8 +76,10 @@ public final class CallQueue {
 
     /** How long a queued call may wait for an awaiting caller before the engine thread runs it. */
     public static final long GRACE_NS = 200_000;
-    /** How often the engine looks at the queue while calls keep coming. */
+    /** How often the engine looks at the queue while calls keep coming and it has run some of them. */
     public static final long POLL_NS = 2_000_000;
+    /** How often, at least, the engine looks at the queue while calls keep coming but their callers run them all. */
+    public static final long MAX_POLL_NS = 8_000_000;
     /** After this long without a call the engine parks until the next call wakes it. */
     public static final long IDLE_AFTER_NS = 20_000_000;
 
@@ -93,6 +99,8 @@ public final class CallQueue {
     /** The engine's view of {@link #submitted} and since when no call came (its thread's own). */
     private long seen;
     private long quietSince;
+    /** The engine's current polling period (its thread's own): see the class comment. */
+    private long pollNanos = POLL_NS;
     private volatile boolean closing;
     private volatile CollectiveException broken;
     private volatile Call current;
@@ -444,7 +452,8 @@ public final class CallQueue {
                 quietSince = now;
             }
             if (now - quietSince < IDLE_AFTER_NS) {
-                idle.idle(POLL_NS);
+                idle.idle(pollNanos);
+                pollNanos = Math.min(2 * pollNanos, MAX_POLL_NS);
                 return 0;
             }
             engineIdle.set(true);
@@ -454,6 +463,7 @@ public final class CallQueue {
             engineIdle.set(false);
             seen = submitted.get();
             quietSince = clock.getAsLong();
+            pollNanos = POLL_NS;
             return 0;
         }
         long age = now - head.issued;
@@ -462,6 +472,7 @@ public final class CallQueue {
             return 0;
         }
         if (runner.tryLock()) {
+            pollNanos = POLL_NS;
             try {
                 runOne();
             } finally {

@@ -75,8 +75,9 @@ class CallQueueTest {
 
     /**
      * The engine's duty cycle, stepped on this thread with a clock of the test's own: a call nobody
-     * awaits waits out its grace period and then runs; with no calls the engine polls every
-     * POLL_NS until IDLE_AFTER_NS passed, then idles until woken, and the next call wakes it.
+     * awaits waits out its grace period and then runs; with no calls the engine polls, from every
+     * POLL_NS up to every MAX_POLL_NS, until IDLE_AFTER_NS passed, then idles until woken, and the
+     * next call wakes it.
      */
     @Test
     void steppedTheEngineRunsACallNobodyAwaitsAfterItsGraceAndIdlesUntilTheNextCallWakesIt() {
@@ -123,11 +124,14 @@ class CallQueueTest {
                 assertThat(works.get(round).isDone()).isTrue();
                 assertThat(idles).containsExactly("idle " + CallQueue.GRACE_NS);
                 idles.clear();
-                for (int i = 0; i < CallQueue.IDLE_AFTER_NS / CallQueue.POLL_NS; i++) {
+                // No call comes: the engine polls, doubling its period up to MAX_POLL_NS (it ran none of them).
+                List<String> polls = new ArrayList<>();
+                for (long quiet = 0, period = CallQueue.POLL_NS; quiet < CallQueue.IDLE_AFTER_NS;
+                        quiet += period, period = Math.min(2 * period, CallQueue.MAX_POLL_NS)) {
+                    polls.add("idle " + period);
                     assertThat(stepped.doWork()).isZero();
                 }
-                assertThat(idles).hasSize((int) (CallQueue.IDLE_AFTER_NS / CallQueue.POLL_NS))
-                        .allMatch(("idle " + CallQueue.POLL_NS)::equals);
+                assertThat(idles).containsExactlyElementsOf(polls);
                 idles.clear();
                 assertThat(stepped.doWork()).isZero();
                 assertThat(idles).containsExactly("until woken", "woken");

@@ -24,8 +24,14 @@ import org.bytedeco.pytorch.VoidTensorHook;
  *
  * <p>Words: a <em>bucket</em> is one direct buffer holding the flattened gradients of several
  * parameters of one type; parameters are added to the open bucket until it holds at least
- * {@code bucketBytes} (1 MiB for the first bucket, as in DDP), then a new one opens. An
- * <em>iteration</em> runs from one {@link #averageGradients()} to the next.
+ * {@code bucketBytes} (1 MiB for the first bucket when overlapping, as in DDP), then a new one
+ * opens. An <em>iteration</em> runs from one {@link #averageGradients()} to the next.
+ *
+ * <p>Without overlap every bucket is averaged at the step: packed, started and awaited one after
+ * the other, so each call runs on the calling thread and never waits for a hand-off to the
+ * engine's thread (a second queued call would wake it, and on a host with no spare CPU the woken
+ * thread competes with the caller); no small first bucket is needed then, so a model under
+ * {@code bucketBytes} is averaged in one call.
  *
  * <p>Order: the first iteration assigns parameters in reverse registration order, the order in
  * which backward usually produces their gradients. It records the order in which gradients
@@ -171,7 +177,7 @@ final class GradientBuckets implements GradientAverager {
         for (int id : order) {
             Tensor p = params.get(id);
             DataType type = ScalarTypes.dataType(p.scalar_type());
-            long limit = laidOut.size() == 1 ? Math.min(FIRST_BUCKET_BYTES, bucketBytes) : bucketBytes;
+            long limit = overlap && laidOut.size() == 1 ? Math.min(FIRST_BUCKET_BYTES, bucketBytes) : bucketBytes;
             if (open == null || open.type != type || open.bytes >= limit) {
                 open = new Bucket(type);
                 laidOut.add(open);
@@ -389,10 +395,14 @@ final class GradientBuckets implements GradientAverager {
                 if (b.work != null && b.stale) {
                     b.work.await();                 // superseded by accumulated gradients: redo it
                     b.work = null;
+                    b.finished = false;
                 }
                 if (b.work == null) {
                     b.packMissing();
                     b.work = start(b);
+                    if (!overlap) {
+                        finish(b);                  // one call at a time, run by this thread: no hand-off
+                    }
                 }
             }
             Work usedAnywhere = findUnused ? group.allreduce(DenseBuffer.of(used), ReduceOp.MAX) : null;
@@ -402,11 +412,7 @@ final class GradientBuckets implements GradientAverager {
                 usedAnywhere.await();
             }
             for (int i = buckets.size() - 1; i >= 0; i--) {
-                Bucket b = buckets.get(i);
-                b.work.await();
-                if (b.wire != null) {
-                    b.flat.copy_(b.wireFlat);     // back to float32, exactly
-                }
+                finish(buckets.get(i));
             }
             for (Bucket b : buckets) {
                 b.pointGradients(findUnused ? used : null);
@@ -422,6 +428,18 @@ final class GradientBuckets implements GradientAverager {
         if (readyOrder != null) {
             rebuild();
         }
+    }
+
+    /** Waits for {@code b}'s average (once) and widens a compressed one back into the bucket. */
+    private void finish(Bucket b) {
+        if (b.finished) {
+            return;
+        }
+        b.work.await();
+        if (b.wire != null) {
+            b.flat.copy_(b.wireFlat);     // back to float32, exactly
+        }
+        b.finished = true;
     }
 
     /**
@@ -600,7 +618,9 @@ final class GradientBuckets implements GradientAverager {
         boolean[] ready;
         int readyCount;
         boolean stale;
+        /** The bucket's allreduce this iteration, or null; {@code finished} once awaited (and widened back). */
         Work work;
+        boolean finished;
 
         Bucket(DataType type) {
             this.type = type;
@@ -684,6 +704,7 @@ final class GradientBuckets implements GradientAverager {
             readyCount = 0;
             stale = false;
             work = null;
+            finished = false;
         }
     }
 }
