@@ -38,7 +38,8 @@ import java.util.Optional;
  * <ul>
  * <li>allreduce: allreduce within the host (the host's partial result, AVG as SUM), allreduce of
  *   the partials between hosts (AVG divides by the world size there), broadcast within the host
- *   from the leader. The leaders compute the same bits (the engine's guarantee) and pass them on,
+ *   from the leader. A float AVG on hosts of equally many ranks, a power of two, averages in both
+ *   stages instead (the same bits, without a pass of its own for the division). The leaders compute the same bits (the engine's guarantee) and pass them on,
  *   so every rank holds the same bits.
  * <li>broadcast: on the root's host, broadcast from the root (so the leader has it); between
  *   hosts, broadcast from the root host's leader; on the other hosts, broadcast from the leader.
@@ -225,12 +226,30 @@ final class HierProcessGroup extends AbstractProcessGroup {
             stages.withinHost(d, deadline, g -> g.allreduce(data, op));
             return;
         }
+        if (averagesInStages(data, op)) {
+            // AVG within the host (divides by its 2^m ranks: exact) and AVG between hosts: the
+            // same bits as the sum divided by the world size, with no pass of its own for the division
+            stages.withinHost(d, deadline, g -> g.allreduce(data, ReduceOp.AVG));
+            stages.betweenHostsThenShare(d, deadline, g -> g.allreduce(data, ReduceOp.AVG).await(), data);
+            return;
+        }
         ReduceOp partial = op == ReduceOp.AVG ? ReduceOp.SUM : op;
         stages.withinHost(d, deadline, g -> g.allreduce(data, partial));
         stages.betweenHostsThenShare(d, deadline, g -> {
             g.allreduce(data, partial).await();
             Reduction.finish(op, data, size());
         }, data);
+    }
+
+    /**
+     * Whether an AVG may divide in each stage: float32 or float64 on hosts of equally many ranks,
+     * a power of two of them, so the division within the host is exact and the one between hosts
+     * rounds once, as dividing the whole sum would.
+     */
+    private boolean averagesInStages(DenseBuffer data, ReduceOp op) {
+        int perHost = size() / layout.hosts;
+        return op == ReduceOp.AVG && layout.uniform && Integer.bitCount(perHost) == 1
+                && (data.dataType() == DataType.FLOAT32 || data.dataType() == DataType.FLOAT64);
     }
 
     private void broadcast(String d, DenseBuffer data, int root, long deadline) {

@@ -54,15 +54,18 @@ public final class ReduceKernels {
     public static void reduce(ReduceArgs a) {
         int opc = opCode(a.op);
         boolean avg = a.op == ReduceOp.AVG && a.ranks > 1;
-        if (a.ranks == 2 && a.op == ReduceOp.SUM && a.type == DataType.FLOAT32 && a.resultCount <= 1) {
+        if (a.ranks == 2 && (a.op == ReduceOp.SUM || a.op == ReduceOp.AVG) && a.type == DataType.FLOAT32
+                && a.resultCount <= 1) {
+            // AVG of two: (own + peer) * 0.5, the same bits as (own + peer) / 2 (both exact scalings)
+            float scale = a.op == ReduceOp.AVG ? 0.5f : 1f;
             long resultOff = a.resultCount == 1 ? a.results[0] : -1;
             MemorySegment shm = a.shm;
             if (a.own == shm && a.out == shm && resultOff >= 0) {
-                sumTwoFloatsInPlace(shm, a.ownOffset, a.terms[1 - a.self], a.count, a.outOffset, resultOff);
+                sumTwoFloatsInPlace(shm, a.ownOffset, a.terms[1 - a.self], a.count, a.outOffset, resultOff, scale);
                 return;
             }
             if (a.own.isNative() && a.out.isNative() && a.own != shm) {
-                sumTwoFloats(a.own, a.ownOffset, shm, a.terms[1 - a.self], a.count, a.out, a.outOffset, resultOff);
+                sumTwoFloats(a.own, a.ownOffset, shm, a.terms[1 - a.self], a.count, a.out, a.outOffset, resultOff, scale);
                 return;
             }
         }
@@ -176,9 +179,9 @@ public final class ReduceKernels {
 
     private static void runFloatKernels(ReduceArgs a, MemorySegment direct, MemorySegment shm, long scratch,
                                         long bytes, int count) {
-        sumTwoFloats(direct, 0, shm, scratch, count, direct, bytes, -1);
-        sumTwoFloats(direct, 0, shm, scratch, count, direct, bytes, scratch + bytes);
-        sumTwoFloatsInPlace(shm, scratch + bytes, scratch, count, scratch + bytes, scratch + 2 * bytes);
+        sumTwoFloats(direct, 0, shm, scratch, count, direct, bytes, -1, 1f);
+        sumTwoFloats(direct, 0, shm, scratch, count, direct, bytes, scratch + bytes, 0.5f);
+        sumTwoFloatsInPlace(shm, scratch + bytes, scratch, count, scratch + bytes, scratch + 2 * bytes, 1f);
         int n = a.terms.length;
         staged(a.ranks(n, 0).own(direct, 0).out(direct, bytes).noResults(), FLOAT32, SUM, false);
         staged(a.addResult(scratch + bytes), FLOAT32, SUM, false);
@@ -187,7 +190,7 @@ public final class ReduceKernels {
     }
 
     /*
-     * The common case, float32 SUM over two ranks: own + peer. IEEE addition is commutative, so
+     * The common case, float32 SUM (or AVG) over two ranks: own + peer (times one half). IEEE addition is commutative, so
      * both ranks get the same bits whichever operand is their own. Each variant is its own small
      * method with one loop and no branch inside: C2 compiles only the branches a method has taken,
      * and a branch taken later (the result copy that the pipelined path needs and the small path
@@ -200,57 +203,61 @@ public final class ReduceKernels {
      * own copy of the loop, so that the copying paths' segments (a direct buffer's and the
      * mapping's) never meet these in one compiled loop (see {@link #compileFloatKernels}).
      */
-    private static void sumTwoFloatsInPlace(MemorySegment m, long own, long peer, long count, long out, long result) {
+    private static void sumTwoFloatsInPlace(MemorySegment m, long own, long peer, long count, long out, long result,
+                                            float scale) {
         long upper = FLOATS.loopBound(count);
         for (long b = 0, end = upper * 4; b < end; b += FLOATS.vectorByteSize()) {
             FloatVector sum = FloatVector.fromMemorySegment(FLOATS, m, own + b, NO)
-                    .add(FloatVector.fromMemorySegment(FLOATS, m, peer + b, NO));
+                    .add(FloatVector.fromMemorySegment(FLOATS, m, peer + b, NO)).mul(scale);
             sum.intoMemorySegment(m, out + b, NO);
             sum.intoMemorySegment(m, result + b, NO);
         }
         if (upper < count) {
-            sumTwoFloatsTail(m, own, m, peer, upper, count, m, out, result);
+            sumTwoFloatsTail(m, own, m, peer, upper, count, m, out, result, scale);
         }
     }
 
-    /** Copying paths: {@code own} and {@code out} are the caller's direct buffer, {@code shm} the mapping. */
+    /**
+     * Copying paths: {@code own} and {@code out} are the caller's direct buffer, {@code shm} the
+     * mapping. {@code scale} is 1 (SUM) or 0.5 (AVG): multiplying by either is exact.
+     */
     private static void sumTwoFloats(MemorySegment own, long ownOff, MemorySegment shm, long peer, long count,
-                                     MemorySegment out, long outOff, long resultOff) {
+                                     MemorySegment out, long outOff, long resultOff, float scale) {
         long vectors = FLOATS.loopBound(count);
         if (resultOff >= 0) {
-            sumTwoFloatsTwice(own, ownOff, shm, peer, vectors, out, outOff, resultOff);
+            sumTwoFloatsTwice(own, ownOff, shm, peer, vectors, out, outOff, resultOff, scale);
         } else {
-            sumTwoFloatsOnce(own, ownOff, shm, peer, vectors, out, outOff);
+            sumTwoFloatsOnce(own, ownOff, shm, peer, vectors, out, outOff, scale);
         }
         if (vectors < count) {
-            sumTwoFloatsTail(own, ownOff, shm, peer, vectors, count, out, outOff, resultOff);
+            sumTwoFloatsTail(own, ownOff, shm, peer, vectors, count, out, outOff, resultOff, scale);
         }
     }
 
     private static void sumTwoFloatsOnce(MemorySegment own, long ownOff, MemorySegment shm, long peer, long upper,
-                                         MemorySegment out, long outOff) {
+                                         MemorySegment out, long outOff, float scale) {
         for (long b = 0, end = upper * 4; b < end; b += FLOATS.vectorByteSize()) {
             FloatVector.fromMemorySegment(FLOATS, own, ownOff + b, NO)
-                    .add(FloatVector.fromMemorySegment(FLOATS, shm, peer + b, NO))
+                    .add(FloatVector.fromMemorySegment(FLOATS, shm, peer + b, NO)).mul(scale)
                     .intoMemorySegment(out, outOff + b, NO);
         }
     }
 
     private static void sumTwoFloatsTwice(MemorySegment own, long ownOff, MemorySegment shm, long peer, long upper,
-                                          MemorySegment out, long outOff, long resultOff) {
+                                          MemorySegment out, long outOff, long resultOff, float scale) {
         for (long b = 0, end = upper * 4; b < end; b += FLOATS.vectorByteSize()) {
             FloatVector sum = FloatVector.fromMemorySegment(FLOATS, own, ownOff + b, NO)
-                    .add(FloatVector.fromMemorySegment(FLOATS, shm, peer + b, NO));
+                    .add(FloatVector.fromMemorySegment(FLOATS, shm, peer + b, NO)).mul(scale);
             sum.intoMemorySegment(out, outOff + b, NO);
             sum.intoMemorySegment(shm, resultOff + b, NO);
         }
     }
 
     private static void sumTwoFloatsTail(MemorySegment own, long ownOff, MemorySegment shm, long peer, long from,
-                                         long count, MemorySegment out, long outOff, long resultOff) {
+                                         long count, MemorySegment out, long outOff, long resultOff, float scale) {
         for (long i = from; i < count; i++) {
             long b = i * 4L;
-            float sum = own.get(F32, ownOff + b) + shm.get(F32, peer + b);
+            float sum = (own.get(F32, ownOff + b) + shm.get(F32, peer + b)) * scale;
             out.set(F32, outOff + b, sum);
             if (resultOff >= 0) {
                 shm.set(F32, resultOff + b, sum);
