@@ -39,8 +39,9 @@ import java.util.Optional;
  * <li>allreduce: allreduce within the host (the host's partial result, AVG as SUM), allreduce of
  *   the partials between hosts (AVG divides by the world size there), broadcast within the host
  *   from the leader. A float AVG on hosts of equally many ranks, a power of two, averages in both
- *   stages instead (the same bits, without a pass of its own for the division). The leaders compute the same bits (the engine's guarantee) and pass them on,
- *   so every rank holds the same bits.
+ *   stages instead (the same bits, without a pass of its own for the division). The leaders
+ *   compute the same bits (the engine's guarantee) and pass them on, so every rank holds the same
+ *   bits.
  * <li>broadcast: on the root's host, broadcast from the root (so the leader has it); between
  *   hosts, broadcast from the root host's leader; on the other hosts, broadcast from the leader.
  * <li>allgather(v): gather within the host (by local rank), then between hosts (host by host),

@@ -395,7 +395,6 @@ final class GradientBuckets implements GradientAverager {
                 if (b.work != null && b.stale) {
                     b.work.await();                 // superseded by accumulated gradients: redo it
                     b.work = null;
-                    b.finished = false;
                 }
                 if (b.work == null) {
                     b.packMissing();
@@ -411,8 +410,8 @@ final class GradientBuckets implements GradientAverager {
             if (usedAnywhere != null) {
                 usedAnywhere.await();
             }
-            for (int i = buckets.size() - 1; i >= 0; i--) {
-                finish(buckets.get(i));
+            for (int i = buckets.size() - 1; overlap && i >= 0; i--) {
+                finish(buckets.get(i));             // without overlap each was finished as it started
             }
             for (Bucket b : buckets) {
                 b.pointGradients(findUnused ? used : null);
@@ -430,16 +429,12 @@ final class GradientBuckets implements GradientAverager {
         }
     }
 
-    /** Waits for {@code b}'s average (once) and widens a compressed one back into the bucket. */
+    /** Waits for {@code b}'s average and widens a compressed one back into the bucket. */
     private void finish(Bucket b) {
-        if (b.finished) {
-            return;
-        }
         b.work.await();
         if (b.wire != null) {
             b.flat.copy_(b.wireFlat);     // back to float32, exactly
         }
-        b.finished = true;
     }
 
     /**
@@ -618,9 +613,7 @@ final class GradientBuckets implements GradientAverager {
         boolean[] ready;
         int readyCount;
         boolean stale;
-        /** The bucket's allreduce this iteration, or null; {@code finished} once awaited (and widened back). */
         Work work;
-        boolean finished;
 
         Bucket(DataType type) {
             this.type = type;
@@ -704,7 +697,6 @@ final class GradientBuckets implements GradientAverager {
             readyCount = 0;
             stale = false;
             work = null;
-            finished = false;
         }
     }
 }
