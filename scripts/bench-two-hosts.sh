@@ -9,7 +9,8 @@
 # benchmark workers as one mpirun job across the hosts, on hier with Open MPI between hosts and on
 # the mpi engine; train-hier, train-gloo, train-tcp, train-hier-mpi, train-mpi: ./cohort bench train
 # across the hosts (the last two under mpirun), and torch-ddp: torch_ddp.py the same way, TRAIN_STEPS
-# steps, default 300), ENGINE_OPTIONS (for Cohort's runs, e.g. "--hier-leaders-spin-us=0"),
+# steps, default 300; train-hier-overlap: hier averaging during backward; train-hier-sync: the same without averaging, one float allreduced per step,
+# compute plus the wait for the slowest rank), ENGINE_OPTIONS (for Cohort's runs, e.g. "--hier-leaders-spin-us=0"),
 # TRAIN_OPTIONS (more options of Cohort's training runs, e.g. "--grad-compression bf16").
 # Needs root, iproute2 and Open MPI for the mpi run, PyTorch for torch-ddp. Each run holds /tmp/cohort-cpu.lock exclusively.
 # Both "hosts" share this machine's CPUs: with more ranks than CPUs, small collectives measure the
@@ -73,9 +74,10 @@ cohort_pair() {
 # Both hosts' training runs, Cohort's (backend) or DDP's (torch-ddp); node 0 writes the JSON.
 train_pair() {
   local backend="$1" port="$2" json="$3" other rc=0 k
+  shift 3
   for k in 1 0; do
     local cmd=("$ROOT/cohort" bench train --backend "$backend" --world "$WORLD" --steps "$TRAIN_STEPS" --nnodes 2
-               --node-rank "$k" --master-addr "${ADDR[0]}" --master-port "$port" ${TRAIN_OPTIONS:-})
+               --node-rank "$k" --master-addr "${ADDR[0]}" --master-port "$port" ${TRAIN_OPTIONS:-} "$@")
     [ "$backend" = torch-ddp ] && cmd=(/usr/bin/python3 "$PEERS/torch_ddp.py" --world "$WORLD" --steps "$TRAIN_STEPS"
                                         --nnodes 2 --node-rank "$k" --master-addr "${ADDR[0]}" --port "$port" --ifname "${DEV[$k]}")
     if [ "$k" = 1 ]; then
@@ -130,6 +132,8 @@ for ((i = 1; i <= ROUNDS; i++)); do
     case "$run" in
       hier|gloo|tcp) alone cohort_pair "$run" $((31000 + 10 * i)) "$OUT/$run-$i.json" ;;
       train-hier|train-gloo|train-tcp) alone train_pair "${run#train-}" $((31001 + 10 * i)) "$OUT/$run-$i.json" ;;
+      train-hier-overlap) alone train_pair hier $((31004 + 10 * i)) "$OUT/$run-$i.json" --overlap ;;
+      train-hier-sync) alone train_pair hier $((31003 + 10 * i)) "$OUT/$run-$i.json" --sync-only ;;
       torch-ddp) alone train_pair torch-ddp $((31002 + 10 * i)) "$OUT/$run-$i.json" ;;
       mpi)       alone mpi_pair "$OUT/mpi-hosts-$i.txt" ;;
       hier-mpi)  alone cohort_mpi_collectives hier "$OUT/hier-mpi-$i.json" --hier-between=mpi ;;

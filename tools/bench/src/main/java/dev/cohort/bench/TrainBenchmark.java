@@ -82,6 +82,10 @@ final class TrainBenchmark implements Callable<Integer> {
             + "sgd-momentum (momentum 0.9: one buffer per parameter) or adam (lr 0.001: two moments per parameter). "
             + "Default: ${DEFAULT-VALUE}.")
     String optimizer = "sgd";
+    @Option(names = "--sync-only", description = "Do not distribute the model: each rank trains on its own and the ranks "
+            + "allreduce one float after every step. Compute plus the wait for the slowest rank, the floor under any "
+            + "gradient averaging on the same layout.")
+    boolean syncOnly;
     @Mixin
     Nodes nodes = new Nodes();
 
@@ -112,6 +116,10 @@ final class TrainBenchmark implements Callable<Integer> {
         if (framework.equals("djl") && (zero != 0 || !optimizer.equals("sgd"))) {
             throw new IllegalArgumentException("--zero and --optimizer: only with --framework torch");
         }
+        if (syncOnly && (framework.equals("djl") || zero != 0 || !gradCompression.equals("none") || overlap != null)) {
+            throw new IllegalArgumentException("--sync-only distributes nothing: only with --framework torch and without "
+                    + "--zero, --grad-compression and --overlap");
+        }
         if (!List.of("mlp", "demo-mlp", "demo-cnn").contains(model)) {
             throw new IllegalArgumentException("--model must be mlp, demo-mlp or demo-cnn, got '" + model + "'");
         }
@@ -126,6 +134,9 @@ final class TrainBenchmark implements Callable<Integer> {
         workerArgs.add("--grad-compression=" + gradCompression);
         workerArgs.add("--zero=" + zero);
         workerArgs.add("--optimizer=" + optimizer);
+        if (syncOnly) {
+            workerArgs.add("--sync-only");
+        }
         int rc = Workers.launch(world, nodes, false, workerArgs);
         if (rc != 0 || !nodes.reports()) {
             return rc;
@@ -264,6 +275,7 @@ final class TrainBenchmark implements Callable<Integer> {
         @Option(names = "--grad-compression") String gradCompression = "none";
         @Option(names = "--zero") int zero = 0;
         @Option(names = "--optimizer") String optimizerName = "sgd";
+        @Option(names = "--sync-only") boolean syncOnly;
 
         @Override
         public Integer call() throws Exception {
@@ -286,8 +298,10 @@ final class TrainBenchmark implements Callable<Integer> {
                                 optimizer(optimizerName, model.parameters()), null, null)
                         .withOption(TorchDistributor.GRAD_COMPRESSION, gradCompression)
                         .withOption(TorchDistributor.ZERO_STAGE, zero);
-                Optimizer optimizer = b.distribute(overlap == null ? request : request.withOption(TorchDistributor.OVERLAP, overlap))
-                        .optimizer();
+                Optimizer optimizer = syncOnly ? request.optimizer()
+                        : b.distribute(overlap == null ? request : request.withOption(TorchDistributor.OVERLAP, overlap))
+                                .optimizer();
+                Runnable sync = syncOnly ? syncStep(b) : () -> { };
                 int nb = 16;
                 Tensor[] xs = new Tensor[nb];
                 Tensor[] ys = new Tensor[nb];
@@ -297,16 +311,21 @@ final class TrainBenchmark implements Callable<Integer> {
                 }
                 for (int i = 0; i < warm; i++) {
                     step(model, optimizer, xs[i % nb], ys[i % nb]);
+                    sync.run();
                 }
                 b.barrier();
                 long waited0 = communicationWait(optimizer);
                 long t0 = System.nanoTime();
+                long synced = 0;
                 for (int i = 0; i < steps; i++) {
                     step(model, optimizer, xs[i % nb], ys[i % nb]);
+                    long s0 = System.nanoTime();
+                    sync.run();
+                    synced += System.nanoTime() - s0;
                 }
                 b.barrier();
                 double seconds = (System.nanoTime() - t0) / 1e9;
-                double share = (communicationWait(optimizer) - waited0) / 1e9 / seconds;
+                double share = (communicationWait(optimizer) - waited0 + synced) / 1e9 / seconds;
                 long[] memory = {optimizer instanceof DistributedOptimizer d ? d.optimizerStateBytes()
                         : -1, peakRss()};
                 long[] everyRank = new long[2 * b.worldSize()];
@@ -325,17 +344,24 @@ final class TrainBenchmark implements Callable<Integer> {
                         count += params.get(i).numel();
                     }
                     int n = b.worldSize();
-                    Result r = new Result("cohort-" + b.name() + (overlap == null ? "" : overlap ? "-overlap" : "-no-overlap")
+                    Result r = new Result("cohort-" + b.name() + (syncOnly ? "-sync-only" : "") + (overlap == null ? "" : overlap ? "-overlap" : "-no-overlap")
                             + (zero == 0 ? "" : "-zero" + zero)
                             + (gradCompression.equals("none") ? "" : "-" + gradCompression), modelName, computeVersion(), n,
                             torch.get_num_threads(), steps, batch, count, seconds, steps / seconds,
                             (double) steps * batch * n / seconds, loadedBlas(), share,
-                            new Memory(zero, optimizerName, stateBytes, rss));
+                            syncOnly ? null : new Memory(zero, optimizerName, stateBytes, rss));
                     Path file = resultFile(json, Integer.parseInt(System.getenv().getOrDefault("RANK", "0")), alone);
                     new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(file.toFile(), r);
                 }
             }
             return 0;
+        }
+
+        /** One float allreduced across every rank: the step's synchronization without its data. */
+        private static Runnable syncStep(DistributedBackend b) {
+            float[] one = new float[1];
+            DenseBuffer buffer = DenseBuffer.of(one);
+            return () -> b.group().allreduce(buffer, dev.cohort.api.collective.ReduceOp.SUM).await();
         }
 
         /** The optimizer {@code --optimizer} names, over {@code params}. */
