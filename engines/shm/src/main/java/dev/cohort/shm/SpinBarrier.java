@@ -39,13 +39,15 @@ final class SpinBarrier {
     private static final System.Logger LOG = System.getLogger(SpinBarrier.class.getName());
 
     static final long SPIN_NS = 50_000;
-    static final long YIELD_NS = 2_000_000;
+    static final long YIELD_NS = 200_000;
     /** A yield that took longer than this gave the CPU to another thread: the CPU is contended. */
     static final long CONTENDED_NS = 5_000;
     /** How long after a contended yield waits skip spinning (each starts with a yield that looks again). */
     static final long CONTENDED_FOR_NS = 100_000_000;
     static final long PARK_NS = 20_000;
     static final long PARK_MAX_NS = 1_000_000;
+    /** The longest park of a wait past {@link #YIELD_NS} on an uncontended CPU: how late such a wait may end. */
+    static final long PARK_LONG_WAIT_NS = 250_000;
     static final long CHECK_NS = 2_000_000;
 
     /** What the waiting rank was doing, for messages: "shm rank 0 of 2: allreduce #3 (...)". */
@@ -166,7 +168,7 @@ final class SpinBarrier {
                 park = Math.min(PARK_MAX_NS, park * 2);
             } else if (contended || waited > YIELD_NS) {
                 LockSupport.parkNanos(park);
-                park = Math.min(contended ? PARK_MAX_NS : PARK_NS, park * 2);
+                park = Math.min(contended ? PARK_MAX_NS : PARK_LONG_WAIT_NS, park * 2);
             } else if (wary || waited > SPIN_NS) {
                 long before = System.nanoTime();
                 Thread.yield();
