@@ -75,7 +75,7 @@ def from_mpi(f):
     return rows
 
 
-runs, trained, computes, shares = {}, {}, {}, {}
+runs, trained, computes, shares, cpus = {}, {}, {}, {}, {}
 for f in sorted(glob.glob(os.path.join(out, "*-[0-9]*.*")), key=lambda f: f.endswith(".rooted.json")):
     rooted = re.fullmatch(r"(.+)-(\d+)\.rooted\.json", os.path.basename(f))
     if rooted and rooted.group(1) in runs:
@@ -88,6 +88,8 @@ for f in sorted(glob.glob(os.path.join(out, "*-[0-9]*.*")), key=lambda f: f.ends
     elif m and m.group(1) in TRAINING:
         result = json.load(open(f))
         trained.setdefault(m.group(1), {})[int(m.group(2))] = result["samples_per_s"]
+        if result.get("cpu_ms_per_step") is not None:
+            cpus.setdefault(m.group(1), []).append(result["cpu_ms_per_step"])
         if "communication_share" in result:
             shares.setdefault(m.group(1), []).append(result["communication_share"])
         computes.setdefault(m.group(1), set()).add(
@@ -150,9 +152,9 @@ def training():
     check_computes()
     print("\nTraining (`./cohort bench train`, `torch_ddp.py`): samples/s per round; Cohort over PyTorch "
           "(DDP, or one process for the demo's models; the same world and model) round by round, median (range); the share of a step the training thread "
-          "waited for communication, median\n")
-    print("| run | rounds | median | over PyTorch | communication |")
-    print("|---|---|---|---|---|")
+          "waited for communication, median; CPU time of all ranks' processes per step (Cohort's runs), median\n")
+    print("| run | rounds | median | over PyTorch | communication | CPU per step |")
+    print("|---|---|---|---|---|---|")
     for run, (name, peer) in TRAINING.items():
         if run not in trained:
             continue
@@ -161,8 +163,9 @@ def training():
         rs = [per[i] / ddp[i] for i in per if i in ddp]
         over = "-" if not rs else f"**{statistics.median(rs):.2f}** ({min(rs):.2f}–{max(rs):.2f})"
         share = f"{100 * statistics.median(shares[run]):.0f} %" if run in shares else "-"
+        cpu = f"{statistics.median(cpus[run]):.1f} ms" if run in cpus else "-"
         print(f"| {name} | {', '.join(f'{per[i]:,.0f}' for i in sorted(per))} | {statistics.median(per.values()):,.0f} "
-              f"| {over} | {share} |")
+              f"| {over} | {share} | {cpu} |")
 
 
 if not mine:

@@ -144,8 +144,10 @@ final class TrainBenchmark implements Callable<Integer> {
         Result r = backend.equals("none") && world > 1 ? Result.independent(out, world)
                 : new ObjectMapper().readValue(out.toFile(), Result.class);
         System.out.printf("%s %s world=%d threads/rank=%d params=%d steps=%d time=%.2fs steps/s=%.1f samples/s=%.0f "
-                        + "communication=%.0f%% of the step%n", r.engine(), r.model(), r.world(), r.threadsPerRank(), r.params(),
-                r.steps(), r.seconds(), r.stepsPerS(), r.samplesPerS(), 100 * r.communicationShare());
+                        + "communication=%.0f%% of the step%s%n", r.engine(), r.model(), r.world(), r.threadsPerRank(), r.params(),
+                r.steps(), r.seconds(), r.stepsPerS(), r.samplesPerS(), 100 * r.communicationShare(),
+                r.cpuMsPerStep() == null ? "" : String.format(java.util.Locale.ROOT, " cpu=%.1f ms/step (all ranks)",
+                        r.cpuMsPerStep()));
         if (r.memory() != null) {
             System.out.printf("optimizer %s, ZeRO stage %d: optimizer state per rank %s MiB, peak RSS per rank %s MiB%n",
                     r.memory().optimizer(), r.memory().zeroStage(), mebibytes(r.memory().optimizerStateBytes()),
@@ -164,13 +166,14 @@ final class TrainBenchmark implements Callable<Integer> {
     record Result(String engine, String model, String version, int world, @JsonProperty("threads_per_rank") int threadsPerRank,
                   int steps, @JsonProperty("batch_per_rank") int batchPerRank, long params, double seconds,
                   @JsonProperty("steps_per_s") double stepsPerS, @JsonProperty("samples_per_s") double samplesPerS,
-                  List<String> blas, @JsonProperty("communication_share") double communicationShare, Memory memory) {
+                  List<String> blas, @JsonProperty("communication_share") double communicationShare, Memory memory,
+                  @JsonProperty("cpu_ms_per_step") Double cpuMsPerStep) {
 
         Result(String engine, String model, String version, int world, int threadsPerRank, int steps, int batchPerRank,
                long params, double seconds, double stepsPerS, double samplesPerS, List<String> blas,
                double communicationShare) {
             this(engine, model, version, world, threadsPerRank, steps, batchPerRank, params, seconds, stepsPerS, samplesPerS,
-                    blas, communicationShare, null);
+                    blas, communicationShare, null, null);
         }
 
         /**
@@ -181,6 +184,7 @@ final class TrainBenchmark implements Callable<Integer> {
             ObjectMapper mapper = new ObjectMapper();
             double seconds = 0;
             double samples = 0;
+            double cpu = 0;
             Result first = null;
             for (int rank = 0; rank < world; rank++) {
                 Path file = Worker.resultFile(json, rank, true);
@@ -189,10 +193,11 @@ final class TrainBenchmark implements Callable<Integer> {
                 first = first == null ? r : first;
                 seconds = Math.max(seconds, r.seconds());
                 samples += r.samplesPerS();
+                cpu += r.cpuMsPerStep() == null ? Double.NaN : r.cpuMsPerStep();
             }
             Result r = new Result("cohort-none-independent", first.model(), first.version(), world, first.threadsPerRank(),
                     first.steps(), first.batchPerRank(), first.params(), seconds, first.steps() / seconds, samples,
-                    first.blas(), 0);
+                    first.blas(), 0, null, Double.isNaN(cpu) ? null : cpu);
             mapper.writerWithDefaultPrettyPrinter().writeValue(json.toFile(), r);
             return r;
         }
@@ -205,6 +210,12 @@ final class TrainBenchmark implements Callable<Integer> {
     record Memory(@JsonProperty("zero_stage") int zeroStage, String optimizer,
                   @JsonProperty("optimizer_state_bytes") List<Long> optimizerStateBytes,
                   @JsonProperty("peak_rss_bytes") List<Long> peakRssBytes) {
+    }
+
+    /** CPU time of this whole process (every thread: JIT and GC too) in nanoseconds, or -1 where the JVM cannot tell. */
+    static long processCpuNanos() {
+        return java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+                instanceof com.sun.management.OperatingSystemMXBean os ? os.getProcessCpuTime() : -1;
     }
 
     /** This process's peak resident set in bytes (VmHWM), or -1 where /proc cannot tell. */
@@ -315,6 +326,7 @@ final class TrainBenchmark implements Callable<Integer> {
                 }
                 b.barrier();
                 long waited0 = communicationWait(optimizer);
+                long cpu0 = processCpuNanos();
                 long t0 = System.nanoTime();
                 long synced = 0;
                 for (int i = 0; i < steps; i++) {
@@ -326,15 +338,20 @@ final class TrainBenchmark implements Callable<Integer> {
                 b.barrier();
                 double seconds = (System.nanoTime() - t0) / 1e9;
                 double share = (communicationWait(optimizer) - waited0 + synced) / 1e9 / seconds;
+                long cpu = processCpuNanos() - cpu0;
                 long[] memory = {optimizer instanceof DistributedOptimizer d ? d.optimizerStateBytes()
-                        : -1, peakRss()};
-                long[] everyRank = new long[2 * b.worldSize()];
+                        : -1, peakRss(), cpu};
+                long[] everyRank = new long[3 * b.worldSize()];
                 b.group().allgather(DenseBuffer.of(memory), DenseBuffer.of(everyRank)).await();
                 List<Long> stateBytes = new ArrayList<>();
                 List<Long> rss = new ArrayList<>();
+                long cpuEveryRank = 0;
+                boolean cpuKnown = true;
                 for (int r = 0; r < b.worldSize(); r++) {
-                    stateBytes.add(everyRank[2 * r]);
-                    rss.add(everyRank[2 * r + 1]);
+                    stateBytes.add(everyRank[3 * r]);
+                    rss.add(everyRank[3 * r + 1]);
+                    cpuEveryRank += everyRank[3 * r + 2];
+                    cpuKnown &= everyRank[3 * r + 2] >= 0;
                 }
                 boolean alone = b.name().equals("none") && Integer.parseInt(System.getenv().getOrDefault("WORLD_SIZE", "1")) > 1;
                 if (b.isRootWorker()) {
@@ -349,7 +366,8 @@ final class TrainBenchmark implements Callable<Integer> {
                             + (gradCompression.equals("none") ? "" : "-" + gradCompression), modelName, computeVersion(), n,
                             torch.get_num_threads(), steps, batch, count, seconds, steps / seconds,
                             (double) steps * batch * n / seconds, loadedBlas(), share,
-                            syncOnly ? null : new Memory(zero, optimizerName, stateBytes, rss));
+                            syncOnly ? null : new Memory(zero, optimizerName, stateBytes, rss),
+                            cpuKnown ? cpuEveryRank / 1e6 / steps : null);
                     Path file = resultFile(json, Integer.parseInt(System.getenv().getOrDefault("RANK", "0")), alone);
                     new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(file.toFile(), r);
                 }
