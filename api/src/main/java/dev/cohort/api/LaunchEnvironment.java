@@ -65,11 +65,7 @@ public record LaunchEnvironment(String masterAddr, int masterPort, Topology topo
             throw bad(MASTER_PORT, env, "must be a port in [1, 65535]");
         }
         Topology topology = parseTopology(env);
-        int restarts = integer(env, RESTART_COUNT, 0);
-        if (restarts < 0) {
-            throw bad(RESTART_COUNT, env, "must be >= 0");
-        }
-        return new LaunchEnvironment(addr, port, topology, restarts, parseRunId(env));
+        return new LaunchEnvironment(addr, port, topology, parseRestartCount(env), parseRunId(env));
     }
 
     /**
@@ -109,6 +105,27 @@ public record LaunchEnvironment(String masterAddr, int masterPort, Topology topo
      */
     public static boolean layoutGiven(Map<String, String> env) {
         return env.containsKey(LOCAL_RANK) || env.containsKey(LOCAL_WORLD_SIZE) || env.containsKey(GROUP_RANK);
+    }
+
+    /**
+     * {@code COHORT_RESTART_COUNT}, or 0 where it is unset or blank (a run no launcher restarts).
+     *
+     * @throws IllegalArgumentException naming the variable and its value when it is not a whole number >= 0
+     */
+    public static int parseRestartCount(Map<String, String> env) {
+        String value = env.get(RESTART_COUNT);
+        if (value == null || value.isBlank()) {
+            return 0;
+        }
+        try {
+            int restarts = Integer.parseInt(value.trim());
+            if (restarts >= 0) {
+                return restarts;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw bad(RESTART_COUNT, env, "must be a whole number >= 0");
     }
 
     /** {@code COHORT_RUN_ID}, or {@value #DEFAULT_RUN_ID}. */

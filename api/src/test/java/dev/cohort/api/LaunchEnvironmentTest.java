@@ -32,6 +32,17 @@ class LaunchEnvironmentTest {
     }
 
     @Test
+    void restartCountIsAWholeNumberZeroWhenUnset() {
+        assertThat(LaunchEnvironment.parseRestartCount(env())).isZero();
+        assertThat(LaunchEnvironment.parseRestartCount(env("COHORT_RESTART_COUNT", " "))).isZero();
+        assertThat(LaunchEnvironment.parseRestartCount(env("COHORT_RESTART_COUNT", " 3 "))).isEqualTo(3);
+        assertThatThrownBy(() -> LaunchEnvironment.parseRestartCount(env("COHORT_RESTART_COUNT", "-1")))
+                .hasMessageContaining("COHORT_RESTART_COUNT='-1' must be a whole number >= 0");
+        assertThatThrownBy(() -> LaunchEnvironment.parseRestartCount(env("COHORT_RESTART_COUNT", "two")))
+                .hasMessageContaining("COHORT_RESTART_COUNT='two' must be a whole number >= 0");
+    }
+
+    @Test
     void defaultsToOneNode() {
         LaunchEnvironment e = LaunchEnvironment.parse(env("MASTER_ADDR", "h", "MASTER_PORT", "1", "RANK", "1", "WORLD_SIZE", "2"));
         assertThat(e.topology()).isEqualTo(new Topology(1, 2, 1, 2, 0));

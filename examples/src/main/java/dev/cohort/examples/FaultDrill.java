@@ -33,7 +33,7 @@ final class FaultDrill {
 
     static FaultDrill from(Map<String, String> env) {
         String step = env.get(AT_STEP);
-        boolean firstAttempt = "0".equals(env.getOrDefault(LaunchEnvironment.RESTART_COUNT, "0"));
+        boolean firstAttempt = LaunchEnvironment.parseRestartCount(env) == 0;
         if (step == null || step.isBlank() || !firstAttempt) {
             return new FaultDrill(-1, -1);
         }

@@ -141,7 +141,7 @@ final class TrainingLoop {
         // When the last failure was noticed (nanoTime), until the next step is done; else -1.
         long recovering = -1;
         // A restarted group says when its first step is done (the fault drill compares recoveries).
-        boolean restartedStep = restartCount(JobEnvironment.currentVariables()) > 0;
+        boolean restartedStep = LaunchEnvironment.parseRestartCount(JobEnvironment.currentVariables()) > 0;
         int batches = framework.batchesPerEpoch();
         long totalSteps = (long) config.epochs() * batches;
         TrainingPosition position = TrainingPosition.start();
@@ -167,7 +167,7 @@ final class TrainingLoop {
         long step = position.step();
         long resumedFrom = position.step();
         int firstEpoch = position.epoch();
-        int restarts = restartCount(JobEnvironment.currentVariables());
+        int restarts = LaunchEnvironment.parseRestartCount(JobEnvironment.currentVariables());
         ProgressMarker.State progressState;
         if (job.joined()) {
             // Joined a running job at the members' epoch boundary: their position, batch and progress.
@@ -403,20 +403,6 @@ final class TrainingLoop {
         long[] values = {Math.max(state.reachedStep(), resumedStep), state.stepsRedone()};
         backend.group().broadcast(DenseBuffer.of(values), DistributedBackend.ROOT_RANK).await();
         return new ProgressMarker.State(values[0], values[1]);
-    }
-
-    /** {@code COHORT_RESTART_COUNT}, set by the launcher: how often it restarted the group (0 when unset). */
-    static int restartCount(java.util.Map<String, String> env) {
-        String value = env.get(LaunchEnvironment.RESTART_COUNT);
-        if (value == null || value.isBlank()) {
-            return 0;
-        }
-        try {
-            return Integer.parseInt(value.trim());
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(LaunchEnvironment.RESTART_COUNT + " must be a whole number, got '"
-                    + value + "'");
-        }
     }
 
     /**

@@ -52,7 +52,7 @@ public final class SharedMemoryFiles {
      * and the scope from {@code MASTER_ADDR} and {@code MASTER_PORT}, empty when unset).
      */
     public static Path path(Map<String, String> env) {
-        return DIRECTORY.resolve(PREFIX + LaunchEnvironment.parseRunId(env) + "-" + restartCount(env) + "-" + scope(env));
+        return DIRECTORY.resolve(PREFIX + LaunchEnvironment.parseRunId(env) + "-" + LaunchEnvironment.parseRestartCount(env) + "-" + scope(env));
     }
 
     /**
@@ -76,7 +76,7 @@ public final class SharedMemoryFiles {
     public static Removal removeLeftovers(Path directory, Map<String, String> env) {
         Pattern ours = Pattern.compile(Pattern.quote(PREFIX + LaunchEnvironment.parseRunId(env) + "-") + "([0-9]{1,9})"
                 + Pattern.quote("-" + scope(env)) + "(-[A-Za-z0-9]{1,32})?");
-        int lastRestart = restartCount(env);
+        int lastRestart = LaunchEnvironment.parseRestartCount(env);
         Optional<Integer> uid = userId();
         List<Path> removed = new ArrayList<>();
         List<String> failures = new ArrayList<>();
@@ -106,15 +106,6 @@ public final class SharedMemoryFiles {
             failures.add("cannot list " + directory + ": " + e);
         }
         return new Removal(removed, failures);
-    }
-
-    private static int restartCount(Map<String, String> env) {
-        String restarts = env.getOrDefault(LaunchEnvironment.RESTART_COUNT, "0").trim();
-        if (!restarts.matches("[0-9]{1,9}")) {
-            throw new IllegalArgumentException("environment variable " + LaunchEnvironment.RESTART_COUNT + "='"
-                    + restarts + "' must be an integer >= 0");
-        }
-        return Integer.parseInt(restarts);
     }
 
     /** 48 bits of an FNV-1a hash of the user, {@code MASTER_ADDR} and {@code MASTER_PORT}, in hex. */

@@ -4,6 +4,7 @@ import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
+import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.store.StoreTimeoutException;
 import dev.cohort.runtime.store.TcpStore;
@@ -84,7 +85,7 @@ public final class ElasticJob implements AutoCloseable {
         this.launch = launch;
         this.store = store;
         this.worker = worker;
-        this.round = store == null ? 0 : Integer.parseInt(launch.getOrDefault(LaunchEnvironment.RESTART_COUNT, "0").trim());
+        this.round = store == null ? 0 : LaunchEnvironment.parseRestartCount(launch);
         this.patience = patience;
     }
 
@@ -184,10 +185,19 @@ public final class ElasticJob implements AutoCloseable {
         if (store == null) {
             throw failure;
         }
+        return nextGeneration(failure.getMessage(), failure, release);
+    }
+
+    /**
+     * Leaves the current generation ({@code release}, then its backend closes) and connects to the
+     * next one that has this worker, within {@code patience}; {@code why} and {@code failure} say
+     * what moved it, for messages.
+     */
+    private DistributedBackend nextGeneration(String why, RuntimeException failure, Runnable release) {
         long deadline = System.nanoTime() + patience.toNanos();
         release.run();
         closeQuietly(backend);
-        return connect(generation + 1, deadline, failure.getMessage(), failure, false);
+        return connect(generation + 1, deadline, why, failure, false);
     }
 
     /**
@@ -209,14 +219,11 @@ public final class ElasticJob implements AutoCloseable {
                 newest[0] = latest;
             }
         }
-        backend.group().broadcast(dev.cohort.api.collective.DenseBuffer.of(newest), 0).await();
+        backend.group().broadcast(DenseBuffer.of(newest), 0).await();
         if (newest[0] <= generation) {
             return false;
         }
-        long deadline = System.nanoTime() + patience.toNanos();
-        release.run();
-        closeQuietly(backend);
-        connect(generation + 1, deadline, "workers waiting to join", null, false);
+        nextGeneration("workers waiting to join", null, release);
         return true;
     }
 

@@ -1,6 +1,7 @@
 package dev.cohort.launcher;
 
 import dev.cohort.api.LaunchEnvironment;
+import dev.cohort.launcher.control.ControlServer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -73,7 +74,7 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
 
     /** {@code --nnodes} as given: "N", or "MIN:MAX" for a range (every node must say the same). */
     public String nnodesSpec() {
-        return minNodes == nnodes ? Integer.toString(nnodes) : minNodes + ":" + nnodes;
+        return ControlServer.nodesSpec(minNodes, nnodes);
     }
 
     /**

@@ -56,6 +56,11 @@ public final class ControlServer implements AutoCloseable {
     /** The job the run started with: its engine choice (the oldest JDK) holds for nodes that join later. */
     private Command.Job startedOn;
 
+    /** {@code --nnodes} as a user writes it: "N", or "MIN:MAX" for a range. */
+    public static String nodesSpec(int minNodes, int nodes) {
+        return minNodes == nodes ? Integer.toString(nodes) : minNodes + ":" + nodes;
+    }
+
     /**
      * Binds {@code host:port} (node 0's --master-addr, where the other nodes connect), before any
      * worker starts.
@@ -78,7 +83,7 @@ public final class ControlServer implements AutoCloseable {
         this.refusals = new Refusals("control channel on port " + server.getLocalPort());
         this.nodes = nodes;
         this.minNodes = minNodes;
-        this.nodesSpec = minNodes == nodes ? Integer.toString(nodes) : minNodes + ":" + nodes;
+        this.nodesSpec = nodesSpec(minNodes, nodes);
         this.referee = new Referee(nodes, maxRestarts, elastic);
         try {
             this.generations = elastic > 0 ? Generations.open(host, secret) : null;
