@@ -62,6 +62,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *   buffer straight from every rank's arena buffer and writes the result into all of them; a
  *   second barrier ends it. Nothing is copied in or out and no segmenting is needed. The tag says
  *   which way a rank goes, so ranks that disagree fail with a mismatch instead of corrupting data.
+ * <li>broadcast in place: likewise, after the barrier every other rank copies the root's arena
+ *   buffer straight into its own, and a second barrier ends it: one copy per receiving rank, where
+ *   the copying path takes the root's copy into its slot as well.
  * </ul>
  * Every operation starts by publishing a tag (sequence number and signature hash) next to its
  * barrier counter; after the first barrier each rank compares the others' tags with its own, so
@@ -199,7 +202,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private void execute(CallQueue.Call t) {
         running = t;
         Collective c = t.collective();
-        MemorySegment user = c.kind() == OpKind.ALLREDUCE ? segmentOf(c.input()) : null;
+        MemorySegment user = c.kind() == OpKind.ALLREDUCE || c.kind() == OpKind.BROADCAST ? segmentOf(c.input()) : null;
         long inArena = user != null && arena != null ? arena.offsetOf(user) : -1;
         tag = inArena >= 0 ? tag(c) ^ IN_PLACE : tag(c);
         if (inArena >= 0) {
@@ -215,7 +218,13 @@ final class ShmProcessGroup extends AbstractProcessGroup {
                 }
             }
             case REDUCE_SCATTER -> reduceScatter(t);
-            case BROADCAST -> broadcast(t);
+            case BROADCAST -> {
+                if (inArena >= 0) {
+                    broadcastInPlace(t, inArena);
+                } else {
+                    broadcast(t);
+                }
+            }
             case ALLGATHER -> allgather(t, null);
             case ALLGATHERV -> allgather(t, c.counts());
             case BARRIER -> sync(t, true);
@@ -383,6 +392,22 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         }
         ReduceKernels.reduce(reduce.op(data.dataType(), t.collective().op()).shm(shared).own(shared, own)
                 .count(hi - lo).out(shared, own));
+        sync(t, false);
+    }
+
+    /** The broadcast of a buffer at offset {@code mine} of this rank's arena (see the class comment). */
+    private void broadcastInPlace(CallQueue.Call t, long mine) {
+        DenseBuffer data = t.collective().input();
+        int root = t.collective().root();
+        sync(t, true);
+        if (data.count() == 0 || n == 1) {
+            return;
+        }
+        if (me != root) {
+            long at = layout.memory().get(ValueLayout.JAVA_LONG, layout.bufferAtOffset(root, t.collective().sequence()));
+            MemorySegment shared = arena.memory();
+            copy(shared, arena.areaOffset(root) + at, shared, arena.areaOffset(me) + mine, data.byteSize());
+        }
         sync(t, false);
     }
 

@@ -79,6 +79,47 @@ class ShmArenaTest {
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
 
+    @ParameterizedTest(name = "world {0}")
+    @ValueSource(ints = {1, 2, 3})
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void broadcastOfArenaBuffersCopiesOnceIntoEachOtherRankAndGivesTheRootsBits(int world) throws Exception {
+        String run = "arenabc" + world + "-" + ProcessHandle.current().pid();
+        List<Integer> compared = onRanks(world, r -> {
+            try (ShmBackend b = backend(run, r, world, new ShmOptions().segmentKib(4).arenaMib(8))) {
+                b.initialize();
+                ShmProcessGroup group = (ShmProcessGroup) b.group();
+                BufferAllocator arena = group.allocator().orElseThrow();
+                int checks = 0;
+                for (DataType type : DataType.values()) {
+                    for (int size : SIZES) {
+                        for (int root = 0; root < world; root++) {
+                            DenseBuffer shared = arena.allocate(type, size).orElseThrow();
+                            DenseBuffer rootsBits = DenseBuffer.allocateDirect(type, size);
+                            fill(shared, r, checks);
+                            fill(rootsBits, root, checks);
+                            long before = group.bytesCopied();
+                            group.broadcast(shared, root).await();
+                            long copied = group.bytesCopied() - before;
+                            long expected = r == root || world == 1 ? 0 : shared.byteSize();
+                            if (copied != expected) {
+                                throw new AssertionError("rank " + r + " copied " + copied + " bytes, not " + expected
+                                        + ": " + type + " " + size + " from " + root);
+                            }
+                            if (MemorySegment.ofBuffer(shared.view()).mismatch(MemorySegment.ofBuffer(rootsBits.view())) != -1) {
+                                throw new AssertionError("not the root's bits: " + type + " " + size + " from " + root);
+                            }
+                            arena.release(shared);
+                            checks++;
+                        }
+                    }
+                }
+                return checks;
+            }
+        });
+        assertThat(compared).allMatch(c -> c == DataType.values().length * SIZES.length * world);
+        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void theInPlaceSumIsTheSumOfEveryRanksBuffer() throws Exception {
