@@ -77,7 +77,9 @@ class NodesTest {
         assertThat(result.get("world").asInt()).isEqualTo(2);
         assertThat(result.get("steps").asInt()).isEqualTo(3);
         assertThat(result.get("samples_per_s").asDouble()).isPositive();
-        assertThat(Files.readString(dir.resolve("node0.log"))).contains("world=2");
+        assertThat(result.get("cpu_ms_per_step").asDouble()).as("both ranks' CPU time per step").isPositive();
+        assertThat(result.get("memory").get("peak_rss_bytes")).hasSize(2);
+        assertThat(Files.readString(dir.resolve("node0.log"))).contains("world=2").contains("ms/step (all ranks)");
         assertThat(Files.readString(dir.resolve("node1.log"))).doesNotContain("samples/s=");
     }
 

@@ -1,0 +1,58 @@
+package dev.cohort.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code cohort bench train --sync-only}: two tcp workers that train alone and meet once a step. */
+class TrainBenchmarkTest {
+
+    @Test
+    @Timeout(240)
+    void syncOnlyTrainsAloneAndMeetsEveryStep(@TempDir Path dir) throws Exception {
+        Path json = dir.resolve("sync.json");
+        Path log = dir.resolve("bench.log");
+        assertThat(bench(log, "--backend", "tcp", "--world", "2", "--steps", "6", "--warm", "1", "--batch", "8",
+                "--sync-only", "--json", json.toString())).as(Files.readString(log)).isZero();
+        JsonNode result = new ObjectMapper().readTree(Files.readString(json));
+        assertThat(result.get("engine").asText()).isEqualTo("cohort-tcp-sync-only");
+        assertThat(result.get("world").asInt()).isEqualTo(2);
+        assertThat(result.get("steps").asInt()).isEqualTo(6);
+        assertThat(result.get("samples_per_s").asDouble()).isPositive();
+        assertThat(result.get("communication_share").asDouble()).as("the per-step allreduce's wait").isBetween(0.0, 1.0);
+        assertThat(result.get("cpu_ms_per_step").asDouble()).isPositive();
+        assertThat(result.has("memory")).as("nothing distributed: no optimizer state to report").isFalse();
+        assertThat(Files.readString(log)).contains("cohort-tcp-sync-only mlp world=2");
+    }
+
+    @Test
+    @Timeout(60)
+    void syncOnlyRefusesOptionsThatDistribute(@TempDir Path dir) throws Exception {
+        Path log = dir.resolve("bench.log");
+        assertThat(bench(log, "--backend", "tcp", "--world", "2", "--sync-only", "--zero", "1")).isNotZero();
+        assertThat(Files.readString(log)).contains("--sync-only distributes nothing");
+    }
+
+    /** {@code cohort bench train ARGS} in a JVM of its own; its exit code. */
+    private static int bench(Path log, String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp", System.getProperty("java.class.path"), BenchMain.class.getName(), "train"));
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        try {
+            assertThat(p.waitFor(200, TimeUnit.SECONDS)).as("the benchmark finished").isTrue();
+            return p.exitValue();
+        } finally {
+            p.destroyForcibly();
+        }
+    }
+}
