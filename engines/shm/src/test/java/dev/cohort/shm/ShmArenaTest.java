@@ -58,15 +58,8 @@ class ShmArenaTest {
                             fill(shared, r, checks);
                             fill(direct, r, checks);
                             group.allreduce(direct, op).await();
-                            long before = group.bytesCopied();
-                            group.allreduce(shared, op).await();
-                            if (group.bytesCopied() != before) {
-                                throw new AssertionError("the in-place allreduce copied " + (group.bytesCopied() - before)
-                                        + " bytes: " + type + " " + op + " " + size);
-                            }
-                            if (MemorySegment.ofBuffer(shared.view()).mismatch(MemorySegment.ofBuffer(direct.view())) != -1) {
-                                throw new AssertionError("different bits: " + type + " " + op + " " + size);
-                            }
+                            check(group, () -> group.allreduce(shared, op).await(), 0, shared, direct,
+                                    "allreduce " + type + " " + op + " " + size);
                             arena.release(shared);
                             checks++;
                         }
@@ -97,17 +90,9 @@ class ShmArenaTest {
                             DenseBuffer rootsBits = DenseBuffer.allocateDirect(type, size);
                             fill(shared, r, checks);
                             fill(rootsBits, root, checks);
-                            long before = group.bytesCopied();
-                            group.broadcast(shared, root).await();
-                            long copied = group.bytesCopied() - before;
-                            long expected = r == root || world == 1 ? 0 : shared.byteSize();
-                            if (copied != expected) {
-                                throw new AssertionError("rank " + r + " copied " + copied + " bytes, not " + expected
-                                        + ": " + type + " " + size + " from " + root);
-                            }
-                            if (MemorySegment.ofBuffer(shared.view()).mismatch(MemorySegment.ofBuffer(rootsBits.view())) != -1) {
-                                throw new AssertionError("not the root's bits: " + type + " " + size + " from " + root);
-                            }
+                            int from = root;
+                            check(group, () -> group.broadcast(shared, from).await(), r == root ? 0 : shared.byteSize(),
+                                    shared, rootsBits, "rank " + r + ": broadcast " + type + " " + size + " from " + root);
                             arena.release(shared);
                             checks++;
                         }
@@ -118,6 +103,19 @@ class ShmArenaTest {
         });
         assertThat(compared).allMatch(c -> c == DataType.values().length * SIZES.length * world);
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+
+    /** Runs {@code call}, then checks that it copied {@code copies} bytes and left {@code expected}'s bits in {@code result}. */
+    private static void check(ShmProcessGroup group, Runnable call, long copies, DenseBuffer result, DenseBuffer expected,
+                              String what) {
+        long before = group.bytesCopied();
+        call.run();
+        if (group.bytesCopied() - before != copies) {
+            throw new AssertionError(what + ": copied " + (group.bytesCopied() - before) + " bytes, not " + copies);
+        }
+        if (MemorySegment.ofBuffer(result.view()).mismatch(MemorySegment.ofBuffer(expected.view())) != -1) {
+            throw new AssertionError(what + ": different bits");
+        }
     }
 
     @Test
