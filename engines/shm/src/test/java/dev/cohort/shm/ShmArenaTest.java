@@ -169,6 +169,27 @@ class ShmArenaTest {
 
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aBroadcastFromTheArenaToABufferOutsideItIsRefused() throws Exception {
+        String run = "arenamixbc-" + ProcessHandle.current().pid();
+        List<String> errors = onRanks(2, r -> {
+            try (ShmBackend b = backend(run, r, 2, new ShmOptions().arenaMib(1).timeout(Duration.ofSeconds(10)))) {
+                b.initialize();
+                DenseBuffer data = r == 0 ? b.group().allocator().orElseThrow().allocate(DataType.FLOAT32, 64).orElseThrow()
+                        : DenseBuffer.allocateDirect(DataType.FLOAT32, 64);
+                try {
+                    b.group().broadcast(data, 0).await();
+                    return "no error";
+                } catch (CollectiveMismatchException e) {
+                    return e.getMessage();
+                }
+            }
+        });
+        assertThat(errors.get(0)).contains("broadcast #0").contains("rank 1's buffer is not in its shm arena");
+        assertThat(errors.get(1)).contains("broadcast #0").contains("rank 0's buffer is in its shm arena and this rank's is not");
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void theArenaRunsOutReusesWhatIsReleasedAndItsBuffersOutliveTheGroup() throws Exception {
         String run = "arenafull-" + ProcessHandle.current().pid();
         DenseBuffer kept = onRanks(1, r -> {
