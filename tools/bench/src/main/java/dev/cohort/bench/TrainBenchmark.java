@@ -11,6 +11,7 @@ import dev.cohort.api.DistributedBackend;
 import dev.cohort.libtorch.LibTorch;
 import dev.cohort.torch.DistributedOptimizer;
 import dev.cohort.torch.TorchDistributor;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -18,6 +19,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import org.bytedeco.javacpp.PointerScope;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ReduceOp;
 import org.bytedeco.pytorch.Adam;
 import org.bytedeco.pytorch.AdamOptions;
 import org.bytedeco.pytorch.Module;
@@ -214,7 +216,7 @@ final class TrainBenchmark implements Callable<Integer> {
 
     /** CPU time of this whole process (every thread: JIT and GC too) in nanoseconds, or -1 where the JVM cannot tell. */
     static long processCpuNanos() {
-        return java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+        return ManagementFactory.getOperatingSystemMXBean()
                 instanceof com.sun.management.OperatingSystemMXBean os ? os.getProcessCpuTime() : -1;
     }
 
@@ -379,7 +381,7 @@ final class TrainBenchmark implements Callable<Integer> {
         private static Runnable syncStep(DistributedBackend b) {
             float[] one = new float[1];
             DenseBuffer buffer = DenseBuffer.of(one);
-            return () -> b.group().allreduce(buffer, dev.cohort.api.collective.ReduceOp.SUM).await();
+            return () -> b.group().allreduce(buffer, ReduceOp.SUM).await();
         }
 
         /** The optimizer {@code --optimizer} names, over {@code params}. */

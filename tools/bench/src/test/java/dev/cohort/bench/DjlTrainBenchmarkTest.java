@@ -7,7 +7,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -20,17 +19,9 @@ class DjlTrainBenchmarkTest {
     void twoDjlWorkersOnTcpReportTheirThroughput(@TempDir Path dir) throws Exception {
         Path json = dir.resolve("djl.json");
         Path log = dir.resolve("bench.log");
-        List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), BenchMain.class.getName(), "train", "--framework", "djl",
-                "--backend", "tcp", "--world", "2", "--steps", "5", "--warm", "1", "--batch", "8", "--json",
-                json.toString());
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        try {
-            assertThat(p.waitFor(200, TimeUnit.SECONDS)).as("the benchmark finished").isTrue();
-            assertThat(p.exitValue()).as(Files.readString(log)).isZero();
-        } finally {
-            p.destroyForcibly();
-        }
+        int exit = BenchJvm.run(log, List.of("train", "--framework", "djl", "--backend", "tcp", "--world", "2",
+                "--steps", "5", "--warm", "1", "--batch", "8", "--json", json.toString()));
+        assertThat(exit).as(Files.readString(log)).isZero();
         JsonNode result = new ObjectMapper().readTree(Files.readString(json));
         assertThat(result.get("engine").asText()).isEqualTo("cohort-djl-tcp");
         assertThat(result.get("world").asInt()).isEqualTo(2);

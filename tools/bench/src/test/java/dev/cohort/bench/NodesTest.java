@@ -83,12 +83,9 @@ class NodesTest {
         assertThat(Files.readString(dir.resolve("node1.log"))).doesNotContain("samples/s=");
     }
 
-    /** {@code cohort bench} in a JVM of its own, as each host starts it. */
     private static Process start(Path log, List<String> common, String... more) throws java.io.IOException {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), BenchMain.class.getName()));
-        cmd.addAll(common);
-        cmd.addAll(List.of(more));
-        return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        List<String> args = new ArrayList<>(common);
+        args.addAll(List.of(more));
+        return BenchJvm.start(log, args);
     }
 }

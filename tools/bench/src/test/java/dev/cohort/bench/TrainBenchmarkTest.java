@@ -8,7 +8,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -42,17 +41,9 @@ class TrainBenchmarkTest {
         assertThat(Files.readString(log)).contains("--sync-only distributes nothing");
     }
 
-    /** {@code cohort bench train ARGS} in a JVM of its own; its exit code. */
     private static int bench(Path log, String... args) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), BenchMain.class.getName(), "train"));
-        cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        try {
-            assertThat(p.waitFor(200, TimeUnit.SECONDS)).as("the benchmark finished").isTrue();
-            return p.exitValue();
-        } finally {
-            p.destroyForcibly();
-        }
+        List<String> all = new ArrayList<>(List.of("train"));
+        all.addAll(List.of(args));
+        return BenchJvm.run(log, all);
     }
 }
