@@ -176,6 +176,17 @@ public final class CallQueue {
             this.stepped = true;
             return this;
         }
+
+        /**
+         * No engine thread, for a group whose every call is awaited as soon as it is made (a group
+         * inside another engine, as hier's within and between hosts): each call runs on the thread
+         * that awaits it, and a call nobody awaits does not start. The group is spared the engine's
+         * periodic looks at its queue, each a wake-up on a CPU the ranks compute on.
+         */
+        public Options callersOnly() {
+            this.stepped = true;
+            return this;
+        }
     }
 
     /** One queued call: the {@link Work} its caller holds. */

@@ -58,6 +58,7 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
     private final String prefix;
     private final Help help;
     private String joinsAs;
+    private boolean awaitedAtOnce;
     private RankNames rankNames = RankNames.PLAIN;
     private final Setting timeout;
     private final Setting connectTimeout;
@@ -112,6 +113,22 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
     /** What this process runs, as its join announces it: "the ENGINE backend" unless {@link #joinsAs(String)} said. */
     public final String joinsAs() {
         return joinsAs != null ? joinsAs : "the " + engine + " backend";
+    }
+
+    /**
+     * For a group inside another backend that awaits each of its calls as soon as it makes it (hier's
+     * groups within and between hosts): the group runs no engine thread of its own
+     * ({@link CallQueue.Options#callersOnly()}); a call nobody awaits would not start.
+     */
+    public final O awaitedAtOnce(boolean value) {
+        this.awaitedAtOnce = value;
+        return self();
+    }
+
+    /** The options of the group's call queue: callers only when {@link #awaitedAtOnce(boolean)} said so. */
+    public final CallQueue.Options queueOptions() {
+        CallQueue.Options o = new CallQueue.Options();
+        return awaitedAtOnce ? o.callersOnly() : o;
     }
 
     /**

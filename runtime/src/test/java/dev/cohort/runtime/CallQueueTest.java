@@ -62,6 +62,27 @@ class CallQueueTest {
     }
 
     @Test
+    void aQueueForCallersOnlyHasNoEngineThreadAndRunsEachCallOnTheThreadThatAwaitsIt() throws Exception {
+        CallQueue callers = new CallQueue("test-callers-only", c -> "inside the test body", failures::add,
+                new CallQueue.Options().callersOnly());
+        try {
+            assertThat(Thread.getAllStackTraces().keySet()).noneMatch(t -> t.getName().equals("test-callers-only"));
+            AtomicReference<Thread> ranOn = new AtomicReference<>();
+            Work work = callers.submit("test rank 0 of 1", new Collective(OpKind.BARRIER, 0, null, null, null, -1, null),
+                    Duration.ofSeconds(10), c -> ranOn.set(Thread.currentThread()));
+            // Past the grace period and several of an engine's polls, nothing has run it...
+            Thread.sleep(TimeUnit.NANOSECONDS.toMillis(CallQueue.GRACE_NS + 2 * CallQueue.POLL_NS) + 1);
+            assertThat(work.isDone()).isFalse();
+            // ...until its caller awaits it, and runs it.
+            work.await();
+            assertThat(ranOn.get()).isSameAs(Thread.currentThread());
+            assertThat(failures).isEmpty();
+        } finally {
+            callers.close(() -> { });
+        }
+    }
+
+    @Test
     void aCallNobodyAwaitsIsRunByTheEngineThread() throws Exception {
         AtomicReference<Thread> ranOn = new AtomicReference<>();
         Work work = submit(c -> ranOn.set(Thread.currentThread()));

@@ -273,7 +273,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             }
         }
         return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress, mesh, options.meshRoute(size),
-                names);
+                names, options.queueOptions());
     }
 
     /** The interface named by option or {@code GLOO_SOCKET_IFNAME}, else the address that reaches the master. */

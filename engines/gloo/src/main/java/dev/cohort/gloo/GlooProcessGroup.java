@@ -108,7 +108,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     };
 
     GlooProcessGroup(ProcessGroupGloo pg, String label, int rank, int size, Duration timeout,
-                     Map<String, String> ranksByAddress, PeerMesh mesh, MeshRoute route, RankNames names) {
+                     Map<String, String> ranksByAddress, PeerMesh mesh, MeshRoute route, RankNames names,
+                     CallQueue.Options queueOptions) {
         super(rank, size, timeout);
         this.names = Objects.requireNonNull(names, "names");
         this.route = Objects.requireNonNull(route, "route");
@@ -118,7 +119,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         this.mesh = mesh;
         this.overMesh = mesh == null ? null : new MeshCollectives(mesh, rank, size, label + " " + who());
         this.queue = mesh == null ? null : new CallQueue("cohort-gloo-" + label.replace(' ', '-') + "-rank-" + rank,
-                c -> "waiting for its peers over the mesh", e -> { });
+                c -> "waiting for its peers over the mesh", e -> { }, queueOptions);
     }
 
     /** Watches this group's collectives for stalls from now on (closed with the group). */

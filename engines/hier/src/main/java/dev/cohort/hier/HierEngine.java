@@ -105,8 +105,10 @@ public final class HierEngine {
         GlobalRanks names = new GlobalRanks(host);
         ProcessGroup hostGroup;
         try {
+            // hier awaits each call it makes on its groups within and between hosts: no engine threads there
             hostGroup = ShmEngine.group("shm host " + host, SharedMemoryFiles.path(env, "host" + host), local, perHost,
-                    shmOptions, names.withinHost());
+                    new ShmOptions().timeout(options.timeout()).connectTimeout(options.connectTimeout())
+                            .stallTime(options.stallTime()).awaitedAtOnce(true), names.withinHost());
         } catch (RuntimeException e) {
             throw new IllegalStateException(who + ": could not join the shm group of host " + host + ": "
                     + e.getMessage(), e);
@@ -176,7 +178,7 @@ public final class HierEngine {
                                              int ranksOnThisHost, long deadline) {
         Duration left = Duration.ofNanos(Math.max(1, deadline - System.nanoTime()));
         MpiOptions mpiOptions = new MpiOptions().timeout(options.timeout()).connectTimeout(left)
-                .stallTime(options.stallTime());
+                .stallTime(options.stallTime()).awaitedAtOnce(true);
         options.leadersSpin().ifPresent(mpiOptions::spin);
         MpiSubgroup part = MpiSubgroup.split(mpiOptions, env, leader, host, "mpi group of the hier backend's host leaders",
                 ranksOnThisHost);
@@ -232,12 +234,13 @@ public final class HierEngine {
             GlooBackend gloo = GlooBackend.forGroup(leadersGroup, new GlooOptions().timeout(options.timeout())
                     .connectTimeout(left).stallTime(options.stallTime()).joinsAs(joinsAs)
                     .networkInterface(env.get(GlooBackend.ENV_INTERFACE)).rankNames(names.betweenHosts())
-                    .agentStore("1".equals(env.get(JobEnvironment.AGENT_STORE))).spin(spin));
+                    .agentStore("1".equals(env.get(JobEnvironment.AGENT_STORE))).spin(spin).awaitedAtOnce(true));
             return joined(gloo, gloo::notes);
         }
         TcpBackend tcp = TcpBackend.forGroup(leadersGroup, new TcpOptions().timeout(options.timeout())
                 .connectTimeout(left).stallTime(options.stallTime()).joinsAs(joinsAs)
-                .networkInterface(env.get(TcpOptions.ENV_INTERFACE)).rankNames(names.betweenHosts()).spin(spin));
+                .networkInterface(env.get(TcpOptions.ENV_INTERFACE)).rankNames(names.betweenHosts()).spin(spin)
+                .awaitedAtOnce(true));
         return joined(tcp, tcp::notes);
     }
 

@@ -17,6 +17,8 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -94,6 +96,18 @@ class HierProcessesTest {
         assertAllOk(results);
         assertThat(leftovers(run)).isEmpty();
         return results;
+    }
+
+    @ParameterizedTest(name = "{0} between hosts")
+    @ValueSource(strings = {"gloo", "tcp"})
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void theGroupsWithinAndBetweenHostsRunNoEngineThreadsOfTheirOwn(String between) {
+        // hier awaits each call it makes on them: only hier's own queue has an engine thread.
+        List<Result> results = runAllOk("threads-" + between, 4, command("engine-threads", "--hier-between", between),
+                (run, port, r) -> env(run, port, r, 4, 2, r / 2, r % 2));
+        for (int r = 0; r < 4; r++) {
+            assertThat(results.get(r).output()).contains("ENGINE THREADS [cohort-hier-rank-" + r + "]");
+        }
     }
 
     @Test

@@ -19,7 +19,8 @@ import dev.cohort.testkit.EngineWorker;
  * {@code late-broadcasts:R} (4 KiB broadcasts from rank 0 until one fails: rank R stops as in
  * {@code absent:R}, for the test to SIGKILL it, and host 0's ranks start the fourth broadcast 3 s
  * late, so the leader of R's host waits between hosts while R dies and meets the loss only when it
- * relays its verdict).
+ * relays its verdict), {@code engine-threads} (one allreduce, then an {@code ENGINE THREADS [...]} line
+ * naming the live threads of the engines' call queues).
  * Prints {@code TOPOLOGY}, {@code NODE k RANKS [...]}, {@code OK rank R} and
  * {@code FAILED after X s} lines.
  */
@@ -31,6 +32,13 @@ public final class HierWorker {
                     || mode.startsWith("late-broadcasts:")) {
                 untilOneFails(backend, mode.substring(0, mode.indexOf(':')),
                         Integer.parseInt(mode.substring(mode.indexOf(':') + 1)));
+                return true;
+            }
+            if (mode.equals("engine-threads")) {
+                backend.group().allreduce(DenseBuffer.of(new float[] {1}), ReduceOp.SUM).await();
+                System.out.println("ENGINE THREADS " + Thread.getAllStackTraces().keySet().stream().map(Thread::getName)
+                        .filter(n -> n.matches("cohort-(hier|shm|gloo|tcp|mpi)-.*rank-\\d+")).sorted().toList());
+                System.out.println("OK rank " + backend.rank());
                 return true;
             }
             return false;

@@ -48,7 +48,7 @@ public final class MpiEngine {
             int localRank = mpi.rank(host);
             int localSize = mpi.size(host);
             MpiProcessGroup.Settings settings = new MpiProcessGroup.Settings(options.timeout(), options.spin(localSize),
-                    options.stallTime(), options.consistencyCheck());
+                    options.stallTime(), options.consistencyCheck(), options.queueOptions());
             groups[0] = new MpiProcessGroup(mpi, "mpi world", mpi.dup(world), mpi.dup(world), rank, size, settings,
                     () -> { });
             if (localSize == size) {

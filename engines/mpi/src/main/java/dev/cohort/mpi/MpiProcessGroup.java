@@ -90,7 +90,7 @@ final class MpiProcessGroup extends AbstractProcessGroup {
      * How a group's calls wait: each call's timeout, how long a waiting call polls MPI before it
      * yields the CPU, when a wait is reported, and whether calls exchange their signatures first.
      */
-    record Settings(Duration timeout, Duration spin, Duration stallTime, boolean check) {
+    record Settings(Duration timeout, Duration spin, Duration stallTime, boolean check, CallQueue.Options queueOptions) {
     }
 
     /**
@@ -118,7 +118,7 @@ final class MpiProcessGroup extends AbstractProcessGroup {
         this.receiveCounts = arena.allocate(JAVA_INT, size);
         this.receiveDisplacements = arena.allocate(JAVA_INT, size);
         this.queue = new CallQueue("cohort-mpi-" + label.replace(' ', '-') + "-rank-" + rank,
-                c -> "waiting for its peers", e -> { });
+                c -> "waiting for its peers", e -> { }, settings.queueOptions());
         dev.cohort.runtime.Daemons.thread("cohort-mpi-watchdog-" + label.replace(' ', '-') + "-rank-" + rank,
                 this::watch).start();
     }
@@ -127,7 +127,10 @@ final class MpiProcessGroup extends AbstractProcessGroup {
     @Override
     protected AbstractProcessGroup connectSubgroup(Subgroup spec) {
         MemorySegment comm = queue.whileIdle(() -> mpi.split(data, spec.color(), spec.rank())).orElseThrow();
-        return new MpiProcessGroup(mpi, label + " " + spec.label(), comm, mpi.dup(comm), spec.rank(), spec.size(), settings,
+        // A subgroup's calls are the user's: it has an engine thread whatever this group has.
+        Settings own = new Settings(settings.timeout(), settings.spin(), settings.stallTime(), settings.check(),
+                new CallQueue.Options());
+        return new MpiProcessGroup(mpi, label + " " + spec.label(), comm, mpi.dup(comm), spec.rank(), spec.size(), own,
                 () -> { });
     }
 

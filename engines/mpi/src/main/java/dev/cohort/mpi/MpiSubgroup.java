@@ -49,7 +49,7 @@ public final class MpiSubgroup implements AutoCloseable {
             MemorySegment comm = members.get();
             MpiProcessGroup.Settings settings = new MpiProcessGroup.Settings(options.timeout(),
                     options.spin(ranksOnThisHost), options.stallTime(),
-                    options.consistencyCheck());
+                    options.consistencyCheck(), options.queueOptions());
             return new MpiSubgroup(mpi, new MpiProcessGroup(mpi, label, comm, mpi.dup(comm), mpi.rank(comm),
                     mpi.size(comm), settings, () -> { }));
         } catch (RuntimeException e) {

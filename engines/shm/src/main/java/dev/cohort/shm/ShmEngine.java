@@ -88,6 +88,6 @@ public final class ShmEngine {
         String who = label + " rank " + rank + " of " + size;
         ShmAttachment attachment = ShmAttachment.attach(path, rank,
                 new ShmLayout(size, options.segmentBytes(), options.arenaBytes()), options.connectTimeout(), who);
-        return new ShmProcessGroup(label, attachment, options.timeout(), options.stallTime(), names);
+        return new ShmProcessGroup(label, attachment, options.timeout(), options.stallTime(), names, options.queueOptions());
     }
 }

@@ -121,7 +121,8 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private final MemorySegment[] segments = new MemorySegment[4];
     private int nextWrapped;
 
-    ShmProcessGroup(String label, ShmAttachment attachment, Duration timeout, Duration stallTime, RankNames names) {
+    ShmProcessGroup(String label, ShmAttachment attachment, Duration timeout, Duration stallTime, RankNames names,
+                    CallQueue.Options queueOptions) {
         super(attachment.rank(), attachment.layout().size(), timeout);
         this.label = label;
         this.who = label + " " + super.who();
@@ -135,7 +136,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         this.arena = layout.arenaBytes() > 0 ? new ShmArena(attachment) : null;
         compileKernelsOnce(attachment);
         this.queue = new CallQueue("cohort-shm-" + label.replace(' ', '-') + "-rank-" + me,
-                c -> "waiting for rank(s) " + names.ranks(barrier.missing()), e -> attachment.abort());
+                c -> "waiting for rank(s) " + names.ranks(barrier.missing()), e -> attachment.abort(), queueOptions);
     }
 
     private static final AtomicBoolean KERNELS_COMPILED = new AtomicBoolean();

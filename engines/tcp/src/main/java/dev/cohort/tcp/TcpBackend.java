@@ -174,7 +174,7 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
             };
             if (oneNode) {
                 TcpProcessGroup world = new TcpProcessGroup("tcp world", worldMesh, topology.rank(),
-                        topology.worldSize(), options.timeout(), options.stallTime(), closeStore);
+                        topology.worldSize(), options.timeout(), options.stallTime(), closeStore, options.queueOptions());
                 world.makesSubgroups(subgroups, "world");
                 world.messagesThrough(() -> new PostOffice(topology.rank(), topology.worldSize(), address,
                         Directory.of(p2p, "world/"), who, options.rankNames(), secret));

@@ -49,6 +49,12 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
     /** {@code onClose}: runs once the group's calls are done and its connections closed. */
     public TcpProcessGroup(String label, PeerMesh mesh, int rank, int size, Duration timeout, Duration stallTime,
                     Runnable onClose) {
+        this(label, mesh, rank, size, timeout, stallTime, onClose, new CallQueue.Options());
+    }
+
+    /** As above, with the options of the group's call queue. */
+    public TcpProcessGroup(String label, PeerMesh mesh, int rank, int size, Duration timeout, Duration stallTime,
+                    Runnable onClose, CallQueue.Options queueOptions) {
         super(rank, size, timeout);
         this.label = label;
         this.mesh = mesh;
@@ -57,7 +63,7 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
         this.collectives = new MeshCollectives(mesh, rank, size, label + " " + who());
         this.everything = new MeshRoute(Long.MAX_VALUE, size);
         this.queue = new CallQueue("cohort-tcp-" + label.replace(' ', '-') + "-rank-" + rank,
-                c -> "waiting for its peers", e -> { });
+                c -> "waiting for its peers", e -> { }, queueOptions);
     }
 
     @Override
