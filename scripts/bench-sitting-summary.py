@@ -37,6 +37,11 @@ TRAINING = {
     **{f"train-{e}-zero{z}{c}": (f"Cohort {e}, ZeRO stage {z}{', gradients as ' + c[1:] if c else ''}", "torch-ddp")
        for e in ("gloo", "shm", "tcp", "mpi", "hier") for z in (1, 2) for c in ("", "-bf16", "-fp16")},
     "train-hier-overlap": ("Cohort hier, overlap forced", "torch-ddp"),
+    "train-hier-tcp": ("Cohort hier, Cohort's TCP mesh between hosts", "torch-ddp"),
+    "c-full": ("C (step2x2.c): hier's algorithm", "torch-ddp"),
+    "c-full-reduce": ("C (step2x2.c): reduce to the leader within the host", "torch-ddp"),
+    "c-sync": ("C (step2x2.c): one float per step (the floor)", "torch-ddp"),
+    "c-none": ("C (step2x2.c): ranks alone", "torch-ddp"),
     "train-hier-sync": ("Cohort hier, one float allreduced per step instead of the gradients (the floor)", "torch-ddp"),
     "train-none": ("Cohort, ranks alone (no averaging: the ceiling)", "torch-ddp"),
     "train-world1": ("Cohort, world 1", "torch-ddp-world1"), "torch-ddp-world1": ("PyTorch DDP, world 1", None),

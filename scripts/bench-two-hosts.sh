@@ -9,10 +9,13 @@
 # benchmark workers as one mpirun job across the hosts, on hier with Open MPI between hosts and on
 # the mpi engine; train-hier, train-gloo, train-tcp, train-hier-mpi, train-mpi: ./cohort bench train
 # across the hosts (the last two under mpirun), and torch-ddp: torch_ddp.py the same way, TRAIN_STEPS
-# steps, default 300; train-hier-overlap: hier averaging during backward; train-hier-sync: the same without averaging, one float allreduced per step,
+# steps, default 300; train-hier-overlap: hier averaging during backward; train-hier-tcp: hier with Cohort's TCP mesh between hosts; train-hier-sync: the same without averaging, one float allreduced per step,
 # compute plus the wait for the slowest rank), ENGINE_OPTIONS (for Cohort's runs, e.g. "--hier-leaders-spin-us=0"),
 # TRAIN_OPTIONS (more options of Cohort's training runs, e.g. "--grad-compression bf16").
-# Needs root, iproute2 and Open MPI for the mpi run, PyTorch for torch-ddp. Each run holds /tmp/cohort-cpu.lock exclusively.
+# c-full, c-full-reduce, c-sync, c-none: docs/lab/step2x2.c, the same training step in C with the
+# system's OpenBLAS (hier's algorithm, or a reduce to the leader within the host, or one float per
+# step, or none), TRAIN_STEPS steps: what the machine allows for this layout.
+# Needs root, iproute2 and Open MPI for the mpi run, PyTorch for torch-ddp, gcc for the c- runs. Each run holds /tmp/cohort-cpu.lock exclusively.
 # Both "hosts" share this machine's CPUs: with more ranks than CPUs, small collectives measure the
 # scheduler (Open MPI is told to yield when idle); large ones at a limited RATE measure the link.
 set -euo pipefail
@@ -120,6 +123,17 @@ cohort_mpi_train() {
   for o in "$@" ${ENGINE_OPTIONS:-}; do args+=("--engine-option=$o"); done
   cohort_mpirun "$json.log" "${args[@]}"
 }
+# docs/lab/step2x2.c on both hosts (built once per sitting); node 0 writes the JSON.
+C_STEP="$OUT/step2x2"
+c_pair() {
+  local mode="$1" port="$2" json="$3" other rc=0
+  [ -x "$C_STEP" ] || gcc -std=c11 -O3 -march=native -o "$C_STEP" "$ROOT/docs/lab/step2x2.c" -l:libopenblas.so.0 -lm
+  on 1 "$C_STEP" 1 "${ADDR[0]}" "$port" "$TRAIN_STEPS" "$mode" > "$json.node1.log" 2>&1 &
+  other=$!
+  on 0 "$C_STEP" 0 "${ADDR[1]}" "$port" "$TRAIN_STEPS" "$mode" --json "$json" > "$json.node0.log" 2>&1 || rc=$?
+  wait "$other" || rc=$((rc ? rc : $?))
+  return $rc
+}
 mpi_pair() {
   on 0 mpirun --allow-run-as-root --oversubscribe -np "$WORLD" --host "${ADDR[0]}:$PER_HOST,${ADDR[1]}:$PER_HOST" \
     --mca plm_rsh_agent "$AGENT" --mca btl self,vader,tcp --mca mpi_yield_when_idle 1 \
@@ -133,8 +147,10 @@ for ((i = 1; i <= ROUNDS; i++)); do
       hier|gloo|tcp) alone cohort_pair "$run" $((31000 + 10 * i)) "$OUT/$run-$i.json" ;;
       train-hier|train-gloo|train-tcp) alone train_pair "${run#train-}" $((31001 + 10 * i)) "$OUT/$run-$i.json" ;;
       train-hier-overlap) alone train_pair hier $((31004 + 10 * i)) "$OUT/$run-$i.json" --overlap ;;
+      train-hier-tcp) alone train_pair hier $((31005 + 10 * i)) "$OUT/$run-$i.json" --engine-option=--hier-between=tcp ;;
       train-hier-sync) alone train_pair hier $((31003 + 10 * i)) "$OUT/$run-$i.json" --sync-only ;;
       torch-ddp) alone train_pair torch-ddp $((31002 + 10 * i)) "$OUT/$run-$i.json" ;;
+      c-full|c-full-reduce|c-sync|c-none) alone c_pair "${run#c-}" $((31006 + 10 * i)) "$OUT/$run-$i.json" ;;
       mpi)       alone mpi_pair "$OUT/mpi-hosts-$i.txt" ;;
       hier-mpi)  alone cohort_mpi_collectives hier "$OUT/hier-mpi-$i.json" --hier-between=mpi ;;
       cohort-mpi) alone cohort_mpi_collectives mpi "$OUT/mpi-$i.json" ;;
