@@ -13,7 +13,7 @@
 // Build: gcc -std=c11 -O3 -march=native -Wall -Wextra -o step2x2 step2x2.c -l:libopenblas.so.0 -lm
 // Run:   OPENBLAS_NUM_THREADS=1 ./step2x2 HOST(0|1) PEER_ADDR PORT STEPS MODE [--json FILE]
 //          [--sockbuf BYTES (0: kernel autotuning)] [--timeout SECONDS (60)]
-//        or both hosts in two network namespaces: bash docs/lab/step2x2.sh MODE STEPS OUT.json
+//        or beside Cohort and DDP in two network namespaces: RUNS="c-full c-sync ..." scripts/bench-two-hosts.sh
 // Host 0 writes Cohort's training-benchmark JSON: seconds from a start aligned over all 4 ranks after 20
 // warm-up steps until host 1's end report arrives; cpu_ms_per_step over all 4 ranks; loss_first and
 // loss_last are rank 0's loss at the very first (warm-up) step and at the last step.
