@@ -11,12 +11,14 @@ import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.api.collective.Work;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -147,20 +149,7 @@ class ShmArenaTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void ranksThatDisagreeAboutTheArenaAreToldSo() throws Exception {
-        String run = "arenamix-" + ProcessHandle.current().pid();
-        List<String> errors = onRanks(2, r -> {
-            try (ShmBackend b = backend(run, r, 2, new ShmOptions().arenaMib(1).timeout(Duration.ofSeconds(10)))) {
-                b.initialize();
-                DenseBuffer data = r == 0 ? b.group().allocator().orElseThrow().allocate(DataType.FLOAT32, 64).orElseThrow()
-                        : DenseBuffer.allocateDirect(DataType.FLOAT32, 64);
-                try {
-                    b.group().allreduce(data, ReduceOp.SUM).await();
-                    return "no error";
-                } catch (CollectiveMismatchException e) {
-                    return e.getMessage();
-                }
-            }
-        });
+        List<String> errors = withBufferInTheArenaOnRank0Only("arenamix", (g, data) -> g.allreduce(data, ReduceOp.SUM));
         assertThat(errors.get(0)).contains("shm world rank 0 of 2: allreduce #0 (float32[64] SUM): rank 1's buffer is not "
                 + "in its shm arena and this rank's is; allocate the buffers of a collective from group.allocator() on "
                 + "every rank or on none");
@@ -170,22 +159,31 @@ class ShmArenaTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aBroadcastFromTheArenaToABufferOutsideItIsRefused() throws Exception {
-        String run = "arenamixbc-" + ProcessHandle.current().pid();
-        List<String> errors = onRanks(2, r -> {
+        List<String> errors = withBufferInTheArenaOnRank0Only("arenamixbc", (g, data) -> g.broadcast(data, 0));
+        assertThat(errors.get(0)).contains("broadcast #0").contains("rank 1's buffer is not in its shm arena");
+        assertThat(errors.get(1)).contains("broadcast #0").contains("rank 0's buffer is in its shm arena and this rank's is not");
+    }
+
+    /**
+     * Two ranks run {@code call} on 64 floats, rank 0's from its arena, rank 1's outside it; each
+     * returns its mismatch message (or "no error").
+     */
+    private static List<String> withBufferInTheArenaOnRank0Only(String name,
+            BiFunction<ProcessGroup, DenseBuffer, Work> call) throws Exception {
+        String run = name + "-" + ProcessHandle.current().pid();
+        return onRanks(2, r -> {
             try (ShmBackend b = backend(run, r, 2, new ShmOptions().arenaMib(1).timeout(Duration.ofSeconds(10)))) {
                 b.initialize();
                 DenseBuffer data = r == 0 ? b.group().allocator().orElseThrow().allocate(DataType.FLOAT32, 64).orElseThrow()
                         : DenseBuffer.allocateDirect(DataType.FLOAT32, 64);
                 try {
-                    b.group().broadcast(data, 0).await();
+                    call.apply(b.group(), data).await();
                     return "no error";
                 } catch (CollectiveMismatchException e) {
                     return e.getMessage();
                 }
             }
         });
-        assertThat(errors.get(0)).contains("broadcast #0").contains("rank 1's buffer is not in its shm arena");
-        assertThat(errors.get(1)).contains("broadcast #0").contains("rank 0's buffer is in its shm arena and this rank's is not");
     }
 
     @Test
