@@ -100,15 +100,12 @@ public final class HierEngine {
         String who = "hier rank " + topology.rank() + " of " + world + " (host " + host + ", local rank " + local + ")";
         long deadline = System.nanoTime() + options.connectTimeout().toNanos();
 
-        ShmOptions shmOptions = new ShmOptions().timeout(options.timeout()).connectTimeout(options.connectTimeout())
-                .stallTime(options.stallTime());
         GlobalRanks names = new GlobalRanks(host);
         ProcessGroup hostGroup;
         try {
             // hier awaits each call it makes on its groups within and between hosts: no engine threads there
             hostGroup = ShmEngine.group("shm host " + host, SharedMemoryFiles.path(env, "host" + host), local, perHost,
-                    new ShmOptions().timeout(options.timeout()).connectTimeout(options.connectTimeout())
-                            .stallTime(options.stallTime()).awaitedAtOnce(true), names.withinHost());
+                    shmOptions(options).awaitedAtOnce(true), names.withinHost());
         } catch (RuntimeException e) {
             throw new IllegalStateException(who + ": could not join the shm group of host " + host + ": "
                     + e.getMessage(), e);
@@ -142,7 +139,7 @@ public final class HierEngine {
             HostLayout layout = exchangeRanks(stages, topology, deadline);
             names.known(layout);
             HierProcessGroup group = new HierProcessGroup(stages, layout, topology.rank(), options.timeout(), leaders[0]);
-            SubgroupMaker withinHost = ShmEngine.subgroups(env, shmOptions);
+            SubgroupMaker withinHost = ShmEngine.subgroups(env, shmOptions(options));
             group.makesSubgroups(withinHost, "world");
             ((AbstractProcessGroup) group.hostView()).makesSubgroups(withinHost, "host-" + host);
             InetAddress across = hosts == 1 ? InetAddress.getLoopbackAddress() : acrossHosts(env);
@@ -174,6 +171,12 @@ public final class HierEngine {
      * With mpi between hosts: every rank joins the MPI job and takes part in splitting off the
      * leaders' group (leader k as rank k); the leaders hold the group, every rank its part of MPI.
      */
+    /** The shm options hier's groups within a host start from: its timeouts. */
+    private static ShmOptions shmOptions(HierOptions options) {
+        return new ShmOptions().timeout(options.timeout()).connectTimeout(options.connectTimeout())
+                .stallTime(options.stallTime());
+    }
+
     private static LeadersGroup splitLeaders(HierOptions options, Map<String, String> env, int host, boolean leader,
                                              int ranksOnThisHost, long deadline) {
         Duration left = Duration.ofNanos(Math.max(1, deadline - System.nanoTime()));
