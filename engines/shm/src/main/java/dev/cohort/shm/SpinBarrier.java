@@ -6,6 +6,8 @@ import dev.cohort.shm.region.ShmLayout;
 import dev.cohort.api.collective.Collective;
 import dev.cohort.runtime.CallQueue;
 import dev.cohort.runtime.RankNames;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,25 +16,29 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * The group's barrier: one monotonic counter per rank on its own cache line. Entering phase
- * {@code p}, a rank release-stores {@code p} into its counter and acquire-loads the others' until
- * all reach {@code p}: everything a rank wrote before entering is visible to every rank after it.
+ * {@code p}, a rank stores {@code p} into its counter and acquire-loads the others' until all
+ * reach {@code p}: everything a rank wrote before entering is visible to every rank after it.
  *
  * <p>Waiting spins with {@link Thread#onSpinWait()} for {@link #SPIN_NS}, then yields until
- * {@link #YIELD_NS}, then parks, {@link #PARK_NS} at first and twice as long each time up to
- * {@link #PARK_LONG_WAIT_NS} (a long wait, such as hier's for its leader's step between hosts, yields
- * and wakes little; 4 ranks on 2 CPUs trained 2–6 % faster than yielding for 2 ms and then parking
- * 20 µs at a time). A yield that does not come straight
- * back ({@link #CONTENDED_NS}) shows another thread waiting for this CPU (more ranks than CPUs, as
- * with several ranks per host on a small machine): the rank then parks at once, {@link #PARK_NS}
- * at first and twice as long each time up to {@link #PARK_MAX_NS}, rather than take the CPU from
- * the ranks it waits for, and for {@link #CONTENDED_FOR_NS} afterwards its waits start with a yield
- * instead of spinning (4 ranks on 2 CPUs trained about 25 % faster). On a queue's engine thread
- * ({@link CallQueue#onEngineThread()}: a call started during backward, its starter computing) it
- * parks from the start, {@link #PARK_NS} at first and twice as long each time up to
- * {@link #PARK_MAX_NS}: spinning or yielding there takes the CPU the computation needs (with as
- * many ranks as CPUs, backward ran nearly twice as long beside a 64 MiB bucket's allreduce).
- * Past the spin phase it checks, every
- * {@link #CHECK_NS}, the deadline, whether the group was closed, whether a peer aborted and
+ * {@link #YIELD_NS}, then sleeps. On Linux a sleeper counts itself in the sleepers word of the rank
+ * it waits for and sleeps on a {@link Futex} on that rank's counter, which the rank wakes after
+ * storing its counter when the word is not zero: a long wait, such as hier's for its leader's step
+ * between hosts, wakes once, when it ends (parking on a timer instead woke a rank every 20–250 µs
+ * and cost the ranks computing beside it their CPU). Elsewhere it parks, {@link #PARK_NS} at first
+ * and twice as long each time up to {@link #PARK_LONG_WAIT_NS}.
+ *
+ * <p>A yield that does not come straight back ({@link #CONTENDED_NS}) shows another thread waiting
+ * for this CPU (more ranks than CPUs, as with several ranks per host on a small machine): the rank
+ * then sleeps at once rather than take the CPU from the ranks it waits for (parking on a timer, up
+ * to {@link #PARK_MAX_NS}), and for {@link #CONTENDED_FOR_NS} afterwards its waits start with a
+ * yield instead of spinning (4 ranks on 2 CPUs trained about 25 % faster). On a queue's engine
+ * thread ({@link CallQueue#onEngineThread()}: a call started during backward, its starter
+ * computing) it sleeps from the start: spinning or yielding there takes the CPU the computation
+ * needs (with as many ranks as CPUs, backward ran nearly twice as long beside a 64 MiB bucket's
+ * allreduce).
+ *
+ * <p>Past the spin phase it checks, every {@link #CHECK_NS} (a sleep lasts at most
+ * {@link #SLEEP_NS}), the deadline, whether the group was closed, whether a peer aborted and
  * whether the missing peers' processes are alive, so a wait never outlives a dead peer or the
  * operation's timeout; and once an operation has waited the stall time, it prints one report
  * naming the ranks it waits for (see {@link #reportStall}).
@@ -52,6 +58,8 @@ final class SpinBarrier {
     /** The longest park of a wait past {@link #YIELD_NS} on an uncontended CPU: how late such a wait may end. */
     static final long PARK_LONG_WAIT_NS = 250_000;
     static final long CHECK_NS = 2_000_000;
+    /** The longest futex sleep: a sleeper that nobody wakes still checks its peers this often. */
+    static final long SLEEP_NS = 50_000_000;
 
     /** What the waiting rank was doing, for messages: "shm rank 0 of 2: allreduce #3 (...)". */
     interface Context {
@@ -75,10 +83,20 @@ final class SpinBarrier {
     private final long stallNanos;
     private final ProcessHandle[] peers;
     private final long[] pids;
+    private final boolean futex = Futex.AVAILABLE;
+    private final long sleepNanos;
+    /** The futex timeout (a struct timespec), written before each sleep. */
+    private final MemorySegment timespec = Arena.ofAuto().allocate(16, 8);
     private long phase;
     private long stallReportedFor = -1;
 
     SpinBarrier(ShmLayout layout, int rank, Duration stallTime, RankNames names) {
+        this(layout, rank, stallTime, names, SLEEP_NS);
+    }
+
+    /** A barrier whose futex sleeps last at most {@code sleepNanos} (tests lengthen them). */
+    SpinBarrier(ShmLayout layout, int rank, Duration stallTime, RankNames names, long sleepNanos) {
+        this.sleepNanos = sleepNanos;
         this.layout = layout;
         this.names = names;
         this.rank = rank;
@@ -96,7 +114,17 @@ final class SpinBarrier {
     /** Enters the next phase and waits until every rank has entered it. */
     void await(long deadlineNanos, long timeoutNanos, Context context) {
         long p = ++phase;
-        ShmLayout.LONG.setRelease(layout.memory(), layout.counterOffset(rank), p);
+        MemorySegment m = layout.memory();
+        if (futex) {
+            // Volatile store, then volatile load: a peer counts itself a sleeper and then reads the
+            // counter, so either it sees p and does not sleep or this rank sees it and wakes it.
+            ShmLayout.LONG.setVolatile(m, layout.counterOffset(rank), p);
+            if ((long) ShmLayout.LONG.getVolatile(m, layout.sleepersOffset(rank)) != 0) {
+                Futex.wakeAll(m.address() + layout.counterWordOffset(rank));
+            }
+        } else {
+            ShmLayout.LONG.setRelease(m, layout.counterOffset(rank), p);
+        }
         for (int j = 0; j < layout.size(); j++) {
             if (j != rank && (long) ShmLayout.LONG.getAcquire(layout.memory(), layout.counterOffset(j)) < p) {
                 waitFor(j, p, deadlineNanos, timeoutNanos, context);
@@ -166,12 +194,14 @@ final class SpinBarrier {
                 nextCheck = now + SPIN_NS;
             }
             long waited = now - start;
-            if (patient) {
-                LockSupport.parkNanos(park);
-                park = Math.min(PARK_MAX_NS, park * 2);
-            } else if (contended || waited > YIELD_NS) {
-                LockSupport.parkNanos(park);
-                park = Math.min(contended ? PARK_MAX_NS : PARK_LONG_WAIT_NS, park * 2);
+            if (patient || contended || waited > YIELD_NS) {
+                if (futex) {
+                    sleep(j, p, Math.max(1_000, Math.min(sleepNanos, deadline - now)));
+                    now = System.nanoTime();
+                } else {
+                    LockSupport.parkNanos(park);
+                    park = Math.min(patient || contended ? PARK_MAX_NS : PARK_LONG_WAIT_NS, park * 2);
+                }
             } else if (wary || waited > SPIN_NS) {
                 long before = System.nanoTime();
                 Thread.yield();
@@ -184,6 +214,21 @@ final class SpinBarrier {
                 check(deadline, timeoutNanos, context);
                 nextCheck = now + CHECK_NS;
             }
+        }
+    }
+
+    /** Sleeps on rank j's counter until j wakes it past phase p, or for at most nanos. */
+    private void sleep(int j, long p, long nanos) {
+        MemorySegment m = layout.memory();
+        long sleepers = layout.sleepersOffset(j);
+        ShmLayout.LONG.getAndAdd(m, sleepers, 1L);
+        try {
+            long seen = (long) ShmLayout.LONG.getVolatile(m, layout.counterOffset(j));
+            if (seen < p) {
+                Futex.await(m.address() + layout.counterWordOffset(j), (int) seen, nanos, timespec);
+            }
+        } finally {
+            ShmLayout.LONG.getAndAdd(m, sleepers, -1L);
         }
     }
 

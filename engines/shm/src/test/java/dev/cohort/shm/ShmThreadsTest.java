@@ -23,6 +23,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -273,6 +274,50 @@ class ShmThreadsTest {
                     + "rank(s) [1] have not reached it (stopped, slow or gone?); rank(s) [2] started it but have not "
                     + "reached this step (stopped or slow?); it fails at its timeout (6 s)");
         } finally {
+            regions.forEach(ShmAttachment::close);
+        }
+        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aRankThatSleepsWaitingIsWokenByThePeerItWaitsFor() throws Exception {
+        Assumptions.assumeTrue(Futex.AVAILABLE, "futexes are Linux's");
+        String run = "futex-" + ProcessHandle.current().pid();
+        List<ShmAttachment> regions = onRanks(2, r -> ShmAttachment.attach(SharedMemoryFiles.path(env(run, r, 2, 2)), r,
+                new ShmLayout(2, 4096, 0), Duration.ofSeconds(20), "rank " + r));
+        ExecutorService waiter = Executors.newSingleThreadExecutor();
+        try {
+            SpinBarrier.Context barrier = new SpinBarrier.Context() {
+                @Override public String describe() { return "shm world rank 1 of 2: barrier #1"; }
+                @Override public boolean closed() { return false; }
+                @Override public long sequence() { return 1; }
+                @Override public long tag() { return 1; }
+                @Override public dev.cohort.api.collective.Collective collective() { return null; }
+            };
+            // Rank 1's sleeps would last 30 s unless rank 0 woke it.
+            SpinBarrier one = new SpinBarrier(regions.get(1).layout(), 1, Duration.ofSeconds(50),
+                    dev.cohort.runtime.RankNames.PLAIN, Duration.ofSeconds(30).toNanos());
+            SpinBarrier zero = new SpinBarrier(regions.get(0).layout(), 0, Duration.ofSeconds(50),
+                    dev.cohort.runtime.RankNames.PLAIN);
+            long timeout = Duration.ofSeconds(55).toNanos();
+            Future<Long> waited = waiter.submit(() -> {
+                one.await(System.nanoTime() + timeout, timeout, barrier);
+                return System.nanoTime();
+            });
+            ShmLayout layout = regions.get(0).layout();
+            long until = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+            while ((long) ShmLayout.LONG.getVolatile(layout.memory(), layout.sleepersOffset(0)) == 0) {
+                assertThat(System.nanoTime() - until).as("rank 1 sleeps waiting for rank 0").isNegative();
+                Thread.sleep(1);
+            }
+            long entered = System.nanoTime();
+            zero.await(entered + timeout, timeout, barrier);
+            long woke = waited.get(25, TimeUnit.SECONDS);
+            assertThat(Duration.ofNanos(woke - entered)).isLessThan(Duration.ofSeconds(10));
+            assertThat((long) ShmLayout.LONG.getVolatile(layout.memory(), layout.sleepersOffset(0))).isZero();
+        } finally {
+            waiter.shutdownNow();
             regions.forEach(ShmAttachment::close);
         }
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();

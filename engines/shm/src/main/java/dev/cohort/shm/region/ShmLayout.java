@@ -14,7 +14,8 @@ import java.lang.invoke.VarHandle;
  * <pre>
  *   [0, 4096)            header: magic, version, world size, segment bytes, total bytes,
  *                        creator pid, attach count, arena bytes
- *   CONTROL + 128 r      rank r's line: barrier counter, operation tags (by sequence parity)
+ *   CONTROL + 128 r      rank r's line: barrier counter, operation tags (by sequence parity);
+ *                        64 bytes further, how many peers sleep waiting for its counter
  *   INFO + 64 r          rank r's pid and abort flag (read only on the slow path), where the
  *                        buffer of its in-place allreduce lies in its arena (by sequence parity)
  *   DATA + r * STRIDE    rank r's slot: two pipeline stages of S bytes each
@@ -33,7 +34,7 @@ import java.lang.invoke.VarHandle;
 public final class ShmLayout {
 
     static final long MAGIC = 0x434F484F52545348L;   // "COHORTSH"
-    static final long VERSION = 2;
+    static final long VERSION = 3;
 
     static final long H_MAGIC = 0;
     static final long H_VERSION = 8;
@@ -47,6 +48,7 @@ public final class ShmLayout {
     private static final long CONTROL = HEADER_BYTES;
     private static final long CONTROL_STRIDE = 128;
     private static final long TAG = 8;
+    private static final long SLEEPERS = 64;
     private static final long INFO_STRIDE = 64;
     private static final long ABORT = 8;
     private static final long BUFFER_AT = 16;
@@ -132,6 +134,20 @@ public final class ShmLayout {
 
     public long counterOffset(int r) {
         return CONTROL + r * CONTROL_STRIDE;
+    }
+
+    /** The counter's low 32 bits, the word a futex sleeps on. */
+    public long counterWordOffset(int r) {
+        return counterOffset(r) + (java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN ? 0 : 4);
+    }
+
+    /**
+     * How many peers sleep in the kernel waiting for rank r's counter: r wakes them after storing
+     * it. On the second 64 bytes of r's line, so that the sleepers' updates do not disturb those
+     * that spin on the counter.
+     */
+    public long sleepersOffset(int r) {
+        return CONTROL + r * CONTROL_STRIDE + SLEEPERS;
     }
 
     public long tagOffset(int r, long sequence) {
