@@ -128,9 +128,9 @@ C_STEP="$OUT/step2x2"
 c_pair() {
   local mode="$1" port="$2" json="$3" other rc=0
   [ -x "$C_STEP" ] || gcc -std=c11 -O3 -march=native -o "$C_STEP" "$ROOT/docs/lab/step2x2.c" -l:libopenblas.so.0 -lm
-  on 1 "$C_STEP" 1 "${ADDR[0]}" "$port" "$TRAIN_STEPS" "$mode" > "$json.node1.log" 2>&1 &
+  on 1 "$C_STEP" 1 "${ADDR[0]}" "$port" "$TRAIN_STEPS" "$mode" --ranks-per-host "$PER_HOST" > "$json.node1.log" 2>&1 &
   other=$!
-  on 0 "$C_STEP" 0 "${ADDR[1]}" "$port" "$TRAIN_STEPS" "$mode" --json "$json" > "$json.node0.log" 2>&1 || rc=$?
+  on 0 "$C_STEP" 0 "${ADDR[1]}" "$port" "$TRAIN_STEPS" "$mode" --ranks-per-host "$PER_HOST" --json "$json" > "$json.node0.log" 2>&1 || rc=$?
   wait "$other" || rc=$((rc ? rc : $?))
   return $rc
 }

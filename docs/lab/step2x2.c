@@ -2,7 +2,8 @@
 // in plain C with single-threaded OpenBLAS, to set beside Cohort's "hier" engine and PyTorch DDP. Lab
 // tool, not shipped. Model and step as Cohort's `bench train`: MLP 784-1024-1024-10 with biases
 // (1,863,690 floats), batch 64 per rank (16 fixed random batches per rank, in turn, as Cohort's benchmark), softmax cross-entropy,
-// SGD lr 0.01. One run per host: it forks its 2 ranks, whose gradient buffers lie in a shared mapping;
+// SGD lr 0.01. One run per host: it forks its 2 ranks (or 1: --ranks-per-host 1, world 2, the leaders'
+// exchange alone, what a TCP allreduce between two ranks costs), whose gradient buffers lie in a shared mapping;
 // the ranks of local index 0 (leaders) talk over TCP. Modes (per step, after the backward pass):
 //   full         hierarchical allreduce, mean over 4: within the host each rank averages its half of
 //                both buffers into both; the leaders exchange whole buffers and fold; the other rank
@@ -12,7 +13,7 @@
 //   none         no communication (the TCP connection only aligns start and end)
 // Build: gcc -std=c11 -O3 -march=native -Wall -Wextra -o step2x2 step2x2.c -l:libopenblas.so.0 -lm
 // Run:   OPENBLAS_NUM_THREADS=1 ./step2x2 HOST(0|1) PEER_ADDR PORT STEPS MODE [--json FILE]
-//          [--sockbuf BYTES (0: kernel autotuning)] [--timeout SECONDS (60)]
+//          [--sockbuf BYTES (0: kernel autotuning)] [--timeout SECONDS (60)] [--ranks-per-host 1|2 (2)]
 //        or beside Cohort and DDP in two network namespaces: RUNS="c-full c-sync ..." scripts/bench-two-hosts.sh
 // Host 0 writes Cohort's training-benchmark JSON: seconds from a start aligned over all 4 ranks after 20
 // warm-up steps until host 1's end report arrives; cpu_ms_per_step over all 4 ranks; loss_first and
@@ -64,7 +65,7 @@ typedef struct {                         // shared by the host process and its 2
 } Shared;
 
 static Shared *S;
-static int host, local = -1;  // local: -1 in the host process
+static int host, local = -1, nlocal = 2;  // local: -1 in the host process
 static enum Mode mode;
 static double timeout_s = 60, barrier_s = 60;  // barrier_s: longer while the leaders connect
 
@@ -83,6 +84,7 @@ static double now(void) { return clock_s(CLOCK_MONOTONIC); }
 
 // Barrier of the 2 local ranks: spin ~50 us with sched_yield, then sleep on a futex in 10 ms slices.
 static void barrier(void) {
+  if (nlocal == 1) return;
   uint32_t g = atomic_load(&S->gen);
   if (atomic_fetch_add(&S->arrived, 1) == 1) {
     atomic_store(&S->arrived, 0);
@@ -225,7 +227,7 @@ static void communicate(int fd, float *tmp) {
     barrier();
     return;
   }
-  for (size_t i = local ? NP / 2 : 0, hi = local ? NP : NP / 2; i < hi; i++) {  // (1) within the host
+  for (size_t i = local ? NP / 2 : 0, hi = nlocal == 1 ? 0 : local ? NP : NP / 2; i < hi; i++) {  // (1) within the host
     float v = (g0[i] + g1[i]) * 0.5f;
     g0[i] = v;
     if (mode == FULL) g1[i] = v;
@@ -280,7 +282,7 @@ static void rank_main(const char *peer, int port, int steps, int sockbuf) {
   if (local == 1) memcpy(S->g[1], m.p, NP * sizeof *m.p);  // for the leader's check; gradients are done
   barrier();
   if (local == 0) {  // end report: this host's CPU seconds, a parameter checksum, the local check
-    struct { double cpu, psum; int equal; } me = {S->cpu[0] + S->cpu[1], 0, !memcmp(S->g[1], m.p, NP * sizeof *m.p)}, other;
+    struct { double cpu, psum; int equal; } me = {S->cpu[0] + S->cpu[1], 0, nlocal == 1 || !memcmp(S->g[1], m.p, NP * sizeof *m.p)}, other;
     for (size_t i = 0; i < NP; i++) me.psum += m.p[i];
     xchg(fd, &me, &other, sizeof me);
     S->seconds = now() - t0;
@@ -303,23 +305,24 @@ int main(int argc, char **argv) {
   const char *peer = argv[2], *json = NULL;
   int port = atoi(argv[3]), steps = atoi(argv[4]), sockbuf = 0;
   for (mode = FULL; mode <= NONE && strcmp(argv[5], mode_names[mode]); mode++) {}
-  if (mode > NONE || (host != 0 && host != 1) || steps < 1 || port < 1) die("bad arguments (run without arguments for usage)");
+  if (mode > NONE || (host != 0 && host != 1) || steps < 1 || port < 1 || nlocal < 1 || nlocal > 2) die("bad arguments (run without arguments for usage)");
   for (int i = 6; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--json")) json = argv[i + 1];
     else if (!strcmp(argv[i], "--sockbuf")) sockbuf = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--timeout")) barrier_s = timeout_s = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--ranks-per-host")) nlocal = atoi(argv[i + 1]);
     else die("unknown option %s", argv[i]);
   }
   Shared *s = mmap(NULL, sizeof *S, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (s == MAP_FAILED) die("mmap: %s", strerror(errno));
   S = s;
-  for (int l = 0; l < 2; l++) {
+  for (int l = 0; l < nlocal; l++) {
     pid_t pid = fork();
     if (pid < 0) die("fork: %s", strerror(errno));
     if (pid == 0) { local = l; rank_main(peer, port, steps, sockbuf); return 0; }
   }
   int ok = 1, st;
-  for (int n = 0; n < 2; n++) {  // a failed rank makes the other one stop at its next wait
+  for (int n = 0; n < nlocal; n++) {  // a failed rank makes the other one stop at its next wait
     if (wait(&st) < 0) die("wait: %s", strerror(errno));
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
       ok = 0;
@@ -336,10 +339,10 @@ int main(int argc, char **argv) {
   if (!f) die("cannot write %s: %s", json, strerror(errno));
   double sec = S->seconds;
   fprintf(f, "{\n  \"engine\" : \"c-step2x2-%s\",\n  \"model\" : \"mlp\",\n  \"version\" : \"C, %s\",\n"
-             "  \"world\" : 4,\n  \"threads_per_rank\" : 1,\n  \"steps\" : %d,\n  \"batch_per_rank\" : %d,\n"
+             "  \"world\" : %d,\n  \"threads_per_rank\" : 1,\n  \"steps\" : %d,\n  \"batch_per_rank\" : %d,\n"
              "  \"params\" : %d,\n  \"seconds\" : %.6f,\n  \"steps_per_s\" : %.3f,\n  \"samples_per_s\" : %.1f,\n"
              "  \"blas\" : [ \"%s\" ],\n  \"cpu_ms_per_step\" : %.3f,\n  \"loss_first\" : %.6f,\n  \"loss_last\" : %.6f",
-          mode_names[mode], openblas_get_config(), steps, B, NP, sec, steps / sec, 4.0 * B * steps / sec,
+          mode_names[mode], openblas_get_config(), 2 * nlocal, steps, B, NP, sec, steps / sec, 2.0 * nlocal * B * steps / sec,
           dl.dli_fname ? dl.dli_fname : "?", (S->cpu[0] + S->cpu[1] + S->peer_cpu) * 1e3 / steps,
           S->loss_first, S->loss_last);
   if (mode <= FULL_REDUCE) fprintf(f, ",\n  \"params_equal\" : %s", S->params_equal ? "true" : "false");

@@ -23,8 +23,8 @@ import java.util.concurrent.locks.LockSupport;
  * {@link #YIELD_NS}, then sleeps. On Linux a sleeper counts itself in the sleepers word of the rank
  * it waits for and sleeps on a {@link Futex} on that rank's counter, which the rank wakes after
  * storing its counter when the word is not zero: a long wait, such as hier's for its leader's step
- * between hosts, wakes once, when it ends (parking on a timer instead woke a rank every 20–250 µs
- * and cost the ranks computing beside it their CPU). Elsewhere it parks, {@link #PARK_NS} at first
+ * between hosts, wakes once, when it ends (parking on a timer woke a rank every 20 µs–1 ms: at 2
+ * hosts × 2 ranks on 2 CPUs the machine switched contexts half as often again). Elsewhere it parks, {@link #PARK_NS} at first
  * and twice as long each time up to {@link #PARK_LONG_WAIT_NS}.
  *
  * <p>A yield that does not come straight back ({@link #CONTENDED_NS}) shows another thread waiting
