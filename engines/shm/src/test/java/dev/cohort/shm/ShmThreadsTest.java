@@ -257,13 +257,7 @@ class ShmThreadsTest {
         List<ShmAttachment> regions = onRanks(3, r -> ShmAttachment.attach(SharedMemoryFiles.path(env(run, r, 3, 3)), r,
                 new ShmLayout(3, 4096, 0), Duration.ofSeconds(20), "rank " + r));
         try {
-            SpinBarrier.Context allreduce3 = new SpinBarrier.Context() {
-                @Override public String describe() { return "shm world rank 0 of 3: allreduce #3 (float32[8] SUM)"; }
-                @Override public boolean closed() { return false; }
-                @Override public long sequence() { return 3; }
-                @Override public long tag() { return 0x1234; }
-                @Override public dev.cohort.api.collective.Collective collective() { return null; }
-            };
+            SpinBarrier.Context allreduce3 = barrierContext("shm world rank 0 of 3: allreduce #3 (float32[8] SUM)", 3, 0x1234);
             // Rank 1 published the tag of #1 in #3's slot (it has not started #3); rank 2 published #3's
             // (it started it, in place, and stopped inside).
             ShmLayout.LONG.setRelease(regions.get(1).layout().memory(), regions.get(1).layout().tagOffset(1, 3), 0x9876L);
@@ -288,13 +282,7 @@ class ShmThreadsTest {
                 new ShmLayout(2, 4096, 0), Duration.ofSeconds(20), "rank " + r));
         ExecutorService waiter = Executors.newSingleThreadExecutor();
         try {
-            SpinBarrier.Context barrier = new SpinBarrier.Context() {
-                @Override public String describe() { return "shm world rank 1 of 2: barrier #1"; }
-                @Override public boolean closed() { return false; }
-                @Override public long sequence() { return 1; }
-                @Override public long tag() { return 1; }
-                @Override public dev.cohort.api.collective.Collective collective() { return null; }
-            };
+            SpinBarrier.Context barrier = barrierContext("shm world rank 1 of 2: barrier #1", 1, 1);
             // Rank 1's sleeps would last 30 s unless rank 0 woke it.
             SpinBarrier one = new SpinBarrier(regions.get(1).layout(), 1, Duration.ofSeconds(50),
                     dev.cohort.runtime.RankNames.PLAIN, Duration.ofSeconds(30).toNanos());
@@ -321,5 +309,16 @@ class ShmThreadsTest {
             regions.forEach(ShmAttachment::close);
         }
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+
+    /** What a barrier's waiting rank says it was doing, for a barrier driven by hand. */
+    private static SpinBarrier.Context barrierContext(String describe, long sequence, long tag) {
+        return new SpinBarrier.Context() {
+            @Override public String describe() { return describe; }
+            @Override public boolean closed() { return false; }
+            @Override public long sequence() { return sequence; }
+            @Override public long tag() { return tag; }
+            @Override public dev.cohort.api.collective.Collective collective() { return null; }
+        };
     }
 }
