@@ -305,7 +305,7 @@ int main(int argc, char **argv) {
   const char *peer = argv[2], *json = NULL;
   int port = atoi(argv[3]), steps = atoi(argv[4]), sockbuf = 0;
   for (mode = FULL; mode <= NONE && strcmp(argv[5], mode_names[mode]); mode++) {}
-  if (mode > NONE || (host != 0 && host != 1) || steps < 1 || port < 1 || nlocal < 1 || nlocal > 2) die("bad arguments (run without arguments for usage)");
+  if (mode > NONE || (host != 0 && host != 1) || steps < 1 || port < 1) die("bad arguments (run without arguments for usage)");
   for (int i = 6; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--json")) json = argv[i + 1];
     else if (!strcmp(argv[i], "--sockbuf")) sockbuf = atoi(argv[i + 1]);
@@ -313,6 +313,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--ranks-per-host")) nlocal = atoi(argv[i + 1]);
     else die("unknown option %s", argv[i]);
   }
+  if (nlocal < 1 || nlocal > 2) die("--ranks-per-host must be 1 or 2");
   Shared *s = mmap(NULL, sizeof *S, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (s == MAP_FAILED) die("mmap: %s", strerror(errno));
   S = s;

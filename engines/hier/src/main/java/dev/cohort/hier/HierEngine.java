@@ -167,16 +167,16 @@ public final class HierEngine {
         }
     }
 
-    /**
-     * With mpi between hosts: every rank joins the MPI job and takes part in splitting off the
-     * leaders' group (leader k as rank k); the leaders hold the group, every rank its part of MPI.
-     */
     /** The shm options hier's groups within a host start from: its timeouts. */
     private static ShmOptions shmOptions(HierOptions options) {
         return new ShmOptions().timeout(options.timeout()).connectTimeout(options.connectTimeout())
                 .stallTime(options.stallTime());
     }
 
+    /**
+     * With mpi between hosts: every rank joins the MPI job and takes part in splitting off the
+     * leaders' group (leader k as rank k); the leaders hold the group, every rank its part of MPI.
+     */
     private static LeadersGroup splitLeaders(HierOptions options, Map<String, String> env, int host, boolean leader,
                                              int ranksOnThisHost, long deadline) {
         Duration left = Duration.ofNanos(Math.max(1, deadline - System.nanoTime()));

@@ -24,8 +24,8 @@ import java.util.concurrent.locks.LockSupport;
  * it waits for and sleeps on a {@link Futex} on that rank's counter, which the rank wakes after
  * storing its counter when the word is not zero: a long wait, such as hier's for its leader's step
  * between hosts, wakes once, when it ends (parking on a timer woke a rank every 20 µs–1 ms: at 2
- * hosts × 2 ranks on 2 CPUs the machine switched contexts half as often again). Elsewhere it parks, {@link #PARK_NS} at first
- * and twice as long each time up to {@link #PARK_LONG_WAIT_NS}.
+ * hosts × 2 ranks on 2 CPUs the machine switched contexts half as often again). Elsewhere it
+ * parks, {@link #PARK_NS} at first and twice as long each time up to {@link #PARK_LONG_WAIT_NS}.
  *
  * <p>A yield that does not come straight back ({@link #CONTENDED_NS}) shows another thread waiting
  * for this CPU (more ranks than CPUs, as with several ranks per host on a small machine): the rank

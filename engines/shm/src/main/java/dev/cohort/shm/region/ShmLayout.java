@@ -3,6 +3,7 @@ package dev.cohort.shm.region;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 
 /**
  * Where everything lies in one group's shared mapping of a {@code /dev/shm} file: a flyweight
@@ -49,6 +50,8 @@ public final class ShmLayout {
     private static final long CONTROL_STRIDE = 128;
     private static final long TAG = 8;
     private static final long SLEEPERS = 64;
+    /** Where a counter's low 32 bits lie within it. */
+    private static final long LOW_WORD = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN ? 0 : 4;
     private static final long INFO_STRIDE = 64;
     private static final long ABORT = 8;
     private static final long BUFFER_AT = 16;
@@ -138,7 +141,7 @@ public final class ShmLayout {
 
     /** The counter's low 32 bits, the word a futex sleeps on. */
     public long counterWordOffset(int r) {
-        return counterOffset(r) + (java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN ? 0 : 4);
+        return counterOffset(r) + LOW_WORD;
     }
 
     /**
