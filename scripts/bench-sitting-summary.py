@@ -53,6 +53,9 @@ TRAINING = {
     "train-demo-cnn": ("Cohort, demo CNN, world 1", "torch-demo-cnn"),
     "torch-demo-cnn": ("PyTorch, demo CNN, one process", None),
 }
+# RUN-host-blas: RUN with libtorch on the host's OpenBLAS (COHORT_BLAS=system), the library the peer uses
+TRAINING.update({f"{run}-host-blas": (f"{name}, on the host's OpenBLAS", peer)
+                 for run, (name, peer) in list(TRAINING.items()) if run.startswith("train-")})
 MPI_OPS = {"allreduce": "allreduce", "bcast": "broadcast", "allgather(per-rank)": "allgather", "barrier": "barrier"}
 UNITS = {"KiB": 1 << 10, "MiB": 1 << 20}
 

@@ -36,6 +36,8 @@
 #                            TRAIN_STEPS_WIDE steps
 #               train-demo-mlp, train-demo-cnn   the demo's models on one rank (./cohort bench train --model)
 #               torch-demo-mlp, torch-demo-cnn   the same in PyTorch on one process (scripts/torch_models.py)
+#               RUN-host-blas  any train-… run with libtorch on the host's OpenBLAS (COHORT_BLAS=system),
+#                            the library the peers compute with; other runs use COHORT_BLAS as set (default: bundled)
 #   PER_HOST  ranks per simulated host for hier (default WORLD/2)
 #   SIZES     Cohort's allreduce sizes (default 4K,64K,1M,16M); the peers run their own fixed
 #             lists, of which the same sizes are compared
@@ -75,11 +77,15 @@ rooted() {
     alone mpirun --allow-run-as-root --oversubscribe -np "$WORLD" "$@" /usr/bin/python3 "$ROOT/scripts/peer_rooted_collectives.py" mpi --out "$out" >/dev/null
   fi
 }
-echo "WORLD=$WORLD PER_HOST=$PER_HOST SIZES=$SIZES RUNS=$RUNS rounds=$ROUNDS, $(getconf _NPROCESSORS_ONLN) CPUs online, $(date -Is)" > "$OUT/sitting.txt"
+BLAS_DEFAULT="${COHORT_BLAS:-bundled}"   # libtorch's OpenBLAS for runs not named RUN-host-blas
+echo "WORLD=$WORLD PER_HOST=$PER_HOST SIZES=$SIZES RUNS=$RUNS rounds=$ROUNDS, $(getconf _NPROCESSORS_ONLN) CPUs online, COHORT_BLAS=$BLAS_DEFAULT OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(auto)}, $(date -Is)" > "$OUT/sitting.txt"
 for ((i = 1; i <= ROUNDS; i++)); do
   for run in $RUNS; do
     echo "== round $i of $ROUNDS: $run" >&2
-    case "$run" in
+    # RUN-host-blas: RUN with libtorch on the host's OpenBLAS (COHORT_BLAS=system), the peer's library
+    base="${run%-host-blas}"
+    if [ "$base" != "$run" ]; then export COHORT_BLAS=system; else export COHORT_BLAS="$BLAS_DEFAULT"; fi
+    case "$base" in
       shm-copy)    cohort --backend shm --json "$OUT/$run-$i.json" ;;
       shm-inplace) cohort --backend shm --in-place --json "$OUT/$run-$i.json" ;;
       hier)        cohort --backend hier --engine-option=--hier-ranks-per-host="$PER_HOST" --json "$OUT/$run-$i.json" ;;
@@ -99,14 +105,14 @@ for ((i = 1; i <= ROUNDS; i++)); do
                      --max-mib 16 --out "$OUT/$run-$i.json" >/dev/null
                    rooted "$OUT/$run-$i.rooted.json" torch ;;
       train-*-zero[12]|train-*-zero[12]-*)
-                   e="${run#train-}"; z="${e#*-zero}"; e="${e%%-zero*}"; stage="${z%%-*}"; comp=none
+                   e="${base#train-}"; z="${e#*-zero}"; e="${e%%-zero*}"; stage="${z%%-*}"; comp=none
                    [ "$z" != "$stage" ] && comp="${z#*-}"
                    train "$WORLD" "$TRAIN_STEPS" --backend "$e" --zero "$stage" --grad-compression "$comp" --json "$OUT/$run-$i.json" ;;
       train-gloo)  train "$WORLD" "$TRAIN_STEPS" --backend gloo --json "$OUT/$run-$i.json" ;;
       train-shm)   train "$WORLD" "$TRAIN_STEPS" --backend shm --json "$OUT/$run-$i.json" ;;
       train-tcp)   train "$WORLD" "$TRAIN_STEPS" --backend tcp --json "$OUT/$run-$i.json" ;;
       train-mpi)   train "$WORLD" "$TRAIN_STEPS" --backend mpi --json "$OUT/$run-$i.json" ;;
-      train-djl-shm|train-djl-tcp) train "$WORLD" "$TRAIN_STEPS" --framework djl --backend "${run#train-djl-}" --json "$OUT/$run-$i.json" ;;
+      train-djl-shm|train-djl-tcp) train "$WORLD" "$TRAIN_STEPS" --framework djl --backend "${base#train-djl-}" --json "$OUT/$run-$i.json" ;;
       train-djl-none)   train "$WORLD" "$TRAIN_STEPS" --framework djl --backend none --json "$OUT/$run-$i.json" ;;
       train-djl-world1) train 1 "$TRAIN_STEPS" --framework djl --backend none --json "$OUT/$run-$i.json" ;;
       torch-ddp)   ddp "$WORLD" "$TRAIN_STEPS" $((29750 + i)) --out "$OUT/$run-$i.json" ;;
@@ -120,8 +126,8 @@ for ((i = 1; i <= ROUNDS; i++)); do
       train-gloo-wide)   train "$WORLD" "$TRAIN_STEPS_WIDE" --backend gloo --hidden 4096 --json "$OUT/$run-$i.json" ;;
       train-shm-wide)    train "$WORLD" "$TRAIN_STEPS_WIDE" --backend shm --hidden 4096 --json "$OUT/$run-$i.json" ;;
       torch-ddp-wide)    ddp "$WORLD" "$TRAIN_STEPS_WIDE" $((29770 + i)) --hidden 4096 --out "$OUT/$run-$i.json" ;;
-      train-demo-mlp|train-demo-cnn) train 1 "$TRAIN_STEPS" --backend gloo --model "${run#train-}" --json "$OUT/$run-$i.json" ;;
-      torch-demo-mlp|torch-demo-cnn) alone /usr/bin/python3 "$ROOT/scripts/torch_models.py" --model "${run#torch-}" \
+      train-demo-mlp|train-demo-cnn) train 1 "$TRAIN_STEPS" --backend gloo --model "${base#train-}" --json "$OUT/$run-$i.json" ;;
+      torch-demo-mlp|torch-demo-cnn) alone /usr/bin/python3 "$ROOT/scripts/torch_models.py" --model "${base#torch-}" \
                      --steps "$TRAIN_STEPS" --out "$OUT/$run-$i.json" >/dev/null ;;
       *) echo "unknown run '$run' (see the comment at the top of $0)" >&2; exit 2 ;;
     esac

@@ -15,6 +15,8 @@
 # c-full, c-full-reduce, c-sync, c-none: docs/lab/step2x2.c, the same training step in C with the
 # system's OpenBLAS (hier's algorithm, or a reduce to the leader within the host, or one float per
 # step, or none), TRAIN_STEPS steps: what the machine allows for this layout.
+# RUN-host-blas: a train-… run with libtorch on the host's OpenBLAS (COHORT_BLAS=system), the peers'
+# library; other runs use COHORT_BLAS as set (default: bundled).
 # Needs root, iproute2 and Open MPI for the mpi run, PyTorch for torch-ddp, gcc for the c- runs. Each run holds /tmp/cohort-cpu.lock exclusively.
 # Both "hosts" share this machine's CPUs: with more ranks than CPUs, small collectives measure the
 # scheduler (Open MPI is told to yield when idle); large ones at a limited RATE measure the link.
@@ -57,7 +59,8 @@ case "\$host" in ${ADDR[0]}) ns=${NS[0]} ;; *) ns=${NS[1]} ;; esac
 exec ip netns exec "\$ns" unshare --uts sh -c "hostname \$ns; \$*"
 AGENT_EOF
 chmod +x "$AGENT"
-echo "WORLD=$WORLD RATE=${RATE:-veth} SIZES=$SIZES RUNS=$RUNS rounds=$ROUNDS, $(getconf _NPROCESSORS_ONLN) CPUs online, $(date -Is)" > "$OUT/sitting.txt"
+BLAS_DEFAULT="${COHORT_BLAS:-bundled}"   # libtorch's OpenBLAS for runs not named RUN-host-blas
+echo "WORLD=$WORLD RATE=${RATE:-veth} SIZES=$SIZES RUNS=$RUNS rounds=$ROUNDS, $(getconf _NPROCESSORS_ONLN) CPUs online, COHORT_BLAS=$BLAS_DEFAULT OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(auto)}, $(date -Is)" > "$OUT/sitting.txt"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 exec 9>>"$LOCK"
 alone() { flock -x 9; local rc=0; "$@" || rc=$?; flock -u 9; return $rc; }
@@ -143,14 +146,17 @@ mpi_pair() {
 for ((i = 1; i <= ROUNDS; i++)); do
   for run in $RUNS; do
     echo "== round $i of $ROUNDS: $run" >&2
-    case "$run" in
+    # RUN-host-blas: RUN with libtorch on the host's OpenBLAS (COHORT_BLAS=system), the peer's library
+    base="${run%-host-blas}"
+    if [ "$base" != "$run" ]; then export COHORT_BLAS=system; else export COHORT_BLAS="$BLAS_DEFAULT"; fi
+    case "$base" in
       hier|gloo|tcp) alone cohort_pair "$run" $((31000 + 10 * i)) "$OUT/$run-$i.json" ;;
-      train-hier|train-gloo|train-tcp) alone train_pair "${run#train-}" $((31001 + 10 * i)) "$OUT/$run-$i.json" ;;
+      train-hier|train-gloo|train-tcp) alone train_pair "${base#train-}" $((31001 + 10 * i)) "$OUT/$run-$i.json" ;;
       train-hier-overlap) alone train_pair hier $((31004 + 10 * i)) "$OUT/$run-$i.json" --overlap ;;
       train-hier-tcp) alone train_pair hier $((31005 + 10 * i)) "$OUT/$run-$i.json" --engine-option=--hier-between=tcp ;;
       train-hier-sync) alone train_pair hier $((31003 + 10 * i)) "$OUT/$run-$i.json" --sync-only ;;
       torch-ddp) alone train_pair torch-ddp $((31002 + 10 * i)) "$OUT/$run-$i.json" ;;
-      c-full|c-full-reduce|c-sync|c-none) alone c_pair "${run#c-}" $((31006 + 10 * i)) "$OUT/$run-$i.json" ;;
+      c-full|c-full-reduce|c-sync|c-none) alone c_pair "${base#c-}" $((31006 + 10 * i)) "$OUT/$run-$i.json" ;;
       mpi)       alone mpi_pair "$OUT/mpi-hosts-$i.txt" ;;
       hier-mpi)  alone cohort_mpi_collectives hier "$OUT/hier-mpi-$i.json" --hier-between=mpi ;;
       cohort-mpi) alone cohort_mpi_collectives mpi "$OUT/mpi-$i.json" ;;

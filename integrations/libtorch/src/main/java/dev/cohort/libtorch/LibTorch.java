@@ -8,6 +8,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.Pointer;
@@ -29,6 +31,7 @@ public final class LibTorch {
 
     private static volatile boolean loaded;
     private static volatile Throwable failure;
+    private static volatile String blas;
 
     private LibTorch() {
     }
@@ -66,8 +69,8 @@ public final class LibTorch {
         if (t == null) {
             return "";
         }
-        if (t instanceof ForeignLibtorchException) {
-            return t.getMessage();
+        if (t instanceof ForeignLibtorchException || t instanceof IllegalArgumentException) {
+            return t.getMessage();     // another libtorch in the process, or a bad COHORT_BLAS
         }
         return "libtorch (org.bytedeco:pytorch, linux-x86_64 natives) could not be loaded: " + t
                 + "; Cohort's gloo engine needs Linux on x86-64 with the cohort-gloo module's dependencies on the class path";
@@ -127,7 +130,9 @@ public final class LibTorch {
         }
         try {
             String platform = Loader.getPlatform();
-            extractUnderLock("/org/bytedeco/openblas/" + platform + "/", "/org/bytedeco/pytorch/" + platform + "/");
+            List<Path> natives = extractUnderLock("/org/bytedeco/openblas/" + platform + "/",
+                    "/org/bytedeco/pytorch/" + platform + "/");
+            blas = loadHostBlas(natives);
             Loader.load(org.bytedeco.pytorch.global.torch.class);
             loaded = true;
         } catch (Throwable t) {
@@ -136,7 +141,47 @@ public final class LibTorch {
         }
     }
 
-    private static void extractUnderLock(String... resourceDirs) throws IOException, InterruptedException {
+    /**
+     * What libtorch computes with: {@code "bundled OpenBLAS"}, or {@code "host OpenBLAS PATH"} when
+     * {@value HostBlas#VARIABLE} chose one (see {@link HostBlas}); null before {@link #load}.
+     */
+    public static String blas() {
+        return blas;
+    }
+
+    /**
+     * Loads the host's OpenBLAS ahead of libtorch when {@link HostBlas} chooses one; says which BLAS is in use.
+     *
+     * @throws IllegalArgumentException when the setting is wrong or the host's library lacks a function
+     */
+    private static String loadHostBlas(List<Path> natives) throws IOException {
+        String setting = HostBlas.setting(System.getenv());
+        Optional<Path> host = HostBlas.choose(setting, System.getenv("LD_LIBRARY_PATH"), HostBlas.usualFolders());
+        if (host.isEmpty()) {
+            return "bundled OpenBLAS";
+        }
+        Path libtorch = find(natives, "libtorch_cpu.so");
+        Path bundled = libtorch.resolveSibling(HostBlas.SONAME);
+        if (!Files.isRegularFile(bundled)) {
+            bundled = find(natives, HostBlas.SONAME);
+        }
+        HostBlas.checkProvides(host.get(), libtorch, bundled);
+        Path real = host.get().toRealPath();
+        System.load(real.toString());
+        return "host OpenBLAS " + real;
+    }
+
+    private static Path find(List<Path> dirs, String name) throws IOException {
+        for (Path dir : dirs) {
+            if (Files.isRegularFile(dir.resolve(name))) {
+                return dir.resolve(name);
+            }
+        }
+        throw new IOException(name + " is not among the extracted natives in " + dirs);
+    }
+
+    /** Extracts each resource folder into JavaCPP's cache; returns the folders extracted. */
+    private static List<Path> extractUnderLock(String... resourceDirs) throws IOException, InterruptedException {
         Path cache = Loader.getCacheDir().toPath();
         Files.createDirectories(cache);
         try (FileChannel channel = FileChannel.open(cache.resolve(".cohort-extract.lock"),
@@ -151,9 +196,13 @@ public final class LibTorch {
                 Thread.sleep(50);
             }
             try {
+                List<Path> extracted = new ArrayList<>();
                 for (String dir : resourceDirs) {
-                    Loader.cacheResources(dir);
+                    for (java.io.File f : Loader.cacheResources(dir)) {
+                        extracted.add(f.toPath());
+                    }
                 }
+                return extracted;
             } finally {
                 lock.release();
             }

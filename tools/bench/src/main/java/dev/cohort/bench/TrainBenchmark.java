@@ -258,10 +258,11 @@ final class TrainBenchmark implements Callable<Integer> {
         return List.copyOf(found);
     }
 
-    /** The libtorch build Cohort runs (the JavaCPP presets' version) and this JVM. */
+    /** The libtorch build Cohort runs (the JavaCPP presets' version), the OpenBLAS it calls and this JVM. */
     static String computeVersion() {
         String presets = torch.class.getPackage().getImplementationVersion();
-        return "java " + Runtime.version() + ", libtorch (JavaCPP pytorch) " + (presets != null ? presets : "?");
+        return "java " + Runtime.version() + ", libtorch (JavaCPP pytorch) " + (presets != null ? presets : "?")
+                + " on " + LibTorch.blas();
     }
 
     /** The model {@code --model} names. */
