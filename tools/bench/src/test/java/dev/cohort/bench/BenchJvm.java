@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /** {@code cohort bench ARGS} in a JVM of its own (as each host starts it), output into a log file. */
@@ -15,15 +16,27 @@ final class BenchJvm {
     }
 
     static Process start(Path log, List<String> args) throws IOException {
+        return start(log, args, Map.of());
+    }
+
+    /** The same with {@code env} added to this JVM's environment. */
+    static Process start(Path log, List<String> args, Map<String, String> env) throws IOException {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-cp", System.getProperty("java.class.path"), BenchMain.class.getName()));
         cmd.addAll(args);
-        return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        ProcessBuilder builder = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+        builder.environment().putAll(env);
+        return builder.start();
     }
 
     /** Runs it to the end (at most 200 s) and returns its exit code. */
     static int run(Path log, List<String> args) throws IOException, InterruptedException {
-        Process p = start(log, args);
+        return run(log, args, Map.of());
+    }
+
+    /** The same with {@code env} added to this JVM's environment. */
+    static int run(Path log, List<String> args, Map<String, String> env) throws IOException, InterruptedException {
+        Process p = start(log, args, env);
         try {
             assertThat(p.waitFor(200, TimeUnit.SECONDS)).as("the benchmark finished").isTrue();
             return p.exitValue();

@@ -1,6 +1,7 @@
 package dev.cohort.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -8,6 +9,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -39,6 +42,30 @@ class TrainBenchmarkTest {
         Path log = dir.resolve("bench.log");
         assertThat(bench(log, "--backend", "tcp", "--world", "2", "--sync-only", "--zero", "1")).isNotZero();
         assertThat(Files.readString(log)).contains("--sync-only distributes nothing");
+    }
+
+    /** COHORT_BLAS reaches the worker: libtorch on the host's OpenBLAS, and the result says so; a bad value is refused. */
+    @Test
+    @Timeout(240)
+    void theResultSaysWhichOpenBlasLibtorchComputedWith(@TempDir Path dir) throws Exception {
+        assumeTrue(Stream.of("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib")
+                .anyMatch(d -> Files.isRegularFile(Path.of(d, "libopenblas.so.0"))), "no OpenBLAS on this host");
+        Path json = dir.resolve("host.json");
+        Path log = dir.resolve("host.log");
+        List<String> args = List.of("train", "--backend", "none", "--world", "1", "--steps", "3", "--warm", "1",
+                "--batch", "8", "--json", json.toString());
+        assertThat(BenchJvm.run(log, args, Map.of("COHORT_BLAS", "system"))).as(Files.readString(log)).isZero();
+        assertThat(new ObjectMapper().readTree(Files.readString(json)).get("version").asText())
+                .contains("libtorch (JavaCPP pytorch)").containsPattern(" on host OpenBLAS /\\S*openblas");
+        assertThat(Files.readString(log)).containsPattern("computes with: .* on host OpenBLAS /");
+
+        Path bundled = dir.resolve("bundled.log");
+        assertThat(BenchJvm.run(bundled, args, Map.of("COHORT_BLAS", "bundled"))).as(Files.readString(bundled)).isZero();
+        assertThat(Files.readString(bundled)).contains(" on bundled OpenBLAS;");
+
+        Path bad = dir.resolve("bad.log");
+        assertThat(BenchJvm.run(bad, args, Map.of("COHORT_BLAS", "openblas"))).isNotZero();
+        assertThat(Files.readString(bad)).contains("COHORT_BLAS=openblas: expected bundled, system or the absolute path");
     }
 
     private static int bench(Path log, String... args) throws Exception {
