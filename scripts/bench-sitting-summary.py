@@ -47,6 +47,8 @@ TRAINING = {
     "train-world1": ("Cohort, world 1", "torch-ddp-world1"), "torch-ddp-world1": ("PyTorch DDP, world 1", None),
     "train-gloo-wide": ("Cohort gloo, hidden 4096", "torch-ddp-wide"),
     "train-shm-wide": ("Cohort shm, hidden 4096", "torch-ddp-wide"),
+    "train-tcp-wide": ("Cohort tcp, hidden 4096", "torch-ddp-wide"),
+    "train-mpi-wide": ("Cohort mpi, hidden 4096", "torch-ddp-wide"),
     "torch-ddp-wide": ("PyTorch DDP, hidden 4096", None),
     "train-demo-mlp": ("Cohort, demo MLP, world 1", "torch-demo-mlp"),
     "torch-demo-mlp": ("PyTorch, demo MLP, one process", None),

@@ -32,7 +32,8 @@
 #               train-gloo-no-overlap, train-shm-no-overlap   averaging only at the step (--no-overlap)
 #               train-world1, torch-ddp-world1   one rank, whatever WORLD says (nothing to average)
 #               train-none   the ceiling: WORLD ranks training alone at once (--backend none), samples/s summed
-#               train-gloo-wide, train-shm-wide, torch-ddp-wide   hidden layers of 4096 (20.0 M parameters),
+#               train-gloo-wide, train-shm-wide, train-tcp-wide, train-mpi-wide, torch-ddp-wide   hidden layers
+#                            of 4096 (20.0 M parameters),
 #                            TRAIN_STEPS_WIDE steps
 #               train-demo-mlp, train-demo-cnn   the demo's models on one rank (./cohort bench train --model)
 #               torch-demo-mlp, torch-demo-cnn   the same in PyTorch on one process (scripts/torch_models.py)
@@ -125,6 +126,8 @@ for ((i = 1; i <= ROUNDS; i++)); do
       torch-ddp-world1)  ddp 1 "$TRAIN_STEPS" $((29760 + i)) --out "$OUT/$run-$i.json" ;;
       train-gloo-wide)   train "$WORLD" "$TRAIN_STEPS_WIDE" --backend gloo --hidden 4096 --json "$OUT/$run-$i.json" ;;
       train-shm-wide)    train "$WORLD" "$TRAIN_STEPS_WIDE" --backend shm --hidden 4096 --json "$OUT/$run-$i.json" ;;
+      train-tcp-wide)    train "$WORLD" "$TRAIN_STEPS_WIDE" --backend tcp --hidden 4096 --json "$OUT/$run-$i.json" ;;
+      train-mpi-wide)    train "$WORLD" "$TRAIN_STEPS_WIDE" --backend mpi --hidden 4096 --json "$OUT/$run-$i.json" ;;
       torch-ddp-wide)    ddp "$WORLD" "$TRAIN_STEPS_WIDE" $((29770 + i)) --hidden 4096 --out "$OUT/$run-$i.json" ;;
       train-demo-mlp|train-demo-cnn) train 1 "$TRAIN_STEPS" --backend gloo --model "${base#train-}" --json "$OUT/$run-$i.json" ;;
       torch-demo-mlp|torch-demo-cnn) alone /usr/bin/python3 "$ROOT/scripts/torch_models.py" --model "${base#torch-}" \
