@@ -32,13 +32,20 @@ public final class HostBlas {
     private HostBlas() {
     }
 
+    /** A {@value #VARIABLE} that names no usable library; its message says what to do. */
+    static final class BadSetting extends IllegalArgumentException {
+        BadSetting(String message) {
+            super(message);
+        }
+    }
+
     /**
      * The host library that {@code setting} chooses, or empty for the bundled one.
      *
      * @param setting        {@value #VARIABLE}'s value (null or blank: bundled)
      * @param libraryPath    {@code LD_LIBRARY_PATH} (may be null)
      * @param libraryFolders the usual library folders, searched after {@code libraryPath}
-     * @throws IllegalArgumentException saying what was wrong and what to do
+     * @throws BadSetting saying what was wrong and what to do
      */
     static Optional<Path> choose(String setting, String libraryPath, List<Path> libraryFolders) {
         if (setting == null || setting.isBlank() || setting.equals("bundled")) {
@@ -60,13 +67,13 @@ public final class HostBlas {
                     return Optional.of(candidate);
                 }
             }
-            throw new IllegalArgumentException(VARIABLE + "=system: no " + SONAME + " in " + searched
+            throw new BadSetting(VARIABLE + "=system: no " + SONAME + " in " + searched
                     + "; install OpenBLAS (Debian: libopenblas0-pthread), give its path, or unset " + VARIABLE
                     + " to use the bundled one");
         }
         Path path = Path.of(setting);
         if (!path.isAbsolute() || !Files.isRegularFile(path)) {
-            throw new IllegalArgumentException(VARIABLE + "=" + setting + ": expected bundled, system or the "
+            throw new BadSetting(VARIABLE + "=" + setting + ": expected bundled, system or the "
                     + "absolute path of an existing " + SONAME);
         }
         return Optional.of(path);
@@ -89,7 +96,7 @@ public final class HostBlas {
      * Checks that {@code candidate} defines every symbol {@code libtorch} needs from
      * {@code bundled}: the BLAS and LAPACK functions libtorch calls.
      *
-     * @throws IllegalArgumentException naming the missing functions (a few) and what to do
+     * @throws BadSetting naming the missing functions (a few) and what to do
      * @throws IOException              when a library cannot be read as ELF
      */
     static void checkProvides(Path candidate, Path libtorch, Path bundled) throws IOException {
@@ -98,7 +105,7 @@ public final class HostBlas {
         needed.removeAll(ElfSymbols.of(candidate, true));
         if (!needed.isEmpty()) {
             List<String> some = needed.stream().limit(5).toList();
-            throw new IllegalArgumentException(VARIABLE + ": " + candidate + " lacks " + needed.size()
+            throw new BadSetting(VARIABLE + ": " + candidate + " lacks " + needed.size()
                     + " function(s) libtorch calls, e.g. " + String.join(", ", some) + "; use a full OpenBLAS build "
                     + "with LAPACK, or unset " + VARIABLE + " to use the bundled one");
         }

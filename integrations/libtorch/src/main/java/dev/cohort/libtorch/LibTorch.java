@@ -69,7 +69,7 @@ public final class LibTorch {
         if (t == null) {
             return "";
         }
-        if (t instanceof ForeignLibtorchException || t instanceof IllegalArgumentException) {
+        if (t instanceof ForeignLibtorchException || t instanceof HostBlas.BadSetting) {
             return t.getMessage();     // another libtorch in the process, or a bad COHORT_BLAS
         }
         return "libtorch (org.bytedeco:pytorch, linux-x86_64 natives) could not be loaded: " + t
@@ -152,7 +152,7 @@ public final class LibTorch {
     /**
      * Loads the host's OpenBLAS ahead of libtorch when {@link HostBlas} chooses one; says which BLAS is in use.
      *
-     * @throws IllegalArgumentException when the setting is wrong or the host's library lacks a function
+     * @throws HostBlas.BadSetting when the setting is wrong or the host's library lacks a function
      */
     private static String loadHostBlas(List<Path> natives) throws IOException {
         String setting = HostBlas.setting(System.getenv());
