@@ -16,7 +16,7 @@ import java.util.Objects;
  *
  * <pre>{@code
  * try (Join join = backend.join(optimizer)) {
- *     for (Batch b : myBatches) {          // 100 here, 73 on another rank
+ *     for (MiniBatch b : myBatches) {          // 100 here, 73 on another rank
  *         optimizer.zero_grad();
  *         loss(model, b).backward();
  *         optimizer.step();

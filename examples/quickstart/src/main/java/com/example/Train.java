@@ -4,9 +4,9 @@ import dev.cohort.api.Backends;
 import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.Distributed;
 import dev.cohort.api.DistributedBackend;
-import dev.cohort.torch.Batch;
-import dev.cohort.torch.DataLoader;
-import dev.cohort.torch.TensorDataset;
+import dev.cohort.torch.MiniBatch;
+import dev.cohort.torch.ShardedLoader;
+import dev.cohort.torch.TensorSamples;
 import java.util.SplittableRandom;
 import org.bytedeco.pytorch.LinearImpl;
 import org.bytedeco.pytorch.Module;
@@ -27,14 +27,14 @@ public final class Train {
                 x[i] = (float) random.nextGaussian();
                 y[i / 16] += x[i] * (i % 16) / 16f;
             }
-            TensorDataset data = new TensorDataset(torch.tensor(x).reshape(4096, 16), torch.tensor(y).reshape(4096, 1));
+            TensorSamples data = new TensorSamples(torch.tensor(x).reshape(4096, 16), torch.tensor(y).reshape(4096, 1));
             LinearImpl model = new LinearImpl(16, 1);
-            Distributed<Module, Optimizer, DataLoader, Object> d = backend.distribute(DistributeRequest.of(
-                    (Module) model, new SGD(model.parameters(), new SGDOptions(0.05)), DataLoader.of(data, 64, true, 42), null));
+            Distributed<Module, Optimizer, ShardedLoader, Object> d = backend.distribute(DistributeRequest.of(
+                    (Module) model, new SGD(model.parameters(), new SGDOptions(0.05)), ShardedLoader.of(data, 64, true, 42), null));
             for (int epoch = 1; epoch <= 5; epoch++) {
                 double sum = 0;
                 int steps = 0;
-                for (Batch b : d.trainingData().epoch(epoch)) {
+                for (MiniBatch b : d.trainingData().epoch(epoch)) {
                     d.optimizer().zero_grad();
                     Tensor loss = torch.mse_loss(model.forward(b.inputs()), b.targets());
                     loss.backward();

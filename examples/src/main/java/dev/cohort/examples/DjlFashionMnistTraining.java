@@ -21,7 +21,7 @@ import dev.cohort.djl.Checkpoints;
 import dev.cohort.djl.DistributedSampler;
 import dev.cohort.djl.DjlEngines;
 import dev.cohort.djl.DistributedTrainer;
-import dev.cohort.djl.NDArrays;
+import dev.cohort.djl.DistributedArrays;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -189,7 +189,7 @@ public final class DjlFashionMnistTraining {
                                         NDList predicted = trainer.forward(b.getData());
                                         NDArray batchLoss = trainer.getLoss().evaluate(b.getLabels(), predicted);
                                         collector.backward(batchLoss);
-                                        try (NDArray averaged = NDArrays.averageAll(backend, batchLoss)) {
+                                        try (NDArray averaged = DistributedArrays.averageAll(backend, batchLoss)) {
                                             loss = averaged.getFloat();
                                         }
                                     }

@@ -7,12 +7,12 @@ import dev.cohort.api.Distributed;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.ProgressReporter;
 import dev.cohort.libtorch.LibTorch;
-import dev.cohort.torch.Batch;
+import dev.cohort.torch.MiniBatch;
 import dev.cohort.torch.Checkpoints;
-import dev.cohort.torch.DataLoader;
+import dev.cohort.torch.ShardedLoader;
 import dev.cohort.torch.DistributedOptimizer;
 import dev.cohort.runtime.elastic.ElasticJob;
-import dev.cohort.torch.TensorDataset;
+import dev.cohort.torch.TensorSamples;
 import dev.cohort.torch.TorchDistributor;
 import dev.cohort.torch.TorchCollectives;
 import dev.cohort.api.checkpoint.TrainingPosition;
@@ -57,10 +57,10 @@ public final class FashionMnistTraining {
     private final TrainingConfig config;
     private final PrintStream out;
     // What training holds across generations.
-    private DistributeRequest<Classifier, Optimizer, DataLoader, Object> request;
+    private DistributeRequest<Classifier, Optimizer, ShardedLoader, Object> request;
     private Classifier trained;
     private Optimizer optimizer;
-    private DataLoader shard;
+    private ShardedLoader shard;
     private double lrScale = 1.0;
 
     private FashionMnistTraining(ElasticJob job, TrainingConfig config, PrintStream out) {
@@ -97,7 +97,7 @@ public final class FashionMnistTraining {
         SGDOptions options = new SGDOptions(config.lr());
         options.momentum().put(config.momentum());
         Optimizer sgd = new SGD(model.parameters(), options);
-        DataLoader loader = DataLoader.of(new TensorDataset(trainImages, trainLabels), config.batchSize(), true,
+        ShardedLoader loader = ShardedLoader.of(new TensorSamples(trainImages, trainLabels), config.batchSize(), true,
                 config.seed());
 
         request = DistributeRequest.of(model, (Optimizer) sgd, loader, (Object) null)
@@ -150,7 +150,7 @@ public final class FashionMnistTraining {
                 lrScale = scale;
                 request = request.withTrainingData(request.trainingData().withBatchSize(batchSize));
                 distribute();
-                DataLoader rest = request.trainingData().sharded(now.worldSize(), now.rank(), false, examplesDone);
+                ShardedLoader rest = request.trainingData().sharded(now.worldSize(), now.rank(), false, examplesDone);
                 return steps(rest, epoch, 0);
             }
 
@@ -161,9 +161,9 @@ public final class FashionMnistTraining {
                 shard = request.trainingData().sharded(backend.worldSize(), backend.rank(), false, 0);
             }
 
-            private TrainingLoop.Steps steps(DataLoader loader, int epoch, int firstBatch) {
+            private TrainingLoop.Steps steps(ShardedLoader loader, int epoch, int firstBatch) {
                 trained.train(true);
-                Iterator<Batch> it = loader.epoch(epoch, firstBatch).iterator();
+                Iterator<MiniBatch> it = loader.epoch(epoch, firstBatch).iterator();
                 int count = loader.batchesPerEpoch() - firstBatch;
                 return new TrainingLoop.Steps() {
                     private int taken;
@@ -183,7 +183,7 @@ public final class FashionMnistTraining {
                     public TrainingLoop.StepResult train(long step, long totalSteps) {
                         // The scope frees the step's native temporaries at once (not at the next GC).
                         try (PointerScope scope = new PointerScope()) {
-                            Batch b = it.next();
+                            MiniBatch b = it.next();
                             taken++;
                             setLearningRate(optimizer, lrScale * TrainingLoop.learningRate(config, step, totalSteps));
                             optimizer.zero_grad();
@@ -230,7 +230,7 @@ public final class FashionMnistTraining {
 
     /** Distributes the model, optimizer and data on the current backend: the root's state to every worker. */
     private void distribute() {
-        Distributed<Classifier, Optimizer, DataLoader, Object> distributed = backend.distribute(request);
+        Distributed<Classifier, Optimizer, ShardedLoader, Object> distributed = backend.distribute(request);
         trained = distributed.model();
         optimizer = distributed.optimizer();
         shard = distributed.trainingData();

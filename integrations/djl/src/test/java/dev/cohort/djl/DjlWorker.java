@@ -40,7 +40,7 @@ import java.util.Random;
  * one value per line. Options: {@code optimizer=sgd|momentum|adam}, {@code epochs=E} (loop),
  * {@code shuffle=true}, {@code save=STEP:FILE} (the root checkpoints after that step, training goes
  * on), {@code resume=FILE} (every rank loads it and continues from its position). Each rank seeds DJL's random numbers differently, so only the trainer's broadcast makes
- * their parameters the same. Then checks {@link NDArrays#averageAll} and prints {@code OK}.
+ * their parameters the same. Then checks {@link DistributedArrays#averageAll} and prints {@code OK}.
  */
 public final class DjlWorker {
 
@@ -94,7 +94,7 @@ public final class DjlWorker {
                     }
                 }
                 NDArray mine = manager.create(new float[] {backend.rank() + 1f, 10f * (backend.rank() + 1)});
-                NDArray avg = NDArrays.averageAll(backend, mine);
+                NDArray avg = DistributedArrays.averageAll(backend, mine);
                 float expected = (world + 1) / 2f;
                 if (avg.getFloat(0) != expected || avg.getFloat(1) != 10 * expected
                         || mine.getFloat(0) != backend.rank() + 1f) {

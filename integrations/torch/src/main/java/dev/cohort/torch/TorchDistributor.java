@@ -27,7 +27,7 @@ import org.bytedeco.pytorch.global.torch;
  * {@code distribute()} for JavaCPP PyTorch: for a {@link Module}, the root's parameters and
  * buffers are broadcast to every rank; an {@link Optimizer} gets the root's state (Horovod's
  * {@code broadcast_optimizer_state}) and comes back as a {@link DistributedOptimizer}; a
- * {@link DataLoader} comes back over this rank's shard ({@link DistributedSampler}); any other
+ * {@link ShardedLoader} comes back over this rank's shard ({@link ShardSampler}); any other
  * training data is refused (it would reach every rank whole); the learning-rate scheduler is passed
  * through.
  *
@@ -99,7 +99,7 @@ public final class TorchDistributor implements Distributor {
 
     @Override
     public boolean supports(DistributeRequest<?, ?, ?, ?> request) {
-        return isTorchType(request.model()) || isTorchType(request.optimizer()) || request.trainingData() instanceof DataLoader;
+        return isTorchType(request.model()) || isTorchType(request.optimizer()) || request.trainingData() instanceof ShardedLoader;
     }
 
     private static boolean isTorchType(Object o) {
@@ -139,11 +139,11 @@ public final class TorchDistributor implements Distributor {
                     + model.getClass().getName());
         }
         D data = request.trainingData();
-        if (data != null && !(data instanceof DataLoader)) {
+        if (data != null && !(data instanceof ShardedLoader)) {
             throw new IllegalArgumentException("the torch integration shards training data given as a "
-                    + DataLoader.class.getName() + "; a " + data.getClass().getName() + " would reach every rank whole, "
-                    + "and each would train on all of it: pass DataLoader.of(dataset, batchSize, shuffle, seed), or pass "
-                    + "no training data and shard it yourself with a DistributedSampler");
+                    + ShardedLoader.class.getName() + "; a " + data.getClass().getName() + " would reach every rank whole, "
+                    + "and each would train on all of it: pass ShardedLoader.of(dataset, batchSize, shuffle, seed), or pass "
+                    + "no training data and shard it yourself with a ShardSampler");
         }
         Module module = (Module) model;
         if (module != null) {
@@ -170,7 +170,7 @@ public final class TorchDistributor implements Distributor {
             ZeroShards zero = zeroStage > 0 ? new ZeroShards(group, local, zeroStage, buckets, compression) : null;
             optimizer = (O) new DistributedOptimizer(local, buckets, zero, buffers);
         }
-        if (data instanceof DataLoader loader) {
+        if (data instanceof ShardedLoader loader) {
             data = (D) loader.sharded(backend.worldSize(), backend.rank(), dropLast);
         }
         return new Distributed<>(request.model(), optimizer, data, request.lrScheduler());

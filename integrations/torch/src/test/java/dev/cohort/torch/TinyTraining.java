@@ -75,7 +75,7 @@ final class TinyTraining {
     }
 
     /** Examples {@code [from, from + count)} of step {@code step}'s global batch. */
-    static Batch batch(int step, int from, int count) {
+    static MiniBatch batch(int step, int from, int count) {
         float[] x = new float[count * 8];
         long[] y = new long[count];
         for (int i = 0; i < count; i++) {
@@ -85,10 +85,10 @@ final class TinyTraining {
             }
             y[i] = r.nextInt(3);
         }
-        return new Batch(torch.tensor(x).reshape(count, 8), torch.tensor(y));
+        return new MiniBatch(torch.tensor(x).reshape(count, 8), torch.tensor(y));
     }
 
-    static void step(Net model, Optimizer optimizer, Batch batch) {
+    static void step(Net model, Optimizer optimizer, MiniBatch batch) {
         optimizer.zero_grad();
         Tensor loss = torch.cross_entropy(model.forward(batch.inputs()), batch.targets());
         loss.backward();
@@ -171,7 +171,7 @@ final class TinyTraining {
                     optimizer.zero_grad();
                 }
                 for (int m = 0; m < microBatches; m++) {
-                    Batch b = batch(s, backend.rank() * shard + m * micro, micro);
+                    MiniBatch b = batch(s, backend.rank() * shard + m * micro, micro);
                     Tensor loss = torch.cross_entropy(local.forward(b.inputs()), b.targets()).div(
                             new org.bytedeco.pytorch.Scalar((double) microBatches));
                     if (noSync && m < microBatches - 1) {

@@ -54,7 +54,7 @@ class TrainingControlsTest {
         return ThreadRanks.run(world, Duration.ofSeconds(50), body);
     }
 
-    private static Tensor loss(TinyTraining.Net net, Batch b) {
+    private static Tensor loss(TinyTraining.Net net, MiniBatch b) {
         return torch.cross_entropy(net.forward(b.inputs()), b.targets());
     }
 
@@ -164,7 +164,7 @@ class TrainingControlsTest {
             assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) net, null, List.of(1, 2, 3), null)))
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("would reach every rank whole")
-                    .hasMessageContaining("DataLoader.of(");
+                    .hasMessageContaining("ShardedLoader.of(");
             assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) net, null, null, null)
                     .withOption("bucketbytes", 1024)))
                     .hasMessageContaining("unknown option 'bucketbytes'").hasMessageContaining(TorchDistributor.BUCKET_BYTES);
@@ -271,7 +271,7 @@ class TrainingControlsTest {
         Optimizer sgd = TinyTraining.sgd(single);
         for (int s = 0; s < TinyTraining.STEPS; s++) {
             sgd.zero_grad();
-            Batch b = TinyTraining.batch(s, 0, TinyTraining.GLOBAL_BATCH);
+            MiniBatch b = TinyTraining.batch(s, 0, TinyTraining.GLOBAL_BATCH);
             torch.cross_entropy(single.forward(b.inputs()), b.targets()).backward();
             sgd.step();
         }
@@ -287,7 +287,7 @@ class TrainingControlsTest {
                     .optimizer();
             for (int s = 0; s < TinyTraining.STEPS; s++) {
                 optimizer.zero_grad();
-                Batch b = TinyTraining.batch(s, backend.rank() * shard, shard);
+                MiniBatch b = TinyTraining.batch(s, backend.rank() * shard, shard);
                 torch.cross_entropy(net.forward(b.inputs()), b.targets()).backward();
                 optimizer.step();
             }
@@ -372,11 +372,11 @@ class TrainingControlsTest {
 
     @Test
     void dropLastReachesTheShards() {
-        TensorDataset data = new TensorDataset(torch.zeros(10, 1), torch.zeros(10));
+        TensorSamples data = new TensorSamples(torch.zeros(10, 1), torch.zeros(10));
         List<Long> lengths = onRanks(3, backend -> {
-            DataLoader kept = backend.distribute(DistributeRequest.of(null, null, DataLoader.of(data, 2, false, 0), null))
+            ShardedLoader kept = backend.distribute(DistributeRequest.of(null, null, ShardedLoader.of(data, 2, false, 0), null))
                     .trainingData();
-            DataLoader cut = backend.distribute(DistributeRequest.of(null, null, DataLoader.of(data, 2, false, 0), null)
+            ShardedLoader cut = backend.distribute(DistributeRequest.of(null, null, ShardedLoader.of(data, 2, false, 0), null)
                     .withOption(TorchDistributor.DROP_LAST, true)).trainingData();
             return kept.sampler().length() * 10 + cut.sampler().length();
         });
@@ -423,7 +423,7 @@ class TrainingControlsTest {
             seed(this, seed);
         }
 
-        Tensor loss(Batch b, boolean useExtra) {
+        Tensor loss(MiniBatch b, boolean useExtra) {
             Tensor out = fc2.forward(torch.relu(fc1.forward(b.inputs())));
             if (useExtra) {
                 out = out.add(extra.forward(b.inputs()));

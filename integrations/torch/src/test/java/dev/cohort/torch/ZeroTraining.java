@@ -125,7 +125,7 @@ final class ZeroTraining {
         return TinyTraining.weights(model);
     }
 
-    static Tensor loss(TinyTraining.Net model, Batch b) {
+    static Tensor loss(TinyTraining.Net model, MiniBatch b) {
         return torch.cross_entropy(model.forward(b.inputs()), b.targets());
     }
 }

@@ -9,9 +9,9 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /** Collectives on DJL arrays. */
-public final class NDArrays {
+public final class DistributedArrays {
 
-    private NDArrays() {
+    private DistributedArrays() {
     }
 
     /**

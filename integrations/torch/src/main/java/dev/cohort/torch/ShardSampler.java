@@ -12,16 +12,16 @@ package dev.cohort.torch;
  * (an elastic job that lost one); each global step of n workers with batch b takes positions
  * [k b n, (k + 1) b n).
  */
-public record DistributedSampler(long size, int worldSize, int rank, boolean shuffle, long seed, boolean dropLast,
-                                 long skip) implements Sampler {
+public record ShardSampler(long size, int worldSize, int rank, boolean shuffle, long seed, boolean dropLast,
+                                 long skip) implements IndexSampler {
 
     /** The whole permutation (no {@code skip}). */
-    public DistributedSampler(long size, int worldSize, int rank, boolean shuffle, long seed, boolean dropLast) {
+    public ShardSampler(long size, int worldSize, int rank, boolean shuffle, long seed, boolean dropLast) {
         this(size, worldSize, rank, shuffle, seed, dropLast, 0);
     }
 
     /** Checks the arguments: a rank of the world, a dataset of fewer than 2^31 examples, enough for every rank. */
-    public DistributedSampler {
+    public ShardSampler {
         if (skip < 0) {
             throw new IllegalArgumentException("skip must not be negative, got " + skip);
         }
@@ -50,7 +50,7 @@ public record DistributedSampler(long size, int worldSize, int rank, boolean shu
 
     @Override
     public long[] indices(int epoch) {
-        long[] order = ShuffleSampler.permutation(size, shuffle, seed, epoch);
+        long[] order = ShuffledSampler.permutation(size, shuffle, seed, epoch);
         long total = length() * worldSize;
         long[] mine = new long[(int) length()];
         long left = remaining();

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
-class DataLoaderTest {
+class ShardedLoaderTest {
 
     @BeforeAll
     static void load() {
@@ -32,7 +32,7 @@ class DataLoaderTest {
         Set<Long> seen = new HashSet<>();
         List<long[]> shards = new ArrayList<>();
         for (int r = 0; r < n; r++) {
-            long[] mine = new DistributedSampler(size, n, r, true, 7, false).indices(2);
+            long[] mine = new ShardSampler(size, n, r, true, 7, false).indices(2);
             assertThat(mine).hasSize(4);                       // ceil(10 / 3)
             shards.add(mine);
             for (long i : mine) {
@@ -40,7 +40,7 @@ class DataLoaderTest {
             }
         }
         assertThat(seen).hasSize(10);                           // everything covered
-        long[] all = ShuffleSampler.permutation(size, true, 7, 2);
+        long[] all = ShuffledSampler.permutation(size, true, 7, 2);
         assertThat(shards.get(0)[0]).isEqualTo(all[0]);
         assertThat(shards.get(1)[3]).isEqualTo(all[0]);         // position 10 wraps to the start
         assertThat(shards.get(2)[3]).isEqualTo(all[1]);
@@ -53,14 +53,14 @@ class DataLoaderTest {
         // 3 workers train 5 global steps of 4 each (60 examples), then 2 workers take the rest.
         List<Long> trained = new ArrayList<>();
         for (int r = 0; r < 3; r++) {
-            long[] mine = new DistributedSampler(size, 3, r, true, 9, false).indices(1);
+            long[] mine = new ShardSampler(size, 3, r, true, 9, false).indices(1);
             for (int k = 0; k < 5 * batch; k++) {
                 trained.add(mine[k]);
             }
         }
         List<Long> rest = new ArrayList<>();
         for (int r = 0; r < 2; r++) {
-            DistributedSampler s = new DistributedSampler(size, 2, r, true, 9, false, 60);
+            ShardSampler s = new ShardSampler(size, 2, r, true, 9, false, 60);
             assertThat(s.length()).isEqualTo(20);
             for (long i : s.indices(1)) {
                 rest.add(i);
@@ -71,22 +71,22 @@ class DataLoaderTest {
         Set<Long> all = new HashSet<>(trained);
         all.addAll(rest);
         assertThat(all).hasSize(100);
-        assertThat(new DistributedSampler(size, 2, 0, true, 9, false, 100).length()).isZero();
+        assertThat(new ShardSampler(size, 2, 0, true, 9, false, 100).length()).isZero();
         Tensor hundred = torch.arange(new org.bytedeco.pytorch.Scalar(100));
-        assertThat(DataLoader.of(new TensorDataset(hundred, hundred), 4, true, 9).sharded(3, 1, false, 91)
+        assertThat(ShardedLoader.of(new TensorSamples(hundred, hundred), 4, true, 9).sharded(3, 1, false, 91)
                 .batchesPerEpoch()).as("9 examples left over 3 workers, batches of 4").isEqualTo(1);
     }
 
     @Test
     void dropLastCutsToAMultipleOfTheWorld() {
-        assertThat(new DistributedSampler(10, 3, 0, false, 0, true).indices(0)).containsExactly(0, 3, 6);
-        assertThat(new DistributedSampler(10, 3, 2, false, 0, true).indices(0)).containsExactly(2, 5, 8);
+        assertThat(new ShardSampler(10, 3, 0, false, 0, true).indices(0)).containsExactly(0, 3, 6);
+        assertThat(new ShardSampler(10, 3, 2, false, 0, true).indices(0)).containsExactly(2, 5, 8);
     }
 
     @Test
     void everyEpochIsReshuffledTheSameWayOnEveryRank() {
-        DistributedSampler a = new DistributedSampler(100, 2, 0, true, 1, false);
-        DistributedSampler b = new DistributedSampler(100, 2, 0, true, 1, false);
+        ShardSampler a = new ShardSampler(100, 2, 0, true, 1, false);
+        ShardSampler b = new ShardSampler(100, 2, 0, true, 1, false);
         assertThat(a.indices(0)).isEqualTo(b.indices(0));
         assertThat(a.indices(0)).isNotEqualTo(a.indices(1));
     }
@@ -94,22 +94,22 @@ class DataLoaderTest {
     @Test
     void distributeShardsTheLoaderAndBatchesResumeMidEpoch() {
         Tensor x = torch.arange(new org.bytedeco.pytorch.Scalar(20)).reshape(20, 1);
-        TensorDataset data = new TensorDataset(x, torch.zeros(20));
-        DataLoader loader = DataLoader.of(data, 3, true, 5);
+        TensorSamples data = new TensorSamples(x, torch.zeros(20));
+        ShardedLoader loader = ShardedLoader.of(data, 3, true, 5);
         List<List<Long>> perRank = ThreadsWorld.run(2, rank -> {
             try (ThreadsBackend backend = new ThreadsBackend()) {
                 backend.initialize();
-                DataLoader shard = backend.distribute(dev.cohort.api.DistributeRequest.of(null, null, loader, null))
+                ShardedLoader shard = backend.distribute(dev.cohort.api.DistributeRequest.of(null, null, loader, null))
                         .trainingData();
                 assertThat(shard.batchesPerEpoch()).isEqualTo(4);   // 10 examples, batches of 3
                 List<Long> seen = new ArrayList<>();
-                for (Batch b : shard.epoch(1)) {
+                for (MiniBatch b : shard.epoch(1)) {
                     for (long i = 0; i < b.size(); i++) {
                         seen.add(b.inputs().get(i).get(0).item_long());
                     }
                 }
                 List<Long> tail = new ArrayList<>();
-                for (Batch b : shard.epoch(1, 2)) {
+                for (MiniBatch b : shard.epoch(1, 2)) {
                     for (long i = 0; i < b.size(); i++) {
                         tail.add(b.inputs().get(i).get(0).item_long());
                     }

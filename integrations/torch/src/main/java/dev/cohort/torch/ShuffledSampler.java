@@ -4,13 +4,13 @@ package dev.cohort.torch;
  * Every example once per epoch: in order, or shuffled by a permutation that depends only on
  * {@code seed} and the epoch (so a resumed run sees the same order).
  */
-public final class ShuffleSampler implements Sampler {
+public final class ShuffledSampler implements IndexSampler {
 
     private final long size;
     private final boolean shuffle;
     private final long seed;
 
-    public ShuffleSampler(long size, boolean shuffle, long seed) {
+    public ShuffledSampler(long size, boolean shuffle, long seed) {
         if (size < 0 || size > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("dataset size must be in [0, 2^31), got " + size);
         }

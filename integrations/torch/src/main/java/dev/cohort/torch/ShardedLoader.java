@@ -6,19 +6,19 @@ import java.util.NoSuchElementException;
 import java.util.Objects;
 
 /**
- * Mini-batches of a {@link Dataset} in the order its {@link Sampler} gives for each epoch. The
+ * Mini-batches of a {@link Samples} in the order its {@link IndexSampler} gives for each epoch. The
  * last batch of an epoch may be smaller. Distributing a loader (see {@link TorchDistributor})
- * swaps its sampler for a {@link DistributedSampler}; the batch size stays per worker.
+ * swaps its sampler for a {@link ShardSampler}; the batch size stays per worker.
  */
-public final class DataLoader {
+public final class ShardedLoader {
 
-    private final Dataset dataset;
+    private final Samples dataset;
     private final int batchSize;
-    private final Sampler sampler;
+    private final IndexSampler sampler;
     private final boolean shuffle;
     private final long seed;
 
-    private DataLoader(Dataset dataset, int batchSize, Sampler sampler, boolean shuffle, long seed) {
+    private ShardedLoader(Samples dataset, int batchSize, IndexSampler sampler, boolean shuffle, long seed) {
         this.dataset = Objects.requireNonNull(dataset, "dataset");
         if (batchSize < 1) {
             throw new IllegalArgumentException("batch size must be >= 1, got " + batchSize);
@@ -30,44 +30,44 @@ public final class DataLoader {
     }
 
     /** A loader over all of {@code dataset}, shuffled each epoch when asked. */
-    public static DataLoader of(Dataset dataset, int batchSize, boolean shuffle, long seed) {
-        return new DataLoader(dataset, batchSize, new ShuffleSampler(dataset.size(), shuffle, seed), shuffle, seed);
+    public static ShardedLoader of(Samples dataset, int batchSize, boolean shuffle, long seed) {
+        return new ShardedLoader(dataset, batchSize, new ShuffledSampler(dataset.size(), shuffle, seed), shuffle, seed);
     }
 
     /** This loader over rank {@code rank}'s shard of {@code worldSize} (padded, never dropping examples). */
-    public DataLoader sharded(int worldSize, int rank) {
+    public ShardedLoader sharded(int worldSize, int rank) {
         return sharded(worldSize, rank, false);
     }
 
     /**
      * This loader over rank {@code rank}'s shard of {@code worldSize}: with {@code dropLast} the
      * dataset is cut to a multiple of the world size, else padded by repeating examples (see
-     * {@link DistributedSampler}).
+     * {@link ShardSampler}).
      */
-    public DataLoader sharded(int worldSize, int rank, boolean dropLast) {
-        return new DataLoader(dataset, batchSize,
-                new DistributedSampler(dataset.size(), worldSize, rank, shuffle, seed, dropLast), shuffle, seed);
+    public ShardedLoader sharded(int worldSize, int rank, boolean dropLast) {
+        return new ShardedLoader(dataset, batchSize,
+                new ShardSampler(dataset.size(), worldSize, rank, shuffle, seed, dropLast), shuffle, seed);
     }
 
     /**
      * This loader over rank {@code rank}'s shard of {@code worldSize} of each epoch's examples after
      * the first {@code skip}: to go on with an epoch on another number of workers (an elastic job).
      */
-    public DataLoader sharded(int worldSize, int rank, boolean dropLast, long skip) {
-        return new DataLoader(dataset, batchSize,
-                new DistributedSampler(dataset.size(), worldSize, rank, shuffle, seed, dropLast, skip), shuffle, seed);
+    public ShardedLoader sharded(int worldSize, int rank, boolean dropLast, long skip) {
+        return new ShardedLoader(dataset, batchSize,
+                new ShardSampler(dataset.size(), worldSize, rank, shuffle, seed, dropLast, skip), shuffle, seed);
     }
 
     /** This loader with batches of {@code size} (per worker, once sharded). */
-    public DataLoader withBatchSize(int size) {
-        return new DataLoader(dataset, size, sampler, shuffle, seed);
+    public ShardedLoader withBatchSize(int size) {
+        return new ShardedLoader(dataset, size, sampler, shuffle, seed);
     }
 
-    public Dataset dataset() {
+    public Samples dataset() {
         return dataset;
     }
 
-    public Sampler sampler() {
+    public IndexSampler sampler() {
         return sampler;
     }
 
@@ -81,12 +81,12 @@ public final class DataLoader {
     }
 
     /** The batches of {@code epoch}. */
-    public Iterable<Batch> epoch(int epoch) {
+    public Iterable<MiniBatch> epoch(int epoch) {
         return epoch(epoch, 0);
     }
 
     /** The batches of {@code epoch} from batch {@code firstBatch} on (to resume mid-epoch). */
-    public Iterable<Batch> epoch(int epoch, int firstBatch) {
+    public Iterable<MiniBatch> epoch(int epoch, int firstBatch) {
         if (firstBatch < 0 || firstBatch > batchesPerEpoch()) {
             throw new IllegalArgumentException("first batch must be in [0, " + batchesPerEpoch() + "], got " + firstBatch);
         }
@@ -100,7 +100,7 @@ public final class DataLoader {
             }
 
             @Override
-            public Batch next() {
+            public MiniBatch next() {
                 if (!hasNext()) {
                     throw new NoSuchElementException();
                 }

@@ -1,7 +1,7 @@
 package dev.cohort.torch;
 
 /** The order in which an epoch visits a dataset's examples. */
-public interface Sampler {
+public interface IndexSampler {
 
     /** The dataset indices this process visits in {@code epoch}, in order. */
     long[] indices(int epoch);

@@ -1,11 +1,11 @@
 package dev.cohort.torch;
 
 /** Examples addressable by index. */
-public interface Dataset {
+public interface Samples {
 
     /** The number of examples. */
     long size();
 
     /** The examples at {@code indices}, stacked into one batch in that order. */
-    Batch get(long[] indices);
+    MiniBatch get(long[] indices);
 }

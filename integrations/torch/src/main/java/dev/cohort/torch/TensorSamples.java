@@ -5,12 +5,12 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 
 /** A dataset held in two tensors whose first dimension indexes the examples. */
-public final class TensorDataset implements Dataset {
+public final class TensorSamples implements Samples {
 
     private final Tensor inputs;
     private final Tensor targets;
 
-    public TensorDataset(Tensor inputs, Tensor targets) {
+    public TensorSamples(Tensor inputs, Tensor targets) {
         this.inputs = Objects.requireNonNull(inputs, "inputs");
         this.targets = Objects.requireNonNull(targets, "targets");
         if (inputs.size(0) != targets.size(0)) {
@@ -25,9 +25,9 @@ public final class TensorDataset implements Dataset {
     }
 
     @Override
-    public Batch get(long[] indices) {
+    public MiniBatch get(long[] indices) {
         Tensor index = torch.tensor(indices);
-        return new Batch(inputs.index_select(0, index), targets.index_select(0, index));
+        return new MiniBatch(inputs.index_select(0, index), targets.index_select(0, index));
     }
 
     public Tensor inputs() {
