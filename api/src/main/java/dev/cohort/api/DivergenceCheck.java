@@ -72,6 +72,45 @@ public final class DivergenceCheck {
                 + value + "'");
     }
 
+    /**
+     * The fingerprint of one parameter: the exact sum of its elements' bit patterns as integers of
+     * their width (wrapping in 64 bits), so independent of the order of summation and changed by
+     * any single element that differs.
+     */
+    public static long fingerprint(DenseBuffer values) {
+        java.nio.ByteBuffer bytes = values.bytes().orElse(null);
+        int n = values.count();
+        long sum = 0;
+        if (bytes != null) {
+            java.nio.ByteBuffer b = bytes.duplicate().order(java.nio.ByteOrder.nativeOrder());
+            switch (values.dataType().byteSize()) {
+                case 8 -> {
+                    java.nio.LongBuffer longs = b.asLongBuffer();
+                    for (int i = 0; i < n; i++) {
+                        sum += longs.get(i);
+                    }
+                }
+                case 4 -> {
+                    java.nio.IntBuffer ints = b.asIntBuffer();
+                    for (int i = 0; i < n; i++) {
+                        sum += ints.get(i);
+                    }
+                }
+                default -> {
+                    java.nio.ShortBuffer shorts = b.asShortBuffer();
+                    for (int i = 0; i < n; i++) {
+                        sum += shorts.get(i);
+                    }
+                }
+            }
+            return sum;
+        }
+        for (int i = 0; i < n; i++) {
+            sum += values.dataType().isFloatingPoint() ? Double.doubleToRawLongBits(values.getDouble(i)) : values.getLong(i);
+        }
+        return sum;
+    }
+
     /** Steps between checks (0: off). */
     public int every() {
         return every;

@@ -53,6 +53,10 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
     private final ZeroShards zero;
     /** The module's buffers, copied from the root after each step; null when there are none to copy. */
     private final BufferBroadcast buffers;
+    /** Fails backward after a step that bypassed this optimizer; null on one rank. */
+    private final BypassGuard bypass;
+    /** Compares the ranks' parameters after some steps; null on one rank. */
+    private final DivergenceWatch divergence;
     /** Gradients seen by the hooks when {@link #synchronize()} averaged; -1 when the gradients are not averaged. */
     private long synchronizedAt = -1;
     /** The open join scope, or null. */
@@ -64,8 +68,11 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
      * @param buckets the gradient buckets (also under ZeRO stage 1), or null at ZeRO stage 2
      * @param zero    the shards under ZeRO stage 1 or 2, else null
      */
-    DistributedOptimizer(Optimizer local, GradientBuckets buckets, ZeroShards zero, BufferBroadcast buffers) {
+    DistributedOptimizer(Optimizer local, GradientBuckets buckets, ZeroShards zero, BufferBroadcast buffers,
+                         BypassGuard bypass, DivergenceWatch divergence) {
         super(local);
+        this.bypass = bypass;
+        this.divergence = divergence;
         this.local = LibTorch.retain(local);   // the wrapper uses it for as long as it lives
         this.gradients = zero != null ? zero : buckets;
         this.buckets = buckets;
@@ -92,11 +99,18 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
         if (join != null) {
             join.announce(this, STEP, 0);
         }
-        return stepAveraged();
+        Tensor result = stepAveraged();
+        if (divergence != null && join == null) {
+            divergence.afterStep();        // not inside a join scope: ranks that joined could not answer it
+        }
+        return result;
     }
 
     /** Averages the gradients; inside a join scope over the ranks still training. */
     private void average() {
+        if (bypass != null) {
+            bypass.averaged();
+        }
         gradients.averageGradients();
         int active = activeRanks;
         activeRanks = -1;
@@ -243,21 +257,29 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
     /** A scope whose backward passes start no communication; close it before the last backward of the step. */
     public NoSync noSync() {
         gradients.pauseHooks();
-        return new NoSync(gradients);
+        if (bypass != null) {
+            bypass.pause();
+        }
+        return new NoSync(gradients, bypass);
     }
 
     /** The scope returned by {@link #noSync()}; closing it twice is harmless. */
     public static final class NoSync implements AutoCloseable {
         private GradientAverager buckets;
+        private final BypassGuard bypass;
 
-        private NoSync(GradientAverager buckets) {
+        private NoSync(GradientAverager buckets, BypassGuard bypass) {
             this.buckets = buckets;
+            this.bypass = bypass;
         }
 
         @Override
         public void close() {
             if (buckets != null) {
                 buckets.resumeHooks();
+                if (bypass != null) {
+                    bypass.resume();
+                }
                 buckets = null;
             }
         }
@@ -285,6 +307,9 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
         }
         if (buckets != null) {
             buckets.retire();
+        }
+        if (bypass != null) {
+            bypass.retire();
         }
     }
 

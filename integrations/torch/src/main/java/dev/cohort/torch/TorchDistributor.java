@@ -3,6 +3,7 @@ package dev.cohort.torch;
 import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.Distributed;
 import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.DivergenceCheck;
 import dev.cohort.api.Distributor;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
@@ -47,9 +48,10 @@ import org.bytedeco.pytorch.global.torch;
  * a step without a gradient, as in one process (DDP's {@code find_unused_parameters});
  * {@value #GRAD_COMPRESSION} ({@code "bf16"}, {@code "fp16"} or {@code "none"}) sends float32
  * gradients as 16-bit floats; {@value #ZERO_STAGE} (0, 1 or 2) shards the optimizer state (and at
- * 2 the averaged gradients) across ranks, DeepSpeed's ZeRO. Other keys are refused.
- * Declare the optimizer as {@code Optimizer} (the wrapper is an {@code Optimizer}, not an
- * {@code SGD}).
+ * 2 the averaged gradients) across ranks, DeepSpeed's ZeRO; {@value #DIVERGENCE_CHECK} (a Number)
+ * sets the steps between checks that the ranks' parameters are the same. Other keys are refused.
+ * {@link TorchTraining#distribute} returns the parts typed; through this interface the optimizer
+ * comes back as a {@link DistributedOptimizer} (an {@code Optimizer}, not the {@code SGD} passed).
  */
 public final class TorchDistributor implements Distributor {
 
@@ -80,9 +82,15 @@ public final class TorchDistributor implements Distributor {
      * only their averaged gradients (reduce-scatter instead of allreduce); see {@link ZeroShards}.
      */
     public static final String ZERO_STAGE = "zeroStage";
+    /**
+     * Option key: Number, the steps between {@link DivergenceCheck}s of the ranks' parameters
+     * (0 turns them off; default: environment variable {@value DivergenceCheck#ENV_EVERY}, else
+     * {@value DivergenceCheck#DEFAULT_EVERY}); the first step is always checked.
+     */
+    public static final String DIVERGENCE_CHECK = "divergenceCheck";
 
     private static final java.util.Set<String> OPTIONS = java.util.Set.of(BUCKET_BYTES, OVERLAP, BROADCAST_BUFFERS,
-            DROP_LAST, FIND_UNUSED_PARAMETERS, GRAD_COMPRESSION, ZERO_STAGE);
+            DROP_LAST, FIND_UNUSED_PARAMETERS, GRAD_COMPRESSION, ZERO_STAGE, DIVERGENCE_CHECK);
 
     /**
      * Loads libtorch (natives extracted first, one process at a time; see {@link LibTorch}), unless
@@ -132,6 +140,11 @@ public final class TorchDistributor implements Distributor {
             throw new IllegalArgumentException("ZeRO stage 2 reduce-scatters the gradients at the step, after backward: "
                     + "option '" + OVERLAP + "' cannot be true with it (use stage 1 to overlap allreduces with backward)");
         }
+        Number checkEvery = option(request, DIVERGENCE_CHECK, Number.class, DivergenceCheck.every(System.getenv()));
+        if (checkEvery.intValue() < 0 || checkEvery.doubleValue() != checkEvery.intValue()) {
+            throw new IllegalArgumentException("option '" + DIVERGENCE_CHECK + "' must be a whole number of steps >= 0 "
+                    + "(0 turns the check off), got " + checkEvery);
+        }
         ProcessGroup group = backend.group();
         Object model = request.model();
         if (model != null && !(model instanceof Module)) {
@@ -168,12 +181,30 @@ public final class TorchDistributor implements Distributor {
             GradientBuckets buckets = zeroStage == 2 ? null
                     : new GradientBuckets(group, params, bucketBytes, overlap, findUnused, compression);
             ZeroShards zero = zeroStage > 0 ? new ZeroShards(group, local, zeroStage, buckets, compression) : null;
-            optimizer = (O) new DistributedOptimizer(local, buckets, zero, buffers);
+            boolean several = group.size() > 1;
+            BypassGuard bypass = several ? bypassGuard(params) : null;
+            DivergenceWatch divergence = several ? new DivergenceWatch(group, params, module, checkEvery.intValue()) : null;
+            optimizer = (O) new DistributedOptimizer(local, buckets, zero, buffers, bypass, divergence);
         }
         if (data instanceof ShardedLoader loader) {
             data = (D) loader.sharded(backend.worldSize(), backend.rank(), dropLast);
         }
         return new Distributed<>(request.model(), optimizer, data, request.lrScheduler());
+    }
+
+    /**
+     * A guard on the smallest parameter that takes gradients (a bias, cheap to fingerprint at each
+     * backward pass; the last registered among equals); null when none takes gradients.
+     */
+    private static BypassGuard bypassGuard(TensorVector params) {
+        Tensor smallest = null;
+        for (long i = params.size() - 1; i >= 0; i--) {
+            Tensor p = params.get(i);
+            if (p.requires_grad() && (smallest == null || p.numel() < smallest.numel())) {
+                smallest = p;
+            }
+        }
+        return smallest == null ? null : new BypassGuard(smallest);
     }
 
     /** The 16-bit type that option {@value #GRAD_COMPRESSION} names, or null for none. */
