@@ -1,14 +1,12 @@
 package dev.cohort.cli.readme;
 
-import dev.cohort.cli.BackendOptions;
-import dev.cohort.cli.BackendChoice;
-import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
+import dev.cohort.cli.BackendChoice;
+import dev.cohort.cli.BackendOptions;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-/** The README's example program (15 lines), kept compiling and tested by ReadmeExampleTest. */
 @Command(name = "train") public class Train implements Runnable {
     @Option(names = "--batch-size") int batchSize = 64;
     BackendChoice distributed;
