@@ -41,7 +41,8 @@ class FirstHourTest {
         FashionMnistTrainerTest.TimedConsole console = new FashionMnistTrainerTest.TimedConsole();
         run(2, 32, two, console);
         run(1, 64, one, console);
-        assertThat(console.text()).contains("epoch 2: loss ").contains(" on 2 workers").contains(" on 1 workers");
+        assertThat(console.text()).contains(" on 2 workers").contains(" on 1 workers");
+        assertThat(loss(console, 2)).isLessThan(loss(console, 1));       // it learns
         float[] distributed = floats(two);
         float[] single = floats(one);
         assertThat(distributed).hasSize(784 * 64 + 64 + 64 * 32 + 32 + 32 * 10 + 10).hasSameSizeAs(single);
@@ -62,6 +63,12 @@ class FirstHourTest {
             result = launcher.run();
         }
         assertThat(result.exitCode()).as(result.message()).isZero();
+    }
+
+    /** The loss the first run printed for {@code epoch}. */
+    private static double loss(FashionMnistTrainerTest.TimedConsole console, int epoch) {
+        String line = console.findStart("[rank 0] epoch " + epoch + ": loss ").orElseThrow().text();
+        return Double.parseDouble(line.split(" ")[4]);
     }
 
     /** The training split of the installed Fashion-MNIST, unpacked where libtorch's MNIST reader looks. */
