@@ -41,6 +41,8 @@ class ElasticRunTest {
     @ValueSource(strings = {"tcp", "shm"})
     @Timeout(180)
     void survivorsReformWithoutARestartAndFinish(String engine) throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(!engine.equals("shm") || Runtime.version().feature() >= 22,
+                "the shm engine needs JDK 22");
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
         LaunchOptions options = LaunchOptions.builder().nprocPerNode(3).masterPort(0).elastic(2)
@@ -75,6 +77,8 @@ class ElasticRunTest {
     @Timeout(240)
     void acrossTwoHostsTheSurvivorsGoOnWhenAWorkerOrANodeIsLost(String engine, String lost, @TempDir Path dir)
             throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(!engine.equals("hier") || Runtime.version().feature() >= 22,
+                "the hier engine needs JDK 22");
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
             Nodes run = twoNodes(hosts, dir, engine, List.of("--nnodes", "2", "--elastic", "2", "--join-timeout", "60"),
                     lost.equals("worker") ? "3" : "launcher-of-2");

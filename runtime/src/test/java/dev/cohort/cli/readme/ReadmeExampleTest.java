@@ -1,8 +1,8 @@
 package dev.cohort.cli.readme;
 
-import dev.cohort.cli.BackendOptions;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.cohort.cli.BackendOptions;
 import dev.cohort.runtime.threads.ThreadsWorld;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -22,7 +22,7 @@ class ReadmeExampleTest {
         try {
             Train train = new Train();
             CommandLine cli = new CommandLine(train);
-            train.distributed = dev.cohort.cli.BackendOptions.add(cli);
+            train.distributed = BackendOptions.add(cli);
             assertThat(cli.execute(args)).isZero();
         } finally {
             System.setOut(saved);
@@ -36,15 +36,24 @@ class ReadmeExampleTest {
     }
 
     @Test
-    void runsOnFourThreadRanks() {
-        ThreadsWorld.run(4, rank -> {
-            Train train = new Train();
-            CommandLine cli = new CommandLine(train);
-            train.distributed = dev.cohort.cli.BackendOptions.add(cli);
-            cli.parseArgs("--distr-backend", "threads");
-            train.run();
-            return null;
-        });
+    void runsOnFourThreadRanksAndTheRootPrintsTheMean() {
+        PrintStream saved = System.out;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        try {
+            ThreadsWorld.run(4, rank -> {
+                Train train = new Train();
+                CommandLine cli = new CommandLine(train);
+                train.distributed = BackendOptions.add(cli);
+                cli.parseArgs("--distr-backend", "threads");
+                train.run();
+                return null;
+            });
+        } finally {
+            System.setOut(saved);
+        }
+        // Ranks 0..3 contribute 0.5, 1.0, 1.5, 2.0; only the root prints.
+        assertThat(out.toString(StandardCharsets.UTF_8).lines()).containsExactly("4 workers, mean loss 1.250");
     }
 
     @Test
