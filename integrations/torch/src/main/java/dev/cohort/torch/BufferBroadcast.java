@@ -72,7 +72,7 @@ final class BufferBroadcast {
     private static final class Packed {
         final List<Tensor> buffers;
         final DenseBuffer flat;
-        final List<Tensor> views = new ArrayList<>();
+        final List<Tensor> views;
 
         Packed(DataType type, List<Tensor> buffers) {
             this.buffers = buffers;
@@ -81,12 +81,7 @@ final class BufferBroadcast {
                 count += b.numel();
             }
             this.flat = DenseBuffer.allocateDirect(type, Math.toIntExact(count));
-            Tensor whole = LibTorch.retain(TensorBuffers.tensor(flat));
-            long at = 0;
-            for (Tensor b : buffers) {
-                views.add(LibTorch.retain(whole.narrow(0, at, b.numel()).view(b.sizes().vec().get())));
-                at += b.numel();
-            }
+            this.views = TensorBuffers.flatViews(LibTorch.retain(TensorBuffers.tensor(flat)), buffers);
         }
     }
 }

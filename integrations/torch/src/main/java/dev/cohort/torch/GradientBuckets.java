@@ -636,10 +636,7 @@ final class GradientBuckets implements GradientAverager {
                 buffer = DenseBuffer.allocateDirect(type, count());
             }
             flat = LibTorch.retain(TensorBuffers.tensor(buffer));
-            for (int i = 0; i < params.size(); i++) {
-                long[] r = ranges.get(i);
-                views.add(LibTorch.retain(flat.narrow(0, r[0], r[1]).view(params.get(i).sizes().vec().get())));
-            }
+            views.addAll(TensorBuffers.flatViews(flat, params));      // end to end, as add() laid out the ranges
             ready = new boolean[params.size()];
         }
 
