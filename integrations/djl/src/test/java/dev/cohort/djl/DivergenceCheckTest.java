@@ -33,6 +33,7 @@ class DivergenceCheckTest {
         Result changer = run.results().get(1);
         Matcher changed = Pattern.compile("CHANGED (\\S+) after step 2").matcher(changer.output());
         assertThat(changed.find()).as("rank 1 changed a parameter; its output:\n%s", changer.output()).isTrue();
+        assertThat(changed.group(1)).as("the name of parameter 1: its path in the block").isEqualTo("01Linear_bias");
         for (Result rank : run.results()) {
             assertThat(rank.exitCode()).as("rank %d's exit code; its output:\n%s", rank.rank(), rank.output()).isNotZero();
             assertThat(rank.output()).as("rank %d", rank.rank()).contains("ModelsDivergedException",
