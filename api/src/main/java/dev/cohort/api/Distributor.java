@@ -11,9 +11,11 @@ public interface Distributor {
 
     /**
      * Gets the framework ready in this process when a backend initializes, before the program's
-     * first call into it (the torch integration loads libtorch here, as it must be loaded: several
-     * workers starting at once on an empty native cache would crash if the program's first tensor
-     * loaded it). Called once per process; nothing by default.
+     * first call into it (the torch integration extracts libtorch's natives here, one process at a
+     * time: several workers starting at once on an empty native cache would crash if the program's
+     * first tensor extracted them). It must not load what a program that uses another framework
+     * does not need: every integration on the class path is prepared. Called once per process;
+     * nothing by default.
      *
      * @throws BackendUnavailableException when the framework cannot load here, saying why
      */

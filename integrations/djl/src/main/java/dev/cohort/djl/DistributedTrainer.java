@@ -18,6 +18,7 @@ import ai.djl.training.optimizer.Optimizer;
 import ai.djl.util.Pair;
 import ai.djl.util.PairList;
 import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.DivergenceCheck;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
@@ -27,6 +28,9 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.DoubleBuffer;
 import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
+import java.nio.LongBuffer;
+import java.nio.ShortBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -62,6 +66,10 @@ import java.util.function.Predicate;
  * <li><b>Quiet workers.</b> On ranks other than the root, the listeners that log, save models,
  *     measure time or memory are left out; the others (epochs, evaluators, divergence checks) run
  *     everywhere, since training needs them.
+ * <li><b>Divergence check.</b> At the steps {@link DivergenceCheck} says are due (the first, then
+ *     every 100th; {@code COHORT_DIVERGENCE_CHECK} sets the interval, 0 turns it off) the ranks
+ *     compare one fingerprint per parameter, and a rank whose model differs makes every rank throw
+ *     {@link DivergenceCheck.ModelsDivergedException} naming the parameter and the step.
  * </ul>
  * Gradients that a step did not produce (parameters unused by the batch) count as zeros.
  */
@@ -75,7 +83,10 @@ public final class DistributedTrainer extends Trainer {
     private final int accumulation;
     private final long bucketBytes;
     private List<Bucket> buckets;
+    private final DivergenceCheck divergenceCheck;
     private int microBatches;
+    /** Parameter updates this trainer made, counted from 1 by {@link #step()}. */
+    private long updates;
     private long communicationNanos;
 
     private DistributedTrainer(DistributedBackend backend, Model model, TrainingConfig config, int accumulation,
@@ -85,6 +96,7 @@ public final class DistributedTrainer extends Trainer {
         this.optimizer = config.getOptimizer();
         this.accumulation = accumulation;
         this.bucketBytes = bucketBytes;
+        this.divergenceCheck = DivergenceCheck.fromEnvironment(backend.group());
         if (model.getBlock().isInitialized()) {
             broadcastParameters();
         }
@@ -185,7 +197,12 @@ public final class DistributedTrainer extends Trainer {
         broadcastParameters();
     }
 
-    /** Averages the gradients across ranks (every {@code accumulation}-th call), then updates the parameters. */
+    /**
+     * Averages the gradients across ranks (every {@code accumulation}-th call), then updates the
+     * parameters; at the updates the divergence check says are due, compares them across ranks.
+     *
+     * @throws DivergenceCheck.ModelsDivergedException on every rank when some rank's parameters differ
+     */
     @Override
     public void step() {
         if (++microBatches < accumulation) {
@@ -194,7 +211,72 @@ public final class DistributedTrainer extends Trainer {
         microBatches = 0;
         averageGradients();
         super.step();
+        updates++;
+        if (divergenceCheck.due(updates)) {
+            checkDivergence();
+        }
     }
+
+    /** Every parameter's fingerprint, in block order, compared across ranks. */
+    private void checkDivergence() {
+        PairList<String, Parameter> parameters = getModel().getBlock().getParameters();
+        long[] fingerprints = new long[parameters.size()];
+        for (int i = 0; i < fingerprints.length; i++) {
+            NDArray array = parameters.valueAt(i).getArray();
+            fingerprints[i] = array == null ? 0 : fingerprint(array);
+        }
+        divergenceCheck.compare(updates, fingerprints, parameters::keyAt);
+    }
+
+    /**
+     * The exact sum, as int64 with wrap-around, of the array's elements' bit patterns (float32 read
+     * as int32, float64 as int64): independent of summation order, changed by any one element.
+     * Read in place where DJL's engine allows, a chunk at a time through a heap array, which the JIT
+     * vectorizes.
+     */
+    static long fingerprint(NDArray array) {
+        ByteBuffer bytes = array.toByteBuffer(true).order(ByteOrder.nativeOrder());
+        long sum = 0;
+        switch (array.getDataType().getNumOfBytes()) {
+            case 8 -> {
+                LongBuffer values = bytes.asLongBuffer();
+                long[] chunk = new long[Math.min(FINGERPRINT_CHUNK, values.limit())];
+                for (int from = 0; from < values.limit(); from += chunk.length) {
+                    int m = Math.min(chunk.length, values.limit() - from);
+                    values.get(from, chunk, 0, m);
+                    for (int i = 0; i < m; i++) {
+                        sum += chunk[i];
+                    }
+                }
+            }
+            case 4 -> {
+                IntBuffer values = bytes.asIntBuffer();
+                int[] chunk = new int[Math.min(FINGERPRINT_CHUNK, values.limit())];
+                for (int from = 0; from < values.limit(); from += chunk.length) {
+                    int m = Math.min(chunk.length, values.limit() - from);
+                    values.get(from, chunk, 0, m);
+                    for (int i = 0; i < m; i++) {
+                        sum += chunk[i];
+                    }
+                }
+            }
+            case 2 -> {
+                ShortBuffer values = bytes.asShortBuffer();
+                for (int i = 0; i < values.limit(); i++) {
+                    sum += values.get(i);
+                }
+            }
+            default -> {
+                for (int i = 0; i < bytes.limit(); i++) {
+                    sum += bytes.get(i);
+                }
+            }
+        }
+        return sum;
+    }
+
+    /** Elements summed at a time in {@link #fingerprint}. */
+    private static final int FINGERPRINT_CHUNK = 4096;
 
     /** How long steps have spent averaging gradients (packing, communication, unpacking), in nanoseconds. */
     public long communicationNanos() {

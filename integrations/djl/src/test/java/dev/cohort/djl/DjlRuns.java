@@ -42,6 +42,12 @@ final class DjlRuns {
 
     /** As {@link #run}, whatever the ranks' exit codes. */
     static Run start(Path tmp, int world, String mode, int batch, int steps, int accumulation, String... options) {
+        return start(tmp, Map.of(), world, mode, batch, steps, accumulation, options);
+    }
+
+    /** As {@link #start(Path, int, String, int, int, int, String...)}, with {@code env} added to every rank's environment. */
+    static Run start(Path tmp, Map<String, String> env, int world, String mode, int batch, int steps, int accumulation,
+                     String... options) {
         int id = RUNS.incrementAndGet();
         Path out = tmp.resolve("params-" + id + ".txt");
         int port = JvmWorkers.freePort();
@@ -50,9 +56,13 @@ final class DjlRuns {
         args.addAll(List.of(options));
         List<Result> results = JvmWorkers.run(world,
                 r -> JvmWorkers.javaCommand(DjlWorker.class, List.of("-Dai.djl.offline=true"), args),
-                r -> Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port),
-                        "RANK", Integer.toString(r), "WORLD_SIZE", Integer.toString(world),
-                        "COHORT_RUN_ID", "djl-" + id),
+                r -> {
+                    Map<String, String> vars = new java.util.HashMap<>(env);
+                    vars.putAll(Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port),
+                            "RANK", Integer.toString(r), "WORLD_SIZE", Integer.toString(world),
+                            "COHORT_RUN_ID", "djl-" + id));
+                    return vars;
+                },
                 tmp.resolve("logs-" + id), Duration.ofSeconds(150));
         return new Run(out, results);
     }

@@ -39,7 +39,8 @@ import java.util.Random;
  * per epoch, the batches per step; the root writes every parameter, in block order, to {@code OUT},
  * one value per line. Options: {@code optimizer=sgd|momentum|adam}, {@code epochs=E} (loop),
  * {@code shuffle=true}, {@code save=STEP:FILE} (the root checkpoints after that step, training goes
- * on), {@code resume=FILE} (every rank loads it and continues from its position). Each rank seeds DJL's random numbers differently, so only the trainer's broadcast makes
+ * on), {@code resume=FILE} (every rank loads it and continues from its position), {@code diverge=STEP}
+ * (after that step rank 1 adds 0.5 to its second parameter and prints its name). Each rank seeds DJL's random numbers differently, so only the trainer's broadcast makes
  * their parameters the same. Then checks {@link DistributedArrays#averageAll} and prints {@code OK}.
  */
 public final class DjlWorker {
@@ -145,6 +146,12 @@ public final class DjlWorker {
                 b.close();
                 batch++;
                 step++;
+                if (Long.toString(step).equals(options.get("diverge")) && trainer.backend().rank() == 1) {
+                    Parameter changed = trainer.getModel().getBlock().getParameters().valueAt(1);
+                    changed.getArray().addi(0.5f);
+                    System.out.println("CHANGED " + trainer.getModel().getBlock().getParameters().keyAt(1)
+                            + " after step " + step);
+                }
                 if (step == saveAt && trainer.backend().isRootWorker()) {
                     Checkpoints.save(saveTo, trainer, batch == batchesPerEpoch
                             ? new TrainingPosition(epoch + 1, 0, step) : new TrainingPosition(epoch, batch, step));

@@ -30,6 +30,7 @@ public final class LibTorch {
     static final Duration EXTRACT_LOCK_TIMEOUT = Duration.ofMinutes(5);
 
     private static volatile boolean loaded;
+    private static volatile boolean prepared;
     private static volatile Throwable failure;
     private static volatile String blas;
 
@@ -120,24 +121,50 @@ public final class LibTorch {
         if (loaded) {
             return;
         }
-        if (failure != null) {
-            throw new BackendUnavailableException(failureReason(), failure);
-        }
-        Optional<String> foreign = foreignLibtorch();
-        if (foreign.isPresent()) {
-            failure = new ForeignLibtorchException(foreign.get());
-            throw new BackendUnavailableException(failureReason(), failure);
-        }
+        prepare();
+        refuseBesideForeignLibtorch();       // DJL's may have loaded since prepare()
         try {
-            String platform = Loader.getPlatform();
-            List<Path> natives = extractUnderLock("/org/bytedeco/openblas/" + platform + "/",
-                    "/org/bytedeco/pytorch/" + platform + "/");
-            blas = loadHostBlas(natives);
             Loader.load(org.bytedeco.pytorch.global.torch.class);
             loaded = true;
         } catch (Throwable t) {
             failure = t;
             throw new BackendUnavailableException(failureReason(), t);
+        }
+    }
+
+    /**
+     * Makes the program's first use of libtorch safe without loading it: extracts the natives (one
+     * process at a time) and loads the host's OpenBLAS when {@value HostBlas#VARIABLE} chooses one,
+     * which must come before libtorch. After it, a program's first tensor loads libtorch from a full
+     * cache; and until then another framework's libtorch (DJL's) can still load. Once per JVM.
+     *
+     * @throws BackendUnavailableException saying what is missing, or that another libtorch is loaded
+     */
+    public static synchronized void prepare() {
+        if (prepared) {
+            return;
+        }
+        if (failure != null) {
+            throw new BackendUnavailableException(failureReason(), failure);
+        }
+        refuseBesideForeignLibtorch();
+        try {
+            String platform = Loader.getPlatform();
+            List<Path> natives = extractUnderLock("/org/bytedeco/openblas/" + platform + "/",
+                    "/org/bytedeco/pytorch/" + platform + "/");
+            blas = loadHostBlas(natives);
+            prepared = true;
+        } catch (Throwable t) {
+            failure = t;
+            throw new BackendUnavailableException(failureReason(), t);
+        }
+    }
+
+    private static void refuseBesideForeignLibtorch() {
+        Optional<String> foreign = foreignLibtorch();
+        if (foreign.isPresent()) {
+            failure = new ForeignLibtorchException(foreign.get());
+            throw new BackendUnavailableException(failureReason(), failure);
         }
     }
 

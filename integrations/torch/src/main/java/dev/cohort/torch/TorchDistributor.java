@@ -93,16 +93,18 @@ public final class TorchDistributor implements Distributor {
             DROP_LAST, FIND_UNUSED_PARAMETERS, GRAD_COMPRESSION, ZERO_STAGE, DIVERGENCE_CHECK);
 
     /**
-     * Loads libtorch (natives extracted first, one process at a time; see {@link LibTorch}), unless
-     * another framework's libtorch is already loaded (a DJL program with this module on its class
-     * path): JavaCPP's cannot load beside it, and this program does not use it.
+     * Extracts libtorch's natives, one process at a time, without loading libtorch ({@link
+     * LibTorch#prepare}): the program's first tensor then loads it safely, while a program that
+     * uses another framework's libtorch (DJL's, with this module on its class path) can still load
+     * that one, before or after the backend. Libtorch loads when a tensor, {@link #distribute} or
+     * the gloo engine needs it. Nothing when another libtorch is already loaded.
      */
     @Override
     public void prepare() {
         if (LibTorch.foreignLibtorch().isPresent()) {
             return;
         }
-        LibTorch.load();
+        LibTorch.prepare();
     }
 
     @Override
