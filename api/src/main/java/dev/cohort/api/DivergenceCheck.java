@@ -158,8 +158,8 @@ public final class DivergenceCheck {
             super("the ranks' models differ at step " + step + " (" + (lastAgreed > 0 ? "they were the same at step "
                     + lastAgreed : "first check") + "): parameter " + index + " (" + name + ") is not the same on every "
                     + "rank. Some rank changed its model without the others: an optimizer stepped without averaging (step "
-                    + "through the optimizer distribute() returned, not the one passed to it), code that depends on the "
-                    + "rank, or a model initialized after distribute(). (" + ENV_EVERY + " sets the steps between checks; "
+                    + "through what Cohort returned: the DistributedOptimizer or DistributedTrainer, not the optimizer or "
+                    + "trainer you had), code that depends on the rank, or parameters set after they were distributed. (" + ENV_EVERY + " sets the steps between checks; "
                     + "0 turns them off.)");
             this.step = step;
             this.parameter = name;
