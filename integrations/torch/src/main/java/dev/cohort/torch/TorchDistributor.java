@@ -260,8 +260,8 @@ public final class TorchDistributor implements Distributor {
      * Whether overlapping communication with backward pays on this host: only where the ranks'
      * compute threads leave a CPU free for it. Where they fill every CPU, the communication thread
      * takes CPU time from backward, and averaging at the step was measured faster (2 ranks of one
-     * compute thread on 2 CPUs: shm 10,300 samples/s against 9,600 overlapped, gloo 5,650 against
-     * 5,200). Rank 0 logs the choice.
+     * compute thread on 2 CPUs, docs/lab/results/training-sitting-3: shm 10,593 samples/s against
+     * 8,460 overlapped, gloo 5,356 against 5,142). Rank 0 logs the choice.
      */
     static boolean overlapPays(DistributedBackend backend) {
         int threads = torch.get_num_threads();
