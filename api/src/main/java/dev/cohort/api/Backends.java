@@ -36,6 +36,19 @@ public final class Backends {
     public record AutoChoice(String backend, String reason) {
     }
 
+    /** Where a name passed to {@link #select(String)} came from, for messages. */
+    public static final String FROM_PROGRAM = "the program";
+
+    /** The Maven artifact that provides each of Cohort's engines, for "add it" messages. */
+    private static final Map<String, String> ARTIFACTS = Map.of(
+            "tcp", "dev.cohort:cohort-tcp",
+            "gloo", "dev.cohort:cohort-gloo",
+            "shm", "dev.cohort:cohort-shm (JDK >= 22)",
+            "hier", "dev.cohort:cohort-hier (JDK >= 22)",
+            "mpi", "dev.cohort:cohort-mpi (JDK >= 22)",
+            "threads", "dev.cohort:cohort-runtime",
+            NONE, "dev.cohort:cohort-runtime");
+
     private static final System.Logger LOG = System.getLogger(Backends.class.getName());
 
     private Backends() {
@@ -174,8 +187,16 @@ public final class Backends {
 
     /** {@link #select(String)} among {@code backends}, reading {@code env} instead of the process environment. */
     public static DistributedBackend select(String name, Map<String, DistributedBackend> backends, Map<String, String> env) {
+        return select(name, FROM_PROGRAM, backends, env);
+    }
+
+    /**
+     * {@link #select(String, Map, Map)} for a {@code name} that came from {@code source}, which
+     * messages name: e.g. {@code "--distributed-backend"} for a command-line option.
+     */
+    public static DistributedBackend select(String name, String source, Map<String, DistributedBackend> backends,
+                                            Map<String, String> env) {
         String chosen = name;
-        String source = "--distributed-backend";
         if (chosen == null || chosen.isBlank()) {
             chosen = env.get(ENV_BACKEND);
             source = ENV_BACKEND;
@@ -196,14 +217,24 @@ public final class Backends {
         }
         DistributedBackend backend = backends.get(chosen.trim().toLowerCase(Locale.ROOT));
         if (backend == null) {
-            throw new IllegalArgumentException("unknown backend '" + chosen + "' (from " + source
-                    + "); available: " + String.join(", ", backends.keySet()));
+            throw new IllegalArgumentException(unknown(chosen, source, backends.keySet()));
         }
         if (!backend.isAvailable()) {
             throw new BackendUnavailableException("the " + backend.name() + " backend (from " + source
                     + ") cannot run here: " + backend.unavailableReason());
         }
         return backend;
+    }
+
+    /** Names the artifact that provides {@code name}, when it is one of Cohort's engines, and what is here. */
+    private static String unknown(String name, String source, Collection<String> here) {
+        String artifact = ARTIFACTS.get(name.trim().toLowerCase(Locale.ROOT));
+        String available = "available: " + (here.isEmpty() ? "(none on the class path)" : String.join(", ", here));
+        if (artifact == null) {
+            return "unknown backend '" + name + "' (from " + source + "); " + available;
+        }
+        return "backend '" + name + "' (from " + source + ") is not on the class path: add the Maven artifact "
+                + artifact + " to the program's dependencies; " + available;
     }
 
     /** WORLD_SIZE when a launch environment is present and it is a number, else 1. */
