@@ -134,7 +134,7 @@ class LauncherCliTest {
         assertThat(awaitExit(p, 30)).isZero();
         List<String> lines = output().lines().toList();
         assertThat(lines).contains("[rank 0] LOGGED",
-                "[rank 0] INFO dev.cohort.api.Backends: backend auto (from --distributed-backend): none (one worker)");
+                "[rank 0] INFO dev.cohort.api.Backends: backend auto (from the program): none (one worker)");
         assertThat(lines).containsSubsequence("[rank 0] WARNING dev.cohort.launcher.testing.TestWorker: a warning with "
                 + "its cause", "[rank 0] java.lang.IllegalStateException: the cause");
         assertThat(lines).as("java.util.logging's default first line (time, class and method)")
