@@ -82,6 +82,34 @@ class OptionsAndProgramTest {
         assertThat(command).containsSequence("-cp", user + File.pathSeparator + CP, "com.example.Hello", "x");
     }
 
+    /** {@code cohort run -cp app.jar -- SimpleMNIST}: a main class in the default package, no dot in its name. */
+    @Test
+    void aMainClassInTheDefaultPackageIsAMainClassNotACommand(@TempDir Path dir) throws Exception {
+        Path src = Files.createDirectories(dir.resolve("src"));
+        for (String name : List.of("SimpleMNIST", "sh")) {
+            Files.writeString(src.resolve(name + ".java"),
+                    "public class " + name + " { public static void main(String[] a) { } }");
+            int rc = ToolProvider.getSystemJavaCompiler().run(null, null, null, "-d", dir.resolve("classes").toString(),
+                    src.resolve(name + ".java").toString());
+            assertThat(rc).isZero();
+        }
+        Path jar = dir.resolve("app.jar");
+        try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar))) {
+            out.putNextEntry(new JarEntry("SimpleMNIST.class"));
+            out.write(Files.readAllBytes(dir.resolve("classes/SimpleMNIST.class")));
+        }
+        WorkerProgram program = WorkerProgram.resolve(List.of("SimpleMNIST", "--epochs", "1"), jar.toString(), CP);
+        assertThat(program.description()).isEqualTo("main class SimpleMNIST");
+        assertThat(program.command()).containsSequence("-cp", jar + File.pathSeparator + CP, "SimpleMNIST", "--epochs", "1");
+        // A class on the class path wins over a command of the same name on PATH; the command stays a command elsewhere.
+        assertThat(WorkerProgram.resolve(List.of("sh"), dir.resolve("classes").toString(), CP).description())
+                .isEqualTo("main class sh");
+        assertThat(WorkerProgram.resolve(List.of("sh", "-c", "true"), null, CP).description()).isEqualTo("command sh");
+        assertThatThrownBy(() -> WorkerProgram.resolve(List.of("SimpleMNIST"), null, CP))
+                .hasMessageContaining("'SimpleMNIST' is neither a class on the class path nor a command on PATH")
+                .hasMessageContaining("-cp");
+    }
+
     @Test
     void aFolderOfJarsIsReadAsJavaReadsIt(@TempDir Path dir) throws Exception {
         compileUserMain(dir);
@@ -115,8 +143,24 @@ class OptionsAndProgramTest {
     void computeThreadsSplitTheCoresAndKeepWhatTheUserSet() {
         assertThat(ComputeThreads.perWorker(2, 4)).isEqualTo(1);
         assertThat(ComputeThreads.perWorker(16, 3)).isEqualTo(5);
-        assertThat(ComputeThreads.variables(Map.of("OMP_NUM_THREADS", "3"), 8, 2))
-                .containsOnlyKeys("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "COHORT_COMPUTE_THREADS")
-                .containsValue("4");
+        assertThat(ComputeThreads.variables(Map.of("OMP_NUM_THREADS", "3"), 8, 2)).containsExactlyInAnyOrderEntriesOf(
+                Map.of("OPENBLAS_NUM_THREADS", "1", "MKL_NUM_THREADS", "3", "COHORT_COMPUTE_THREADS", "3"));
+    }
+
+    @Test
+    void computeThreadsNeverMultiplyBeyondTheCores() {
+        // The OpenMP pool (MKL's and libtorch's too) gets the share; OpenBLAS's, run inside every OpenMP thread, 1.
+        assertThat(ComputeThreads.variables(Map.of(), 2, 1)).containsExactlyInAnyOrderEntriesOf(Map.of(
+                "OMP_NUM_THREADS", "2", "OPENBLAS_NUM_THREADS", "1", "MKL_NUM_THREADS", "2", "COHORT_COMPUTE_THREADS", "2"));
+        assertThat(ComputeThreads.variables(Map.of(), 2, 2)).containsValues("1").doesNotContainValue("2");
+        assertThat(ComputeThreads.variables(Map.of(), 16, 2)).containsEntry("OMP_NUM_THREADS", "8")
+                .containsEntry("OPENBLAS_NUM_THREADS", "1").containsEntry("MKL_NUM_THREADS", "8")
+                .containsEntry("COHORT_COMPUTE_THREADS", "8");
+        // An OpenBLAS pool the user set divides the OpenMP pool, so that their product stays within the share.
+        assertThat(ComputeThreads.variables(Map.of("OPENBLAS_NUM_THREADS", "4"), 16, 2)).containsExactlyInAnyOrderEntriesOf(
+                Map.of("OMP_NUM_THREADS", "2", "MKL_NUM_THREADS", "2", "COHORT_COMPUTE_THREADS", "2"));
+        assertThat(ComputeThreads.variables(Map.of("OPENBLAS_NUM_THREADS", "junk"), 4, 1)).containsEntry("OMP_NUM_THREADS", "4");
+        assertThat(ComputeThreads.variables(Map.of("OMP_NUM_THREADS", "1", "OPENBLAS_NUM_THREADS", "1",
+                "MKL_NUM_THREADS", "1", "COHORT_COMPUTE_THREADS", "1"), 8, 1)).isEmpty();
     }
 }
