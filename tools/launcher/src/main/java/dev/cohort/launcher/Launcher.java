@@ -1,6 +1,7 @@
 package dev.cohort.launcher;
 
 import dev.cohort.api.Backends;
+import dev.cohort.api.JoinRecord;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.ProgressReporter;
 
@@ -68,6 +69,8 @@ public final class Launcher implements AutoCloseable {
     private Command.Job job;
     private WorkerGroup group;
     private OrphanGuard guard;
+    /** Where this node's Java workers record that they joined a group ({@link JoinRecord}); null for a command. */
+    private java.nio.file.Path joinRecords;
     private boolean ran;
 
     public Launcher(LaunchOptions options, WorkerProgram program) {
@@ -117,6 +120,9 @@ public final class Launcher implements AutoCloseable {
             }
         }
         guard = OrphanGuard.start();
+        if (program.isJava()) {
+            joinRecords = java.nio.file.Files.createTempDirectory("cohort-joined-");
+        }
         Thread hook = new Thread(this::killWorkers, "cohort-launcher-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         Coordinator coordinator = options.nnodes() == 1
@@ -135,6 +141,7 @@ public final class Launcher implements AutoCloseable {
             killWorkers();
             guard.close();
             coordinator.close();
+            deleteJoinRecords();
             if (server != null) {
                 server.close();
             }
@@ -168,8 +175,12 @@ public final class Launcher implements AutoCloseable {
                 return new LaunchResult(STOPPED_EXIT_CODE, Math.max(round, 0), failures, "stopped on request");
             } else if (event instanceof FromReferee f && f.command() instanceof Command.Exit exit) {
                 stopGroup();
-                String how = exit.code() == 0 ? "run finished: " : "run failed (exit " + exit.code() + "): ";
-                console.message(how + exit.message());
+                if (exit.code() == 0 && joinRecords != null && !JoinRecord.anyIn(joinRecords)) {
+                    console.message(noneJoined());
+                } else {
+                    String how = exit.code() == 0 ? "run finished: " : "run failed (exit " + exit.code() + "): ";
+                    console.message(how + exit.message());
+                }
                 return new LaunchResult(exit.code(), Math.max(round, 0), failures, exit.message());
             } else if (event instanceof FromReferee f && f.command() instanceof Command.Job job) {
                 this.job = job;
@@ -209,6 +220,9 @@ public final class Launcher implements AutoCloseable {
                     env.put(ProgressReporter.ENV, ProgressReporter.LAUNCHER);
                 }
                 env.putAll(jobVariables());
+                if (joinRecords != null) {
+                    env.put(JoinRecord.ENV, joinRecords.toString());
+                }
                 if (options.elastic() > 0) {
                     if (throughMpirun(env)) {
                         console.message("--elastic does not run under mpirun (an MPI job cannot lose a rank and go on); "
@@ -323,7 +337,8 @@ public final class Launcher implements AutoCloseable {
     private String backendDefault() {
         String set = inheritedEnvironment().get(Backends.ENV_BACKEND);
         if (set != null) {
-            return "workers that choose no --distributed-backend use " + Backends.ENV_BACKEND + "=" + set;
+            return "workers that choose no --distributed-backend use " + Backends.ENV_BACKEND + "=" + set
+                    + (options.environment().containsKey(Backends.ENV_BACKEND) ? " (--backend)" : "");
         }
         NodePlacement placement = placement();
         Map<String, String> env = new java.util.HashMap<>(Map.of(
@@ -353,6 +368,29 @@ public final class Launcher implements AutoCloseable {
             vars.put(Backends.ENV_OLDEST_JDK, Integer.toString(job.oldestJdk()));
         }
         return vars;
+    }
+
+    /** The last line of a run whose Java workers all exited 0 without ever joining a group. */
+    private String noneJoined() {
+        String workers = options.nnodes() > 1 ? "no worker on this node" : "no worker";
+        return "WARNING: every worker exited 0, but " + workers + " joined a process group, so nothing was trained "
+                + "together: the program never called its backend's initialize() (directly or through ElasticJob), "
+                + "or it exited before, e.g. its own argument parser rejected "
+                + "an argument (such as --distributed-backend) and printed its usage; see the workers' output above";
+    }
+
+    private void deleteJoinRecords() {
+        if (joinRecords == null) {
+            return;
+        }
+        try (var records = java.nio.file.Files.list(joinRecords)) {
+            for (java.nio.file.Path p : records.toList()) {
+                java.nio.file.Files.deleteIfExists(p);
+            }
+            java.nio.file.Files.deleteIfExists(joinRecords);
+        } catch (IOException e) {
+            // A temporary folder of empty files; the system's cleaning removes what is left.
+        }
     }
 
     private static String lastLines(WorkerFailure failure) {

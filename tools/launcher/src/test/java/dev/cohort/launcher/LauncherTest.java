@@ -52,6 +52,30 @@ class LauncherTest {
         return console.out().lines().filter(l -> l.contains("ENV ")).collect(Collectors.toList());
     }
 
+    /** A program whose own argument parser exited 0 (say, rejecting --distributed-backend) trained nothing together. */
+    @Test
+    @Timeout(60)
+    void aRunWhoseWorkersNeverJoinedAGroupEndsWithAWarning() throws Exception {
+        LaunchResult result = javaWorkers(options(2).build(), "env", dir.toString()).run();
+
+        assertThat(result.exitCode()).isZero();
+        List<String> lines = console.err().lines().toList();
+        assertThat(lines.get(lines.size() - 1)).startsWith("cohort: WARNING: every worker exited 0, but no worker joined "
+                + "a process group, so nothing was trained together: the program never called its backend's initialize()")
+                .contains("its own argument parser rejected an argument");
+        assertThat(console.err()).doesNotContain("all workers finished");
+    }
+
+    @Test
+    @Timeout(60)
+    void aRunWhoseWorkersJoinedFinishesPlainly() throws Exception {
+        LaunchResult result = javaWorkers(options(1).build(), "join", dir.toString()).run();
+
+        assertThat(result.exitCode()).isZero();
+        assertThat(console.out()).contains("[rank 0] JOINED none");
+        assertThat(console.err()).contains("cohort: run finished: all workers finished").doesNotContain("WARNING");
+    }
+
     @Test
     @Timeout(60)
     void cleanRunGivesEachWorkerTheContractAndItsShareOfTheCores() throws Exception {
@@ -66,7 +90,7 @@ class LauncherTest {
             String line = env.stream().filter(l -> l.startsWith("[rank ")).filter(l -> l.contains(" RANK=")).filter(
                     l -> l.contains(" RANK=" + l.charAt(6) + " ")).findFirst().orElseThrow();
             assertThat(line).contains("WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2", "GROUP_RANK=0", "COHORT_RESTART_COUNT=0",
-                    "COHORT_RUN_ID=clean-run", "MASTER_ADDR=127.0.0.1", "OMP_NUM_THREADS=2", "OPENBLAS_NUM_THREADS=2",
+                    "COHORT_RUN_ID=clean-run", "MASTER_ADDR=127.0.0.1", "OMP_NUM_THREADS=2", "OPENBLAS_NUM_THREADS=1",
                     "COHORT_COMPUTE_THREADS=2", "MKL_NUM_THREADS=7", "COHORT_BACKEND=auto");
         }
         assertThat(env).anyMatch(l -> l.startsWith("[rank 0] ENV") && l.contains(" RANK=0 ") && l.contains("LOCAL_RANK=0"));
