@@ -226,9 +226,18 @@ public final class Backends {
         return backend;
     }
 
+    /**
+     * The Maven artifact ({@code groupId:artifactId}, and the JDK it needs when above 17) that
+     * provides Cohort's engine called {@code name} (case-insensitive), or empty for a name that is
+     * none of Cohort's engines ({@code auto} included).
+     */
+    public static java.util.Optional<String> artifact(String name) {
+        return java.util.Optional.ofNullable(name == null ? null : ARTIFACTS.get(name.trim().toLowerCase(Locale.ROOT)));
+    }
+
     /** Names the artifact that provides {@code name}, when it is one of Cohort's engines, and what is here. */
     private static String unknown(String name, String source, Collection<String> here) {
-        String artifact = ARTIFACTS.get(name.trim().toLowerCase(Locale.ROOT));
+        String artifact = artifact(name).orElse(null);
         String available = "available: " + (here.isEmpty() ? "(none on the class path)" : String.join(", ", here));
         if (artifact == null) {
             return "unknown backend '" + name + "' (from " + source + "); " + available;

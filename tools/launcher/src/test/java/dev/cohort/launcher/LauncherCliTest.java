@@ -172,6 +172,22 @@ class LauncherCliTest {
         assertThat(new File(marker)).doesNotExist();
     }
 
+    @Test
+    @Timeout(60)
+    void backendChoosesTheWorkersEngineWithoutTouchingTheProgramsArguments() throws Exception {
+        Process p = launcher("--backend", "TCP", "--nproc-per-node", "1", "--master-port", "0", "--", "sh", "-c",
+                "echo backend=$COHORT_BACKEND args=$#");
+        assertThat(awaitExit(p, 30)).isZero();
+        assertThat(output()).contains("[rank 0] backend=tcp args=0",
+                "workers that choose no --distributed-backend use COHORT_BACKEND=tcp (--backend)");
+
+        Process bad = launcher("--backend", "nccl", "--", "sh", "-c", "true");
+        assertThat(awaitExit(bad, 30)).isEqualTo(2);
+        assertThat(output()).contains("--backend must name an engine: one of ", "tcp", "gloo", "shm", "hier", "mpi",
+                "auto", "none", "threads", "; got 'nccl'", "nothing was started");
+        assertThat(LauncherMain.command().getUsageMessage()).contains("--backend=NAME").contains("COHORT_BACKEND");
+    }
+
     private static String[] with(String[] program, String... options) {
         List<String> all = new ArrayList<>(List.of(options));
         all.addAll(List.of(program));
