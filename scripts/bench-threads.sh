@@ -5,9 +5,10 @@
 # default package, run in rounds alternating between:
 #   plain        java -cp ... ThreadsMlp, OMP_NUM_THREADS=1 (nothing else set)
 #   cohort       ./cohort run --nproc-per-node 1 -cp ... -- ThreadsMlp, the launcher's defaults
-#   cohort-omp1  the same with OMP_NUM_THREADS=1 set (does a second OpenMP thread help?)
-#   cohort-old   the same with the old defaults: every pool at cores / workers (OMP, OpenBLAS, MKL)
-#                (libtorch sizes its pool by MKL_NUM_THREADS ahead of OMP_NUM_THREADS; OpenBLAS multiplies it)
+#   cohort-omp2  the same with the OpenMP pool at all the cores, OpenBLAS's at 1 (OMP_NUM_THREADS and
+#                MKL_NUM_THREADS = cores, which libtorch reads first): does a second OpenMP thread help?
+#   cohort-old   the same with the old defaults: every pool at cores / workers (OMP, OpenBLAS, MKL),
+#                OpenBLAS's pool inside each OpenMP thread
 # Prints each run's training time and the medians; keeps every run's JSON line under OUT_DIR.
 #   scripts/bench-threads.sh [ROUNDS] [OUT_DIR]    (STEPS=N steps per run, default 4000;
 #                                                   RUNS="plain cohort ..." to choose, default all four)
@@ -15,7 +16,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib/bench-common.sh"
 bench_args threads "$@"
 STEPS="${STEPS:-4000}"
-RUNS="${RUNS:-plain cohort cohort-omp1 cohort-old}"
+RUNS="${RUNS:-plain cohort cohort-omp2 cohort-old}"
 mkdir -p "$OUT/classes"
 "$ROOT/cohort" run --help >/dev/null   # builds the checkout when needed
 CP="$(cat "$ROOT/examples/target/classpath.txt")"
@@ -30,8 +31,8 @@ for ((i = 1; i <= ROUNDS; i++)); do
     case "$run" in
       plain)       "${clean[@]}" OMP_NUM_THREADS=1 "$JAVA" -cp "$OUT/classes:$CP" ThreadsMlp "$STEPS" ;;
       cohort)      "${clean[@]}" "$ROOT/cohort" run --nproc-per-node 1 -cp "$OUT/classes:$CP" -- ThreadsMlp "$STEPS" ;;
-      cohort-omp1) "${clean[@]}" OMP_NUM_THREADS=1 "$ROOT/cohort" run --nproc-per-node 1 -cp "$OUT/classes:$CP" \
-                     -- ThreadsMlp "$STEPS" ;;
+      cohort-omp2) t=$(nproc); "${clean[@]}" OMP_NUM_THREADS=$t MKL_NUM_THREADS=$t "$ROOT/cohort" run \
+                     --nproc-per-node 1 -cp "$OUT/classes:$CP" -- ThreadsMlp "$STEPS" ;;
       cohort-old)  t=$(nproc); "${clean[@]}" OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t MKL_NUM_THREADS=$t \
                      COHORT_COMPUTE_THREADS=$t "$ROOT/cohort" run --nproc-per-node 1 -cp "$OUT/classes:$CP" \
                      -- ThreadsMlp "$STEPS" ;;

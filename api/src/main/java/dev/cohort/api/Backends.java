@@ -100,7 +100,8 @@ public final class Backends {
                     + " workers (found: " + names(engines) + ")" + (meetable.size() < engines.size()
                     ? "; mpirun gave no MASTER_ADDR and MASTER_PORT, which the engines that meet at an address need "
                     + "(mpirun -x MASTER_ADDR=... -x MASTER_PORT=..., or cohort-mpi)"
-                    : "; add one, e.g. cohort-gloo"));
+                    : "; add one: dev.cohort:cohort-tcp runs in any program, dev.cohort:cohort-gloo in any but one "
+                    + "that uses DJL (whose libtorch cannot share a process with gloo's)"));
         }
         BackendProvider chosen = ranked.get(0);
         List<BackendProvider> anyJdk = ranked(layout, Integer.MAX_VALUE, meetable);

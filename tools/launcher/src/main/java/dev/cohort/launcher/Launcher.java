@@ -154,7 +154,7 @@ public final class Launcher implements AutoCloseable {
     }
 
     private LaunchResult loop(Coordinator coordinator, int masterPort) {
-        Map<String, String> threads = ComputeThreads.variables(inheritedEnvironment(), cores, options.nprocPerNode());
+        Map<String, String> threads = ComputeThreads.variables(inheritedEnvironment());
         List<WorkerFailure> failures = new ArrayList<>();
         int round = -1;
         boolean reported = true;
@@ -338,7 +338,8 @@ public final class Launcher implements AutoCloseable {
         String set = inheritedEnvironment().get(Backends.ENV_BACKEND);
         if (set != null) {
             return "workers that choose no --distributed-backend use " + Backends.ENV_BACKEND + "=" + set
-                    + (options.environment().containsKey(Backends.ENV_BACKEND) ? " (--backend)" : "");
+                    + (options.environment().containsKey(Backends.ENV_BACKEND) ? " (--backend)" : "")
+                    + djlAdvice(set.trim().toLowerCase(java.util.Locale.ROOT));
         }
         NodePlacement placement = placement();
         Map<String, String> env = new java.util.HashMap<>(Map.of(
@@ -350,7 +351,22 @@ public final class Launcher implements AutoCloseable {
         env.putAll(jobVariables());
         Backends.AutoChoice auto = Backends.auto(env, Runtime.version().feature());
         return "workers that choose no --distributed-backend, or auto, use " + auto.backend() + " (" + auto.reason()
-                + "; " + Backends.ENV_BACKEND + "=" + Backends.AUTO + ")";
+                + "; " + Backends.ENV_BACKEND + "=" + Backends.AUTO + ")" + djlAdvice(auto.backend());
+    }
+
+    /** The engines that load JavaCPP's libtorch, which cannot share a process with DJL's. */
+    static final java.util.Set<String> LOADING_LIBTORCH = java.util.Set.of("gloo");
+
+    /** What a program that uses DJL should do instead of {@code engine}; empty when it may use it. */
+    private String djlAdvice(String engine) {
+        return LOADING_LIBTORCH.contains(engine) && program.usesDjl() ? djlAdvice(engine, Runtime.version().feature()) : "";
+    }
+
+    /** {@link #djlAdvice(String)} for a program that uses DJL, with workers on JDK {@code jdk}. */
+    static String djlAdvice(String engine, int jdk) {
+        return "; but this program uses DJL (" + WorkerProgram.DJL_CLASS + " is on its class path), whose libtorch "
+                + "cannot share a process with the one " + engine + " loads (JavaCPP's): run it with --backend tcp"
+                + (jdk >= 22 ? " (or shm, on one host)" : "") + ", or its own --distributed-backend tcp";
     }
 
     private NodePlacement placement() {

@@ -22,12 +22,27 @@ public final class WorkerProgram {
             Pattern.compile("[\\p{javaJavaIdentifierStart}][\\p{javaJavaIdentifierPart}]*"
                     + "(\\.[\\p{javaJavaIdentifierStart}][\\p{javaJavaIdentifierPart}]*)*");
 
+    /** A class of DJL's API, which a program that uses DJL has on its class path. */
+    static final String DJL_CLASS = "ai.djl.engine.Engine";
+
     private final List<String> command;
     private final String description;
+    /** Where the program's classes are (a class path, or the jar); null for a command. */
+    private final String classPath;
 
-    private WorkerProgram(List<String> command, String description) {
+    private WorkerProgram(List<String> command, String description, String classPath) {
         this.command = List.copyOf(command);
         this.description = description;
+        this.classPath = classPath;
+    }
+
+    /**
+     * Whether the program uses DJL: DJL's API is on its class path (for a command, not known:
+     * false). DJL's PyTorch engine loads its own libtorch, so such a program cannot use an engine
+     * that loads JavaCPP's (gloo).
+     */
+    public boolean usesDjl() {
+        return classPath != null && loadable(DJL_CLASS, classPath);
     }
 
     /** The command line a worker process runs. */
@@ -96,7 +111,7 @@ public final class WorkerProgram {
         cmd.add(Objects.requireNonNull(classPath, "classPath"));
         cmd.add(mainClass);
         cmd.addAll(args);
-        return new WorkerProgram(cmd, "main class " + mainClass);
+        return new WorkerProgram(cmd, "main class " + mainClass, classPath);
     }
 
     /** Runs {@code java -jar jar args...} with this JVM's {@code java} and module options. */
@@ -105,7 +120,7 @@ public final class WorkerProgram {
         cmd.addAll(inheritedModuleOptions());
         cmd.addAll(List.of("-jar", jar.toString()));
         cmd.addAll(args);
-        return new WorkerProgram(cmd, "jar " + jar);
+        return new WorkerProgram(cmd, "jar " + jar, jar.toString());
     }
 
     /** Runs a command as is: {@code command.get(0)} is a path or a name on PATH. */
@@ -113,7 +128,7 @@ public final class WorkerProgram {
         if (command.isEmpty()) {
             throw new IllegalArgumentException("the worker command is empty");
         }
-        return new WorkerProgram(command, "command " + command.get(0));
+        return new WorkerProgram(command, "command " + command.get(0), null);
     }
 
     /**
