@@ -32,6 +32,12 @@ public final class LauncherMain implements Callable<Integer> {
     /** The variable a user's class path comes from when {@code --classpath} is not given. */
     public static final String CLASSPATH_ENV = "COHORT_CLASSPATH";
 
+    /**
+     * The system property naming Cohort's part of the workers' class path (the distribution's
+     * {@code lib/*}, without the command's own tools); unset, this JVM's class path.
+     */
+    public static final String WORKERS_CLASSPATH = "cohort.workers.classpath";
+
     /** The exit code for bad input: nothing was started. */
     public static final int BAD_INPUT = Commands.BAD_INPUT;
 
@@ -181,7 +187,7 @@ public final class LauncherMain implements Callable<Integer> {
                     .elastic(LaunchOptions.parseCount("--elastic", elastic, false))
                     .build();
             worker = WorkerProgram.resolve(program, classPath != null ? classPath : System.getenv(CLASSPATH_ENV),
-                    System.getProperty("java.class.path"));
+                    System.getProperty(WORKERS_CLASSPATH, System.getProperty("java.class.path")));
         } catch (IllegalArgumentException e) {
             return badInput(e.getMessage());
         }

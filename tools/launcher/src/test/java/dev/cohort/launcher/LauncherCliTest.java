@@ -188,6 +188,20 @@ class LauncherCliTest {
         assertThat(LauncherMain.command().getUsageMessage()).contains("--backend=NAME").contains("COHORT_BACKEND");
     }
 
+    /** The distribution gives its workers lib/ only (not the command's own lib/tools/: DJL, an SLF4J binding). */
+    @Test
+    @Timeout(60)
+    void theWorkersClassPathIsTheOneTheCommandNames() throws Exception {
+        Process p = launcher(List.of("-D" + LauncherMain.WORKERS_CLASSPATH + "=" + dir), "--master-port", "0", "--",
+                TestWorker.class.getName(), "env", dir.toString());
+        assertThat(awaitExit(p, 30)).isEqualTo(2);
+        assertThat(output()).contains("main class " + TestWorker.class.getName() + " does not exist on the class path");
+
+        Process q = launcher(List.of("-D" + LauncherMain.WORKERS_CLASSPATH + "=" + System.getProperty("java.class.path")),
+                "--master-port", "0", "--", TestWorker.class.getName(), "env", dir.toString());
+        assertThat(awaitExit(q, 30)).isZero();
+    }
+
     private static String[] with(String[] program, String... options) {
         List<String> all = new ArrayList<>(List.of(options));
         all.addAll(List.of(program));
