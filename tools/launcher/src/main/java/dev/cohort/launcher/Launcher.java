@@ -120,9 +120,6 @@ public final class Launcher implements AutoCloseable {
             }
         }
         guard = OrphanGuard.start();
-        if (program.isJava()) {
-            joinRecords = java.nio.file.Files.createTempDirectory("cohort-joined-");
-        }
         Thread hook = new Thread(this::killWorkers, "cohort-launcher-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         Coordinator coordinator = options.nnodes() == 1
@@ -131,6 +128,9 @@ public final class Launcher implements AutoCloseable {
                 : new ControlClient(options.masterAddr(), options.controlPort(), options.runId(), options.nodeRank(),
                         options.nnodesSpec(), options.nprocPerNode(), options.joinTimeout(), options.secret());
         try {
+            if (program.isJava()) {
+                joinRecords = java.nio.file.Files.createTempDirectory("cohort-joined-");
+            }
             if (options.nnodes() > 1) {
                 console.message("node " + options.nodeRank() + " of " + options.nnodesSpec() + ": joining the group at "
                         + options.masterAddr() + ":" + options.controlPort());
