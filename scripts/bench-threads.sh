@@ -52,7 +52,7 @@ med = {}
 print("| run | rounds | median training s | median wall s | torch threads | training s per round |")
 print("|---|---|---|---|---|---|")
 for run in runs:
-    rows = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(out, run + "-*.json")))]
+    rows = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(out, run + "-[0-9]*.json")))]
     t = [r["train_s"] for r in rows]; w = [r["wall_s"] for r in rows]
     med[run] = (statistics.median(t), statistics.median(w))
     print(f"| {run} | {len(rows)} | {med[run][0]:.2f} | {med[run][1]:.2f} | {rows[0]['torch_threads']} | "

@@ -9,7 +9,7 @@ import java.util.Map;
  * pools that multiply: libtorch's OpenMP pool ({@code OMP_NUM_THREADS}; libtorch sizes it by
  * {@code MKL_NUM_THREADS} first, and MKL's threads are OpenMP's) calls BLAS from each of its
  * threads, and OpenBLAS starts a pthread pool of its own ({@code OPENBLAS_NUM_THREADS}) under each.
- * Every pool defaults to 1, as torchrun's {@code OMP_NUM_THREADS}: measured with
+ * Every pool defaults to 1 (as torchrun sets {@code OMP_NUM_THREADS} for several workers): measured with
  * scripts/bench-threads.sh, a second OpenMP thread made a small model's training many times slower
  * on 2 shared CPUs, and a worker's share of the cores (cores / local workers) is only the most that
  * cannot oversubscribe, which the launcher's line names. {@code MKL_NUM_THREADS} and {@code
