@@ -3,6 +3,7 @@
 #  1. examples/quickstart builds offline against the installed artifacts (the BOM, the modules by
 #     coordinates);
 #  2. the distribution archive unpacks elsewhere and its bin/cohort works through a symlink on PATH;
+#     its lib/ (the workers' class path) holds no SLF4J binding and no DJL (those are lib/tools/);
 #  3. `cohort run -cp quickstart.jar --nproc-per-node 2 -- com.example.Train` trains on two workers,
 #     printing no JVM warning, and so does a fat jar of it with Cohort inside (services merged);
 #  4. `./cohort demo` (2 workers, 5 epochs) reaches the README's test accuracy (>= 0.88), prints no
@@ -41,6 +42,8 @@ export PATH="$work/bin:$PATH"
 cd "$work/run"
 cohort --version | tee "$work/version.txt"
 grep -q "^cohort $version" "$work/version.txt" || fail "cohort --version does not say $version"
+clash=$(cd "$work/opt/cohort-$version/lib" && ls -- *.jar | grep -E '^(slf4j-|logback-|log4j-|api-[0-9]|pytorch-(engine|jni|native))' || true)
+[ -z "$clash" ] || fail "the workers' lib/ holds an SLF4J binding or DJL, which a program's own would clash with: $clash"
 
 echo "check-quickstart: 3. cohort run -cp quickstart.jar --nproc-per-node 2 -- com.example.Train"
 timeout 300 cohort run -cp "$jar" --nproc-per-node 2 --master-port 0 -- com.example.Train > "$work/run.txt" 2>&1 \
@@ -48,6 +51,7 @@ timeout 300 cohort run -cp "$jar" --nproc-per-node 2 --master-port 0 -- com.exam
 cat "$work/run.txt"
 grep -q '^\[rank 0\] epoch 5: loss [0-9.]* (2 workers on ' "$work/run.txt" || fail "the quickstart did not train on 2 workers"
 no_warnings "$work/run.txt" "cohort run"
+! grep -n 'SLF4J' "$work/run.txt" >&2 || fail "cohort run printed SLF4J's warnings above"
 
 echo "check-quickstart: 3b. a fat jar of the quickstart with Cohort inside: cohort run -- quickstart-1.0-all.jar"
 (cd "$work/quickstart" && mvn -B -q -Dstyle.color=never package -Pfat -Dcohort.version="$version" 2>&1 | sed 's/\x1b\[0m//g') \

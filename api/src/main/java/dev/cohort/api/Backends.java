@@ -36,6 +36,19 @@ public final class Backends {
     public record AutoChoice(String backend, String reason) {
     }
 
+    /** Where a name passed to {@link #select(String)} came from, for messages. */
+    public static final String FROM_PROGRAM = "the program";
+
+    /** The Maven artifact that provides each of Cohort's engines, for "add it" messages. */
+    private static final Map<String, String> ARTIFACTS = Map.of(
+            "tcp", "dev.cohort:cohort-tcp",
+            "gloo", "dev.cohort:cohort-gloo",
+            "shm", "dev.cohort:cohort-shm (JDK >= 22)",
+            "hier", "dev.cohort:cohort-hier (JDK >= 22)",
+            "mpi", "dev.cohort:cohort-mpi (JDK >= 22)",
+            "threads", "dev.cohort:cohort-runtime",
+            NONE, "dev.cohort:cohort-runtime");
+
     private static final System.Logger LOG = System.getLogger(Backends.class.getName());
 
     private Backends() {
@@ -87,7 +100,8 @@ public final class Backends {
                     + " workers (found: " + names(engines) + ")" + (meetable.size() < engines.size()
                     ? "; mpirun gave no MASTER_ADDR and MASTER_PORT, which the engines that meet at an address need "
                     + "(mpirun -x MASTER_ADDR=... -x MASTER_PORT=..., or cohort-mpi)"
-                    : "; add one, e.g. cohort-gloo"));
+                    : "; add one: dev.cohort:cohort-tcp runs in any program, dev.cohort:cohort-gloo in any but one "
+                    + "that uses DJL (whose libtorch cannot share a process with gloo's)"));
         }
         BackendProvider chosen = ranked.get(0);
         List<BackendProvider> anyJdk = ranked(layout, Integer.MAX_VALUE, meetable);
@@ -174,8 +188,16 @@ public final class Backends {
 
     /** {@link #select(String)} among {@code backends}, reading {@code env} instead of the process environment. */
     public static DistributedBackend select(String name, Map<String, DistributedBackend> backends, Map<String, String> env) {
+        return select(name, FROM_PROGRAM, backends, env);
+    }
+
+    /**
+     * {@link #select(String, Map, Map)} for a {@code name} that came from {@code source}, which
+     * messages name: e.g. {@code "--distributed-backend"} for a command-line option.
+     */
+    public static DistributedBackend select(String name, String source, Map<String, DistributedBackend> backends,
+                                            Map<String, String> env) {
         String chosen = name;
-        String source = "--distributed-backend";
         if (chosen == null || chosen.isBlank()) {
             chosen = env.get(ENV_BACKEND);
             source = ENV_BACKEND;
@@ -196,14 +218,33 @@ public final class Backends {
         }
         DistributedBackend backend = backends.get(chosen.trim().toLowerCase(Locale.ROOT));
         if (backend == null) {
-            throw new IllegalArgumentException("unknown backend '" + chosen + "' (from " + source
-                    + "); available: " + String.join(", ", backends.keySet()));
+            throw new IllegalArgumentException(unknown(chosen, source, backends.keySet()));
         }
         if (!backend.isAvailable()) {
             throw new BackendUnavailableException("the " + backend.name() + " backend (from " + source
                     + ") cannot run here: " + backend.unavailableReason());
         }
         return backend;
+    }
+
+    /**
+     * The Maven artifact ({@code groupId:artifactId}, and the JDK it needs when above 17) that
+     * provides Cohort's engine called {@code name} (case-insensitive), or empty for a name that is
+     * none of Cohort's engines ({@code auto} included).
+     */
+    public static java.util.Optional<String> artifact(String name) {
+        return java.util.Optional.ofNullable(name == null ? null : ARTIFACTS.get(name.trim().toLowerCase(Locale.ROOT)));
+    }
+
+    /** Names the artifact that provides {@code name}, when it is one of Cohort's engines, and what is here. */
+    private static String unknown(String name, String source, Collection<String> here) {
+        String artifact = artifact(name).orElse(null);
+        String available = "available: " + (here.isEmpty() ? "(none on the class path)" : String.join(", ", here));
+        if (artifact == null) {
+            return "unknown backend '" + name + "' (from " + source + "); " + available;
+        }
+        return "backend '" + name + "' (from " + source + ") is not on the class path: add the Maven artifact "
+                + artifact + " to the program's dependencies; " + available;
     }
 
     /** WORLD_SIZE when a launch environment is present and it is a number, else 1. */

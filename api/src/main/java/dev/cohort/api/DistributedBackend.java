@@ -83,6 +83,7 @@ public abstract class DistributedBackend implements BackendProvider, AutoCloseab
         }
         prepareIntegrations();
         connection = connect();
+        JoinRecord.record(System.getenv());
     }
 
     /** {@link Distributor#prepare()} of every integration on the class path, once per process. */

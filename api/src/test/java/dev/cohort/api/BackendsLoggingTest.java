@@ -58,7 +58,7 @@ class BackendsLoggingTest {
         assertThat(recorder.records).singleElement().satisfies(r -> {
             assertThat(r.getLoggerName()).isEqualTo("dev.cohort.api.Backends");
             assertThat(r.getLevel()).isEqualTo(Level.INFO);
-            assertThat(r.getMessage()).isEqualTo("backend auto (from --distributed-backend): none "
+            assertThat(r.getMessage()).isEqualTo("backend auto (from the program): none "
                     + "(no launch environment (RANK, WORLD_SIZE): one worker)");
         });
     }

@@ -37,7 +37,7 @@ public final class BackendChoice {
      */
     public synchronized DistributedBackend backend() {
         if (selected == null) {
-            selected = Backends.select(name, backends, JobEnvironment.currentVariables());
+            selected = Backends.select(name, "--distributed-backend", backends, JobEnvironment.currentVariables());
         }
         return selected;
     }

@@ -243,4 +243,16 @@ class BackendsTest {
         assertThatThrownBy(() -> choice.backend().initialize()).isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("ThreadsWorld.run(4");
     }
+
+    @Test
+    void aNameFromTheCommandLineSaysSoAndNamesTheArtifactToAdd() {
+        Train train = new Train();
+        CommandLine cli = new CommandLine(train);
+        BackendChoice choice = BackendOptions.add(cli);
+        cli.parseArgs("--distributed-backend", "tcp");
+        assertThatThrownBy(choice::backend).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("backend 'tcp' (from --distributed-backend) is not on the class path: add the "
+                        + "Maven artifact dev.cohort:cohort-tcp");
+        assertThatThrownBy(() -> Backends.select("tcp")).hasMessageStartingWith("backend 'tcp' (from the program)");
+    }
 }

@@ -36,7 +36,8 @@ public final class ShmEngine {
             throw new IllegalArgumentException("the shm backend connects the ranks of one host only, but "
                     + LaunchEnvironment.WORLD_SIZE + "=" + topology.worldSize() + " and "
                     + LaunchEnvironment.LOCAL_WORLD_SIZE + "=" + topology.localWorldSize()
-                    + "; use --distributed-backend gloo for several hosts");
+                    + "; use --distributed-backend gloo for several hosts (tcp in a program that uses DJL, whose libtorch "
+                    + "cannot share a process with gloo's)");
         }
         ProcessGroup world = group("shm world", SharedMemoryFiles.path(env), topology.localRank(),
                 topology.localWorldSize(), options);

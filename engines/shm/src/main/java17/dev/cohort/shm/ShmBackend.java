@@ -79,13 +79,15 @@ public final class ShmBackend extends EngineBackend<ShmOptions> {
         if (feature < MIN_JDK) {
             return "the shm engine needs JDK " + MIN_JDK + " or newer (foreign-memory API) with " + VECTOR_FLAG
                     + "; this JVM is " + Runtime.version() + " (" + System.getProperty("java.home")
-                    + "); run on a newer JDK or use --distributed-backend gloo";
+                    + "); run on a newer JDK or use --distributed-backend gloo (tcp in a program that uses DJL, whose "
+                    + "libtorch cannot share a process with gloo's)";
         }
         if (ModuleLayer.boot().findModule("jdk.incubator.vector").isEmpty()) {
             return "the shm engine needs the incubating Vector API: start the JVM with " + VECTOR_FLAG;
         }
         if (!Files.isDirectory(SharedMemoryFiles.DIRECTORY)) {
-            return "the shm engine needs " + SharedMemoryFiles.DIRECTORY + " (a tmpfs, as on Linux); use --distributed-backend gloo";
+            return "the shm engine needs " + SharedMemoryFiles.DIRECTORY + " (a tmpfs, as on Linux); use --distributed-backend gloo "
+                    + "(tcp in a program that uses DJL, whose libtorch cannot share a process with gloo's)";
         }
         return null;
     }

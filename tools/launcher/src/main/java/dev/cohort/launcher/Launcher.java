@@ -1,6 +1,7 @@
 package dev.cohort.launcher;
 
 import dev.cohort.api.Backends;
+import dev.cohort.api.JoinRecord;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.ProgressReporter;
 
@@ -68,6 +69,8 @@ public final class Launcher implements AutoCloseable {
     private Command.Job job;
     private WorkerGroup group;
     private OrphanGuard guard;
+    /** Where this node's Java workers record that they joined a group ({@link JoinRecord}); null for a command. */
+    private java.nio.file.Path joinRecords;
     private boolean ran;
 
     public Launcher(LaunchOptions options, WorkerProgram program) {
@@ -125,6 +128,9 @@ public final class Launcher implements AutoCloseable {
                 : new ControlClient(options.masterAddr(), options.controlPort(), options.runId(), options.nodeRank(),
                         options.nnodesSpec(), options.nprocPerNode(), options.joinTimeout(), options.secret());
         try {
+            if (program.isJava()) {
+                joinRecords = java.nio.file.Files.createTempDirectory("cohort-joined-");
+            }
             if (options.nnodes() > 1) {
                 console.message("node " + options.nodeRank() + " of " + options.nnodesSpec() + ": joining the group at "
                         + options.masterAddr() + ":" + options.controlPort());
@@ -135,6 +141,7 @@ public final class Launcher implements AutoCloseable {
             killWorkers();
             guard.close();
             coordinator.close();
+            deleteJoinRecords();
             if (server != null) {
                 server.close();
             }
@@ -147,7 +154,7 @@ public final class Launcher implements AutoCloseable {
     }
 
     private LaunchResult loop(Coordinator coordinator, int masterPort) {
-        Map<String, String> threads = ComputeThreads.variables(inheritedEnvironment(), cores, options.nprocPerNode());
+        Map<String, String> threads = ComputeThreads.variables(inheritedEnvironment());
         List<WorkerFailure> failures = new ArrayList<>();
         int round = -1;
         boolean reported = true;
@@ -168,8 +175,12 @@ public final class Launcher implements AutoCloseable {
                 return new LaunchResult(STOPPED_EXIT_CODE, Math.max(round, 0), failures, "stopped on request");
             } else if (event instanceof FromReferee f && f.command() instanceof Command.Exit exit) {
                 stopGroup();
-                String how = exit.code() == 0 ? "run finished: " : "run failed (exit " + exit.code() + "): ";
-                console.message(how + exit.message());
+                if (exit.code() == 0 && joinRecords != null && !JoinRecord.anyIn(joinRecords)) {
+                    console.message(noneJoined());
+                } else {
+                    String how = exit.code() == 0 ? "run finished: " : "run failed (exit " + exit.code() + "): ";
+                    console.message(how + exit.message());
+                }
                 return new LaunchResult(exit.code(), Math.max(round, 0), failures, exit.message());
             } else if (event instanceof FromReferee f && f.command() instanceof Command.Job job) {
                 this.job = job;
@@ -209,6 +220,9 @@ public final class Launcher implements AutoCloseable {
                     env.put(ProgressReporter.ENV, ProgressReporter.LAUNCHER);
                 }
                 env.putAll(jobVariables());
+                if (joinRecords != null) {
+                    env.put(JoinRecord.ENV, joinRecords.toString());
+                }
                 if (options.elastic() > 0) {
                     if (throughMpirun(env)) {
                         console.message("--elastic does not run under mpirun (an MPI job cannot lose a rank and go on); "
@@ -323,7 +337,9 @@ public final class Launcher implements AutoCloseable {
     private String backendDefault() {
         String set = inheritedEnvironment().get(Backends.ENV_BACKEND);
         if (set != null) {
-            return "workers that choose no --distributed-backend use " + Backends.ENV_BACKEND + "=" + set;
+            return "workers that choose no --distributed-backend use " + Backends.ENV_BACKEND + "=" + set
+                    + (options.environment().containsKey(Backends.ENV_BACKEND) ? " (--backend)" : "")
+                    + djlAdvice(set.trim().toLowerCase(java.util.Locale.ROOT));
         }
         NodePlacement placement = placement();
         Map<String, String> env = new java.util.HashMap<>(Map.of(
@@ -335,7 +351,22 @@ public final class Launcher implements AutoCloseable {
         env.putAll(jobVariables());
         Backends.AutoChoice auto = Backends.auto(env, Runtime.version().feature());
         return "workers that choose no --distributed-backend, or auto, use " + auto.backend() + " (" + auto.reason()
-                + "; " + Backends.ENV_BACKEND + "=" + Backends.AUTO + ")";
+                + "; " + Backends.ENV_BACKEND + "=" + Backends.AUTO + ")" + djlAdvice(auto.backend());
+    }
+
+    /** The engines that load JavaCPP's libtorch, which cannot share a process with DJL's. */
+    static final java.util.Set<String> LOADING_LIBTORCH = java.util.Set.of("gloo");
+
+    /** What a program that uses DJL should do instead of {@code engine}; empty when it may use it. */
+    private String djlAdvice(String engine) {
+        return LOADING_LIBTORCH.contains(engine) && program.usesDjl() ? djlAdvice(engine, Runtime.version().feature()) : "";
+    }
+
+    /** {@link #djlAdvice(String)} for a program that uses DJL, with workers on JDK {@code jdk}. */
+    static String djlAdvice(String engine, int jdk) {
+        return "; but this program uses DJL (" + WorkerProgram.DJL_CLASS + " is on its class path), whose libtorch "
+                + "cannot share a process with the one " + engine + " loads (JavaCPP's): run it with --backend tcp"
+                + (jdk >= 22 ? " (or shm, on one host)" : "") + ", or its own --distributed-backend tcp";
     }
 
     private NodePlacement placement() {
@@ -353,6 +384,29 @@ public final class Launcher implements AutoCloseable {
             vars.put(Backends.ENV_OLDEST_JDK, Integer.toString(job.oldestJdk()));
         }
         return vars;
+    }
+
+    /** The last line of a run whose Java workers all exited 0 without ever joining a group. */
+    private String noneJoined() {
+        String workers = options.nnodes() > 1 ? "no worker on this node" : "no worker";
+        return "WARNING: every worker exited 0, but " + workers + " joined a process group, so nothing was trained "
+                + "together: the program never called its backend's initialize() (directly or through ElasticJob), "
+                + "or it exited before, e.g. its own argument parser rejected "
+                + "an argument (such as --distributed-backend) and printed its usage; see the workers' output above";
+    }
+
+    private void deleteJoinRecords() {
+        if (joinRecords == null) {
+            return;
+        }
+        try (var records = java.nio.file.Files.list(joinRecords)) {
+            for (java.nio.file.Path p : records.toList()) {
+                java.nio.file.Files.deleteIfExists(p);
+            }
+            java.nio.file.Files.deleteIfExists(joinRecords);
+        } catch (IOException e) {
+            // A temporary folder of empty files; the system's cleaning removes what is left.
+        }
     }
 
     private static String lastLines(WorkerFailure failure) {

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import dev.cohort.api.Backends;
 import dev.cohort.runtime.auth.JobSecret;
 import java.util.concurrent.Callable;
 import dev.cohort.cli.Commands;
@@ -30,6 +31,12 @@ public final class LauncherMain implements Callable<Integer> {
 
     /** The variable a user's class path comes from when {@code --classpath} is not given. */
     public static final String CLASSPATH_ENV = "COHORT_CLASSPATH";
+
+    /**
+     * The system property naming Cohort's part of the workers' class path (the distribution's
+     * {@code lib/*}, without the command's own tools); unset, this JVM's class path.
+     */
+    public static final String WORKERS_CLASSPATH = "cohort.workers.classpath";
 
     /** The exit code for bad input: nothing was started. */
     public static final int BAD_INPUT = Commands.BAD_INPUT;
@@ -94,6 +101,12 @@ public final class LauncherMain implements Callable<Integer> {
                     + "a new secret for each run)")
     Path secretFile;
 
+    @Option(names = "--backend", paramLabel = "NAME",
+            description = "the engine the workers use, without touching the program's arguments: sets COHORT_BACKEND=NAME "
+                    + "(auto, none, threads, tcp, gloo, shm, hier or mpi), which a program's own --distributed-backend "
+                    + "overrides (default: $COHORT_BACKEND, else auto)")
+    String backend;
+
     @Option(names = {"-cp", "--classpath", "--class-path"}, paramLabel = "PATH",
             description = "the program's classes and jars, separated by ':' (DIR/* = every jar in DIR), ahead of "
                     + "Cohort's own on the workers' class path; for a main class (default: $COHORT_CLASSPATH)")
@@ -120,6 +133,23 @@ public final class LauncherMain implements Callable<Integer> {
     }
 
     /** Parses {@code args} and runs the launcher; returns the exit code. */
+    /**
+     * {@code name} as {@value Backends#ENV_BACKEND} for the workers, lower-case: one of Cohort's
+     * engines, one on this class path, or {@value Backends#AUTO}.
+     *
+     * @throws IllegalArgumentException naming the known engines
+     */
+    static String backend(String name) {
+        String n = name.trim().toLowerCase(java.util.Locale.ROOT);
+        if (n.equals(Backends.AUTO) || Backends.artifact(n).isPresent() || Backends.discover().containsKey(n)) {
+            return n;
+        }
+        java.util.Set<String> known = new java.util.TreeSet<>(Backends.names());
+        known.addAll(List.of("none", "threads", "tcp", "gloo", "shm", "hier", "mpi"));
+        throw new IllegalArgumentException("--backend must name an engine: one of " + String.join(", ", known)
+                + "; got '" + name + "'");
+    }
+
     public static int run(String... args) {
         return command().execute(args);
     }
@@ -136,7 +166,11 @@ public final class LauncherMain implements Callable<Integer> {
         LaunchOptions options;
         WorkerProgram worker;
         try {
-            options = LaunchOptions.builder()
+            LaunchOptions.Builder builder = LaunchOptions.builder();
+            if (backend != null) {
+                builder.addEnvironment(Backends.ENV_BACKEND, backend(backend));
+            }
+            options = builder
                     .nprocPerNode(LaunchOptions.parseCount("--nproc-per-node", nprocPerNode, true))
                     .nnodes(LaunchOptions.parseNodes(nnodes)[0], LaunchOptions.parseNodes(nnodes)[1])
                     .nodeRank(LaunchOptions.parseCount("--node-rank", nodeRank, false))
@@ -153,7 +187,7 @@ public final class LauncherMain implements Callable<Integer> {
                     .elastic(LaunchOptions.parseCount("--elastic", elastic, false))
                     .build();
             worker = WorkerProgram.resolve(program, classPath != null ? classPath : System.getenv(CLASSPATH_ENV),
-                    System.getProperty("java.class.path"));
+                    System.getProperty(WORKERS_CLASSPATH, System.getProperty("java.class.path")));
         } catch (IllegalArgumentException e) {
             return badInput(e.getMessage());
         }

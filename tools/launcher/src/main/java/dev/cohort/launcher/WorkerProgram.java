@@ -17,21 +17,42 @@ import java.util.regex.Pattern;
  */
 public final class WorkerProgram {
 
+    /** A class name, dotted or not (a class in the default package). */
     private static final Pattern CLASS_NAME =
             Pattern.compile("[\\p{javaJavaIdentifierStart}][\\p{javaJavaIdentifierPart}]*"
-                    + "(\\.[\\p{javaJavaIdentifierStart}][\\p{javaJavaIdentifierPart}]*)+");
+                    + "(\\.[\\p{javaJavaIdentifierStart}][\\p{javaJavaIdentifierPart}]*)*");
+
+    /** A class of DJL's API, which a program that uses DJL has on its class path. */
+    static final String DJL_CLASS = "ai.djl.engine.Engine";
 
     private final List<String> command;
     private final String description;
+    /** Where the program's classes are (a class path, or the jar); null for a command. */
+    private final String classPath;
 
-    private WorkerProgram(List<String> command, String description) {
+    private WorkerProgram(List<String> command, String description, String classPath) {
         this.command = List.copyOf(command);
         this.description = description;
+        this.classPath = classPath;
+    }
+
+    /**
+     * Whether the program uses DJL: DJL's API is on its class path (for a command, not known:
+     * false). DJL's PyTorch engine loads its own libtorch, so such a program cannot use an engine
+     * that loads JavaCPP's (gloo).
+     */
+    public boolean usesDjl() {
+        return classPath != null && loadable(DJL_CLASS, classPath);
     }
 
     /** The command line a worker process runs. */
     public List<String> command() {
         return command;
+    }
+
+    /** Whether the program is a Java main class or jar (whose Cohort records its joining a group), not a command. */
+    public boolean isJava() {
+        return !description.startsWith("command ");
     }
 
     /** "main class x.Y", "jar app.jar" or "command sh". */
@@ -90,7 +111,7 @@ public final class WorkerProgram {
         cmd.add(Objects.requireNonNull(classPath, "classPath"));
         cmd.add(mainClass);
         cmd.addAll(args);
-        return new WorkerProgram(cmd, "main class " + mainClass);
+        return new WorkerProgram(cmd, "main class " + mainClass, classPath);
     }
 
     /** Runs {@code java -jar jar args...} with this JVM's {@code java} and module options. */
@@ -99,7 +120,7 @@ public final class WorkerProgram {
         cmd.addAll(inheritedModuleOptions());
         cmd.addAll(List.of("-jar", jar.toString()));
         cmd.addAll(args);
-        return new WorkerProgram(cmd, "jar " + jar);
+        return new WorkerProgram(cmd, "jar " + jar, jar.toString());
     }
 
     /** Runs a command as is: {@code command.get(0)} is a path or a name on PATH. */
@@ -107,14 +128,15 @@ public final class WorkerProgram {
         if (command.isEmpty()) {
             throw new IllegalArgumentException("the worker command is empty");
         }
-        return new WorkerProgram(command, "command " + command.get(0));
+        return new WorkerProgram(command, "command " + command.get(0), null);
     }
 
     /**
      * Reads the program tokens after {@code --} as {@code ./cohort run} does: a token ending in
-     * {@code .jar} is a jar; a dotted name that loads from {@code classPath} is a main class; a
-     * path or a name on PATH is a command; any other dotted name is a main class that does not
-     * exist, reported as such.
+     * {@code .jar} is a jar; a name that loads as a class from {@code classPath}, dotted or not
+     * ({@code SimpleMNIST} in the default package), is a main class, even when a command of that
+     * name is on PATH (name the command by its path to run it); a path or another name on PATH is
+     * a command; any other dotted name is a main class that does not exist, reported as such.
      *
      * @throws IllegalArgumentException when there is no program, or it cannot be found
      */
@@ -181,8 +203,8 @@ public final class WorkerProgram {
             }
             return command(tokens);
         }
-        boolean className = CLASS_NAME.matcher(first).matches();
-        if (className && loadable(first, classPath)) {
+        boolean className = CLASS_NAME.matcher(first).matches() && first.contains(".");
+        if (CLASS_NAME.matcher(first).matches() && loadable(first, classPath)) {
             return mainClass(first, args, classPath, inheritedModuleOptions());
         }
         if (onPath(first)) {
@@ -191,6 +213,11 @@ public final class WorkerProgram {
         if (className) {
             throw new IllegalArgumentException("main class " + first + " does not exist on the class path; check the "
                     + "name, build its module (mvn package), or give a jar or a command instead");
+        }
+        if (CLASS_NAME.matcher(first).matches()) {
+            throw new IllegalArgumentException("'" + first + "' is neither a class on the class path nor a command on "
+                    + "PATH; for a main class, give its jar or classes folder with -cp (and check the name, with its "
+                    + "package); for a command, give its full path");
         }
         throw new IllegalArgumentException("command '" + first + "' was not found on PATH; give its full path");
     }

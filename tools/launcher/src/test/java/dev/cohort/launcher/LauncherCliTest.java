@@ -134,7 +134,7 @@ class LauncherCliTest {
         assertThat(awaitExit(p, 30)).isZero();
         List<String> lines = output().lines().toList();
         assertThat(lines).contains("[rank 0] LOGGED",
-                "[rank 0] INFO dev.cohort.api.Backends: backend auto (from --distributed-backend): none (one worker)");
+                "[rank 0] INFO dev.cohort.api.Backends: backend auto (from the program): none (one worker)");
         assertThat(lines).containsSubsequence("[rank 0] WARNING dev.cohort.launcher.testing.TestWorker: a warning with "
                 + "its cause", "[rank 0] java.lang.IllegalStateException: the cause");
         assertThat(lines).as("java.util.logging's default first line (time, class and method)")
@@ -170,6 +170,36 @@ class LauncherCliTest {
                     .as("master port taken").isEqualTo(2);
         }
         assertThat(new File(marker)).doesNotExist();
+    }
+
+    @Test
+    @Timeout(60)
+    void backendChoosesTheWorkersEngineWithoutTouchingTheProgramsArguments() throws Exception {
+        Process p = launcher("--backend", "TCP", "--nproc-per-node", "1", "--master-port", "0", "--", "sh", "-c",
+                "echo backend=$COHORT_BACKEND args=$#");
+        assertThat(awaitExit(p, 30)).isZero();
+        assertThat(output()).contains("[rank 0] backend=tcp args=0",
+                "workers that choose no --distributed-backend use COHORT_BACKEND=tcp (--backend)");
+
+        Process bad = launcher("--backend", "nccl", "--", "sh", "-c", "true");
+        assertThat(awaitExit(bad, 30)).isEqualTo(2);
+        assertThat(output()).contains("--backend must name an engine: one of ", "tcp", "gloo", "shm", "hier", "mpi",
+                "auto", "none", "threads", "; got 'nccl'", "nothing was started");
+        assertThat(LauncherMain.command().getUsageMessage()).contains("--backend=NAME").contains("COHORT_BACKEND");
+    }
+
+    /** The distribution gives its workers lib/ only (not the command's own lib/tools/: DJL, an SLF4J binding). */
+    @Test
+    @Timeout(60)
+    void theWorkersClassPathIsTheOneTheCommandNames() throws Exception {
+        Process p = launcher(List.of("-D" + LauncherMain.WORKERS_CLASSPATH + "=" + dir), "--master-port", "0", "--",
+                TestWorker.class.getName(), "env", dir.toString());
+        assertThat(awaitExit(p, 30)).isEqualTo(2);
+        assertThat(output()).contains("main class " + TestWorker.class.getName() + " does not exist on the class path");
+
+        Process q = launcher(List.of("-D" + LauncherMain.WORKERS_CLASSPATH + "=" + System.getProperty("java.class.path")),
+                "--master-port", "0", "--", TestWorker.class.getName(), "env", dir.toString());
+        assertThat(awaitExit(q, 30)).isZero();
     }
 
     private static String[] with(String[] program, String... options) {

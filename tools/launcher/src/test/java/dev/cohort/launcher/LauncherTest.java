@@ -52,6 +52,67 @@ class LauncherTest {
         return console.out().lines().filter(l -> l.contains("ENV ")).collect(Collectors.toList());
     }
 
+    /** DJL's PyTorch engine loads its own libtorch: gloo, which loads JavaCPP's, is no advice for such a program. */
+    @Test
+    @Timeout(60)
+    void aProgramThatUsesDjlIsToldToUseTcpNotGloo() throws Exception {
+        Path src = Files.createDirectories(dir.resolve("src/ai/djl/engine"));
+        Files.writeString(src.resolve("Engine.java"), "package ai.djl.engine; public class Engine { }");
+        assertThat(javax.tools.ToolProvider.getSystemJavaCompiler().run(null, null, null, "-d",
+                dir.resolve("djl").toString(), src.resolve("Engine.java").toString())).isZero();
+        String cp = System.getProperty("java.class.path");
+        WorkerProgram plain = WorkerProgram.mainClass(TestWorker.class.getName(), List.of("env", dir.toString()), cp, List.of());
+        WorkerProgram djl = WorkerProgram.mainClass(TestWorker.class.getName(), List.of("env", dir.toString()),
+                dir.resolve("djl") + java.io.File.pathSeparator + cp, List.of());
+        assertThat(plain.usesDjl()).isFalse();
+        assertThat(djl.usesDjl()).isTrue();
+        assertThat(WorkerProgram.command(List.of("sh")).usesDjl()).isFalse();
+
+        LaunchResult result = new Launcher(options(1).addEnvironment("COHORT_BACKEND", "gloo").build(), djl)
+                .console(console.console).cores(4).run();
+
+        assertThat(result.exitCode()).isZero();
+        assertThat(console.err()).contains("use COHORT_BACKEND=gloo (--backend); but this program uses DJL "
+                + "(ai.djl.engine.Engine is on its class path), whose libtorch cannot share a process with the one gloo "
+                + "loads (JavaCPP's): run it with --backend tcp");
+        assertThat(Launcher.djlAdvice("gloo", 17)).contains("--backend tcp").doesNotContain("shm");
+        assertThat(Launcher.djlAdvice("gloo", 25)).contains("--backend tcp (or shm, on one host)");
+    }
+
+    @Test
+    @Timeout(60)
+    void aProgramWithoutDjlGetsNoDjlAdvice() throws Exception {
+        LaunchResult result = javaWorkers(options(1).addEnvironment("COHORT_BACKEND", "gloo").build(), "env",
+                dir.toString()).run();
+
+        assertThat(result.exitCode()).isZero();
+        assertThat(console.err()).contains("use COHORT_BACKEND=gloo (--backend)").doesNotContain("DJL");
+    }
+
+    /** A program whose own argument parser exited 0 (say, rejecting --distributed-backend) trained nothing together. */
+    @Test
+    @Timeout(60)
+    void aRunWhoseWorkersNeverJoinedAGroupEndsWithAWarning() throws Exception {
+        LaunchResult result = javaWorkers(options(2).build(), "env", dir.toString()).run();
+
+        assertThat(result.exitCode()).isZero();
+        List<String> lines = console.err().lines().toList();
+        assertThat(lines.get(lines.size() - 1)).startsWith("cohort: WARNING: every worker exited 0, but no worker joined "
+                + "a process group, so nothing was trained together: the program never called its backend's initialize()")
+                .contains("its own argument parser rejected an argument");
+        assertThat(console.err()).doesNotContain("all workers finished");
+    }
+
+    @Test
+    @Timeout(60)
+    void aRunWhoseWorkersJoinedFinishesPlainly() throws Exception {
+        LaunchResult result = javaWorkers(options(1).build(), "join", dir.toString()).run();
+
+        assertThat(result.exitCode()).isZero();
+        assertThat(console.out()).contains("[rank 0] JOINED none");
+        assertThat(console.err()).contains("cohort: run finished: all workers finished").doesNotContain("WARNING");
+    }
+
     @Test
     @Timeout(60)
     void cleanRunGivesEachWorkerTheContractAndItsShareOfTheCores() throws Exception {
@@ -66,8 +127,8 @@ class LauncherTest {
             String line = env.stream().filter(l -> l.startsWith("[rank ")).filter(l -> l.contains(" RANK=")).filter(
                     l -> l.contains(" RANK=" + l.charAt(6) + " ")).findFirst().orElseThrow();
             assertThat(line).contains("WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2", "GROUP_RANK=0", "COHORT_RESTART_COUNT=0",
-                    "COHORT_RUN_ID=clean-run", "MASTER_ADDR=127.0.0.1", "OMP_NUM_THREADS=2", "OPENBLAS_NUM_THREADS=2",
-                    "COHORT_COMPUTE_THREADS=2", "MKL_NUM_THREADS=7", "COHORT_BACKEND=auto");
+                    "COHORT_RUN_ID=clean-run", "MASTER_ADDR=127.0.0.1", "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1",
+                    "COHORT_COMPUTE_THREADS=1", "MKL_NUM_THREADS=7", "COHORT_BACKEND=auto");
         }
         assertThat(env).anyMatch(l -> l.startsWith("[rank 0] ENV") && l.contains(" RANK=0 ") && l.contains("LOCAL_RANK=0"));
         assertThat(env).anyMatch(l -> l.startsWith("[rank 1] ENV") && l.contains(" RANK=1 ") && l.contains("LOCAL_RANK=1"));

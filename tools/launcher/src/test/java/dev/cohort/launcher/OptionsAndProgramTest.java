@@ -82,6 +82,34 @@ class OptionsAndProgramTest {
         assertThat(command).containsSequence("-cp", user + File.pathSeparator + CP, "com.example.Hello", "x");
     }
 
+    /** {@code cohort run -cp app.jar -- SimpleMNIST}: a main class in the default package, no dot in its name. */
+    @Test
+    void aMainClassInTheDefaultPackageIsAMainClassNotACommand(@TempDir Path dir) throws Exception {
+        Path src = Files.createDirectories(dir.resolve("src"));
+        for (String name : List.of("SimpleMNIST", "sh")) {
+            Files.writeString(src.resolve(name + ".java"),
+                    "public class " + name + " { public static void main(String[] a) { } }");
+            int rc = ToolProvider.getSystemJavaCompiler().run(null, null, null, "-d", dir.resolve("classes").toString(),
+                    src.resolve(name + ".java").toString());
+            assertThat(rc).isZero();
+        }
+        Path jar = dir.resolve("app.jar");
+        try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar))) {
+            out.putNextEntry(new JarEntry("SimpleMNIST.class"));
+            out.write(Files.readAllBytes(dir.resolve("classes/SimpleMNIST.class")));
+        }
+        WorkerProgram program = WorkerProgram.resolve(List.of("SimpleMNIST", "--epochs", "1"), jar.toString(), CP);
+        assertThat(program.description()).isEqualTo("main class SimpleMNIST");
+        assertThat(program.command()).containsSequence("-cp", jar + File.pathSeparator + CP, "SimpleMNIST", "--epochs", "1");
+        // A class on the class path wins over a command of the same name on PATH; the command stays a command elsewhere.
+        assertThat(WorkerProgram.resolve(List.of("sh"), dir.resolve("classes").toString(), CP).description())
+                .isEqualTo("main class sh");
+        assertThat(WorkerProgram.resolve(List.of("sh", "-c", "true"), null, CP).description()).isEqualTo("command sh");
+        assertThatThrownBy(() -> WorkerProgram.resolve(List.of("SimpleMNIST"), null, CP))
+                .hasMessageContaining("'SimpleMNIST' is neither a class on the class path nor a command on PATH")
+                .hasMessageContaining("-cp");
+    }
+
     @Test
     void aFolderOfJarsIsReadAsJavaReadsIt(@TempDir Path dir) throws Exception {
         compileUserMain(dir);
@@ -112,11 +140,28 @@ class OptionsAndProgramTest {
     }
 
     @Test
-    void computeThreadsSplitTheCoresAndKeepWhatTheUserSet() {
+    void computeThreadsKeepWhatTheUserSet() {
         assertThat(ComputeThreads.perWorker(2, 4)).isEqualTo(1);
         assertThat(ComputeThreads.perWorker(16, 3)).isEqualTo(5);
-        assertThat(ComputeThreads.variables(Map.of("OMP_NUM_THREADS", "3"), 8, 2))
-                .containsOnlyKeys("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "COHORT_COMPUTE_THREADS")
-                .containsValue("4");
+        assertThat(ComputeThreads.variables(Map.of("OMP_NUM_THREADS", "3"))).containsExactlyInAnyOrderEntriesOf(
+                Map.of("OPENBLAS_NUM_THREADS", "1", "MKL_NUM_THREADS", "3", "COHORT_COMPUTE_THREADS", "3"));
+        assertThat(ComputeThreads.variables(Map.of("MKL_NUM_THREADS", "7"))).containsExactlyInAnyOrderEntriesOf(
+                Map.of("OMP_NUM_THREADS", "1", "OPENBLAS_NUM_THREADS", "1", "COHORT_COMPUTE_THREADS", "1"));
+        assertThat(ComputeThreads.variables(Map.of("OMP_NUM_THREADS", "1", "OPENBLAS_NUM_THREADS", "1",
+                "MKL_NUM_THREADS", "1", "COHORT_COMPUTE_THREADS", "1"))).isEmpty();
+    }
+
+    /**
+     * The pools multiply (OpenBLAS's inside each OpenMP thread), and a second OpenMP thread made a
+     * small model many times slower on 2 CPUs (scripts/bench-threads.sh), so each defaults to 1.
+     */
+    @Test
+    void computeThreadsDefaultToOneThreadPerPool() {
+        assertThat(ComputeThreads.variables(Map.of())).containsExactlyInAnyOrderEntriesOf(Map.of(
+                "OMP_NUM_THREADS", "1", "OPENBLAS_NUM_THREADS", "1", "MKL_NUM_THREADS", "1", "COHORT_COMPUTE_THREADS", "1"));
+        assertThat(ComputeThreads.describe(ComputeThreads.variables(Map.of()), 16, 2)).isEqualTo(
+                "compute threads per worker: OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, MKL_NUM_THREADS=1, "
+                        + "COHORT_COMPUTE_THREADS=1 (16 cores / 2 workers on this node: OMP_NUM_THREADS × "
+                        + "OPENBLAS_NUM_THREADS up to 8 per worker cannot oversubscribe); set them to override");
     }
 }

@@ -29,6 +29,8 @@ import java.util.Map;
  *                               IllegalStateException("the cause"), print "LOGGED" and exit 0
  * progress DIR STEPS            every rank reports a task of STEPS steps (ProgressReporter.standard(),
  *                               one step per 2 ms), prints "RANK r DONE" and exits 0
+ * join DIR                      select the backend the environment names and initialize it (joining its
+ *                               group), print "JOINED backend" and exit 0
  * rendezvous DIR                rank 0 accepts every other rank on MASTER_PORT and prints "RENDEZVOUS n";
  *                               the others connect to MASTER_ADDR:MASTER_PORT; then like env
  * </pre>
@@ -86,6 +88,12 @@ public final class TestWorker {
                 System.out.println("LOGGED");
             }
             case "progress" -> progress(rank, Integer.parseInt(args[2]));
+            case "join" -> {
+                try (var backend = Backends.select(null)) {
+                    backend.initialize();
+                    System.out.println("JOINED " + backend.name());
+                }
+            }
             case "rendezvous" -> {
                 rendezvous(env, rank);
                 printEnv(env);
