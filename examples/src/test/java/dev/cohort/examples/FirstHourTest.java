@@ -68,7 +68,7 @@ class FirstHourTest {
     /** The loss the first run printed for {@code epoch}. */
     private static double loss(FashionMnistTrainerTest.TimedConsole console, int epoch) {
         String line = console.findStart("[rank 0] epoch " + epoch + ": loss ").orElseThrow().text();
-        return Double.parseDouble(line.split(" ")[4]);
+        return Double.parseDouble(line.split(" ")[5]);
     }
 
     /** The training split of the installed Fashion-MNIST, unpacked where libtorch's MNIST reader looks. */

@@ -175,7 +175,8 @@ public final class Launcher implements AutoCloseable {
                 return new LaunchResult(STOPPED_EXIT_CODE, Math.max(round, 0), failures, "stopped on request");
             } else if (event instanceof FromReferee f && f.command() instanceof Command.Exit exit) {
                 stopGroup();
-                if (exit.code() == 0 && joinRecords != null && !JoinRecord.anyIn(joinRecords)) {
+                boolean several = options.nnodes() > 1 || options.nprocPerNode() > 1;   // one worker may train alone
+                if (exit.code() == 0 && several && joinRecords != null && !JoinRecord.anyIn(joinRecords)) {
                     console.message(noneJoined());
                 } else {
                     String how = exit.code() == 0 ? "run finished: " : "run failed (exit " + exit.code() + "): ";
@@ -386,7 +387,7 @@ public final class Launcher implements AutoCloseable {
         return vars;
     }
 
-    /** The last line of a run whose Java workers all exited 0 without ever joining a group. */
+    /** The last line of a run whose several Java workers all exited 0 without ever joining a group. */
     private String noneJoined() {
         String workers = options.nnodes() > 1 ? "no worker on this node" : "no worker";
         return "WARNING: every worker exited 0, but " + workers + " joined a process group, so nothing was trained "

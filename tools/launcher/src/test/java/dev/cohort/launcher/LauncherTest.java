@@ -104,6 +104,14 @@ class LauncherTest {
     }
 
     @Test
+    void oneWorkerThatJoinsNoGroupTrainsAloneWithoutAWarning() throws Exception {
+        LaunchResult result = javaWorkers(options(1).build(), "env", dir.toString()).run();
+
+        assertThat(result.exitCode()).isZero();
+        assertThat(console.err()).doesNotContain("no worker joined");
+    }
+
+    @Test
     @Timeout(60)
     void aRunWhoseWorkersJoinedFinishesPlainly() throws Exception {
         LaunchResult result = javaWorkers(options(1).build(), "join", dir.toString()).run();
