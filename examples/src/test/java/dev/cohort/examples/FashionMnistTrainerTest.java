@@ -143,6 +143,22 @@ class FashionMnistTrainerTest {
 
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
+    void djlTrainsOnShm() throws IOException {
+        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        assumeTrue(Runtime.version().feature() >= 22, "shm needs JDK 22");
+        Path json = dir.resolve("djl-shm.json");
+        LaunchResult result = launch(2, "--framework", "djl", "--distributed-backend", "shm", "--epochs", "1",
+                "--max-steps", "40", "--json", json.toString());
+        assertThat(result.exitCode()).as(result.message()).isZero();
+        JsonNode summary = new ObjectMapper().readTree(json.toFile());
+        assertThat(summary.get("framework").asText()).isEqualTo("djl");
+        assertThat(summary.get("backend").asText()).isEqualTo("shm");
+        assertThat(summary.get("steps").asLong()).isEqualTo(40);
+        assertThat(summary.get("test_accuracy").asDouble()).isBetween(0.6, 1.0);
+    }
+
+    @Test
+    @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void djlTrainsOnHierWithTheTcpMeshBetweenHosts() throws IOException {
         assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
         assumeTrue(Runtime.version().feature() >= 22, "hier needs JDK 22");
