@@ -40,16 +40,18 @@ final class OutputPump {
      * launcher adds the Vector API module for the shm engine: expected, so not shown.
      */
     static final String INCUBATOR_WARNING = "WARNING: Using incubator modules: jdk.incubator.vector";
+    /** Among how many first lines of standard error the JVM's notices stand. */
+    private static final int NOTICE_LINES = 4;
 
     static OutputPump start(InputStream in, int rank, boolean stderr, Console console, Writer log, LastLines last) {
         Runnable copy = () -> {
             ProgressToLog progress = new ProgressToLog(log);
             try (BufferedReader reader = new BufferedReader(new InputStreamReader(in, Charset.defaultCharset()))) {
-                String line = reader.readLine();
-                if (stderr && INCUBATOR_WARNING.equals(line)) {
-                    line = reader.readLine();
-                }
-                for (; line != null; line = reader.readLine()) {
+                int read = 0;
+                for (String line = reader.readLine(); line != null; line = reader.readLine()) {
+                    if (stderr && ++read <= NOTICE_LINES && INCUBATOR_WARNING.equals(line)) {
+                        continue;         // after the JVM's other notices, e.g. "Picked up JAVA_TOOL_OPTIONS"
+                    }
                     if (Marker.isMarker(line)) {
                         Optional<Marker> marker = Marker.parse(line);
                         marker.ifPresent(m -> console.progress(rank, m));
