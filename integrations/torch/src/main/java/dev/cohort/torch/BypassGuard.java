@@ -24,7 +24,7 @@ final class BypassGuard {
     static final int WATCHED_ELEMENTS = 4096;
 
     private final Tensor watched;
-    private final VoidTensorHook hook;   // kept reachable: native code calls it
+    private final VoidTensorHook hook;
     /** Whether a backward pass ran whose gradients were not averaged since. */
     private boolean unaveraged;
     /** The watched values' fingerprint at that backward pass. */
@@ -35,7 +35,7 @@ final class BypassGuard {
     /** A guard on {@code parameter}, which should get a gradient in every backward pass (e.g. a bias of the model's). */
     BypassGuard(Tensor parameter) {
         this.watched = LibTorch.retain(new Tensor(parameter));
-        this.hook = LibTorch.retain(new VoidTensorHook() {
+        this.hook = LiveHooks.keep(new VoidTensorHook() {
             @Override
             public void call(TensorBase grad) {
                 onBackward();

@@ -83,7 +83,7 @@ import org.bytedeco.pytorch.VoidTensorHook;
  *
  * <p>All native objects here live as long as the optimizer and are retained against the caller's
  * {@code PointerScope}; the hooks are called by native code and must never be freed while the
- * parameters exist. Per-step temporaries are freed at once by scopes of our own, not left to the
+ * parameters exist ({@link LiveHooks}). Per-step temporaries are freed at once by scopes of our own, not left to the
  * garbage collector (which lets native memory grow by gigabytes between collections).
  */
 final class GradientBuckets implements GradientAverager {
@@ -107,7 +107,6 @@ final class GradientBuckets implements GradientAverager {
     private boolean announced;
     /** The parameters that take gradients, in reverse registration order; a parameter's index here is its id. */
     private final List<Tensor> params = new ArrayList<>();
-    private final List<VoidTensorHook> hooks = new ArrayList<>();   // kept reachable: native code calls them
     private List<Bucket> buckets = new ArrayList<>();
     /** Where each parameter id lives: its bucket and its slot there. */
     private int[] bucketOf;
@@ -541,8 +540,7 @@ final class GradientBuckets implements GradientAverager {
                 }
             }
         };
-        hooks.add(LibTorch.retain(hook));
-        params.get(id).register_hook(hook);
+        params.get(id).register_hook(LiveHooks.keep(hook));
     }
 
     private synchronized void onGradient(int id, Tensor grad) {

@@ -6,6 +6,8 @@ import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.DivergenceCheck.ModelsDivergedException;
 import dev.cohort.libtorch.LibTorch;
+import dev.cohort.runtime.threads.ThreadsBackend;
+import dev.cohort.runtime.threads.ThreadsWorld;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -89,6 +91,39 @@ class ModelGuardsTest {
             return TinyTraining.weights(t.model());
         });
         assertThat(weights.get(1)).containsExactly(weights.get(0));
+    }
+
+    @Test
+    void hooksOutliveTheOptimizerThatRegisteredThem() {
+        // An elastic re-form distributes the model again; the first optimizer's hooks stay on the
+        // parameters after it is gone, and the garbage collector must not free them under libtorch.
+        // Outside any PointerScope, as a training program distributes: a scope would hold the hooks itself.
+        List<float[]> weights = new ThreadsWorld(2, 2, Duration.ofSeconds(30)).runAll(rank -> {
+            try (ThreadsBackend backend = new ThreadsBackend()) {
+                backend.initialize();
+                return trainOnAfterADistributedAgain(backend);
+            }
+        }, Duration.ofSeconds(50));
+        assertThat(weights.get(1)).containsExactly(weights.get(0));
+    }
+
+    private static float[] trainOnAfterADistributedAgain(DistributedBackend backend) {
+        {
+            TinyTraining.Net net = new TinyTraining.Net(backend.rank());
+            Optimizer sgd = TinyTraining.sgd(net);
+            DistributedOptimizer first = TorchTraining.distribute(backend, DistributeRequest.of(net, sgd,
+                    (ShardedLoader) null, null).withOption(TorchDistributor.OVERLAP, true)).optimizer();
+            TinyTraining.step(net, first, shard(backend, 0));
+            first.release();
+            first = null;
+            TorchTraining<TinyTraining.Net, Object> t = TorchTraining.distribute(backend, net, sgd, null);
+            System.gc();
+            org.bytedeco.javacpp.Pointer.deallocateReferences();
+            for (int s = 1; s < 4; s++) {
+                TinyTraining.step(t.model(), t.optimizer(), shard(backend, s));
+            }
+            return TinyTraining.weights(t.model());
+        }
     }
 
     @Test
