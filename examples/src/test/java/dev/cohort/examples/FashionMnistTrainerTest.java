@@ -125,19 +125,18 @@ class FashionMnistTrainerTest {
 
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
-    void twoDjlWorkersOnTcpTrainAWholeEpoch() throws IOException {
+    void twoDjlWorkersOnTcpTrain() throws IOException {
         assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
         Path json = dir.resolve("djl.json");
         LaunchResult result = launch(2, "--framework", "djl", "--distributed-backend", "tcp", "--epochs", "1",
-                "--json", json.toString());
+                "--max-steps", "150", "--json", json.toString());
         assertThat(result.exitCode()).as(result.message()).isZero();
         JsonNode summary = new ObjectMapper().readTree(json.toFile());
         assertThat(summary.get("framework").asText()).isEqualTo("djl");
         assertThat(summary.get("backend").asText()).isEqualTo("tcp");
         assertThat(summary.get("workers").asInt()).isEqualTo(2);
-        assertThat(summary.get("steps").asLong()).isEqualTo(469);
-        // The JavaCPP demo reaches 0.86 after one epoch too (0.8629); DJL's run measured 0.8658.
-        assertThat(summary.get("test_accuracy").asDouble()).isBetween(0.84, 1.0);
+        assertThat(summary.get("steps").asLong()).isEqualTo(150);
+        assertThat(summary.get("test_accuracy").asDouble()).isBetween(0.7, 1.0);
         FashionMnistDataTest.assertIsPng(dir.resolve("djl.png"), TrainingChart.WIDTH, TrainingChart.HEIGHT);
     }
 
