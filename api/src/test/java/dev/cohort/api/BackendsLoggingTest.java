@@ -28,17 +28,7 @@ class BackendsLoggingTest {
     private final Recorder recorder = new Recorder();
 
     /** The one backend auto can choose for one worker. */
-    private static final DistributedBackend NONE = new DistributedBackend() {
-        @Override
-        public String name() {
-            return Backends.NONE;
-        }
-
-        @Override
-        protected Connection connect() {
-            throw new AssertionError("not connected in this test");
-        }
-    };
+    private static final DistributedBackend NONE = new UnconnectedBackend(Backends.NONE);
 
     @AfterEach
     void detach() {

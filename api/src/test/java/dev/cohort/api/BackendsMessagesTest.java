@@ -12,17 +12,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 10, unit = TimeUnit.SECONDS)
 class BackendsMessagesTest {
 
-    private static final DistributedBackend NONE = new DistributedBackend() {
-        @Override
-        public String name() {
-            return Backends.NONE;
-        }
-
-        @Override
-        protected Connection connect() {
-            throw new AssertionError("not connected in this test");
-        }
-    };
+    private static final DistributedBackend NONE = new UnconnectedBackend(Backends.NONE);
 
     @Test
     void aMissingEngineNamesItsArtifactAndSaysNoneIsOnTheClassPath() {

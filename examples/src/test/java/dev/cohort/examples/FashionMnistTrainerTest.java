@@ -126,51 +126,40 @@ class FashionMnistTrainerTest {
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void twoDjlWorkersOnTcpTrain() throws IOException {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
-        Path json = dir.resolve("djl.json");
-        LaunchResult result = launch(2, "--framework", "djl", "--distributed-backend", "tcp", "--epochs", "1",
-                "--max-steps", "150", "--json", json.toString());
-        assertThat(result.exitCode()).as(result.message()).isZero();
-        JsonNode summary = new ObjectMapper().readTree(json.toFile());
-        assertThat(summary.get("framework").asText()).isEqualTo("djl");
-        assertThat(summary.get("backend").asText()).isEqualTo("tcp");
-        assertThat(summary.get("workers").asInt()).isEqualTo(2);
-        assertThat(summary.get("steps").asLong()).isEqualTo(150);
-        assertThat(summary.get("test_accuracy").asDouble()).isBetween(0.7, 1.0);
-        FashionMnistDataTest.assertIsPng(dir.resolve("djl.png"), TrainingChart.WIDTH, TrainingChart.HEIGHT);
+        djlRun("tcp", 150, 0.7);
+        FashionMnistDataTest.assertIsPng(dir.resolve("djl-tcp.png"), TrainingChart.WIDTH, TrainingChart.HEIGHT);
     }
 
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void djlTrainsOnShm() throws IOException {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
         assumeTrue(Runtime.version().feature() >= 22, "shm needs JDK 22");
-        Path json = dir.resolve("djl-shm.json");
-        LaunchResult result = launch(2, "--framework", "djl", "--distributed-backend", "shm", "--epochs", "1",
-                "--max-steps", "40", "--json", json.toString());
-        assertThat(result.exitCode()).as(result.message()).isZero();
-        JsonNode summary = new ObjectMapper().readTree(json.toFile());
-        assertThat(summary.get("framework").asText()).isEqualTo("djl");
-        assertThat(summary.get("backend").asText()).isEqualTo("shm");
-        assertThat(summary.get("steps").asLong()).isEqualTo(40);
-        assertThat(summary.get("test_accuracy").asDouble()).isBetween(0.6, 1.0);
+        djlRun("shm", 40, 0.6);
     }
 
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void djlTrainsOnHierWithTheTcpMeshBetweenHosts() throws IOException {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
         assumeTrue(Runtime.version().feature() >= 22, "hier needs JDK 22");
         // Two simulated hosts of one rank: DJL is loaded first, so auto puts Cohort's TCP mesh between them.
-        Path json = dir.resolve("djl-hier.json");
-        TimedConsole console = new TimedConsole();
-        LaunchResult result = launch(console, 2, "--framework", "djl", "--distributed-backend", "hier",
-                "--hier-ranks-per-host", "1", "--epochs", "1", "--max-steps", "40", "--json", json.toString());
+        djlRun("hier", 40, 0.6, "--hier-ranks-per-host", "1");
+    }
+
+    /** Two DJL workers train {@code steps} steps on {@code engine} (with {@code more} options); their summary checked. */
+    private void djlRun(String engine, int steps, double minAccuracy, String... more) throws IOException {
+        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        Path json = dir.resolve("djl-" + engine + ".json");
+        List<String> args = new java.util.ArrayList<>(List.of("--framework", "djl", "--distributed-backend", engine,
+                "--epochs", "1", "--max-steps", Integer.toString(steps), "--json", json.toString()));
+        args.addAll(List.of(more));
+        LaunchResult result = launch(2, args.toArray(String[]::new));
         assertThat(result.exitCode()).as(result.message()).isZero();
         JsonNode summary = new ObjectMapper().readTree(json.toFile());
-        assertThat(summary.get("backend").asText()).isEqualTo("hier");
-        assertThat(summary.get("steps").asLong()).isEqualTo(40);
-        assertThat(summary.get("test_accuracy").asDouble()).isBetween(0.6, 1.0);
+        assertThat(summary.get("framework").asText()).isEqualTo("djl");
+        assertThat(summary.get("backend").asText()).isEqualTo(engine);
+        assertThat(summary.get("workers").asInt()).isEqualTo(2);
+        assertThat(summary.get("steps").asLong()).isEqualTo(steps);
+        assertThat(summary.get("test_accuracy").asDouble()).isBetween(minAccuracy, 1.0);
     }
 
     @Test
