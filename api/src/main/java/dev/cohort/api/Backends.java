@@ -1,6 +1,5 @@
 package dev.cohort.api;
 
-
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
@@ -33,26 +32,31 @@ public final class Backends {
     public static final String ENV_OLDEST_JDK = "COHORT_OLDEST_JDK";
 
     /** What {@value #AUTO} stands for: a backend's name, and why, for messages. */
-    public record AutoChoice(String backend, String reason) {
-    }
+    public record AutoChoice(String backend, String reason) {}
 
     /** Where a name passed to {@link #select(String)} came from, for messages. */
     public static final String FROM_PROGRAM = "the program";
 
     /** The Maven artifact that provides each of Cohort's engines, for "add it" messages. */
     private static final Map<String, String> ARTIFACTS = Map.of(
-            "tcp", "dev.cohort:cohort-tcp",
-            "gloo", "dev.cohort:cohort-gloo",
-            "shm", "dev.cohort:cohort-shm (JDK >= 22)",
-            "hier", "dev.cohort:cohort-hier (JDK >= 22)",
-            "mpi", "dev.cohort:cohort-mpi (JDK >= 22)",
-            "threads", "dev.cohort:cohort-runtime",
-            NONE, "dev.cohort:cohort-runtime");
+            "tcp",
+            "dev.cohort:cohort-tcp",
+            "gloo",
+            "dev.cohort:cohort-gloo",
+            "shm",
+            "dev.cohort:cohort-shm (JDK >= 22)",
+            "hier",
+            "dev.cohort:cohort-hier (JDK >= 22)",
+            "mpi",
+            "dev.cohort:cohort-mpi (JDK >= 22)",
+            "threads",
+            "dev.cohort:cohort-runtime",
+            NONE,
+            "dev.cohort:cohort-runtime");
 
     private static final System.Logger LOG = System.getLogger(Backends.class.getName());
 
-    private Backends() {
-    }
+    private Backends() {}
 
     /** A fresh instance of every backend on the class path (cohort-runtime adds {@code none}), by lower-case name. */
     public static Map<String, DistributedBackend> discover() {
@@ -97,38 +101,45 @@ public final class Backends {
         List<BackendProvider> ranked = ranked(layout, oldest, meetable);
         if (ranked.isEmpty()) {
             throw new BackendUnavailableException("backend auto: no engine on the class path runs " + layout.worldSize()
-                    + " workers (found: " + names(engines) + ")" + (meetable.size() < engines.size()
-                    ? "; mpirun gave no MASTER_ADDR and MASTER_PORT, which the engines that meet at an address need "
-                    + "(mpirun -x MASTER_ADDR=... -x MASTER_PORT=..., or cohort-mpi)"
-                    : "; add one: dev.cohort:cohort-tcp runs in any program, dev.cohort:cohort-gloo in any but one "
-                    + "that uses DJL (whose libtorch cannot share a process with gloo's)"));
+                    + " workers (found: " + names(engines) + ")"
+                    + (meetable.size() < engines.size()
+                            ? "; mpirun gave no MASTER_ADDR and MASTER_PORT, which the engines that meet at an address need "
+                                    + "(mpirun -x MASTER_ADDR=... -x MASTER_PORT=..., or cohort-mpi)"
+                            : "; add one: dev.cohort:cohort-tcp runs in any program, dev.cohort:cohort-gloo in any but one "
+                                    + "that uses DJL (whose libtorch cannot share a process with gloo's)"));
         }
         BackendProvider chosen = ranked.get(0);
         List<BackendProvider> anyJdk = ranked(layout, Integer.MAX_VALUE, meetable);
         BackendProvider best = anyJdk.get(0);
         if (!layout.known()) {
-            return new AutoChoice(chosen.name(), chosen.autoReason(layout) + "; the launch environment does not say which "
-                    + "workers share a host (no LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK), so no engine that needs "
-                    + "shared memory: set them to let auto use it");
+            return new AutoChoice(
+                    chosen.name(),
+                    chosen.autoReason(layout) + "; the launch environment does not say which "
+                            + "workers share a host (no LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK), so no engine that needs "
+                            + "shared memory: set them to let auto use it");
         }
         if (best == chosen) {
             return new AutoChoice(chosen.name(), chosen.autoReason(layout));
         }
         String needs = "JDK >= " + best.minimumJdk();
-        return new AutoChoice(chosen.name(), oldest < jdk
-                ? "a node of this job runs its workers on JDK " + oldest + ", which has " + best.olderJdksLack()
-                        + ", so every node uses " + chosen.name() + "; " + needs + " on every node would use " + best.name()
-                : "JDK " + jdk + " has " + best.olderJdksLack() + "; a " + needs + " would use " + best.name());
+        return new AutoChoice(
+                chosen.name(),
+                oldest < jdk
+                        ? "a node of this job runs its workers on JDK " + oldest + ", which has " + best.olderJdksLack()
+                                + ", so every node uses " + chosen.name() + "; " + needs + " on every node would use "
+                                + best.name()
+                        : "JDK " + jdk + " has " + best.olderJdksLack() + "; a " + needs + " would use " + best.name());
     }
 
     /**
      * {@code engines}, less those that meet at a rendezvous address when mpirun started the job
      * and gave none (elsewhere a missing address is the launch's error, which the engine names).
      */
-    private static List<BackendProvider> meetable(Map<String, String> env, Collection<? extends BackendProvider> engines) {
+    private static List<BackendProvider> meetable(
+            Map<String, String> env, Collection<? extends BackendProvider> engines) {
         boolean address = !env.containsKey("OMPI_COMM_WORLD_RANK")
                 || !env.getOrDefault(LaunchEnvironment.MASTER_ADDR, "").isBlank()
-                && !env.getOrDefault(LaunchEnvironment.MASTER_PORT, "").isBlank();
+                        && !env.getOrDefault(LaunchEnvironment.MASTER_PORT, "").isBlank();
         List<BackendProvider> kept = new ArrayList<>();
         for (BackendProvider e : engines) {
             if (address || !e.needsRendezvousAddress()) {
@@ -139,14 +150,17 @@ public final class Backends {
     }
 
     /** The engines that suit {@code layout} on JDK {@code jdk}, the most preferred first. */
-    private static List<BackendProvider> ranked(JobLayout layout, int jdk, Collection<? extends BackendProvider> engines) {
+    private static List<BackendProvider> ranked(
+            JobLayout layout, int jdk, Collection<? extends BackendProvider> engines) {
         List<BackendProvider> fit = new ArrayList<>();
         for (BackendProvider e : engines) {
             if (e.minimumJdk() <= jdk && e.autoPreference(layout).isPresent()) {
                 fit.add(e);
             }
         }
-        fit.sort(Comparator.comparingInt((BackendProvider e) -> e.autoPreference(layout).getAsInt()).reversed());
+        fit.sort(Comparator.comparingInt(
+                        (BackendProvider e) -> e.autoPreference(layout).getAsInt())
+                .reversed());
         return fit;
     }
 
@@ -187,7 +201,8 @@ public final class Backends {
     }
 
     /** {@link #select(String)} among {@code backends}, reading {@code env} instead of the process environment. */
-    public static DistributedBackend select(String name, Map<String, DistributedBackend> backends, Map<String, String> env) {
+    public static DistributedBackend select(
+            String name, Map<String, DistributedBackend> backends, Map<String, String> env) {
         return select(name, FROM_PROGRAM, backends, env);
     }
 
@@ -195,8 +210,8 @@ public final class Backends {
      * {@link #select(String, Map, Map)} for a {@code name} that came from {@code source}, which
      * messages name: e.g. {@code "--distributed-backend"} for a command-line option.
      */
-    public static DistributedBackend select(String name, String source, Map<String, DistributedBackend> backends,
-                                            Map<String, String> env) {
+    public static DistributedBackend select(
+            String name, String source, Map<String, DistributedBackend> backends, Map<String, String> env) {
         String chosen = name;
         if (chosen == null || chosen.isBlank()) {
             chosen = env.get(ENV_BACKEND);
@@ -211,10 +226,15 @@ public final class Backends {
         if (chosen.trim().equalsIgnoreCase(AUTO)) {
             return selectAuto(source, backends, env);
         }
-        if (chosen.trim().equalsIgnoreCase(NONE) && world > 1 && "0".equals(env.get(LaunchEnvironment.RANK).trim())) {
-            LOG.log(System.Logger.Level.WARNING, "backend none (from " + source + ") with WORLD_SIZE=" + world + ": ranks 0.."
-                    + (world - 1) + " each train alone on their own data, averaging nothing; name a backend (or auto) "
-                    + "to train one model together");
+        if (chosen.trim().equalsIgnoreCase(NONE)
+                && world > 1
+                && "0".equals(env.get(LaunchEnvironment.RANK).trim())) {
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "backend none (from " + source + ") with WORLD_SIZE=" + world + ": ranks 0.."
+                            + (world - 1)
+                            + " each train alone on their own data, averaging nothing; name a backend (or auto) "
+                            + "to train one model together");
         }
         DistributedBackend backend = backends.get(chosen.trim().toLowerCase(Locale.ROOT));
         if (backend == null) {
@@ -233,7 +253,8 @@ public final class Backends {
      * none of Cohort's engines ({@code auto} included).
      */
     public static java.util.Optional<String> artifact(String name) {
-        return java.util.Optional.ofNullable(name == null ? null : ARTIFACTS.get(name.trim().toLowerCase(Locale.ROOT)));
+        return java.util.Optional.ofNullable(
+                name == null ? null : ARTIFACTS.get(name.trim().toLowerCase(Locale.ROOT)));
     }
 
     /** Names the artifact that provides {@code name}, when it is one of Cohort's engines, and what is here. */
@@ -260,8 +281,8 @@ public final class Backends {
      * {@link #auto}'s choice, or the next engine in its order when the chosen one cannot run here
      * (its native libraries are missing, say); rank 0 logs which (INFO).
      */
-    private static DistributedBackend selectAuto(String source, Map<String, DistributedBackend> backends,
-                                                 Map<String, String> env) {
+    private static DistributedBackend selectAuto(
+            String source, Map<String, DistributedBackend> backends, Map<String, String> env) {
         int jdk = Runtime.version().feature();
         AutoChoice choice = auto(env, jdk, backends.values());
         DistributedBackend backend = backends.get(choice.backend());
@@ -271,8 +292,10 @@ public final class Backends {
         }
         String reason = choice.reason();
         if (!backend.isAvailable()) {
-            List<BackendProvider> ranked = LaunchEnvironment.isPresent(env) && JobLayout.of(env).worldSize() > 1
-                    ? ranked(JobLayout.of(env), oldestJdk(env, jdk), meetable(env, backends.values())) : List.of();
+            List<BackendProvider> ranked =
+                    LaunchEnvironment.isPresent(env) && JobLayout.of(env).worldSize() > 1
+                            ? ranked(JobLayout.of(env), oldestJdk(env, jdk), meetable(env, backends.values()))
+                            : List.of();
             DistributedBackend next = null;
             for (BackendProvider e : ranked) {
                 if (e != backend && e.isAvailable()) {
@@ -289,8 +312,9 @@ public final class Backends {
             backend = next;
         }
         if ("0".equals(env.getOrDefault(LaunchEnvironment.RANK, "0"))) {
-            LOG.log(System.Logger.Level.INFO, "backend auto (from " + source + "): " + backend.name()
-                    + " (" + reason + ")");
+            LOG.log(
+                    System.Logger.Level.INFO,
+                    "backend auto (from " + source + "): " + backend.name() + " (" + reason + ")");
         }
         return backend;
     }

@@ -3,8 +3,7 @@ package dev.cohort.api;
 /** The version of Cohort on the class path, from its jar's manifest. */
 public final class CohortVersion {
 
-    private CohortVersion() {
-    }
+    private CohortVersion() {}
 
     /** E.g. {@code 0.2.0}; {@code "(unreleased build)"} when the classes are not in a released jar. */
     public static String get() {

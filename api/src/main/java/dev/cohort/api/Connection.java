@@ -12,7 +12,7 @@ public record Connection(Topology topology, ProcessGroup world, ProcessGroup nod
         implements AutoCloseable {
 
     public Connection(Topology topology, ProcessGroup world, ProcessGroup node) {
-        this(topology, world, node, () -> { });
+        this(topology, world, node, () -> {});
     }
 
     public Connection {

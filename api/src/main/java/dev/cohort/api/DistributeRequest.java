@@ -14,8 +14,8 @@ import java.util.Objects;
  * @param <D> training data type
  * @param <S> learning-rate scheduler type
  */
-public record DistributeRequest<M, O, D, S>(M model, O optimizer, Object modelParameters, D trainingData,
-                                            S lrScheduler, Map<String, Object> options) {
+public record DistributeRequest<M, O, D, S>(
+        M model, O optimizer, Object modelParameters, D trainingData, S lrScheduler, Map<String, Object> options) {
 
     public DistributeRequest {
         options = Map.copyOf(Objects.requireNonNull(options, "options"));

@@ -1,6 +1,5 @@
 package dev.cohort.api;
 
-
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
@@ -79,7 +78,8 @@ public abstract class DistributedBackend implements BackendProvider, AutoCloseab
             return;
         }
         if (!isAvailable()) {
-            throw new BackendUnavailableException("the " + name() + " backend is not available: " + unavailableReason());
+            throw new BackendUnavailableException(
+                    "the " + name() + " backend is not available: " + unavailableReason());
         }
         prepareIntegrations();
         connection = connect();
@@ -173,8 +173,8 @@ public abstract class DistributedBackend implements BackendProvider, AutoCloseab
     public void checkBatchSize(int globalBatchSize) {
         int world = worldSize();
         if (globalBatchSize < world) {
-            throw new IllegalArgumentException("batch size can't be smaller than the number of workers ("
-                    + globalBatchSize + " < " + world + ")");
+            throw new IllegalArgumentException(
+                    "batch size can't be smaller than the number of workers (" + globalBatchSize + " < " + world + ")");
         }
     }
 
@@ -315,5 +315,4 @@ public abstract class DistributedBackend implements BackendProvider, AutoCloseab
         Connection c = connection;
         return name() + (c == null ? " (not initialized)" : " " + c.topology());
     }
-
 }

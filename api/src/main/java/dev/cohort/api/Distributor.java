@@ -19,8 +19,7 @@ public interface Distributor {
      *
      * @throws BackendUnavailableException when the framework cannot load here, saying why
      */
-    default void prepare() {
-    }
+    default void prepare() {}
 
     /** Wraps the request's values for training on {@code backend}'s workers. */
     <M, O, D, S> Distributed<M, O, D, S> distribute(DistributedBackend backend, DistributeRequest<M, O, D, S> request);

@@ -68,8 +68,8 @@ public final class DivergenceCheck {
         } catch (NumberFormatException e) {
             // reported below
         }
-        throw new IllegalArgumentException(ENV_EVERY + " must be a number of steps >= 0 (0 turns the check off), got '"
-                + value + "'");
+        throw new IllegalArgumentException(
+                ENV_EVERY + " must be a number of steps >= 0 (0 turns the check off), got '" + value + "'");
     }
 
     /**
@@ -106,7 +106,9 @@ public final class DivergenceCheck {
             return sum;
         }
         for (int i = 0; i < n; i++) {
-            sum += values.dataType().isFloatingPoint() ? Double.doubleToRawLongBits(values.getDouble(i)) : values.getLong(i);
+            sum += values.dataType().isFloatingPoint()
+                    ? Double.doubleToRawLongBits(values.getDouble(i))
+                    : values.getLong(i);
         }
         return sum;
     }
@@ -135,7 +137,7 @@ public final class DivergenceCheck {
         long[] extremes = new long[2 * n];
         for (int i = 0; i < n; i++) {
             extremes[i] = fingerprints[i];
-            extremes[n + i] = ~fingerprints[i];           // max of ~x is ~(min of x)
+            extremes[n + i] = ~fingerprints[i]; // max of ~x is ~(min of x)
         }
         group.allreduce(DenseBuffer.of(extremes), ReduceOp.MAX).await();
         for (int i = 0; i < n; i++) {
@@ -155,11 +157,13 @@ public final class DivergenceCheck {
         private final String parameter;
 
         ModelsDivergedException(long step, long lastAgreed, int index, String name) {
-            super("the ranks' models differ at step " + step + " (" + (lastAgreed > 0 ? "they were the same at step "
-                    + lastAgreed : "first check") + "): parameter " + index + " (" + name + ") is not the same on every "
+            super("the ranks' models differ at step " + step + " ("
+                    + (lastAgreed > 0 ? "they were the same at step " + lastAgreed : "first check") + "): parameter "
+                    + index + " (" + name + ") is not the same on every "
                     + "rank. Some rank changed its model without the others: an optimizer stepped without averaging (step "
                     + "through what Cohort returned: the DistributedOptimizer or DistributedTrainer, not the optimizer or "
-                    + "trainer you had), code that depends on the rank, or parameters set after they were distributed. (" + ENV_EVERY + " sets the steps between checks; "
+                    + "trainer you had), code that depends on the rank, or parameters set after they were distributed. ("
+                    + ENV_EVERY + " sets the steps between checks; "
                     + "0 turns them off.)");
             this.step = step;
             this.parameter = name;

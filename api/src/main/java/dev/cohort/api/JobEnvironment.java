@@ -60,13 +60,19 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
      * rank 0 joins it as a client; the ranks' keys then live under {@code /worker/attempt_<restarts>}.
      */
     public static final String AGENT_STORE = "COHORT_AGENT_STORE";
+
     public static final int SLURM_PORT_BASE = 15000;
     public static final int SLURM_PORT_SPAN = 20000;
 
     /** The launchers Cohort understands. */
     public enum Launcher {
-        COHORT("cohort run"), SPARK("a Spark barrier stage (cohort-spark)"), TORCHRUN("torchrun"), KUBERNETES("Kubernetes"),
-        VARIABLES("RANK/WORLD_SIZE variables"), OPEN_MPI("Open MPI's mpirun"), SLURM("Slurm's srun"),
+        COHORT("cohort run"),
+        SPARK("a Spark barrier stage (cohort-spark)"),
+        TORCHRUN("torchrun"),
+        KUBERNETES("Kubernetes"),
+        VARIABLES("RANK/WORLD_SIZE variables"),
+        OPEN_MPI("Open MPI's mpirun"),
+        SLURM("Slurm's srun"),
         NONE("no launcher (one process)");
 
         private final String description;
@@ -102,7 +108,8 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
                 job = current;
                 if (job == null) {
                     job = detect(System.getenv());
-                    if (job.launcher() != Launcher.NONE && job.launcher() != Launcher.COHORT
+                    if (job.launcher() != Launcher.NONE
+                            && job.launcher() != Launcher.COHORT
                             && "0".equals(job.variables().get(LaunchEnvironment.RANK))) {
                         LOG.log(System.Logger.Level.INFO, job.describe());
                     }
@@ -172,11 +179,16 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
     public String describe() {
         StringBuilder sb = new StringBuilder("launched by ").append(launcher.description());
         if (LaunchEnvironment.isPresent(variables)) {
-            sb.append(": rank ").append(variables.get(LaunchEnvironment.RANK)).append(" of ")
+            sb.append(": rank ")
+                    .append(variables.get(LaunchEnvironment.RANK))
+                    .append(" of ")
                     .append(variables.get(LaunchEnvironment.WORLD_SIZE));
             String master = variables.get(LaunchEnvironment.MASTER_ADDR);
             if (master != null) {
-                sb.append(", rendezvous at ").append(master).append(':').append(variables.get(LaunchEnvironment.MASTER_PORT));
+                sb.append(", rendezvous at ")
+                        .append(master)
+                        .append(':')
+                        .append(variables.get(LaunchEnvironment.MASTER_PORT));
             }
         }
         notes.forEach(n -> sb.append("; ").append(n));
@@ -200,7 +212,9 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
             return torchrun(env);
         }
         if (LaunchEnvironment.isPresent(env)) {
-            return env.containsKey("KUBERNETES_SERVICE_HOST") ? kubernetes(env) : new JobEnvironment(Launcher.VARIABLES, env, List.of());
+            return env.containsKey("KUBERNETES_SERVICE_HOST")
+                    ? kubernetes(env)
+                    : new JobEnvironment(Launcher.VARIABLES, env, List.of());
         }
         if (env.containsKey("OMPI_COMM_WORLD_RANK")) {
             return openMpi(env);
@@ -214,9 +228,13 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
     private static JobEnvironment torchrun(Map<String, String> env) {
         Derived d = new Derived(env, "torchrun");
         d.put(LaunchEnvironment.RUN_ID, runId("torchrun-" + env.get("TORCHELASTIC_RUN_ID")), "TORCHELASTIC_RUN_ID");
-        d.put(LaunchEnvironment.RESTART_COUNT, env.getOrDefault("TORCHELASTIC_RESTART_COUNT", "0"),
+        d.put(
+                LaunchEnvironment.RESTART_COUNT,
+                env.getOrDefault("TORCHELASTIC_RESTART_COUNT", "0"),
                 "TORCHELASTIC_RESTART_COUNT");
-        if ("true".equalsIgnoreCase(env.getOrDefault("TORCHELASTIC_USE_AGENT_STORE", "").trim())) {
+        if ("true"
+                .equalsIgnoreCase(
+                        env.getOrDefault("TORCHELASTIC_USE_AGENT_STORE", "").trim())) {
             d.put(AGENT_STORE, "1", "TORCHELASTIC_USE_AGENT_STORE");
             d.notes.add("joining torchrun's store");
         }
@@ -246,15 +264,24 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
             d.put(LaunchEnvironment.GROUP_WORLD_SIZE, 1, "every rank on one host");
         } else if (size % localSize == 0) {
             // mpirun's default mapping fills each host's slots in rank order.
-            d.put(LaunchEnvironment.GROUP_RANK, rank / localSize, "ranks filled host by host (mpirun's default --map-by slot)");
-            d.put(LaunchEnvironment.GROUP_WORLD_SIZE, size / localSize, "OMPI_COMM_WORLD_SIZE / OMPI_COMM_WORLD_LOCAL_SIZE");
+            d.put(
+                    LaunchEnvironment.GROUP_RANK,
+                    rank / localSize,
+                    "ranks filled host by host (mpirun's default --map-by slot)");
+            d.put(
+                    LaunchEnvironment.GROUP_WORLD_SIZE,
+                    size / localSize,
+                    "OMPI_COMM_WORLD_SIZE / OMPI_COMM_WORLD_LOCAL_SIZE");
         } else {
-            throw new IllegalArgumentException("Open MPI: hosts run different numbers of ranks (OMPI_COMM_WORLD_SIZE=" + size
+            throw new IllegalArgumentException("Open MPI: hosts run different numbers of ranks (OMPI_COMM_WORLD_SIZE="
+                    + size
                     + ", OMPI_COMM_WORLD_LOCAL_SIZE=" + localSize + " here), so Cohort cannot tell this host's index; "
                     + "give every host the same number of slots, or set GROUP_RANK");
         }
         String job = env.get("OMPI_MCA_ess_base_jobid");
-        if (!env.containsKey(LaunchEnvironment.RUN_ID) && job != null && job.trim().matches("[0-9]{1,20}")) {
+        if (!env.containsKey(LaunchEnvironment.RUN_ID)
+                && job != null
+                && job.trim().matches("[0-9]{1,20}")) {
             // Two mpirun jobs on one host must not share a shared-memory file.
             d.put(LaunchEnvironment.RUN_ID, "mpirun-" + job.trim(), "OMPI_MCA_ess_base_jobid");
         }
@@ -272,11 +299,12 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
         int node = d.integer("SLURM_NODEID");
         String nodesVar = env.containsKey("SLURM_STEP_NUM_NODES") ? "SLURM_STEP_NUM_NODES" : "SLURM_NNODES";
         int nodes = d.integer(nodesVar);
-        String perNodeVar = env.containsKey("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
+        String perNodeVar =
+                env.containsKey("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE" : "SLURM_TASKS_PER_NODE";
         List<Integer> perNode = tasksPerNode(perNodeVar, d.text(perNodeVar));
         if (perNode.size() != nodes || node >= nodes) {
-            throw new IllegalArgumentException("Slurm: " + perNodeVar + "='" + env.get(perNodeVar) + "' names " + perNode.size()
-                    + " node(s) but " + nodesVar + "=" + nodes + " and SLURM_NODEID=" + node);
+            throw new IllegalArgumentException("Slurm: " + perNodeVar + "='" + env.get(perNodeVar) + "' names "
+                    + perNode.size() + " node(s) but " + nodesVar + "=" + nodes + " and SLURM_NODEID=" + node);
         }
         d.put(LaunchEnvironment.RANK, rank, "SLURM_PROCID");
         d.put(LaunchEnvironment.WORLD_SIZE, size, "SLURM_NTASKS");
@@ -292,9 +320,12 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
         }
         if (!env.containsKey(LaunchEnvironment.MASTER_PORT)) {
             if (!jobId.matches("[0-9]{1,18}")) {
-                throw new IllegalArgumentException("Slurm: SLURM_JOB_ID='" + jobId + "' is not a number; set MASTER_PORT");
+                throw new IllegalArgumentException(
+                        "Slurm: SLURM_JOB_ID='" + jobId + "' is not a number; set MASTER_PORT");
             }
-            d.put(LaunchEnvironment.MASTER_PORT, SLURM_PORT_BASE + (int) (Long.parseLong(jobId) % SLURM_PORT_SPAN),
+            d.put(
+                    LaunchEnvironment.MASTER_PORT,
+                    SLURM_PORT_BASE + (int) (Long.parseLong(jobId) % SLURM_PORT_SPAN),
                     SLURM_PORT_BASE + " + SLURM_JOB_ID % " + SLURM_PORT_SPAN);
         }
         if (!env.containsKey(LaunchEnvironment.RUN_ID)) {
@@ -324,9 +355,11 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
 
     /** The first host of a Slurm node list: "gpu[07-09,12],cpu1" gives "gpu07". */
     static String firstHost(String name, String list) {
-        Matcher m = Pattern.compile("([^,\\[\\]]+)(?:\\[([0-9]+)[^\\]]*\\])?([^,\\[\\]]*).*").matcher(list.trim());
+        Matcher m = Pattern.compile("([^,\\[\\]]+)(?:\\[([0-9]+)[^\\]]*\\])?([^,\\[\\]]*).*")
+                .matcher(list.trim());
         if (!m.matches()) {
-            throw new IllegalArgumentException("Slurm: " + name + "='" + list + "' is not a node list; set MASTER_ADDR");
+            throw new IllegalArgumentException(
+                    "Slurm: " + name + "='" + list + "' is not a node list; set MASTER_ADDR");
         }
         return m.group(1) + (m.group(2) != null ? m.group(2) : "") + m.group(3);
     }
@@ -372,14 +405,16 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
             try {
                 return Integer.parseInt(v);
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(launcher + ": environment variable " + name + "='" + v + "' is not an integer");
+                throw new IllegalArgumentException(
+                        launcher + ": environment variable " + name + "='" + v + "' is not an integer");
             }
         }
 
         JobEnvironment done(Launcher which) {
             if (!conflicts.isEmpty()) {
                 throw new IllegalArgumentException("the environment contradicts " + launcher + ": "
-                        + String.join("; ", conflicts.values()) + "; unset the variables Cohort reads (or start the job "
+                        + String.join("; ", conflicts.values())
+                        + "; unset the variables Cohort reads (or start the job "
                         + "without " + launcher + ")");
             }
             Map<String, String> all = new LinkedHashMap<>(env);

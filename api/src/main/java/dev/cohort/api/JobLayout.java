@@ -24,7 +24,8 @@ public record JobLayout(int worldSize, int localWorldSize, int hosts) {
         }
         Topology t = LaunchEnvironment.parseTopology(env);
         String nodes = env.get(LaunchEnvironment.GROUP_WORLD_SIZE);
-        int hosts = nodes != null && nodes.trim().matches("[0-9]{1,6}") ? Integer.parseInt(nodes.trim())
+        int hosts = nodes != null && nodes.trim().matches("[0-9]{1,6}")
+                ? Integer.parseInt(nodes.trim())
                 : t.worldSize() % t.localWorldSize() == 0 ? t.worldSize() / t.localWorldSize() : 0;
         return new JobLayout(t.worldSize(), t.localWorldSize(), hosts);
     }

@@ -17,8 +17,7 @@ public final class JoinRecord {
     /** The folder a launcher gives its workers for their records; unset, nothing is recorded. */
     public static final String ENV = "COHORT_JOINED_DIR";
 
-    private JoinRecord() {
-    }
+    private JoinRecord() {}
 
     /** Leaves this process's record in {@code env}'s {@value #ENV} folder, if it names one. */
     static void record(Map<String, String> env) {
@@ -27,12 +26,14 @@ public final class JoinRecord {
             return;
         }
         try {
-            Files.createFile(Path.of(dir, "rank-" + env.getOrDefault(LaunchEnvironment.RANK, "?").trim() + "-pid-"
-                    + ProcessHandle.current().pid()));
+            Files.createFile(Path.of(
+                    dir,
+                    "rank-" + env.getOrDefault(LaunchEnvironment.RANK, "?").trim() + "-pid-"
+                            + ProcessHandle.current().pid()));
         } catch (IOException | RuntimeException e) {
             // Best effort: without the record, the launcher only warns at the end of the run.
-            System.getLogger(JoinRecord.class.getName()).log(System.Logger.Level.DEBUG,
-                    "could not record the join in " + dir + ": " + e);
+            System.getLogger(JoinRecord.class.getName())
+                    .log(System.Logger.Level.DEBUG, "could not record the join in " + dir + ": " + e);
         }
     }
 

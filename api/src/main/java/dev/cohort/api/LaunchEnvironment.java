@@ -19,8 +19,7 @@ import java.util.Objects;
  * <tr><td>{@code COHORT_RUN_ID}</td><td>names this run; all workers must agree (default "cohort")</td></tr>
  * </table>
  */
-public record LaunchEnvironment(String masterAddr, int masterPort, Topology topology, int restartCount,
-                                String runId) {
+public record LaunchEnvironment(String masterAddr, int masterPort, Topology topology, int restartCount, String runId) {
 
     public static final String MASTER_ADDR = "MASTER_ADDR";
     public static final String MASTER_PORT = "MASTER_PORT";
@@ -34,6 +33,7 @@ public record LaunchEnvironment(String masterAddr, int masterPort, Topology topo
      * different numbers of workers, so WORLD_SIZE need not be LOCAL_WORLD_SIZE times this.
      */
     public static final String GROUP_WORLD_SIZE = "GROUP_WORLD_SIZE";
+
     public static final String RESTART_COUNT = "COHORT_RESTART_COUNT";
     public static final String RUN_ID = "COHORT_RUN_ID";
     public static final String DEFAULT_RUN_ID = "cohort";

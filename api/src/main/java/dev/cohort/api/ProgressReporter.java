@@ -162,7 +162,8 @@ public final class ProgressReporter implements AutoCloseable {
             try {
                 long current = Long.parseLong(f[1]);
                 long total = Long.parseLong(f[2]);
-                return current < 0 || total < 0 ? Optional.empty()
+                return current < 0 || total < 0
+                        ? Optional.empty()
                         : Optional.of(new Update(f[4], current, total, f[3], f[5]));
             } catch (NumberFormatException e) {
                 return Optional.empty();
@@ -195,14 +196,22 @@ public final class ProgressReporter implements AutoCloseable {
         /** For people: {@code epoch 1/4: 312/469 steps (66%), loss 0.4512}. */
         public String describe() {
             String done = total > 0
-                    ? String.format(Locale.ROOT, "%d/%d %s (%.0f%%)", current, total, unit,
+                    ? String.format(
+                            Locale.ROOT,
+                            "%d/%d %s (%.0f%%)",
+                            current,
+                            total,
+                            unit,
                             Math.floor(Math.min(100.0, 100.0 * current / total)))
                     : current + " " + unit;
             return task + ": " + done + (text.isEmpty() ? "" : ", " + text);
         }
 
         private static String oneLine(String s) {
-            return Objects.requireNonNull(s).replace('\t', ' ').replace('\n', ' ').replace('\r', ' ');
+            return Objects.requireNonNull(s)
+                    .replace('\t', ' ')
+                    .replace('\n', ' ')
+                    .replace('\r', ' ');
         }
     }
 

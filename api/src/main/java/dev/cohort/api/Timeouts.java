@@ -5,8 +5,7 @@ import java.time.Duration;
 /** Checks and conversions for the timeouts every blocking call and engine option takes. */
 public final class Timeouts {
 
-    private Timeouts() {
-    }
+    private Timeouts() {}
 
     /** {@code timeout}, when it is positive; otherwise an error saying so. */
     public static Duration requirePositive(Duration timeout) {

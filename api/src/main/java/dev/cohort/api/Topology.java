@@ -18,12 +18,12 @@ public record Topology(int rank, int worldSize, int localRank, int localWorldSiz
             throw new IllegalArgumentException("rank must be in [0, world size " + worldSize + "), got " + rank);
         }
         if (localWorldSize < 1 || localWorldSize > worldSize) {
-            throw new IllegalArgumentException("local world size must be in [1, world size " + worldSize + "], got "
-                    + localWorldSize);
+            throw new IllegalArgumentException(
+                    "local world size must be in [1, world size " + worldSize + "], got " + localWorldSize);
         }
         if (localRank < 0 || localRank >= localWorldSize) {
-            throw new IllegalArgumentException("local rank must be in [0, local world size " + localWorldSize
-                    + "), got " + localRank);
+            throw new IllegalArgumentException(
+                    "local rank must be in [0, local world size " + localWorldSize + "), got " + localRank);
         }
         if (nodeRank < 0) {
             throw new IllegalArgumentException("node rank must be >= 0, got " + nodeRank);

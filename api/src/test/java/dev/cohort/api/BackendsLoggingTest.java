@@ -24,6 +24,7 @@ class BackendsLoggingTest {
 
     /** Held for the test: java.util.logging keeps its loggers, and their levels, only while referenced. */
     private final Logger cohort = Logger.getLogger("dev.cohort");
+
     private final Logger root = Logger.getLogger("");
     private final Recorder recorder = new Recorder();
 
@@ -38,7 +39,8 @@ class BackendsLoggingTest {
     }
 
     private static void selectAuto() {
-        assertThat(Backends.select(Backends.AUTO, Map.of(Backends.NONE, NONE), Map.of())).isSameAs(NONE);
+        assertThat(Backends.select(Backends.AUTO, Map.of(Backends.NONE, NONE), Map.of()))
+                .isSameAs(NONE);
     }
 
     @Test
@@ -48,18 +50,20 @@ class BackendsLoggingTest {
         assertThat(recorder.records).singleElement().satisfies(r -> {
             assertThat(r.getLoggerName()).isEqualTo("dev.cohort.api.Backends");
             assertThat(r.getLevel()).isEqualTo(Level.INFO);
-            assertThat(r.getMessage()).isEqualTo("backend auto (from the program): none "
-                    + "(no launch environment (RANK, WORLD_SIZE): one worker)");
+            assertThat(r.getMessage())
+                    .isEqualTo("backend auto (from the program): none "
+                            + "(no launch environment (RANK, WORLD_SIZE): one worker)");
         });
     }
 
     @Test
     void levelOffForDevCohortSilencesIt() {
-        root.addHandler(recorder);          // where the console handler is
-        cohort.setLevel(Level.OFF);         // as "dev.cohort.level = OFF" in a logging.properties file
+        root.addHandler(recorder); // where the console handler is
+        cohort.setLevel(Level.OFF); // as "dev.cohort.level = OFF" in a logging.properties file
         selectAuto();
         assertThat(recorder.records).isEmpty();
-        assertThat(System.getLogger(Backends.class.getName()).isLoggable(System.Logger.Level.INFO)).isFalse();
+        assertThat(System.getLogger(Backends.class.getName()).isLoggable(System.Logger.Level.INFO))
+                .isFalse();
 
         cohort.setLevel(null);
         selectAuto();
@@ -80,11 +84,9 @@ class BackendsLoggingTest {
         }
 
         @Override
-        public void flush() {
-        }
+        public void flush() {}
 
         @Override
-        public void close() {
-        }
+        public void close() {}
     }
 }

@@ -1,6 +1,5 @@
 package dev.cohort.api;
 
-import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.Map;
@@ -21,11 +20,16 @@ class BackendsMessagesTest {
                 .hasMessage("backend 'tcp' (from the program) is not on the class path: add the Maven artifact "
                         + "dev.cohort:cohort-tcp to the program's dependencies; available: (none on the class path)");
         assertThatThrownBy(() -> Backends.select("GLOO", Map.of(Backends.NONE, NONE), Map.of()))
-                .hasMessageContaining("dev.cohort:cohort-gloo").hasMessageEndingWith("available: none");
-        assertThatThrownBy(() -> Backends.select("shm", Map.of(), Map.of())).hasMessageContaining("dev.cohort:cohort-shm (JDK >= 22)");
-        assertThatThrownBy(() -> Backends.select("hier", Map.of(), Map.of())).hasMessageContaining("dev.cohort:cohort-hier");
-        assertThatThrownBy(() -> Backends.select("mpi", Map.of(), Map.of())).hasMessageContaining("dev.cohort:cohort-mpi");
-        assertThatThrownBy(() -> Backends.select("threads", Map.of(), Map.of())).hasMessageContaining("dev.cohort:cohort-runtime");
+                .hasMessageContaining("dev.cohort:cohort-gloo")
+                .hasMessageEndingWith("available: none");
+        assertThatThrownBy(() -> Backends.select("shm", Map.of(), Map.of()))
+                .hasMessageContaining("dev.cohort:cohort-shm (JDK >= 22)");
+        assertThatThrownBy(() -> Backends.select("hier", Map.of(), Map.of()))
+                .hasMessageContaining("dev.cohort:cohort-hier");
+        assertThatThrownBy(() -> Backends.select("mpi", Map.of(), Map.of()))
+                .hasMessageContaining("dev.cohort:cohort-mpi");
+        assertThatThrownBy(() -> Backends.select("threads", Map.of(), Map.of()))
+                .hasMessageContaining("dev.cohort:cohort-runtime");
         assertThatThrownBy(() -> Backends.select("horovod", Map.of(), Map.of()))
                 .hasMessage("unknown backend 'horovod' (from the program); available: (none on the class path)");
     }

@@ -22,9 +22,25 @@ class LaunchEnvironmentTest {
 
     @Test
     void readsTorchrunsVariables() {
-        LaunchEnvironment e = LaunchEnvironment.parse(env("MASTER_ADDR", "10.0.0.1", "MASTER_PORT", "29500",
-                "RANK", "3", "WORLD_SIZE", "4", "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "2", "GROUP_RANK", "1",
-                "COHORT_RESTART_COUNT", "2", "COHORT_RUN_ID", "job-7"));
+        LaunchEnvironment e = LaunchEnvironment.parse(env(
+                "MASTER_ADDR",
+                "10.0.0.1",
+                "MASTER_PORT",
+                "29500",
+                "RANK",
+                "3",
+                "WORLD_SIZE",
+                "4",
+                "LOCAL_RANK",
+                "1",
+                "LOCAL_WORLD_SIZE",
+                "2",
+                "GROUP_RANK",
+                "1",
+                "COHORT_RESTART_COUNT",
+                "2",
+                "COHORT_RUN_ID",
+                "job-7"));
         assertThat(e.topology()).isEqualTo(new Topology(3, 4, 1, 2, 1));
         assertThat(e.restartCount()).isEqualTo(2);
         assertThat(e.runId()).isEqualTo("job-7");
@@ -34,8 +50,10 @@ class LaunchEnvironmentTest {
     @Test
     void restartCountIsAWholeNumberZeroWhenUnset() {
         assertThat(LaunchEnvironment.parseRestartCount(env())).isZero();
-        assertThat(LaunchEnvironment.parseRestartCount(env("COHORT_RESTART_COUNT", " "))).isZero();
-        assertThat(LaunchEnvironment.parseRestartCount(env("COHORT_RESTART_COUNT", " 3 "))).isEqualTo(3);
+        assertThat(LaunchEnvironment.parseRestartCount(env("COHORT_RESTART_COUNT", " ")))
+                .isZero();
+        assertThat(LaunchEnvironment.parseRestartCount(env("COHORT_RESTART_COUNT", " 3 ")))
+                .isEqualTo(3);
         assertThatThrownBy(() -> LaunchEnvironment.parseRestartCount(env("COHORT_RESTART_COUNT", "-1")))
                 .hasMessageContaining("COHORT_RESTART_COUNT='-1' must be a whole number >= 0");
         assertThatThrownBy(() -> LaunchEnvironment.parseRestartCount(env("COHORT_RESTART_COUNT", "two")))
@@ -44,7 +62,8 @@ class LaunchEnvironmentTest {
 
     @Test
     void defaultsToOneNode() {
-        LaunchEnvironment e = LaunchEnvironment.parse(env("MASTER_ADDR", "h", "MASTER_PORT", "1", "RANK", "1", "WORLD_SIZE", "2"));
+        LaunchEnvironment e =
+                LaunchEnvironment.parse(env("MASTER_ADDR", "h", "MASTER_PORT", "1", "RANK", "1", "WORLD_SIZE", "2"));
         assertThat(e.topology()).isEqualTo(new Topology(1, 2, 1, 2, 0));
         assertThat(e.runId()).isEqualTo("cohort");
     }
@@ -53,22 +72,59 @@ class LaunchEnvironmentTest {
     void errorsNameTheVariableAndItsValue() {
         assertThatThrownBy(() -> LaunchEnvironment.parse(env("MASTER_PORT", "1", "RANK", "0", "WORLD_SIZE", "1")))
                 .hasMessageContaining("MASTER_ADDR is not set");
-        assertThatThrownBy(() -> LaunchEnvironment.parse(env("MASTER_ADDR", "h", "MASTER_PORT", "x", "RANK", "0", "WORLD_SIZE", "1")))
+        assertThatThrownBy(() -> LaunchEnvironment.parse(
+                        env("MASTER_ADDR", "h", "MASTER_PORT", "x", "RANK", "0", "WORLD_SIZE", "1")))
                 .hasMessageContaining("MASTER_PORT='x' is not an integer");
-        assertThatThrownBy(() -> LaunchEnvironment.parse(env("MASTER_ADDR", "h", "MASTER_PORT", "70000", "RANK", "0", "WORLD_SIZE", "1")))
+        assertThatThrownBy(() -> LaunchEnvironment.parse(
+                        env("MASTER_ADDR", "h", "MASTER_PORT", "70000", "RANK", "0", "WORLD_SIZE", "1")))
                 .hasMessageContaining("MASTER_PORT='70000'");
-        assertThatThrownBy(() -> LaunchEnvironment.parse(env("MASTER_ADDR", "h", "MASTER_PORT", "5", "RANK", "4", "WORLD_SIZE", "4")))
+        assertThatThrownBy(() -> LaunchEnvironment.parse(
+                        env("MASTER_ADDR", "h", "MASTER_PORT", "5", "RANK", "4", "WORLD_SIZE", "4")))
                 .hasMessageContaining("RANK='4' must be in [0, WORLD_SIZE=4)");
-        assertThatThrownBy(() -> LaunchEnvironment.parse(env("MASTER_ADDR", "h", "MASTER_PORT", "5", "RANK", "0", "WORLD_SIZE", "0")))
+        assertThatThrownBy(() -> LaunchEnvironment.parse(
+                        env("MASTER_ADDR", "h", "MASTER_PORT", "5", "RANK", "0", "WORLD_SIZE", "0")))
                 .hasMessageContaining("WORLD_SIZE='0' must be >= 1");
-        assertThatThrownBy(() -> LaunchEnvironment.parse(env("MASTER_ADDR", "h", "MASTER_PORT", "5", "RANK", "0", "WORLD_SIZE", "4",
-                "LOCAL_RANK", "0", "LOCAL_WORLD_SIZE", "2")))
+        assertThatThrownBy(() -> LaunchEnvironment.parse(env(
+                        "MASTER_ADDR",
+                        "h",
+                        "MASTER_PORT",
+                        "5",
+                        "RANK",
+                        "0",
+                        "WORLD_SIZE",
+                        "4",
+                        "LOCAL_RANK",
+                        "0",
+                        "LOCAL_WORLD_SIZE",
+                        "2")))
                 .hasMessageContaining("GROUP_RANK is not set");
-        assertThatThrownBy(() -> LaunchEnvironment.parse(env("MASTER_ADDR", "h", "MASTER_PORT", "5", "RANK", "0", "WORLD_SIZE", "4",
-                "LOCAL_RANK", "2", "LOCAL_WORLD_SIZE", "2", "GROUP_RANK", "0")))
+        assertThatThrownBy(() -> LaunchEnvironment.parse(env(
+                        "MASTER_ADDR",
+                        "h",
+                        "MASTER_PORT",
+                        "5",
+                        "RANK",
+                        "0",
+                        "WORLD_SIZE",
+                        "4",
+                        "LOCAL_RANK",
+                        "2",
+                        "LOCAL_WORLD_SIZE",
+                        "2",
+                        "GROUP_RANK",
+                        "0")))
                 .hasMessageContaining("LOCAL_RANK='2' must be in [0, LOCAL_WORLD_SIZE=2)");
-        assertThatThrownBy(() -> LaunchEnvironment.parse(env("MASTER_ADDR", "h", "MASTER_PORT", "5", "RANK", "0", "WORLD_SIZE", "1",
-                "COHORT_RUN_ID", "a b")))
+        assertThatThrownBy(() -> LaunchEnvironment.parse(env(
+                        "MASTER_ADDR",
+                        "h",
+                        "MASTER_PORT",
+                        "5",
+                        "RANK",
+                        "0",
+                        "WORLD_SIZE",
+                        "1",
+                        "COHORT_RUN_ID",
+                        "a b")))
                 .hasMessageContaining("COHORT_RUN_ID='a b'");
     }
 

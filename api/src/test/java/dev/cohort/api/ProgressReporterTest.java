@@ -32,9 +32,9 @@ class ProgressReporterTest {
         progress.start("epoch 1/2", 10, "steps");
         progress.update(1, "loss 2.30");
         for (int i = 2; i < 10; i++) {
-            progress.update(i, "loss 1");   // within the marker interval: not written
+            progress.update(i, "loss 1"); // within the marker interval: not written
         }
-        progress.update(10, "loss 0.5");     // the task's last: always written
+        progress.update(10, "loss 0.5"); // the task's last: always written
         progress.finish();
 
         assertThat(lines()).hasSize(3).allMatch(Marker::isMarker);
@@ -53,7 +53,7 @@ class ProgressReporterTest {
         }
         progress.finish();
         assertThat(lines()).containsExactly("epoch 1/2: 1/469 steps (0%), loss 1");
-        assertThat(asked).hasValue(1);   // the text is made only for a line
+        assertThat(asked).hasValue(1); // the text is made only for a line
     }
 
     @Test
@@ -62,7 +62,8 @@ class ProgressReporterTest {
         silent.update(3, "x");
         silent.finish();
         ProgressReporter progress = ProgressReporter.to(out, Map.of());
-        assertThatThrownBy(() -> progress.update(1, "x")).isInstanceOf(IllegalStateException.class)
+        assertThatThrownBy(() -> progress.update(1, "x"))
+                .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("start");
         assertThat(lines()).isEmpty();
     }
@@ -77,8 +78,11 @@ class ProgressReporterTest {
 
     @Test
     void malformedMarkersAreMarkersButParseToNothing() {
-        for (String line : List.of("@cohort-progress\t", "@cohort-progress\tupdate\t1\t2\tsteps\ttask",
-                "@cohort-progress\tupdate\tx\t2\tsteps\ttask\ttext", "@cohort-progress\tupdate\t-1\t2\tu\tt\tx",
+        for (String line : List.of(
+                "@cohort-progress\t",
+                "@cohort-progress\tupdate\t1\t2\tsteps\ttask",
+                "@cohort-progress\tupdate\tx\t2\tsteps\ttask\ttext",
+                "@cohort-progress\tupdate\t-1\t2\tu\tt\tx",
                 "@cohort-progress\tnews")) {
             assertThat(Marker.isMarker(line)).as(line).isTrue();
             assertThat(Marker.parse(line)).as(line).isEmpty();

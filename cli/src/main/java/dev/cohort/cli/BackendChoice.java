@@ -3,7 +3,6 @@ package dev.cohort.cli;
 import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.JobEnvironment;
-
 import java.util.Locale;
 import java.util.Map;
 import picocli.CommandLine.Option;
@@ -15,10 +14,13 @@ import picocli.CommandLine.Option;
  */
 public final class BackendChoice {
 
-    @Option(names = {"--distributed-backend", "--distr-backend"}, paramLabel = "NAME",
-            description = "The distributed backend (case-insensitive): ${COMPLETION-CANDIDATES}. "
-                    + "auto: the fastest that runs here (shm on one host, hier across hosts, gloo on JDK 17). "
-                    + "Default: the COHORT_BACKEND environment variable (./cohort run sets auto), else none (one worker).",
+    @Option(
+            names = {"--distributed-backend", "--distr-backend"},
+            paramLabel = "NAME",
+            description =
+                    "The distributed backend (case-insensitive): ${COMPLETION-CANDIDATES}. "
+                            + "auto: the fastest that runs here (shm on one host, hier across hosts, gloo on JDK 17). "
+                            + "Default: the COHORT_BACKEND environment variable (./cohort run sets auto), else none (one worker).",
             completionCandidates = Names.class)
     String name;
 

@@ -15,8 +15,7 @@ import picocli.CommandLine.Model.CommandSpec;
  */
 public final class BackendOptions {
 
-    private BackendOptions() {
-    }
+    private BackendOptions() {}
 
     /**
      * Adds {@code --distributed-backend} and every discovered backend's options to {@code cli}.
@@ -30,7 +29,8 @@ public final class BackendOptions {
         for (DistributedBackend b : backends.values()) {
             Object options = b.commandLineOptions();
             if (options != null) {
-                spec.addMixin("backend-" + b.name(),
+                spec.addMixin(
+                        "backend-" + b.name(),
                         options instanceof CommandSpec given ? given : CommandSpec.forAnnotatedObject(options));
             }
         }

@@ -21,8 +21,7 @@ public final class Commands {
     /** The exit code for a failure that is not the input's fault (the message says what). */
     public static final int FAILED = 1;
 
-    private Commands() {
-    }
+    private Commands() {}
 
     /** {@code command} with the conventions above, for {@code execute}. */
     public static CommandLine standard(Object command) {
@@ -59,7 +58,8 @@ public final class Commands {
         public String[] getVersion() {
             return new String[] {
                 "cohort " + CohortVersion.get(),
-                "JVM: " + Runtime.version() + " (" + System.getProperty("java.vendor") + ", " + System.getProperty("java.home") + ")",
+                "JVM: " + Runtime.version() + " (" + System.getProperty("java.vendor") + ", "
+                        + System.getProperty("java.home") + ")",
                 "engines on the class path: " + String.join(", ", Backends.names()),
             };
         }

@@ -16,7 +16,8 @@ public abstract class Classifier extends Module {
 
     /** The models {@code --model} can name. */
     public enum Kind {
-        MLP, CNN;
+        MLP,
+        CNN;
 
         /** A fresh model of this kind, initialized from libtorch's generator (seed it first). */
         public Classifier create() {

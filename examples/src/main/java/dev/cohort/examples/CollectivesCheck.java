@@ -18,8 +18,7 @@ public final class CollectivesCheck {
 
     private static final Duration TIMEOUT = Duration.ofMinutes(2);
 
-    private CollectivesCheck() {
-    }
+    private CollectivesCheck() {}
 
     public static void main(String[] args) {
         try (DistributedBackend backend = Backends.select(null)) {
@@ -33,7 +32,9 @@ public final class CollectivesCheck {
             backend.group().broadcast(DenseBuffer.of(root), 0).await(TIMEOUT);
             expect("broadcast", root, new long[] {42});
             long[] all = new long[n];
-            backend.group().allgather(DenseBuffer.of(new long[] {rank}), DenseBuffer.of(all)).await(TIMEOUT);
+            backend.group()
+                    .allgather(DenseBuffer.of(new long[] {rank}), DenseBuffer.of(all))
+                    .await(TIMEOUT);
             long[] ranks = new long[n];
             Arrays.setAll(ranks, r -> r);
             expect("allgather", all, ranks);
@@ -52,7 +53,8 @@ public final class CollectivesCheck {
 
     private static void expect(String what, long[] got, long[] want) {
         if (!Arrays.equals(got, want)) {
-            throw new IllegalStateException(what + " gave " + Arrays.toString(got) + ", expected " + Arrays.toString(want));
+            throw new IllegalStateException(
+                    what + " gave " + Arrays.toString(got) + ", expected " + Arrays.toString(want));
         }
     }
 }

@@ -15,13 +15,13 @@ import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import ai.djl.translate.TranslateException;
 import dev.cohort.api.DistributedBackend;
-import dev.cohort.runtime.elastic.ElasticJob;
 import dev.cohort.api.checkpoint.TrainingPosition;
 import dev.cohort.djl.Checkpoints;
-import dev.cohort.djl.DistributedSampler;
-import dev.cohort.djl.DjlEngines;
-import dev.cohort.djl.DistributedTrainer;
 import dev.cohort.djl.DistributedArrays;
+import dev.cohort.djl.DistributedSampler;
+import dev.cohort.djl.DistributedTrainer;
+import dev.cohort.djl.DjlEngines;
+import dev.cohort.runtime.elastic.ElasticJob;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
@@ -39,7 +39,9 @@ public final class DjlFashionMnistTraining {
 
     /** Kept reachable: java.util.logging holds its loggers weakly, and a collected logger forgets its level. */
     private static final java.util.logging.Logger DJL_LOG = java.util.logging.Logger.getLogger("ai.djl");
-    private static final java.util.logging.Logger DJL_GPU_PROBE = java.util.logging.Logger.getLogger("ai.djl.util.cuda");
+
+    private static final java.util.logging.Logger DJL_GPU_PROBE =
+            java.util.logging.Logger.getLogger("ai.djl.util.cuda");
 
     /**
      * DJL's own log lines down to warnings (its engine start-up logs several at INFO on every
@@ -98,8 +100,7 @@ public final class DjlFashionMnistTraining {
     }
 
     /** Trains on {@code data} with the job's initialized backend; the summary is the same on every worker. */
-    public static TrainingSummary train(ElasticJob job, TrainingConfig config, FashionMnist data,
-                                        PrintStream out) {
+    public static TrainingSummary train(ElasticJob job, TrainingConfig config, FashionMnist data, PrintStream out) {
         checkBackend(job.backend().name());
         return new DjlFashionMnistTraining(job, config, out).run(data);
     }
@@ -111,14 +112,20 @@ public final class DjlFashionMnistTraining {
         Engine engine = loadEngine(config.threads());
         engine.setRandomSeed((int) config.seed());
         boolean cnn = config.model() == Classifier.Kind.CNN;
-        try (NDManager manager = engine.newBaseManager(); Model model = Model.newInstance("fashion-mnist", engine.getEngineName())) {
+        try (NDManager manager = engine.newBaseManager();
+                Model model = Model.newInstance("fashion-mnist", engine.getEngineName())) {
             Shape image = cnn ? new Shape(1, FashionMnist.ROWS, FashionMnist.COLUMNS) : new Shape(FashionMnist.PIXELS);
-            NDArray trainX = manager.create(data.train().normalizedPixels(), prepend(data.train().count(), image));
+            NDArray trainX = manager.create(
+                    data.train().normalizedPixels(), prepend(data.train().count(), image));
             NDArray trainY = manager.create(labels(data.train()));
-            NDArray testX = manager.create(data.test().normalizedPixels(), prepend(data.test().count(), image));
+            NDArray testX = manager.create(
+                    data.test().normalizedPixels(), prepend(data.test().count(), image));
             NDArray testY = manager.create(labels(data.test()));
             DistributedSampler sampler = new DistributedSampler(backend, config.batchSize(), true, config.seed());
-            ArrayDataset train = new ArrayDataset.Builder().setData(trainX).optLabels(trainY).setSampling(sampler)
+            ArrayDataset train = new ArrayDataset.Builder()
+                    .setData(trainX)
+                    .optLabels(trainY)
+                    .setSampling(sampler)
                     .build();
             int batches = (data.train().count() + workers - 1) / workers;
             int batchesPerEpoch = (batches + config.batchSize() - 1) / config.batchSize();
@@ -127,94 +134,113 @@ public final class DjlFashionMnistTraining {
             // DJL counts updates from 1 (restored with the optimizer's state on resume): update 1 is step 0.
             Tracker schedule = numUpdate -> (float) TrainingLoop.learningRate(config, numUpdate - 1, totalSteps);
             DefaultTrainingConfig trainingConfig = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
-                    .optOptimizer(Optimizer.sgd().setLearningRateTracker(schedule)
-                            .optMomentum((float) config.momentum()).build());
+                    .optOptimizer(Optimizer.sgd()
+                            .setLearningRateTracker(schedule)
+                            .optMomentum((float) config.momentum())
+                            .build());
             try (DistributedTrainer trainer = DistributedTrainer.of(backend, model, trainingConfig)) {
                 trainer.initialize(prepend(config.batchSize(), image));
                 return new TrainingLoop(job, config, out, new TrainingLoop.Framework() {
-                    @Override
-                    public String name() {
-                        return "djl";
-                    }
-
-                    @Override
-                    public String checkpointExtension() {
-                        return "djl";
-                    }
-
-                    @Override
-                    public int batchesPerEpoch() {
-                        return batchesPerEpoch;
-                    }
-
-                    @Override
-                    public String describe() {
-                        return String.format(Locale.ROOT, "training %s on %d worker(s) (%s) through DJL %s (%s %s): "
-                                        + "%d epochs, %d steps per epoch of %d x %d examples, lr %s (%s), momentum %s, "
-                                        + "%d compute thread(s) per worker", config.model().label(), workers,
-                                backend.name(), Engine.getDjlVersion(), engine.getEngineName(), engine.getVersion(),
-                                config.epochs(), batchesPerEpoch, workers, config.batchSize(), config.lr(),
-                                config.schedule().label(), config.momentum(), config.threads());
-                    }
-
-                    @Override
-                    public TrainingLoop.Steps epoch(int epoch, int firstBatch) {
-                        sampler.startAt(epoch, firstBatch);
-                        Iterator<Batch> it;
-                        try {
-                            it = trainer.iterateDataset(train).iterator();
-                        } catch (IOException | TranslateException e) {
-                            throw new IllegalStateException("reading the training batches failed: " + e.getMessage(), e);
-                        }
-                        int count = batchesPerEpoch() - firstBatch;
-                        return new TrainingLoop.Steps() {
-                            private int taken;
-
                             @Override
-                            public boolean hasNext() {
-                                return it.hasNext();
+                            public String name() {
+                                return "djl";
                             }
 
                             @Override
-                            public int remaining() {
-                                return count - taken;
+                            public String checkpointExtension() {
+                                return "djl";
                             }
 
                             @Override
-                            public TrainingLoop.StepResult train(long step, long totalSteps) {
-                                try (Batch b = it.next()) {
-                                    taken++;
-                                    double loss;
-                                    try (GradientCollector collector = trainer.newGradientCollector()) {
-                                        NDList predicted = trainer.forward(b.getData());
-                                        NDArray batchLoss = trainer.getLoss().evaluate(b.getLabels(), predicted);
-                                        collector.backward(batchLoss);
-                                        try (NDArray averaged = DistributedArrays.averageAll(backend, batchLoss)) {
-                                            loss = averaged.getFloat();
+                            public int batchesPerEpoch() {
+                                return batchesPerEpoch;
+                            }
+
+                            @Override
+                            public String describe() {
+                                return String.format(
+                                        Locale.ROOT,
+                                        "training %s on %d worker(s) (%s) through DJL %s (%s %s): "
+                                                + "%d epochs, %d steps per epoch of %d x %d examples, lr %s (%s), momentum %s, "
+                                                + "%d compute thread(s) per worker",
+                                        config.model().label(),
+                                        workers,
+                                        backend.name(),
+                                        Engine.getDjlVersion(),
+                                        engine.getEngineName(),
+                                        engine.getVersion(),
+                                        config.epochs(),
+                                        batchesPerEpoch,
+                                        workers,
+                                        config.batchSize(),
+                                        config.lr(),
+                                        config.schedule().label(),
+                                        config.momentum(),
+                                        config.threads());
+                            }
+
+                            @Override
+                            public TrainingLoop.Steps epoch(int epoch, int firstBatch) {
+                                sampler.startAt(epoch, firstBatch);
+                                Iterator<Batch> it;
+                                try {
+                                    it = trainer.iterateDataset(train).iterator();
+                                } catch (IOException | TranslateException e) {
+                                    throw new IllegalStateException(
+                                            "reading the training batches failed: " + e.getMessage(), e);
+                                }
+                                int count = batchesPerEpoch() - firstBatch;
+                                return new TrainingLoop.Steps() {
+                                    private int taken;
+
+                                    @Override
+                                    public boolean hasNext() {
+                                        return it.hasNext();
+                                    }
+
+                                    @Override
+                                    public int remaining() {
+                                        return count - taken;
+                                    }
+
+                                    @Override
+                                    public TrainingLoop.StepResult train(long step, long totalSteps) {
+                                        try (Batch b = it.next()) {
+                                            taken++;
+                                            double loss;
+                                            try (GradientCollector collector = trainer.newGradientCollector()) {
+                                                NDList predicted = trainer.forward(b.getData());
+                                                NDArray batchLoss =
+                                                        trainer.getLoss().evaluate(b.getLabels(), predicted);
+                                                collector.backward(batchLoss);
+                                                try (NDArray averaged =
+                                                        DistributedArrays.averageAll(backend, batchLoss)) {
+                                                    loss = averaged.getFloat();
+                                                }
+                                            }
+                                            trainer.step();
+                                            return new TrainingLoop.StepResult(loss, b.getSize());
                                         }
                                     }
-                                    trainer.step();
-                                    return new TrainingLoop.StepResult(loss, b.getSize());
-                                }
+                                };
                             }
-                        };
-                    }
 
-                    @Override
-                    public double evaluate() {
-                        return DjlFashionMnistTraining.this.evaluate(trainer, testX, testY);
-                    }
+                            @Override
+                            public double evaluate() {
+                                return DjlFashionMnistTraining.this.evaluate(trainer, testX, testY);
+                            }
 
-                    @Override
-                    public void save(Path file, TrainingPosition position) {
-                        Checkpoints.save(file, trainer, position);
-                    }
+                            @Override
+                            public void save(Path file, TrainingPosition position) {
+                                Checkpoints.save(file, trainer, position);
+                            }
 
-                    @Override
-                    public TrainingPosition load(Path file) {
-                        return Checkpoints.load(file, trainer);
-                    }
-                }).run(started);
+                            @Override
+                            public TrainingPosition load(Path file) {
+                                return Checkpoints.load(file, trainer);
+                            }
+                        })
+                        .run(started);
             }
         }
     }
@@ -234,10 +260,14 @@ public final class DjlFashionMnistTraining {
                 NDArray y = labels.get(i + ":" + end);
                 x.attach(scope);
                 y.attach(scope);
-                NDArray predicted = trainer.evaluate(new NDList(x)).singletonOrThrow().argMax(1);
+                NDArray predicted =
+                        trainer.evaluate(new NDList(x)).singletonOrThrow().argMax(1);
                 predicted.attach(scope);
-                correct += predicted.toType(ai.djl.ndarray.types.DataType.INT64, false)
-                        .eq(y.toType(ai.djl.ndarray.types.DataType.INT64, false)).sum().getLong();
+                correct += predicted
+                        .toType(ai.djl.ndarray.types.DataType.INT64, false)
+                        .eq(y.toType(ai.djl.ndarray.types.DataType.INT64, false))
+                        .sum()
+                        .getLong();
             }
         }
         double[] counts = backend.averageAll(new double[] {correct, to - from});

@@ -15,8 +15,7 @@ import ai.djl.nn.pooling.Pool;
  */
 public final class DjlModels {
 
-    private DjlModels() {
-    }
+    private DjlModels() {}
 
     /** 784 - {@code hidden}... - 10, ReLU between: {@code mlp(512, 256)} is the demo's. */
     public static Block mlp(int... hidden) {
@@ -30,12 +29,21 @@ public final class DjlModels {
     /** As {@link SmallCnn}: conv 5x5 32 - ReLU - pool 2 - conv 5x5 64 - ReLU - pool 2 - linear 128 - ReLU - linear 10. */
     public static Block cnn() {
         return new SequentialBlock()
-                .add(Conv2d.builder().setKernelShape(new Shape(5, 5)).setFilters(32).build()).add(Activation::relu)
+                .add(Conv2d.builder()
+                        .setKernelShape(new Shape(5, 5))
+                        .setFilters(32)
+                        .build())
+                .add(Activation::relu)
                 .add(Pool.maxPool2dBlock(new Shape(2, 2), new Shape(2, 2)))
-                .add(Conv2d.builder().setKernelShape(new Shape(5, 5)).setFilters(64).build()).add(Activation::relu)
+                .add(Conv2d.builder()
+                        .setKernelShape(new Shape(5, 5))
+                        .setFilters(64)
+                        .build())
+                .add(Activation::relu)
                 .add(Pool.maxPool2dBlock(new Shape(2, 2), new Shape(2, 2)))
                 .add(Blocks.batchFlattenBlock())
-                .add(Linear.builder().setUnits(128).build()).add(Activation::relu)
+                .add(Linear.builder().setUnits(128).build())
+                .add(Activation::relu)
                 .add(Linear.builder().setUnits(FashionMnist.CLASSES).build());
     }
 }

@@ -23,11 +23,11 @@ import java.util.List;
 final class EpochHistory {
 
     static final String FILE_NAME = "epochs.json";
-    private static final ObjectMapper JSON = JsonMapper.builder().enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
+    private static final ObjectMapper JSON = JsonMapper.builder()
+            .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
             .build();
 
-    private EpochHistory() {
-    }
+    private EpochHistory() {}
 
     /**
      * The epochs in {@code dir} numbered up to {@code finishedEpochs} (those a checkpoint at that
@@ -37,7 +37,7 @@ final class EpochHistory {
         Path file = dir.resolve(FILE_NAME);
         List<TrainingSummary.EpochResult> all;
         try {
-            all = JSON.readValue(Files.readAllBytes(file), new TypeReference<List<TrainingSummary.EpochResult>>() { });
+            all = JSON.readValue(Files.readAllBytes(file), new TypeReference<List<TrainingSummary.EpochResult>>() {});
         } catch (NoSuchFileException e) {
             return List.of();
         } catch (JacksonException e) {

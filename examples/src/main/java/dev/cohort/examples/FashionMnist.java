@@ -26,11 +26,13 @@ public record FashionMnist(Split train, Split test) {
     public static final int CLASSES = 10;
     /** Mean and standard deviation of the training pixels scaled to [0, 1], for normalization. */
     public static final float MEAN = 0.2860f;
+
     public static final float STD = 0.3530f;
 
     /** The class names, by label. */
-    public static final String[] CLASS_NAMES = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal",
-            "Shirt", "Sneaker", "Bag", "Ankle boot"};
+    public static final String[] CLASS_NAMES = {
+        "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"
+    };
 
     /**
      * One split: {@code count} images of {@link #PIXELS} unsigned bytes, row-major, and their labels.
@@ -79,18 +81,20 @@ public record FashionMnist(Split train, Split test) {
         IdxFile labels = IdxFile.read(find(dir, prefix + "-labels-idx1-ubyte"), IdxFile.LABELS_MAGIC);
         int[] dims = images.dimensions();
         if (dims[1] != ROWS || dims[2] != COLUMNS) {
-            throw new DataFileException(images.file(), "images are " + dims[1] + "x" + dims[2] + ", expected "
-                    + ROWS + "x" + COLUMNS);
+            throw new DataFileException(
+                    images.file(), "images are " + dims[1] + "x" + dims[2] + ", expected " + ROWS + "x" + COLUMNS);
         }
         if (images.count() != labels.count()) {
-            throw new DataFileException(labels.file(), "holds " + labels.count() + " labels but "
-                    + images.file().getFileName() + " holds " + images.count() + " images; the counts must match");
+            throw new DataFileException(
+                    labels.file(),
+                    "holds " + labels.count() + " labels but " + images.file().getFileName() + " holds "
+                            + images.count() + " images; the counts must match");
         }
         byte[] y = labels.data();
         for (int i = 0; i < y.length; i++) {
             if ((y[i] & 0xFF) >= CLASSES) {
-                throw new DataFileException(labels.file(), "label " + i + " is " + (y[i] & 0xFF) + ", expected 0.."
-                        + (CLASSES - 1));
+                throw new DataFileException(
+                        labels.file(), "label " + i + " is " + (y[i] & 0xFF) + ", expected 0.." + (CLASSES - 1));
             }
         }
         return new Split(images.count(), images.data(), y);

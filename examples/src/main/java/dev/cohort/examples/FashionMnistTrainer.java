@@ -1,12 +1,11 @@
 package dev.cohort.examples;
 
-import dev.cohort.cli.BackendOptions;
-import dev.cohort.cli.Commands;
-import dev.cohort.cli.BackendChoice;
 import dev.cohort.api.BackendUnavailableException;
-import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.JobEnvironment;
+import dev.cohort.cli.BackendChoice;
+import dev.cohort.cli.BackendOptions;
+import dev.cohort.cli.Commands;
 import dev.cohort.runtime.elastic.ElasticJob;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -29,10 +28,18 @@ import picocli.CommandLine.Option;
  * The backend's options come from one call ({@link BackendOptions#add}); the training itself is
  * {@link FashionMnistTraining}. Exit codes: 0 done, 1 failed (bad data, backend error), 2 bad options.
  */
-@Command(name = "fashion-mnist", mixinStandardHelpOptions = true, sortOptions = false, versionProvider = Commands.Version.class,
+@Command(
+        name = "fashion-mnist",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
+        versionProvider = Commands.Version.class,
         description = "Trains a classifier on Fashion-MNIST with data-parallel workers.",
         exitCodeListHeading = "%nExit codes:%n",
-        exitCodeList = {"0:done", "1:training failed (missing or corrupt data, backend error), or its summary or chart could not be written", "2:bad options"})
+        exitCodeList = {
+            "0:done",
+            "1:training failed (missing or corrupt data, backend error), or its summary or chart could not be written",
+            "2:bad options"
+        })
 public final class FashionMnistTrainer implements Callable<Integer> {
 
     /** The environment variable the launcher sets to this worker's share of the cores. */
@@ -46,78 +53,122 @@ public final class FashionMnistTrainer implements Callable<Integer> {
      */
     static final long STOP_REPORT_MILLIS = 2000;
 
-    @Option(names = "--data-dir", paramLabel = "DIR", defaultValue = FashionMnist.DEFAULT_DIR,
+    @Option(
+            names = "--data-dir",
+            paramLabel = "DIR",
+            defaultValue = FashionMnist.DEFAULT_DIR,
             description = "directory of the four IDX files, .gz or not (default: ${DEFAULT-VALUE}, Debian's "
                     + FashionMnist.DEBIAN_PACKAGE + ")")
     Path dataDir;
 
-    @Option(names = "--model", paramLabel = "mlp|cnn", defaultValue = "mlp",
-            description = "mlp (784-512-256-10) or cnn (two 5x5 conv layers, 32 and 64 channels) (default: ${DEFAULT-VALUE})")
+    @Option(
+            names = "--model",
+            paramLabel = "mlp|cnn",
+            defaultValue = "mlp",
+            description =
+                    "mlp (784-512-256-10) or cnn (two 5x5 conv layers, 32 and 64 channels) (default: ${DEFAULT-VALUE})")
     String model;
 
-    @Option(names = "--grad-compression", paramLabel = "none|bf16|fp16", defaultValue = "none",
-            description = "Send float32 gradients as 16-bit floats, half the bytes (--framework torch; default: ${DEFAULT-VALUE})")
+    @Option(
+            names = "--grad-compression",
+            paramLabel = "none|bf16|fp16",
+            defaultValue = "none",
+            description =
+                    "Send float32 gradients as 16-bit floats, half the bytes (--framework torch; default: ${DEFAULT-VALUE})")
     String gradCompression;
 
-    @Option(names = "--zero", paramLabel = "0|1|2", defaultValue = "0",
+    @Option(
+            names = "--zero",
+            paramLabel = "0|1|2",
+            defaultValue = "0",
             description = "ZeRO stage: 1 shards the optimizer state across workers, 2 also the averaged gradients "
                     + "(--framework torch; default: ${DEFAULT-VALUE})")
     int zeroStage;
 
-    @Option(names = "--framework", paramLabel = "torch|djl", defaultValue = "torch",
-            description = "torch: JavaCPP's PyTorch with Cohort's distribute(); djl: DJL's PyTorch engine with Cohort's "
-                    + "DistributedTrainer, on an engine that loads no libtorch of its own (tcp, shm) (default: ${DEFAULT-VALUE})")
+    @Option(
+            names = "--framework",
+            paramLabel = "torch|djl",
+            defaultValue = "torch",
+            description =
+                    "torch: JavaCPP's PyTorch with Cohort's distribute(); djl: DJL's PyTorch engine with Cohort's "
+                            + "DistributedTrainer, on an engine that loads no libtorch of its own (tcp, shm) (default: ${DEFAULT-VALUE})")
     String framework;
 
     @Option(names = "--epochs", paramLabel = "N", defaultValue = "4", description = "(default: ${DEFAULT-VALUE})")
     int epochs;
 
-    @Option(names = "--batch-size", paramLabel = "N", defaultValue = "64",
+    @Option(
+            names = "--batch-size",
+            paramLabel = "N",
+            defaultValue = "64",
             description = "examples per step per worker (default: ${DEFAULT-VALUE})")
     int batchSize;
 
     @Option(names = "--lr", paramLabel = "X", description = "SGD learning rate (default: 0.05)")
     Double lr;
 
-    @Option(names = "--lr-schedule", paramLabel = "linear|constant", defaultValue = "linear",
+    @Option(
+            names = "--lr-schedule",
+            paramLabel = "linear|constant",
+            defaultValue = "linear",
             description = "linear: decay to 0 over the planned steps; constant (default: ${DEFAULT-VALUE})")
     String schedule;
 
     @Option(names = "--momentum", paramLabel = "X", defaultValue = "0.9", description = "(default: ${DEFAULT-VALUE})")
     double momentum;
 
-    @Option(names = "--seed", paramLabel = "N", defaultValue = "42",
+    @Option(
+            names = "--seed",
+            paramLabel = "N",
+            defaultValue = "42",
             description = "seeds the weights and the data order (default: ${DEFAULT-VALUE})")
     long seed;
 
-    @Option(names = "--threads", paramLabel = "N",
+    @Option(
+            names = "--threads",
+            paramLabel = "N",
             description = "compute threads of this worker (default: $" + THREADS_ENV + ", else 1)")
     Integer threads;
 
-    @Option(names = "--max-steps", paramLabel = "N", defaultValue = "0",
+    @Option(
+            names = "--max-steps",
+            paramLabel = "N",
+            defaultValue = "0",
             description = "stop after N steps in all, 0 = no limit (default: ${DEFAULT-VALUE})")
     long maxSteps;
 
-    @Option(names = "--checkpoint-dir", paramLabel = "DIR",
+    @Option(
+            names = "--checkpoint-dir",
+            paramLabel = "DIR",
             description = "save checkpoints there (root only): after each epoch and every --checkpoint-every steps")
     Path checkpointDir;
 
-    @Option(names = "--checkpoint-every", paramLabel = "STEPS", defaultValue = "0",
+    @Option(
+            names = "--checkpoint-every",
+            paramLabel = "STEPS",
+            defaultValue = "0",
             description = "also save every STEPS steps; 0 = at epoch ends only (default: ${DEFAULT-VALUE})")
     int checkpointEvery;
 
     @Option(names = "--resume", description = "continue from the latest checkpoint in --checkpoint-dir, if any")
     boolean resume;
 
-    @Option(names = "--elastic-batch", paramLabel = "per-worker|global", defaultValue = "per-worker",
-            description = "when an elastic run (cohort run --elastic) loses a worker: keep each worker's batch and scale "
-                    + "the learning rate with the number of workers (per-worker, the default), or keep the global batch "
-                    + "(global: it must divide among the workers left)")
+    @Option(
+            names = "--elastic-batch",
+            paramLabel = "per-worker|global",
+            defaultValue = "per-worker",
+            description =
+                    "when an elastic run (cohort run --elastic) loses a worker: keep each worker's batch and scale "
+                            + "the learning rate with the number of workers (per-worker, the default), or keep the global batch "
+                            + "(global: it must divide among the workers left)")
     String elasticBatch;
 
-    @Option(names = "--json", paramLabel = "FILE",
-            description = "write the summary there (root only): workers, epochs, test_accuracy, samples_per_s, seconds, "
-                    + "epochs_detail; and its chart (loss, accuracy, samples/s per epoch) beside it, FILE.json -> FILE.png")
+    @Option(
+            names = "--json",
+            paramLabel = "FILE",
+            description =
+                    "write the summary there (root only): workers, epochs, test_accuracy, samples_per_s, seconds, "
+                            + "epochs_detail; and its chart (loss, accuracy, samples/s per epoch) beside it, FILE.json -> FILE.png")
     Path json;
 
     /** How long an elastic run's survivors wait for the launcher's next generation and its group to connect. */
@@ -168,8 +219,9 @@ public final class FashionMnistTrainer implements Callable<Integer> {
             config = config();
             djl = djl();
             if (djl && !config.gradCompression().equals("none")) {
-                throw new IllegalArgumentException("--grad-compression: only with --framework torch (DJL's trainer sends "
-                        + "gradients as they are)");
+                throw new IllegalArgumentException(
+                        "--grad-compression: only with --framework torch (DJL's trainer sends "
+                                + "gradients as they are)");
             }
             if (djl && config.zeroStage() > 0) {
                 throw new IllegalArgumentException("--zero: only with --framework torch (DJL's trainer keeps the whole "
@@ -195,22 +247,31 @@ public final class FashionMnistTrainer implements Callable<Integer> {
         CountDownLatch ended = new CountDownLatch(1);
         Thread onStop = new Thread(() -> awaitEnd(ended), "fashion-mnist-stop");
         Runtime.getRuntime().addShutdownHook(onStop);
-        try (backend; ElasticJob job = ElasticJob.of(backend, ELASTIC_PATIENCE)) {
+        try (backend;
+                ElasticJob job = ElasticJob.of(backend, ELASTIC_PATIENCE)) {
             if (job.isElastic() && djl) {
-                throw new IllegalArgumentException("cohort run --elastic: only with --framework torch (DJL's trainer cannot "
-                        + "go on in a re-formed group)");
+                throw new IllegalArgumentException(
+                        "cohort run --elastic: only with --framework torch (DJL's trainer cannot "
+                                + "go on in a re-formed group)");
             }
             if (job.isElastic() && config.zeroStage() > 0) {
-                throw new IllegalArgumentException("cohort run --elastic: only with --zero 0 (under ZeRO a lost worker's "
-                        + "shard of the optimizer state is gone)");
+                throw new IllegalArgumentException(
+                        "cohort run --elastic: only with --zero 0 (under ZeRO a lost worker's "
+                                + "shard of the optimizer state is gone)");
             }
             long start = System.nanoTime();
             FashionMnist data = FashionMnist.load(dataDir);
             if (job.backend().isRootWorker()) {
-                out.printf(Locale.ROOT, "loaded Fashion-MNIST from %s (%d training, %d test images) in %.1f s%n",
-                        dataDir, data.train().count(), data.test().count(), (System.nanoTime() - start) / 1e9);
+                out.printf(
+                        Locale.ROOT,
+                        "loaded Fashion-MNIST from %s (%d training, %d test images) in %.1f s%n",
+                        dataDir,
+                        data.train().count(),
+                        data.test().count(),
+                        (System.nanoTime() - start) / 1e9);
             }
-            TrainingSummary summary = djl ? DjlFashionMnistTraining.train(job, config, data, out)
+            TrainingSummary summary = djl
+                    ? DjlFashionMnistTraining.train(job, config, data, out)
                     : FashionMnistTraining.train(job, config, data, out);
             if (json != null && job.backend().isRootWorker()) {
                 summary.writeJson(json);
@@ -282,18 +343,31 @@ public final class FashionMnistTrainer implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--lr-schedule must be linear or constant, got '" + schedule + "'");
         }
-        return new TrainingConfig(kind, epochs, batchSize, lr != null ? lr : TrainingConfig.defaultLr(kind), lrSchedule,
+        return new TrainingConfig(
+                kind,
+                epochs,
+                batchSize,
+                lr != null ? lr : TrainingConfig.defaultLr(kind),
+                lrSchedule,
                 momentum,
-                seed, threads != null ? threads : threadsFromEnvironment(), maxSteps, checkpointDir, checkpointEvery,
-                resume, gradCompression.trim().toLowerCase(Locale.ROOT), zeroStage, elasticBatch());
+                seed,
+                threads != null ? threads : threadsFromEnvironment(),
+                maxSteps,
+                checkpointDir,
+                checkpointEvery,
+                resume,
+                gradCompression.trim().toLowerCase(Locale.ROOT),
+                zeroStage,
+                elasticBatch());
     }
 
     private TrainingConfig.ElasticBatch elasticBatch() {
         return switch (elasticBatch.trim().toLowerCase(Locale.ROOT)) {
             case "per-worker" -> TrainingConfig.ElasticBatch.PER_WORKER;
             case "global" -> TrainingConfig.ElasticBatch.GLOBAL;
-            default -> throw new IllegalArgumentException("--elastic-batch must be per-worker or global, got '"
-                    + elasticBatch + "'");
+            default ->
+                throw new IllegalArgumentException(
+                        "--elastic-batch must be per-worker or global, got '" + elasticBatch + "'");
         };
     }
 

@@ -6,16 +6,16 @@ import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.Distributed;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.ProgressReporter;
-import dev.cohort.libtorch.LibTorch;
-import dev.cohort.torch.MiniBatch;
-import dev.cohort.torch.Checkpoints;
-import dev.cohort.torch.ShardedLoader;
-import dev.cohort.torch.DistributedOptimizer;
-import dev.cohort.runtime.elastic.ElasticJob;
-import dev.cohort.torch.TensorSamples;
-import dev.cohort.torch.TorchDistributor;
-import dev.cohort.torch.TorchCollectives;
 import dev.cohort.api.checkpoint.TrainingPosition;
+import dev.cohort.libtorch.LibTorch;
+import dev.cohort.runtime.elastic.ElasticJob;
+import dev.cohort.torch.Checkpoints;
+import dev.cohort.torch.DistributedOptimizer;
+import dev.cohort.torch.MiniBatch;
+import dev.cohort.torch.ShardedLoader;
+import dev.cohort.torch.TensorSamples;
+import dev.cohort.torch.TorchCollectives;
+import dev.cohort.torch.TorchDistributor;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Iterator;
@@ -54,6 +54,7 @@ public final class FashionMnistTraining {
     private final ElasticJob job;
     /** The current generation's backend (another after an elastic run re-formed its group). */
     private DistributedBackend backend;
+
     private final TrainingConfig config;
     private final PrintStream out;
     // What training holds across generations.
@@ -89,7 +90,8 @@ public final class FashionMnistTraining {
         torch.manual_seed(config.seed());
 
         Tensor trainImages = images(data.train());
-        Tensor trainLabels = Tensor.create(data.train().longLabels(), data.train().count());
+        Tensor trainLabels =
+                Tensor.create(data.train().longLabels(), data.train().count());
         Tensor testImages = images(data.test());
         Tensor testLabels = Tensor.create(data.test().longLabels(), data.test().count());
 
@@ -97,135 +99,154 @@ public final class FashionMnistTraining {
         SGDOptions options = new SGDOptions(config.lr());
         options.momentum().put(config.momentum());
         Optimizer sgd = new SGD(model.parameters(), options);
-        ShardedLoader loader = ShardedLoader.of(new TensorSamples(trainImages, trainLabels), config.batchSize(), true,
-                config.seed());
+        ShardedLoader loader =
+                ShardedLoader.of(new TensorSamples(trainImages, trainLabels), config.batchSize(), true, config.seed());
 
         request = DistributeRequest.of(model, (Optimizer) sgd, loader, (Object) null)
                 .withOption(TorchDistributor.GRAD_COMPRESSION, config.gradCompression())
                 .withOption(TorchDistributor.ZERO_STAGE, config.zeroStage());
         distribute();
         return new TrainingLoop(job, config, out, new TrainingLoop.Framework() {
-            @Override
-            public String name() {
-                return "torch";
-            }
-
-            @Override
-            public String checkpointExtension() {
-                return "pt";
-            }
-
-            @Override
-            public int batchesPerEpoch() {
-                return shard.batchesPerEpoch();
-            }
-
-            @Override
-            public String describe() {
-                return String.format(Locale.ROOT, "training %s on %d worker(s) (%s): %d epochs, %d steps per epoch of "
-                                + "%d x %d examples, lr %s (%s), momentum %s, %d compute thread(s) per worker",
-                        config.model().label(), workers, backend.name(), config.epochs(), shard.batchesPerEpoch(),
-                        workers, config.batchSize(), config.lr(), config.schedule().label(), config.momentum(),
-                        config.threads())
-                        + (config.gradCompression().equals("none") ? "" : ", gradients sent as " + config.gradCompression())
-                        + (config.zeroStage() == 0 ? "" : ", ZeRO stage " + config.zeroStage());
-            }
-
-            @Override
-            public TrainingLoop.Steps epoch(int epoch, int firstBatch) {
-                return steps(shard, epoch, firstBatch);
-            }
-
-            @Override
-            public void release() {
-                if (optimizer instanceof DistributedOptimizer d) {
-                    d.release();
-                }
-            }
-
-            @Override
-            public TrainingLoop.Steps regroup(DistributedBackend now, int epoch, long examplesDone, int batchSize,
-                                              double scale) {
-                backend = now;
-                lrScale = scale;
-                request = request.withTrainingData(request.trainingData().withBatchSize(batchSize));
-                distribute();
-                ShardedLoader rest = request.trainingData().sharded(now.worldSize(), now.rank(), false, examplesDone);
-                return steps(rest, epoch, 0);
-            }
-
-            @Override
-            public void joinAt(int batchSize, double scale) {
-                lrScale = scale;
-                request = request.withTrainingData(request.trainingData().withBatchSize(batchSize));
-                shard = request.trainingData().sharded(backend.worldSize(), backend.rank(), false, 0);
-            }
-
-            private TrainingLoop.Steps steps(ShardedLoader loader, int epoch, int firstBatch) {
-                trained.train(true);
-                Iterator<MiniBatch> it = loader.epoch(epoch, firstBatch).iterator();
-                int count = loader.batchesPerEpoch() - firstBatch;
-                return new TrainingLoop.Steps() {
-                    private int taken;
-
                     @Override
-                    public boolean hasNext() {
-                        return it.hasNext();
+                    public String name() {
+                        return "torch";
                     }
 
                     @Override
-                    public int remaining() {
-                        return count - taken;
+                    public String checkpointExtension() {
+                        return "pt";
                     }
 
                     @Override
-                    @SuppressWarnings("try")   // the scope acts by existing, not by being referenced
-                    public TrainingLoop.StepResult train(long step, long totalSteps) {
-                        // The scope frees the step's native temporaries at once (not at the next GC).
-                        try (PointerScope scope = new PointerScope()) {
-                            MiniBatch b = it.next();
-                            taken++;
-                            setLearningRate(optimizer, lrScale * TrainingLoop.learningRate(config, step, totalSteps));
-                            optimizer.zero_grad();
-                            Tensor loss = cross_entropy(trained.forward(b.inputs()), b.targets());
-                            loss.backward();
-                            optimizer.step();
-                            return new TrainingLoop.StepResult(TorchCollectives.averageAll(backend, loss).item_float(),
-                                    b.size());
+                    public int batchesPerEpoch() {
+                        return shard.batchesPerEpoch();
+                    }
+
+                    @Override
+                    public String describe() {
+                        return String.format(
+                                        Locale.ROOT,
+                                        "training %s on %d worker(s) (%s): %d epochs, %d steps per epoch of "
+                                                + "%d x %d examples, lr %s (%s), momentum %s, %d compute thread(s) per worker",
+                                        config.model().label(),
+                                        workers,
+                                        backend.name(),
+                                        config.epochs(),
+                                        shard.batchesPerEpoch(),
+                                        workers,
+                                        config.batchSize(),
+                                        config.lr(),
+                                        config.schedule().label(),
+                                        config.momentum(),
+                                        config.threads())
+                                + (config.gradCompression().equals("none")
+                                        ? ""
+                                        : ", gradients sent as " + config.gradCompression())
+                                + (config.zeroStage() == 0 ? "" : ", ZeRO stage " + config.zeroStage());
+                    }
+
+                    @Override
+                    public TrainingLoop.Steps epoch(int epoch, int firstBatch) {
+                        return steps(shard, epoch, firstBatch);
+                    }
+
+                    @Override
+                    public void release() {
+                        if (optimizer instanceof DistributedOptimizer d) {
+                            d.release();
                         }
                     }
-                };
-            }
 
-            @Override
-            public double evaluate() {
-                return FashionMnistTraining.this.evaluate(trained, testImages, testLabels);
-            }
-
-            @Override
-            public boolean savesOnEveryWorker() {
-                return config.zeroStage() > 0;       // each worker writes its shard of the optimizer state
-            }
-
-            @Override
-            @SuppressWarnings("try")
-            public void save(Path file, TrainingPosition position) {
-                // The scope frees the archives and temporaries at once; left to the GC, the native memory they
-                // hold piled up between old-generation collections (scripts/soak.sh: rank 0 grew ~1 MiB/s).
-                try (PointerScope scope = new PointerScope()) {
-                    if (config.zeroStage() > 0) {
-                        Checkpoints.saveSharded(file, trained, optimizer, position);
-                    } else {
-                        Checkpoints.save(file, trained, optimizer, position);
+                    @Override
+                    public TrainingLoop.Steps regroup(
+                            DistributedBackend now, int epoch, long examplesDone, int batchSize, double scale) {
+                        backend = now;
+                        lrScale = scale;
+                        request =
+                                request.withTrainingData(request.trainingData().withBatchSize(batchSize));
+                        distribute();
+                        ShardedLoader rest =
+                                request.trainingData().sharded(now.worldSize(), now.rank(), false, examplesDone);
+                        return steps(rest, epoch, 0);
                     }
-                }
-            }
 
-            @Override
-            public TrainingPosition load(Path file) {
-                return Checkpoints.load(file, trained, optimizer);
-            }
-        }).run(started);
+                    @Override
+                    public void joinAt(int batchSize, double scale) {
+                        lrScale = scale;
+                        request =
+                                request.withTrainingData(request.trainingData().withBatchSize(batchSize));
+                        shard = request.trainingData().sharded(backend.worldSize(), backend.rank(), false, 0);
+                    }
+
+                    private TrainingLoop.Steps steps(ShardedLoader loader, int epoch, int firstBatch) {
+                        trained.train(true);
+                        Iterator<MiniBatch> it = loader.epoch(epoch, firstBatch).iterator();
+                        int count = loader.batchesPerEpoch() - firstBatch;
+                        return new TrainingLoop.Steps() {
+                            private int taken;
+
+                            @Override
+                            public boolean hasNext() {
+                                return it.hasNext();
+                            }
+
+                            @Override
+                            public int remaining() {
+                                return count - taken;
+                            }
+
+                            @Override
+                            @SuppressWarnings("try") // the scope acts by existing, not by being referenced
+                            public TrainingLoop.StepResult train(long step, long totalSteps) {
+                                // The scope frees the step's native temporaries at once (not at the next GC).
+                                try (PointerScope scope = new PointerScope()) {
+                                    MiniBatch b = it.next();
+                                    taken++;
+                                    setLearningRate(
+                                            optimizer, lrScale * TrainingLoop.learningRate(config, step, totalSteps));
+                                    optimizer.zero_grad();
+                                    Tensor loss = cross_entropy(trained.forward(b.inputs()), b.targets());
+                                    loss.backward();
+                                    optimizer.step();
+                                    return new TrainingLoop.StepResult(
+                                            TorchCollectives.averageAll(backend, loss)
+                                                    .item_float(),
+                                            b.size());
+                                }
+                            }
+                        };
+                    }
+
+                    @Override
+                    public double evaluate() {
+                        return FashionMnistTraining.this.evaluate(trained, testImages, testLabels);
+                    }
+
+                    @Override
+                    public boolean savesOnEveryWorker() {
+                        return config.zeroStage() > 0; // each worker writes its shard of the optimizer state
+                    }
+
+                    @Override
+                    @SuppressWarnings("try")
+                    public void save(Path file, TrainingPosition position) {
+                        // The scope frees the archives and temporaries at once; left to the GC, the native memory they
+                        // hold piled up between old-generation collections (scripts/soak.sh: rank 0 grew ~1 MiB/s).
+                        try (PointerScope scope = new PointerScope()) {
+                            if (config.zeroStage() > 0) {
+                                Checkpoints.saveSharded(file, trained, optimizer, position);
+                            } else {
+                                Checkpoints.save(file, trained, optimizer, position);
+                            }
+                        }
+                    }
+
+                    @Override
+                    public TrainingPosition load(Path file) {
+                        return Checkpoints.load(file, trained, optimizer);
+                    }
+                })
+                .run(started);
     }
 
     /** Distributes the model, optimizer and data on the current backend: the root's state to every worker. */

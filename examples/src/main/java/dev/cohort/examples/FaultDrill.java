@@ -38,10 +38,12 @@ final class FaultDrill {
             return new FaultDrill(-1, -1);
         }
         try {
-            return new FaultDrill(Long.parseLong(step.trim()), Integer.parseInt(env.getOrDefault(RANK, "1").trim()));
+            return new FaultDrill(
+                    Long.parseLong(step.trim()),
+                    Integer.parseInt(env.getOrDefault(RANK, "1").trim()));
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(AT_STEP + "='" + step + "' and " + RANK + "='" + env.get(RANK)
-                    + "' must be whole numbers");
+            throw new IllegalArgumentException(
+                    AT_STEP + "='" + step + "' and " + RANK + "='" + env.get(RANK) + "' must be whole numbers");
         }
     }
 
@@ -58,9 +60,11 @@ final class FaultDrill {
     private static void killSelf() {
         long pid = ProcessHandle.current().pid();
         try {
-            new ProcessBuilder("sh", "-c", "kill -KILL " + pid).redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-            Thread.sleep(10_000);   // the signal is on its way
+            new ProcessBuilder("sh", "-c", "kill -KILL " + pid)
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                    .start();
+            Thread.sleep(10_000); // the signal is on its way
         } catch (IOException e) {
             System.err.println("fault drill: cannot start sh to send SIGKILL (" + e.getMessage() + "); halting");
         } catch (InterruptedException e) {

@@ -73,8 +73,8 @@ public record IdxFile(Path file, int[] dimensions, byte[] data) {
         } catch (NoSuchFileException e) {
             throw new DataFileException(file, "file not found", e);
         } catch (EOFException e) {
-            throw new DataFileException(file, "truncated gzip data: the compressed stream ends early (" + e.getMessage()
-                    + ")", e);
+            throw new DataFileException(
+                    file, "truncated gzip data: the compressed stream ends early (" + e.getMessage() + ")", e);
         } catch (ZipException e) {
             throw new DataFileException(file, "corrupt gzip data (" + e.getMessage() + ")", e);
         } catch (IOException e) {
@@ -93,8 +93,10 @@ public record IdxFile(Path file, int[] dimensions, byte[] data) {
             throw new DataFileException(file, "the file is empty");
         }
         if (namedGz && !gzip) {
-            throw new DataFileException(file, "not in gzip format although named .gz (first bytes "
-                    + String.format("%02x %02x", b0, Math.max(b1, 0)) + ", gzip starts with 1f 8b)");
+            throw new DataFileException(
+                    file,
+                    "not in gzip format although named .gz (first bytes "
+                            + String.format("%02x %02x", b0, Math.max(b1, 0)) + ", gzip starts with 1f 8b)");
         }
         return gzip ? new GZIPInputStream(raw, 1 << 16) : raw;
     }
@@ -102,9 +104,13 @@ public record IdxFile(Path file, int[] dimensions, byte[] data) {
     private static IdxFile parse(Path file, InputStream in, int expectedMagic) throws IOException {
         int magic = readHeaderInt(file, in, "the magic number");
         if (magic != expectedMagic) {
-            throw new DataFileException(file, "bad magic number " + magic + " (0x" + Integer.toHexString(magic)
-                    + "), expected " + expectedMagic + " (" + describe(expectedMagic) + ")"
-                    + (magic == LABELS_MAGIC || magic == IMAGES_MAGIC ? ": it holds " + describe(magic) + " instead" : ""));
+            throw new DataFileException(
+                    file,
+                    "bad magic number " + magic + " (0x" + Integer.toHexString(magic)
+                            + "), expected " + expectedMagic + " (" + describe(expectedMagic) + ")"
+                            + (magic == LABELS_MAGIC || magic == IMAGES_MAGIC
+                                    ? ": it holds " + describe(magic) + " instead"
+                                    : ""));
         }
         if ((magic >>> 8) != UNSIGNED_BYTE) {
             throw new IllegalArgumentException("only unsigned-byte IDX files are supported, asked for magic " + magic);
@@ -118,20 +124,26 @@ public record IdxFile(Path file, int[] dimensions, byte[] data) {
         for (int i = 0; i < rank; i++) {
             dims[i] = readHeaderInt(file, in, "size " + (i + 1) + " of " + rank);
             if (dims[i] <= 0) {
-                throw new DataFileException(file, "bad header: size " + (i + 1) + " of " + rank + " is " + dims[i]
-                        + " (sizes " + Arrays.toString(Arrays.copyOf(dims, i + 1)) + ")");
+                throw new DataFileException(
+                        file,
+                        "bad header: size " + (i + 1) + " of " + rank + " is " + dims[i] + " (sizes "
+                                + Arrays.toString(Arrays.copyOf(dims, i + 1)) + ")");
             }
             size *= dims[i];
             if (size > Integer.MAX_VALUE - 16) {
-                throw new DataFileException(file, "bad header: sizes " + Arrays.toString(Arrays.copyOf(dims, i + 1))
-                        + " describe more than 2 GiB of data");
+                throw new DataFileException(
+                        file,
+                        "bad header: sizes " + Arrays.toString(Arrays.copyOf(dims, i + 1))
+                                + " describe more than 2 GiB of data");
             }
         }
         byte[] data = new byte[(int) size];
         int read = in.readNBytes(data, 0, data.length);
         if (read < data.length) {
-            throw new DataFileException(file, "truncated: the header " + Arrays.toString(dims) + " announces "
-                    + data.length + " data bytes but the file holds only " + read);
+            throw new DataFileException(
+                    file,
+                    "truncated: the header " + Arrays.toString(dims) + " announces " + data.length
+                            + " data bytes but the file holds only " + read);
         }
         long extra = 0;
         byte[] rest = new byte[8192];
@@ -139,8 +151,10 @@ public record IdxFile(Path file, int[] dimensions, byte[] data) {
             extra += n;
         }
         if (extra > 0) {
-            throw new DataFileException(file, "corrupt: " + extra + " bytes after the " + data.length
-                    + " data bytes the header " + Arrays.toString(dims) + " announces");
+            throw new DataFileException(
+                    file,
+                    "corrupt: " + extra + " bytes after the " + data.length + " data bytes the header "
+                            + Arrays.toString(dims) + " announces");
         }
         return new IdxFile(file, dims, data);
     }
@@ -149,8 +163,8 @@ public record IdxFile(Path file, int[] dimensions, byte[] data) {
         byte[] b = new byte[4];
         int n = in.readNBytes(b, 0, 4);
         if (n < 4) {
-            throw new DataFileException(file, "truncated: the file ends inside the header (reading " + what + ")",
-                    new EOFException());
+            throw new DataFileException(
+                    file, "truncated: the file ends inside the header (reading " + what + ")", new EOFException());
         }
         return ((b[0] & 0xFF) << 24) | ((b[1] & 0xFF) << 16) | ((b[2] & 0xFF) << 8) | (b[3] & 0xFF);
     }

@@ -64,7 +64,8 @@ final class ProgressMarker implements AutoCloseable {
         } catch (NoSuchFileException e) {
             return Optional.empty();
         } catch (IOException e) {
-            warn.println("fashion-mnist: cannot read " + file + " (" + e.getMessage() + "); counting redone steps from 0");
+            warn.println(
+                    "fashion-mnist: cannot read " + file + " (" + e.getMessage() + "); counting redone steps from 0");
             return Optional.empty();
         }
         Matcher m = LINE.matcher(text);
@@ -80,8 +81,8 @@ final class ProgressMarker implements AutoCloseable {
         Path file = dir.resolve(FILE_NAME);
         try {
             Files.createDirectories(dir);
-            FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                    StandardOpenOption.TRUNCATE_EXISTING);
+            FileChannel channel = FileChannel.open(
+                    file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
             ProgressMarker marker = new ProgressMarker(file, channel);
             marker.write(state);
             return marker;

@@ -33,8 +33,7 @@ final class TrainingChart {
         System.setProperty("java.awt.headless", "true");
     }
 
-    private TrainingChart() {
-    }
+    private TrainingChart() {}
 
     /** Where the chart of the summary at {@code json} goes: {@code DIR/NAME.json} gives {@code DIR/NAME.png}. */
     static Path pathFor(Path json) {
@@ -66,11 +65,24 @@ final class TrainingChart {
         plot.add(panel(accuracy, "test accuracy", new Color(0x1F77B4), false), 1);
         plot.add(panel(throughput, "samples/s (all workers)", new Color(0x2CA02C), true), 1);
 
-        JFreeChart chart = new JFreeChart(String.format(Locale.ROOT, "Fashion-MNIST %s: %d worker(s) on %s",
-                summary.model(), summary.workers(), summary.backend()), JFreeChart.DEFAULT_TITLE_FONT, plot, false);
-        chart.addSubtitle(new TextTitle(String.format(Locale.ROOT,
-                "test accuracy %.4f, %.0f samples/s, %d steps of %d examples, %.1f s", summary.testAccuracy(),
-                summary.samplesPerSecond(), summary.steps(), summary.globalBatchSize(), summary.seconds())));
+        JFreeChart chart = new JFreeChart(
+                String.format(
+                        Locale.ROOT,
+                        "Fashion-MNIST %s: %d worker(s) on %s",
+                        summary.model(),
+                        summary.workers(),
+                        summary.backend()),
+                JFreeChart.DEFAULT_TITLE_FONT,
+                plot,
+                false);
+        chart.addSubtitle(new TextTitle(String.format(
+                Locale.ROOT,
+                "test accuracy %.4f, %.0f samples/s, %d steps of %d examples, %.1f s",
+                summary.testAccuracy(),
+                summary.samplesPerSecond(),
+                summary.steps(),
+                summary.globalBatchSize(),
+                summary.seconds())));
         chart.setBackgroundPaint(Color.WHITE);
 
         Path abs = png.toAbsolutePath();

@@ -21,9 +21,22 @@ import java.util.Objects;
  * @param gradCompression {@code none}, or {@code bf16}/{@code fp16}: gradients travel as 16-bit floats
  * @param zeroStage       0, or the ZeRO stage 1 or 2: the optimizer state (and at 2 the averaged gradients) sharded
  */
-public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, double lr, Schedule schedule,
-                             double momentum, long seed, int threads, long maxSteps, Path checkpointDir, int checkpointEvery, boolean resume,
-                             String gradCompression, int zeroStage, ElasticBatch elasticBatch) {
+public record TrainingConfig(
+        Classifier.Kind model,
+        int epochs,
+        int batchSize,
+        double lr,
+        Schedule schedule,
+        double momentum,
+        long seed,
+        int threads,
+        long maxSteps,
+        Path checkpointDir,
+        int checkpointEvery,
+        boolean resume,
+        String gradCompression,
+        int zeroStage,
+        ElasticBatch elasticBatch) {
 
     public TrainingConfig {
         Objects.requireNonNull(model, "model");
@@ -37,7 +50,8 @@ public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, d
         require(maxSteps >= 0, "--max-steps must be >= 0, got " + maxSteps);
         require(checkpointEvery >= 0, "--checkpoint-every must be >= 0, got " + checkpointEvery);
         require(!resume || checkpointDir != null, "--resume needs --checkpoint-dir");
-        require(java.util.List.of("none", "bf16", "fp16").contains(gradCompression),
+        require(
+                java.util.List.of("none", "bf16", "fp16").contains(gradCompression),
                 "--grad-compression must be bf16, fp16 or none, got '" + gradCompression + "'");
         require(zeroStage >= 0 && zeroStage <= 2, "--zero must be 0, 1 or 2, got " + zeroStage);
     }
@@ -68,7 +82,21 @@ public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, d
 
     /** The defaults of the command line for {@code model}: what reaches the targets (0.88 mlp, 0.90 cnn) with 2 workers. */
     public static TrainingConfig defaults(Classifier.Kind model) {
-        return new TrainingConfig(model, 4, 64, defaultLr(model), Schedule.LINEAR, 0.9, 42, 1, 0, null, 0, false, "none", 0,
+        return new TrainingConfig(
+                model,
+                4,
+                64,
+                defaultLr(model),
+                Schedule.LINEAR,
+                0.9,
+                42,
+                1,
+                0,
+                null,
+                0,
+                false,
+                "none",
+                0,
                 ElasticBatch.PER_WORKER);
     }
 
@@ -81,18 +109,60 @@ public record TrainingConfig(Classifier.Kind model, int epochs, int batchSize, d
     }
 
     public TrainingConfig withMaxSteps(long steps) {
-        return new TrainingConfig(model, epochs, batchSize, lr, schedule, momentum, seed, threads, steps, checkpointDir,
-                checkpointEvery, resume, gradCompression, zeroStage, elasticBatch);
+        return new TrainingConfig(
+                model,
+                epochs,
+                batchSize,
+                lr,
+                schedule,
+                momentum,
+                seed,
+                threads,
+                steps,
+                checkpointDir,
+                checkpointEvery,
+                resume,
+                gradCompression,
+                zeroStage,
+                elasticBatch);
     }
 
     public TrainingConfig withCheckpoints(Path dir, int every, boolean resumeFromLatest) {
-        return new TrainingConfig(model, epochs, batchSize, lr, schedule, momentum, seed, threads, maxSteps, dir, every,
-                resumeFromLatest, gradCompression, zeroStage, elasticBatch);
+        return new TrainingConfig(
+                model,
+                epochs,
+                batchSize,
+                lr,
+                schedule,
+                momentum,
+                seed,
+                threads,
+                maxSteps,
+                dir,
+                every,
+                resumeFromLatest,
+                gradCompression,
+                zeroStage,
+                elasticBatch);
     }
 
     public TrainingConfig withZeroStage(int stage) {
-        return new TrainingConfig(model, epochs, batchSize, lr, schedule, momentum, seed, threads, maxSteps, checkpointDir,
-                checkpointEvery, resume, gradCompression, stage, elasticBatch);
+        return new TrainingConfig(
+                model,
+                epochs,
+                batchSize,
+                lr,
+                schedule,
+                momentum,
+                seed,
+                threads,
+                maxSteps,
+                checkpointDir,
+                checkpointEvery,
+                resume,
+                gradCompression,
+                stage,
+                elasticBatch);
     }
 
     private static void require(boolean ok, String message) {

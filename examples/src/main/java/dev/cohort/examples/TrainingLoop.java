@@ -66,8 +66,7 @@ final class TrainingLoop {
          * Before an elastic run's group is re-formed (a worker was lost): lets go of what lives in
          * the old group (gradient buckets in its memory). Nothing by default.
          */
-        default void release() {
-        }
+        default void release() {}
 
         /**
          * In an elastic run's re-formed group on {@code backend}: every worker takes the root's
@@ -104,8 +103,7 @@ final class TrainingLoop {
     }
 
     /** A trained batch: the loss averaged over workers, and this worker's samples. */
-    record StepResult(double loss, long samples) {
-    }
+    record StepResult(double loss, long samples) {}
 
     private static final int CHECKPOINTS_KEPT = 2;
     private static final PrintStream NO_OUTPUT = new PrintStream(java.io.OutputStream.nullOutputStream());
@@ -117,9 +115,11 @@ final class TrainingLoop {
     private final Pattern checkpointName;
     /** The current generation's backend (the only one unless an elastic run lost a worker). */
     private DistributedBackend backend;
+
     private boolean root;
     /** Workers at the start, and each worker's batch now. */
     private int startWorkers;
+
     private int batchSize;
 
     TrainingLoop(ElasticJob job, TrainingConfig config, PrintStream out, Framework framework) {
@@ -131,7 +131,8 @@ final class TrainingLoop {
         this.startWorkers = backend.worldSize();
         this.batchSize = config.batchSize();
         this.framework = framework;
-        this.checkpointName = Pattern.compile("checkpoint-step-(\\d+)\\." + Pattern.quote(framework.checkpointExtension()));
+        this.checkpointName =
+                Pattern.compile("checkpoint-step-(\\d+)\\." + Pattern.quote(framework.checkpointExtension()));
     }
 
     /** Trains, from the latest checkpoint with {@code --resume}; {@code started} is when the run began. */
@@ -161,9 +162,10 @@ final class TrainingLoop {
 
         List<Double> accuracies = new ArrayList<>();
         // Every worker reads the history, as every worker loads the checkpoint: the summary is the same everywhere.
-        List<TrainingSummary.EpochResult> epochResults = new ArrayList<>(resumed
-                ? EpochHistory.read(config.checkpointDir(), position.epoch(), root ? out : NO_OUTPUT)
-                : List.of());
+        List<TrainingSummary.EpochResult> epochResults = new ArrayList<>(
+                resumed
+                        ? EpochHistory.read(config.checkpointDir(), position.epoch(), root ? out : NO_OUTPUT)
+                        : List.of());
         long step = position.step();
         long resumedFrom = position.step();
         int firstEpoch = position.epoch();
@@ -199,8 +201,9 @@ final class TrainingLoop {
         long examplesDone = (long) batch * batchSize * workers;
         double epochsTrained = epoch + (double) batch / batches;
         try (ProgressReporter progress = root ? ProgressReporter.to(out, System.getenv()) : ProgressReporter.silent();
-             ProgressMarker marker = root && config.checkpointDir() != null
-                     ? ProgressMarker.open(config.checkpointDir(), progressState) : null) {
+                ProgressMarker marker = root && config.checkpointDir() != null
+                        ? ProgressMarker.open(config.checkpointDir(), progressState)
+                        : null) {
             for (; epoch < config.epochs() && !stoppedEarly; epoch++, batch = 0) {
                 if (reachedMaxSteps(step)) {
                     stoppedEarly = true;
@@ -217,12 +220,23 @@ final class TrainingLoop {
                     batches = framework.batchesPerEpoch();
                     totalSteps = step + (long) (config.epochs() - epoch) * batches;
                     reforms++;
-                    say(String.format(Locale.ROOT, "workers joined: going on with %d workers as generation %d from "
-                            + "step %d, %d examples per worker", workers, job.generation(), step, batchSize));
+                    say(String.format(
+                            Locale.ROOT,
+                            "workers joined: going on with %d workers as generation %d from "
+                                    + "step %d, %d examples per worker",
+                            workers,
+                            job.generation(),
+                            step,
+                            batchSize));
                 }
                 if (batch > 0) {
-                    say(String.format(Locale.ROOT, "epoch %d/%d: resuming at step %d of %d", epoch + 1,
-                            config.epochs(), batch + 1, batches));
+                    say(String.format(
+                            Locale.ROOT,
+                            "epoch %d/%d: resuming at step %d of %d",
+                            epoch + 1,
+                            config.epochs(),
+                            batch + 1,
+                            batches));
                 }
                 progress.start(String.format(Locale.ROOT, "epoch %d/%d", epoch + 1, config.epochs()), batches, "steps");
                 long epochStart = System.nanoTime();
@@ -250,19 +264,31 @@ final class TrainingLoop {
                         batch = (int) (examplesDone / ((long) batchSize * workers));
                         totalSteps = step + steps.remaining() + (long) (config.epochs() - epoch - 1) * batches;
                         reforms++;
-                        say(String.format(Locale.ROOT, "lost a worker (%s): going on with %d workers as generation %d "
-                                + "from step %d, %d examples per worker, after %.0f ms", e.getMessage(), workers,
-                                job.generation(), step, batchSize, (System.nanoTime() - noticed) / 1e6));
+                        say(String.format(
+                                Locale.ROOT,
+                                "lost a worker (%s): going on with %d workers as generation %d "
+                                        + "from step %d, %d examples per worker, after %.0f ms",
+                                e.getMessage(),
+                                workers,
+                                job.generation(),
+                                step,
+                                batchSize,
+                                (System.nanoTime() - noticed) / 1e6));
                         continue;
                     }
                     examplesDone += (long) batchSize * workers;
                     if (restartedStep) {
-                        say("step " + (step + 1) + " done at " + System.currentTimeMillis() + " ms, the first after the restart");
+                        say("step " + (step + 1) + " done at " + System.currentTimeMillis()
+                                + " ms, the first after the restart");
                         restartedStep = false;
                     }
                     if (recovering >= 0) {
-                        say(String.format(Locale.ROOT, "step %d done at %d ms, %.0f ms after the failure was noticed",
-                                step + 1, System.currentTimeMillis(), (System.nanoTime() - recovering) / 1e6));
+                        say(String.format(
+                                Locale.ROOT,
+                                "step %d done at %d ms, %.0f ms after the failure was noticed",
+                                step + 1,
+                                System.currentTimeMillis(),
+                                (System.nanoTime() - recovering) / 1e6));
                         recovering = -1;
                     }
                     lastLoss = result.loss();
@@ -280,7 +306,8 @@ final class TrainingLoop {
                     // Every worker runs batches of the same size, so this worker's rate times the workers.
                     double rate = epochSamples * workers / seconds;
                     double stepLoss = lastLoss;
-                    progress.update(batch, () -> String.format(Locale.ROOT, "loss %.4f, %.0f samples/s", stepLoss, rate));
+                    progress.update(
+                            batch, () -> String.format(Locale.ROOT, "loss %.4f, %.0f samples/s", stepLoss, rate));
                     if (config.checkpointEvery() > 0 && step % config.checkpointEvery() == 0 && steps.hasNext()) {
                         saveCheckpoint(new TrainingPosition(epoch, batch, step));
                     }
@@ -297,33 +324,57 @@ final class TrainingLoop {
                     accuracies.add(accuracy);
                 }
                 if (epochSteps > 0) {
-                    epochResults.add(new TrainingSummary.EpochResult(epoch + 1, epochsTrained, epochSteps,
-                            epochLossSum / epochSteps, accuracy, epochSamples * workers / (epochNanos / 1e9),
+                    epochResults.add(new TrainingSummary.EpochResult(
+                            epoch + 1,
+                            epochsTrained,
+                            epochSteps,
+                            epochLossSum / epochSteps,
+                            accuracy,
+                            epochSamples * workers / (epochNanos / 1e9),
                             epochNanos / 1e9));
                 }
                 // The history before the checkpoint: a run resumed from the checkpoint finds its epochs.
                 if (root && config.checkpointDir() != null) {
                     EpochHistory.write(config.checkpointDir(), epochResults);
                 }
-                saveCheckpoint(stoppedEarly ? new TrainingPosition(epoch, batch, step)
-                        : new TrainingPosition(epoch + 1, 0, step));
-                say(String.format(Locale.ROOT, "epoch %d/%d %s: loss %.4f, test accuracy %.4f",
-                        epoch + 1, config.epochs(), stoppedEarly ? "stopped at --max-steps " + config.maxSteps()
-                                : "done", lastLoss, accuracy));
+                saveCheckpoint(
+                        stoppedEarly
+                                ? new TrainingPosition(epoch, batch, step)
+                                : new TrainingPosition(epoch + 1, 0, step));
+                say(String.format(
+                        Locale.ROOT,
+                        "epoch %d/%d %s: loss %.4f, test accuracy %.4f",
+                        epoch + 1,
+                        config.epochs(),
+                        stoppedEarly ? "stopped at --max-steps " + config.maxSteps() : "done",
+                        lastLoss,
+                        accuracy));
             }
         }
         if (Double.isNaN(accuracy)) {
             accuracy = evaluate(epoch, step, examplesDone);
         }
         double samplesPerSecond = trainNanos > 0 ? trainedSamples / (trainNanos / 1e9) : 0;
-        TrainingSummary summary = new TrainingSummary(config.model().label(), framework.name(), backend.name(), workers,
-                epochsTrained, step, batchSize * workers, accuracy, accuracies, lastLoss, samplesPerSecond,
-                (System.nanoTime() - started) / 1e9, resumedFrom,
+        TrainingSummary summary = new TrainingSummary(
+                config.model().label(),
+                framework.name(),
+                backend.name(),
+                workers,
+                epochsTrained,
+                step,
+                batchSize * workers,
+                accuracy,
+                accuracies,
+                lastLoss,
+                samplesPerSecond,
+                (System.nanoTime() - started) / 1e9,
+                resumedFrom,
                 config.checkpointDir() == null && restarts > 0 ? TrainingSummary.UNKNOWN : progressState.stepsRedone(),
-                restarts, epochResults);
+                restarts,
+                epochResults);
         if (reforms > 0) {
-            say("the group re-formed " + reforms + " time(s) without a restart; " + startWorkers + " worker(s) started, "
-                    + workers + " finished");
+            say("the group re-formed " + reforms + " time(s) without a restart; " + startWorkers
+                    + " worker(s) started, " + workers + " finished");
         }
         say(summary.describe());
         return summary;
@@ -342,7 +393,9 @@ final class TrainingLoop {
         root = backend.isRootWorker();
         setBatchForWorkers(backend.worldSize(), failure);
         long[] at = {step, examplesDone};
-        backend.group().broadcast(DenseBuffer.of(at), DistributedBackend.ROOT_RANK).await();
+        backend.group()
+                .broadcast(DenseBuffer.of(at), DistributedBackend.ROOT_RANK)
+                .await();
         return at;
     }
 
@@ -351,8 +404,10 @@ final class TrainingLoop {
         if (config.elasticBatch() == TrainingConfig.ElasticBatch.GLOBAL) {
             long global = (long) config.batchSize() * startWorkers;
             if (global % workers != 0) {
-                throw new IllegalStateException("--elastic-batch global: the global batch of " + global + " does not "
-                        + "divide among " + workers + " workers; use --elastic-batch per-worker", cause);
+                throw new IllegalStateException(
+                        "--elastic-batch global: the global batch of " + global + " does not " + "divide among "
+                                + workers + " workers; use --elastic-batch per-worker",
+                        cause);
             }
             batchSize = (int) (global / workers);
         }
@@ -369,9 +424,17 @@ final class TrainingLoop {
      * pass theirs; a joiner passes zeros and a null state and takes them).
      */
     private long[] positionAtBoundary(int epoch, long step, ProgressMarker.State progress) {
-        long[] at = {epoch, step, batchSize, startWorkers, progress == null ? 0 : progress.reachedStep(),
-                progress == null ? 0 : progress.stepsRedone()};
-        backend.group().broadcast(DenseBuffer.of(at), DistributedBackend.ROOT_RANK).await();
+        long[] at = {
+            epoch,
+            step,
+            batchSize,
+            startWorkers,
+            progress == null ? 0 : progress.reachedStep(),
+            progress == null ? 0 : progress.stepsRedone()
+        };
+        backend.group()
+                .broadcast(DenseBuffer.of(at), DistributedBackend.ROOT_RANK)
+                .await();
         batchSize = (int) at[2];
         startWorkers = (int) at[3];
         return at;
@@ -401,7 +464,9 @@ final class TrainingLoop {
             state = ProgressMarker.read(dir, out).orElse(ProgressMarker.State.START);
         }
         long[] values = {Math.max(state.reachedStep(), resumedStep), state.stepsRedone()};
-        backend.group().broadcast(DenseBuffer.of(values), DistributedBackend.ROOT_RANK).await();
+        backend.group()
+                .broadcast(DenseBuffer.of(values), DistributedBackend.ROOT_RANK)
+                .await();
         return new ProgressMarker.State(values[0], values[1]);
     }
 
@@ -431,16 +496,21 @@ final class TrainingLoop {
             return;
         }
         Path dir = config.checkpointDir();
-        framework.save(dir.resolve(String.format(Locale.ROOT, "checkpoint-step-%09d.%s", position.step(),
-                framework.checkpointExtension())), position);
+        framework.save(
+                dir.resolve(String.format(
+                        Locale.ROOT, "checkpoint-step-%09d.%s", position.step(), framework.checkpointExtension())),
+                position);
         if (!root) {
             return;
         }
         try (Stream<Path> files = Files.list(dir)) {
             List<Path> all = files.toList();
-            List<Path> old = all.stream().filter(p -> checkpointName.matcher(p.getFileName().toString()).matches())
+            List<Path> old = all.stream()
+                    .filter(p ->
+                            checkpointName.matcher(p.getFileName().toString()).matches())
                     .sorted(Comparator.comparingLong(this::checkpointStep).reversed())
-                    .skip(CHECKPOINTS_KEPT).toList();
+                    .skip(CHECKPOINTS_KEPT)
+                    .toList();
             for (Path p : old) {
                 String besides = p.getFileName() + ".";
                 for (Path q : all) {
@@ -461,7 +531,8 @@ final class TrainingLoop {
             return Optional.empty();
         }
         try (Stream<Path> files = Files.list(dir)) {
-            return files.filter(p -> checkpointName.matcher(p.getFileName().toString()).matches())
+            return files.filter(p ->
+                            checkpointName.matcher(p.getFileName().toString()).matches())
                     .max(Comparator.comparingLong(this::checkpointStep));
         } catch (IOException e) {
             throw new UncheckedIOException("listing checkpoints in " + dir + " failed: " + e.getMessage(), e);

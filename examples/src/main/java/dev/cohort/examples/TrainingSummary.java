@@ -41,10 +41,23 @@ import java.util.Locale;
  *                         resumed mid-epoch or {@code --max-steps} stopped it), after those that the
  *                         checkpoint it resumed from had finished ({@link EpochHistory})
  */
-public record TrainingSummary(String model, String framework, String backend, int workers, double epochs, long steps,
-                              int globalBatchSize, double testAccuracy, List<Double> epochAccuracies,
-                              double finalLoss, double samplesPerSecond, double seconds, long resumedFromStep,
-                              long stepsRedone, int restarts, List<EpochResult> epochDetails) {
+public record TrainingSummary(
+        String model,
+        String framework,
+        String backend,
+        int workers,
+        double epochs,
+        long steps,
+        int globalBatchSize,
+        double testAccuracy,
+        List<Double> epochAccuracies,
+        double finalLoss,
+        double samplesPerSecond,
+        double seconds,
+        long resumedFromStep,
+        long stepsRedone,
+        int restarts,
+        List<EpochResult> epochDetails) {
 
     /** {@link #stepsRedone} when it cannot be known. */
     public static final long UNKNOWN = -1;
@@ -68,9 +81,14 @@ public record TrainingSummary(String model, String framework, String backend, in
      * @param samplesPerSecond training examples per second over all workers in it (training only)
      * @param seconds          its training time
      */
-    public record EpochResult(int epoch, double epochsDone, long steps, double trainLoss, double testAccuracy,
-                              double samplesPerSecond, double seconds) {
-    }
+    public record EpochResult(
+            int epoch,
+            double epochsDone,
+            long steps,
+            double trainLoss,
+            double testAccuracy,
+            double samplesPerSecond,
+            double seconds) {}
 
     /** One JSON object; the fields the issue names first, then the rest and {@code epochs_detail}. */
     public String toJson() {
@@ -124,11 +142,24 @@ public record TrainingSummary(String model, String framework, String backend, in
 
     /** The lines printed at the end of training. */
     public String describe() {
-        return String.format(Locale.ROOT, "done: %s (%s), %d worker(s) on %s, %s epoch(s), %d steps of %d examples%n"
+        return String.format(
+                Locale.ROOT,
+                "done: %s (%s), %d worker(s) on %s, %s epoch(s), %d steps of %d examples%n"
                         + "test accuracy %.4f, final loss %.4f, %.0f samples/s, %.1f s%n"
                         + "restarts %d, resumed from step %d, steps redone %s",
-                model, framework, workers, backend, readable(epochs), steps, globalBatchSize, testAccuracy, finalLoss,
-                samplesPerSecond, seconds, restarts, resumedFromStep,
+                model,
+                framework,
+                workers,
+                backend,
+                readable(epochs),
+                steps,
+                globalBatchSize,
+                testAccuracy,
+                finalLoss,
+                samplesPerSecond,
+                seconds,
+                restarts,
+                resumedFromStep,
                 stepsRedone == UNKNOWN ? "unknown (no --checkpoint-dir)" : Long.toString(stepsRedone));
     }
 
@@ -145,6 +176,8 @@ public record TrainingSummary(String model, String framework, String backend, in
         if (x == Math.rint(x) && Math.abs(x) < 1e15) {
             return Long.toString((long) x);
         }
-        return String.format(Locale.ROOT, "%.6g", x).replaceFirst("(\\.\\d*?)0+(e|$)", "$1$2").replaceFirst("\\.(e|$)", "$1");
+        return String.format(Locale.ROOT, "%.6g", x)
+                .replaceFirst("(\\.\\d*?)0+(e|$)", "$1$2")
+                .replaceFirst("\\.(e|$)", "$1");
     }
 }

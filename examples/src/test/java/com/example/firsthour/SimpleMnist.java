@@ -44,15 +44,15 @@ public class SimpleMnist {
         int batchPerWorker = Integer.parseInt(args[1]);
         long examples = Long.parseLong(args[2]);
         torch.manual_seed(1);
-        try (DistributedBackend backend = Backends.select(null)) {     // the engine `cohort run` chose
+        try (DistributedBackend backend = Backends.select(null)) { // the engine `cohort run` chose
             backend.initialize();
             MNIST mnist = new MNIST(folder);
-            TensorSamples trainSet = new TensorSamples(mnist.images().narrow(0, 0, examples),
-                    mnist.targets().narrow(0, 0, examples));
+            TensorSamples trainSet = new TensorSamples(
+                    mnist.images().narrow(0, 0, examples), mnist.targets().narrow(0, 0, examples));
             Net net = new Net();
             SGD sgd = new SGD(net.parameters(), new SGDOptions(0.05));
-            TorchTraining<Net, Object> training = TorchTraining.distribute(backend, net, sgd,
-                    ShardedLoader.of(trainSet, batchPerWorker, true, 42));
+            TorchTraining<Net, Object> training =
+                    TorchTraining.distribute(backend, net, sgd, ShardedLoader.of(trainSet, batchPerWorker, true, 42));
             for (int epoch = 1; epoch <= 2; epoch++) {
                 double lossSum = 0;
                 int batches = 0;

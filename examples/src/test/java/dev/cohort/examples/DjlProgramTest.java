@@ -74,22 +74,40 @@ class DjlProgramTest {
     private float[] run(int workers) throws Exception {
         Path params = dir.resolve("params-" + workers + ".txt");
         Path log = dir.resolve("run-" + workers + ".txt");
-        List<String> cmd = new ArrayList<>(JvmWorkers.javaCommand(LauncherMain.class, List.of(),
-                List.of("--nproc-per-node", Integer.toString(workers), "--master-port", "0", "--",
-                        TrainFashionMnist.class.getName(), "--limit", "1280", "--batch-size", "64",
-                        "--save", params.toString())));
-        ProcessBuilder builder = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+        List<String> cmd = new ArrayList<>(JvmWorkers.javaCommand(
+                LauncherMain.class,
+                List.of(),
+                List.of(
+                        "--nproc-per-node",
+                        Integer.toString(workers),
+                        "--master-port",
+                        "0",
+                        "--",
+                        TrainFashionMnist.class.getName(),
+                        "--limit",
+                        "1280",
+                        "--batch-size",
+                        "64",
+                        "--save",
+                        params.toString())));
+        ProcessBuilder builder =
+                new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
         builder.environment().put("COHORT_BACKEND", "tcp");
         builder.environment().put("DJL_OFFLINE", "true");
-        builder.environment().put("DJL_CACHE_DIR", Path.of("target/djl-cache").toAbsolutePath().toString());
+        builder.environment()
+                .put(
+                        "DJL_CACHE_DIR",
+                        Path.of("target/djl-cache").toAbsolutePath().toString());
         Process launcher = builder.start();
         if (!launcher.waitFor(100, TimeUnit.SECONDS)) {
-            launcher.destroyForcibly();     // the launcher stops its workers when it goes (see OrphanGuard)
-            throw new AssertionError("cohort run of " + workers + " worker(s) did not end within 100 s:\n"
-                    + Files.readString(log));
+            launcher.destroyForcibly(); // the launcher stops its workers when it goes (see OrphanGuard)
+            throw new AssertionError(
+                    "cohort run of " + workers + " worker(s) did not end within 100 s:\n" + Files.readString(log));
         }
         String output = Files.readString(log);
-        assertThat(launcher.exitValue()).as("exit code of cohort run; its output:\n%s", output).isZero();
+        assertThat(launcher.exitValue())
+                .as("exit code of cohort run; its output:\n%s", output)
+                .isZero();
         assertThat(output).contains("trained 1 epoch(s) of 1280 images on " + workers + " worker(s) (tcp)");
         List<String> lines = Files.readAllLines(params);
         float[] values = new float[lines.size()];

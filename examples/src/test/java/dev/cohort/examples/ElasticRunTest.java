@@ -6,26 +6,26 @@ import dev.cohort.launcher.Console;
 import dev.cohort.launcher.LaunchOptions;
 import dev.cohort.launcher.LaunchResult;
 import dev.cohort.launcher.Launcher;
+import dev.cohort.launcher.LauncherMain;
 import dev.cohort.launcher.WorkerProgram;
+import dev.cohort.runtime.auth.JobSecret;
+import dev.cohort.testkit.TwoHosts;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.junit.jupiter.api.io.TempDir;
-import dev.cohort.launcher.LauncherMain;
-import dev.cohort.runtime.auth.JobSecret;
-import dev.cohort.testkit.TwoHosts;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.ArrayList;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
 
 /**
  * Elastic runs of {@code cohort run}: workers or a node are lost at step 20 of 60, and the others
@@ -41,13 +41,18 @@ class ElasticRunTest {
     @ValueSource(strings = {"tcp", "shm"})
     @Timeout(180)
     void survivorsReformWithoutARestartAndFinish(String engine) throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(!engine.equals("shm") || Runtime.version().feature() >= 22,
-                "the shm engine needs JDK 22");
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                !engine.equals("shm") || Runtime.version().feature() >= 22, "the shm engine needs JDK 22");
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         PrintStream out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
-        LaunchOptions options = LaunchOptions.builder().nprocPerNode(3).masterPort(0).elastic(2)
-                .secret(Optional.of(dev.cohort.runtime.auth.JobSecret.generate())).build();
-        WorkerProgram program = WorkerProgram.mainClass(ElasticWorker.class.getName(), List.of(engine, "60", "20", "1"));
+        LaunchOptions options = LaunchOptions.builder()
+                .nprocPerNode(3)
+                .masterPort(0)
+                .elastic(2)
+                .secret(Optional.of(dev.cohort.runtime.auth.JobSecret.generate()))
+                .build();
+        WorkerProgram program =
+                WorkerProgram.mainClass(ElasticWorker.class.getName(), List.of(engine, "60", "20", "1"));
         LaunchResult result;
         try (Launcher launcher = new Launcher(options, program).console(new Console(out, out))) {
             result = launcher.run();
@@ -55,14 +60,18 @@ class ElasticRunTest {
         String log = bytes.toString(StandardCharsets.UTF_8);
         System.out.println(log);
         assertThat(result.exitCode()).as(log).isZero();
-        assertThat(log).contains("DYING worker 1", "go on as generation 1 of the group (elastic)")
+        assertThat(log)
+                .contains("DYING worker 1", "go on as generation 1 of the group (elastic)")
                 .doesNotContain("restarting the group");
         for (String survivor : List.of("0", "2")) {
             String started = find(log, "START worker " + survivor + " pid (\\d+)");
             String done = find(log, "DONE worker " + survivor + " pid (\\d+) generation 1 world 2 steps 60");
-            assertThat(done).as("worker %s kept its process:\n%s", survivor, log).isEqualTo(started);
-            assertThat(log).containsPattern("REFORMED worker " + survivor + " generation 1 rank \\d of 2 at step 20, "
-                    + "root's 20");
+            assertThat(done)
+                    .as("worker %s kept its process:\n%s", survivor, log)
+                    .isEqualTo(started);
+            assertThat(log)
+                    .containsPattern(
+                            "REFORMED worker " + survivor + " generation 1 rank \\d of 2 at step 20, " + "root's 20");
         }
     }
 
@@ -77,10 +86,14 @@ class ElasticRunTest {
     @Timeout(240)
     void acrossTwoHostsTheSurvivorsGoOnWhenAWorkerOrANodeIsLost(String engine, String lost, @TempDir Path dir)
             throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(!engine.equals("hier") || Runtime.version().feature() >= 22,
-                "the hier engine needs JDK 22");
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                !engine.equals("hier") || Runtime.version().feature() >= 22, "the hier engine needs JDK 22");
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
-            Nodes run = twoNodes(hosts, dir, engine, List.of("--nnodes", "2", "--elastic", "2", "--join-timeout", "60"),
+            Nodes run = twoNodes(
+                    hosts,
+                    dir,
+                    engine,
+                    List.of("--nnodes", "2", "--elastic", "2", "--join-timeout", "60"),
                     lost.equals("worker") ? "3" : "launcher-of-2");
             if (lost.equals("worker")) {
                 assertThat(run.exit1()).as(run.both()).isZero();
@@ -101,10 +114,13 @@ class ElasticRunTest {
     @Timeout(240)
     void aRunOfTwoToThreeNodesStartsWithTheTwoThatCameAndGoesOnElastically(@TempDir Path dir) throws Exception {
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
-            Nodes run = twoNodes(hosts, dir, "gloo", List.of("--nnodes", "2:3", "--elastic", "3", "--join-timeout", "5"),
-                    "3");
-            assertThat(run.log0()).as(run.both()).contains("the run starts with nodes [0, 1] of --nnodes 2:3")
-                    .contains("starting 2 worker(s) (ranks 0..1 of 4)").contains("GROUPS worker 0 of 2");
+            Nodes run = twoNodes(
+                    hosts, dir, "gloo", List.of("--nnodes", "2:3", "--elastic", "3", "--join-timeout", "5"), "3");
+            assertThat(run.log0())
+                    .as(run.both())
+                    .contains("the run starts with nodes [0, 1] of --nnodes 2:3")
+                    .contains("starting 2 worker(s) (ranks 0..1 of 4)")
+                    .contains("GROUPS worker 0 of 2");
             assertThat(run.exit1()).as(run.both()).isZero();
             survivorsWentOn(run, List.of("0", "1", "2"));
         }
@@ -119,24 +135,36 @@ class ElasticRunTest {
     @Timeout(240)
     void aNodeThatComesLaterJoinsTheRunningGroupAtTheMembersNextBoundary(@TempDir Path dir) throws Exception {
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
-            Nodes run = twoNodes(hosts, dir, "gloo", List.of("--nnodes", "1:2", "--join-timeout", "3"), "none",
-                    List.of("4"), "START worker 0");
+            Nodes run = twoNodes(
+                    hosts,
+                    dir,
+                    "gloo",
+                    List.of("--nnodes", "1:2", "--join-timeout", "3"),
+                    "none",
+                    List.of("4"),
+                    "START worker 0");
             assertThat(run.exit0()).as(run.both()).isZero();
             assertThat(run.exit1()).as(run.both()).isZero();
-            assertThat(run.log0()).as(run.both()).contains("the run starts with nodes [0] of --nnodes 1:2")
+            assertThat(run.log0())
+                    .as(run.both())
+                    .contains("the run starts with nodes [0] of --nnodes 1:2")
                     .contains("go on as generation 1 of the group (elastic) after: node 1 joins with 2 worker(s)")
                     .contains("run finished: all workers finished (4 of them in generation 1)");
-            assertThat(run.log1()).as(run.both()).contains("joining the running group (elastic): starting 2 worker(s) "
-                    + "(ranks 2..3)");
+            assertThat(run.log1())
+                    .as(run.both())
+                    .contains("joining the running group (elastic): starting 2 worker(s) " + "(ranks 2..3)");
             String all = run.log0() + run.log1();
             for (String member : List.of("0", "1")) {
                 String started = find(all, "START worker " + member + " pid (\\d+)");
-                assertThat(find(all, "DONE worker " + member + " pid (\\d+) generation 1 world 4")).isEqualTo(started);
+                assertThat(find(all, "DONE worker " + member + " pid (\\d+) generation 1 world 4"))
+                        .isEqualTo(started);
                 assertThat(all).containsPattern("GREW worker " + member + " generation 1 world 4 at step \\d+0");
             }
             for (String joiner : List.of("2", "3")) {
-                assertThat(all).containsPattern("JOINED worker " + joiner + " generation 1 rank " + joiner + " of 4 at "
-                        + "root's step \\d+0").containsPattern("DONE worker " + joiner + " pid \\d+ generation 1 world 4");
+                assertThat(all)
+                        .containsPattern("JOINED worker " + joiner + " generation 1 rank " + joiner + " of 4 at "
+                                + "root's step \\d+0")
+                        .containsPattern("DONE worker " + joiner + " pid \\d+ generation 1 world 4");
             }
         }
     }
@@ -150,22 +178,40 @@ class ElasticRunTest {
     @Test
     @Timeout(300)
     void theDemoTakesInAJoiningNodeAtAnEpochBoundary(@TempDir Path dir) throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(RealData.DIR),
-                "Fashion-MNIST is not installed in " + RealData.DIR);
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
             Path json = dir.resolve("summary.json");
-            Nodes run = twoNodes(hosts, dir, List.of("--nnodes", "1:2", "--join-timeout", "3"), List.of(
-                    FashionMnistTrainer.class.getName(), "--distributed-backend", "gloo", "--model", "mlp",
-                    "--epochs", "8", "--batch-size", "1024", "--json", json.toString()), "epoch 1/8 done");
+            Nodes run = twoNodes(
+                    hosts,
+                    dir,
+                    List.of("--nnodes", "1:2", "--join-timeout", "3"),
+                    List.of(
+                            FashionMnistTrainer.class.getName(),
+                            "--distributed-backend",
+                            "gloo",
+                            "--model",
+                            "mlp",
+                            "--epochs",
+                            "8",
+                            "--batch-size",
+                            "1024",
+                            "--json",
+                            json.toString()),
+                    "epoch 1/8 done");
             assertThat(run.exit0()).as(run.both()).isZero();
             assertThat(run.exit1()).as(run.both()).isZero();
-            assertThat(run.log0()).as(run.both()).containsPattern("workers joined: going on with 4 workers as generation 1 "
-                    + "from step \\d+, 1024 examples per worker").contains("the group re-formed 1 time(s) without a "
-                    + "restart; 2 worker(s) started, 4 finished");
-            assertThat(run.log1()).as(run.both()).containsPattern("joined the running group as rank 2 of 4 "
-                    + "\\(generation 1\\) at epoch [2-8], step \\d+");
-            com.fasterxml.jackson.databind.JsonNode summary = new com.fasterxml.jackson.databind.ObjectMapper()
-                    .readTree(json.toFile());
+            assertThat(run.log0())
+                    .as(run.both())
+                    .containsPattern("workers joined: going on with 4 workers as generation 1 "
+                            + "from step \\d+, 1024 examples per worker")
+                    .contains("the group re-formed 1 time(s) without a " + "restart; 2 worker(s) started, 4 finished");
+            assertThat(run.log1())
+                    .as(run.both())
+                    .containsPattern("joined the running group as rank 2 of 4 "
+                            + "\\(generation 1\\) at epoch [2-8], step \\d+");
+            com.fasterxml.jackson.databind.JsonNode summary =
+                    new com.fasterxml.jackson.databind.ObjectMapper().readTree(json.toFile());
             assertThat(summary.get("workers").asInt()).isEqualTo(4);
             assertThat(summary.get("restarts").asInt()).isZero();
             assertThat(summary.get("test_accuracy").asDouble()).as(run.both()).isGreaterThan(0.75);
@@ -189,36 +235,61 @@ class ElasticRunTest {
      * As {@link #twoNodes(TwoHosts, Path, String, List, String)}, with {@code more} worker arguments;
      * node 1 starts once node 0's log says {@code node1After} (when not null).
      */
-    private static Nodes twoNodes(TwoHosts hosts, Path dir, String engine, List<String> options, String dying,
-                                  List<String> more, String node1After) throws Exception {
+    private static Nodes twoNodes(
+            TwoHosts hosts,
+            Path dir,
+            String engine,
+            List<String> options,
+            String dying,
+            List<String> more,
+            String node1After)
+            throws Exception {
         List<String> program = new ArrayList<>(List.of(ElasticWorker.class.getName(), engine, "60", "20", dying));
         program.addAll(more);
         return twoNodes(hosts, dir, options, program, node1After);
     }
 
     /** Node 0 on host A and node 1 on host B, two workers each running {@code program} (main class, arguments). */
-    private static Nodes twoNodes(TwoHosts hosts, Path dir, List<String> options, List<String> program,
-                                  String node1After) throws Exception {
+    private static Nodes twoNodes(
+            TwoHosts hosts, Path dir, List<String> options, List<String> program, String node1After) throws Exception {
         Path secret = dir.resolve("secret");
         JobSecret.generate().writeTo(secret);
         List<Process> nodes = new ArrayList<>();
         for (int node = 0; node < 2; node++) {
-            List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                    "-cp", System.getProperty("java.class.path"), LauncherMain.class.getName(), "--node-rank",
-                    Integer.toString(node), "--nproc-per-node", "2", "--master-addr", TwoHosts.ADDRESS_A, "--master-port",
-                    "29500", "--secret-file", secret.toString(), "--grace-period", "2", "--run-id", "elastic2"));
+            List<String> cmd = new ArrayList<>(List.of(
+                    Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-cp",
+                    System.getProperty("java.class.path"),
+                    LauncherMain.class.getName(),
+                    "--node-rank",
+                    Integer.toString(node),
+                    "--nproc-per-node",
+                    "2",
+                    "--master-addr",
+                    TwoHosts.ADDRESS_A,
+                    "--master-port",
+                    "29500",
+                    "--secret-file",
+                    secret.toString(),
+                    "--grace-period",
+                    "2",
+                    "--run-id",
+                    "elastic2"));
             cmd.addAll(options);
             cmd.add("--");
             cmd.addAll(program);
             if (node == 1 && node1After != null) {
                 long until = System.nanoTime() + 120_000_000_000L;
-                while (!Files.readString(dir.resolve("node-0.log")).contains(node1After) && System.nanoTime() < until
+                while (!Files.readString(dir.resolve("node-0.log")).contains(node1After)
+                        && System.nanoTime() < until
                         && nodes.get(0).isAlive()) {
                     Thread.sleep(100);
                 }
             }
-            nodes.add(new ProcessBuilder(hosts.on(node, cmd)).redirectErrorStream(true)
-                    .redirectOutput(dir.resolve("node-" + node + ".log").toFile()).start());
+            nodes.add(new ProcessBuilder(hosts.on(node, cmd))
+                    .redirectErrorStream(true)
+                    .redirectOutput(dir.resolve("node-" + node + ".log").toFile())
+                    .start());
         }
         for (Process p : nodes) {
             if (!p.waitFor(180, java.util.concurrent.TimeUnit.SECONDS)) {
@@ -226,8 +297,11 @@ class ElasticRunTest {
                 p.waitFor();
             }
         }
-        Nodes run = new Nodes(nodes.get(0).exitValue(), nodes.get(1).exitValue(),
-                Files.readString(dir.resolve("node-0.log")), Files.readString(dir.resolve("node-1.log")));
+        Nodes run = new Nodes(
+                nodes.get(0).exitValue(),
+                nodes.get(1).exitValue(),
+                Files.readString(dir.resolve("node-0.log")),
+                Files.readString(dir.resolve("node-1.log")));
         System.out.println(run.both());
         return run;
     }
@@ -235,16 +309,23 @@ class ElasticRunTest {
     /** Node 0 succeeded, and each of {@code survivors} kept its process into generation 1 and finished there. */
     private static void survivorsWentOn(Nodes run, List<String> survivors) {
         assertThat(run.exit0()).as(run.both()).isZero();
-        assertThat(run.log0()).as(run.both()).contains("go on as generation 1 of the group (elastic) after: ")
-                .contains("run finished: all workers finished").doesNotContain("restarting the group");
+        assertThat(run.log0())
+                .as(run.both())
+                .contains("go on as generation 1 of the group (elastic) after: ")
+                .contains("run finished: all workers finished")
+                .doesNotContain("restarting the group");
         String all = run.log0() + run.log1();
         for (String survivor : survivors) {
             String started = find(all, "START worker " + survivor + " pid (\\d+)");
-            String done = find(all, "DONE worker " + survivor + " pid (\\d+) generation 1 world " + survivors.size()
-                    + " steps 60");
-            assertThat(done).as("worker %s kept its process:\n%s", survivor, run.both()).isEqualTo(started);
-            assertThat(all).containsPattern("REFORMED worker " + survivor + " generation 1 rank \\d of "
-                    + survivors.size() + " at step 20, root's 20");
+            String done = find(
+                    all,
+                    "DONE worker " + survivor + " pid (\\d+) generation 1 world " + survivors.size() + " steps 60");
+            assertThat(done)
+                    .as("worker %s kept its process:\n%s", survivor, run.both())
+                    .isEqualTo(started);
+            assertThat(all)
+                    .containsPattern("REFORMED worker " + survivor + " generation 1 rank \\d of " + survivors.size()
+                            + " at step 20, root's 20");
         }
     }
 

@@ -19,8 +19,7 @@ import java.time.Duration;
  */
 public final class ElasticWorker {
 
-    private ElasticWorker() {
-    }
+    private ElasticWorker() {}
 
     public static void main(String[] args) throws InterruptedException {
         String engine = args[0];
@@ -69,9 +68,12 @@ public final class ElasticWorker {
                     step++;
                     if (growTo > 0) {
                         Thread.sleep(20);
-                        if (step % 10 == 0 && job.admitWaitingWorkers(() -> { })) {
+                        if (step % 10 == 0 && job.admitWaitingWorkers(() -> {})) {
                             long[] root = {step};
-                            job.backend().group().broadcast(DenseBuffer.of(root), 0).await();
+                            job.backend()
+                                    .group()
+                                    .broadcast(DenseBuffer.of(root), 0)
+                                    .await();
                             grownAt = step;
                             System.out.println("GREW worker " + me + " generation " + job.generation() + " world "
                                     + job.backend().worldSize() + " at step " + step);

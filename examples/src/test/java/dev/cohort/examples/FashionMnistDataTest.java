@@ -34,7 +34,7 @@ class FashionMnistDataTest {
     @Test
     void loadsBothSplitsAndNormalizes() throws IOException {
         writeSplit(dir, "train", 12);
-        write(dir.resolve("t10k-images-idx3-ubyte"), images(5));   // not gzip'd: also accepted
+        write(dir.resolve("t10k-images-idx3-ubyte"), images(5)); // not gzip'd: also accepted
         write(dir.resolve("t10k-labels-idx1-ubyte"), labels(5));
         FashionMnist data = FashionMnist.load(dir);
         assertThat(data.train().count()).isEqualTo(12);
@@ -42,8 +42,9 @@ class FashionMnistDataTest {
         assertThat(data.train().longLabels()).startsWith(0L, 1L, 2L);
         float[] x = data.test().normalizedPixels();
         assertThat(x[0]).isCloseTo(-FashionMnist.MEAN / FashionMnist.STD, org.assertj.core.data.Offset.offset(1e-6f));
-        assertThat(x[4 * 784]).isCloseTo((4 / 255f - FashionMnist.MEAN) / FashionMnist.STD,
-                org.assertj.core.data.Offset.offset(1e-6f));
+        assertThat(x[4 * 784])
+                .isCloseTo(
+                        (4 / 255f - FashionMnist.MEAN) / FashionMnist.STD, org.assertj.core.data.Offset.offset(1e-6f));
     }
 
     @Test
@@ -63,31 +64,37 @@ class FashionMnistDataTest {
         assertThatThrownBy(() -> FashionMnist.loadSplit(dir, "train"))
                 .isInstanceOf(DataFileException.class)
                 .hasMessageContaining(dir.resolve("train-labels-idx1-ubyte.gz").toString())
-                .hasMessageContaining("file not found").hasMessageContaining("dataset-fashion-mnist");
+                .hasMessageContaining("file not found")
+                .hasMessageContaining("dataset-fashion-mnist");
     }
 
     @Test
     void missingDirectory() {
         Path nowhere = dir.resolve("nowhere");
         assertThatThrownBy(() -> FashionMnist.load(nowhere))
-                .hasMessageContaining(nowhere.toString()).hasMessageContaining("does not exist");
+                .hasMessageContaining(nowhere.toString())
+                .hasMessageContaining("does not exist");
     }
 
     @Test
     void wrongImageSize() throws IOException {
-        write(dir.resolve("train-images-idx3-ubyte.gz"),
+        write(
+                dir.resolve("train-images-idx3-ubyte.gz"),
                 gzip(idx(IdxFile.IMAGES_MAGIC, new int[] {2, 27, 28}, new byte[2 * 27 * 28])));
         write(dir.resolve("train-labels-idx1-ubyte.gz"), gzip(labels(2)));
         assertThatThrownBy(() -> FashionMnist.loadSplit(dir, "train"))
-                .hasMessageContaining("train-images-idx3-ubyte.gz").hasMessageContaining("27x28, expected 28x28");
+                .hasMessageContaining("train-images-idx3-ubyte.gz")
+                .hasMessageContaining("27x28, expected 28x28");
     }
 
     @Test
     void labelOutOfRange() throws IOException {
         write(dir.resolve("train-images-idx3-ubyte.gz"), gzip(images(2)));
-        write(dir.resolve("train-labels-idx1-ubyte.gz"), gzip(idx(IdxFile.LABELS_MAGIC, new int[] {2}, new byte[] {3, 10})));
+        write(dir.resolve("train-labels-idx1-ubyte.gz"), gzip(idx(IdxFile.LABELS_MAGIC, new int[] {2}, new byte[] {3, 10
+        })));
         assertThatThrownBy(() -> FashionMnist.loadSplit(dir, "train"))
-                .hasMessageContaining("train-labels-idx1-ubyte.gz").hasMessageContaining("label 1 is 10");
+                .hasMessageContaining("train-labels-idx1-ubyte.gz")
+                .hasMessageContaining("label 1 is 10");
     }
 
     @Test
@@ -96,8 +103,23 @@ class FashionMnistDataTest {
                 new TrainingSummary.EpochResult(1, 1, 469, 0.61, 0.84, 5000.5, 12.0),
                 new TrainingSummary.EpochResult(2, 2, 469, 0.41, 0.87, 5100, 11.8),
                 new TrainingSummary.EpochResult(3, 3, 469, 0.35, 0.8871, 5123.456, 11.7));
-        TrainingSummary s = new TrainingSummary("mlp", "torch", "gloo", 2, 3, 1407, 128, 0.8871, List.of(0.84, 0.87, 0.8871),
-                0.25, 5123.456, 61.25, 400, 50, 1, epochs);
+        TrainingSummary s = new TrainingSummary(
+                "mlp",
+                "torch",
+                "gloo",
+                2,
+                3,
+                1407,
+                128,
+                0.8871,
+                List.of(0.84, 0.87, 0.8871),
+                0.25,
+                5123.456,
+                61.25,
+                400,
+                50,
+                1,
+                epochs);
         JsonNode json = new ObjectMapper().readTree(s.toJson());
         assertThat(json.get("workers").asInt()).isEqualTo(2);
         assertThat(json.get("epochs").asDouble()).isEqualTo(3);
@@ -109,7 +131,9 @@ class FashionMnistDataTest {
         assertThat(json.get("resumed_from_step").asLong()).isEqualTo(400);
         assertThat(json.get("steps_redone").asLong()).isEqualTo(50);
         assertThat(json.get("restarts").asInt()).isEqualTo(1);
-        assertThat(json.get("epoch_test_accuracy")).extracting(JsonNode::asDouble).containsExactly(0.84, 0.87, 0.8871);
+        assertThat(json.get("epoch_test_accuracy"))
+                .extracting(JsonNode::asDouble)
+                .containsExactly(0.84, 0.87, 0.8871);
         assertThat(json.get("epochs_detail")).hasSize(3);
         JsonNode second = json.get("epochs_detail").get(1);
         assertThat(second.get("epoch").asInt()).isEqualTo(2);
@@ -120,15 +144,31 @@ class FashionMnistDataTest {
         assertThat(second.get("samples_per_s").asDouble()).isEqualTo(5100);
         assertThat(second.get("seconds").asDouble()).isEqualTo(11.8);
         // The fields the issue names come first.
-        assertThat(json.fieldNames()).toIterable().startsWith("workers", "epochs", "test_accuracy", "samples_per_s",
-                "seconds");
+        assertThat(json.fieldNames())
+                .toIterable()
+                .startsWith("workers", "epochs", "test_accuracy", "samples_per_s", "seconds");
         assertThat(s.describe()).endsWith("restarts 1, resumed from step 400, steps redone 50");
 
-        TrainingSummary unknown = new TrainingSummary("mlp", "torch", "gloo", 2, 3, 1407, 128, Double.NaN, List.of(),
-                0.25, 5123.456, 61.25, 0, TrainingSummary.UNKNOWN, 2, List.of());
+        TrainingSummary unknown = new TrainingSummary(
+                "mlp",
+                "torch",
+                "gloo",
+                2,
+                3,
+                1407,
+                128,
+                Double.NaN,
+                List.of(),
+                0.25,
+                5123.456,
+                61.25,
+                0,
+                TrainingSummary.UNKNOWN,
+                2,
+                List.of());
         JsonNode nulls = new ObjectMapper().readTree(unknown.toJson());
         assertThat(nulls.get("steps_redone").isNull()).isTrue();
-        assertThat(nulls.get("test_accuracy").isNull()).isTrue();   // JSON has no NaN
+        assertThat(nulls.get("test_accuracy").isNull()).isTrue(); // JSON has no NaN
         assertThat(nulls.get("restarts").asInt()).isEqualTo(2);
         assertThat(nulls.get("epochs_detail")).isEmpty();
         assertThat(unknown.describe()).endsWith("steps redone unknown (no --checkpoint-dir)");
@@ -149,7 +189,7 @@ class FashionMnistDataTest {
                 new TrainingSummary.EpochResult(3, 2.5, 235, 0.36, 0.88, 5050, 6.1));
         ByteArrayOutputStream warnings = new ByteArrayOutputStream();
         PrintStream warn = new PrintStream(warnings, true, StandardCharsets.UTF_8);
-        assertThat(EpochHistory.read(dir, 5, warn)).isEmpty();   // none yet
+        assertThat(EpochHistory.read(dir, 5, warn)).isEmpty(); // none yet
         EpochHistory.write(dir, epochs);
         assertThat(EpochHistory.read(dir, 3, warn)).isEqualTo(epochs);
         // Resumed from a checkpoint in epoch 3 (2 finished): epoch 3 is trained again.

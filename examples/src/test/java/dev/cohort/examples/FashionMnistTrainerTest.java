@@ -14,11 +14,11 @@ import dev.cohort.launcher.Launcher;
 import dev.cohort.launcher.WorkerProgram;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.io.OutputStream;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -43,8 +43,10 @@ class FashionMnistTrainerTest {
     private final ByteArrayOutputStream err = new ByteArrayOutputStream();
 
     private int trainer(String... args) {
-        return new FashionMnistTrainer(new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8)).execute(args);
+        return new FashionMnistTrainer(
+                        new PrintStream(out, true, StandardCharsets.UTF_8),
+                        new PrintStream(err, true, StandardCharsets.UTF_8))
+                .execute(args);
     }
 
     private String errors() {
@@ -54,7 +56,8 @@ class FashionMnistTrainerTest {
     @Test
     void missingDataFailsNamingTheFile() {
         Path nowhere = dir.resolve("fashion");
-        assertThat(trainer("--distributed-backend", "none", "--data-dir", nowhere.toString())).isEqualTo(1);
+        assertThat(trainer("--distributed-backend", "none", "--data-dir", nowhere.toString()))
+                .isEqualTo(1);
         assertThat(errors()).contains("fashion-mnist: bad data: " + nowhere, "does not exist");
     }
 
@@ -65,7 +68,8 @@ class FashionMnistTrainerTest {
         Path images = dir.resolve("t10k-images-idx3-ubyte.gz");
         byte[] gz = Files.readAllBytes(images);
         Files.write(images, java.util.Arrays.copyOf(gz, gz.length - 20));
-        assertThat(trainer("--distributed-backend", "none", "--data-dir", dir.toString())).isEqualTo(1);
+        assertThat(trainer("--distributed-backend", "none", "--data-dir", dir.toString()))
+                .isEqualTo(1);
         assertThat(errors()).contains(images.toString(), "truncated");
     }
 
@@ -86,10 +90,21 @@ class FashionMnistTrainerTest {
     void twoGlooWorkersThroughTheLauncherWriteTheSummaryAndItsChart() throws IOException {
         assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
         Path json = dir.resolve("summary.json");
-        LaunchOptions options = LaunchOptions.builder().nprocPerNode(2).masterPort(0).build();
-        WorkerProgram program = WorkerProgram.mainClass(FashionMnistTrainer.class.getName(), List.of(
-                "--distributed-backend", "gloo", "--model", "mlp", "--epochs", "1", "--max-steps", "40",
-                "--json", json.toString()));
+        LaunchOptions options =
+                LaunchOptions.builder().nprocPerNode(2).masterPort(0).build();
+        WorkerProgram program = WorkerProgram.mainClass(
+                FashionMnistTrainer.class.getName(),
+                List.of(
+                        "--distributed-backend",
+                        "gloo",
+                        "--model",
+                        "mlp",
+                        "--epochs",
+                        "1",
+                        "--max-steps",
+                        "40",
+                        "--json",
+                        json.toString()));
         LaunchResult result;
         TimedConsole console = new TimedConsole();
         try (Launcher launcher = new Launcher(options, program).console(console.console())) {
@@ -98,8 +113,11 @@ class FashionMnistTrainerTest {
         assertThat(result.exitCode()).as(result.message()).isZero();
         // Rank 0's progress reaches the console as progress (plain here: not a terminal), never as a marker.
         assertThat(console.text()).doesNotContain("cohort-progress");
-        assertThat(console.lines()).anyMatch(l -> l.text().matches(
-                "\\[rank 0] epoch 1/1: \\d+/469 steps \\(\\d+%\\), loss \\d+\\.\\d{4}, \\d+ samples/s"));
+        assertThat(console.lines())
+                .anyMatch(
+                        l -> l.text()
+                                .matches(
+                                        "\\[rank 0] epoch 1/1: \\d+/469 steps \\(\\d+%\\), loss \\d+\\.\\d{4}, \\d+ samples/s"));
         assertThat(console.lines()).noneMatch(l -> l.text().startsWith("[rank 1] epoch 1/1: "));
         JsonNode summary = new ObjectMapper().readTree(json.toFile());
         assertThat(summary.get("workers").asInt()).isEqualTo(2);
@@ -114,13 +132,17 @@ class FashionMnistTrainerTest {
         JsonNode epoch = summary.get("epochs_detail").get(0);
         assertThat(epoch.get("epoch").asInt()).isEqualTo(1);
         assertThat(epoch.get("steps").asLong()).isEqualTo(40);
-        assertThat(epoch.get("epochs_done").asDouble()).isEqualTo(summary.get("epochs").asDouble());
-        assertThat(epoch.get("train_loss").asDouble()).isBetween(summary.get("final_loss").asDouble() * 0.5, 2.5);
-        assertThat(epoch.get("test_accuracy").asDouble()).isEqualTo(summary.get("test_accuracy").asDouble());
+        assertThat(epoch.get("epochs_done").asDouble())
+                .isEqualTo(summary.get("epochs").asDouble());
+        assertThat(epoch.get("train_loss").asDouble())
+                .isBetween(summary.get("final_loss").asDouble() * 0.5, 2.5);
+        assertThat(epoch.get("test_accuracy").asDouble())
+                .isEqualTo(summary.get("test_accuracy").asDouble());
         assertThat(epoch.get("samples_per_s").asDouble()).isPositive();
         // The chart beside it.
         FashionMnistDataTest.assertIsPng(dir.resolve("summary.png"), TrainingChart.WIDTH, TrainingChart.HEIGHT);
-        assertThat(console.lines()).anyMatch(l -> l.text().equals("[rank 0] chart written to " + dir.resolve("summary.png")));
+        assertThat(console.lines())
+                .anyMatch(l -> l.text().equals("[rank 0] chart written to " + dir.resolve("summary.png")));
     }
 
     @Test
@@ -149,8 +171,17 @@ class FashionMnistTrainerTest {
     private void djlRun(String engine, int steps, double minAccuracy, String... more) throws IOException {
         assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
         Path json = dir.resolve("djl-" + engine + ".json");
-        List<String> args = new java.util.ArrayList<>(List.of("--framework", "djl", "--distributed-backend", engine,
-                "--epochs", "1", "--max-steps", Integer.toString(steps), "--json", json.toString()));
+        List<String> args = new java.util.ArrayList<>(List.of(
+                "--framework",
+                "djl",
+                "--distributed-backend",
+                engine,
+                "--epochs",
+                "1",
+                "--max-steps",
+                Integer.toString(steps),
+                "--json",
+                json.toString()));
         args.addAll(List.of(more));
         LaunchResult result = launch(2, args.toArray(String[]::new));
         assertThat(result.exitCode()).as(result.message()).isZero();
@@ -167,10 +198,13 @@ class FashionMnistTrainerTest {
     void djlOnAnEngineThatLoadsJavacppsLibtorchFailsSayingWhy() throws IOException {
         assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
         TimedConsole console = new TimedConsole();
-        LaunchResult result = launch(console, 1, "--framework", "djl", "--distributed-backend", "gloo", "--epochs", "1");
+        LaunchResult result =
+                launch(console, 1, "--framework", "djl", "--distributed-backend", "gloo", "--epochs", "1");
         assertThat(result.exitCode()).isNotZero();
-        assertThat(console.text()).contains("the gloo backend (from --distributed-backend) cannot run here: another "
-                + "libtorch is already loaded in this process").contains("Use the tcp engine");
+        assertThat(console.text())
+                .contains("the gloo backend (from --distributed-backend) cannot run here: another "
+                        + "libtorch is already loaded in this process")
+                .contains("Use the tcp engine");
     }
 
     private static LaunchResult launch(int workers, String... args) throws IOException {
@@ -178,7 +212,8 @@ class FashionMnistTrainerTest {
     }
 
     private static LaunchResult launch(TimedConsole console, int workers, String... args) throws IOException {
-        LaunchOptions options = LaunchOptions.builder().nprocPerNode(workers).masterPort(0).build();
+        LaunchOptions options =
+                LaunchOptions.builder().nprocPerNode(workers).masterPort(0).build();
         WorkerProgram program = WorkerProgram.mainClass(FashionMnistTrainer.class.getName(), List.of(args));
         try (Launcher launcher = new Launcher(options, program).console(console.console())) {
             return launcher.run();
@@ -200,32 +235,50 @@ class FashionMnistTrainerTest {
 
     private static synchronized JsonNode uninterrupted() throws IOException {
         if (uninterrupted == null) {
-            uninterrupted = train(shared.resolve("ckpt"), shared.resolve("uninterrupted.json"), 0, Map.of(),
-                    new TimedConsole());
+            uninterrupted = train(
+                    shared.resolve("ckpt"), shared.resolve("uninterrupted.json"), 0, Map.of(), new TimedConsole());
         }
         return uninterrupted;
     }
 
     /** The engine of the JavaCPP drills. */
-    private static final List<String> GLOO = List.of("--distributed-backend", "gloo", "--gloo-timeout",
-            Integer.toString(GLOO_TIMEOUT_S));
+    private static final List<String> GLOO =
+            List.of("--distributed-backend", "gloo", "--gloo-timeout", Integer.toString(GLOO_TIMEOUT_S));
 
     /** Runs the trainer on 2 Gloo workers through the launcher; returns the summary. */
-    private static JsonNode train(Path checkpoints, Path json, int maxRestarts, Map<String, String> env,
-                                  TimedConsole console) throws IOException {
+    private static JsonNode train(
+            Path checkpoints, Path json, int maxRestarts, Map<String, String> env, TimedConsole console)
+            throws IOException {
         return train(GLOO, checkpoints, json, maxRestarts, env, console);
     }
 
     /** Runs the trainer with {@code engine}'s arguments on 2 workers through the launcher; returns the summary. */
-    private static JsonNode train(List<String> engine, Path checkpoints, Path json, int maxRestarts,
-                                  Map<String, String> env, TimedConsole console) throws IOException {
-        LaunchOptions.Builder options = LaunchOptions.builder().nprocPerNode(WORKERS).masterPort(0)
-                .maxRestarts(maxRestarts);
+    private static JsonNode train(
+            List<String> engine,
+            Path checkpoints,
+            Path json,
+            int maxRestarts,
+            Map<String, String> env,
+            TimedConsole console)
+            throws IOException {
+        LaunchOptions.Builder options =
+                LaunchOptions.builder().nprocPerNode(WORKERS).masterPort(0).maxRestarts(maxRestarts);
         env.forEach(options::addEnvironment);
         List<String> args = new java.util.ArrayList<>(engine);
-        args.addAll(List.of("--model", "mlp", "--epochs", "1", "--max-steps", Integer.toString(MAX_STEPS),
-                "--checkpoint-dir", checkpoints.toString(), "--checkpoint-every", Integer.toString(CHECKPOINT_EVERY),
-                "--resume", "--json", json.toString()));
+        args.addAll(List.of(
+                "--model",
+                "mlp",
+                "--epochs",
+                "1",
+                "--max-steps",
+                Integer.toString(MAX_STEPS),
+                "--checkpoint-dir",
+                checkpoints.toString(),
+                "--checkpoint-every",
+                Integer.toString(CHECKPOINT_EVERY),
+                "--resume",
+                "--json",
+                json.toString()));
         WorkerProgram program = WorkerProgram.mainClass(FashionMnistTrainer.class.getName(), args);
         LaunchResult result;
         try (Launcher launcher = new Launcher(options.build(), program).console(console.console())) {
@@ -245,12 +298,28 @@ class FashionMnistTrainerTest {
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void anElasticRunGoesOnFromTheFailedStepWithoutARestartKeepingTheGlobalBatch() throws IOException {
         assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
-        LaunchOptions.Builder options = LaunchOptions.builder().nprocPerNode(3).masterPort(0).elastic(2)
-                .addEnvironment(FaultDrill.AT_STEP, "30").addEnvironment(FaultDrill.RANK, "0");
+        LaunchOptions.Builder options = LaunchOptions.builder()
+                .nprocPerNode(3)
+                .masterPort(0)
+                .elastic(2)
+                .addEnvironment(FaultDrill.AT_STEP, "30")
+                .addEnvironment(FaultDrill.RANK, "0");
         Path json = dir.resolve("elastic.json");
-        WorkerProgram program = WorkerProgram.mainClass(FashionMnistTrainer.class.getName(), List.of(
-                "--distributed-backend", "tcp", "--model", "mlp", "--epochs", "1", "--max-steps", "60",
-                "--elastic-batch", "global", "--json", json.toString()));
+        WorkerProgram program = WorkerProgram.mainClass(
+                FashionMnistTrainer.class.getName(),
+                List.of(
+                        "--distributed-backend",
+                        "tcp",
+                        "--model",
+                        "mlp",
+                        "--epochs",
+                        "1",
+                        "--max-steps",
+                        "60",
+                        "--elastic-batch",
+                        "global",
+                        "--json",
+                        json.toString()));
         TimedConsole console = new TimedConsole();
         LaunchResult result;
         try (Launcher launcher = new Launcher(options.build(), program).console(console.console())) {
@@ -258,9 +327,11 @@ class FashionMnistTrainerTest {
         }
         assertThat(result.exitCode()).as(console.text()).isZero();
         assertThat(result.restarts()).isZero();
-        assertThat(console.text()).contains("go on as generation 1 of the group (elastic)",
-                "going on with 2 workers as generation 1 from step 30, 96 examples per worker",
-                "the group re-formed 1 time(s) without a restart; 3 worker(s) started, 2 finished");
+        assertThat(console.text())
+                .contains(
+                        "go on as generation 1 of the group (elastic)",
+                        "going on with 2 workers as generation 1 from step 30, 96 examples per worker",
+                        "the group re-formed 1 time(s) without a restart; 3 worker(s) started, 2 finished");
         JsonNode summary = new ObjectMapper().readTree(json.toFile());
         assertThat(summary.get("steps").asLong()).isEqualTo(60);
         assertThat(summary.get("workers").asInt()).isEqualTo(2);
@@ -277,20 +348,36 @@ class FashionMnistTrainerTest {
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void aDjlRankLostMidRunIsRestartedAndTheRunEndsAsTheUninterruptedOne() throws IOException {
         assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
-        List<String> djl = List.of("--framework", "djl", "--distributed-backend", "tcp", "--tcp-timeout",
+        List<String> djl = List.of(
+                "--framework",
+                "djl",
+                "--distributed-backend",
+                "tcp",
+                "--tcp-timeout",
                 Integer.toString(GLOO_TIMEOUT_S));
-        JsonNode straight = train(djl, dir.resolve("djl-a"), dir.resolve("djl-a.json"), 0, Map.of(), new TimedConsole());
+        JsonNode straight =
+                train(djl, dir.resolve("djl-a"), dir.resolve("djl-a.json"), 0, Map.of(), new TimedConsole());
         TimedConsole console = new TimedConsole();
-        JsonNode recovered = train(djl, dir.resolve("djl-b"), dir.resolve("djl-b.json"), 1,
-                Map.of(FaultDrill.AT_STEP, "50", FaultDrill.RANK, "0"), console);
-        assertThat(console.text()).contains("resuming from " + dir.resolve("djl-b").resolve("checkpoint-step-000000040.djl"));
+        JsonNode recovered = train(
+                djl,
+                dir.resolve("djl-b"),
+                dir.resolve("djl-b.json"),
+                1,
+                Map.of(FaultDrill.AT_STEP, "50", FaultDrill.RANK, "0"),
+                console);
+        assertThat(console.text())
+                .contains("resuming from " + dir.resolve("djl-b").resolve("checkpoint-step-000000040.djl"));
         assertThat(recovered.get("framework").asText()).isEqualTo("djl");
         assertThat(recovered.get("resumed_from_step").asLong()).isEqualTo(40);
         assertThat(recovered.get("steps_redone").asLong()).isEqualTo(10);
         assertThat(recovered.get("restarts").asInt()).isEqualTo(1);
-        assertThat(recovered.get("steps").asLong()).isEqualTo(straight.get("steps").asLong()).isEqualTo(MAX_STEPS);
-        assertThat(recovered.get("final_loss").asDouble()).isEqualTo(straight.get("final_loss").asDouble());
-        assertThat(recovered.get("test_accuracy").asDouble()).isEqualTo(straight.get("test_accuracy").asDouble());
+        assertThat(recovered.get("steps").asLong())
+                .isEqualTo(straight.get("steps").asLong())
+                .isEqualTo(MAX_STEPS);
+        assertThat(recovered.get("final_loss").asDouble())
+                .isEqualTo(straight.get("final_loss").asDouble());
+        assertThat(recovered.get("test_accuracy").asDouble())
+                .isEqualTo(straight.get("test_accuracy").asDouble());
     }
 
     /**
@@ -305,18 +392,27 @@ class FashionMnistTrainerTest {
         assumeTrue(Runtime.version().feature() >= 22, "the mpi engine needs JDK 22");
         assumeTrue(Files.isExecutable(Path.of("/usr/bin/mpirun")), "Open MPI is not installed");
         List<String> mpi = List.of("--distributed-backend", "mpi", "--mpi-timeout", Integer.toString(GLOO_TIMEOUT_S));
-        JsonNode straight = train(mpi, dir.resolve("mpi-a"), dir.resolve("mpi-a.json"), 0, Map.of(), new TimedConsole());
+        JsonNode straight =
+                train(mpi, dir.resolve("mpi-a"), dir.resolve("mpi-a.json"), 0, Map.of(), new TimedConsole());
         TimedConsole console = new TimedConsole();
-        JsonNode recovered = train(mpi, dir.resolve("mpi-b"), dir.resolve("mpi-b.json"), 1,
-                Map.of(FaultDrill.AT_STEP, "50", FaultDrill.RANK, "1"), console);
-        assertThat(console.text()).contains("mpirun noticed that process rank 1")
+        JsonNode recovered = train(
+                mpi,
+                dir.resolve("mpi-b"),
+                dir.resolve("mpi-b.json"),
+                1,
+                Map.of(FaultDrill.AT_STEP, "50", FaultDrill.RANK, "1"),
+                console);
+        assertThat(console.text())
+                .contains("mpirun noticed that process rank 1")
                 .contains("cohort: rank 1 killed by SIGKILL (exit 137)");
         assertThat(recovered.get("backend").asText()).isEqualTo("mpi");
         assertThat(recovered.get("resumed_from_step").asLong()).isEqualTo(40);
         assertThat(recovered.get("steps_redone").asLong()).isEqualTo(10);
         assertThat(recovered.get("restarts").asInt()).isEqualTo(1);
-        assertThat(recovered.get("final_loss").asDouble()).isEqualTo(straight.get("final_loss").asDouble());
-        assertThat(recovered.get("test_accuracy").asDouble()).isEqualTo(straight.get("test_accuracy").asDouble());
+        assertThat(recovered.get("final_loss").asDouble())
+                .isEqualTo(straight.get("final_loss").asDouble());
+        assertThat(recovered.get("test_accuracy").asDouble())
+                .isEqualTo(straight.get("test_accuracy").asDouble());
     }
 
     /**
@@ -351,42 +447,65 @@ class FashionMnistTrainerTest {
             System.out.println("fault drill " + what);
 
             TimedConsole console = new TimedConsole();
-            JsonNode recovered = train(dir.resolve("ckpt-" + c), dir.resolve("run-" + c + ".json"), 1,
-                    Map.of(FaultDrill.AT_STEP, Long.toString(step), FaultDrill.RANK, Integer.toString(killed)), console);
+            JsonNode recovered = train(
+                    dir.resolve("ckpt-" + c),
+                    dir.resolve("run-" + c + ".json"),
+                    1,
+                    Map.of(FaultDrill.AT_STEP, Long.toString(step), FaultDrill.RANK, Integer.toString(killed)),
+                    console);
 
-            assertThat(console.lines()).as(what).anyMatch(l -> l.text().startsWith("cohort: rank " + killed
-                    + " killed by SIGKILL (exit 137); stopping the other workers"));
+            assertThat(console.lines())
+                    .as(what)
+                    .anyMatch(l -> l.text()
+                            .startsWith("cohort: rank " + killed
+                                    + " killed by SIGKILL (exit 137); stopping the other workers"));
             TimedConsole.Line kill = console.findStart("[rank " + killed + "] fault drill: rank " + killed
-                    + " kills itself (SIGKILL) after step " + step + " at ").orElseThrow(() -> new AssertionError(what
-                    + ": the drill's line is missing"));
+                            + " kills itself (SIGKILL) after step " + step + " at ")
+                    .orElseThrow(() -> new AssertionError(what + ": the drill's line is missing"));
             int survivor = 1 - killed;
             TimedConsole.Line lost = console.lines().stream()
                     .filter(l -> l.text().startsWith("[rank " + survivor + "] fashion-mnist: failed: ")
-                            && l.text().contains("lost peer") && l.text().contains("(rank(s) " + killed + ")"))
-                    .findFirst().orElseThrow(() -> new AssertionError(what + ": rank " + survivor
-                            + " did not report the lost rank; output:\n" + console.text()));
-            assertThat(Duration.ofNanos(lost.nanos() - kill.nanos())).as(what)
+                            && l.text().contains("lost peer")
+                            && l.text().contains("(rank(s) " + killed + ")"))
+                    .findFirst()
+                    .orElseThrow(() -> new AssertionError(
+                            what + ": rank " + survivor + " did not report the lost rank; output:\n" + console.text()));
+            assertThat(Duration.ofNanos(lost.nanos() - kill.nanos()))
+                    .as(what)
                     .isLessThan(Duration.ofSeconds(2L * GLOO_TIMEOUT_S));
 
             assertThat(recovered.get("restarts").asInt()).as(what).isEqualTo(1);
             assertThat(recovered.get("resumed_from_step").asLong()).as(what).isEqualTo(lastCheckpoint);
             assertThat(recovered.get("steps_redone").asLong()).as(what).isEqualTo(step - lastCheckpoint);
-            assertThat(recovered.get("steps").asLong()).as(what).isEqualTo(straight.get("steps").asLong());
+            assertThat(recovered.get("steps").asLong())
+                    .as(what)
+                    .isEqualTo(straight.get("steps").asLong());
             double accuracy = recovered.get("test_accuracy").asDouble();
-            assertThat(accuracy).as(what).isCloseTo(straight.get("test_accuracy").asDouble(), within(0.005));
+            assertThat(accuracy)
+                    .as(what)
+                    .isCloseTo(straight.get("test_accuracy").asDouble(), within(0.005));
             // In fact exact: resume is bit-for-bit.
-            assertThat(accuracy).as(what).isEqualTo(straight.get("test_accuracy").asDouble());
-            assertThat(recovered.get("final_loss").asDouble()).as(what).isEqualTo(straight.get("final_loss").asDouble());
-            System.out.printf(Locale.ROOT, "fault drill %s: survivor failed %.2f s after the kill, resumed from %d, "
-                            + "%d steps redone, accuracy %.4f%n", what, (lost.nanos() - kill.nanos()) / 1e9,
-                    lastCheckpoint, step - lastCheckpoint, accuracy);
+            assertThat(accuracy)
+                    .as(what)
+                    .isEqualTo(straight.get("test_accuracy").asDouble());
+            assertThat(recovered.get("final_loss").asDouble())
+                    .as(what)
+                    .isEqualTo(straight.get("final_loss").asDouble());
+            System.out.printf(
+                    Locale.ROOT,
+                    "fault drill %s: survivor failed %.2f s after the kill, resumed from %d, "
+                            + "%d steps redone, accuracy %.4f%n",
+                    what,
+                    (lost.nanos() - kill.nanos()) / 1e9,
+                    lastCheckpoint,
+                    step - lastCheckpoint,
+                    accuracy);
         }
     }
 
     /** The launcher's console, each line with the time it arrived, echoed to this JVM's streams. */
     static final class TimedConsole {
-        record Line(long nanos, boolean stderr, String text) {
-        }
+        record Line(long nanos, boolean stderr, String text) {}
 
         private final List<Line> lines = new CopyOnWriteArrayList<>();
 

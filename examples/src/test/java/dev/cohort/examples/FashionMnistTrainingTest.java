@@ -42,15 +42,15 @@ class FashionMnistTrainingTest {
         assertThat(root.workers()).isEqualTo(2);
         assertThat(root.steps()).isEqualTo(250);
         assertThat(root.globalBatchSize()).isEqualTo(128);
-        assertThat(root.finalLoss()).isLessThan(1.0);        // from ln(10) = 2.3 at the start
+        assertThat(root.finalLoss()).isLessThan(1.0); // from ln(10) = 2.3 at the start
         assertThat(root.testAccuracy()).isGreaterThan(0.75);
         assertThat(root.epochs()).isCloseTo(250.0 / 469, org.assertj.core.data.Offset.offset(1e-9));
         // Averaged values are the same on every worker.
         assertThat(summaries.get(1).testAccuracy()).isEqualTo(root.testAccuracy());
         assertThat(summaries.get(1).finalLoss()).isEqualTo(root.finalLoss());
         String printed = log.toString(StandardCharsets.UTF_8);
-        assertThat(printed).contains("training mlp on 2 worker(s) (threads)", "stopped at --max-steps 250",
-                "test accuracy");
+        assertThat(printed)
+                .contains("training mlp on 2 worker(s) (threads)", "stopped at --max-steps 250", "test accuracy");
         // Progress outside the launcher: plain lines, the first at once.
         assertThat(printed).contains("epoch 1/4: 1/469 steps (0%), loss ").doesNotContain("cohort-progress");
         // The one epoch, cut short at step 250.
@@ -59,7 +59,7 @@ class FashionMnistTrainingTest {
         assertThat(epoch.epoch()).isEqualTo(1);
         assertThat(epoch.steps()).isEqualTo(250);
         assertThat(epoch.epochsDone()).isEqualTo(root.epochs());
-        assertThat(epoch.trainLoss()).isBetween(0.0, Math.log(10));   // the mean from the start, ln(10)
+        assertThat(epoch.trainLoss()).isBetween(0.0, Math.log(10)); // the mean from the start, ln(10)
         assertThat(epoch.testAccuracy()).isEqualTo(root.testAccuracy());
         assertThat(epoch.samplesPerSecond()).isPositive();
         assertThat(summaries.get(1).epochDetails()).hasSize(1);
@@ -72,17 +72,24 @@ class FashionMnistTrainingTest {
         try (var files = Files.list(checkpoints)) {
             // Saved at steps 25, 50 and 60 (the stop); the newest two are kept, beside the epochs so far.
             assertThat(files.map(p -> p.getFileName().toString()).sorted().toList())
-                    .containsExactly("checkpoint-step-000000050.pt", "checkpoint-step-000000060.pt",
-                            EpochHistory.FILE_NAME, ProgressMarker.FILE_NAME);
+                    .containsExactly(
+                            "checkpoint-step-000000050.pt",
+                            "checkpoint-step-000000060.pt",
+                            EpochHistory.FILE_NAME,
+                            ProgressMarker.FILE_NAME);
         }
         assertThat(ProgressMarker.read(checkpoints, System.err)).contains(new ProgressMarker.State(60, 0));
         ByteArrayOutputStream log = new ByteArrayOutputStream();
-        TrainingSummary resumed = train(first.withMaxSteps(80).withCheckpoints(checkpoints, 0, true), log).get(0);
-        assertThat(log.toString(StandardCharsets.UTF_8)).contains("resuming from "
-                + checkpoints.resolve("checkpoint-step-000000060.pt") + ": epoch 1, step 61 of 469 (60 steps done)");
+        TrainingSummary resumed = train(first.withMaxSteps(80).withCheckpoints(checkpoints, 0, true), log)
+                .get(0);
+        assertThat(log.toString(StandardCharsets.UTF_8))
+                .contains("resuming from " + checkpoints.resolve("checkpoint-step-000000060.pt")
+                        + ": epoch 1, step 61 of 469 (60 steps done)");
         assertThat(log.toString(StandardCharsets.UTF_8)).contains("epoch 1/4: resuming at step 61 of 469");
         assertThat(resumed.steps()).isEqualTo(80);
-        assertThat(resumed.epochDetails()).singleElement().satisfies(e -> assertThat(e.steps()).isEqualTo(20));
+        assertThat(resumed.epochDetails())
+                .singleElement()
+                .satisfies(e -> assertThat(e.steps()).isEqualTo(20));
         assertThat(resumed.resumedFromStep()).isEqualTo(60);
         assertThat(resumed.stepsRedone()).isZero();
     }
@@ -91,13 +98,21 @@ class FashionMnistTrainingTest {
     @Test
     void zeroCheckpointsKeepTheirShardsAndResumeExactly() throws IOException {
         Path checkpoints = dir.resolve("ckpt");
-        TrainingConfig config = TrainingConfig.defaults(Classifier.Kind.MLP).withZeroStage(2).withMaxSteps(60)
+        TrainingConfig config = TrainingConfig.defaults(Classifier.Kind.MLP)
+                .withZeroStage(2)
+                .withMaxSteps(60)
                 .withCheckpoints(checkpoints, 25, false);
         train(config, new ByteArrayOutputStream());
         try (var files = Files.list(checkpoints)) {
-            assertThat(files.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("checkpoint")).sorted().toList())
-                    .containsExactly("checkpoint-step-000000050.pt", "checkpoint-step-000000050.pt.optimizer-50.0-of-2",
-                            "checkpoint-step-000000050.pt.optimizer-50.1-of-2", "checkpoint-step-000000060.pt",
+            assertThat(files.map(p -> p.getFileName().toString())
+                            .filter(n -> n.startsWith("checkpoint"))
+                            .sorted()
+                            .toList())
+                    .containsExactly(
+                            "checkpoint-step-000000050.pt",
+                            "checkpoint-step-000000050.pt.optimizer-50.0-of-2",
+                            "checkpoint-step-000000050.pt.optimizer-50.1-of-2",
+                            "checkpoint-step-000000060.pt",
                             "checkpoint-step-000000060.pt.optimizer-60.0-of-2",
                             "checkpoint-step-000000060.pt.optimizer-60.1-of-2");
         }
@@ -112,10 +127,12 @@ class FashionMnistTrainingTest {
                 }
             }
         }
-        TrainingSummary resumed = train(config.withMaxSteps(80).withCheckpoints(checkpoints, 0, true),
-                new ByteArrayOutputStream()).get(0);
-        TrainingSummary straight = train(config.withMaxSteps(80).withCheckpoints(fromFifty, 0, true),
-                new ByteArrayOutputStream()).get(0);
+        TrainingSummary resumed = train(
+                        config.withMaxSteps(80).withCheckpoints(checkpoints, 0, true), new ByteArrayOutputStream())
+                .get(0);
+        TrainingSummary straight = train(
+                        config.withMaxSteps(80).withCheckpoints(fromFifty, 0, true), new ByteArrayOutputStream())
+                .get(0);
         assertThat(resumed.resumedFromStep()).isEqualTo(60);
         assertThat(straight.resumedFromStep()).isEqualTo(50);
         assertThat(resumed.testAccuracy()).isEqualTo(straight.testAccuracy());
@@ -130,16 +147,18 @@ class FashionMnistTrainingTest {
         Files.delete(checkpoints.resolve("checkpoint-step-000000030.pt"));
         ByteArrayOutputStream log = new ByteArrayOutputStream();
         List<TrainingSummary> resumed = train(first.withMaxSteps(40).withCheckpoints(checkpoints, 20, true), log);
-        for (TrainingSummary s : resumed) {   // the same on every worker
+        for (TrainingSummary s : resumed) { // the same on every worker
             assertThat(s.resumedFromStep()).isEqualTo(20);
-            assertThat(s.stepsRedone()).isEqualTo(10);   // steps 21..30
+            assertThat(s.stepsRedone()).isEqualTo(10); // steps 21..30
             assertThat(s.restarts()).isZero();
         }
         assertThat(log.toString(StandardCharsets.UTF_8)).contains("resumed from step 20, steps redone 10");
         assertThat(ProgressMarker.read(checkpoints, System.err)).contains(new ProgressMarker.State(40, 10));
         // Resumed again from step 20 (steps 21..40 done twice already): each of them counts again.
         Files.delete(checkpoints.resolve("checkpoint-step-000000040.pt"));
-        assertThat(train(first.withMaxSteps(40).withCheckpoints(checkpoints, 0, true), log).get(0).stepsRedone())
+        assertThat(train(first.withMaxSteps(40).withCheckpoints(checkpoints, 0, true), log)
+                        .get(0)
+                        .stepsRedone())
                 .isEqualTo(30);
         // A fresh run (no --resume, first attempt) starts the count again.
         TrainingSummary fresh = train(first.withMaxSteps(5), log).get(0);
@@ -152,7 +171,8 @@ class FashionMnistTrainingTest {
      * {@code checkpoints}; returns that run's configuration, for the runs that resume it.
      */
     private static TrainingConfig trainFromScratch(int steps, Path checkpoints, int every) {
-        TrainingConfig config = TrainingConfig.defaults(Classifier.Kind.MLP).withMaxSteps(steps)
+        TrainingConfig config = TrainingConfig.defaults(Classifier.Kind.MLP)
+                .withMaxSteps(steps)
                 .withCheckpoints(checkpoints, every, false);
         train(config, new ByteArrayOutputStream());
         return config;
@@ -163,8 +183,11 @@ class FashionMnistTrainingTest {
         return ThreadsWorld.run(2, rank -> {
             try (DistributedBackend backend = new ThreadsBackend()) {
                 backend.initialize();
-                return FashionMnistTraining.train(dev.cohort.runtime.elastic.ElasticJob.of(backend,
-                        java.time.Duration.ofSeconds(60)), config, data, out);
+                return FashionMnistTraining.train(
+                        dev.cohort.runtime.elastic.ElasticJob.of(backend, java.time.Duration.ofSeconds(60)),
+                        config,
+                        data,
+                        out);
             }
         });
     }

@@ -42,12 +42,15 @@ class FirstHourTest {
         run(2, 32, two, console);
         run(1, 64, one, console);
         assertThat(console.text()).contains(" on 2 workers").contains(" on 1 workers");
-        assertThat(loss(console, 2)).isLessThan(loss(console, 1));       // it learns
+        assertThat(loss(console, 2)).isLessThan(loss(console, 1)); // it learns
         float[] distributed = floats(two);
         float[] single = floats(one);
-        assertThat(distributed).hasSize(784 * 64 + 64 + 64 * 32 + 32 + 32 * 10 + 10).hasSameSizeAs(single);
+        assertThat(distributed)
+                .hasSize(784 * 64 + 64 + 64 * 32 + 32 + 32 * 10 + 10)
+                .hasSameSizeAs(single);
         for (int i = 0; i < single.length; i++) {
-            assertThat(Math.abs(distributed[i] - single[i])).as("parameter element %d", i)
+            assertThat(Math.abs(distributed[i] - single[i]))
+                    .as("parameter element %d", i)
                     .isLessThanOrEqualTo(1e-5f * Math.max(1f, Math.abs(single[i])));
         }
     }
@@ -55,9 +58,15 @@ class FirstHourTest {
     private void run(int workers, int batchPerWorker, Path out, FashionMnistTrainerTest.TimedConsole console)
             throws Exception {
         Path mnist = dir.resolve("mnist");
-        LaunchOptions options = LaunchOptions.builder().nprocPerNode(workers).masterPort(0).build();
-        WorkerProgram program = WorkerProgram.mainClass(SimpleMnist.class.getName(), List.of(mnist.toString(),
-                Integer.toString(batchPerWorker), Integer.toString(EXAMPLES), out.toString()));
+        LaunchOptions options =
+                LaunchOptions.builder().nprocPerNode(workers).masterPort(0).build();
+        WorkerProgram program = WorkerProgram.mainClass(
+                SimpleMnist.class.getName(),
+                List.of(
+                        mnist.toString(),
+                        Integer.toString(batchPerWorker),
+                        Integer.toString(EXAMPLES),
+                        out.toString()));
         LaunchResult result;
         try (Launcher launcher = new Launcher(options, program).console(console.console())) {
             result = launcher.run();
@@ -67,7 +76,9 @@ class FirstHourTest {
 
     /** The loss the first run printed for {@code epoch}. */
     private static double loss(FashionMnistTrainerTest.TimedConsole console, int epoch) {
-        String line = console.findStart("[rank 0] epoch " + epoch + ": loss ").orElseThrow().text();
+        String line = console.findStart("[rank 0] epoch " + epoch + ": loss ")
+                .orElseThrow()
+                .text();
         return Double.parseDouble(line.split(" ")[5]);
     }
 

@@ -46,7 +46,8 @@ class IdxFileTest {
     @Test
     void missingFileIsNamed() {
         Path p = dir.resolve("nothing-here.gz");
-        assertReadFails(p, IdxFile.LABELS_MAGIC, "not found").isInstanceOf(DataFileException.class)
+        assertReadFails(p, IdxFile.LABELS_MAGIC, "not found")
+                .isInstanceOf(DataFileException.class)
                 .satisfies(e -> assertThat(((DataFileException) e).file()).isEqualTo(p));
     }
 
@@ -107,7 +108,7 @@ class IdxFileTest {
     void flippedBitCaughtByGzipChecksum() throws IOException {
         byte[] gz = gzip(labels(10));
         Path p = write(dir.resolve("crc.gz"), gz);
-        gz[gz.length - 8] ^= 1;   // first byte of the CRC-32 trailer
+        gz[gz.length - 8] ^= 1; // first byte of the CRC-32 trailer
         Files.write(p, gz);
         assertReadFails(p, IdxFile.LABELS_MAGIC, "corrupt gzip data");
     }
@@ -133,7 +134,8 @@ class IdxFileTest {
 
     @Test
     void absurdSizesAreRejectedBeforeAllocating() throws IOException {
-        Path p = write(dir.resolve("huge"), idx(IdxFile.IMAGES_MAGIC, new int[] {1 << 20, 1 << 10, 1 << 10}, new byte[0]));
+        Path p = write(
+                dir.resolve("huge"), idx(IdxFile.IMAGES_MAGIC, new int[] {1 << 20, 1 << 10, 1 << 10}, new byte[0]));
         assertReadFails(p, IdxFile.IMAGES_MAGIC, "more than 2 GiB");
     }
 
@@ -142,7 +144,8 @@ class IdxFileTest {
      * says each of {@code says}; returns the assertion on what it threw, for more.
      */
     private static AbstractThrowableAssert<?, ? extends Throwable> assertReadFails(Path p, int magic, String... says) {
-        return assertThatThrownBy(() -> IdxFile.read(p, magic)).hasMessageContaining(p.toString())
+        return assertThatThrownBy(() -> IdxFile.read(p, magic))
+                .hasMessageContaining(p.toString())
                 .hasMessageContainingAll(says);
     }
 }

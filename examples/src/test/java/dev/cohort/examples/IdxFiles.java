@@ -11,8 +11,7 @@ import java.util.zip.GZIPOutputStream;
 /** Writes small IDX files for tests. */
 final class IdxFiles {
 
-    private IdxFiles() {
-    }
+    private IdxFiles() {}
 
     /** The bytes of an IDX file: {@code magic}, the sizes, then {@code data}. */
     static byte[] idx(int magic, int[] dims, byte[] data) {

@@ -54,19 +54,35 @@ class LaunchersTest {
     @Test
     void torchrunRestartsAFailedGroupWhichResumesFromItsCheckpoint() throws Exception {
         assumeTorchrun();
-        Run run = run(torchrun(1, 60, List.of("--checkpoint-dir", dir.resolve("ckpt").toString(), "--checkpoint-every", "20",
-                "--resume")), Map.of(FaultDrill.AT_STEP, "30"));
+        Run run = run(
+                torchrun(
+                        1,
+                        60,
+                        List.of(
+                                "--checkpoint-dir",
+                                dir.resolve("ckpt").toString(),
+                                "--checkpoint-every",
+                                "20",
+                                "--resume")),
+                Map.of(FaultDrill.AT_STEP, "30"));
         run.assertTrainedTogether();
-        assertThat(run.output).contains("fault drill: rank 1 kills itself").contains("restarts 1, resumed from step 20");
+        assertThat(run.output)
+                .contains("fault drill: rank 1 kills itself")
+                .contains("restarts 1, resumed from step 20");
     }
 
     @Test
     void torchrunNamesTheJavaFailureFromItsErrorFile() throws Exception {
         assumeTorchrun();
-        Run run = run(torchrun(0, 60, List.of("--data-dir", dir.resolve("no-such-data").toString())), Map.of());
+        Run run = run(
+                torchrun(
+                        0, 60, List.of("--data-dir", dir.resolve("no-such-data").toString())),
+                Map.of());
         assertThat(run.exit).as("exit code; output:\n%s", run.output).isNotZero();
         // torchrun's summary quotes the error file each worker wrote (its root cause), not "<N/A>".
-        assertThat(run.output).contains("ChildFailedError").contains("no-such-data")
+        assertThat(run.output)
+                .contains("ChildFailedError")
+                .contains("no-such-data")
                 .containsPattern("error_file: /\\S+error.json");
     }
 
@@ -90,9 +106,22 @@ class LaunchersTest {
     }
 
     private static List<String> mpirun(List<String> program) {
-        assumeTrue(Files.isExecutable(Path.of("/usr/bin/mpirun")), "Open MPI is not installed (apt-get install openmpi-bin)");
-        List<String> cmd = new ArrayList<>(List.of("/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
-                "--mca", "btl", "self,tcp", "-x", "MASTER_ADDR=127.0.0.1", "-x", "MASTER_PORT=" + freePort()));
+        assumeTrue(
+                Files.isExecutable(Path.of("/usr/bin/mpirun")),
+                "Open MPI is not installed (apt-get install openmpi-bin)");
+        List<String> cmd = new ArrayList<>(List.of(
+                "/usr/bin/mpirun",
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "-np",
+                "2",
+                "--mca",
+                "btl",
+                "self,tcp",
+                "-x",
+                "MASTER_ADDR=127.0.0.1",
+                "-x",
+                "MASTER_PORT=" + freePort()));
         cmd.addAll(program);
         return cmd;
     }
@@ -101,11 +130,28 @@ class LaunchersTest {
     void trainsUnderSlurmsVariables() throws Exception {
         // srun -n 2 on one node: what each task gets. The rendezvous port comes from the job id.
         int port = freePort();
-        long jobId = port - JobEnvironment.SLURM_PORT_BASE;   // ports are 20000-29999, so the id is below the span
-        Run run = ranks(r -> trainer(60, List.of()), r -> Map.of("SLURM_PROCID", Integer.toString(r), "SLURM_NTASKS", "2",
-                "SLURM_LOCALID", Integer.toString(r), "SLURM_NODEID", "0", "SLURM_NNODES", "1",
-                "SLURM_STEP_TASKS_PER_NODE", "2", "SLURM_STEP_NODELIST", "localhost", "SLURM_JOB_ID", Long.toString(jobId),
-                "SLURM_STEP_ID", "0"));
+        long jobId = port - JobEnvironment.SLURM_PORT_BASE; // ports are 20000-29999, so the id is below the span
+        Run run = ranks(
+                r -> trainer(60, List.of()),
+                r -> Map.of(
+                        "SLURM_PROCID",
+                        Integer.toString(r),
+                        "SLURM_NTASKS",
+                        "2",
+                        "SLURM_LOCALID",
+                        Integer.toString(r),
+                        "SLURM_NODEID",
+                        "0",
+                        "SLURM_NNODES",
+                        "1",
+                        "SLURM_STEP_TASKS_PER_NODE",
+                        "2",
+                        "SLURM_STEP_NODELIST",
+                        "localhost",
+                        "SLURM_JOB_ID",
+                        Long.toString(jobId),
+                        "SLURM_STEP_ID",
+                        "0"));
         run.assertTrainedTogether();
         assertThat(run.output).contains("launched by Slurm's srun: rank 0 of 2, rendezvous at localhost:" + port);
     }
@@ -117,8 +163,12 @@ class LaunchersTest {
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
             Run run = inPods(hosts, trainer(40, List.of()));
             run.assertTrainedTogether();
-            assertThat(run.output).contains("launched by Kubernetes: rank 0 of 2", "training mlp on 2 worker(s) (gloo)",
-                    "host layout learned at rendezvous: 2 host(s)").doesNotContain("(shm)");
+            assertThat(run.output)
+                    .contains(
+                            "launched by Kubernetes: rank 0 of 2",
+                            "training mlp on 2 worker(s) (gloo)",
+                            "host layout learned at rendezvous: 2 host(s)")
+                    .doesNotContain("(shm)");
             // A plain collectives program sees the learned layout: each pod its own host.
             Run check = inPods(hosts, program(CollectivesCheck.class, List.of()));
             assertThat(check.exit).as("exit code; output:\n%s", check.output).isZero();
@@ -129,8 +179,19 @@ class LaunchersTest {
     /** {@code command} as rank r of 2 in pod r, told only MASTER_ADDR/PORT, RANK and WORLD_SIZE. */
     private Run inPods(TwoHosts hosts, List<String> command) throws Exception {
         String port = Integer.toString(freePort());
-        return ranks(r -> pod(hosts, r, command), r -> Map.of("MASTER_ADDR", hosts.address(0), "MASTER_PORT", port,
-                "RANK", Integer.toString(r), "WORLD_SIZE", "2", "KUBERNETES_SERVICE_HOST", "10.96.0.1"));
+        return ranks(
+                r -> pod(hosts, r, command),
+                r -> Map.of(
+                        "MASTER_ADDR",
+                        hosts.address(0),
+                        "MASTER_PORT",
+                        port,
+                        "RANK",
+                        Integer.toString(r),
+                        "WORLD_SIZE",
+                        "2",
+                        "KUBERNETES_SERVICE_HOST",
+                        "10.96.0.1"));
     }
 
     /** Two ranks started by this test as a launcher would: rank r runs {@code command(r)} with {@code env(r)} added. */
@@ -139,7 +200,9 @@ class LaunchersTest {
         List<Path> logs = new ArrayList<>();
         for (int r = 0; r < 2; r++) {
             Path log = Files.createTempFile(dir, "rank-" + r + "-", ".log");
-            ProcessBuilder pb = new ProcessBuilder(command.apply(r)).redirectErrorStream(true).redirectOutput(log.toFile());
+            ProcessBuilder pb = new ProcessBuilder(command.apply(r))
+                    .redirectErrorStream(true)
+                    .redirectOutput(log.toFile());
             clean(pb.environment()).putAll(env.apply(r));
             ranks.add(pb.start());
             logs.add(log);
@@ -155,15 +218,24 @@ class LaunchersTest {
 
     /** {@code command} in a pod of its own: its own network (host {@code r}), host name and /dev/shm. */
     private static List<String> pod(TwoHosts hosts, int r, List<String> command) {
-        List<String> pod = new ArrayList<>(List.of("unshare", "--uts", "--mount", "sh", "-c",
-                "hostname trainer-" + r + " && mount -t tmpfs tmpfs /dev/shm && exec \"$@\"", "pod"));
+        List<String> pod = new ArrayList<>(List.of(
+                "unshare",
+                "--uts",
+                "--mount",
+                "sh",
+                "-c",
+                "hostname trainer-" + r + " && mount -t tmpfs tmpfs /dev/shm && exec \"$@\"",
+                "pod"));
         pod.addAll(command);
         return hosts.on(r, pod);
     }
 
     private static void assumeTorchrun() throws Exception {
-        Process p = new ProcessBuilder(PYTHON, "-c", "import torch.distributed.run").redirectErrorStream(true).start();
-        assumeTrue(Files.isExecutable(Path.of(PYTHON)) && waitFor(p) == 0,
+        Process p = new ProcessBuilder(PYTHON, "-c", "import torch.distributed.run")
+                .redirectErrorStream(true)
+                .start();
+        assumeTrue(
+                Files.isExecutable(Path.of(PYTHON)) && waitFor(p) == 0,
                 "torchrun is not installed (apt-get install python3-torch libopenblas0-pthread)");
     }
 
@@ -177,23 +249,39 @@ class LaunchersTest {
     }
 
     private static List<String> torchrun(int maxRestarts, List<String> program) {
-        List<String> cmd = new ArrayList<>(List.of(PYTHON, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                "--master_port", Integer.toString(freePort()), "--max_restarts", Integer.toString(maxRestarts),
-                "--monitor_interval", "1", "--no_python", "--redirects", "1", "--tee", "1"));
+        List<String> cmd = new ArrayList<>(List.of(
+                PYTHON,
+                "-m",
+                "torch.distributed.run",
+                "--nproc_per_node",
+                "2",
+                "--master_port",
+                Integer.toString(freePort()),
+                "--max_restarts",
+                Integer.toString(maxRestarts),
+                "--monitor_interval",
+                "1",
+                "--no_python",
+                "--redirects",
+                "1",
+                "--tee",
+                "1"));
         cmd.addAll(program);
         return cmd;
     }
 
     /** The trainer as a user starts it: java, the class path, the main class; no backend named. */
     private static List<String> trainer(int steps, List<String> extra) {
-        List<String> args = new ArrayList<>(List.of("--epochs", "1", "--max-steps", Integer.toString(steps), "--threads", "1"));
+        List<String> args =
+                new ArrayList<>(List.of("--epochs", "1", "--max-steps", Integer.toString(steps), "--threads", "1"));
         args.addAll(extra);
         return program(FashionMnistTrainer.class, args);
     }
 
     /** {@code main} in a JVM as a user starts it, with the flags the shared-memory engines need. */
     private static List<String> program(Class<?> main, List<String> args) {
-        List<String> cmd = new ArrayList<>(List.of(Paths.get(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx1g"));
+        List<String> cmd = new ArrayList<>(List.of(
+                Paths.get(System.getProperty("java.home"), "bin", "java").toString(), "-Xmx1g"));
         if (Runtime.version().feature() >= 22) {
             cmd.addAll(List.of("--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"));
         }
@@ -204,7 +292,10 @@ class LaunchersTest {
 
     private Run run(List<String> cmd, Map<String, String> env) throws Exception {
         Path log = dir.resolve("launcher.log");
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).directory(dir.toFile());
+        ProcessBuilder pb = new ProcessBuilder(cmd)
+                .redirectErrorStream(true)
+                .redirectOutput(log.toFile())
+                .directory(dir.toFile());
         clean(pb.environment()).putAll(env);
         int exit = waitFor(pb.start());
         return new Run(exit, Files.readString(log));
@@ -212,9 +303,21 @@ class LaunchersTest {
 
     /** This JVM's environment without any launcher's variables (a test may run under one). */
     private static Map<String, String> clean(Map<String, String> env) {
-        env.keySet().removeIf(k -> k.startsWith("SLURM_") || k.startsWith("OMPI_") || k.startsWith("TORCHELASTIC_")
-                || k.startsWith("COHORT_") || List.of("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
-                "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT").contains(k));
+        env.keySet()
+                .removeIf(k -> k.startsWith("SLURM_")
+                        || k.startsWith("OMPI_")
+                        || k.startsWith("TORCHELASTIC_")
+                        || k.startsWith("COHORT_")
+                        || List.of(
+                                        "RANK",
+                                        "WORLD_SIZE",
+                                        "LOCAL_RANK",
+                                        "LOCAL_WORLD_SIZE",
+                                        "GROUP_RANK",
+                                        "GROUP_WORLD_SIZE",
+                                        "MASTER_ADDR",
+                                        "MASTER_PORT")
+                                .contains(k));
         return env;
     }
 

@@ -25,12 +25,27 @@ class LibTorchOnDemandTest {
     @Timeout(value = 150, unit = TimeUnit.SECONDS)
     void aBackendLoadsNoLibtorchAndTheFirstTensorLoadsItFromAnEmptyCache() {
         int port = JvmWorkers.freePort();
-        List<JvmWorkers.Result> results = JvmWorkers.run(2,
-                r -> JvmWorkers.javaCommand(TensorFirstWorker.class,
-                        List.of("-Dorg.bytedeco.javacpp.cachedir=" + dir.resolve("javacpp-cache")), List.of()),
-                r -> Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port), "RANK", Integer.toString(r),
-                        "WORLD_SIZE", "2", "COHORT_BACKEND", "tcp", "COHORT_RUN_ID", "tensor-first"),
-                dir.resolve("logs"), Duration.ofSeconds(120));
+        List<JvmWorkers.Result> results = JvmWorkers.run(
+                2,
+                r -> JvmWorkers.javaCommand(
+                        TensorFirstWorker.class,
+                        List.of("-Dorg.bytedeco.javacpp.cachedir=" + dir.resolve("javacpp-cache")),
+                        List.of()),
+                r -> Map.of(
+                        "MASTER_ADDR",
+                        "127.0.0.1",
+                        "MASTER_PORT",
+                        Integer.toString(port),
+                        "RANK",
+                        Integer.toString(r),
+                        "WORLD_SIZE",
+                        "2",
+                        "COHORT_BACKEND",
+                        "tcp",
+                        "COHORT_RUN_ID",
+                        "tensor-first"),
+                dir.resolve("logs"),
+                Duration.ofSeconds(120));
         JvmWorkers.assertAllOk(results);
     }
 }

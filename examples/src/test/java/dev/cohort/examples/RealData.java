@@ -11,12 +11,13 @@ final class RealData {
 
     static final Path DIR = Path.of(FashionMnist.DEFAULT_DIR);
 
-    private RealData() {
-    }
+    private RealData() {}
 
     static FashionMnist loadOrSkip() throws IOException {
-        assumeTrue(Files.isDirectory(DIR), "Fashion-MNIST is not installed in " + DIR
-                + " (apt-get install -y " + FashionMnist.DEBIAN_PACKAGE + ")");
+        assumeTrue(
+                Files.isDirectory(DIR),
+                "Fashion-MNIST is not installed in " + DIR + " (apt-get install -y " + FashionMnist.DEBIAN_PACKAGE
+                        + ")");
         return FashionMnist.load(DIR);
     }
 }

@@ -23,7 +23,8 @@ public final class TensorFirstWorker {
                 }
                 float sum = torch.ones(3).sum().item_float();
                 if (sum != 3f || !libtorchMapped()) {
-                    throw new AssertionError("the first tensor's sum is " + sum + ", libtorch mapped: " + libtorchMapped());
+                    throw new AssertionError(
+                            "the first tensor's sum is " + sum + ", libtorch mapped: " + libtorchMapped());
                 }
                 System.out.println("OK rank " + backend.rank());
             }

@@ -1,15 +1,13 @@
 package dev.cohort.runtime;
 
-import dev.cohort.api.collective.Collective;
-
+import dev.cohort.api.Timeouts;
 import dev.cohort.api.collective.BufferAllocator;
+import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.OpKind;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.api.collective.Work;
-
-import dev.cohort.api.Timeouts;
 import dev.cohort.runtime.p2p.PostOffice;
 import java.time.Duration;
 import java.util.Objects;
@@ -25,12 +23,14 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
     private final int rank;
     /** "rank 3 of 4", built once. */
     private final String rankOfSize;
+
     private final int size;
     private final Duration timeout;
     private final AtomicLong sequence = new AtomicLong();
     private final AtomicLong subgroups = new AtomicLong();
     /** Each rank's global rank, for a subgroup; null where they are the ranks here. */
     private volatile int[] globalRanks;
+
     private volatile SubgroupMaker subgroupMaker;
     private final AtomicLong messages = new AtomicLong();
     private volatile java.util.function.Supplier<PostOffice> postOfficeFactory;
@@ -153,8 +153,12 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
 
     @Override
     public final Work alltoallv(DenseBuffer input, int[] sendCounts, DenseBuffer output, int[] receiveCounts) {
-        return startAlltoall(input, Objects.requireNonNull(sendCounts, "alltoallv: sendCounts is null"), output,
-                Objects.requireNonNull(receiveCounts, "alltoallv: receiveCounts is null"), timeout);
+        return startAlltoall(
+                input,
+                Objects.requireNonNull(sendCounts, "alltoallv: sendCounts is null"),
+                output,
+                Objects.requireNonNull(receiveCounts, "alltoallv: receiveCounts is null"),
+                timeout);
     }
 
     @Override
@@ -184,7 +188,8 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
         if (rank != root) {
             checkWritable("broadcast", "data", data);
         }
-        return start(new Collective(OpKind.BROADCAST, sequence.getAndIncrement(), data, null, null, root, null), timeout);
+        return start(
+                new Collective(OpKind.BROADCAST, sequence.getAndIncrement(), data, null, null, root, null), timeout);
     }
 
     final Work startAllgather(DenseBuffer input, DenseBuffer output, Duration timeout) {
@@ -196,7 +201,8 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
             throw new IllegalArgumentException("allgather: output must hold world size x input = " + size + " x "
                     + input.count() + " = " + (long) input.count() * size + " elements, got " + output.count());
         }
-        return start(new Collective(OpKind.ALLGATHER, sequence.getAndIncrement(), input, output, null, -1, null), timeout);
+        return start(
+                new Collective(OpKind.ALLGATHER, sequence.getAndIncrement(), input, output, null, -1, null), timeout);
     }
 
     final Work startAllgatherv(DenseBuffer input, DenseBuffer output, int[] counts, Duration timeout) {
@@ -206,8 +212,8 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
         checkSameType("allgatherv", input, output);
         Objects.requireNonNull(counts, "allgatherv: counts is null");
         if (counts.length != size) {
-            throw new IllegalArgumentException("allgatherv: counts must have one entry per rank (" + size
-                    + "), got " + counts.length);
+            throw new IllegalArgumentException(
+                    "allgatherv: counts must have one entry per rank (" + size + "), got " + counts.length);
         }
         long total = 0;
         for (int r = 0; r < size; r++) {
@@ -221,11 +227,12 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
                     + " but the input holds " + input.count() + " elements");
         }
         if (total != output.count()) {
-            throw new IllegalArgumentException("allgatherv: output must hold the sum of counts (" + total
-                    + ") elements, got " + output.count());
+            throw new IllegalArgumentException(
+                    "allgatherv: output must hold the sum of counts (" + total + ") elements, got " + output.count());
         }
-        return start(new Collective(OpKind.ALLGATHERV, sequence.getAndIncrement(), input, output, null, -1,
-                counts.clone()), timeout);
+        return start(
+                new Collective(OpKind.ALLGATHERV, sequence.getAndIncrement(), input, output, null, -1, counts.clone()),
+                timeout);
     }
 
     final Work startReduceScatter(DenseBuffer input, DenseBuffer output, ReduceOp op, Duration timeout) {
@@ -239,7 +246,8 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
                     + " x " + output.count() + " = " + (long) output.count() * size + " elements, got "
                     + input.count());
         }
-        return start(new Collective(OpKind.REDUCE_SCATTER, sequence.getAndIncrement(), input, output, op, -1, null),
+        return start(
+                new Collective(OpKind.REDUCE_SCATTER, sequence.getAndIncrement(), input, output, op, -1, null),
                 timeout);
     }
 
@@ -257,14 +265,14 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
             Objects.requireNonNull(data, () -> op + ": data buffer is null");
         }
         if (peer < 0 || peer >= size || peer == rank) {
-            throw new IllegalArgumentException(op + ": peer must be another rank of this group of " + size + " (this is "
-                    + rank + "), got " + peer);
+            throw new IllegalArgumentException(op + ": peer must be another rank of this group of " + size
+                    + " (this is " + rank + "), got " + peer);
         }
         if (tag < 0) {
             throw new IllegalArgumentException(op + ": tag must be >= 0, got " + tag);
         }
-        return pointToPoint(new Collective(kind, messages.getAndIncrement(), data, null, null, peer, new int[] {tag}),
-                timeout);
+        return pointToPoint(
+                new Collective(kind, messages.getAndIncrement(), data, null, null, peer, new int[] {tag}), timeout);
     }
 
     /**
@@ -275,8 +283,8 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
     protected Work pointToPoint(Collective call, Duration timeout) {
         java.util.function.Supplier<PostOffice> factory = postOfficeFactory;
         if (factory == null) {
-            throw new UnsupportedOperationException(call.kind().label() + " on " + who() + ": this engine carries no "
-                    + "messages between two ranks");
+            throw new UnsupportedOperationException(
+                    call.kind().label() + " on " + who() + ": this engine carries no " + "messages between two ranks");
         }
         PostOffice office;
         synchronized (this) {
@@ -323,14 +331,24 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
             checkWritable(op, "output", output);
             checkSameType(op, input, output);
             if (total != output.count()) {
-                throw new IllegalArgumentException(op + ": the root's output must hold " + (counts == null
-                        ? "world size x input = " + size + " x " + input.count() + " = " : "the sum of counts (")
+                throw new IllegalArgumentException(op + ": the root's output must hold "
+                        + (counts == null
+                                ? "world size x input = " + size + " x " + input.count() + " = "
+                                : "the sum of counts (")
                         + total + (counts == null ? "" : ")") + " elements, got " + output.count());
             }
         }
         OpKind kind = counts == null ? OpKind.GATHER : OpKind.GATHERV;
-        return begin(new Collective(kind, sequence.getAndIncrement(), input, rank == root ? output : null, null, root,
-                counts == null ? null : counts.clone()), timeout);
+        return begin(
+                new Collective(
+                        kind,
+                        sequence.getAndIncrement(),
+                        input,
+                        rank == root ? output : null,
+                        null,
+                        root,
+                        counts == null ? null : counts.clone()),
+                timeout);
     }
 
     /** scatter ({@code counts == null}) and scatterv. */
@@ -344,19 +362,29 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
             Objects.requireNonNull(input, () -> op + ": the root's input buffer is null");
             checkSameType(op, input, output);
             if (total != input.count()) {
-                throw new IllegalArgumentException(op + ": the root's input must hold " + (counts == null
-                        ? "world size x output = " + size + " x " + output.count() + " = " : "the sum of counts (")
+                throw new IllegalArgumentException(op + ": the root's input must hold "
+                        + (counts == null
+                                ? "world size x output = " + size + " x " + output.count() + " = "
+                                : "the sum of counts (")
                         + total + (counts == null ? "" : ")") + " elements, got " + input.count());
             }
         }
         OpKind kind = counts == null ? OpKind.SCATTER : OpKind.SCATTERV;
-        return begin(new Collective(kind, sequence.getAndIncrement(), rank == root ? input : null, output, null, root,
-                counts == null ? null : counts.clone()), timeout);
+        return begin(
+                new Collective(
+                        kind,
+                        sequence.getAndIncrement(),
+                        rank == root ? input : null,
+                        output,
+                        null,
+                        root,
+                        counts == null ? null : counts.clone()),
+                timeout);
     }
 
     /** alltoall ({@code sendCounts == null}) and alltoallv. */
-    final Work startAlltoall(DenseBuffer input, int[] sendCounts, DenseBuffer output, int[] receiveCounts,
-                             Duration timeout) {
+    final Work startAlltoall(
+            DenseBuffer input, int[] sendCounts, DenseBuffer output, int[] receiveCounts, Duration timeout) {
         String op = sendCounts == null ? "alltoall" : "alltoallv";
         checkOpen(op);
         Objects.requireNonNull(input, () -> op + ": input buffer is null");
@@ -367,21 +395,31 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
                 throw new IllegalArgumentException(op + ": input and output must both hold world size (" + size
                         + ") blocks of equal length, got " + input.count() + " and " + output.count() + " elements");
             }
-            return begin(new Collective(OpKind.ALLTOALL, sequence.getAndIncrement(), input, output, null, -1, null),
+            return begin(
+                    new Collective(OpKind.ALLTOALL, sequence.getAndIncrement(), input, output, null, -1, null),
                     timeout);
         }
         long sent = sumOf(op, "sendCounts", sendCounts);
         long received = sumOf(op, "receiveCounts", receiveCounts);
         if (sent != input.count()) {
-            throw new IllegalArgumentException(op + ": input must hold the sum of sendCounts (" + sent
-                    + ") elements, got " + input.count());
+            throw new IllegalArgumentException(
+                    op + ": input must hold the sum of sendCounts (" + sent + ") elements, got " + input.count());
         }
         if (received != output.count()) {
             throw new IllegalArgumentException(op + ": output must hold the sum of receiveCounts (" + received
                     + ") elements, got " + output.count());
         }
-        return begin(new Collective(OpKind.ALLTOALLV, sequence.getAndIncrement(), input, output, null, -1,
-                sendCounts.clone(), receiveCounts.clone()), timeout);
+        return begin(
+                new Collective(
+                        OpKind.ALLTOALLV,
+                        sequence.getAndIncrement(),
+                        input,
+                        output,
+                        null,
+                        -1,
+                        sendCounts.clone(),
+                        receiveCounts.clone()),
+                timeout);
     }
 
     /**
@@ -400,16 +438,16 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
     private long checkCounts(String op, int[] counts, int mine, String buffer) {
         long total = sumOf(op, "counts", counts);
         if (counts[rank] != mine) {
-            throw new IllegalArgumentException(op + ": counts[" + rank + "] (this rank) is " + counts[rank] + " but the "
-                    + buffer + " holds " + mine + " elements");
+            throw new IllegalArgumentException(op + ": counts[" + rank + "] (this rank) is " + counts[rank]
+                    + " but the " + buffer + " holds " + mine + " elements");
         }
         return total;
     }
 
     private long sumOf(String op, String name, int[] counts) {
         if (counts.length != size) {
-            throw new IllegalArgumentException(op + ": " + name + " must have one entry per rank (" + size + "), got "
-                    + counts.length);
+            throw new IllegalArgumentException(
+                    op + ": " + name + " must have one entry per rank (" + size + "), got " + counts.length);
         }
         long total = 0;
         for (int r = 0; r < size; r++) {
@@ -473,12 +511,13 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
     private Optional<ProcessGroup> subgroup(int color, int key, int listHash, String kind) {
         checkOpen(kind);
         int[] all = new int[3 * size];
-        startAllgather(DenseBuffer.of(new int[] {color, key, listHash}), DenseBuffer.of(all), timeout).await();
+        startAllgather(DenseBuffer.of(new int[] {color, key, listHash}), DenseBuffer.of(all), timeout)
+                .await();
         long id = subgroups.getAndIncrement();
         for (int r = 0; r < size; r++) {
             if (all[3 * r + 2] != listHash) {
-                throw new IllegalArgumentException(kind + " on " + who() + ": rank " + r + " passed other ranks than this "
-                        + "rank (every rank must pass the same list)");
+                throw new IllegalArgumentException(kind + " on " + who() + ": rank " + r
+                        + " passed other ranks than this " + "rank (every rank must pass the same list)");
             }
         }
         if (color < 0) {
@@ -491,14 +530,15 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
                 members.add(r);
             }
         }
-        members.sort(java.util.Comparator.<Integer>comparingInt(r -> all[3 * r + 1]).thenComparingInt(r -> r));
+        members.sort(
+                java.util.Comparator.<Integer>comparingInt(r -> all[3 * r + 1]).thenComparingInt(r -> r));
         int[] parentRanks = members.stream().mapToInt(Integer::intValue).toArray();
         int[] global = new int[parentRanks.length];
         for (int i = 0; i < global.length; i++) {
             global[i] = globalRank(parentRanks[i]);
         }
-        Subgroup spec = new Subgroup(kind + "-" + id + "-color-" + color, parentRanks, global,
-                members.indexOf(rank), color, timeout);
+        Subgroup spec = new Subgroup(
+                kind + "-" + id + "-color-" + color, parentRanks, global, members.indexOf(rank), color, timeout);
         ProcessGroup child = connectSubgroup(spec);
         if (child instanceof AbstractProcessGroup g) {
             g.globalRanks = global;
@@ -522,8 +562,7 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
     }
 
     /** On a rank left out of every subgroup of a split: engines that make subgroups collectively over the whole group take part here. */
-    protected void skipSubgroup() {
-    }
+    protected void skipSubgroup() {}
 
     /**
      * This group makes its subgroups with {@code maker}, in resources named under {@code scope}
@@ -553,15 +592,16 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
     private static void checkWritable(String op, String name, DenseBuffer buffer) {
         Objects.requireNonNull(buffer, () -> op + ": " + name + " buffer is null");
         if (buffer.isReadOnly()) {
-            throw new IllegalArgumentException(op + ": " + name + " buffer " + buffer.describe()
-                    + " is read-only but receives the result");
+            throw new IllegalArgumentException(
+                    op + ": " + name + " buffer " + buffer.describe() + " is read-only but receives the result");
         }
     }
 
     private static void checkSameType(String op, DenseBuffer input, DenseBuffer output) {
         if (input.dataType() != output.dataType()) {
-            throw new IllegalArgumentException(op + ": input is " + input.dataType().label() + " but output is "
-                    + output.dataType().label());
+            throw new IllegalArgumentException(
+                    op + ": input is " + input.dataType().label() + " but output is "
+                            + output.dataType().label());
         }
     }
 
@@ -579,36 +619,125 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
             this.timeout = timeout;
         }
 
-        @Override public int rank() { return group.rank(); }
-        @Override public int size() { return group.size(); }
-        @Override public Duration timeout() { return timeout; }
-        @Override public ProcessGroup withTimeout(Duration t) { return new TimeoutView(group, checkTimeout(t)); }
-        @Override public Work allreduce(DenseBuffer d, ReduceOp op) { return group.startAllreduce(d, op, timeout); }
-        @Override public Work broadcast(DenseBuffer d, int root) { return group.startBroadcast(d, root, timeout); }
-        @Override public Work allgather(DenseBuffer i, DenseBuffer o) { return group.startAllgather(i, o, timeout); }
-        @Override public Work allgatherv(DenseBuffer i, DenseBuffer o, int[] c) { return group.startAllgatherv(i, o, c, timeout); }
-        @Override public Work reduceScatter(DenseBuffer i, DenseBuffer o, ReduceOp op) { return group.startReduceScatter(i, o, op, timeout); }
-        @Override public Work barrier() { return group.startBarrier(timeout); }
-        @Override public Work send(DenseBuffer d, int peer, int tag) { return group.startPointToPoint(OpKind.SEND, d, peer, tag, timeout); }
-        @Override public Work recv(DenseBuffer d, int peer, int tag) { return group.startPointToPoint(OpKind.RECV, d, peer, tag, timeout); }
-        @Override public Work reduce(DenseBuffer d, ReduceOp op, int root) { return group.startReduce(d, op, root, timeout); }
-        @Override public Work gather(DenseBuffer i, DenseBuffer o, int root) { return group.startGather(i, o, null, root, timeout); }
-        @Override public Work gatherv(DenseBuffer i, DenseBuffer o, int[] c, int root) {
+        @Override
+        public int rank() {
+            return group.rank();
+        }
+
+        @Override
+        public int size() {
+            return group.size();
+        }
+
+        @Override
+        public Duration timeout() {
+            return timeout;
+        }
+
+        @Override
+        public ProcessGroup withTimeout(Duration t) {
+            return new TimeoutView(group, checkTimeout(t));
+        }
+
+        @Override
+        public Work allreduce(DenseBuffer d, ReduceOp op) {
+            return group.startAllreduce(d, op, timeout);
+        }
+
+        @Override
+        public Work broadcast(DenseBuffer d, int root) {
+            return group.startBroadcast(d, root, timeout);
+        }
+
+        @Override
+        public Work allgather(DenseBuffer i, DenseBuffer o) {
+            return group.startAllgather(i, o, timeout);
+        }
+
+        @Override
+        public Work allgatherv(DenseBuffer i, DenseBuffer o, int[] c) {
+            return group.startAllgatherv(i, o, c, timeout);
+        }
+
+        @Override
+        public Work reduceScatter(DenseBuffer i, DenseBuffer o, ReduceOp op) {
+            return group.startReduceScatter(i, o, op, timeout);
+        }
+
+        @Override
+        public Work barrier() {
+            return group.startBarrier(timeout);
+        }
+
+        @Override
+        public Work send(DenseBuffer d, int peer, int tag) {
+            return group.startPointToPoint(OpKind.SEND, d, peer, tag, timeout);
+        }
+
+        @Override
+        public Work recv(DenseBuffer d, int peer, int tag) {
+            return group.startPointToPoint(OpKind.RECV, d, peer, tag, timeout);
+        }
+
+        @Override
+        public Work reduce(DenseBuffer d, ReduceOp op, int root) {
+            return group.startReduce(d, op, root, timeout);
+        }
+
+        @Override
+        public Work gather(DenseBuffer i, DenseBuffer o, int root) {
+            return group.startGather(i, o, null, root, timeout);
+        }
+
+        @Override
+        public Work gatherv(DenseBuffer i, DenseBuffer o, int[] c, int root) {
             return group.startGather(i, o, Objects.requireNonNull(c, "gatherv: counts is null"), root, timeout);
         }
-        @Override public Work scatter(DenseBuffer i, DenseBuffer o, int root) { return group.startScatter(i, o, null, root, timeout); }
-        @Override public Work scatterv(DenseBuffer i, DenseBuffer o, int[] c, int root) {
+
+        @Override
+        public Work scatter(DenseBuffer i, DenseBuffer o, int root) {
+            return group.startScatter(i, o, null, root, timeout);
+        }
+
+        @Override
+        public Work scatterv(DenseBuffer i, DenseBuffer o, int[] c, int root) {
             return group.startScatter(i, o, Objects.requireNonNull(c, "scatterv: counts is null"), root, timeout);
         }
-        @Override public Work alltoall(DenseBuffer i, DenseBuffer o) { return group.startAlltoall(i, null, o, null, timeout); }
-        @Override public Work alltoallv(DenseBuffer i, int[] s, DenseBuffer o, int[] r) {
-            return group.startAlltoall(i, Objects.requireNonNull(s, "alltoallv: sendCounts is null"), o,
-                    Objects.requireNonNull(r, "alltoallv: receiveCounts is null"), timeout);
+
+        @Override
+        public Work alltoall(DenseBuffer i, DenseBuffer o) {
+            return group.startAlltoall(i, null, o, null, timeout);
         }
-        @Override public Optional<ProcessGroup> split(int color, int key) { return group.split(color, key); }
-        @Override public Optional<ProcessGroup> newGroup(int... ranks) { return group.newGroup(ranks); }
-        @Override public java.util.Optional<BufferAllocator> allocator() { return group.allocator(); }
-        @Override public void close() { group.close(); }
+
+        @Override
+        public Work alltoallv(DenseBuffer i, int[] s, DenseBuffer o, int[] r) {
+            return group.startAlltoall(
+                    i,
+                    Objects.requireNonNull(s, "alltoallv: sendCounts is null"),
+                    o,
+                    Objects.requireNonNull(r, "alltoallv: receiveCounts is null"),
+                    timeout);
+        }
+
+        @Override
+        public Optional<ProcessGroup> split(int color, int key) {
+            return group.split(color, key);
+        }
+
+        @Override
+        public Optional<ProcessGroup> newGroup(int... ranks) {
+            return group.newGroup(ranks);
+        }
+
+        @Override
+        public java.util.Optional<BufferAllocator> allocator() {
+            return group.allocator();
+        }
+
+        @Override
+        public void close() {
+            group.close();
+        }
 
         @Override
         public String toString() {
@@ -620,5 +749,4 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
     public String toString() {
         return getClass().getSimpleName() + "[" + who() + "]";
     }
-
 }

@@ -8,8 +8,7 @@ package dev.cohort.runtime;
  */
 public final class AlltoallCounts {
 
-    private AlltoallCounts() {
-    }
+    private AlltoallCounts() {}
 
     /**
      * Compares the counts of all ranks; {@code send[i]} and {@code receive[i]} are rank i's.
@@ -27,8 +26,14 @@ public final class AlltoallCounts {
                         m = new StringBuilder(what).append(": ranks disagree on how much each sends to each:");
                     }
                     if (shown++ < 8) {
-                        m.append("\n  rank ").append(i).append(" sends ").append(send[i][j]).append(" elements to rank ")
-                                .append(j).append(", which expects ").append(receive[j][i]);
+                        m.append("\n  rank ")
+                                .append(i)
+                                .append(" sends ")
+                                .append(send[i][j])
+                                .append(" elements to rank ")
+                                .append(j)
+                                .append(", which expects ")
+                                .append(receive[j][i]);
                     }
                 }
             }

@@ -3,8 +3,7 @@ package dev.cohort.runtime;
 /** Where each rank's block lies in a gather's output or a scatter's input: per-rank counts laid end to end. */
 public final class Blocks {
 
-    private Blocks() {
-    }
+    private Blocks() {}
 
     /**
      * Where each of {@code n} ranks' blocks starts ({@code counts == null}: every block holds

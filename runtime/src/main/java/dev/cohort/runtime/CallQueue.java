@@ -1,16 +1,15 @@
 package dev.cohort.runtime;
 
-import dev.cohort.api.collective.Collective;
-
 import dev.cohort.api.Timeouts;
+import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
 import dev.cohort.api.collective.Work;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
-import java.util.Objects;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
@@ -94,13 +93,16 @@ public final class CallQueue {
     private final AtomicLong submitted = new AtomicLong();
     /** Null when the owner steps the engine with {@link #doWork()}. */
     private final Thread engine;
+
     private final LongSupplier clock;
     private final EngineIdle idle;
     /** The engine's view of {@link #submitted} and since when no call came (its thread's own). */
     private long seen;
+
     private long quietSince;
     /** The engine's current polling period (its thread's own): see the class comment. */
     private long pollNanos = POLL_NS;
+
     private volatile boolean closing;
     private volatile CollectiveException broken;
     private volatile Call current;
@@ -120,14 +122,20 @@ public final class CallQueue {
      *                     for a call another thread runs waits that much longer before it fails
      *                     the call with {@code whereRunning}'s words
      */
-    public CallQueue(String threadName, Function<Call, String> whereRunning, Consumer<CollectiveException> onFailure,
-                     Duration overrun) {
+    public CallQueue(
+            String threadName,
+            Function<Call, String> whereRunning,
+            Consumer<CollectiveException> onFailure,
+            Duration overrun) {
         this(threadName, whereRunning, onFailure, new Options().overrun(overrun));
     }
 
     /** As above, with {@code options} (overrun, clock, idle strategy, engine thread or stepped). */
-    public CallQueue(String threadName, Function<Call, String> whereRunning, Consumer<CollectiveException> onFailure,
-                     Options options) {
+    public CallQueue(
+            String threadName,
+            Function<Call, String> whereRunning,
+            Consumer<CollectiveException> onFailure,
+            Options options) {
         this.whereRunning = whereRunning;
         this.onFailure = onFailure;
         this.overrunNanos = options.overrun.toNanos();
@@ -198,6 +206,7 @@ public final class CallQueue {
         private volatile Object outcome;
         /** Created by the first thread that has to block for the outcome (a caller that runs the call never does). */
         private volatile CountDownLatch blocked;
+
         private final long issued;
         private final long deadline;
         private final long timeoutNanos;
@@ -230,8 +239,15 @@ public final class CallQueue {
             return closing;
         }
 
-        @Override public Collective collective() { return collective; }
-        @Override public boolean isDone() { return outcome != null; }
+        @Override
+        public Collective collective() {
+            return collective;
+        }
+
+        @Override
+        public boolean isDone() {
+            return outcome != null;
+        }
 
         @Override
         public Optional<CollectiveException> failure() {
@@ -293,8 +309,10 @@ public final class CallQueue {
                     if (deadline - clock.getAsLong() <= 0) {
                         settle(timedOut(this));
                     } else {
-                        throw new CollectiveTimeoutException(collective.describe() + " still running after "
-                                + Duration.ofNanos(requested) + "; it stays pending until its own timeout", null);
+                        throw new CollectiveTimeoutException(
+                                collective.describe() + " still running after " + Duration.ofNanos(requested)
+                                        + "; it stays pending until its own timeout",
+                                null);
                     }
                 }
             }
@@ -313,7 +331,7 @@ public final class CallQueue {
                 }
             }
             if (outcome != null) {
-                latch.countDown();   // settled before the settler could see the latch
+                latch.countDown(); // settled before the settler could see the latch
             }
             return latch;
         }
@@ -382,8 +400,8 @@ public final class CallQueue {
         }
         CollectiveException b = broken;
         if (b != null) {
-            c.fail(new CollectiveException(c.describe() + ": the group is unusable after an earlier failure: "
-                    + b.getMessage(), b));
+            c.fail(new CollectiveException(
+                    c.describe() + ": the group is unusable after an earlier failure: " + b.getMessage(), b));
             return;
         }
         if (closing) {
@@ -422,10 +440,16 @@ public final class CallQueue {
         Call running = current;
         String after = c.describe() + ": timed out after " + Duration.ofNanos(c.timeoutNanos);
         if (running == c) {
-            return new CollectiveTimeoutException(after + " " + whereRunning.apply(c), null, -1, c.collective, List.of());
+            return new CollectiveTimeoutException(
+                    after + " " + whereRunning.apply(c), null, -1, c.collective, List.of());
         }
-        return new CollectiveTimeoutException(after + " before it started"
-                + (running == null ? "" : ", queued behind " + running.collective.describe()), null, -1, c.collective, List.of());
+        return new CollectiveTimeoutException(
+                after + " before it started"
+                        + (running == null ? "" : ", queued behind " + running.collective.describe()),
+                null,
+                -1,
+                c.collective,
+                List.of());
     }
 
     /**
@@ -479,7 +503,7 @@ public final class CallQueue {
         }
         long age = now - head.issued;
         if (age < GRACE_NS) {
-            idle.idle(GRACE_NS - age);   // let an awaiting caller run it on its own thread
+            idle.idle(GRACE_NS - age); // let an awaiting caller run it on its own thread
             return 0;
         }
         if (runner.tryLock()) {
@@ -491,7 +515,7 @@ public final class CallQueue {
             }
             return 1;
         }
-        idle.idle(GRACE_NS);   // a caller is running calls; it may run this one too
+        idle.idle(GRACE_NS); // a caller is running calls; it may run this one too
         return 0;
     }
 

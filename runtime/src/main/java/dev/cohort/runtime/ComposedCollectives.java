@@ -20,8 +20,7 @@ import java.util.Optional;
  */
 final class ComposedCollectives {
 
-    private ComposedCollectives() {
-    }
+    private ComposedCollectives() {}
 
     static Work start(AbstractProcessGroup group, Collective call, Duration timeout) {
         int n = group.size();
@@ -29,15 +28,35 @@ final class ComposedCollectives {
         boolean root = me == call.root();
         DataType type = call.dataType();
         return switch (call.kind()) {
-            case REDUCE -> new Then(call, group.startAllreduce(root ? call.input() : call.input().copy(), call.op(), timeout),
-                    null);
-            case GATHER -> new Then(call, group.startAllgather(call.input(),
-                    root ? call.output() : DenseBuffer.allocate(type, call.input().count() * n), timeout), null);
-            case GATHERV -> new Then(call, group.startAllgatherv(call.input(),
-                    root ? call.output() : DenseBuffer.allocate(type, (int) call.agreedLength()), call.counts(), timeout),
-                    null);
+            case REDUCE ->
+                new Then(
+                        call,
+                        group.startAllreduce(root ? call.input() : call.input().copy(), call.op(), timeout),
+                        null);
+            case GATHER ->
+                new Then(
+                        call,
+                        group.startAllgather(
+                                call.input(),
+                                root
+                                        ? call.output()
+                                        : DenseBuffer.allocate(
+                                                type, call.input().count() * n),
+                                timeout),
+                        null);
+            case GATHERV ->
+                new Then(
+                        call,
+                        group.startAllgatherv(
+                                call.input(),
+                                root ? call.output() : DenseBuffer.allocate(type, (int) call.agreedLength()),
+                                call.counts(),
+                                timeout),
+                        null);
             case SCATTER, SCATTERV -> {
-                int[] counts = call.counts() != null ? call.counts() : uniform(n, call.output().count());
+                int[] counts = call.counts() != null
+                        ? call.counts()
+                        : uniform(n, call.output().count());
                 DenseBuffer source = root ? call.input() : DenseBuffer.allocate(type, (int) sum(counts, n));
                 Work broadcast = group.startBroadcast(source, call.root(), timeout);
                 long from = sum(counts, me);
@@ -62,8 +81,11 @@ final class ComposedCollectives {
         int n = group.size();
         int me = group.rank();
         int[] everyCount = new int[2 * n * n];
-        group.startAllgather(DenseBuffer.of(AlltoallCounts.packed(call.counts(), call.receiveCounts())),
-                DenseBuffer.of(everyCount), timeout).await();
+        group.startAllgather(
+                        DenseBuffer.of(AlltoallCounts.packed(call.counts(), call.receiveCounts())),
+                        DenseBuffer.of(everyCount),
+                        timeout)
+                .await();
         String what = group.who() + ": " + call.describe();
         String disagreement = AlltoallCounts.disagreement(what, everyCount, n);
         if (disagreement != null) {

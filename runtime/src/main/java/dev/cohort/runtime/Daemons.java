@@ -5,8 +5,7 @@ import java.util.concurrent.ThreadFactory;
 /** Cohort's background threads: daemons (they never keep a JVM alive), each with a name that says what it does. */
 public final class Daemons {
 
-    private Daemons() {
-    }
+    private Daemons() {}
 
     /** A daemon thread called {@code name} that runs {@code body}, not yet started. */
     public static Thread thread(String name, Runnable body) {

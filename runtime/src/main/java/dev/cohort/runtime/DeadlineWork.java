@@ -70,7 +70,9 @@ public abstract class DeadlineWork implements Work {
 
     /** A waiter's own limit ran out before the operation's. */
     protected final CollectiveTimeoutException stillRunning(long requestedNanos) {
-        return new CollectiveTimeoutException(collective.describe() + " still running after "
-                + Duration.ofNanos(requestedNanos) + "; it stays pending until its own timeout", null);
+        return new CollectiveTimeoutException(
+                collective.describe() + " still running after " + Duration.ofNanos(requestedNanos)
+                        + "; it stays pending until its own timeout",
+                null);
     }
 }

@@ -64,7 +64,9 @@ public abstract class EngineBackend<O extends EngineOptions<O>> extends Distribu
     @Override
     public DistributedBackend forEnvironment(Map<String, String> environment) {
         try {
-            return getClass().getConstructor(options.getClass(), Map.class).newInstance(options, Map.copyOf(environment));
+            return getClass()
+                    .getConstructor(options.getClass(), Map.class)
+                    .newInstance(options, Map.copyOf(environment));
         } catch (InvocationTargetException e) {
             throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
         } catch (ReflectiveOperationException e) {
@@ -117,7 +119,8 @@ public abstract class EngineBackend<O extends EngineOptions<O>> extends Distribu
      */
     protected final Connection connectLoaded(String engineClass, Class<O> optionsType) {
         try {
-            return (Connection) Class.forName(engineClass).getMethod("connect", optionsType, Map.class)
+            return (Connection) Class.forName(engineClass)
+                    .getMethod("connect", optionsType, Map.class)
                     .invoke(null, options, env());
         } catch (InvocationTargetException e) {
             Throwable cause = e.getCause();

@@ -38,12 +38,13 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
         int online = 0;
         try {
             for (String range : java.nio.file.Files.readString(java.nio.file.Path.of("/sys/devices/system/cpu/online"))
-                    .trim().split(",")) {
+                    .trim()
+                    .split(",")) {
                 String[] ends = range.split("-");
                 online += ends.length == 1 ? 1 : Integer.parseInt(ends[1]) - Integer.parseInt(ends[0]) + 1;
             }
         } catch (java.io.IOException | RuntimeException e) {
-            online = 0;   // not Linux, or unreadable: the JVM's count below
+            online = 0; // not Linux, or unreadable: the JVM's count below
         }
         return Math.max(online, Runtime.getRuntime().availableProcessors());
     }
@@ -51,8 +52,7 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
     public static final Duration DEFAULT_STALL_TIME = Duration.ofSeconds(30);
 
     /** The help texts of the three options: what each means for this engine, with its default. */
-    public record Help(String timeout, String connectTimeout, String stall) {
-    }
+    public record Help(String timeout, String connectTimeout, String stall) {}
 
     private final String engine;
     private final String prefix;
@@ -225,9 +225,15 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
         }
 
         OptionSpec spec(String description) {
-            return OptionSpec.builder(name).paramLabel("SECONDS").type(double.class)
-                    .description(description).initialValue(initial).hasInitialValue(true)
-                    .getter(this).setter(this).build();
+            return OptionSpec.builder(name)
+                    .paramLabel("SECONDS")
+                    .type(double.class)
+                    .description(description)
+                    .initialValue(initial)
+                    .hasInitialValue(true)
+                    .getter(this)
+                    .setter(this)
+                    .build();
         }
 
         @Override

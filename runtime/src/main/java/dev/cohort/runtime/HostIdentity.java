@@ -12,8 +12,7 @@ import java.nio.file.Path;
  */
 public final class HostIdentity {
 
-    private HostIdentity() {
-    }
+    private HostIdentity() {}
 
     /** This process's host, as one token without spaces or '|'. */
     public static String current() {

@@ -55,7 +55,8 @@ public final class PendingWork extends DeadlineWork {
             finished = done.await(wait, TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new CollectiveException("interrupted while waiting for " + collective().describe(), e);
+            throw new CollectiveException(
+                    "interrupted while waiting for " + collective().describe(), e);
         }
         if (!finished) {
             if (deadlineNanos() - System.nanoTime() <= 0) {

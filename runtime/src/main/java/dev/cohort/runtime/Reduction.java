@@ -4,7 +4,6 @@ import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.HalfFloats;
 import dev.cohort.api.collective.ReduceOp;
-
 import java.nio.DoubleBuffer;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
@@ -31,6 +30,7 @@ public final class Reduction {
 
     /** Elements moved through heap arrays at a time (two chunks of doubles fit in L1 beside the operands). */
     private static final int CHUNK = 2048;
+
     private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
 
     private static final class Scratch {
@@ -41,8 +41,7 @@ public final class Reduction {
         final short[] bits = new short[CHUNK];
     }
 
-    private Reduction() {
-    }
+    private Reduction() {}
 
     /** {@code acc[i] = op(acc[i], in[i])}; AVG accumulates like SUM (see {@link #finish}). */
     public static void accumulate(ReduceOp op, DenseBuffer acc, DenseBuffer in) {
@@ -180,10 +179,18 @@ public final class Reduction {
     /** {@code x[i] = op(x[i], y[i])} for i in [0, m); AVG as SUM. */
     private static void fold(ReduceOp op, float[] x, float[] y, int m) {
         switch (op) {
-            case SUM, AVG -> { for (int i = 0; i < m; i++) x[i] = x[i] + y[i]; }
-            case PRODUCT -> { for (int i = 0; i < m; i++) x[i] = x[i] * y[i]; }
-            case MIN -> { for (int i = 0; i < m; i++) x[i] = Math.min(x[i], y[i]); }
-            case MAX -> { for (int i = 0; i < m; i++) x[i] = Math.max(x[i], y[i]); }
+            case SUM, AVG -> {
+                for (int i = 0; i < m; i++) x[i] = x[i] + y[i];
+            }
+            case PRODUCT -> {
+                for (int i = 0; i < m; i++) x[i] = x[i] * y[i];
+            }
+            case MIN -> {
+                for (int i = 0; i < m; i++) x[i] = Math.min(x[i], y[i]);
+            }
+            case MAX -> {
+                for (int i = 0; i < m; i++) x[i] = Math.max(x[i], y[i]);
+            }
         }
     }
 
@@ -205,10 +212,10 @@ public final class Reduction {
     private static void combine(ReduceOp op, DenseBuffer a, DenseBuffer b, DenseBuffer out, int divisor) {
         int n = out.count();
         switch (out.dataType()) {
-            case FLOAT32 -> floats(op, (FloatBuffer) a.view(), (FloatBuffer) b.view(), (FloatBuffer) out.view(), n,
-                    divisor);
-            case FLOAT64 -> doubles(op, (DoubleBuffer) a.view(), (DoubleBuffer) b.view(), (DoubleBuffer) out.view(), n,
-                    divisor);
+            case FLOAT32 ->
+                floats(op, (FloatBuffer) a.view(), (FloatBuffer) b.view(), (FloatBuffer) out.view(), n, divisor);
+            case FLOAT64 ->
+                doubles(op, (DoubleBuffer) a.view(), (DoubleBuffer) b.view(), (DoubleBuffer) out.view(), n, divisor);
             case INT32 -> {
                 IntBuffer x = (IntBuffer) a.view();
                 IntBuffer y = (IntBuffer) b.view();
@@ -235,10 +242,18 @@ public final class Reduction {
             a.get(from, x, 0, m);
             b.get(from, y, 0, m);
             switch (op) {
-                case SUM, AVG -> { for (int i = 0; i < m; i++) x[i] = x[i] + y[i]; }
-                case PRODUCT -> { for (int i = 0; i < m; i++) x[i] = x[i] * y[i]; }
-                case MIN -> { for (int i = 0; i < m; i++) x[i] = Math.min(x[i], y[i]); }
-                case MAX -> { for (int i = 0; i < m; i++) x[i] = Math.max(x[i], y[i]); }
+                case SUM, AVG -> {
+                    for (int i = 0; i < m; i++) x[i] = x[i] + y[i];
+                }
+                case PRODUCT -> {
+                    for (int i = 0; i < m; i++) x[i] = x[i] * y[i];
+                }
+                case MIN -> {
+                    for (int i = 0; i < m; i++) x[i] = Math.min(x[i], y[i]);
+                }
+                case MAX -> {
+                    for (int i = 0; i < m; i++) x[i] = Math.max(x[i], y[i]);
+                }
             }
             if (divisor != 1) {
                 for (int i = 0; i < m; i++) x[i] = x[i] / divisor;
@@ -256,10 +271,18 @@ public final class Reduction {
             a.get(from, x, 0, m);
             b.get(from, y, 0, m);
             switch (op) {
-                case SUM, AVG -> { for (int i = 0; i < m; i++) x[i] = x[i] + y[i]; }
-                case PRODUCT -> { for (int i = 0; i < m; i++) x[i] = x[i] * y[i]; }
-                case MIN -> { for (int i = 0; i < m; i++) x[i] = Math.min(x[i], y[i]); }
-                case MAX -> { for (int i = 0; i < m; i++) x[i] = Math.max(x[i], y[i]); }
+                case SUM, AVG -> {
+                    for (int i = 0; i < m; i++) x[i] = x[i] + y[i];
+                }
+                case PRODUCT -> {
+                    for (int i = 0; i < m; i++) x[i] = x[i] * y[i];
+                }
+                case MIN -> {
+                    for (int i = 0; i < m; i++) x[i] = Math.min(x[i], y[i]);
+                }
+                case MAX -> {
+                    for (int i = 0; i < m; i++) x[i] = Math.max(x[i], y[i]);
+                }
             }
             if (divisor != 1) {
                 for (int i = 0; i < m; i++) x[i] = x[i] / divisor;

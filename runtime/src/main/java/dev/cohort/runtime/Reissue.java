@@ -7,8 +7,7 @@ import dev.cohort.api.collective.Work;
 /** Issues a call made on one group on another group of the same ranks (a view forwarding to the group it wraps). */
 public final class Reissue {
 
-    private Reissue() {
-    }
+    private Reissue() {}
 
     /** {@code c} issued on {@code g}: same kind, buffers, op, root and counts. */
     public static Work on(ProcessGroup g, Collective c) {

@@ -1,7 +1,6 @@
 package dev.cohort.runtime;
 
 import dev.cohort.api.LaunchEnvironment;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -44,15 +43,15 @@ public final class SharedMemoryFiles {
         }
     }
 
-    private SharedMemoryFiles() {
-    }
+    private SharedMemoryFiles() {}
 
     /**
      * The file that the shm group of workers started with {@code env} maps (run id, restart count,
      * and the scope from {@code MASTER_ADDR} and {@code MASTER_PORT}, empty when unset).
      */
     public static Path path(Map<String, String> env) {
-        return DIRECTORY.resolve(PREFIX + LaunchEnvironment.parseRunId(env) + "-" + LaunchEnvironment.parseRestartCount(env) + "-" + scope(env));
+        return DIRECTORY.resolve(PREFIX + LaunchEnvironment.parseRunId(env) + "-"
+                + LaunchEnvironment.parseRestartCount(env) + "-" + scope(env));
     }
 
     /**
@@ -61,8 +60,8 @@ public final class SharedMemoryFiles {
      */
     public static Path path(Map<String, String> env, String group) {
         if (!group.matches("[A-Za-z0-9]{1,32}")) {
-            throw new IllegalArgumentException("a shared-memory group's name must be 1-32 characters of [A-Za-z0-9], got '"
-                    + group + "'");
+            throw new IllegalArgumentException(
+                    "a shared-memory group's name must be 1-32 characters of [A-Za-z0-9], got '" + group + "'");
         }
         return DIRECTORY.resolve(path(env).getFileName() + "-" + group);
     }
@@ -90,7 +89,8 @@ public final class SharedMemoryFiles {
                     continue;
                 }
                 try {
-                    BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+                    BasicFileAttributes a =
+                            Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
                     Object owner = Files.getAttribute(file, "unix:uid", LinkOption.NOFOLLOW_LINKS);
                     if (a.isRegularFile() && uid.get().equals(owner)) {
                         Files.delete(file);

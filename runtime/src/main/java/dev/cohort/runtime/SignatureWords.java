@@ -1,11 +1,9 @@
 package dev.cohort.runtime;
 
 import dev.cohort.api.collective.Collective;
-
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.OpKind;
 import dev.cohort.api.collective.ReduceOp;
-
 import java.util.Arrays;
 
 /**
@@ -24,8 +22,7 @@ public final class SignatureWords {
     /** Words per signature. */
     public static final int WORDS = 4;
 
-    private SignatureWords() {
-    }
+    private SignatureWords() {}
 
     /** Writes {@code call}'s words at {@code into[offset..offset+WORDS)}. */
     public static void encode(Collective call, long[] into, int offset) {
@@ -64,8 +61,11 @@ public final class SignatureWords {
         if (type > 0) {
             s.append(' ').append(DataType.values()[type - 1].label());
             if (k.hasSharedCounts()) {
-                s.append(" counts(total ").append(words[offset + 1]).append(", hash ")
-                        .append(Long.toHexString(words[offset + 2])).append(')');
+                s.append(" counts(total ")
+                        .append(words[offset + 1])
+                        .append(", hash ")
+                        .append(Long.toHexString(words[offset + 2]))
+                        .append(')');
             } else if (k != OpKind.ALLTOALLV) {
                 s.append('[').append(words[offset + 1]).append(']');
             }
@@ -92,7 +92,10 @@ public final class SignatureWords {
         if (same) {
             return null;
         }
-        StringBuilder m = new StringBuilder(who).append(": ranks disagree on collective #").append(all[3]).append(':');
+        StringBuilder m = new StringBuilder(who)
+                .append(": ranks disagree on collective #")
+                .append(all[3])
+                .append(':');
         for (int r = 0; r < size; r++) {
             long seq = all[r * WORDS + 3];
             m.append("\n  rank ").append(r).append(": ").append(describe(all, r * WORDS));

@@ -1,23 +1,22 @@
 package dev.cohort.cli;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
 import dev.cohort.api.BackendUnavailableException;
 import dev.cohort.api.Backends;
 import dev.cohort.api.Connection;
 import dev.cohort.api.DistributedBackend;
-import dev.cohort.runtime.threads.NonDistributedBackend;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
-import dev.cohort.runtime.threads.ThreadsBackend;
 import dev.cohort.api.JobLayout;
+import dev.cohort.runtime.threads.NonDistributedBackend;
+import dev.cohort.runtime.threads.ThreadsBackend;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
 import java.util.TreeMap;
-import java.util.function.Predicate;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import picocli.CommandLine;
@@ -36,30 +35,70 @@ class BackendsTest {
     void selectsByNameCaseInsensitivelyThenEnvironmentThenNone() {
         Map<String, DistributedBackend> all = Backends.discover();
         assertThat(Backends.select("THREADS", all, Map.of())).isInstanceOf(ThreadsBackend.class);
-        assertThat(Backends.select(null, all, Map.of("COHORT_BACKEND", "threads"))).isInstanceOf(ThreadsBackend.class);
+        assertThat(Backends.select(null, all, Map.of("COHORT_BACKEND", "threads")))
+                .isInstanceOf(ThreadsBackend.class);
         assertThat(Backends.select(null, all, Map.of())).isInstanceOf(NonDistributedBackend.class);
-        assertThat(Backends.select("none", all, Map.of("COHORT_BACKEND", "threads"))).isInstanceOf(NonDistributedBackend.class);
+        assertThat(Backends.select("none", all, Map.of("COHORT_BACKEND", "threads")))
+                .isInstanceOf(NonDistributedBackend.class);
     }
 
     private static Map<String, String> layout(int world, int perHost) {
-        return Map.of("RANK", "0", "WORLD_SIZE", Integer.toString(world), "LOCAL_RANK", "0",
-                "LOCAL_WORLD_SIZE", Integer.toString(perHost), "GROUP_RANK", "0");
+        return Map.of(
+                "RANK",
+                "0",
+                "WORLD_SIZE",
+                Integer.toString(world),
+                "LOCAL_RANK",
+                "0",
+                "LOCAL_WORLD_SIZE",
+                Integer.toString(perHost),
+                "GROUP_RANK",
+                "0");
     }
 
     /** An engine that declares itself to auto as the real ones do (gloo, shm, hier). */
-    private static DistributedBackend engine(String name, int minJdk, boolean available, Predicate<JobLayout> suits,
-                                             int preference) {
+    private static DistributedBackend engine(
+            String name, int minJdk, boolean available, Predicate<JobLayout> suits, int preference) {
         return new DistributedBackend() {
-            @Override public String name() { return name; }
-            @Override public boolean isAvailable() { return available; }
-            @Override public String unavailableReason() { return available ? "" : "lib" + name + ".so is missing"; }
-            @Override public int minimumJdk() { return minJdk; }
-            @Override public String olderJdksLack() { return "no foreign-memory API for shared memory"; }
-            @Override public OptionalInt autoPreference(JobLayout l) {
+            @Override
+            public String name() {
+                return name;
+            }
+
+            @Override
+            public boolean isAvailable() {
+                return available;
+            }
+
+            @Override
+            public String unavailableReason() {
+                return available ? "" : "lib" + name + ".so is missing";
+            }
+
+            @Override
+            public int minimumJdk() {
+                return minJdk;
+            }
+
+            @Override
+            public String olderJdksLack() {
+                return "no foreign-memory API for shared memory";
+            }
+
+            @Override
+            public OptionalInt autoPreference(JobLayout l) {
                 return suits.test(l) ? OptionalInt.of(preference) : OptionalInt.empty();
             }
-            @Override public String autoReason(JobLayout l) { return name + " suits " + l.worldSize() + " on " + l.hostsText(); }
-            @Override protected Connection connect() { throw new AssertionError(); }
+
+            @Override
+            public String autoReason(JobLayout l) {
+                return name + " suits " + l.worldSize() + " on " + l.hostsText();
+            }
+
+            @Override
+            protected Connection connect() {
+                throw new AssertionError();
+            }
         };
     }
 
@@ -72,25 +111,52 @@ class BackendsTest {
     }
 
     /** An engine whose ranks meet at MASTER_ADDR:MASTER_PORT (as gloo, tcp, hier), or not (as shm, mpi). */
-    private static DistributedBackend meeting(String name, boolean needsAddress, Predicate<JobLayout> suits,
-                                              int preference) {
+    private static DistributedBackend meeting(
+            String name, boolean needsAddress, Predicate<JobLayout> suits, int preference) {
         return new DistributedBackend() {
-            @Override public String name() { return name; }
-            @Override public boolean isAvailable() { return true; }
-            @Override public String unavailableReason() { return ""; }
-            @Override public boolean needsRendezvousAddress() { return needsAddress; }
-            @Override public OptionalInt autoPreference(JobLayout l) {
+            @Override
+            public String name() {
+                return name;
+            }
+
+            @Override
+            public boolean isAvailable() {
+                return true;
+            }
+
+            @Override
+            public String unavailableReason() {
+                return "";
+            }
+
+            @Override
+            public boolean needsRendezvousAddress() {
+                return needsAddress;
+            }
+
+            @Override
+            public OptionalInt autoPreference(JobLayout l) {
                 return suits.test(l) ? OptionalInt.of(preference) : OptionalInt.empty();
             }
-            @Override public String autoReason(JobLayout l) { return name; }
-            @Override protected Connection connect() { throw new AssertionError(); }
+
+            @Override
+            public String autoReason(JobLayout l) {
+                return name;
+            }
+
+            @Override
+            protected Connection connect() {
+                throw new AssertionError();
+            }
         };
     }
 
     @Test
     void withoutARendezvousAddressAutoPassesOverEnginesThatMeetAtOne() {
-        List<DistributedBackend> all = List.of(meeting("gloo", true, l -> true, 10),
-                meeting("shm", false, JobLayout::oneHost, 30), meeting("mpi", false, l -> true, 1));
+        List<DistributedBackend> all = List.of(
+                meeting("gloo", true, l -> true, 10),
+                meeting("shm", false, JobLayout::oneHost, 30),
+                meeting("mpi", false, l -> true, 1));
         Map<String, String> twoHosts = new java.util.HashMap<>(layout(4, 2));
         twoHosts.put("GROUP_WORLD_SIZE", "2");
         twoHosts.put("OMPI_COMM_WORLD_RANK", "0");
@@ -105,7 +171,8 @@ class BackendsTest {
         assertThat(Backends.auto(twoHosts, 25, all).backend()).isEqualTo("gloo");
         // Nothing that runs without an address: the message says what is missing.
         assertThatThrownBy(() -> Backends.auto(oneHost, 25, List.of(meeting("gloo", true, l -> true, 10))))
-                .hasMessageContaining("mpirun gave no MASTER_ADDR and MASTER_PORT").hasMessageContaining("mpirun -x");
+                .hasMessageContaining("mpirun gave no MASTER_ADDR and MASTER_PORT")
+                .hasMessageContaining("mpirun -x");
         // Without mpirun a missing address is the launch's error, for the engine to name: auto keeps gloo.
         assertThat(Backends.auto(layout(4, 2), 25, all).backend()).isEqualTo("gloo");
     }
@@ -117,14 +184,18 @@ class BackendsTest {
         assertThat(Backends.auto(Map.of(), 25, all).backend()).isEqualTo("none");
         assertThat(Backends.auto(layout(1, 1), 25, all).backend()).isEqualTo("none");
         assertThat(Backends.auto(layout(4, 4), 25, all).backend()).isEqualTo("shm");
-        assertThat(Backends.auto(layout(4, 2), 25, all)).isEqualTo(new Backends.AutoChoice("hier", "hier suits 4 on 2"));
+        assertThat(Backends.auto(layout(4, 2), 25, all))
+                .isEqualTo(new Backends.AutoChoice("hier", "hier suits 4 on 2"));
         assertThat(Backends.auto(layout(4, 4), 22, all).backend()).isEqualTo("shm");
         assertThat(Backends.auto(layout(4, 4), 17, all).backend()).isEqualTo("gloo");
-        assertThat(Backends.auto(layout(4, 2), 21, all)).isEqualTo(new Backends.AutoChoice("gloo",
-                "JDK 21 has no foreign-memory API for shared memory; a JDK >= 22 would use hier"));
-        assertThatThrownBy(() -> Backends.auto(layout(4, 2), 25, Backends.discover().values()))
+        assertThat(Backends.auto(layout(4, 2), 21, all))
+                .isEqualTo(new Backends.AutoChoice(
+                        "gloo", "JDK 21 has no foreign-memory API for shared memory; a JDK >= 22 would use hier"));
+        assertThatThrownBy(() ->
+                        Backends.auto(layout(4, 2), 25, Backends.discover().values()))
                 .isInstanceOf(BackendUnavailableException.class)
-                .hasMessageContaining("no engine on the class path runs 4 workers").hasMessageContaining("threads");
+                .hasMessageContaining("no engine on the class path runs 4 workers")
+                .hasMessageContaining("threads");
     }
 
     @Test
@@ -134,7 +205,8 @@ class BackendsTest {
             Map<String, String> env = new HashMap<>(layout(3, local));
             env.put("GROUP_WORLD_SIZE", "2");
             assertThat(JobLayout.of(env)).isEqualTo(new JobLayout(3, local, 2));
-            assertThat(Backends.auto(env, 25, engines(true).values())).isEqualTo(new Backends.AutoChoice("hier", "hier suits 3 on 2"));
+            assertThat(Backends.auto(env, 25, engines(true).values()))
+                    .isEqualTo(new Backends.AutoChoice("hier", "hier suits 3 on 2"));
         }
         assertThat(JobLayout.of(layout(3, 2)).hostsText()).isEqualTo("several");
     }
@@ -146,14 +218,18 @@ class BackendsTest {
         var all = engines(true).values();
         Map<String, String> env = new HashMap<>(layout(4, 2));
         env.put(Backends.ENV_OLDEST_JDK, "17");
-        assertThat(Backends.auto(env, 25, all)).isEqualTo(new Backends.AutoChoice("gloo", "a node of this job runs its "
-                + "workers on JDK 17, which has no foreign-memory API for shared memory, so every node uses gloo; "
-                + "JDK >= 22 on every node would use hier"));
+        assertThat(Backends.auto(env, 25, all))
+                .isEqualTo(new Backends.AutoChoice(
+                        "gloo",
+                        "a node of this job runs its "
+                                + "workers on JDK 17, which has no foreign-memory API for shared memory, so every node uses gloo; "
+                                + "JDK >= 22 on every node would use hier"));
         assertThat(Backends.auto(env, 17, all).backend()).isEqualTo("gloo");
         env.put(Backends.ENV_OLDEST_JDK, "22");
         assertThat(Backends.auto(env, 25, all).backend()).isEqualTo("hier");
         env.put(Backends.ENV_OLDEST_JDK, "seventeen");
-        assertThatThrownBy(() -> Backends.auto(env, 25, all)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> Backends.auto(env, 25, all))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("COHORT_OLDEST_JDK='seventeen' must be a JDK feature version");
     }
 
@@ -164,13 +240,28 @@ class BackendsTest {
         boolean sharedMemoryJdk = Runtime.version().feature() >= 22;
         assertThat(Backends.select("auto", all, layout(4, 2))).isSameAs(all.get("gloo"));
         all.put("hier", engine("hier", 22, true, JobLayout::sharedHosts, 20));
-        assertThat(Backends.select(null, all, Map.of("COHORT_BACKEND", "AUTO", "RANK", "1", "WORLD_SIZE", "4",
-                "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "2", "GROUP_RANK", "0")))
+        assertThat(Backends.select(
+                        null,
+                        all,
+                        Map.of(
+                                "COHORT_BACKEND",
+                                "AUTO",
+                                "RANK",
+                                "1",
+                                "WORLD_SIZE",
+                                "4",
+                                "LOCAL_RANK",
+                                "1",
+                                "LOCAL_WORLD_SIZE",
+                                "2",
+                                "GROUP_RANK",
+                                "0")))
                 .isSameAs(sharedMemoryJdk ? all.get("hier") : all.get("gloo"));
         Map<String, DistributedBackend> none = engines(false);
         none.put("hier", engine("hier", 22, false, JobLayout::sharedHosts, 20));
         assertThatThrownBy(() -> Backends.select("auto", none, layout(4, 2)))
-                .isInstanceOf(BackendUnavailableException.class).hasMessageContaining(".so is missing")
+                .isInstanceOf(BackendUnavailableException.class)
+                .hasMessageContaining(".so is missing")
                 .hasMessageContaining("no other engine on the class path suits this job");
     }
 
@@ -185,7 +276,8 @@ class BackendsTest {
         // No LOCAL_*: which workers share a host is unknown, so nothing that needs shared memory.
         Map<String, String> unknown = Map.of("RANK", "0", "WORLD_SIZE", "2", "MASTER_ADDR", "h", "MASTER_PORT", "1");
         assertThat(Backends.select(null, all, unknown).name()).isEqualTo("gloo");
-        assertThat(Backends.auto(unknown, 25, all.values()).reason()).contains("does not say which workers share a host");
+        assertThat(Backends.auto(unknown, 25, all.values()).reason())
+                .contains("does not say which workers share a host");
         // Asking for none stays none (with a warning on rank 0 naming the ranks that train alone).
         assertThat(Backends.select("none", all, layout(4, 2)).name()).isEqualTo("none");
     }
@@ -194,7 +286,9 @@ class BackendsTest {
     void unknownNameListsTheAvailableOnes() {
         assertThatThrownBy(() -> Backends.select("horovod", Backends.discover(), Map.of()))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("unknown backend 'horovod'").hasMessageContaining("none, ").hasMessageContaining("threads");
+                .hasMessageContaining("unknown backend 'horovod'")
+                .hasMessageContaining("none, ")
+                .hasMessageContaining("threads");
         assertThatThrownBy(() -> Backends.select(null, Backends.discover(), Map.of("COHORT_BACKEND", "nope")))
                 .hasMessageContaining("COHORT_BACKEND");
     }
@@ -202,22 +296,40 @@ class BackendsTest {
     @Test
     void unavailableBackendSaysWhatIsMissing() {
         DistributedBackend missing = new DistributedBackend() {
-            @Override public String name() { return "fake"; }
-            @Override public boolean isAvailable() { return false; }
-            @Override public String unavailableReason() { return "libfake.so not found; add module cohort-fake"; }
-            @Override protected Connection connect() { throw new AssertionError(); }
+            @Override
+            public String name() {
+                return "fake";
+            }
+
+            @Override
+            public boolean isAvailable() {
+                return false;
+            }
+
+            @Override
+            public String unavailableReason() {
+                return "libfake.so not found; add module cohort-fake";
+            }
+
+            @Override
+            protected Connection connect() {
+                throw new AssertionError();
+            }
         };
         Map<String, DistributedBackend> all = new TreeMap<>(Backends.discover());
         all.put("fake", missing);
         assertThatThrownBy(() -> Backends.select("fake", all, Map.of()))
-                .isInstanceOf(BackendUnavailableException.class).hasMessageContaining("libfake.so not found");
-        assertThatThrownBy(missing::initialize).isInstanceOf(BackendUnavailableException.class)
+                .isInstanceOf(BackendUnavailableException.class)
+                .hasMessageContaining("libfake.so not found");
+        assertThatThrownBy(missing::initialize)
+                .isInstanceOf(BackendUnavailableException.class)
                 .hasMessageContaining("cohort-fake");
     }
 
     @Command(name = "train")
     static final class Train {
-        @Option(names = "--batch-size") int batchSize = 64;
+        @Option(names = "--batch-size")
+        int batchSize = 64;
     }
 
     @Test
@@ -240,7 +352,8 @@ class BackendsTest {
         CommandLine cli = new CommandLine(train);
         BackendChoice choice = BackendOptions.add(cli);
         cli.parseArgs("--distributed-backend", "threads", "--threads-world-size", "4");
-        assertThatThrownBy(() -> choice.backend().initialize()).isInstanceOf(IllegalStateException.class)
+        assertThatThrownBy(() -> choice.backend().initialize())
+                .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("ThreadsWorld.run(4");
     }
 
@@ -250,7 +363,8 @@ class BackendsTest {
         CommandLine cli = new CommandLine(train);
         BackendChoice choice = BackendOptions.add(cli);
         cli.parseArgs("--distributed-backend", "tcp");
-        assertThatThrownBy(choice::backend).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(choice::backend)
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("backend 'tcp' (from --distributed-backend) is not on the class path: add the "
                         + "Maven artifact dev.cohort:cohort-tcp");
         assertThatThrownBy(() -> Backends.select("tcp")).hasMessageStartingWith("backend 'tcp' (from the program)");

@@ -1,10 +1,9 @@
 package dev.cohort.runtime;
 
-import dev.cohort.api.collective.Collective;
-
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
 import dev.cohort.api.collective.OpKind;
@@ -30,12 +29,15 @@ class CallQueueTest {
 
     @AfterEach
     void close() {
-        queue.close(() -> { });
+        queue.close(() -> {});
     }
 
     private Work submit(Duration timeout, CallQueue.Body body) {
-        return queue.submit("test rank 0 of 1", new Collective(OpKind.BARRIER, sequence++, null, null, null, -1, null),
-                timeout, body);
+        return queue.submit(
+                "test rank 0 of 1",
+                new Collective(OpKind.BARRIER, sequence++, null, null, null, -1, null),
+                timeout,
+                body);
     }
 
     private Work submit(CallQueue.Body body) {
@@ -58,18 +60,23 @@ class CallQueueTest {
         assertThat(order).containsExactly(0, 1, 2, 3, 4);
         assertThat(works).allMatch(Work::isDone);
         // The caller that awaits runs them, or the engine thread if they waited past the grace period.
-        assertThat(threads).allMatch(t -> t == Thread.currentThread() || t.getName().equals("test-queue"));
+        assertThat(threads)
+                .allMatch(t -> t == Thread.currentThread() || t.getName().equals("test-queue"));
     }
 
     @Test
     void aQueueForCallersOnlyHasNoEngineThreadAndRunsEachCallOnTheThreadThatAwaitsIt() throws Exception {
-        CallQueue callers = new CallQueue("test-callers-only", c -> "inside the test body", failures::add,
-                new CallQueue.Options().callersOnly());
+        CallQueue callers = new CallQueue(
+                "test-callers-only", c -> "inside the test body", failures::add, new CallQueue.Options().callersOnly());
         try {
-            assertThat(Thread.getAllStackTraces().keySet()).noneMatch(t -> t.getName().equals("test-callers-only"));
+            assertThat(Thread.getAllStackTraces().keySet())
+                    .noneMatch(t -> t.getName().equals("test-callers-only"));
             AtomicReference<Thread> ranOn = new AtomicReference<>();
-            Work work = callers.submit("test rank 0 of 1", new Collective(OpKind.BARRIER, 0, null, null, null, -1, null),
-                    Duration.ofSeconds(10), c -> ranOn.set(Thread.currentThread()));
+            Work work = callers.submit(
+                    "test rank 0 of 1",
+                    new Collective(OpKind.BARRIER, 0, null, null, null, -1, null),
+                    Duration.ofSeconds(10),
+                    c -> ranOn.set(Thread.currentThread()));
             // Past the grace period and several of an engine's polls, nothing has run it...
             Thread.sleep(TimeUnit.NANOSECONDS.toMillis(CallQueue.GRACE_NS + 2 * CallQueue.POLL_NS) + 1);
             assertThat(work.isDone()).isFalse();
@@ -78,7 +85,7 @@ class CallQueueTest {
             assertThat(ranOn.get()).isSameAs(Thread.currentThread());
             assertThat(failures).isEmpty();
         } finally {
-            callers.close(() -> { });
+            callers.close(() -> {});
         }
     }
 
@@ -124,18 +131,24 @@ class CallQueueTest {
                 idles.add("woken");
             }
         };
-        CallQueue stepped = new CallQueue("stepped", c -> "inside the test body", failures::add,
+        CallQueue stepped = new CallQueue(
+                "stepped",
+                c -> "inside the test body",
+                failures::add,
                 new CallQueue.Options().clock(() -> now[0]).idle(stepping).stepped());
         try {
             List<Work> works = new ArrayList<>();
             List<Integer> ran = new ArrayList<>();
             Runnable submitOne = () -> {
                 int k = works.size();
-                works.add(stepped.submit("test rank 0 of 1", new Collective(OpKind.BARRIER, k, null, null, null, -1, null),
-                        Duration.ofSeconds(10), c -> ran.add(k)));
+                works.add(stepped.submit(
+                        "test rank 0 of 1",
+                        new Collective(OpKind.BARRIER, k, null, null, null, -1, null),
+                        Duration.ofSeconds(10),
+                        c -> ran.add(k)));
             };
             submitOne.run();
-            whileParked.add(submitOne);   // a call comes while the engine idles until woken
+            whileParked.add(submitOne); // a call comes while the engine idles until woken
             for (int round = 0; round < 2; round++) {
                 idles.clear();
                 assertThat(stepped.doWork()).as("within its grace period").isZero();
@@ -147,7 +160,8 @@ class CallQueueTest {
                 idles.clear();
                 // No call comes: the engine polls, doubling its period up to MAX_POLL_NS (it ran none of them).
                 List<String> polls = new ArrayList<>();
-                for (long quiet = 0, period = CallQueue.POLL_NS; quiet < CallQueue.IDLE_AFTER_NS;
+                for (long quiet = 0, period = CallQueue.POLL_NS;
+                        quiet < CallQueue.IDLE_AFTER_NS;
                         quiet += period, period = Math.min(2 * period, CallQueue.MAX_POLL_NS)) {
                     polls.add("idle " + period);
                     assertThat(stepped.doWork()).isZero();
@@ -158,7 +172,7 @@ class CallQueueTest {
                 assertThat(idles).containsExactly("until woken", "woken");
             }
         } finally {
-            stepped.close(() -> { });
+            stepped.close(() -> {});
         }
     }
 
@@ -167,10 +181,12 @@ class CallQueueTest {
         Work bad = submit(c -> {
             throw new CollectiveException(c.describe() + ": peer rank 1 left");
         });
-        Work later = submit(c -> { });
+        Work later = submit(c -> {});
         assertThatThrownBy(bad::await).hasMessageContaining("barrier #0").hasMessageContaining("peer rank 1 left");
-        assertThatThrownBy(later::await).hasMessageContaining("barrier #1")
-                .hasMessageContaining("unusable after an earlier failure").hasMessageContaining("peer rank 1 left");
+        assertThatThrownBy(later::await)
+                .hasMessageContaining("barrier #1")
+                .hasMessageContaining("unusable after an earlier failure")
+                .hasMessageContaining("peer rank 1 left");
         assertThat(failures).hasSize(1);
     }
 
@@ -186,7 +202,7 @@ class CallQueueTest {
                 Thread.currentThread().interrupt();
             }
         });
-        Work queued = submit(Duration.ofMillis(300), c -> { });
+        Work queued = submit(Duration.ofMillis(300), c -> {});
         Thread runner = new Thread(() -> {
             try {
                 stuck.await();
@@ -196,15 +212,19 @@ class CallQueueTest {
         });
         runner.start();
         assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
-        assertThatThrownBy(queued::await).isInstanceOf(CollectiveTimeoutException.class)
-                .hasMessageContaining("barrier #1").hasMessageContaining("before it started")
+        assertThatThrownBy(queued::await)
+                .isInstanceOf(CollectiveTimeoutException.class)
+                .hasMessageContaining("barrier #1")
+                .hasMessageContaining("before it started")
                 .hasMessageContaining("queued behind barrier #0");
-        assertThatThrownBy(() -> stuck.await(Duration.ofSeconds(1))).isInstanceOf(CollectiveTimeoutException.class)
-                .hasMessageContaining("barrier #0").hasMessageContaining("timed out after PT0.3S inside the test body");
+        assertThatThrownBy(() -> stuck.await(Duration.ofSeconds(1)))
+                .isInstanceOf(CollectiveTimeoutException.class)
+                .hasMessageContaining("barrier #0")
+                .hasMessageContaining("timed out after PT0.3S inside the test body");
         release.countDown();
         runner.join(5_000);
         // The call finished after its waiter was told it failed: the ranks are out of step, the queue is broken.
-        assertThatThrownBy(submit(c -> { })::await).hasMessageContaining("unusable after an earlier failure");
+        assertThatThrownBy(submit(c -> {})::await).hasMessageContaining("unusable after an earlier failure");
     }
 
     @Test
@@ -213,14 +233,15 @@ class CallQueueTest {
         Work call = submit(Duration.ofMillis(300), c -> {
             inside.countDown();
             try {
-                Thread.sleep(500);   // e.g. a hier rank getting its leader's verdict just after the deadline
+                Thread.sleep(500); // e.g. a hier rank getting its leader's verdict just after the deadline
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
             throw new CollectiveTimeoutException(c.describe() + ": the leader says rank 3 stopped", null);
         });
-        assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();   // the engine thread runs it, not this one
-        assertThatThrownBy(() -> call.await(Duration.ofSeconds(5))).isInstanceOf(CollectiveTimeoutException.class)
+        assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue(); // the engine thread runs it, not this one
+        assertThatThrownBy(() -> call.await(Duration.ofSeconds(5)))
+                .isInstanceOf(CollectiveTimeoutException.class)
                 .hasMessageContaining("the leader says rank 3 stopped");
     }
 
@@ -239,10 +260,10 @@ class CallQueueTest {
         Thread runner = new Thread(running::await);
         runner.start();
         assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
-        Work queued = submit(c -> { });
+        Work queued = submit(c -> {});
         Thread releaser = new Thread(() -> {
             try {
-                Thread.sleep(1_000);   // long after close() began: the engine has stopped by then
+                Thread.sleep(1_000); // long after close() began: the engine has stopped by then
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
@@ -250,11 +271,15 @@ class CallQueueTest {
         });
         releaser.start();
         List<String> cleaned = new ArrayList<>();
-        assertThat(queue.close(() -> cleaned.add("region closed"))).as("no call running at the end").isTrue();
+        assertThat(queue.close(() -> cleaned.add("region closed")))
+                .as("no call running at the end")
+                .isTrue();
         assertThat(cleaned).containsExactly("region closed");
         assertThat(running.isDone()).isTrue();
         assertThat(running.failure()).isEmpty();
-        assertThatThrownBy(queued::await).hasMessageContaining("barrier #1").hasMessageContaining("the process group was closed");
+        assertThatThrownBy(queued::await)
+                .hasMessageContaining("barrier #1")
+                .hasMessageContaining("the process group was closed");
         runner.join(5_000);
         releaser.join(5_000);
     }

@@ -30,8 +30,8 @@ class EngineOptionsTest {
 
     @Test
     void theCommandLineTakesTheSharedOptionsUnderThePrefixBesideTheEnginesOwn() {
-        ToyOptions o = new ToyOptions().parse("--toy-timeout=1.5", "--toy-connect-timeout", "7",
-                "--toy-stall-seconds=2", "--toy-depth=3");
+        ToyOptions o = new ToyOptions()
+                .parse("--toy-timeout=1.5", "--toy-connect-timeout", "7", "--toy-stall-seconds=2", "--toy-depth=3");
         assertThat(o.timeout()).isEqualTo(Duration.ofMillis(1500));
         assertThat(o.connectTimeout()).isEqualTo(Duration.ofSeconds(7));
         assertThat(o.stallTime()).isEqualTo(Duration.ofSeconds(2));
@@ -65,10 +65,13 @@ class EngineOptionsTest {
 
     @Test
     void badValuesNameTheOption() {
-        assertThatThrownBy(() -> new ToyOptions().timeout(Duration.ZERO)).hasMessageContaining("--toy-timeout must be positive");
-        assertThatThrownBy(() -> new ToyOptions().parse("--toy-connect-timeout=-1").connectTimeout())
+        assertThatThrownBy(() -> new ToyOptions().timeout(Duration.ZERO))
+                .hasMessageContaining("--toy-timeout must be positive");
+        assertThatThrownBy(
+                        () -> new ToyOptions().parse("--toy-connect-timeout=-1").connectTimeout())
                 .hasMessageContaining("--toy-connect-timeout must be a positive number of seconds");
         assertThatThrownBy(() -> new ToyOptions().parse("--toy-timeout=soon"))
-                .isInstanceOf(CommandLine.ParameterException.class).hasMessageContaining("--toy-timeout");
+                .isInstanceOf(CommandLine.ParameterException.class)
+                .hasMessageContaining("--toy-timeout");
     }
 }

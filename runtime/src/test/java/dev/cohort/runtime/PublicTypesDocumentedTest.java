@@ -31,7 +31,8 @@ class PublicTypesDocumentedTest {
         List<String> undocumented = new ArrayList<>();
         try (Stream<Path> files = Files.walk(root)) {
             files.filter(f -> f.toString().endsWith(".java") && f.toString().matches(".*/src/main/java\\d*/.*"))
-                    .filter(f -> UNPUBLISHED.stream().noneMatch(u -> root.relativize(f).startsWith(u)))
+                    .filter(f -> UNPUBLISHED.stream()
+                            .noneMatch(u -> root.relativize(f).startsWith(u)))
                     .filter(f -> !root.relativize(f).toString().contains("/target/"))
                     .forEach(f -> undocumented.addAll(undocumentedTypes(root, f)));
         }

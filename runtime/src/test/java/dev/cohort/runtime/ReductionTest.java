@@ -23,7 +23,10 @@ class ReductionTest {
     private static final int WORLD = 3;
 
     @ParameterizedTest
-    @EnumSource(value = DataType.class, names = {"FLOAT16", "BFLOAT16"}, mode = EnumSource.Mode.EXCLUDE)
+    @EnumSource(
+            value = DataType.class,
+            names = {"FLOAT16", "BFLOAT16"},
+            mode = EnumSource.Mode.EXCLUDE)
     void everyOperationMatchesTheReference(DataType type) {
         Random random = new Random(7);
         for (ReduceOp op : ReduceOp.values()) {
@@ -61,7 +64,9 @@ class ReductionTest {
     }
 
     @ParameterizedTest
-    @EnumSource(value = DataType.class, names = {"FLOAT16", "BFLOAT16"})
+    @EnumSource(
+            value = DataType.class,
+            names = {"FLOAT16", "BFLOAT16"})
     void sixteenBitFloatsComputeInFloat32AndRoundOncePerPass(DataType type) {
         Random random = new Random(11);
         for (ReduceOp op : ReduceOp.values()) {
@@ -89,8 +94,12 @@ class ReductionTest {
                             once = once / WORLD;
                             twice = twice / WORLD;
                         }
-                        assertThat(folded.getDouble(i)).as(what + " folded, element " + i).isEqualTo(round(type, once));
-                        assertThat(stepwise.getDouble(i)).as(what + " stepwise, element " + i).isEqualTo(round(type, twice));
+                        assertThat(folded.getDouble(i))
+                                .as(what + " folded, element " + i)
+                                .isEqualTo(round(type, once));
+                        assertThat(stepwise.getDouble(i))
+                                .as(what + " stepwise, element " + i)
+                                .isEqualTo(round(type, twice));
                     }
                 }
             }
@@ -98,7 +107,8 @@ class ReductionTest {
     }
 
     private static double round(DataType type, float v) {
-        return dev.cohort.api.collective.HalfFloats.toFloat(type, dev.cohort.api.collective.HalfFloats.fromFloat(type, v));
+        return dev.cohort.api.collective.HalfFloats.toFloat(
+                type, dev.cohort.api.collective.HalfFloats.fromFloat(type, v));
     }
 
     /** ((x0 op x1) op x2), then AVG's division, element by element in the element type. */

@@ -44,7 +44,8 @@ class SharedMemoryFilesTest {
         assertThat(SharedMemoryFiles.path(env("same", 2, 29500)).toString())
                 .isEqualTo(a.toString().replace("-same-0-", "-same-2-"));
         assertThatThrownBy(() -> SharedMemoryFiles.path(env("bad/id", 0, 29500)))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("COHORT_RUN_ID");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("COHORT_RUN_ID");
     }
 
     @Test
@@ -58,8 +59,8 @@ class SharedMemoryFilesTest {
         Path runIdWithDot = fileOf(env("job.x", 0, 29500));
         Path longerRunId = fileOf(env("jobs", 0, 29500));
         Path notAMapping = Files.createFile(dir.resolve("other-job-0-000000000000"));
-        Path link = Files.createSymbolicLink(dir.resolve(SharedMemoryFiles.path(env("job", 1, 29500)).getFileName()),
-                notAMapping);
+        Path link = Files.createSymbolicLink(
+                dir.resolve(SharedMemoryFiles.path(env("job", 1, 29500)).getFileName()), notAMapping);
         Path foreign = null;
         if (Integer.valueOf(0).equals(Files.getAttribute(Path.of("/proc/self"), "unix:uid"))) {
             // As root, a file of another user can be made: it must survive.
@@ -73,8 +74,9 @@ class SharedMemoryFilesTest {
         assertThat(removal.failures()).isEmpty();
         assertThat(restart0).doesNotExist();
         assertThat(restart3).doesNotExist();
-        for (Path survivor : new Path[] {laterRestart, otherJobSameRunId, runIdExtendingOurs, runIdWithDot,
-                longerRunId, notAMapping}) {
+        for (Path survivor :
+                new Path[] {laterRestart, otherJobSameRunId, runIdExtendingOurs, runIdWithDot, longerRunId, notAMapping
+                }) {
             assertThat(survivor).exists();
         }
         assertThat(Files.exists(link, LinkOption.NOFOLLOW_LINKS)).isTrue();
@@ -92,8 +94,8 @@ class SharedMemoryFilesTest {
         assertThat(SharedMemoryFiles.path(env, "host1")).isNotEqualTo(host0);
         assertThatThrownBy(() -> SharedMemoryFiles.path(env, "host-1")).isInstanceOf(IllegalArgumentException.class);
         Path group = Files.createFile(dir.resolve(host0.getFileName()));
-        Path otherJobsGroup = Files.createFile(dir.resolve(SharedMemoryFiles.path(env("job", 0, 29501), "host0")
-                .getFileName()));
+        Path otherJobsGroup = Files.createFile(dir.resolve(
+                SharedMemoryFiles.path(env("job", 0, 29501), "host0").getFileName()));
         assertThat(SharedMemoryFiles.removeLeftovers(dir, env).removed()).containsExactly(group);
         assertThat(otherJobsGroup).exists();
     }

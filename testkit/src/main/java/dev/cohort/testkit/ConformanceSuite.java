@@ -26,6 +26,7 @@ public final class ConformanceSuite {
 
     /** At least 4 Mi elements: the large case. */
     public static final int LARGE = 4 * 1024 * 1024 + 3;
+
     private static final int[] SMALL_COUNTS = {0, 1, 11, 1009};
     private static final int SAMPLE = 65_536;
 
@@ -151,7 +152,9 @@ public final class ConformanceSuite {
         List<int[]> gathered = ObjectCollectives.gather(group, new int[] {rank, rank * rank}, n - 1);
         checkEqual("gather of objects to the last rank: how many", gathered.size(), rank == n - 1 ? n : 0);
         for (int r = 0; r < gathered.size(); r++) {
-            checkEqual("gather of objects, rank " + r + "'s", java.util.Arrays.toString(gathered.get(r)),
+            checkEqual(
+                    "gather of objects, rank " + r + "'s",
+                    java.util.Arrays.toString(gathered.get(r)),
                     java.util.Arrays.toString(new int[] {r, r * r}));
         }
         List<byte[]> bytes = ObjectCollectives.allgatherBytes(group, new byte[rank % 2 == 0 ? 0 : 13 + rank]);
@@ -162,7 +165,8 @@ public final class ConformanceSuite {
 
     private void checkEqual(String what, Object actual, Object expected) {
         if (!java.util.Objects.equals(actual, expected)) {
-            throw new AssertionError("rank " + rank + " of " + n + ": " + what + " is " + actual + ", expected " + expected);
+            throw new AssertionError(
+                    "rank " + rank + " of " + n + ": " + what + " is " + actual + ", expected " + expected);
         }
         checks++;
     }
@@ -181,8 +185,7 @@ public final class ConformanceSuite {
         DenseBuffer input = filled(type, block * n, direct, id, rank, op);
         DenseBuffer output = allocate(type, block, direct);
         group.reduceScatter(input, output, op).await();
-        checkReduced("reduce-scatter " + type.label() + "[" + block + " per rank] " + op, output, id, op,
-                rank * block);
+        checkReduced("reduce-scatter " + type.label() + "[" + block + " per rank] " + op, output, id, op, rank * block);
     }
 
     private void broadcast(DataType type, int count, int root, boolean direct) {
@@ -200,8 +203,9 @@ public final class ConformanceSuite {
         DenseBuffer output = allocate(type, count * n, direct);
         group.allgather(input, output).await();
         String what = "allgather " + type.label() + "[" + count + " per rank]";
-        forSampled(count * n, i -> check(what, i, output.getDouble(i), value(type, id, i / count, i % count,
-                ReduceOp.SUM), 0));
+        forSampled(
+                count * n,
+                i -> check(what, i, output.getDouble(i), value(type, id, i / count, i % count, ReduceOp.SUM), 0));
         hash(output);
     }
 
@@ -211,7 +215,7 @@ public final class ConformanceSuite {
         int[] offsets = new int[n];
         int total = 0;
         for (int r = 0; r < n; r++) {
-            counts[r] = r % 3 == 1 ? 0 : base + r;   // some ranks contribute nothing
+            counts[r] = r % 3 == 1 ? 0 : base + r; // some ranks contribute nothing
             offsets[r] = total;
             total += counts[r];
         }
@@ -223,8 +227,14 @@ public final class ConformanceSuite {
         for (int r = 0; r < n; r++) {
             java.util.Arrays.fill(owner, offsets[r], offsets[r] + counts[r], r);
         }
-        forSampled(total, i -> check(what, i, output.getDouble(i),
-                value(type, id, owner[i], i - offsets[owner[i]], ReduceOp.SUM), 0));
+        forSampled(
+                total,
+                i -> check(
+                        what,
+                        i,
+                        output.getDouble(i),
+                        value(type, id, owner[i], i - offsets[owner[i]], ReduceOp.SUM),
+                        0));
         hash(output);
     }
 
@@ -238,8 +248,9 @@ public final class ConformanceSuite {
         if (rank == root) {
             checkReduced(what, data, id, op, 0);
         } else {
-            forSampled(count, i -> check(what + " (a non-root's input)", i, data.getDouble(i),
-                    value(type, id, rank, i, op), 0));
+            forSampled(
+                    count,
+                    i -> check(what + " (a non-root's input)", i, data.getDouble(i), value(type, id, rank, i, op), 0));
         }
     }
 
@@ -270,8 +281,14 @@ public final class ConformanceSuite {
             if (rank == root) {
                 String what = "gather" + form + " " + type.label() + " to root " + root;
                 int[] owner = owners(at);
-                forSampled(at[n], i -> check(what, i, output.getDouble(i),
-                        value(type, id, owner[i], i - at[owner[i]], ReduceOp.SUM), 0));
+                forSampled(
+                        at[n],
+                        i -> check(
+                                what,
+                                i,
+                                output.getDouble(i),
+                                value(type, id, owner[i], i - at[owner[i]], ReduceOp.SUM),
+                                0));
             }
 
             int sid = caseId++;
@@ -279,8 +296,9 @@ public final class ConformanceSuite {
             DenseBuffer received = allocate(type, mine, !direct);
             (v ? group.scatterv(source, received, counts, root) : group.scatter(source, received, root)).await();
             String what = "scatter" + form + " " + type.label() + " from root " + root;
-            forSampled(mine, i -> check(what, i, received.getDouble(i), value(type, sid, root, at[rank] + i,
-                    ReduceOp.SUM), 0));
+            forSampled(
+                    mine,
+                    i -> check(what, i, received.getDouble(i), value(type, sid, root, at[rank] + i, ReduceOp.SUM), 0));
         }
     }
 
@@ -298,8 +316,14 @@ public final class ConformanceSuite {
         DenseBuffer output = allocate(type, block * n, !direct);
         group.alltoall(input, output).await();
         String what = "alltoall " + type.label() + "[" + block + " per pair]";
-        forSampled(block * n, i -> check(what, i, output.getDouble(i),
-                value(type, id, i / block, rank * block + i % block, ReduceOp.SUM), 0));
+        forSampled(
+                block * n,
+                i -> check(
+                        what,
+                        i,
+                        output.getDouble(i),
+                        value(type, id, i / block, rank * block + i % block, ReduceOp.SUM),
+                        0));
     }
 
     /** How many elements rank {@code i} sends to rank {@code j} in the all-to-all-v around {@code base}: some 0. */
@@ -330,8 +354,12 @@ public final class ConformanceSuite {
             for (int j = 0; j < rank; j++) {
                 offsetThere += pairCount(base, from, j);
             }
-            check(what + " (from rank " + from + ")", i, output.getDouble(i),
-                    value(type, id, from, offsetThere + i - receiveAt[from], ReduceOp.SUM), 0);
+            check(
+                    what + " (from rank " + from + ")",
+                    i,
+                    output.getDouble(i),
+                    value(type, id, from, offsetThere + i - receiveAt[from], ReduceOp.SUM),
+                    0);
         });
     }
 
@@ -347,8 +375,14 @@ public final class ConformanceSuite {
             DenseBuffer data = filled(type, count, k % 2 == 0, id, rank, ReduceOp.SUM);
             if (k == 3) {
                 works.add(group.broadcast(data, k % n));
-                checksAfter.add(() -> forSampled(count, i -> check("in-flight broadcast", i, data.getDouble(i),
-                        value(type, id, k % n, i, ReduceOp.SUM), 0)));
+                checksAfter.add(() -> forSampled(
+                        count,
+                        i -> check(
+                                "in-flight broadcast",
+                                i,
+                                data.getDouble(i),
+                                value(type, id, k % n, i, ReduceOp.SUM),
+                                0)));
             } else {
                 works.add(group.allreduce(data, ReduceOp.SUM));
                 checksAfter.add(() -> checkReduced("in-flight allreduce #" + k, data, id, ReduceOp.SUM, 0));
@@ -393,7 +427,8 @@ public final class ConformanceSuite {
 
     private void compareHashes() {
         long[] all = new long[n];
-        group.allgather(DenseBuffer.of(new long[] {resultHash}), DenseBuffer.of(all)).await();
+        group.allgather(DenseBuffer.of(new long[] {resultHash}), DenseBuffer.of(all))
+                .await();
         for (int r = 0; r < n; r++) {
             if (all[r] != resultHash) {
                 throw new AssertionError("rank " + rank + ": results are not bit-identical across ranks: hash "
@@ -417,14 +452,14 @@ public final class ConformanceSuite {
                 double[] factors = {-2, -1, -0.5, 0.5, 1, 2};
                 return factors[(int) (h % factors.length)];
             }
-            return ((int) (h % 65) - 32) / 4.0;       // [-8, 8] in quarters
+            return ((int) (h % 65) - 32) / 4.0; // [-8, 8] in quarters
         }
         if (op == ReduceOp.PRODUCT) {
             double[] factors = {-2, -1.5, -1, -0.5, 0.5, 1, 1.5, 2};
             double f = factors[(int) (h & 7)];
             return type.isFloatingPoint() ? f : (f < 0 ? -1 - (h >>> 3 & 1) : 1 + (h >>> 3 & 1));
         }
-        int k = (int) (h % 8192) - 4096;        // [-4096, 4095]
+        int k = (int) (h % 8192) - 4096; // [-4096, 4095]
         return type.isFloatingPoint() ? k / 64.0 : k * 37L + r;
     }
 

@@ -18,11 +18,9 @@ import picocli.CommandLine.Command;
 public final class EngineWorker {
 
     @Command(name = "engine-worker")
-    static final class Cli {
-    }
+    static final class Cli {}
 
-    private EngineWorker() {
-    }
+    private EngineWorker() {}
 
     /** Modes of an engine's own worker, tried before the conformance modes. */
     @FunctionalInterface

@@ -24,11 +24,9 @@ import java.util.function.IntFunction;
 public final class JvmWorkers {
 
     /** One finished (or killed) worker. */
-    public record Result(int rank, int exitCode, boolean killed, String output) {
-    }
+    public record Result(int rank, int exitCode, boolean killed, String output) {}
 
-    private JvmWorkers() {
-    }
+    private JvmWorkers() {}
 
     /** Every port {@link #freePort()} handed out in this JVM: it never hands one out twice. */
     private static final Set<Integer> HANDED_OUT = ConcurrentHashMap.newKeySet();
@@ -77,15 +75,20 @@ public final class JvmWorkers {
      * this process's environment. Returns when all exited, or kills the rest once one fails (after a
      * grace period for the others to report their own errors) or the deadline passes.
      */
-    public static List<Result> run(int n, IntFunction<List<String>> command, IntFunction<Map<String, String>> env,
-                                   Path logDir, Duration deadline) {
+    public static List<Result> run(
+            int n,
+            IntFunction<List<String>> command,
+            IntFunction<Map<String, String>> env,
+            Path logDir,
+            Duration deadline) {
         try {
             Files.createDirectories(logDir);
             List<Process> processes = new ArrayList<>();
             List<Path> logs = new ArrayList<>();
             for (int r = 0; r < n; r++) {
                 Path log = logDir.resolve("rank-" + r + ".log");
-                ProcessBuilder pb = new ProcessBuilder(command.apply(r)).redirectErrorStream(true)
+                ProcessBuilder pb = new ProcessBuilder(command.apply(r))
+                        .redirectErrorStream(true)
                         .redirectOutput(log.toFile());
                 pb.environment().putAll(env.apply(r));
                 processes.add(pb.start());
@@ -108,7 +111,8 @@ public final class JvmWorkers {
                 boolean stoppedAfterFailure = now - failedAt > TimeUnit.SECONDS.toNanos(3);
                 if (giveUp || stoppedAfterFailure) {
                     for (int r = 0; r < n; r++) {
-                        if (processes.get(r).isAlive() && (giveUp || stopped(processes.get(r).pid()))) {
+                        if (processes.get(r).isAlive()
+                                && (giveUp || stopped(processes.get(r).pid()))) {
                             killed[r] = true;
                             processes.get(r).toHandle().descendants().forEach(ProcessHandle::destroyForcibly);
                             processes.get(r).destroyForcibly();
@@ -150,7 +154,8 @@ public final class JvmWorkers {
      * @throws AssertionError when there is no such line
      */
     public static double failedAfter(String output) {
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("FAILED after ([0-9.]+) s").matcher(output);
+        java.util.regex.Matcher m =
+                java.util.regex.Pattern.compile("FAILED after ([0-9.]+) s").matcher(output);
         if (!m.find()) {
             throw new AssertionError("no 'FAILED after <s> s' line in:\n" + output);
         }
@@ -162,7 +167,8 @@ public final class JvmWorkers {
      * {@link WorkerProcess#FAILED_AS_EXPECTED}: the collective its fault worker expected to fail did.
      */
     public static String failedAsExpected(List<Result> results, int rank) {
-        org.assertj.core.api.Assertions.assertThat(results.get(rank).exitCode()).as(describe(results))
+        org.assertj.core.api.Assertions.assertThat(results.get(rank).exitCode())
+                .as(describe(results))
                 .isEqualTo(WorkerProcess.FAILED_AS_EXPECTED);
         return results.get(rank).output();
     }
@@ -173,23 +179,26 @@ public final class JvmWorkers {
      * gives up after {@code within}. Join it after the workers ended.
      */
     public static Thread killWhenLogged(Path log, String marker, Duration delay, Duration within) {
-        java.util.regex.Pattern line = java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(marker) + " pid (\\d+)");
-        Thread killer = new Thread(() -> {
-            long until = System.nanoTime() + within.toNanos();
-            try {
-                while (System.nanoTime() < until) {
-                    Thread.sleep(50);
-                    java.util.regex.Matcher m = line.matcher(Files.exists(log) ? Files.readString(log) : "");
-                    if (m.find()) {
-                        Thread.sleep(delay.toMillis());
-                        ProcessHandle.of(Long.parseLong(m.group(1))).ifPresent(ProcessHandle::destroyForcibly);
-                        return;
+        java.util.regex.Pattern line =
+                java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(marker) + " pid (\\d+)");
+        Thread killer = new Thread(
+                () -> {
+                    long until = System.nanoTime() + within.toNanos();
+                    try {
+                        while (System.nanoTime() < until) {
+                            Thread.sleep(50);
+                            java.util.regex.Matcher m = line.matcher(Files.exists(log) ? Files.readString(log) : "");
+                            if (m.find()) {
+                                Thread.sleep(delay.toMillis());
+                                ProcessHandle.of(Long.parseLong(m.group(1))).ifPresent(ProcessHandle::destroyForcibly);
+                                return;
+                            }
+                        }
+                    } catch (InterruptedException | IOException e) {
+                        throw new IllegalStateException(e);
                     }
-                }
-            } catch (InterruptedException | IOException e) {
-                throw new IllegalStateException(e);
-            }
-        }, "kill-when-logged");
+                },
+                "kill-when-logged");
         killer.setDaemon(true);
         killer.start();
         return killer;
@@ -198,10 +207,16 @@ public final class JvmWorkers {
     /** Asserts that every worker exited 0 and printed {@code OK rank R} and each of {@code also}. */
     public static void assertAllOk(List<Result> results, String... also) {
         for (Result r : results) {
-            org.assertj.core.api.Assertions.assertThat(r.exitCode()).as(describe(results)).isZero();
-            org.assertj.core.api.Assertions.assertThat(r.output()).as(describe(results)).contains("OK rank " + r.rank());
+            org.assertj.core.api.Assertions.assertThat(r.exitCode())
+                    .as(describe(results))
+                    .isZero();
+            org.assertj.core.api.Assertions.assertThat(r.output())
+                    .as(describe(results))
+                    .contains("OK rank " + r.rank());
             for (String text : also) {
-                org.assertj.core.api.Assertions.assertThat(r.output()).as(describe(results)).contains(text);
+                org.assertj.core.api.Assertions.assertThat(r.output())
+                        .as(describe(results))
+                        .contains(text);
             }
         }
     }
@@ -210,8 +225,13 @@ public final class JvmWorkers {
     public static String describe(List<Result> results) {
         StringBuilder s = new StringBuilder();
         for (Result r : results) {
-            s.append("---- rank ").append(r.rank()).append(" exit ").append(r.exitCode())
-                    .append(r.killed() ? " (killed)" : "").append('\n').append(tail(r.output(), 4000));
+            s.append("---- rank ")
+                    .append(r.rank())
+                    .append(" exit ")
+                    .append(r.exitCode())
+                    .append(r.killed() ? " (killed)" : "")
+                    .append('\n')
+                    .append(tail(r.output(), 4000));
         }
         return s.toString();
     }

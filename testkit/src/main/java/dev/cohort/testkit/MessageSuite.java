@@ -61,7 +61,8 @@ public final class MessageSuite {
     }
 
     /** One message to {@code next}, one from {@code before}; the receive posted first when {@code receiveFirst}. */
-    private void exchange(DataType type, int count, boolean direct, int next, int before, int tag, boolean receiveFirst) {
+    private void exchange(
+            DataType type, int count, boolean direct, int next, int before, int tag, boolean receiveFirst) {
         DenseBuffer out = buffer(type, count, direct);
         for (int i = 0; i < count; i++) {
             out.setDouble(i, value(type, rank, tag, i));
@@ -113,7 +114,10 @@ public final class MessageSuite {
                 group.recv(DenseBuffer.of(new float[4]), 0, 2000).await();
                 throw new AssertionError("rank 1: a receive of 16 bytes took a message of 12");
             } catch (CollectiveException expected) {
-                check("the refusal names the message's length", expected.getMessage().contains("12") ? 1 : 0, 1);
+                check(
+                        "the refusal names the message's length",
+                        expected.getMessage().contains("12") ? 1 : 0,
+                        1);
             }
             float[] after = new float[1];
             group.recv(DenseBuffer.of(after), 0, 2001).await();
@@ -143,7 +147,8 @@ public final class MessageSuite {
 
     private void check(String what, double actual, double expected) {
         if (actual != expected) {
-            throw new AssertionError("rank " + rank + " of " + n + ": " + what + " is " + actual + ", expected " + expected);
+            throw new AssertionError(
+                    "rank " + rank + " of " + n + ": " + what + " is " + actual + ", expected " + expected);
         }
         checks++;
     }

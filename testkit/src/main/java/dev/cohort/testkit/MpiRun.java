@@ -24,8 +24,7 @@ public final class MpiRun {
 
     public static final Path MPIRUN = Path.of("/usr/bin/mpirun");
 
-    private MpiRun() {
-    }
+    private MpiRun() {}
 
     /** A finished job: mpirun's exit code and output, and the directory of the ranks' own output. */
     public record Job(Result mpirun, Path outputs) {
@@ -59,27 +58,40 @@ public final class MpiRun {
     }
 
     /** As {@link #run(Path, int, Class, List, Duration)} with {@code mpirunOptions} before the program. */
-    public static Job run(Path tmp, int ranks, List<String> mpirunOptions, Class<?> main, List<String> args,
-                   Duration timeout) {
+    public static Job run(
+            Path tmp, int ranks, List<String> mpirunOptions, Class<?> main, List<String> args, Duration timeout) {
         return run(tmp, ranks, mpirunOptions, command -> command, main, args, timeout);
     }
 
     /** As {@link #run(Path, int, List, Class, List, Duration)}, mpirun's command line passed through {@code around}. */
-    public static Job run(Path tmp, int ranks, List<String> mpirunOptions,
-                   java.util.function.UnaryOperator<List<String>> around, Class<?> main, List<String> args,
-                   Duration timeout) {
+    public static Job run(
+            Path tmp,
+            int ranks,
+            List<String> mpirunOptions,
+            java.util.function.UnaryOperator<List<String>> around,
+            Class<?> main,
+            List<String> args,
+            Duration timeout) {
         assumeTrue(Files.isExecutable(MPIRUN), "Open MPI is not installed (apt-get install openmpi-bin)");
         Path outputs = tmp.resolve("ranks-" + System.nanoTime());
-        List<String> cmd = new ArrayList<>(List.of(MPIRUN.toString(), "--allow-run-as-root", "--oversubscribe",
-                "--output-filename", outputs.toString(), "-np", Integer.toString(ranks)));
+        List<String> cmd = new ArrayList<>(List.of(
+                MPIRUN.toString(),
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "--output-filename",
+                outputs.toString(),
+                "-np",
+                Integer.toString(ranks)));
         cmd.addAll(mpirunOptions);
-        List<String> java = JvmWorkers.javaCommand(main, List.of("-Xmx256m", "--enable-native-access=ALL-UNNAMED",
-                "--add-modules", "jdk.incubator.vector"),
+        List<String> java = JvmWorkers.javaCommand(
+                main,
+                List.of("-Xmx256m", "--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector"),
                 args);
         cmd.add(wrapper(tmp, java.get(0)).toString());
         cmd.addAll(java.subList(1, java.size()));
         List<String> started = around.apply(cmd);
-        Result mpirun = JvmWorkers.run(1, r -> started, r -> Map.of(), tmp.resolve("mpirun-" + System.nanoTime()), timeout)
+        Result mpirun = JvmWorkers.run(
+                        1, r -> started, r -> Map.of(), tmp.resolve("mpirun-" + System.nanoTime()), timeout)
                 .get(0);
         return new Job(mpirun, outputs);
     }
@@ -93,21 +105,51 @@ public final class MpiRun {
         String nsA = hosts.on(0, List.of()).get(3);
         String nsB = hosts.on(1, List.of()).get(3);
         // Open MPI calls the agent as "agent HOST COMMAND...", the command meant for a remote shell.
-        Path agent = script(tmp, "netns-agent", "#!/bin/sh\n"
-                + "host=\"$1\"; shift\n"
-                + "case \"$host\" in " + TwoHosts.ADDRESS_B + ") ns=" + nsB + "; name=host-b ;; *) ns=" + nsA
-                + "; name=host-a ;; esac\n"
-                + "exec ip netns exec \"$ns\" unshare --uts /bin/sh -c \"hostname $name; $*\"\n");
+        Path agent = script(
+                tmp,
+                "netns-agent",
+                "#!/bin/sh\n"
+                        + "host=\"$1\"; shift\n"
+                        + "case \"$host\" in " + TwoHosts.ADDRESS_B + ") ns=" + nsB + "; name=host-b ;; *) ns=" + nsA
+                        + "; name=host-a ;; esac\n"
+                        + "exec ip netns exec \"$ns\" unshare --uts /bin/sh -c \"hostname $name; $*\"\n");
         String subnet = "192.0.2.0/24";
-        List<String> options = List.of("--host", TwoHosts.ADDRESS_A + ":2," + TwoHosts.ADDRESS_B + ":2",
-                "--mca", "plm_rsh_agent", agent.toString(), "--mca", "btl", "self,vader,tcp",
-                "--mca", "btl_tcp_if_include", subnet, "--mca", "oob_tcp_if_include", subnet);
-        return run(tmp, 4, options, command -> {
-            List<String> inA = new ArrayList<>(List.of("ip", "netns", "exec", nsA, "unshare", "--uts", "/bin/sh",
-                    "-c", "hostname host-a; exec \"$0\" \"$@\""));
-            inA.addAll(command);
-            return inA;
-        }, main, args, timeout);
+        List<String> options = List.of(
+                "--host",
+                TwoHosts.ADDRESS_A + ":2," + TwoHosts.ADDRESS_B + ":2",
+                "--mca",
+                "plm_rsh_agent",
+                agent.toString(),
+                "--mca",
+                "btl",
+                "self,vader,tcp",
+                "--mca",
+                "btl_tcp_if_include",
+                subnet,
+                "--mca",
+                "oob_tcp_if_include",
+                subnet);
+        return run(
+                tmp,
+                4,
+                options,
+                command -> {
+                    List<String> inA = new ArrayList<>(List.of(
+                            "ip",
+                            "netns",
+                            "exec",
+                            nsA,
+                            "unshare",
+                            "--uts",
+                            "/bin/sh",
+                            "-c",
+                            "hostname host-a; exec \"$0\" \"$@\""));
+                    inA.addAll(command);
+                    return inA;
+                },
+                main,
+                args,
+                timeout);
     }
 
     /** A script that runs {@code java} with its arguments. */

@@ -34,7 +34,7 @@ public abstract class ProcessConformanceTest {
         private int[] whole = {2};
         private int[] small = {};
         private int ranksPerHost;
-        private Consumer<String> afterRun = runId -> { };
+        private Consumer<String> afterRun = runId -> {};
         private int subgroupWorld = 4;
         private int strangersWorld;
 
@@ -116,14 +116,17 @@ public abstract class ProcessConformanceTest {
             tests.add(DynamicTest.dynamicTest("whole suite, world " + world, () -> run("conformance", world, 240)));
         }
         for (int world : engine.small) {
-            tests.add(DynamicTest.dynamicTest("small suite, world " + world, () -> run("conformance-small", world, 160)));
+            tests.add(
+                    DynamicTest.dynamicTest("small suite, world " + world, () -> run("conformance-small", world, 160)));
         }
         if (engine.subgroupWorld > 0) {
-            tests.add(DynamicTest.dynamicTest("subgroups and messages, world " + engine.subgroupWorld,
+            tests.add(DynamicTest.dynamicTest(
+                    "subgroups and messages, world " + engine.subgroupWorld,
                     () -> run("subgroups", engine.subgroupWorld, 240)));
         }
         if (engine.strangersWorld > 0) {
-            tests.add(DynamicTest.dynamicTest("strangers on every port, world " + engine.strangersWorld,
+            tests.add(DynamicTest.dynamicTest(
+                    "strangers on every port, world " + engine.strangersWorld,
                     () -> runAmongStrangers(engine.strangersWorld, 240)));
         }
         return tests;
@@ -170,27 +173,35 @@ public abstract class ProcessConformanceTest {
     }
 
     private void run(String mode, int world, int seconds, Map<String, String> extraEnv) {
-        String runId = engine.backend + "-" + mode + "-" + world + "-" + ProcessHandle.current().pid() + "-"
-                + System.nanoTime() % 100_000;
+        String runId = engine.backend + "-" + mode + "-" + world + "-"
+                + ProcessHandle.current().pid() + "-" + System.nanoTime() % 100_000;
         int port = JvmWorkers.freePort();
         List<String> args = new ArrayList<>(List.of(mode, "--distributed-backend", engine.backend));
         args.addAll(engine.options);
-        List<Result> results = JvmWorkers.run(world, r -> JvmWorkers.javaCommand(EngineWorker.class, engine.jvmArgs, args),
+        List<Result> results = JvmWorkers.run(
+                world,
+                r -> JvmWorkers.javaCommand(EngineWorker.class, engine.jvmArgs, args),
                 r -> {
                     Map<String, String> env = env(runId, port, r, world);
                     env.putAll(extraEnv);
                     return env;
-                }, tmp.resolve(runId), Duration.ofSeconds(seconds));
+                },
+                tmp.resolve(runId),
+                Duration.ofSeconds(seconds));
         JvmWorkers.assertAllOk(results, "BACKEND " + engine.backend);
         if (!extraEnv.isEmpty()) {
-            assertThat(results.stream().map(Result::output)).as(JvmWorkers.describe(results))
+            assertThat(results.stream().map(Result::output))
+                    .as(JvmWorkers.describe(results))
                     .anyMatch(out -> out.contains("refused a connection from"));
         }
         int perHost = perHost(world);
         for (Result r : results) {
             int host = r.rank() / perHost;
-            List<Integer> hostRanks = IntStream.range(host * perHost, Math.min(world, (host + 1) * perHost)).boxed().toList();
-            assertThat(r.output()).as(JvmWorkers.describe(results))
+            List<Integer> hostRanks = IntStream.range(host * perHost, Math.min(world, (host + 1) * perHost))
+                    .boxed()
+                    .toList();
+            assertThat(r.output())
+                    .as(JvmWorkers.describe(results))
                     .contains("TOPOLOGY Topology[rank=" + r.rank() + ", worldSize=" + world)
                     .contains("NODE " + host + " RANKS " + hostRanks);
         }

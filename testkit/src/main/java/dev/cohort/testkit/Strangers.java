@@ -44,8 +44,7 @@ public final class Strangers implements AutoCloseable {
     }
 
     /** The outcome of one visit. */
-    public record Outcome(int port, Visit visit, boolean refused, String detail) {
-    }
+    public record Outcome(int port, Visit visit, boolean refused, String detail) {}
 
     private static final int ANSWER_BYTES = 72;
     private static final int WAIT_MILLIS = 20_000;
@@ -71,7 +70,10 @@ public final class Strangers implements AutoCloseable {
 
     private void scan() {
         while (!stop) {
-            for (int port : listeningPorts(ProcessHandle.current().descendants().map(ProcessHandle::pid).toList())) {
+            for (int port : listeningPorts(ProcessHandle.current()
+                    .descendants()
+                    .map(ProcessHandle::pid)
+                    .toList())) {
                 if (seen.add(port)) {
                     for (Visit v : Visit.values()) {
                         long seed = random.nextLong();
@@ -101,8 +103,12 @@ public final class Strangers implements AutoCloseable {
                 }
                 case NO_SECRET -> {
                     // the openings of Cohort's store, peer mesh and messages, and c10d's store
-                    String[] hellos = {"CohortKV\0\0\0\1", "GStrohoC\2\0\0\0\0\0\0\0\1\0\0\0\0\0\0\0",
-                        "CohortP2\0\0\0\0\0\0\0\0", "\0\u00ce\u00f7\u0085\u003c"};
+                    String[] hellos = {
+                        "CohortKV\0\0\0\1",
+                        "GStrohoC\2\0\0\0\0\0\0\0\1\0\0\0\0\0\0\0",
+                        "CohortP2\0\0\0\0\0\0\0\0",
+                        "\0\u00ce\u00f7\u0085\u003c"
+                    };
                     out.write(hellos[random.nextInt(hellos.length)].getBytes(StandardCharsets.ISO_8859_1));
                     byte[] junk = new byte[random.nextInt(64)];
                     random.nextBytes(junk);
@@ -116,7 +122,8 @@ public final class Strangers implements AutoCloseable {
                     if (visit == Visit.WRONG_SECRET) {
                         byte[] answer = s.getInputStream().readNBytes(ANSWER_BYTES);
                         if (answer.length < ANSWER_BYTES) {
-                            return new Outcome(port, visit, true, "closed before answering (" + answer.length + " bytes)");
+                            return new Outcome(
+                                    port, visit, true, "closed before answering (" + answer.length + " bytes)");
                         }
                         byte[] proof = new byte[32];
                         random.nextBytes(proof);
@@ -212,8 +219,8 @@ public final class Strangers implements AutoCloseable {
     public static Map<Integer, List<String>> byPort(List<Outcome> outcomes) {
         Map<Integer, List<String>> m = new java.util.TreeMap<>();
         for (Outcome o : outcomes) {
-            m.computeIfAbsent(o.port(), p -> new ArrayList<>()).add(o.visit() + (o.refused() ? " refused" : " NOT refused: ")
-                    + (o.refused() ? "" : o.detail()));
+            m.computeIfAbsent(o.port(), p -> new ArrayList<>())
+                    .add(o.visit() + (o.refused() ? " refused" : " NOT refused: ") + (o.refused() ? "" : o.detail()));
         }
         return m;
     }

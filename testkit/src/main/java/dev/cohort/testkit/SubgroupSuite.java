@@ -141,7 +141,8 @@ public final class SubgroupSuite {
 
     private void check(String what, Object actual, Object expected) {
         if (!java.util.Objects.equals(actual, expected)) {
-            throw new AssertionError("rank " + rank + " of " + n + ": " + what + " is " + actual + ", expected " + expected);
+            throw new AssertionError(
+                    "rank " + rank + " of " + n + ": " + what + " is " + actual + ", expected " + expected);
         }
         checks++;
     }

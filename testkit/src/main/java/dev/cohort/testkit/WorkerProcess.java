@@ -1,10 +1,9 @@
 package dev.cohort.testkit;
 
-import dev.cohort.api.collective.ProcessGroup;
-
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ProcessGroup;
 import java.util.Arrays;
 import java.util.OptionalInt;
 
@@ -26,8 +25,7 @@ public final class WorkerProcess {
     /** The exit code of a worker whose collective failed as {@link #expectFailure} expected. */
     public static final int FAILED_AS_EXPECTED = 3;
 
-    private WorkerProcess() {
-    }
+    private WorkerProcess() {}
 
     /** Runs {@code body}; exits 0 after it, or prints what it threw and halts with 1. */
     public static void main(Body body) {
@@ -60,8 +58,9 @@ public final class WorkerProcess {
             System.out.flush();
             Runtime.getRuntime().halt(0);
         } catch (CollectiveException e) {
-            System.out.printf("FAILED after %.1f s %s: %s%n", (System.nanoTime() - start) / 1e9,
-                    e.getClass().getSimpleName(), e.getMessage());
+            System.out.printf(
+                    "FAILED after %.1f s %s: %s%n",
+                    (System.nanoTime() - start) / 1e9, e.getClass().getSimpleName(), e.getMessage());
             System.out.flush();
             Runtime.getRuntime().halt(FAILED_AS_EXPECTED);
         }
@@ -99,7 +98,9 @@ public final class WorkerProcess {
         long[] nodeRanks = new long[backend.localWorldSize()];
         backend.localBarrier();
         backend.group().barrier().await();
-        backend.nodeGroup().allgather(DenseBuffer.of(new long[] {rank}), DenseBuffer.of(nodeRanks)).await();
+        backend.nodeGroup()
+                .allgather(DenseBuffer.of(new long[] {rank}), DenseBuffer.of(nodeRanks))
+                .await();
         System.out.println("NODE " + backend.nodeRank() + " RANKS " + Arrays.toString(nodeRanks));
         double mean = backend.averageAll(rank);
         if (mean != (backend.worldSize() - 1) / 2.0) {

@@ -17,8 +17,7 @@ import java.nio.file.StandardOpenOption;
  */
 public final class CheckpointFile {
 
-    private CheckpointFile() {
-    }
+    private CheckpointFile() {}
 
     /** Writes the content of a checkpoint into the file it is given. */
     @FunctionalInterface
@@ -29,7 +28,8 @@ public final class CheckpointFile {
     /** Writes {@code file} through {@code writer} atomically and durably (see the class comment). */
     public static void write(Path file, Writer writer) {
         Path dir = file.toAbsolutePath().getParent();
-        Path tmp = dir.resolve(file.getFileName() + ".tmp-" + ProcessHandle.current().pid());
+        Path tmp = dir.resolve(
+                file.getFileName() + ".tmp-" + ProcessHandle.current().pid());
         try {
             Files.createDirectories(dir);
             writer.writeTo(tmp);
@@ -39,8 +39,9 @@ public final class CheckpointFile {
             try {
                 Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
             } catch (AtomicMoveNotSupportedException e) {
-                throw new IOException("cannot rename atomically into " + dir
-                        + "; keep checkpoints on a local or POSIX filesystem", e);
+                throw new IOException(
+                        "cannot rename atomically into " + dir + "; keep checkpoints on a local or POSIX filesystem",
+                        e);
             }
             syncDirectory(dir);
         } catch (IOException e) {

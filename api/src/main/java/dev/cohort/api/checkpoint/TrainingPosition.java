@@ -8,8 +8,8 @@ public record TrainingPosition(int epoch, int batchInEpoch, long step) {
 
     public TrainingPosition {
         if (epoch < 0 || batchInEpoch < 0 || step < 0) {
-            throw new IllegalArgumentException("a training position is never negative: " + epoch + "/"
-                    + batchInEpoch + "/" + step);
+            throw new IllegalArgumentException(
+                    "a training position is never negative: " + epoch + "/" + batchInEpoch + "/" + step);
         }
     }
 

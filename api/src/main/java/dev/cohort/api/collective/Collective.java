@@ -23,12 +23,19 @@ import java.util.Arrays;
  *                      send and recv; else {@code null}
  * @param receiveCounts what this rank receives from each rank in all-to-all-v; else {@code null}
  */
-public record Collective(OpKind kind, long sequence, DenseBuffer input, DenseBuffer output,
-                         ReduceOp op, int root, int[] counts, int[] receiveCounts) {
+public record Collective(
+        OpKind kind,
+        long sequence,
+        DenseBuffer input,
+        DenseBuffer output,
+        ReduceOp op,
+        int root,
+        int[] counts,
+        int[] receiveCounts) {
 
     /** A call without receive counts (every kind but all-to-all-v). */
-    public Collective(OpKind kind, long sequence, DenseBuffer input, DenseBuffer output, ReduceOp op, int root,
-                      int[] counts) {
+    public Collective(
+            OpKind kind, long sequence, DenseBuffer input, DenseBuffer output, ReduceOp op, int root, int[] counts) {
         this(kind, sequence, input, output, op, root, counts, null);
     }
 
@@ -80,7 +87,8 @@ public record Collective(OpKind kind, long sequence, DenseBuffer input, DenseBuf
         return switch (kind) {
             case REDUCE_SCATTER, SCATTER -> output.count();
             case BARRIER, ALLTOALLV -> 0;
-            case ALLGATHERV, GATHERV, SCATTERV -> Arrays.stream(counts).asLongStream().sum();
+            case ALLGATHERV, GATHERV, SCATTERV ->
+                Arrays.stream(counts).asLongStream().sum();
             default -> input.count();
         };
     }

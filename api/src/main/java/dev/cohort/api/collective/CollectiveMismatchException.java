@@ -14,7 +14,8 @@ public class CollectiveMismatchException extends CollectiveException {
     }
 
     /** With this rank, the call and the peers (see {@link CollectiveException}). */
-    public CollectiveMismatchException(String message, Throwable cause, int rank, Collective collective, List<Integer> peers) {
+    public CollectiveMismatchException(
+            String message, Throwable cause, int rank, Collective collective, List<Integer> peers) {
         super(message, cause, rank, collective, peers);
     }
 }

@@ -11,7 +11,8 @@ public class CollectiveTimeoutException extends CollectiveException {
     }
 
     /** With this rank, the call and the peers (see {@link CollectiveException}). */
-    public CollectiveTimeoutException(String message, Throwable cause, int rank, Collective collective, List<Integer> peers) {
+    public CollectiveTimeoutException(
+            String message, Throwable cause, int rank, Collective collective, List<Integer> peers) {
         super(message, cause, rank, collective, peers);
     }
 }

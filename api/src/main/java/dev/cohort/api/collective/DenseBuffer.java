@@ -43,7 +43,8 @@ public final class DenseBuffer {
 
     public static DenseBuffer of(float[] array, int offset, int count) {
         checkRange(Objects.requireNonNull(array, "array").length, offset, count);
-        return new DenseBuffer(DataType.FLOAT32, FloatBuffer.wrap(array, offset, count).slice());
+        return new DenseBuffer(
+                DataType.FLOAT32, FloatBuffer.wrap(array, offset, count).slice());
     }
 
     public static DenseBuffer of(double[] array) {
@@ -52,7 +53,8 @@ public final class DenseBuffer {
 
     public static DenseBuffer of(double[] array, int offset, int count) {
         checkRange(Objects.requireNonNull(array, "array").length, offset, count);
-        return new DenseBuffer(DataType.FLOAT64, DoubleBuffer.wrap(array, offset, count).slice());
+        return new DenseBuffer(
+                DataType.FLOAT64, DoubleBuffer.wrap(array, offset, count).slice());
     }
 
     public static DenseBuffer of(int[] array) {
@@ -61,7 +63,8 @@ public final class DenseBuffer {
 
     public static DenseBuffer of(int[] array, int offset, int count) {
         checkRange(Objects.requireNonNull(array, "array").length, offset, count);
-        return new DenseBuffer(DataType.INT32, IntBuffer.wrap(array, offset, count).slice());
+        return new DenseBuffer(
+                DataType.INT32, IntBuffer.wrap(array, offset, count).slice());
     }
 
     public static DenseBuffer of(long[] array) {
@@ -70,7 +73,8 @@ public final class DenseBuffer {
 
     public static DenseBuffer of(long[] array, int offset, int count) {
         checkRange(Objects.requireNonNull(array, "array").length, offset, count);
-        return new DenseBuffer(DataType.INT64, LongBuffer.wrap(array, offset, count).slice());
+        return new DenseBuffer(
+                DataType.INT64, LongBuffer.wrap(array, offset, count).slice());
     }
 
     /**
@@ -84,7 +88,8 @@ public final class DenseBuffer {
     /** Wraps the 16-bit floating-point elements (as bits) between the buffer's position and limit. */
     public static DenseBuffer of(ShortBuffer buffer, DataType type) {
         if (!Objects.requireNonNull(type, "type").isHalfPrecision()) {
-            throw new IllegalArgumentException("a short buffer holds float16 or bfloat16 elements, not " + type.label());
+            throw new IllegalArgumentException(
+                    "a short buffer holds float16 or bfloat16 elements, not " + type.label());
         }
         return new DenseBuffer(type, checkOrder(buffer.slice(), buffer.order()));
     }
@@ -117,8 +122,8 @@ public final class DenseBuffer {
         Objects.requireNonNull(bytes, "bytes");
         Objects.requireNonNull(type, "type");
         if (bytes.remaining() % type.byteSize() != 0) {
-            throw new IllegalArgumentException("a " + type.label() + " buffer needs a multiple of "
-                    + type.byteSize() + " bytes, got " + bytes.remaining());
+            throw new IllegalArgumentException("a " + type.label() + " buffer needs a multiple of " + type.byteSize()
+                    + " bytes, got " + bytes.remaining());
         }
         ByteBuffer b = bytes.slice().order(ByteOrder.nativeOrder());
         Buffer typed = switch (type) {
@@ -190,7 +195,11 @@ public final class DenseBuffer {
         ByteBuffer b = null;
         if (bytes != null) {
             int e = type.byteSize();
-            b = bytes.duplicate().limit((offset + count) * e).position(offset * e).slice().order(ByteOrder.nativeOrder());
+            b = bytes.duplicate()
+                    .limit((offset + count) * e)
+                    .position(offset * e)
+                    .slice()
+                    .order(ByteOrder.nativeOrder());
         }
         return new DenseBuffer(type, v.slice(), b);
     }
@@ -302,8 +311,8 @@ public final class DenseBuffer {
 
     private static void checkRange(int length, int offset, int count) {
         if (offset < 0 || count < 0 || offset > length - count) {
-            throw new IndexOutOfBoundsException("range [" + offset + ", " + offset + "+" + count
-                    + ") does not fit in " + length + " elements");
+            throw new IndexOutOfBoundsException(
+                    "range [" + offset + ", " + offset + "+" + count + ") does not fit in " + length + " elements");
         }
     }
 }

@@ -11,15 +11,15 @@ public final class HalfFloats {
 
     /** The JDK's own binary16 conversions (JDK 20+, intrinsics where the CPU has them), or null on older JDKs. */
     private static final java.lang.invoke.MethodHandle JDK_TO_FLOAT = jdk("float16ToFloat", float.class, short.class);
+
     private static final java.lang.invoke.MethodHandle JDK_TO_FP16 = jdk("floatToFloat16", short.class, float.class);
 
-    private HalfFloats() {
-    }
+    private HalfFloats() {}
 
     private static java.lang.invoke.MethodHandle jdk(String name, Class<?> result, Class<?> argument) {
         try {
-            return java.lang.invoke.MethodHandles.publicLookup().findStatic(Float.class, name,
-                    java.lang.invoke.MethodType.methodType(result, argument));
+            return java.lang.invoke.MethodHandles.publicLookup()
+                    .findStatic(Float.class, name, java.lang.invoke.MethodType.methodType(result, argument));
         } catch (ReflectiveOperationException e) {
             return null;
         }
@@ -47,7 +47,7 @@ public final class HalfFloats {
             return Float.intBitsToFloat(sign | 0x7F800000 | (mantissa << 13));
         }
         if (exponent == 0) {
-            float v = mantissa * 0x1p-24f;              // zero or subnormal
+            float v = mantissa * 0x1p-24f; // zero or subnormal
             return sign != 0 ? -v : v;
         }
         return Float.intBitsToFloat(sign | ((exponent + 112) << 23) | (mantissa << 13));
@@ -71,19 +71,19 @@ public final class HalfFloats {
         int sign = (bits >>> 16) & 0x8000;
         int abs = bits & 0x7FFFFFFF;
         if (abs > 0x7F800000) {
-            return (short) (sign | 0x7E00 | ((abs >>> 13) & 0x3FF));   // NaN, kept quiet
+            return (short) (sign | 0x7E00 | ((abs >>> 13) & 0x3FF)); // NaN, kept quiet
         }
         if (abs >= 0x477FF000) {
-            return (short) (sign | 0x7C00);                           // 65520 and beyond: infinity
+            return (short) (sign | 0x7C00); // 65520 and beyond: infinity
         }
-        if (abs < 0x38800000) {                                       // below 2^-14: subnormal or zero
+        if (abs < 0x38800000) { // below 2^-14: subnormal or zero
             int mantissa = (int) Math.rint(Float.intBitsToFloat(abs) * 0x1p24);
             return (short) (sign | mantissa);
         }
         int h = (((abs >>> 23) - 112) << 10) | ((abs & 0x7FFFFF) >>> 13);
         int rest = abs & 0x1FFF;
         if (rest > 0x1000 || rest == 0x1000 && (h & 1) != 0) {
-            h++;                                                      // a carry moves into the exponent correctly
+            h++; // a carry moves into the exponent correctly
         }
         return (short) (sign | h);
     }
@@ -97,7 +97,7 @@ public final class HalfFloats {
     public static short floatToBf16(float value) {
         int bits = Float.floatToRawIntBits(value);
         if ((bits & 0x7FFFFFFF) > 0x7F800000) {
-            return (short) ((bits >>> 16) | 0x40);                    // NaN, kept quiet
+            return (short) ((bits >>> 16) | 0x40); // NaN, kept quiet
         }
         return (short) ((bits + 0x7FFF + ((bits >>> 16) & 1)) >>> 16);
     }

@@ -30,8 +30,7 @@ import java.util.Objects;
  */
 public final class ObjectCollectives {
 
-    private ObjectCollectives() {
-    }
+    private ObjectCollectives() {}
 
     /** Rank {@code root}'s bytes on every rank ({@code value} is read on the root only; may be null elsewhere). */
     public static byte[] broadcastBytes(ProcessGroup group, byte[] value, int root) {
@@ -53,7 +52,8 @@ public final class ObjectCollectives {
         Objects.requireNonNull(value, "value");
         int n = group.size();
         long[] lengths = new long[n];
-        group.allgather(DenseBuffer.of(new long[] {value.length}), DenseBuffer.of(lengths)).await();
+        group.allgather(DenseBuffer.of(new long[] {value.length}), DenseBuffer.of(lengths))
+                .await();
         int[] counts = new int[n];
         int total = 0;
         for (int r = 0; r < n; r++) {
@@ -63,7 +63,8 @@ public final class ObjectCollectives {
         ByteBuffer mine = words(value.length);
         mine.put(value).clear();
         ByteBuffer all = ByteBuffer.allocateDirect(Math.multiplyExact(total, 8)).order(ByteOrder.nativeOrder());
-        group.allgatherv(DenseBuffer.of(mine, DataType.INT64), DenseBuffer.of(all, DataType.INT64), counts).await();
+        group.allgatherv(DenseBuffer.of(mine, DataType.INT64), DenseBuffer.of(all, DataType.INT64), counts)
+                .await();
         List<byte[]> out = new ArrayList<>(n);
         int at = 0;
         for (int r = 0; r < n; r++) {
@@ -133,8 +134,10 @@ public final class ObjectCollectives {
         try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
             out.writeObject(value);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot serialize " + (value == null ? "null" : value.getClass().getName())
-                    + ": " + e.getMessage(), e);
+            throw new UncheckedIOException(
+                    "cannot serialize "
+                            + (value == null ? "null" : value.getClass().getName()) + ": " + e.getMessage(),
+                    e);
         }
         return bytes.toByteArray();
     }
@@ -144,8 +147,8 @@ public final class ObjectCollectives {
         try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes))) {
             return (T) in.readObject();
         } catch (IOException | ClassNotFoundException e) {
-            throw new IllegalStateException("cannot deserialize a value another rank sent (" + bytes.length + " bytes): "
-                    + e, e);
+            throw new IllegalStateException(
+                    "cannot deserialize a value another rank sent (" + bytes.length + " bytes): " + e, e);
         }
     }
 }

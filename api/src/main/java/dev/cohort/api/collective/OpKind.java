@@ -2,10 +2,22 @@ package dev.cohort.api.collective;
 
 /** The collective operations of {@link ProcessGroup}. */
 public enum OpKind {
-    ALLREDUCE, BROADCAST, ALLGATHER, ALLGATHERV, REDUCE_SCATTER, BARRIER,
-    REDUCE, GATHER, GATHERV, SCATTER, SCATTERV, ALLTOALL, ALLTOALLV,
+    ALLREDUCE,
+    BROADCAST,
+    ALLGATHER,
+    ALLGATHERV,
+    REDUCE_SCATTER,
+    BARRIER,
+    REDUCE,
+    GATHER,
+    GATHERV,
+    SCATTER,
+    SCATTERV,
+    ALLTOALL,
+    ALLTOALLV,
     /** Point-to-point, not collectives: only the two ranks take part. */
-    SEND, RECV;
+    SEND,
+    RECV;
 
     /** Whether this is a message between two ranks (send, recv) rather than a collective. */
     public boolean isPointToPoint() {
@@ -27,7 +39,11 @@ public enum OpKind {
 
     /** Whether the call names a root rank. */
     public boolean hasRoot() {
-        return this == BROADCAST || this == REDUCE || this == GATHER || this == GATHERV || this == SCATTER
+        return this == BROADCAST
+                || this == REDUCE
+                || this == GATHER
+                || this == GATHERV
+                || this == SCATTER
                 || this == SCATTERV;
     }
 

@@ -7,5 +7,9 @@ package dev.cohort.api.collective;
  * truncated toward zero (as Java's {@code /}).
  */
 public enum ReduceOp {
-    SUM, AVG, MIN, MAX, PRODUCT
+    SUM,
+    AVG,
+    MIN,
+    MAX,
+    PRODUCT
 }

@@ -1,6 +1,5 @@
 package dev.cohort.api.collective;
 
-
 import java.time.Duration;
 import java.util.Optional;
 

@@ -12,20 +12,24 @@ class HalfFloatsTest {
     void everyFloat16ValueRoundTripsAndKnownValuesConvertExactly() {
         for (int bits = 0; bits < 1 << 16; bits++) {
             float f = HalfFloats.fp16ToFloatHere((short) bits);
-            assertThat(Float.floatToIntBits(HalfFloats.fp16ToFloat((short) bits))).isEqualTo(Float.floatToIntBits(f));
+            assertThat(Float.floatToIntBits(HalfFloats.fp16ToFloat((short) bits)))
+                    .isEqualTo(Float.floatToIntBits(f));
             if (Float.isNaN(f)) {
-                assertThat(Float.isNaN(HalfFloats.fp16ToFloatHere(HalfFloats.floatToFp16Here(f)))).isTrue();
+                assertThat(Float.isNaN(HalfFloats.fp16ToFloatHere(HalfFloats.floatToFp16Here(f))))
+                        .isTrue();
             } else {
-                assertThat(HalfFloats.floatToFp16Here(f) & 0xFFFF).as("bits %04x", bits).isEqualTo(bits);
+                assertThat(HalfFloats.floatToFp16Here(f) & 0xFFFF)
+                        .as("bits %04x", bits)
+                        .isEqualTo(bits);
             }
         }
         assertThat(HalfFloats.floatToFp16Here(1f)).isEqualTo((short) 0x3C00);
         assertThat(HalfFloats.floatToFp16Here(65504f)).isEqualTo((short) 0x7BFF);
         assertThat(HalfFloats.floatToFp16Here(65519f)).isEqualTo((short) 0x7BFF);
-        assertThat(HalfFloats.floatToFp16Here(65520f)).isEqualTo((short) 0x7C00);        // rounds to infinity
-        assertThat(HalfFloats.floatToFp16Here(-0x1p-24f)).isEqualTo((short) 0x8001);     // smallest subnormal
-        assertThat(HalfFloats.floatToFp16Here(0x1p-26f)).isEqualTo((short) 0);           // below half of it
-        assertThat(HalfFloats.floatToFp16Here(1 + 0x1p-11f)).isEqualTo((short) 0x3C00);  // a tie goes to even
+        assertThat(HalfFloats.floatToFp16Here(65520f)).isEqualTo((short) 0x7C00); // rounds to infinity
+        assertThat(HalfFloats.floatToFp16Here(-0x1p-24f)).isEqualTo((short) 0x8001); // smallest subnormal
+        assertThat(HalfFloats.floatToFp16Here(0x1p-26f)).isEqualTo((short) 0); // below half of it
+        assertThat(HalfFloats.floatToFp16Here(1 + 0x1p-11f)).isEqualTo((short) 0x3C00); // a tie goes to even
         assertThat(HalfFloats.floatToFp16Here(1 + 3 * 0x1p-11f)).isEqualTo((short) 0x3C02);
     }
 
@@ -33,7 +37,7 @@ class HalfFloatsTest {
     void float16RoundingAgreesWithTheJdksWhereItHasOne() throws Exception {
         Method jdk;
         try {
-            jdk = Float.class.getMethod("floatToFloat16", float.class);   // JDK 20+
+            jdk = Float.class.getMethod("floatToFloat16", float.class); // JDK 20+
         } catch (NoSuchMethodException e) {
             return;
         }
@@ -55,10 +59,11 @@ class HalfFloatsTest {
                 assertThat(HalfFloats.floatToBf16(f) & 0xFFFF).isEqualTo(bits);
             }
         }
-        assertThat(HalfFloats.floatToBf16(1 + 0x1p-8f)).isEqualTo((short) 0x3F80);   // a tie goes to even
+        assertThat(HalfFloats.floatToBf16(1 + 0x1p-8f)).isEqualTo((short) 0x3F80); // a tie goes to even
         assertThat(HalfFloats.floatToBf16(1 + 3 * 0x1p-8f)).isEqualTo((short) 0x3F82);
         assertThat(HalfFloats.floatToBf16(Float.MAX_VALUE)).isEqualTo((short) 0x7F80); // rounds to infinity
-        assertThat(Float.isNaN(HalfFloats.bf16ToFloat(HalfFloats.floatToBf16(Float.NaN)))).isTrue();
+        assertThat(Float.isNaN(HalfFloats.bf16ToFloat(HalfFloats.floatToBf16(Float.NaN))))
+                .isTrue();
     }
 
     @Test

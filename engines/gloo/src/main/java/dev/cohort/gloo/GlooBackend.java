@@ -1,28 +1,28 @@
 package dev.cohort.gloo;
 
 import dev.cohort.api.Connection;
-import dev.cohort.api.collective.JoinException;
-import dev.cohort.runtime.EngineBackend;
-import dev.cohort.runtime.HostIdentity;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.JobLayout;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
-import dev.cohort.tcp.algorithms.MeshCollectives;
+import dev.cohort.api.collective.JoinException;
+import dev.cohort.gloo.rendezvous.C10dJobNotes;
 import dev.cohort.gloo.rendezvous.C10dStore;
+import dev.cohort.gloo.rendezvous.Membership;
+import dev.cohort.gloo.rendezvous.Rendezvous;
+import dev.cohort.libtorch.LibTorch;
+import dev.cohort.runtime.EngineBackend;
+import dev.cohort.runtime.HostIdentity;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.SubgroupMaker;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.p2p.Directory;
 import dev.cohort.runtime.p2p.PostOffice;
-import dev.cohort.gloo.rendezvous.C10dJobNotes;
-import dev.cohort.gloo.rendezvous.Membership;
-import dev.cohort.gloo.rendezvous.Rendezvous;
-import dev.cohort.tcp.transport.LocalAddress;
-import dev.cohort.tcp.transport.PeerMesh;
-import dev.cohort.libtorch.LibTorch;
 import dev.cohort.runtime.store.JobNotes;
 import dev.cohort.runtime.store.PrefixStore;
+import dev.cohort.tcp.algorithms.MeshCollectives;
+import dev.cohort.tcp.transport.LocalAddress;
+import dev.cohort.tcp.transport.PeerMesh;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
 import java.net.SocketException;
@@ -61,6 +61,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
 
     /** The group this backend joins when it is part of another backend; null: the launch environment's. */
     private final LaunchEnvironment group;
+
     private Rendezvous rendezvous;
     private volatile JobNotes notes;
 
@@ -130,9 +131,12 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             runScope = LaunchEnvironment.parseRunId(env());
             rendezvous = Rendezvous.file(storeFile, topology.worldSize(), connectTimeout);
             if (secret.isPresent() && topology.rank() == 0) {
-                LOG.log(System.Logger.Level.WARNING, "the file rendezvous "
-                        + storeFile + " is not covered by the job's secret: whoever can write it takes part in the "
-                        + "rendezvous (the peer mesh and messages still prove the secret)");
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "the file rendezvous "
+                                + storeFile
+                                + " is not covered by the job's secret: whoever can write it takes part in the "
+                                + "rendezvous (the peer mesh and messages still prove the secret)");
             }
             device = device(null, 0);
         } else {
@@ -144,28 +148,60 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
                 JobSecret.warnIfExposed(launch.masterAddr());
             }
             rendezvous = options.agentStore() || "1".equals(env().get(JobEnvironment.AGENT_STORE))
-                    ? Rendezvous.agent(launch.masterAddr(), launch.masterPort(), topology.rank(), topology.worldSize(),
-                            launch.restartCount(), connectTimeout, secret)
-                    : Rendezvous.tcp(launch.masterAddr(), launch.masterPort(), topology.rank(), topology.worldSize(),
-                            connectTimeout, secret);
+                    ? Rendezvous.agent(
+                            launch.masterAddr(),
+                            launch.masterPort(),
+                            topology.rank(),
+                            topology.worldSize(),
+                            launch.restartCount(),
+                            connectTimeout,
+                            secret)
+                    : Rendezvous.tcp(
+                            launch.masterAddr(),
+                            launch.masterPort(),
+                            topology.rank(),
+                            topology.worldSize(),
+                            connectTimeout,
+                            secret);
         }
         try {
-            Membership.Members members = Membership.join(rendezvous, topology, deviceAddress(device), runScope,
-                    options.joinsAs(), connectTimeout);
+            Membership.Members members = Membership.join(
+                    rendezvous, topology, deviceAddress(device), runScope, options.joinsAs(), connectTimeout);
             Map<String, String> ranksByAddress = members.ranksByAddress();
             if (group == null) {
                 topology = learnedLayout(topology, members.hosts(), LaunchEnvironment.layoutGiven(env()));
             }
             Duration spin = options.spin(topology.localWorldSize());
-            GlooProcessGroup world = group("gloo world", rendezvous.prefixed("cohort/" + runScope + "/world"), device,
-                    topology.rank(), topology.worldSize(), timeout, connectTimeout, ranksByAddress, spin);
-            world.watchStalls(new StallWatch(rendezvous.client().clone(), "cohort/" + runScope + "/issued/",
-                    topology.rank(), topology.worldSize(), options.stallTime(), options.rankNames()));
+            GlooProcessGroup world = group(
+                    "gloo world",
+                    rendezvous.prefixed("cohort/" + runScope + "/world"),
+                    device,
+                    topology.rank(),
+                    topology.worldSize(),
+                    timeout,
+                    connectTimeout,
+                    ranksByAddress,
+                    spin);
+            world.watchStalls(new StallWatch(
+                    rendezvous.client().clone(),
+                    "cohort/" + runScope + "/issued/",
+                    topology.rank(),
+                    topology.worldSize(),
+                    options.stallTime(),
+                    options.rankNames()));
             // On one node the node group is the world: no second Gloo group and its threads.
-            GlooProcessGroup node = topology.localWorldSize() == topology.worldSize() ? world
-                    : group("gloo node " + topology.nodeRank(),
-                            rendezvous.prefixed("cohort/" + runScope + "/node-" + topology.nodeRank()), device,
-                            topology.localRank(), topology.localWorldSize(), timeout, connectTimeout, ranksByAddress, spin);
+            GlooProcessGroup node = topology.localWorldSize() == topology.worldSize()
+                    ? world
+                    : group(
+                            "gloo node " + topology.nodeRank(),
+                            rendezvous.prefixed("cohort/" + runScope + "/node-" + topology.nodeRank()),
+                            device,
+                            topology.localRank(),
+                            topology.localWorldSize(),
+                            timeout,
+                            connectTimeout,
+                            ranksByAddress,
+                            spin);
             // Subgroups: Gloo groups of their own (with their mesh), under the world's rendezvous.
             Rendezvous meeting = rendezvous;
             String under = "cohort/" + runScope + "/sub/";
@@ -173,23 +209,47 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             String letters = "cohort/" + runScope + "/p2p/";
             InetAddress listen = meshAddress(device);
             SubgroupMaker subgroups = (scope, spec) -> {
-                GlooProcessGroup g = group("gloo " + spec.label(), meeting.prefixed(under + scope), on, spec.rank(),
-                        spec.size(), spec.timeout(), spec.timeout(), Map.of(), spin, spec.names());
-                g.messagesThrough(() -> new PostOffice(spec.rank(), spec.size(), listen,
-                        Directory.of(new C10dStore(meeting.prefixed(letters + scope)), ""), "gloo " + scope + " rank "
-                                + spec.rank() + " of " + spec.size(), spec.names(), secret));
+                GlooProcessGroup g = group(
+                        "gloo " + spec.label(),
+                        meeting.prefixed(under + scope),
+                        on,
+                        spec.rank(),
+                        spec.size(),
+                        spec.timeout(),
+                        spec.timeout(),
+                        Map.of(),
+                        spin,
+                        spec.names());
+                g.messagesThrough(() -> new PostOffice(
+                        spec.rank(),
+                        spec.size(),
+                        listen,
+                        Directory.of(new C10dStore(meeting.prefixed(letters + scope)), ""),
+                        "gloo " + scope + " rank " + spec.rank() + " of " + spec.size(),
+                        spec.names(),
+                        secret));
                 return g;
             };
             Topology placed = topology;
             world.makesSubgroups(subgroups, "world");
-            world.messagesThrough(() -> new PostOffice(placed.rank(), placed.worldSize(), listen,
-                    Directory.of(new C10dStore(meeting.prefixed(letters + "world")), ""), "gloo world rank " + placed.rank()
-                            + " of " + placed.worldSize(), options.rankNames(), secret));
+            world.messagesThrough(() -> new PostOffice(
+                    placed.rank(),
+                    placed.worldSize(),
+                    listen,
+                    Directory.of(new C10dStore(meeting.prefixed(letters + "world")), ""),
+                    "gloo world rank " + placed.rank() + " of " + placed.worldSize(),
+                    options.rankNames(),
+                    secret));
             if (node != world) {
                 node.makesSubgroups(subgroups, "node-" + topology.nodeRank());
-                node.messagesThrough(() -> new PostOffice(placed.localRank(), placed.localWorldSize(), listen,
+                node.messagesThrough(() -> new PostOffice(
+                        placed.localRank(),
+                        placed.localWorldSize(),
+                        listen,
                         Directory.of(new C10dStore(meeting.prefixed(letters + "node-" + placed.nodeRank())), ""),
-                        "gloo node " + placed.nodeRank() + " rank " + placed.localRank(), RankNames.PLAIN, secret));
+                        "gloo node " + placed.nodeRank() + " rank " + placed.localRank(),
+                        RankNames.PLAIN,
+                        secret));
             }
             C10dJobNotes jobNotes = new C10dJobNotes(rendezvous.client().clone(), "cohort/" + runScope + "/note/");
             notes = jobNotes;
@@ -214,16 +274,22 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
         int hostCount = new HashSet<>(hosts).size();
         if (!layoutGiven) {
             if (given.rank() == 0) {
-                LOG.log(System.Logger.Level.INFO, "host layout learned at rendezvous: " + hostCount + " host(s); rank 0's "
-                        + "holds " + learned.localWorldSize() + " of the " + given.worldSize() + " ranks");
+                LOG.log(
+                        System.Logger.Level.INFO,
+                        "host layout learned at rendezvous: " + hostCount + " host(s); rank 0's " + "holds "
+                                + learned.localWorldSize() + " of the " + given.worldSize() + " ranks");
             }
             return learned;
         }
         if (learned.localWorldSize() != given.localWorldSize() || learned.localRank() != given.localRank()) {
-            LOG.log(System.Logger.Level.WARNING, "rank " + given.rank() + ": LOCAL_RANK=" + given.localRank()
-                    + " and LOCAL_WORLD_SIZE=" + given.localWorldSize() + " say one thing, the ranks' hosts another: "
-                    + learned.localWorldSize() + " rank(s) share this host, this one local rank " + learned.localRank()
-                    + " (ranks on " + hostCount + " host(s)); the launch environment's values are used");
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "rank " + given.rank() + ": LOCAL_RANK=" + given.localRank()
+                            + " and LOCAL_WORLD_SIZE=" + given.localWorldSize()
+                            + " say one thing, the ranks' hosts another: "
+                            + learned.localWorldSize() + " rank(s) share this host, this one local rank "
+                            + learned.localRank()
+                            + " (ranks on " + hostCount + " host(s)); the launch environment's values are used");
         }
         return given;
     }
@@ -240,30 +306,57 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
         return n;
     }
 
-    private GlooProcessGroup group(String label, Store store, Device device, int rank, int size, Duration timeout,
-                                   Duration connectTimeout, Map<String, String> ranksByAddress, Duration spin) {
-        return group(label, store, device, rank, size, timeout, connectTimeout, ranksByAddress, spin, options.rankNames());
+    private GlooProcessGroup group(
+            String label,
+            Store store,
+            Device device,
+            int rank,
+            int size,
+            Duration timeout,
+            Duration connectTimeout,
+            Map<String, String> ranksByAddress,
+            Duration spin) {
+        return group(
+                label, store, device, rank, size, timeout, connectTimeout, ranksByAddress, spin, options.rankNames());
     }
 
-    private GlooProcessGroup group(String label, Store store, Device device, int rank, int size, Duration timeout,
-                                   Duration connectTimeout, Map<String, String> ranksByAddress, Duration spin,
-                                   RankNames names) {
+    private GlooProcessGroup group(
+            String label,
+            Store store,
+            Device device,
+            int rank,
+            int size,
+            Duration timeout,
+            Duration connectTimeout,
+            Map<String, String> ranksByAddress,
+            Duration spin,
+            RankNames names) {
         ProcessGroupGloo.Options o = ProcessGroupGloo.Options.create(new Milliseconds(connectTimeout.toMillis()));
         o.devices(new GlooDeviceVector(device));
         ProcessGroupGloo pg;
         try {
             pg = LibTorch.retain(new ProcessGroupGloo(store, rank, size, o));
         } catch (RuntimeException e) {
-            throw new GlooConnectException(label + " rank " + rank + " of " + size + ": could not connect to its peers within "
-                    + connectTimeout + ": " + e.getMessage(), e);
+            throw new GlooConnectException(
+                    label + " rank " + rank + " of " + size + ": could not connect to its peers within "
+                            + connectTimeout + ": " + e.getMessage(),
+                    e);
         }
         pg.setTimeout(new Milliseconds(timeout.toMillis()));
         PeerMesh mesh = null;
         if (options.consistencyCheck() && size > 1) {
             try {
-                mesh = PeerMesh.connect(new PrefixStore("peer-mesh/", new C10dStore(store)), rank, size,
-                        MeshCollectives.HEADER_WORDS, meshAddress(device), connectTimeout, spin,
-                        label + " rank " + rank + " of " + size, names, secret());
+                mesh = PeerMesh.connect(
+                        new PrefixStore("peer-mesh/", new C10dStore(store)),
+                        rank,
+                        size,
+                        MeshCollectives.HEADER_WORDS,
+                        meshAddress(device),
+                        connectTimeout,
+                        spin,
+                        label + " rank " + rank + " of " + size,
+                        names,
+                        secret());
             } catch (JoinException e) {
                 LibTorch.release(pg);
                 throw new GlooConnectException(e.getMessage(), e);
@@ -272,8 +365,17 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
                 throw e;
             }
         }
-        return new GlooProcessGroup(pg, label, rank, size, timeout, ranksByAddress, mesh, options.meshRoute(size),
-                names, options.queueOptions());
+        return new GlooProcessGroup(
+                pg,
+                label,
+                rank,
+                size,
+                timeout,
+                ranksByAddress,
+                mesh,
+                options.meshRoute(size),
+                names,
+                options.queueOptions());
     }
 
     /** The interface named by option or {@code GLOO_SOCKET_IFNAME}, else the address that reaches the master. */
@@ -294,7 +396,8 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
         if (masterAddr == null) {
             return ProcessGroupGloo.createDefaultDevice();
         }
-        return ProcessGroupGloo.createDeviceForHostname(LocalAddress.towards(masterAddr, masterPort).getHostAddress());
+        return ProcessGroupGloo.createDeviceForHostname(
+                LocalAddress.towards(masterAddr, masterPort).getHostAddress());
     }
 
     /** The address Gloo's device listens on, where the signature mesh listens too. */
@@ -303,7 +406,8 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
         try {
             return InetAddress.getByName(address);
         } catch (UnknownHostException e) {
-            throw new GlooConnectException("Gloo's device address '" + address + "' does not resolve: " + e.getMessage(), e);
+            throw new GlooConnectException(
+                    "Gloo's device address '" + address + "' does not resolve: " + e.getMessage(), e);
         }
     }
 

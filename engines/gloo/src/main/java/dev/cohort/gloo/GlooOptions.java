@@ -1,8 +1,8 @@
 package dev.cohort.gloo;
 
+import dev.cohort.runtime.EngineOptions;
 import dev.cohort.tcp.algorithms.MeshRoute;
 import dev.cohort.tcp.transport.PeerMesh;
-import dev.cohort.runtime.EngineOptions;
 import java.time.Duration;
 import picocli.CommandLine.Option;
 
@@ -14,18 +14,26 @@ public final class GlooOptions extends EngineOptions<GlooOptions> {
     /** {@link PeerMesh#DEFAULT_SPIN}. */
     public static final Duration DEFAULT_SPIN = PeerMesh.DEFAULT_SPIN;
 
-    @Option(names = "--gloo-interface", paramLabel = "IFNAME",
+    @Option(
+            names = "--gloo-interface",
+            paramLabel = "IFNAME",
             description = "Network interface Gloo binds to (default: GLOO_SOCKET_IFNAME, else the interface "
                     + "that reaches MASTER_ADDR).")
     String networkInterface;
 
-    @Option(names = "--gloo-consistency-check", negatable = true, defaultValue = "true", fallbackValue = "true",
+    @Option(
+            names = "--gloo-consistency-check",
+            negatable = true,
+            defaultValue = "true",
+            fallbackValue = "true",
             description = "Before each collective the ranks compare what they call (operation, type, length, "
                     + "reduce op, root, order) and all fail naming the difference instead of hanging or "
                     + "returning wrong data (default: on; --no-gloo-consistency-check only to measure its cost).")
     boolean consistencyCheck = true;
 
-    @Option(names = "--gloo-direct-max-bytes", paramLabel = "BYTES",
+    @Option(
+            names = "--gloo-direct-max-bytes",
+            paramLabel = "BYTES",
             description = "Collectives up to this size (the output's for allgather) travel over Cohort's own peer "
                     + "connections (one pipelined message each way) instead of through Gloo; 0 sends all through Gloo; needs "
                     + "the consistency check, and the same value on every rank (default: allgather, allgatherv, "
@@ -33,7 +41,9 @@ public final class GlooOptions extends EngineOptions<GlooOptions> {
                     + MeshRoute.WHOLE_MAX_BYTES + ").")
     int meshMaxBytes = (int) MeshRoute.MEASURED;
 
-    @Option(names = "--gloo-spin-us", paramLabel = "MICROSECONDS",
+    @Option(
+            names = "--gloo-spin-us",
+            paramLabel = "MICROSECONDS",
             description = "How long a rank waiting for its peers' data keeps polling its connections before it "
                     + "sleeps until data arrives; 0 never polls (default: 50 when this host runs no more ranks than "
                     + "it has CPUs, else 0: polling would take the CPU a rank needs).")
@@ -41,16 +51,21 @@ public final class GlooOptions extends EngineOptions<GlooOptions> {
 
     private boolean agentStore;
 
-    @Option(names = "--gloo-rendezvous", paramLabel = "URI",
+    @Option(
+            names = "--gloo-rendezvous",
+            paramLabel = "URI",
             description = "env:// (MASTER_ADDR/MASTER_PORT, rank 0 hosts a TCP store; the default) or "
                     + "file:///PATH (a file on a filesystem all ranks share).")
     String rendezvous = "env://";
 
     public GlooOptions() {
-        super("gloo", new Help("Timeout of each collective (default: 300).",
-                "Time for all ranks to meet and connect (default: 60).",
-                "A collective waiting longer than this is reported with the ranks that have not "
-                        + "issued it yet (default: 30; it still fails only at --gloo-timeout)."));
+        super(
+                "gloo",
+                new Help(
+                        "Timeout of each collective (default: 300).",
+                        "Time for all ranks to meet and connect (default: 60).",
+                        "A collective waiting longer than this is reported with the ranks that have not "
+                                + "issued it yet (default: 30; it still fails only at --gloo-timeout)."));
     }
 
     public GlooOptions networkInterface(String name) {

@@ -1,7 +1,5 @@
 package dev.cohort.gloo;
 
-import dev.cohort.runtime.RankNames;
-
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveMismatchException;
@@ -10,16 +8,17 @@ import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.OpKind;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.api.collective.Work;
-import dev.cohort.tcp.algorithms.MeshCollectives;
-import dev.cohort.tcp.algorithms.MeshRoute;
 import dev.cohort.gloo.c10d.GlooWork;
 import dev.cohort.gloo.c10d.NativeCache;
 import dev.cohort.gloo.c10d.NativeTensors;
-import dev.cohort.tcp.transport.PeerMesh;
 import dev.cohort.libtorch.LibTorch;
 import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.runtime.CallQueue;
+import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.Reduction;
+import dev.cohort.tcp.algorithms.MeshCollectives;
+import dev.cohort.tcp.algorithms.MeshRoute;
+import dev.cohort.tcp.transport.PeerMesh;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -68,6 +67,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     private final RankNames names;
     /** The always-on consistency check (null when turned off); calls over it hold its lock. */
     private final PeerMesh mesh;
+
     private final MeshCollectives overMesh;
     /** Runs the calls over the mesh in issue order (null without the mesh: Gloo's own threads run them). */
     private final CallQueue queue;
@@ -75,6 +75,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     private final MeshRoute route;
     /** The first disagreement seen; Gloo's tags are out of step after it, so the group is unusable. */
     private volatile CollectiveMismatchException mismatch;
+
     private volatile StallWatch stallWatch;
     private final GlooWork.StallReport stallReport = new GlooWork.StallReport() {
         @Override
@@ -87,9 +88,11 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         public void report(Collective call) {
             StallWatch w = stallWatch;
             if (w != null) {
-                LOG.log(System.Logger.Level.WARNING, label + " " + who() + ": " + call.describe() + " has waited "
-                        + w.stallTime().toSeconds() + " s; " + w.laggards(call.sequence())
-                        + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        label + " " + who() + ": " + call.describe() + " has waited "
+                                + w.stallTime().toSeconds() + " s; " + w.laggards(call.sequence())
+                                + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
             }
         }
     };
@@ -102,14 +105,24 @@ final class GlooProcessGroup extends AbstractProcessGroup {
 
         @Override
         public void report(String what, String waitingFor) {
-            LOG.log(System.Logger.Level.WARNING, what + " has waited " + after().toSeconds() + " s; " + waitingFor
-                    + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    what + " has waited " + after().toSeconds() + " s; " + waitingFor + "; it fails at its timeout ("
+                            + timeout().toSeconds() + " s)");
         }
     };
 
-    GlooProcessGroup(ProcessGroupGloo pg, String label, int rank, int size, Duration timeout,
-                     Map<String, String> ranksByAddress, PeerMesh mesh, MeshRoute route, RankNames names,
-                     CallQueue.Options queueOptions) {
+    GlooProcessGroup(
+            ProcessGroupGloo pg,
+            String label,
+            int rank,
+            int size,
+            Duration timeout,
+            Map<String, String> ranksByAddress,
+            PeerMesh mesh,
+            MeshRoute route,
+            RankNames names,
+            CallQueue.Options queueOptions) {
         super(rank, size, timeout);
         this.names = Objects.requireNonNull(names, "names");
         this.route = Objects.requireNonNull(route, "route");
@@ -118,8 +131,13 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         this.ranksByAddress = ranksByAddress;
         this.mesh = mesh;
         this.overMesh = mesh == null ? null : new MeshCollectives(mesh, rank, size, label + " " + who());
-        this.queue = mesh == null ? null : new CallQueue("cohort-gloo-" + label.replace(' ', '-') + "-rank-" + rank,
-                c -> "waiting for its peers over the mesh", e -> { }, queueOptions);
+        this.queue = mesh == null
+                ? null
+                : new CallQueue(
+                        "cohort-gloo-" + label.replace(' ', '-') + "-rank-" + rank,
+                        c -> "waiting for its peers over the mesh",
+                        e -> {},
+                        queueOptions);
     }
 
     /** Watches this group's collectives for stalls from now on (closed with the group). */
@@ -183,8 +201,10 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                         yield GlooWork.completed(call);
                     }
                     Tensor data = t.wrap(call.input(), true, true);
-                    AllreduceOptions o = cache.options(List.of(OpKind.ALLREDUCE, redOp(call.op()), ms),
-                            () -> new AllreduceOptions().reduceOp(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))
+                    AllreduceOptions o = cache.options(
+                            List.of(OpKind.ALLREDUCE, redOp(call.op()), ms),
+                            () -> new AllreduceOptions()
+                                    .reduceOp(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))
                                     .timeout(new Milliseconds(ms)));
                     Runnable finish = averaging(call, call.input());
                     yield work(call, pg.allreduce(t.keep(new TensorVector(data)), o), t, finish, timeout);
@@ -195,9 +215,10 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                     }
                     boolean root = call.root() == rank();
                     Tensor data = t.wrap(call.input(), root, !root);
-                    BroadcastOptions o = cache.options(List.of(OpKind.BROADCAST, call.root(), ms),
+                    BroadcastOptions o = cache.options(
+                            List.of(OpKind.BROADCAST, call.root(), ms),
                             () -> new BroadcastOptions().rootRank(call.root()).timeout(new Milliseconds(ms)));
-                    yield work(call, pg.broadcast(t.keep(new TensorVector(data)), o), t, () -> { }, timeout);
+                    yield work(call, pg.broadcast(t.keep(new TensorVector(data)), o), t, () -> {}, timeout);
                 }
                 case ALLGATHER -> {
                     if (call.input().count() == 0) {
@@ -206,7 +227,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                     Tensor in = t.wrap(call.input(), true, false);
                     Tensor out = t.wrap(call.output(), false, true);
                     AllgatherOptions o = allgatherOptions(ms);
-                    yield work(call, pg._allgather_base(out, in, o), t, () -> { }, timeout);
+                    yield work(call, pg._allgather_base(out, in, o), t, () -> {}, timeout);
                 }
                 case ALLGATHERV -> allgatherv(call, t, ms, timeout);
                 case REDUCE_SCATTER -> {
@@ -215,14 +236,23 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                     }
                     Tensor in = t.wrap(call.input(), true, false);
                     Tensor out = t.wrap(call.output(), false, true);
-                    ReduceScatterOptions o = cache.options(List.of(OpKind.REDUCE_SCATTER, redOp(call.op()), ms),
-                            () -> new ReduceScatterOptions().reduceOp(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))
+                    ReduceScatterOptions o = cache.options(
+                            List.of(OpKind.REDUCE_SCATTER, redOp(call.op()), ms),
+                            () -> new ReduceScatterOptions()
+                                    .reduceOp(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))
                                     .timeout(new Milliseconds(ms)));
                     Runnable finish = averaging(call, call.output());
                     yield work(call, pg._reduce_scatter_base(out, in, o), t, finish, timeout);
                 }
-                case BARRIER -> work(call, pg.barrier(cache.options(List.of(OpKind.BARRIER, ms),
-                        () -> new BarrierOptions().timeout(new Milliseconds(ms)))), t, () -> { }, timeout);
+                case BARRIER ->
+                    work(
+                            call,
+                            pg.barrier(cache.options(
+                                    List.of(OpKind.BARRIER, ms),
+                                    () -> new BarrierOptions().timeout(new Milliseconds(ms)))),
+                            t,
+                            () -> {},
+                            timeout);
                 default -> throw new IllegalStateException(call.kind().label() + " is not given to Gloo");
             };
         } catch (RuntimeException e) {
@@ -260,7 +290,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         return work(call, pg._allgather_base(out, in, allgatherOptions(ms)), t, unpad, timeout);
     }
 
-    private Work work(Collective call, org.bytedeco.pytorch.Work w, NativeTensors t, Runnable finish, Duration timeout) {
+    private Work work(
+            Collective call, org.bytedeco.pytorch.Work w, NativeTensors t, Runnable finish, Duration timeout) {
         return new GlooWork(call, w, t, finish, timeout, e -> translate(call, e), stallReport);
     }
 
@@ -322,7 +353,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
 
     /** What finishes {@code call} once Gloo has summed into {@code result}: AVG divides (Gloo has no AVG). */
     private Runnable averaging(Collective call, DenseBuffer result) {
-        return call.op() == ReduceOp.AVG ? () -> Reduction.finish(ReduceOp.AVG, result, size()) : () -> { };
+        return call.op() == ReduceOp.AVG ? () -> Reduction.finish(ReduceOp.AVG, result, size()) : () -> {};
     }
 
     private static org.bytedeco.pytorch.ReduceOp.RedOpType redOp(ReduceOp op) {

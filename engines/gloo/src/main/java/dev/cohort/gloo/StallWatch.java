@@ -1,9 +1,8 @@
 package dev.cohort.gloo;
 
+import dev.cohort.libtorch.LibTorch;
 import dev.cohort.runtime.Daemons;
 import dev.cohort.runtime.RankNames;
-
-import dev.cohort.libtorch.LibTorch;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -70,7 +69,7 @@ final class StallWatch implements AutoCloseable {
             store.set(prefix + rank, Long.toString(now));
             published = now;
         } catch (RuntimeException e) {
-            publisher.shutdown();      // the store is gone (the job is ending): nothing left to tell
+            publisher.shutdown(); // the store is gone (the job is ending): nothing left to tell
         }
     }
 
@@ -106,7 +105,7 @@ final class StallWatch implements AutoCloseable {
         publisher.shutdown();
         try {
             if (!publisher.awaitTermination(STORE_TIMEOUT.toMillis() + 1000, TimeUnit.MILLISECONDS)) {
-                return;        // still inside the store: leak it rather than free it under the thread
+                return; // still inside the store: leak it rather than free it under the thread
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

@@ -6,6 +6,8 @@ import dev.cohort.testkit.ProcessConformanceTest;
 class GlooConformanceTest extends ProcessConformanceTest {
 
     GlooConformanceTest() {
-        super(Engine.named("gloo").options("--gloo-timeout", "60", "--gloo-connect-timeout", "60").wholeSuiteAt(2, 3));
+        super(Engine.named("gloo")
+                .options("--gloo-timeout", "60", "--gloo-connect-timeout", "60")
+                .wholeSuiteAt(2, 3));
     }
 }

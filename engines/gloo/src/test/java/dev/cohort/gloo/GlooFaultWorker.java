@@ -1,10 +1,8 @@
 package dev.cohort.gloo;
 
-import dev.cohort.testkit.WorkerProcess;
-
-import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.testkit.WorkerProcess;
 import java.time.Duration;
 
 /**
@@ -17,8 +15,10 @@ public final class GlooFaultWorker {
 
     public static void main(String[] args) throws Exception {
         String mode = args[0];
-        GlooOptions options = new GlooOptions().timeout(Duration.ofSeconds(mode.equals("stop") ? 6 : 3))
-                .connectTimeout(Duration.ofSeconds(5)).stallTime(Duration.ofSeconds(2));
+        GlooOptions options = new GlooOptions()
+                .timeout(Duration.ofSeconds(mode.equals("stop") ? 6 : 3))
+                .connectTimeout(Duration.ofSeconds(5))
+                .stallTime(Duration.ofSeconds(2));
         try (GlooBackend backend = new GlooBackend(options, System.getenv())) {
             backend.initialize();
             float[] data = new float[1024];
@@ -30,13 +30,19 @@ public final class GlooFaultWorker {
                     Runtime.getRuntime().halt(9);
                 }
                 if (mode.equals("stop")) {
-                    Thread.sleep(1500);          // let the stall watch publish this rank's progress
-                    new ProcessBuilder("kill", "-STOP", Long.toString(ProcessHandle.current().pid())).start();
+                    Thread.sleep(1500); // let the stall watch publish this rank's progress
+                    new ProcessBuilder(
+                                    "kill",
+                                    "-STOP",
+                                    Long.toString(ProcessHandle.current().pid()))
+                            .start();
                 }
                 Thread.sleep(10_000);
                 Runtime.getRuntime().halt(0);
             }
-            WorkerProcess.expectFailure(() -> backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await());
+            WorkerProcess.expectFailure(() -> backend.group()
+                    .allreduce(DenseBuffer.of(data), ReduceOp.SUM)
+                    .await());
         } catch (GlooConnectException e) {
             System.out.println("CONNECT FAILED " + e.getMessage());
             System.out.flush();

@@ -1,6 +1,5 @@
 package dev.cohort.gloo;
 
-import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
@@ -30,11 +29,24 @@ public final class GlooMismatchWorker {
             float[] x = {r};
             (r == 2 ? g.broadcast(DenseBuffer.of(x), 0) : g.allreduce(DenseBuffer.of(x), ReduceOp.SUM)).await();
         });
-        CASES.put("length", (g, r) -> g.allreduce(DenseBuffer.of(new float[r == 1 ? 1025 : 1024]), ReduceOp.SUM).await());
-        CASES.put("type", (g, r) -> (r == 1 ? g.allreduce(DenseBuffer.of(new double[8]), ReduceOp.SUM)
-                : g.allreduce(DenseBuffer.of(new float[8]), ReduceOp.SUM)).await());
-        CASES.put("op", (g, r) -> g.allreduce(DenseBuffer.of(new int[4]), r == 0 ? ReduceOp.MAX : ReduceOp.SUM).await());
-        CASES.put("root", (g, r) -> g.broadcast(DenseBuffer.of(new long[4]), r == 2 ? 1 : 0).await());
+        CASES.put(
+                "length",
+                (g, r) -> g.allreduce(DenseBuffer.of(new float[r == 1 ? 1025 : 1024]), ReduceOp.SUM)
+                        .await());
+        CASES.put(
+                "type",
+                (g, r) -> (r == 1
+                                ? g.allreduce(DenseBuffer.of(new double[8]), ReduceOp.SUM)
+                                : g.allreduce(DenseBuffer.of(new float[8]), ReduceOp.SUM))
+                        .await());
+        CASES.put(
+                "op",
+                (g, r) -> g.allreduce(DenseBuffer.of(new int[4]), r == 0 ? ReduceOp.MAX : ReduceOp.SUM)
+                        .await());
+        CASES.put(
+                "root",
+                (g, r) ->
+                        g.broadcast(DenseBuffer.of(new long[4]), r == 2 ? 1 : 0).await());
         CASES.put("order", (g, r) -> {
             float[] x = new float[16];
             if (r == 1) {
@@ -45,7 +57,10 @@ public final class GlooMismatchWorker {
                 g.broadcast(DenseBuffer.of(x), 0).await();
             }
         });
-        CASES.put("empty", (g, r) -> g.allreduce(DenseBuffer.of(new float[r == 0 ? 0 : 3]), ReduceOp.SUM).await());
+        CASES.put(
+                "empty",
+                (g, r) -> g.allreduce(DenseBuffer.of(new float[r == 0 ? 0 : 3]), ReduceOp.SUM)
+                        .await());
         // Large direct buffers travel over the peer mesh straight from and into the caller's
         // memory: a disagreement must leave that memory as it was.
         CASES.put("root-untouched", (g, r) -> {
@@ -67,10 +82,13 @@ public final class GlooMismatchWorker {
         CASES.put("allgatherv", (g, r) -> {
             int[] counts = r == 0 ? new int[] {1, 2, 3} : new int[] {1, 3, 2};
             int total = 6;
-            g.allgatherv(DenseBuffer.of(new float[counts[r]]), DenseBuffer.of(new float[total]), counts).await();
+            g.allgatherv(DenseBuffer.of(new float[counts[r]]), DenseBuffer.of(new float[total]), counts)
+                    .await();
         });
-        CASES.put("gather-root", (g, r) -> g.gather(DenseBuffer.of(new float[2]), DenseBuffer.of(new float[6]),
-                r == 2 ? 1 : 0).await());
+        CASES.put(
+                "gather-root",
+                (g, r) -> g.gather(DenseBuffer.of(new float[2]), DenseBuffer.of(new float[6]), r == 2 ? 1 : 0)
+                        .await());
         CASES.put("alltoallv", (g, r) -> {
             // what rank i sends to j: 1 + i + j; rank 1 expects 9 from rank 0 instead of 2
             int[] send = new int[3];
@@ -79,8 +97,10 @@ public final class GlooMismatchWorker {
                 send[j] = 1 + r + j;
                 receive[j] = r == 1 && j == 0 ? 9 : 1 + j + r;
             }
-            DenseBuffer output = DenseBuffer.allocateDirect(DataType.FLOAT32, java.util.Arrays.stream(receive).sum());
-            g.alltoallv(DenseBuffer.of(new float[java.util.Arrays.stream(send).sum()]), send, output, receive).await();
+            DenseBuffer output = DenseBuffer.allocateDirect(
+                    DataType.FLOAT32, java.util.Arrays.stream(receive).sum());
+            g.alltoallv(DenseBuffer.of(new float[java.util.Arrays.stream(send).sum()]), send, output, receive)
+                    .await();
         });
     }
 
@@ -111,7 +131,8 @@ public final class GlooMismatchWorker {
         for (Map.Entry<String, Case> c : CASES.entrySet()) {
             env.put("MASTER_PORT", args[i++]);
             env.put("COHORT_RUN_ID", "mismatch-" + c.getKey());
-            GlooOptions options = new GlooOptions().timeout(Duration.ofSeconds(30)).connectTimeout(Duration.ofSeconds(30));
+            GlooOptions options =
+                    new GlooOptions().timeout(Duration.ofSeconds(30)).connectTimeout(Duration.ofSeconds(30));
             GlooBackend backend = new GlooBackend(options, env);
             backend.initialize();
             ProcessGroup g = backend.group();

@@ -22,12 +22,14 @@ class GlooOptionsTest {
         int cpus = GlooOptions.hostCpus();
         assertThat(new GlooOptions().parse("--gloo-spin-us=0").spin(1)).isEqualTo(Duration.ZERO);
         assertThat(new GlooOptions().parse("--gloo-spin-us=200").spin(cpus + 1)).isEqualTo(Duration.ofNanos(200_000));
-        assertThat(new GlooOptions().spin(Duration.ofNanos(20_000)).spin(cpus + 1)).isEqualTo(Duration.ofNanos(20_000));
+        assertThat(new GlooOptions().spin(Duration.ofNanos(20_000)).spin(cpus + 1))
+                .isEqualTo(Duration.ofNanos(20_000));
     }
 
     @Test
     void aNegativeTimeIsRefusedWithTheOptionsName() {
-        assertThatThrownBy(() -> new GlooOptions().parse("--gloo-spin-us=-1").spin(1)).hasMessageContaining("--gloo-spin-us must be >= 0");
+        assertThatThrownBy(() -> new GlooOptions().parse("--gloo-spin-us=-1").spin(1))
+                .hasMessageContaining("--gloo-spin-us must be >= 0");
         assertThatThrownBy(() -> new GlooOptions().spin(Duration.ofNanos(-1))).hasMessageContaining("--gloo-spin-us");
     }
 }

@@ -26,10 +26,23 @@ class GlooProcessesTest {
     Path tmp;
 
     static Map<String, String> env(int rank, int world, int port, int localWorld) {
-        return Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port),
-                "RANK", Integer.toString(rank), "WORLD_SIZE", Integer.toString(world),
-                "LOCAL_RANK", Integer.toString(rank % localWorld), "LOCAL_WORLD_SIZE", Integer.toString(localWorld),
-                "GROUP_RANK", Integer.toString(rank / localWorld), "COHORT_RUN_ID", "test");
+        return Map.of(
+                "MASTER_ADDR",
+                "127.0.0.1",
+                "MASTER_PORT",
+                Integer.toString(port),
+                "RANK",
+                Integer.toString(rank),
+                "WORLD_SIZE",
+                Integer.toString(world),
+                "LOCAL_RANK",
+                Integer.toString(rank % localWorld),
+                "LOCAL_WORLD_SIZE",
+                Integer.toString(localWorld),
+                "GROUP_RANK",
+                Integer.toString(rank / localWorld),
+                "COHORT_RUN_ID",
+                "test");
     }
 
     static void assertAllOk(List<Result> results) {
@@ -42,9 +55,12 @@ class GlooProcessesTest {
      */
     private List<Result> runAllOk(int world, int localWorld, List<String> jvmArgs, String mode, int seconds) {
         int port = JvmWorkers.freePort();
-        List<Result> results = JvmWorkers.run(world,
+        List<Result> results = JvmWorkers.run(
+                world,
                 r -> JvmWorkers.javaCommand(GlooWorker.class, jvmArgs, List.of(mode)),
-                r -> env(r, world, port, localWorld), tmp, Duration.ofSeconds(seconds));
+                r -> env(r, world, port, localWorld),
+                tmp,
+                Duration.ofSeconds(seconds));
         assertAllOk(results);
         return results;
     }
@@ -87,23 +103,32 @@ class GlooProcessesTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void notesGiveUpAtOnceOnceTheStoreIsGone() {
         List<Result> results = runAllOk(2, 2, List.of(), "notes-store-gone", 100);
-        Matcher gone = Pattern.compile("NOTES GONE (\\d+) (\\d+) (\\d+)").matcher(results.get(1).output());
+        Matcher gone = Pattern.compile("NOTES GONE (\\d+) (\\d+) (\\d+)")
+                .matcher(results.get(1).output());
         assertThat(gone.find()).as(JvmWorkers.describe(results)).isTrue();
         // The first call waits at most the store's 2 s; after it failed, the others do not wait.
-        assertThat(Long.parseLong(gone.group(1))).as(JvmWorkers.describe(results)).isLessThan(3000);
-        assertThat(Long.parseLong(gone.group(2))).as(JvmWorkers.describe(results)).isLessThan(100);
-        assertThat(Long.parseLong(gone.group(3))).as(JvmWorkers.describe(results)).isLessThan(100);
+        assertThat(Long.parseLong(gone.group(1)))
+                .as(JvmWorkers.describe(results))
+                .isLessThan(3000);
+        assertThat(Long.parseLong(gone.group(2)))
+                .as(JvmWorkers.describe(results))
+                .isLessThan(100);
+        assertThat(Long.parseLong(gone.group(3)))
+                .as(JvmWorkers.describe(results))
+                .isLessThan(100);
     }
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void fileRendezvousOnASharedFilesystem() {
         Path storeFile = tmp.resolve("store");
-        List<Result> results = JvmWorkers.run(3,
-                r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(),
-                        List.of("conformance-small", "file://" + storeFile)),
+        List<Result> results = JvmWorkers.run(
+                3,
+                r -> JvmWorkers.javaCommand(
+                        GlooWorker.class, List.of(), List.of("conformance-small", "file://" + storeFile)),
                 r -> Map.of("RANK", Integer.toString(r), "WORLD_SIZE", "3", "GLOO_SOCKET_IFNAME", "lo"),
-                tmp, Duration.ofSeconds(100));
+                tmp,
+                Duration.ofSeconds(100));
         assertAllOk(results);
     }
 

@@ -46,12 +46,16 @@ class GlooStoreFuzzTest {
         AtomicBoolean stop = new AtomicBoolean();
         AtomicInteger attempts = new AtomicInteger();
         List<String> listeners = new ArrayList<>();
-        CompletableFuture<Void> fuzzer = CompletableFuture.runAsync(() -> fuzz(port, new Random(seed), stop, attempts, listeners));
+        CompletableFuture<Void> fuzzer =
+                CompletableFuture.runAsync(() -> fuzz(port, new Random(seed), stop, attempts, listeners));
         List<Result> results;
         try {
-            results = JvmWorkers.run(2,
+            results = JvmWorkers.run(
+                    2,
                     r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("steady", "6000")),
-                    r -> GlooProcessesTest.env(r, 2, port, 2), tmp, Duration.ofSeconds(90));
+                    r -> GlooProcessesTest.env(r, 2, port, 2),
+                    tmp,
+                    Duration.ofSeconds(90));
         } finally {
             stop.set(true);
         }
@@ -59,8 +63,10 @@ class GlooStoreFuzzTest {
         System.out.println("fuzzer connections: " + attempts.get() + " (seed " + seed + ")");
         GlooProcessesTest.assertAllOk(results);
         assertThat(attempts.get()).as("fuzzer connections (seed %d)", seed).isGreaterThan(50);
-        assertThat(listeners).as("the store's listening sockets (address:port in /proc/net/tcp)")
-                .isNotEmpty().allMatch(l -> l.equals(String.format(Locale.ROOT, "0100007F:%04X", port))
+        assertThat(listeners)
+                .as("the store's listening sockets (address:port in /proc/net/tcp)")
+                .isNotEmpty()
+                .allMatch(l -> l.equals(String.format(Locale.ROOT, "0100007F:%04X", port))
                         || l.equals(String.format(Locale.ROOT, "0000000000000000FFFF00000100007F:%04X", port)));
     }
 
@@ -78,42 +84,52 @@ class GlooStoreFuzzTest {
         java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newCachedThreadPool();
         for (Strangers.Visit v : Strangers.Visit.values()) {
             long s = random.nextLong();
-            visitors.add(CompletableFuture.runAsync(() -> {
-                Random r = new Random(s);
-                while (!stop.get()) {
-                    Strangers.Outcome o = Strangers.visit(port, v, r);
-                    if (!o.detail().contains("Connection refused")) {      // listening already
-                        outcomes.add(o);
-                    }
-                    sleep(50);
-                }
-            }, pool));
+            visitors.add(CompletableFuture.runAsync(
+                    () -> {
+                        Random r = new Random(s);
+                        while (!stop.get()) {
+                            Strangers.Outcome o = Strangers.visit(port, v, r);
+                            if (!o.detail().contains("Connection refused")) { // listening already
+                                outcomes.add(o);
+                            }
+                            sleep(50);
+                        }
+                    },
+                    pool));
         }
         List<Result> results;
         try {
-            results = JvmWorkers.run(2,
+            results = JvmWorkers.run(
+                    2,
                     r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("steady", "6000")),
                     r -> {
-                        java.util.Map<String, String> env = new java.util.HashMap<>(GlooProcessesTest.env(r, 2, port, 2));
+                        java.util.Map<String, String> env =
+                                new java.util.HashMap<>(GlooProcessesTest.env(r, 2, port, 2));
                         env.put("COHORT_SECRET", "the fuzzed job's secret " + seed);
                         return env;
-                    }, tmp, Duration.ofSeconds(90));
+                    },
+                    tmp,
+                    Duration.ofSeconds(90));
         } finally {
             stop.set(true);
         }
         CompletableFuture.allOf(visitors.toArray(new CompletableFuture[0])).get(60, TimeUnit.SECONDS);
         pool.shutdown();
         GlooProcessesTest.assertAllOk(results);
-        assertThat(outcomes).as("visits to the store's port (seed %d)", seed).allMatch(Strangers.Outcome::refused)
-                .extracting(Strangers.Outcome::visit).containsAll(List.of(Strangers.Visit.values()));
+        assertThat(outcomes)
+                .as("visits to the store's port (seed %d)", seed)
+                .allMatch(Strangers.Outcome::refused)
+                .extracting(Strangers.Outcome::visit)
+                .containsAll(List.of(Strangers.Visit.values()));
         assertThat(results.get(0).output()).contains("store guard on", "refused a connection from");
     }
 
     /** Until {@code stop}: one bad connection after another; notes the store's listening addresses once. */
-    private static void fuzz(int port, Random random, AtomicBoolean stop, AtomicInteger attempts, List<String> listeners) {
+    private static void fuzz(
+            int port, Random random, AtomicBoolean stop, AtomicInteger attempts, List<String> listeners) {
         List<Socket> idle = new ArrayList<>();
         try {
-            while (!stop.get() && listeners.isEmpty()) {     // connecting earlier might connect to itself
+            while (!stop.get() && listeners.isEmpty()) { // connecting earlier might connect to itself
                 listeners.addAll(listening(port));
                 sleep(10);
             }
@@ -123,15 +139,18 @@ class GlooStoreFuzzTest {
                     s.connect(new InetSocketAddress("127.0.0.1", port), 200);
                     attempts.incrementAndGet();
                     OutputStream out = s.getOutputStream();
-                    int[] kinds = java.util.Arrays.stream(System.getProperty("fuzz.kinds", "0,1,2,3,4").split(",")).mapToInt(Integer::parseInt).toArray();
+                    int[] kinds = java.util.Arrays.stream(System.getProperty("fuzz.kinds", "0,1,2,3,4")
+                                    .split(","))
+                            .mapToInt(Integer::parseInt)
+                            .toArray();
                     switch (kinds[random.nextInt(kinds.length)]) {
-                        case 0 -> {                         // random bytes
+                        case 0 -> { // random bytes
                             byte[] junk = new byte[random.nextInt(4096)];
                             random.nextBytes(junk);
                             out.write(junk);
                             s.close();
                         }
-                        case 1 -> {                         // c10d's handshake cut short, maybe followed by junk
+                        case 1 -> { // c10d's handshake cut short, maybe followed by junk
                             byte[] handshake = {0x00, (byte) 0xce, (byte) 0xf7, (byte) 0x85, 0x3c};
                             out.write(handshake, 0, 1 + random.nextInt(4));
                             if (random.nextBoolean()) {
@@ -141,21 +160,21 @@ class GlooStoreFuzzTest {
                             }
                             s.close();
                         }
-                        case 4 -> {                         // a c10d client that validates, then hangs up
+                        case 4 -> { // a c10d client that validates, then hangs up
                             out.write(new byte[] {0x00, (byte) 0xce, (byte) 0xf7, (byte) 0x85, 0x3c});
                             s.close();
-                            sleep(20);                      // a flood of these stalls c10d's own store: not tested
+                            sleep(20); // a flood of these stalls c10d's own store: not tested
                         }
-                        case 2 -> {                         // connect and hold the connection silently
+                        case 2 -> { // connect and hold the connection silently
                             idle.add(s);
                             if (idle.size() > 16) {
                                 idle.remove(0).close();
                             }
                         }
-                        default -> s.close();               // connect and hang up
+                        default -> s.close(); // connect and hang up
                     }
                 } catch (IOException e) {
-                    sleep(20);                              // not listening (yet, or any more)
+                    sleep(20); // not listening (yet, or any more)
                 }
             }
         } finally {

@@ -25,7 +25,9 @@ public final class GlooWorker {
             for (int k = 0; k < i * n; k++) {
                 in.setLong(k, 1);
             }
-            backend.group().reduceScatter(in, out, dev.cohort.api.collective.ReduceOp.SUM).await();
+            backend.group()
+                    .reduceScatter(in, out, dev.cohort.api.collective.ReduceOp.SUM)
+                    .await();
             if (out.getLong(i - 1) != n) {
                 throw new AssertionError("reduce-scatter #" + i + " gave " + out.getLong(i - 1));
             }
@@ -39,7 +41,9 @@ public final class GlooWorker {
         int calls = millis / 20;
         for (int i = 0; i < calls; i++) {
             long[] x = {backend.rank() + i, 1};
-            backend.group().allreduce(DenseBuffer.of(x), dev.cohort.api.collective.ReduceOp.SUM).await();
+            backend.group()
+                    .allreduce(DenseBuffer.of(x), dev.cohort.api.collective.ReduceOp.SUM)
+                    .await();
             if (x[0] != (long) n * i + (long) n * (n - 1) / 2 || x[1] != n) {
                 throw new AssertionError("allreduce #" + i + " gave " + java.util.Arrays.toString(x));
             }
@@ -94,7 +98,8 @@ public final class GlooWorker {
         if (first || second || posted) {
             throw new AssertionError("a store that is gone answered: " + first + " " + second + " " + posted);
         }
-        System.out.println("NOTES GONE " + (t1 - t0) / 1_000_000 + " " + (t2 - t1) / 1_000_000 + " " + (t3 - t2) / 1_000_000);
+        System.out.println(
+                "NOTES GONE " + (t1 - t0) / 1_000_000 + " " + (t2 - t1) / 1_000_000 + " " + (t3 - t2) / 1_000_000);
         System.out.println("OK rank " + backend.rank());
         System.out.flush();
         Runtime.getRuntime().halt(0);

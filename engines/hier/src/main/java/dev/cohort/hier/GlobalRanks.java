@@ -36,7 +36,9 @@ final class GlobalRanks {
     RankNames betweenHosts() {
         return k -> {
             HostLayout l = layout;
-            return l == null ? null : k < l.hosts ? "global rank " + l.globalRank(k, 0) + " (leader of host " + k + ")" : "?";
+            return l == null
+                    ? null
+                    : k < l.hosts ? "global rank " + l.globalRank(k, 0) + " (leader of host " + k + ")" : "?";
         };
     }
 }

@@ -1,34 +1,34 @@
 package dev.cohort.hier;
 
 import dev.cohort.api.Connection;
-import dev.cohort.api.Topology;
-import dev.cohort.api.collective.DenseBuffer;
-import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
-import dev.cohort.api.DistributedBackend;
-import dev.cohort.runtime.SharedMemoryFiles;
-import dev.cohort.runtime.store.JobNotes;
+import dev.cohort.api.Topology;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ObjectCollectives;
+import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.gloo.GlooBackend;
 import dev.cohort.gloo.GlooOptions;
 import dev.cohort.hier.HierOptions.Between;
 import dev.cohort.mpi.MpiOptions;
 import dev.cohort.mpi.MpiSubgroup;
-import dev.cohort.shm.ShmEngine;
-import dev.cohort.shm.ShmOptions;
-import dev.cohort.api.collective.ObjectCollectives;
+import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.RankNames;
+import dev.cohort.runtime.SharedMemoryFiles;
+import dev.cohort.runtime.SubgroupMaker;
+import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.p2p.Directory;
 import dev.cohort.runtime.p2p.PostOffice;
-import dev.cohort.tcp.transport.LocalAddress;
-import java.net.InetAddress;
-import java.net.NetworkInterface;
-import dev.cohort.runtime.AbstractProcessGroup;
-import dev.cohort.runtime.SubgroupMaker;
-import dev.cohort.runtime.RankNames;
-import dev.cohort.runtime.auth.JobSecret;
+import dev.cohort.runtime.store.JobNotes;
+import dev.cohort.shm.ShmEngine;
+import dev.cohort.shm.ShmOptions;
 import dev.cohort.tcp.TcpBackend;
 import dev.cohort.tcp.TcpOptions;
+import dev.cohort.tcp.transport.LocalAddress;
 import dev.cohort.tcp.transport.PeerMesh;
+import java.net.InetAddress;
+import java.net.NetworkInterface;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
@@ -81,8 +81,7 @@ public final class HierEngine {
 
     private static final System.Logger LOG = System.getLogger(HierEngine.class.getName());
 
-    private HierEngine() {
-    }
+    private HierEngine() {}
 
     /** Called by {@link HierBackend#connect()}. */
     public static Connection connect(HierOptions options, Map<String, String> env) {
@@ -104,11 +103,16 @@ public final class HierEngine {
         ProcessGroup hostGroup;
         try {
             // hier awaits each call it makes on its groups within and between hosts: no engine threads there
-            hostGroup = ShmEngine.group("shm host " + host, SharedMemoryFiles.path(env, "host" + host), local, perHost,
-                    shmOptions(options).awaitedAtOnce(true), names.withinHost());
+            hostGroup = ShmEngine.group(
+                    "shm host " + host,
+                    SharedMemoryFiles.path(env, "host" + host),
+                    local,
+                    perHost,
+                    shmOptions(options).awaitedAtOnce(true),
+                    names.withinHost());
         } catch (RuntimeException e) {
-            throw new IllegalStateException(who + ": could not join the shm group of host " + host + ": "
-                    + e.getMessage(), e);
+            throw new IllegalStateException(
+                    who + ": could not join the shm group of host " + host + ": " + e.getMessage(), e);
         }
         Between between;
         LeadersGroup[] leaders = new LeadersGroup[1];
@@ -123,11 +127,13 @@ public final class HierEngine {
             throw e;
         }
         if (topology.rank() == 0 && hosts > 1) {
-            LOG.log(System.Logger.Level.INFO, "hier: " + hosts + " hosts, shared memory within each, " + between.label()
-                    + " between their leaders");
+            LOG.log(
+                    System.Logger.Level.INFO,
+                    "hier: " + hosts + " hosts, shared memory within each, " + between.label()
+                            + " between their leaders");
         }
-        Stages stages = new Stages(who, host, hosts, local == 0, hostGroup, names, between.label(),
-                between == Between.MPI);
+        Stages stages =
+                new Stages(who, host, hosts, local == 0, hostGroup, names, between.label(), between == Between.MPI);
         try {
             stages.onLeader("connecting the hosts' leaders", deadline, left -> {
                 if (leaders[0] == null) {
@@ -138,7 +144,8 @@ public final class HierEngine {
             });
             HostLayout layout = exchangeRanks(stages, topology, deadline);
             names.known(layout);
-            HierProcessGroup group = new HierProcessGroup(stages, layout, topology.rank(), options.timeout(), leaders[0]);
+            HierProcessGroup group =
+                    new HierProcessGroup(stages, layout, topology.rank(), options.timeout(), leaders[0]);
             SubgroupMaker withinHost = ShmEngine.subgroups(env, shmOptions(options));
             group.makesSubgroups(withinHost, "world");
             ((AbstractProcessGroup) group.hostView()).makesSubgroups(withinHost, "host-" + host);
@@ -155,8 +162,9 @@ public final class HierEngine {
                 throw e;
             }
             group.messagesThrough(office);
-            ((AbstractProcessGroup) group.hostView()).messagesThrough(ShmEngine.messages(env, "host-" + host, local,
-                    perHost, "hier host " + host, RankNames.PLAIN));
+            ((AbstractProcessGroup) group.hostView())
+                    .messagesThrough(ShmEngine.messages(
+                            env, "host-" + host, local, perHost, "hier host " + host, RankNames.PLAIN));
             return new Connection(topology, group, group.hostView());
         } catch (RuntimeException e) {
             hostGroup.close();
@@ -169,7 +177,9 @@ public final class HierEngine {
 
     /** The shm options hier's groups within a host start from: its timeouts. */
     private static ShmOptions shmOptions(HierOptions options) {
-        return new ShmOptions().timeout(options.timeout()).connectTimeout(options.connectTimeout())
+        return new ShmOptions()
+                .timeout(options.timeout())
+                .connectTimeout(options.connectTimeout())
                 .stallTime(options.stallTime());
     }
 
@@ -177,16 +187,28 @@ public final class HierEngine {
      * With mpi between hosts: every rank joins the MPI job and takes part in splitting off the
      * leaders' group (leader k as rank k); the leaders hold the group, every rank its part of MPI.
      */
-    private static LeadersGroup splitLeaders(HierOptions options, Map<String, String> env, int host, boolean leader,
-                                             int ranksOnThisHost, long deadline) {
+    private static LeadersGroup splitLeaders(
+            HierOptions options,
+            Map<String, String> env,
+            int host,
+            boolean leader,
+            int ranksOnThisHost,
+            long deadline) {
         Duration left = Duration.ofNanos(Math.max(1, deadline - System.nanoTime()));
-        MpiOptions mpiOptions = new MpiOptions().timeout(options.timeout()).connectTimeout(left)
-                .stallTime(options.stallTime()).awaitedAtOnce(true);
+        MpiOptions mpiOptions = new MpiOptions()
+                .timeout(options.timeout())
+                .connectTimeout(left)
+                .stallTime(options.stallTime())
+                .awaitedAtOnce(true);
         options.leadersSpin().ifPresent(mpiOptions::spin);
-        MpiSubgroup part = MpiSubgroup.split(mpiOptions, env, leader, host, "mpi group of the hier backend's host leaders",
-                ranksOnThisHost);
-        return new LeadersGroup(part.group().orElse(null), null, part::close, failure -> part.abandon(failure
-                + "; MPI cannot leave the group of host leaders while they may wait in it"));
+        MpiSubgroup part = MpiSubgroup.split(
+                mpiOptions, env, leader, host, "mpi group of the hier backend's host leaders", ranksOnThisHost);
+        return new LeadersGroup(
+                part.group().orElse(null),
+                null,
+                part::close,
+                failure -> part.abandon(
+                        failure + "; MPI cannot leave the group of host leaders while they may wait in it"));
     }
 
     /**
@@ -223,27 +245,53 @@ public final class HierEngine {
      * environment holds only the leaders, leader k as rank k on a single "node" (so the engine
      * builds no second group).
      */
-    private static LeadersGroup connectLeaders(Between between, Map<String, String> env, int host, int hosts,
-                                               HierOptions options, Duration left, GlobalRanks names) {
+    private static LeadersGroup connectLeaders(
+            Between between,
+            Map<String, String> env,
+            int host,
+            int hosts,
+            HierOptions options,
+            Duration left,
+            GlobalRanks names) {
         LaunchEnvironment launch = LaunchEnvironment.parse(env);
         // One rank per host, leader k of host k, meeting where the job's rank 0 listens.
-        LaunchEnvironment leadersGroup = new LaunchEnvironment(launch.masterAddr(), launch.masterPort(),
-                new Topology(host, hosts, host, hosts, 0), launch.restartCount(), launch.runId());
+        LaunchEnvironment leadersGroup = new LaunchEnvironment(
+                launch.masterAddr(),
+                launch.masterPort(),
+                new Topology(host, hosts, host, hosts, 0),
+                launch.restartCount(),
+                launch.runId());
         // By default the leaders poll where their host has a CPU per rank; the leaders' own layout
         // (one per host, all on one "node") says nothing about that.
-        Duration spin = options.leadersSpin().orElseGet(() -> PeerMesh.defaultSpin(launch.topology().localWorldSize()));
+        Duration spin = options.leadersSpin()
+                .orElseGet(() -> PeerMesh.defaultSpin(launch.topology().localWorldSize()));
         String joinsAs = "the hier backend's group of host leaders";
         if (between == Between.GLOO) {
-            GlooBackend gloo = GlooBackend.forGroup(leadersGroup, new GlooOptions().timeout(options.timeout())
-                    .connectTimeout(left).stallTime(options.stallTime()).joinsAs(joinsAs)
-                    .networkInterface(env.get(GlooBackend.ENV_INTERFACE)).rankNames(names.betweenHosts())
-                    .agentStore("1".equals(env.get(JobEnvironment.AGENT_STORE))).spin(spin).awaitedAtOnce(true));
+            GlooBackend gloo = GlooBackend.forGroup(
+                    leadersGroup,
+                    new GlooOptions()
+                            .timeout(options.timeout())
+                            .connectTimeout(left)
+                            .stallTime(options.stallTime())
+                            .joinsAs(joinsAs)
+                            .networkInterface(env.get(GlooBackend.ENV_INTERFACE))
+                            .rankNames(names.betweenHosts())
+                            .agentStore("1".equals(env.get(JobEnvironment.AGENT_STORE)))
+                            .spin(spin)
+                            .awaitedAtOnce(true));
             return joined(gloo, gloo::notes);
         }
-        TcpBackend tcp = TcpBackend.forGroup(leadersGroup, new TcpOptions().timeout(options.timeout())
-                .connectTimeout(left).stallTime(options.stallTime()).joinsAs(joinsAs)
-                .networkInterface(env.get(TcpOptions.ENV_INTERFACE)).rankNames(names.betweenHosts()).spin(spin)
-                .awaitedAtOnce(true));
+        TcpBackend tcp = TcpBackend.forGroup(
+                leadersGroup,
+                new TcpOptions()
+                        .timeout(options.timeout())
+                        .connectTimeout(left)
+                        .stallTime(options.stallTime())
+                        .joinsAs(joinsAs)
+                        .networkInterface(env.get(TcpOptions.ENV_INTERFACE))
+                        .rankNames(names.betweenHosts())
+                        .spin(spin)
+                        .awaitedAtOnce(true));
         return joined(tcp, tcp::notes);
     }
 
@@ -267,8 +315,10 @@ public final class HierEngine {
         String call = "exchanging ranks";
         int hosts = stages.hosts;
         long[] hostRanks = new long[topology.localWorldSize()];
-        stages.withinHost(call, deadline, g -> g.allgather(DenseBuffer.of(new long[] {topology.rank()}),
-                DenseBuffer.of(hostRanks)));
+        stages.withinHost(
+                call,
+                deadline,
+                g -> g.allgather(DenseBuffer.of(new long[] {topology.rank()}), DenseBuffer.of(hostRanks)));
         long[] layout = new long[hosts + topology.worldSize()];
         if (hosts == 1) {
             layout[0] = hostRanks.length;
@@ -276,7 +326,8 @@ public final class HierEngine {
         }
         stages.betweenHosts(call, deadline, g -> {
             long[] sizes = new long[hosts];
-            g.allgather(DenseBuffer.of(new long[] {hostRanks.length}), DenseBuffer.of(sizes)).await();
+            g.allgather(DenseBuffer.of(new long[] {hostRanks.length}), DenseBuffer.of(sizes))
+                    .await();
             int[] counts = new int[hosts];
             long total = 0;
             for (int k = 0; k < hosts; k++) {
@@ -295,8 +346,8 @@ public final class HierEngine {
             stages.withinHost(call, deadline, g -> g.broadcast(DenseBuffer.of(layout), 0));
         }
         try {
-            return HostLayout.of(java.util.Arrays.copyOf(layout, hosts),
-                    java.util.Arrays.copyOfRange(layout, hosts, layout.length));
+            return HostLayout.of(
+                    java.util.Arrays.copyOf(layout, hosts), java.util.Arrays.copyOfRange(layout, hosts, layout.length));
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(stages.who + ": inconsistent launch environments: " + e.getMessage(), e);
         }

@@ -1,8 +1,19 @@
 package dev.cohort.hier;
 
-import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.api.collective.BufferAllocator;
+import dev.cohort.api.collective.Collective;
+import dev.cohort.api.collective.DataType;
+import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.JoinException;
 import dev.cohort.api.collective.ObjectCollectives;
+import dev.cohort.api.collective.OpKind;
+import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.api.collective.Work;
+import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.CallQueue;
+import dev.cohort.runtime.Reduction;
+import dev.cohort.runtime.Reissue;
 import dev.cohort.runtime.Subgroup;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.p2p.Directory;
@@ -15,19 +26,8 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.charset.StandardCharsets;
-import java.util.List;
-import dev.cohort.api.collective.BufferAllocator;
-import dev.cohort.api.collective.Collective;
-import dev.cohort.api.collective.DataType;
-import dev.cohort.api.collective.DenseBuffer;
-import dev.cohort.api.collective.OpKind;
-import dev.cohort.api.collective.ProcessGroup;
-import dev.cohort.api.collective.ReduceOp;
-import dev.cohort.runtime.Reduction;
-import dev.cohort.api.collective.Work;
-import dev.cohort.runtime.CallQueue;
-import dev.cohort.runtime.Reissue;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -68,14 +68,17 @@ final class HierProcessGroup extends AbstractProcessGroup {
     private volatile Optional<JobSecret> secret = Optional.empty();
     /** When a spanning subgroup's collective that waits this long is reported. */
     private static final Duration STALL_TIME = Duration.ofSeconds(30);
+
     private final CallQueue queue;
     /** This rank's part of the engine between hosts: null on one host, and on ranks that hold none. */
     private final LeadersGroup leaders;
     /** The first failure's message, once a call failed: closing then abandons the leaders' group with it. */
     private volatile String failure;
+
     private final HostView hostView;
     /** Intermediate results, reused from call to call (calls run one at a time). */
     private final Scratch hostGathered = new Scratch();
+
     private final Scratch gathered = new Scratch();
     private final Scratch reduced = new Scratch();
 
@@ -85,7 +88,10 @@ final class HierProcessGroup extends AbstractProcessGroup {
         this.layout = layout;
         this.leaders = leaders;
         // A rank waiting for its leader's verdict may wait past the deadline (see Stages).
-        this.queue = new CallQueue("cohort-hier-rank-" + rank, c -> "in the stage " + stages.current, e -> abandonLeaders(e.getMessage()),
+        this.queue = new CallQueue(
+                "cohort-hier-rank-" + rank,
+                c -> "in the stage " + stages.current,
+                e -> abandonLeaders(e.getMessage()),
                 Stages.VERDICT_GRACE.multipliedBy(2).plusSeconds(1));
         this.hostView = new HostView(timeout);
     }
@@ -154,8 +160,9 @@ final class HierProcessGroup extends AbstractProcessGroup {
         PostOffice office = new PostOffice(spec.rank(), spec.size(), listen, letters, who, spec.names(), secret);
         String[] both;
         try {
-            List<byte[]> all = gatherAddresses((PeerMesh.addressOf(server) + "|" + new String(letters.mine(),
-                    StandardCharsets.UTF_8)).getBytes(StandardCharsets.UTF_8));
+            List<byte[]> all = gatherAddresses(
+                    (PeerMesh.addressOf(server) + "|" + new String(letters.mine(), StandardCharsets.UTF_8))
+                            .getBytes(StandardCharsets.UTF_8));
             both = new String[spec.size()];
             for (int i = 0; i < spec.size(); i++) {
                 both[i] = new String(all.get(spec.members()[i]), StandardCharsets.UTF_8);
@@ -179,14 +186,23 @@ final class HierProcessGroup extends AbstractProcessGroup {
         letters.fill(officeAddresses);
         PeerMesh mesh;
         try {
-            mesh = PeerMesh.connect(server, meshAddresses, spec.rank(), spec.size(), MeshCollectives.HEADER_WORDS,
-                    spec.timeout(), Duration.ZERO, who, spec.names(), secret);
+            mesh = PeerMesh.connect(
+                    server,
+                    meshAddresses,
+                    spec.rank(),
+                    spec.size(),
+                    MeshCollectives.HEADER_WORDS,
+                    spec.timeout(),
+                    Duration.ZERO,
+                    who,
+                    spec.names(),
+                    secret);
         } catch (RuntimeException e) {
             office.close();
             throw e;
         }
-        TcpProcessGroup group = new TcpProcessGroup(label, mesh, spec.rank(), spec.size(), spec.timeout(),
-                STALL_TIME, () -> { });
+        TcpProcessGroup group =
+                new TcpProcessGroup(label, mesh, spec.rank(), spec.size(), spec.timeout(), STALL_TIME, () -> {});
         group.messagesThrough(office);
         return group;
     }
@@ -211,14 +227,15 @@ final class HierProcessGroup extends AbstractProcessGroup {
         switch (c.kind()) {
             case ALLREDUCE -> allreduce(d, c.input(), c.op(), deadline);
             case BROADCAST -> broadcast(d, c.input(), c.root(), deadline);
-            case ALLGATHER -> gather(d, c.input(), c.output(), uniformCounts(c.input().count()), true, deadline);
+            case ALLGATHER ->
+                gather(d, c.input(), c.output(), uniformCounts(c.input().count()), true, deadline);
             case ALLGATHERV -> gather(d, c.input(), c.output(), c.counts(), false, deadline);
             case REDUCE_SCATTER -> reduceScatter(d, c.input(), c.output(), c.op(), deadline);
             case BARRIER -> {
                 stages.withinHost(d, deadline, ProcessGroup::barrier);
                 stages.betweenHosts(d, deadline, g -> g.barrier().await());
             }
-            default -> stages.withinHost(d, deadline, g -> Reissue.on(g, c));   // one host (see runsNatively)
+            default -> stages.withinHost(d, deadline, g -> Reissue.on(g, c)); // one host (see runsNatively)
         }
     }
 
@@ -231,15 +248,20 @@ final class HierProcessGroup extends AbstractProcessGroup {
             // AVG within the host (divides by its 2^m ranks: exact) and AVG between hosts: the
             // same bits as the sum divided by the world size, with no pass of its own for the division
             stages.withinHost(d, deadline, g -> g.allreduce(data, ReduceOp.AVG));
-            stages.betweenHostsThenShare(d, deadline, g -> g.allreduce(data, ReduceOp.AVG).await(), data);
+            stages.betweenHostsThenShare(
+                    d, deadline, g -> g.allreduce(data, ReduceOp.AVG).await(), data);
             return;
         }
         ReduceOp partial = op == ReduceOp.AVG ? ReduceOp.SUM : op;
         stages.withinHost(d, deadline, g -> g.allreduce(data, partial));
-        stages.betweenHostsThenShare(d, deadline, g -> {
-            g.allreduce(data, partial).await();
-            Reduction.finish(op, data, size());
-        }, data);
+        stages.betweenHostsThenShare(
+                d,
+                deadline,
+                g -> {
+                    g.allreduce(data, partial).await();
+                    Reduction.finish(op, data, size());
+                },
+                data);
     }
 
     /**
@@ -249,7 +271,9 @@ final class HierProcessGroup extends AbstractProcessGroup {
      */
     private boolean averagesInStages(DenseBuffer data, ReduceOp op) {
         int perHost = size() / layout.hosts;
-        return op == ReduceOp.AVG && layout.uniform && Integer.bitCount(perHost) == 1
+        return op == ReduceOp.AVG
+                && layout.uniform
+                && Integer.bitCount(perHost) == 1
                 && (data.dataType() == DataType.FLOAT32 || data.dataType() == DataType.FLOAT64);
     }
 
@@ -261,7 +285,8 @@ final class HierProcessGroup extends AbstractProcessGroup {
         if (stages.host == rootHost) {
             stages.betweenHosts(d, deadline, g -> g.broadcast(data, rootHost).await());
         } else {
-            stages.betweenHostsThenShare(d, deadline, g -> g.broadcast(data, rootHost).await(), data);
+            stages.betweenHostsThenShare(
+                    d, deadline, g -> g.broadcast(data, rootHost).await(), data);
         }
     }
 
@@ -285,24 +310,31 @@ final class HierProcessGroup extends AbstractProcessGroup {
             }
         }
         if (layout.hosts == 1 && layout.hostMajor) {
-            stages.withinHost(d, deadline, g -> uniform ? g.allgather(input, output) : g.allgatherv(input, output, hostCounts));
+            stages.withinHost(
+                    d, deadline, g -> uniform ? g.allgather(input, output) : g.allgatherv(input, output, hostCounts));
             return;
         }
         DataType type = input.dataType();
         DenseBuffer hostBlock = hostGathered.take(type, hostTotals[stages.host]);
-        stages.withinHost(d, deadline, g -> uniform ? g.allgather(input, hostBlock) : g.allgatherv(input, hostBlock, hostCounts));
+        stages.withinHost(
+                d, deadline, g -> uniform ? g.allgather(input, hostBlock) : g.allgatherv(input, hostBlock, hostCounts));
         if (layout.hosts == 1) {
             toRankOrder(hostBlock, output, counts);
             return;
         }
-        stages.betweenHostsThenShare(d, deadline, g -> {
-            DenseBuffer all = layout.hostMajor ? output : gathered.take(type, output.count());
-            // Hosts of different sizes contribute blocks of different sizes, even to an allgather.
-            (uniform && layout.uniform ? g.allgather(hostBlock, all) : g.allgatherv(hostBlock, all, hostTotals)).await();
-            if (!layout.hostMajor) {
-                toRankOrder(all, output, counts);
-            }
-        }, output);
+        stages.betweenHostsThenShare(
+                d,
+                deadline,
+                g -> {
+                    DenseBuffer all = layout.hostMajor ? output : gathered.take(type, output.count());
+                    // Hosts of different sizes contribute blocks of different sizes, even to an allgather.
+                    (uniform && layout.uniform ? g.allgather(hostBlock, all) : g.allgatherv(hostBlock, all, hostTotals))
+                            .await();
+                    if (!layout.hostMajor) {
+                        toRankOrder(all, output, counts);
+                    }
+                },
+                output);
     }
 
     /** Copies the blocks of {@code hostMajor} (host by host, local rank by local rank) to global rank order. */
@@ -334,10 +366,14 @@ final class HierProcessGroup extends AbstractProcessGroup {
         int hostBlock = layout.sizeOf(stages.host) * output.count();
         DenseBuffer mine = gathered.take(input.dataType(), hostBlock);
         stages.withinHost(d, deadline, g -> g.allreduce(all, partial));
-        stages.betweenHostsThenShare(d, deadline, g -> {
-            g.reduceScatter(all, mine, partial).await();
-            Reduction.finish(op, mine, size());
-        }, mine);
+        stages.betweenHostsThenShare(
+                d,
+                deadline,
+                g -> {
+                    g.reduceScatter(all, mine, partial).await();
+                    Reduction.finish(op, mine, size());
+                },
+                mine);
         output.copyFrom(mine.slice(layout.localOf(rank()) * output.count(), output.count()));
     }
 
@@ -357,7 +393,7 @@ final class HierProcessGroup extends AbstractProcessGroup {
 
     @Override
     protected void release() {
-        queue.close(() -> { });
+        queue.close(() -> {});
         try {
             hostView.close();
             stages.hostGroup.close();
@@ -394,8 +430,11 @@ final class HierProcessGroup extends AbstractProcessGroup {
 
         @Override
         protected Work start(Collective c, Duration timeout) {
-            return queue.submit(who(), c, timeout, running -> stages.withinHost(c.describe(), running.deadline(),
-                    g -> Reissue.on(g, c)));
+            return queue.submit(
+                    who(),
+                    c,
+                    timeout,
+                    running -> stages.withinHost(c.describe(), running.deadline(), g -> Reissue.on(g, c)));
         }
 
         @Override

@@ -13,9 +13,11 @@ final class HostLayout {
     final int hosts;
     /** Ranks of host k, and where host k's ranks begin in the host-major order. */
     private final int[] sizes;
+
     private final int[] starts;
     /** Global rank of (host k, local rank j) at {@code starts[k] + j}: the host-major order. */
     private final int[] globalRank;
+
     private final int[] hostOf;
     private final int[] localOf;
     /** Whether global ranks run host by host, local rank by local rank (the host-major order is the identity). */
@@ -74,8 +76,9 @@ final class HostLayout {
                             + ", outside [0, WORLD_SIZE=" + world + ")");
                 }
                 if (hostOf[(int) g] >= 0) {
-                    throw new IllegalArgumentException("RANK=" + g + " is both local rank " + localOf[(int) g] + " of host "
-                            + hostOf[(int) g] + " and local rank " + j + " of host " + k + "; every process needs its own RANK");
+                    throw new IllegalArgumentException(
+                            "RANK=" + g + " is both local rank " + localOf[(int) g] + " of host " + hostOf[(int) g]
+                                    + " and local rank " + j + " of host " + k + "; every process needs its own RANK");
                 }
                 global[i] = (int) g;
                 hostOf[(int) g] = k;

@@ -70,8 +70,15 @@ final class Stages {
     /** The verdict and the small results that travel with it (calls run one at a time). */
     private ByteBuffer packetBytes = ByteBuffer.allocateDirect(0);
 
-    Stages(String who, int host, int hosts, boolean leader, ProcessGroup hostGroup, GlobalRanks names,
-           String betweenEngine, boolean firstFailureEndsJob) {
+    Stages(
+            String who,
+            int host,
+            int hosts,
+            boolean leader,
+            ProcessGroup hostGroup,
+            GlobalRanks names,
+            String betweenEngine,
+            boolean firstFailureEndsJob) {
         this.who = who;
         this.betweenEngine = Objects.requireNonNull(betweenEngine, "betweenEngine");
         this.leadersGrace = firstFailureEndsJob ? VERDICT_GRACE : Duration.ZERO;
@@ -129,8 +136,11 @@ final class Stages {
         for (int k = 0; k < hosts; k++) {
             if (k != host) {
                 int other = k;
-                n.read(noteKey(k)).ifPresent(text -> out.append("; the leader of host ").append(other)
-                        .append(" had failed within its host: ").append(text));
+                n.read(noteKey(k))
+                        .ifPresent(text -> out.append("; the leader of host ")
+                                .append(other)
+                                .append(" had failed within its host: ")
+                                .append(text));
             }
         }
         return out.toString();
@@ -225,8 +235,8 @@ final class Stages {
         }
         try {
             // The leader relays even just after the deadline; the others outwait it.
-            ProcessGroup g = hostGroup.withTimeout(left(call, stage, deadline, leader ? VERDICT_GRACE
-                    : VERDICT_GRACE.multipliedBy(2)));
+            ProcessGroup g = hostGroup.withTimeout(
+                    left(call, stage, deadline, leader ? VERDICT_GRACE : VERDICT_GRACE.multipliedBy(2)));
             g.broadcast(verdict, 0).await();
             long length = verdict.getLong(0);
             if (length != 0) {

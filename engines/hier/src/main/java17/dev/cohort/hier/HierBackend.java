@@ -2,10 +2,10 @@ package dev.cohort.hier;
 
 import dev.cohort.api.Connection;
 import dev.cohort.api.JobLayout;
-import dev.cohort.runtime.EngineBackend;
 import dev.cohort.gloo.GlooBackend;
 import dev.cohort.hier.HierOptions.Between;
 import dev.cohort.mpi.MpiBackend;
+import dev.cohort.runtime.EngineBackend;
 import dev.cohort.shm.ShmBackend;
 import java.util.List;
 import java.util.Map;
@@ -80,7 +80,8 @@ public final class HierBackend extends EngineBackend<HierOptions> {
         } catch (IllegalArgumentException e) {
             between = e.getMessage();
         }
-        return layout.worldSize() + " workers on " + layout.hostsText() + " hosts: shared memory within each host, " + between;
+        return layout.worldSize() + " workers on " + layout.hostsText() + " hosts: shared memory within each host, "
+                + between;
     }
 
     /** shm, and gloo only where {@code --hier-between gloo} names it ({@code auto} falls back to tcp). */

@@ -27,23 +27,32 @@ public final class HierOptions extends EngineOptions<HierOptions> {
     }
 
     public HierOptions() {
-        super("hier", new Help("Timeout of each collective, all its stages together (default: 300).",
-                "Time for the ranks of each host, then the hosts' leaders, to meet (default: 60).",
-                "A stage waiting longer than this is reported with the ranks it waits for (default: 30)."));
+        super(
+                "hier",
+                new Help(
+                        "Timeout of each collective, all its stages together (default: 300).",
+                        "Time for the ranks of each host, then the hosts' leaders, to meet (default: 60).",
+                        "A stage waiting longer than this is reported with the ranks it waits for (default: 30)."));
     }
 
-    @Option(names = "--hier-ranks-per-host", paramLabel = "K",
+    @Option(
+            names = "--hier-ranks-per-host",
+            paramLabel = "K",
             description = "Treat every K consecutive ranks as one host (to try or measure the backend on one "
                     + "machine); 0 takes the hosts from LOCAL_RANK, LOCAL_WORLD_SIZE and GROUP_RANK (default: 0).")
     int ranksPerHost;
 
-    @Option(names = "--hier-leaders-spin-us", paramLabel = "MICROSECONDS",
+    @Option(
+            names = "--hier-leaders-spin-us",
+            paramLabel = "MICROSECONDS",
             description = "How long a host's leader, waiting for the other hosts' bytes, keeps polling before it "
                     + "sleeps, as --gloo-spin-us or --tcp-spin-us (default: 50 where the host has a CPU for each of its "
                     + "ranks, else 0).")
     Integer leadersSpinMicros;
 
-    @Option(names = "--hier-between", paramLabel = "gloo|tcp|mpi|auto",
+    @Option(
+            names = "--hier-between",
+            paramLabel = "gloo|tcp|mpi|auto",
             description = "The engine between hosts, among the hosts' leaders: gloo, tcp (Cohort's TCP mesh, no native "
                     + "library: the choice beside DJL's PyTorch), mpi (Open MPI, in a job mpirun started: no "
                     + "rendezvous address needed), or auto: mpi where mpirun started the job and Open MPI's library "
@@ -64,7 +73,8 @@ public final class HierOptions extends EngineOptions<HierOptions> {
                 return b;
             }
         }
-        throw new IllegalArgumentException(option("between") + " must be gloo, tcp, mpi or auto, got '" + between + "'");
+        throw new IllegalArgumentException(
+                option("between") + " must be gloo, tcp, mpi or auto, got '" + between + "'");
     }
 
     /** Every {@code k} consecutive ranks form one simulated host; 0: the hosts of the launch environment. */

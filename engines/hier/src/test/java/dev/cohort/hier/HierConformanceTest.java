@@ -8,7 +8,11 @@ import dev.cohort.testkit.ProcessConformanceTest;
 class HierConformanceTest extends ProcessConformanceTest {
 
     HierConformanceTest() {
-        super(Engine.named("hier").jvmArgs(HierProcessesTest.JVM_ARGS).options("--hier-timeout", "60", "--hier-connect-timeout", "60")
-                .wholeSuiteAt(4).ranksPerHost(2).afterRun(run -> assertThat(HierProcessesTest.leftovers(run)).isEmpty()));
+        super(Engine.named("hier")
+                .jvmArgs(HierProcessesTest.JVM_ARGS)
+                .options("--hier-timeout", "60", "--hier-connect-timeout", "60")
+                .wholeSuiteAt(4)
+                .ranksPerHost(2)
+                .afterRun(run -> assertThat(HierProcessesTest.leftovers(run)).isEmpty()));
     }
 }

@@ -5,14 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.JvmWorkers.Result;
 import dev.cohort.testkit.MpiRun;
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -37,19 +33,27 @@ class HierFailureTest {
     }
 
     /** The same, with the worker mode {@code mode} (see {@link HierWorker}) and the hier {@code options}. */
-    private List<Result> killDuringCalls(String run, String mode, int victim, String... options) throws InterruptedException {
+    private List<Result> killDuringCalls(String run, String mode, int victim, String... options)
+            throws InterruptedException {
         int port = JvmWorkers.freePort();
-        Thread killer = JvmWorkers.killWhenLogged(tmp.resolve("rank-" + victim + ".log"), "VICTIM", Duration.ofSeconds(1),
-                Duration.ofMillis(50L * 1200));
-        List<Result> results = JvmWorkers.run(4,
+        Thread killer = JvmWorkers.killWhenLogged(
+                tmp.resolve("rank-" + victim + ".log"), "VICTIM", Duration.ofSeconds(1), Duration.ofMillis(50L * 1200));
+        List<Result> results = JvmWorkers.run(
+                4,
                 r -> HierProcessesTest.command(mode, withTimeout(options)),
-                r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2), tmp, Duration.ofSeconds(100));
+                r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2),
+                tmp,
+                Duration.ofSeconds(100));
         killer.join();
-        assertThat(results.get(victim).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(137);
+        assertThat(results.get(victim).exitCode())
+                .as(JvmWorkers.describe(results))
+                .isEqualTo(137);
         for (Result r : results) {
             if (r.rank() != victim) {
                 assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isEqualTo(3);
-                assertThat(JvmWorkers.failedAfter(r.output())).as(JvmWorkers.describe(results)).isLessThan(TIMEOUT_SECONDS);
+                assertThat(JvmWorkers.failedAfter(r.output()))
+                        .as(JvmWorkers.describe(results))
+                        .isLessThan(TIMEOUT_SECONDS);
             }
         }
         assertThat(HierProcessesTest.leftovers(run)).isEmpty();
@@ -69,12 +73,21 @@ class HierFailureTest {
         // hears it from its leader, rank 0.
         List<Result> results = killDuringCalls(HierProcessesTest.runId("kill-leader"), 2);
         String all = JvmWorkers.describe(results);
-        assertThat(results.get(3).output()).as(all).contains("hier rank 3 of 4 (host 1, local rank 1)")
-                .contains("within host 1 (shm)").contains("lost peer rank 0 (global rank 2)");
-        assertThat(results.get(0).output()).as(all).contains("hier rank 0 of 4 (host 0, local rank 0)")
-                .contains("between hosts").contains("global rank 2 (leader of host 1)");
-        assertThat(results.get(1).output()).as(all).contains("hier rank 1 of 4 (host 0, local rank 1)")
-                .contains("on this host's leader (global rank 0)").contains("global rank 2 (leader of host 1)");
+        assertThat(results.get(3).output())
+                .as(all)
+                .contains("hier rank 3 of 4 (host 1, local rank 1)")
+                .contains("within host 1 (shm)")
+                .contains("lost peer rank 0 (global rank 2)");
+        assertThat(results.get(0).output())
+                .as(all)
+                .contains("hier rank 0 of 4 (host 0, local rank 0)")
+                .contains("between hosts")
+                .contains("global rank 2 (leader of host 1)");
+        assertThat(results.get(1).output())
+                .as(all)
+                .contains("hier rank 1 of 4 (host 0, local rank 1)")
+                .contains("on this host's leader (global rank 0)")
+                .contains("global rank 2 (leader of host 1)");
     }
 
     @Test
@@ -84,12 +97,18 @@ class HierFailureTest {
         // timeout, then leaves the leaders' group, so host 0 fails at once, naming host 1's leader.
         String run = HierProcessesTest.runId("absent");
         int port = JvmWorkers.freePort();
-        List<Result> results = JvmWorkers.run(4,
+        List<Result> results = JvmWorkers.run(
+                4,
                 r -> HierProcessesTest.command("absent:3", "--hier-timeout", "4"),
-                r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2), tmp, Duration.ofSeconds(100));
+                r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2),
+                tmp,
+                Duration.ofSeconds(100));
         String all = JvmWorkers.describe(results);
-        assertThat(results.get(2).output()).as(all).contains("CollectiveTimeoutException")
-                .contains("within host 1 (shm)").contains("waiting for rank(s) [1] (global rank 3)");
+        assertThat(results.get(2).output())
+                .as(all)
+                .contains("CollectiveTimeoutException")
+                .contains("within host 1 (shm)")
+                .contains("waiting for rank(s) [1] (global rank 3)");
         assertThat(JvmWorkers.failedAfter(results.get(2).output())).as(all).isBetween(3.9, 6.0);
         assertThat(results.get(0).output()).as(all).contains("between hosts").contains("leader of host 1");
         assertThat(results.get(1).output()).as(all).contains("on this host's leader (global rank 0)");
@@ -109,11 +128,25 @@ class HierFailureTest {
         // (logged by the engine's thread at the failure, or at the latest when the worker closes the
         // backend: a worker that halts at once may end before the first, and mpirun ends the job then).
         long start = System.nanoTime();
-        MpiRun.Job job = MpiRun.run(tmp, 4, HierWorker.class, List.of("absent-then-close:3", "--distributed-backend", "hier",
-                "--hier-between", "mpi", "--hier-ranks-per-host", "2", "--hier-timeout", "4"), Duration.ofSeconds(100));
+        MpiRun.Job job = MpiRun.run(
+                tmp,
+                4,
+                HierWorker.class,
+                List.of(
+                        "absent-then-close:3",
+                        "--distributed-backend",
+                        "hier",
+                        "--hier-between",
+                        "mpi",
+                        "--hier-ranks-per-host",
+                        "2",
+                        "--hier-timeout",
+                        "4"),
+                Duration.ofSeconds(100));
         assertThat(job.exitCode()).as(job.output()).isNotZero();
-        assertThat(job.output()).containsPattern("hier rank 2 of 4 \\(host 1, local rank 0\\).*within host 1 \\(shm\\).*"
-                + "waiting for rank\\(s\\) \\[1\\] \\(global rank 3\\).*aborting the MPI job");
+        assertThat(job.output())
+                .containsPattern("hier rank 2 of 4 \\(host 1, local rank 0\\).*within host 1 \\(shm\\).*"
+                        + "waiting for rank\\(s\\) \\[1\\] \\(global rank 3\\).*aborting the MPI job");
         assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(40));
     }
 
@@ -130,23 +163,32 @@ class HierFailureTest {
     void withTcpBetweenHostsAKilledRankIsNamedByItsHostAndTheOtherHostFailsInTime() throws Exception {
         // As above, with the leaders on Cohort's TCP mesh: host 1's leader leaves its note in the
         // tcp engine's store (hosted by rank 0), which host 0 reads when the leader leaves.
-        List<Result> results = killDuringCalls(HierProcessesTest.runId("kill-local-tcp"), "victim:3", 3,
-                "--hier-between", "tcp");
+        List<Result> results =
+                killDuringCalls(HierProcessesTest.runId("kill-local-tcp"), "victim:3", 3, "--hier-between", "tcp");
         assertHost1LostRank3(results);
-        assertThat(results.get(0).output()).as(JvmWorkers.describe(results)).contains("between hosts (tcp among the hosts' leaders)");
+        assertThat(results.get(0).output())
+                .as(JvmWorkers.describe(results))
+                .contains("between hosts (tcp among the hosts' leaders)");
     }
 
     @Test
     @Timeout(value = 150, unit = TimeUnit.SECONDS)
     void aKilledLeaderIsNamedOnBothHostsWithTcpBetweenHosts() throws Exception {
         // Rank 2 leads host 1: host 0's leader loses its tcp peer, named by its global rank.
-        List<Result> results = killDuringCalls(HierProcessesTest.runId("kill-leader-tcp"), "victim:2", 2,
-                "--hier-between", "tcp");
+        List<Result> results =
+                killDuringCalls(HierProcessesTest.runId("kill-leader-tcp"), "victim:2", 2, "--hier-between", "tcp");
         String all = JvmWorkers.describe(results);
-        assertThat(results.get(3).output()).as(all).contains("within host 1 (shm)").contains("lost peer rank 0 (global rank 2)");
-        assertThat(results.get(0).output()).as(all).contains("between hosts (tcp among the hosts' leaders)")
+        assertThat(results.get(3).output())
+                .as(all)
+                .contains("within host 1 (shm)")
+                .contains("lost peer rank 0 (global rank 2)");
+        assertThat(results.get(0).output())
+                .as(all)
+                .contains("between hosts (tcp among the hosts' leaders)")
                 .contains("global rank 2 (leader of host 1)");
-        assertThat(results.get(1).output()).as(all).contains("on this host's leader (global rank 0)")
+        assertThat(results.get(1).output())
+                .as(all)
+                .contains("on this host's leader (global rank 0)")
                 .contains("global rank 2 (leader of host 1)");
     }
 
@@ -159,7 +201,9 @@ class HierFailureTest {
         // sees only the leader leave, so the leader's note must reach it.
         List<Result> results = killDuringCalls(HierProcessesTest.runId("kill-relay"), "late-broadcasts:3", 3);
         assertHost1LostRank3(results);
-        assertThat(results.get(2).output()).as(JvmWorkers.describe(results)).contains("waiting for its leader's verdict");
+        assertThat(results.get(2).output())
+                .as(JvmWorkers.describe(results))
+                .contains("waiting for its leader's verdict");
     }
 
     @ParameterizedTest(name = "host {0} runs gloo")
@@ -171,18 +215,26 @@ class HierFailureTest {
         String run = HierProcessesTest.runId("mixed");
         int port = JvmWorkers.freePort();
         long start = System.nanoTime();
-        List<Result> results = JvmWorkers.run(4,
+        List<Result> results = JvmWorkers.run(
+                4,
                 r -> r / 2 == glooHost
-                        ? JvmWorkers.javaCommand(HierWorker.class, HierProcessesTest.JVM_ARGS,
+                        ? JvmWorkers.javaCommand(
+                                HierWorker.class,
+                                HierProcessesTest.JVM_ARGS,
                                 List.of("conformance-small", "--distributed-backend", "gloo"))
                         : HierProcessesTest.command("conformance-small"),
-                r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2), tmp, Duration.ofSeconds(100));
+                r -> HierProcessesTest.env(run, port, r, 4, 2, r / 2, r % 2),
+                tmp,
+                Duration.ofSeconds(100));
         double seconds = (System.nanoTime() - start) / 1e9;
         String all = JvmWorkers.describe(results);
         for (Result r : results) {
             assertThat(r.exitCode()).as(all).isNotZero();
-            assertThat(r.output()).as(all).contains("every process of a job must run the same backend")
-                    .contains("runs the gloo backend (4 ranks)").contains("the hier backend's group of host leaders (2 ranks)");
+            assertThat(r.output())
+                    .as(all)
+                    .contains("every process of a job must run the same backend")
+                    .contains("runs the gloo backend (4 ranks)")
+                    .contains("the hier backend's group of host leaders (2 ranks)");
         }
         assertThat(seconds).as(all).isLessThan(40);
         assertThat(HierProcessesTest.leftovers(run)).isEmpty();
@@ -190,10 +242,15 @@ class HierFailureTest {
 
     private static void assertHost1LostRank3(List<Result> results) {
         String all = JvmWorkers.describe(results);
-        assertThat(results.get(2).output()).as(all).contains("within host 1 (shm)")
+        assertThat(results.get(2).output())
+                .as(all)
+                .contains("within host 1 (shm)")
                 .contains("lost peer rank 1 (global rank 3)");
         for (int r = 0; r < 2; r++) {
-            assertThat(results.get(r).output()).as(all).contains("between hosts").contains("leader of host 1")
+            assertThat(results.get(r).output())
+                    .as(all)
+                    .contains("between hosts")
+                    .contains("leader of host 1")
                     .contains("the leader of host 1 had failed within its host")
                     .contains("lost peer rank 1 (global rank 3)");
         }

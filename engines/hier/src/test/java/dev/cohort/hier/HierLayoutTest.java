@@ -11,10 +11,25 @@ import org.junit.jupiter.api.Test;
 class HierLayoutTest {
 
     private static Map<String, String> env(int rank, int world, int local, int localWorld, int host, int hosts) {
-        return Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", "29999", "RANK", Integer.toString(rank),
-                "WORLD_SIZE", Integer.toString(world), "LOCAL_RANK", Integer.toString(local),
-                "LOCAL_WORLD_SIZE", Integer.toString(localWorld), "GROUP_RANK", Integer.toString(host),
-                "GROUP_WORLD_SIZE", Integer.toString(hosts), "COHORT_RUN_ID", "layout-test");
+        return Map.of(
+                "MASTER_ADDR",
+                "127.0.0.1",
+                "MASTER_PORT",
+                "29999",
+                "RANK",
+                Integer.toString(rank),
+                "WORLD_SIZE",
+                Integer.toString(world),
+                "LOCAL_RANK",
+                Integer.toString(local),
+                "LOCAL_WORLD_SIZE",
+                Integer.toString(localWorld),
+                "GROUP_RANK",
+                Integer.toString(host),
+                "GROUP_WORLD_SIZE",
+                Integer.toString(hosts),
+                "COHORT_RUN_ID",
+                "layout-test");
     }
 
     @Test
@@ -35,7 +50,8 @@ class HierLayoutTest {
             env.put("GROUP_WORLD_SIZE", hosts);
             assertThatThrownBy(() -> HierEngine.connect(new HierOptions(), env))
                     .isInstanceOf(IllegalArgumentException.class)
-                    .hasMessageContaining("GROUP_WORLD_SIZE='" + hosts + "' must be a number of hosts in [1, WORLD_SIZE=3]");
+                    .hasMessageContaining(
+                            "GROUP_WORLD_SIZE='" + hosts + "' must be a number of hosts in [1, WORLD_SIZE=3]");
         }
         assertThatThrownBy(() -> HierEngine.connect(new HierOptions(), env(2, 3, 0, 1, 2, 2)))
                 .isInstanceOf(IllegalArgumentException.class)

@@ -37,17 +37,19 @@ class HierMultiHostTest {
         int world = ranks[0] + ranks[1];
         List<Result> results;
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
-            results = JvmWorkers.run(world,
+            results = JvmWorkers.run(
+                    world,
                     r -> hosts.on(r < ranks[0] ? 0 : 1, HierProcessesTest.command(mode, options)),
                     r -> {
                         int host = r < ranks[0] ? 0 : 1;
-                        Map<String, String> env = new java.util.HashMap<>(HierProcessesTest.env(run, port, r, world,
-                                ranks[host], host, host == 0 ? r : r - ranks[0]));
+                        Map<String, String> env = new java.util.HashMap<>(HierProcessesTest.env(
+                                run, port, r, world, ranks[host], host, host == 0 ? r : r - ranks[0]));
                         env.put("MASTER_ADDR", TwoHosts.ADDRESS_A);
                         env.put("GROUP_WORLD_SIZE", "2");
                         return env;
                     },
-                    tmp, Duration.ofSeconds(220));
+                    tmp,
+                    Duration.ofSeconds(220));
             HierProcessesTest.assertAllOk(results);
         }
         assertThat(HierProcessesTest.leftovers(run)).isEmpty();
@@ -58,7 +60,8 @@ class HierMultiHostTest {
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void conformanceAcrossTwoNamespacedHosts() {
         List<Result> results = runOnTwoHostsAllOk("netns", 0, "conformance", new int[] {2, 2});
-        assertThat(results.get(2).output()).contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
+        assertThat(results.get(2).output())
+                .contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
         assertThat(results.get(0).output()).contains("NODE 0 RANKS [0, 1]");
         assertThat(results.get(3).output()).contains("NODE 1 RANKS [2, 3]");
     }
@@ -66,8 +69,10 @@ class HierMultiHostTest {
     @Test
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void conformanceAcrossTwoNamespacedHostsWithCohortsTcpMeshBetween() {
-        List<Result> results = runOnTwoHostsAllOk("netns-tcp", 2, "conformance", new int[] {2, 2}, "--hier-between", "tcp");
-        assertThat(results.get(2).output()).contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
+        List<Result> results =
+                runOnTwoHostsAllOk("netns-tcp", 2, "conformance", new int[] {2, 2}, "--hier-between", "tcp");
+        assertThat(results.get(2).output())
+                .contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
         assertThat(results.get(3).output()).contains("NODE 1 RANKS [2, 3]");
     }
 
@@ -76,12 +81,19 @@ class HierMultiHostTest {
     void underMpirunAcrossTwoNamespacedHostsHierRunsOpenMpiBetweenThem() {
         // No rendezvous address, no engine named between hosts: mpirun's job across two hosts.
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
-            MpiRun.Job job = MpiRun.acrossTwoHosts(tmp, hosts, HierWorker.class,
-                    List.of("conformance", "--distributed-backend", "hier"), Duration.ofSeconds(220));
+            MpiRun.Job job = MpiRun.acrossTwoHosts(
+                    tmp,
+                    hosts,
+                    HierWorker.class,
+                    List.of("conformance", "--distributed-backend", "hier"),
+                    Duration.ofSeconds(220));
             assertThat(job.exitCode()).as(job.output()).isZero();
             assertThat(job.output()).contains("hier: 2 hosts, shared memory within each, mpi between their leaders");
-            assertThat(job.linesOf(2)).as(job.output()).contains("BACKEND hier",
-                    "TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
+            assertThat(job.linesOf(2))
+                    .as(job.output())
+                    .contains(
+                            "BACKEND hier",
+                            "TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
             for (int r = 0; r < 4; r++) {
                 assertThat(job.linesOf(r)).as(job.output()).anyMatch(l -> l.startsWith("OK rank "));
             }

@@ -1,8 +1,8 @@
 package dev.cohort.hier;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.cohort.hier.HierOptions.Between;
 import java.time.Duration;
@@ -19,14 +19,18 @@ class HierOptionsTest {
 
     @Test
     void setItIsUsedAsGiven() {
-        assertThat(new HierOptions().parse("--hier-leaders-spin-us=0").leadersSpin()).contains(Duration.ZERO);
-        assertThat(new HierOptions().parse("--hier-leaders-spin-us=120").leadersSpin()).contains(Duration.ofNanos(120_000));
-        assertThat(new HierOptions().leadersSpin(Duration.ofNanos(30_000)).leadersSpin()).contains(Duration.ofNanos(30_000));
+        assertThat(new HierOptions().parse("--hier-leaders-spin-us=0").leadersSpin())
+                .contains(Duration.ZERO);
+        assertThat(new HierOptions().parse("--hier-leaders-spin-us=120").leadersSpin())
+                .contains(Duration.ofNanos(120_000));
+        assertThat(new HierOptions().leadersSpin(Duration.ofNanos(30_000)).leadersSpin())
+                .contains(Duration.ofNanos(30_000));
     }
 
     @Test
     void aNegativeTimeIsRefusedWithTheOptionsName() {
-        assertThatThrownBy(() -> new HierOptions().parse("--hier-leaders-spin-us=-5").leadersSpin())
+        assertThatThrownBy(() ->
+                        new HierOptions().parse("--hier-leaders-spin-us=-5").leadersSpin())
                 .hasMessageContaining("--hier-leaders-spin-us must be >= 0");
         assertThatThrownBy(() -> new HierOptions().leadersSpin(Duration.ofNanos(-1)))
                 .hasMessageContaining("--hier-leaders-spin-us");
@@ -42,39 +46,63 @@ class HierOptionsTest {
 
     @Test
     void namingTcpBetweenHostsNeedsNoLibtorch() {
-        assertThat(HierBackend.betweenHosts(new HierOptions().between(Between.TCP), Map.of())).isEqualTo(Between.TCP);
-        assertThat(HierBackend.betweenHosts(new HierOptions().between(Between.GLOO), Map.of())).isEqualTo(Between.GLOO);
+        assertThat(HierBackend.betweenHosts(new HierOptions().between(Between.TCP), Map.of()))
+                .isEqualTo(Between.TCP);
+        assertThat(HierBackend.betweenHosts(new HierOptions().between(Between.GLOO), Map.of()))
+                .isEqualTo(Between.GLOO);
     }
 
     @Test
     void autoBetweenHostsIsMpiWhereMpirunStartedTheJobAndNeedsNoAddressThere() {
-        Map<String, String> mpirun = Map.of("OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "4",
-                "OMPI_COMM_WORLD_LOCAL_RANK", "0", "OMPI_COMM_WORLD_LOCAL_SIZE", "2");
+        Map<String, String> mpirun = Map.of(
+                "OMPI_COMM_WORLD_RANK",
+                "0",
+                "OMPI_COMM_WORLD_SIZE",
+                "4",
+                "OMPI_COMM_WORLD_LOCAL_RANK",
+                "0",
+                "OMPI_COMM_WORLD_LOCAL_SIZE",
+                "2");
         assumeTrue(new dev.cohort.mpi.MpiBackend().isAvailable(), "Open MPI is not installed");
         assertThat(HierBackend.betweenHosts(new HierOptions(), mpirun)).isEqualTo(Between.MPI);
-        assertThat(new HierBackend(new HierOptions(), mpirun).needsRendezvousAddress()).isFalse();
+        assertThat(new HierBackend(new HierOptions(), mpirun).needsRendezvousAddress())
+                .isFalse();
         assertThat(HierBackend.betweenHosts(new HierOptions(), Map.of())).isNotEqualTo(Between.MPI);
-        assertThat(new HierBackend(new HierOptions(), Map.of()).needsRendezvousAddress()).isTrue();
-        assertThat(new HierBackend(new HierOptions().between(Between.TCP), mpirun).needsRendezvousAddress()).isTrue();
+        assertThat(new HierBackend(new HierOptions(), Map.of()).needsRendezvousAddress())
+                .isTrue();
+        assertThat(new HierBackend(new HierOptions().between(Between.TCP), mpirun).needsRendezvousAddress())
+                .isTrue();
         assertThat(new HierOptions().parse("--hier-between=mpi").between()).isEqualTo(Between.MPI);
     }
 
     @Test
     void underMpirunAcrossHostsAutoPrefersOpenMpiToHierAndShmOnOneHost() {
         // Measured across two namespaced hosts: Open MPI's own collectives ahead of hier over it.
-        Map<String, String> twoHosts = Map.of("OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "4",
-                "OMPI_COMM_WORLD_LOCAL_RANK", "0", "OMPI_COMM_WORLD_LOCAL_SIZE", "2");
+        Map<String, String> twoHosts = Map.of(
+                "OMPI_COMM_WORLD_RANK",
+                "0",
+                "OMPI_COMM_WORLD_SIZE",
+                "4",
+                "OMPI_COMM_WORLD_LOCAL_RANK",
+                "0",
+                "OMPI_COMM_WORLD_LOCAL_SIZE",
+                "2");
         dev.cohort.api.JobLayout acrossHosts = new dev.cohort.api.JobLayout(4, 2, 2);
         dev.cohort.api.JobLayout oneHost = new dev.cohort.api.JobLayout(4, 4, 1);
-        int hier = new HierBackend(new HierOptions(), twoHosts).autoPreference(acrossHosts).getAsInt();
+        int hier = new HierBackend(new HierOptions(), twoHosts)
+                .autoPreference(acrossHosts)
+                .getAsInt();
         dev.cohort.mpi.MpiBackend mpi = new dev.cohort.mpi.MpiBackend(new dev.cohort.mpi.MpiOptions(), twoHosts);
         assertThat(mpi.autoPreference(acrossHosts).getAsInt()).isGreaterThan(hier);
         assertThat(mpi.autoReason(acrossHosts)).contains("started by mpirun").contains("measured ahead of hier");
         assertThat(mpi.autoPreference(oneHost).getAsInt())
-                .isLessThan(new dev.cohort.shm.ShmBackend().autoPreference(oneHost).getAsInt());
+                .isLessThan(
+                        new dev.cohort.shm.ShmBackend().autoPreference(oneHost).getAsInt());
         // Without mpirun, mpi stays last.
-        assertThat(new dev.cohort.mpi.MpiBackend(new dev.cohort.mpi.MpiOptions(), Map.of()).autoPreference(acrossHosts)
-                .getAsInt()).isLessThan(hier);
+        assertThat(new dev.cohort.mpi.MpiBackend(new dev.cohort.mpi.MpiOptions(), Map.of())
+                        .autoPreference(acrossHosts)
+                        .getAsInt())
+                .isLessThan(hier);
     }
 
     @Test

@@ -17,10 +17,10 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The conformance suite on hier with one JVM per rank on this machine, the hosts faked through
@@ -30,7 +30,8 @@ import org.junit.jupiter.api.io.TempDir;
 class HierProcessesTest {
 
     /** What the shm engine needs in a worker JVM. */
-    static final List<String> JVM_ARGS = List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED");
+    static final List<String> JVM_ARGS =
+            List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED");
 
     @TempDir
     Path tmp;
@@ -72,7 +73,8 @@ class HierProcessesTest {
     /** The mapping files of {@code runId} still in /dev/shm. */
     static List<Path> leftovers(String runId) {
         try (Stream<Path> files = Files.list(SharedMemoryFiles.DIRECTORY)) {
-            return files.filter(p -> p.getFileName().toString().startsWith(SharedMemoryFiles.PREFIX + runId + "-")).toList();
+            return files.filter(p -> p.getFileName().toString().startsWith(SharedMemoryFiles.PREFIX + runId + "-"))
+                    .toList();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -92,7 +94,8 @@ class HierProcessesTest {
     private List<Result> runAllOk(String what, int world, List<String> command, LaunchEnv env) {
         String run = runId(what);
         int port = JvmWorkers.freePort();
-        List<Result> results = JvmWorkers.run(world, r -> command, r -> env.of(run, port, r), tmp, Duration.ofSeconds(180));
+        List<Result> results =
+                JvmWorkers.run(world, r -> command, r -> env.of(run, port, r), tmp, Duration.ofSeconds(180));
         assertAllOk(results);
         assertThat(leftovers(run)).isEmpty();
         return results;
@@ -103,7 +106,10 @@ class HierProcessesTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void theGroupsWithinAndBetweenHostsRunNoEngineThreadsOfTheirOwn(String between) {
         // hier awaits each call it makes on them: only hier's own queue has an engine thread.
-        List<Result> results = runAllOk("threads-" + between, 4, command("engine-threads", "--hier-between", between),
+        List<Result> results = runAllOk(
+                "threads-" + between,
+                4,
+                command("engine-threads", "--hier-between", between),
                 (run, port, r) -> env(run, port, r, 4, 2, r / 2, r % 2));
         for (int r = 0; r < 4; r++) {
             assertThat(results.get(r).output()).contains("ENGINE THREADS [cohort-hier-rank-" + r + "]");
@@ -114,7 +120,10 @@ class HierProcessesTest {
     @Timeout(value = 200, unit = TimeUnit.SECONDS)
     void hostsWhoseRanksAreNotContiguous() {
         // Host 0 runs ranks 0 and 2, host 1 ranks 1 and 3: allgathers must still come out in global rank order.
-        List<Result> results = runAllOk("interleaved", 4, command("conformance-small"),
+        List<Result> results = runAllOk(
+                "interleaved",
+                4,
+                command("conformance-small"),
                 (run, port, r) -> env(run, port, r, 4, 2, r % 2, r / 2));
         assertThat(results.get(2).output()).contains("NODE 0 RANKS [0, 2]");
         assertThat(results.get(1).output()).contains("NODE 1 RANKS [1, 3]");
@@ -133,16 +142,21 @@ class HierProcessesTest {
             return env;
         });
         assertThat(results.get(1).output()).contains("NODE 0 RANKS [1]");
-        assertThat(results.get(2).output()).contains("NODE 1 RANKS [0, 2]")
+        assertThat(results.get(2).output())
+                .contains("NODE 1 RANKS [0, 2]")
                 .contains("TOPOLOGY Topology[rank=2, worldSize=3, localRank=1, localWorldSize=2, nodeRank=1]");
     }
 
     @Test
     @Timeout(value = 200, unit = TimeUnit.SECONDS)
     void hostsSimulatedWithRanksPerHostOnALaunchOfOneNode() {
-        List<Result> results = runAllOk("simulated", 4, command("conformance-small", "--hier-ranks-per-host", "2"),
+        List<Result> results = runAllOk(
+                "simulated",
+                4,
+                command("conformance-small", "--hier-ranks-per-host", "2"),
                 (run, port, r) -> env(run, port, r, 4, 4, 0, r));
-        assertThat(results.get(2).output()).contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]")
+        assertThat(results.get(2).output())
+                .contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]")
                 .contains("NODE 1 RANKS [2, 3]");
     }
 
@@ -150,17 +164,21 @@ class HierProcessesTest {
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void theWholeSuiteWithCohortsTcpMeshBetweenSimulatedHosts() {
         // The leaders' group on the tcp engine (no libtorch between hosts), 2 simulated hosts x 2 ranks.
-        List<Result> results = runAllOk("tcp-between", 4, command("conformance", "--hier-ranks-per-host", "2",
-                "--hier-between", "tcp"), (run, port, r) -> env(run, port, r, 4, 4, 0, r));
-        assertThat(results.get(3).output()).contains("TOPOLOGY Topology[rank=3, worldSize=4, localRank=1, localWorldSize=2, nodeRank=1]")
+        List<Result> results = runAllOk(
+                "tcp-between",
+                4,
+                command("conformance", "--hier-ranks-per-host", "2", "--hier-between", "tcp"),
+                (run, port, r) -> env(run, port, r, 4, 4, 0, r));
+        assertThat(results.get(3).output())
+                .contains("TOPOLOGY Topology[rank=3, worldSize=4, localRank=1, localWorldSize=2, nodeRank=1]")
                 .contains("NODE 1 RANKS [2, 3]");
     }
 
     @Test
     @Timeout(value = 200, unit = TimeUnit.SECONDS)
     void oneHostNeedsNoLeadersGroup() {
-        List<Result> results = runAllOk("onehost", 3, command("conformance-small"),
-                (run, port, r) -> env(run, port, r, 3, 3, 0, r));
+        List<Result> results =
+                runAllOk("onehost", 3, command("conformance-small"), (run, port, r) -> env(run, port, r, 3, 3, 0, r));
         assertThat(results.get(1).output()).contains("NODE 0 RANKS [0, 1, 2]");
     }
 }

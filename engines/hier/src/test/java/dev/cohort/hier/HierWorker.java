@@ -28,16 +28,26 @@ public final class HierWorker {
 
     public static void main(String[] args) {
         EngineWorker.run(args, (mode, backend) -> {
-            if (mode.startsWith("victim:") || mode.startsWith("absent:") || mode.startsWith("absent-then-close:")
+            if (mode.startsWith("victim:")
+                    || mode.startsWith("absent:")
+                    || mode.startsWith("absent-then-close:")
                     || mode.startsWith("late-broadcasts:")) {
-                untilOneFails(backend, mode.substring(0, mode.indexOf(':')),
+                untilOneFails(
+                        backend,
+                        mode.substring(0, mode.indexOf(':')),
                         Integer.parseInt(mode.substring(mode.indexOf(':') + 1)));
                 return true;
             }
             if (mode.equals("engine-threads")) {
-                backend.group().allreduce(DenseBuffer.of(new float[] {1}), ReduceOp.SUM).await();
-                System.out.println("ENGINE THREADS " + Thread.getAllStackTraces().keySet().stream().map(Thread::getName)
-                        .filter(n -> n.matches("cohort-(hier|shm|gloo|tcp|mpi)-.*rank-\\d+")).sorted().toList());
+                backend.group()
+                        .allreduce(DenseBuffer.of(new float[] {1}), ReduceOp.SUM)
+                        .await();
+                System.out.println("ENGINE THREADS "
+                        + Thread.getAllStackTraces().keySet().stream()
+                                .map(Thread::getName)
+                                .filter(n -> n.matches("cohort-(hier|shm|gloo|tcp|mpi)-.*rank-\\d+"))
+                                .sorted()
+                                .toList());
                 System.out.println("OK rank " + backend.rank());
                 return true;
             }
@@ -66,12 +76,18 @@ public final class HierWorker {
                 if (broadcasts) {
                     backend.group().broadcast(DenseBuffer.of(data), 0).await();
                 } else {
-                    backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await();
+                    backend.group()
+                            .allreduce(DenseBuffer.of(data), ReduceOp.SUM)
+                            .await();
                 }
             } catch (CollectiveException e) {
-                System.out.printf("FAILED after %.1f s in %s %d %s: %s%n", (System.nanoTime() - start) / 1e9,
-                        broadcasts ? "broadcast" : "allreduce", i,
-                        e.getClass().getSimpleName(), e.getMessage());
+                System.out.printf(
+                        "FAILED after %.1f s in %s %d %s: %s%n",
+                        (System.nanoTime() - start) / 1e9,
+                        broadcasts ? "broadcast" : "allreduce",
+                        i,
+                        e.getClass().getSimpleName(),
+                        e.getMessage());
                 System.out.flush();
                 if (kind.equals("absent-then-close")) {
                     backend.close();

@@ -27,8 +27,7 @@ public final class MpiEngine {
 
     private static final System.Logger LOG = System.getLogger(MpiEngine.class.getName());
 
-    private MpiEngine() {
-    }
+    private MpiEngine() {}
 
     /** Called by {@link MpiBackend#connect()}. */
     public static Connection connect(MpiOptions options, Map<String, String> env) {
@@ -47,22 +46,27 @@ public final class MpiEngine {
             MemorySegment host = mpi.splitByHost(world, rank);
             int localRank = mpi.rank(host);
             int localSize = mpi.size(host);
-            MpiProcessGroup.Settings settings = new MpiProcessGroup.Settings(options.timeout(), options.spin(localSize),
-                    options.stallTime(), options.consistencyCheck(), options.queueOptions());
-            groups[0] = new MpiProcessGroup(mpi, "mpi world", mpi.dup(world), mpi.dup(world), rank, size, settings,
-                    () -> { });
+            MpiProcessGroup.Settings settings = new MpiProcessGroup.Settings(
+                    options.timeout(),
+                    options.spin(localSize),
+                    options.stallTime(),
+                    options.consistencyCheck(),
+                    options.queueOptions());
+            groups[0] = new MpiProcessGroup(
+                    mpi, "mpi world", mpi.dup(world), mpi.dup(world), rank, size, settings, () -> {});
             if (localSize == size) {
                 mpi.free(host);
                 groups[1] = groups[0];
             } else {
-                groups[1] = new MpiProcessGroup(mpi, "mpi host", host, mpi.dup(host), localRank, localSize, settings,
-                        () -> { });
+                groups[1] = new MpiProcessGroup(
+                        mpi, "mpi host", host, mpi.dup(host), localRank, localSize, settings, () -> {});
             }
             int nodeRank = nodeRank(groups[0], groups[1], rank, size);
             Topology topology = new Topology(rank, size, localRank, localSize, nodeRank);
             if (rank == 0) {
-                LOG.log(System.Logger.Level.INFO, "mpi engine: " + mpi.version() + " (" + mpi.library() + "), "
-                        + size + " rank(s)");
+                LOG.log(
+                        System.Logger.Level.INFO,
+                        "mpi engine: " + mpi.version() + " (" + mpi.library() + "), " + size + " rank(s)");
             }
             MpiProcessGroup worldGroup = groups[0];
             MpiProcessGroup hostGroup = groups[1];
@@ -71,7 +75,8 @@ public final class MpiEngine {
                 OpenMpi.release(mpi, abort ? OpenMpi.CLOSED_AFTER_FAILURE : null);
             });
         } catch (RuntimeException e) {
-            JoinException failure = e instanceof JoinException j ? j
+            JoinException failure = e instanceof JoinException j
+                    ? j
                     : new JoinException("mpi: could not join the job: " + e.getMessage(), e);
             for (MpiProcessGroup g : groups) {
                 if (g != null) {
@@ -91,10 +96,14 @@ public final class MpiEngine {
         }
         Topology given = LaunchEnvironment.parseTopology(env);
         if (given.worldSize() != size || given.rank() != rank) {
-            throw new JoinException("the launch environment says RANK=" + given.rank() + " of WORLD_SIZE="
-                    + given.worldSize() + " but MPI sees rank " + rank + " of " + size + (size == 1
-                    ? ": MPI runs this process alone; start the ranks with mpirun (mpirun -np " + given.worldSize()
-                    + " ...) or with cohort run --distributed-backend mpi" : ": start the job with one mpirun"), null);
+            throw new JoinException(
+                    "the launch environment says RANK=" + given.rank() + " of WORLD_SIZE="
+                            + given.worldSize() + " but MPI sees rank " + rank + " of " + size
+                            + (size == 1
+                                    ? ": MPI runs this process alone; start the ranks with mpirun (mpirun -np "
+                                            + given.worldSize() + " ...) or with cohort run --distributed-backend mpi"
+                                    : ": start the job with one mpirun"),
+                    null);
         }
     }
 
@@ -108,8 +117,11 @@ public final class MpiEngine {
             while (!mpi.testAll(1, request, flag)) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
-                    throw new JoinException(who + ": not every rank of the MPI job entered the mpi backend within "
-                            + timeout.toSeconds() + " s (--mpi-connect-timeout); does every rank initialize it?", null);
+                    throw new JoinException(
+                            who + ": not every rank of the MPI job entered the mpi backend within "
+                                    + timeout.toSeconds()
+                                    + " s (--mpi-connect-timeout); does every rank initialize it?",
+                            null);
                 }
                 LockSupport.parkNanos(Math.min(sleep, left));
                 sleep = Math.min(2 * sleep, 1_000_000);

@@ -35,6 +35,7 @@ final class MpiMessage extends DeadlineWork {
     private final MemorySegment payloads;
     /** Freed by the garbage collector: closing a shared arena per message cost more than a small message. */
     private final Arena arena = Arena.ofAuto();
+
     private final java.util.Set<MpiMessage> inFlight;
     private final MemorySegment requests;
     private final MemorySegment flag;
@@ -44,14 +45,21 @@ final class MpiMessage extends DeadlineWork {
     private MemorySegment elements;
     /** SEND: both sent; RECV: 0 length posted, 1 elements posted; -1 settled. */
     private int stage;
+
     private boolean done;
 
     /**
      * @param inFlight the group's messages MPI may still use: this one stays there (and so does its
      *                 memory) until it settles, or for good after a timeout
      */
-    MpiMessage(OpenMpi mpi, String who, MemorySegment lengths, MemorySegment payloads, Collective call, Duration timeout,
-               java.util.Set<MpiMessage> inFlight) {
+    MpiMessage(
+            OpenMpi mpi,
+            String who,
+            MemorySegment lengths,
+            MemorySegment payloads,
+            Collective call,
+            Duration timeout,
+            java.util.Set<MpiMessage> inFlight) {
         super(call, timeout);
         this.inFlight = inFlight;
         inFlight.add(this);
@@ -69,11 +77,23 @@ final class MpiMessage extends DeadlineWork {
             if (call.kind() == OpKind.SEND) {
                 elements = staged(true);
                 length.set(JAVA_LONG, 0, data.byteSize());
-                mpi.check(mpi.isendWords(length, 1, peer, tag, lengths, requests.asSlice(0, ADDRESS.byteSize())), "MPI_Isend");
-                mpi.check(mpi.isend(elements, data.count(), data.dataType(), peer, tag, payloads,
-                        requests.asSlice(ADDRESS.byteSize(), ADDRESS.byteSize())), "MPI_Isend");
+                mpi.check(
+                        mpi.isendWords(length, 1, peer, tag, lengths, requests.asSlice(0, ADDRESS.byteSize())),
+                        "MPI_Isend");
+                mpi.check(
+                        mpi.isend(
+                                elements,
+                                data.count(),
+                                data.dataType(),
+                                peer,
+                                tag,
+                                payloads,
+                                requests.asSlice(ADDRESS.byteSize(), ADDRESS.byteSize())),
+                        "MPI_Isend");
             } else {
-                mpi.check(mpi.irecvWords(length, 1, peer, tag, lengths, requests.asSlice(0, ADDRESS.byteSize())), "MPI_Irecv");
+                mpi.check(
+                        mpi.irecvWords(length, 1, peer, tag, lengths, requests.asSlice(0, ADDRESS.byteSize())),
+                        "MPI_Irecv");
             }
         }
     }
@@ -109,16 +129,37 @@ final class MpiMessage extends DeadlineWork {
                 if (bytes != data.byteSize()) {
                     // take the elements off the wire, then refuse
                     elements = arena.allocate(Math.max(1, bytes), 64);
-                    mpi.check(mpi.irecv(elements, Math.toIntExact(bytes / data.dataType().byteSize()), data.dataType(),
-                            call.root(), call.tag(), payloads, requests.asSlice(ADDRESS.byteSize(), ADDRESS.byteSize())),
+                    mpi.check(
+                            mpi.irecv(
+                                    elements,
+                                    Math.toIntExact(bytes / data.dataType().byteSize()),
+                                    data.dataType(),
+                                    call.root(),
+                                    call.tag(),
+                                    payloads,
+                                    requests.asSlice(ADDRESS.byteSize(), ADDRESS.byteSize())),
                             "MPI_Irecv");
-                    mismatch = new CollectiveException(who + ": " + call.describe() + ": rank " + call.root() + " sent "
-                            + bytes + " bytes with tag " + call.tag() + " but this receive's buffer holds " + data.byteSize()
-                            + " (" + data.describe() + ")", null, -1, call, List.of(call.root()));
+                    mismatch = new CollectiveException(
+                            who + ": " + call.describe() + ": rank " + call.root() + " sent "
+                                    + bytes + " bytes with tag " + call.tag() + " but this receive's buffer holds "
+                                    + data.byteSize()
+                                    + " (" + data.describe() + ")",
+                            null,
+                            -1,
+                            call,
+                            List.of(call.root()));
                 } else {
                     elements = staged(false);
-                    mpi.check(mpi.irecv(elements, data.count(), data.dataType(), call.root(), call.tag(), payloads,
-                            requests.asSlice(ADDRESS.byteSize(), ADDRESS.byteSize())), "MPI_Irecv");
+                    mpi.check(
+                            mpi.irecv(
+                                    elements,
+                                    data.count(),
+                                    data.dataType(),
+                                    call.root(),
+                                    call.tag(),
+                                    payloads,
+                                    requests.asSlice(ADDRESS.byteSize(), ADDRESS.byteSize())),
+                            "MPI_Irecv");
                 }
             }
             if (stage == 1 && mpi.testAll(1, requests.asSlice(ADDRESS.byteSize(), ADDRESS.byteSize()), flag)) {
@@ -128,8 +169,10 @@ final class MpiMessage extends DeadlineWork {
                 settle(mismatch);
             }
         } catch (RuntimeException e) {
-            settle(e instanceof CollectiveException c ? c : new CollectiveException(who + ": " + call.describe()
-                    + " failed: " + e.getMessage(), e));
+            settle(
+                    e instanceof CollectiveException c
+                            ? c
+                            : new CollectiveException(who + ": " + call.describe() + " failed: " + e.getMessage(), e));
         }
         return done;
     }
@@ -158,11 +201,18 @@ final class MpiMessage extends DeadlineWork {
             if (now - deadlineNanos() >= 0) {
                 synchronized (this) {
                     if (!done) {
-                        done = true;      // the requests stay with MPI, and so does their memory
+                        done = true; // the requests stay with MPI, and so does their memory
                         Collective c = collective();
-                        recordFailure(new CollectiveTimeoutException(who + ": " + c.describe() + " timed out: rank "
-                                + c.root() + (c.kind() == OpKind.SEND ? " did not receive it" : " sent no message with tag "
-                                + c.tag()), null, -1, c, List.of(c.root())));
+                        recordFailure(new CollectiveTimeoutException(
+                                who + ": " + c.describe() + " timed out: rank "
+                                        + c.root()
+                                        + (c.kind() == OpKind.SEND
+                                                ? " did not receive it"
+                                                : " sent no message with tag " + c.tag()),
+                                null,
+                                -1,
+                                c,
+                                List.of(c.root())));
                     }
                 }
                 return;

@@ -14,10 +14,10 @@ import dev.cohort.api.collective.OpKind;
 import dev.cohort.api.collective.Work;
 import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.runtime.AlltoallCounts;
-import dev.cohort.runtime.Subgroup;
 import dev.cohort.runtime.CallQueue;
 import dev.cohort.runtime.Reduction;
 import dev.cohort.runtime.SignatureWords;
+import dev.cohort.runtime.Subgroup;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -62,6 +62,7 @@ final class MpiProcessGroup extends AbstractProcessGroup {
     private final Runnable onClose;
     /** Native memory of the calls: signatures, requests, staging copies (grown as needed; calls are serialized). */
     private final Arena arena = Arena.ofShared();
+
     private final MemorySegment requests;
     private final MemorySegment flag;
     private final MemorySegment mine;
@@ -70,13 +71,16 @@ final class MpiProcessGroup extends AbstractProcessGroup {
     private final MemorySegment displacements;
     /** Send and recv: the messages' lengths, and their elements ({@link MpiMessage}). */
     private final MemorySegment lengths;
+
     private final MemorySegment payloads;
     /** All-to-all-v's receive side (the send side uses {@link #counts} and {@link #displacements}). */
     private final MemorySegment receiveCounts;
+
     private final MemorySegment receiveDisplacements;
     private MemorySegment reducedScratch = MemorySegment.NULL;
     /** Sends and receives MPI may still use (see {@link MpiMessage}). */
     private final java.util.Set<MpiMessage> inFlight = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
     private MemorySegment staging = MemorySegment.NULL;
     private volatile CollectiveException broken;
     private final Object watch = new Object();
@@ -90,16 +94,23 @@ final class MpiProcessGroup extends AbstractProcessGroup {
      * How a group's calls wait: each call's timeout, how long a waiting call polls MPI before it
      * yields the CPU, when a wait is reported, and whether calls exchange their signatures first.
      */
-    record Settings(Duration timeout, Duration spin, Duration stallTime, boolean check, CallQueue.Options queueOptions) {
-    }
+    record Settings(
+            Duration timeout, Duration spin, Duration stallTime, boolean check, CallQueue.Options queueOptions) {}
 
     /**
      * @param data   the communicator the collectives run on
      * @param checks a duplicate of it, for the signatures (and the barrier without them)
      * @param onClose runs after the communicators are freed (or the job aborted)
      */
-    MpiProcessGroup(OpenMpi mpi, String label, MemorySegment data, MemorySegment checks, int rank, int size,
-                    Settings settings, Runnable onClose) {
+    MpiProcessGroup(
+            OpenMpi mpi,
+            String label,
+            MemorySegment data,
+            MemorySegment checks,
+            int rank,
+            int size,
+            Settings settings,
+            Runnable onClose) {
         super(rank, size, settings.timeout());
         this.mpi = mpi;
         this.label = label;
@@ -117,21 +128,26 @@ final class MpiProcessGroup extends AbstractProcessGroup {
         this.displacements = arena.allocate(JAVA_INT, size);
         this.receiveCounts = arena.allocate(JAVA_INT, size);
         this.receiveDisplacements = arena.allocate(JAVA_INT, size);
-        this.queue = new CallQueue("cohort-mpi-" + label.replace(' ', '-') + "-rank-" + rank,
-                c -> "waiting for its peers", e -> { }, settings.queueOptions());
-        dev.cohort.runtime.Daemons.thread("cohort-mpi-watchdog-" + label.replace(' ', '-') + "-rank-" + rank,
-                this::watch).start();
+        this.queue = new CallQueue(
+                "cohort-mpi-" + label.replace(' ', '-') + "-rank-" + rank,
+                c -> "waiting for its peers",
+                e -> {},
+                settings.queueOptions());
+        dev.cohort.runtime.Daemons.thread(
+                        "cohort-mpi-watchdog-" + label.replace(' ', '-') + "-rank-" + rank, this::watch)
+                .start();
     }
 
     /** A subgroup: {@code MPI_Comm_split} of this group's communicator (every rank of it takes part), between calls. */
     @Override
     protected AbstractProcessGroup connectSubgroup(Subgroup spec) {
-        MemorySegment comm = queue.whileIdle(() -> mpi.split(data, spec.color(), spec.rank())).orElseThrow();
+        MemorySegment comm = queue.whileIdle(() -> mpi.split(data, spec.color(), spec.rank()))
+                .orElseThrow();
         // A subgroup's calls are the user's: it has an engine thread whatever this group has.
-        Settings own = new Settings(settings.timeout(), settings.spin(), settings.stallTime(), settings.check(),
-                new CallQueue.Options());
-        return new MpiProcessGroup(mpi, label + " " + spec.label(), comm, mpi.dup(comm), spec.rank(), spec.size(), own,
-                () -> { });
+        Settings own = new Settings(
+                settings.timeout(), settings.spin(), settings.stallTime(), settings.check(), new CallQueue.Options());
+        return new MpiProcessGroup(
+                mpi, label + " " + spec.label(), comm, mpi.dup(comm), spec.rank(), spec.size(), own, () -> {});
     }
 
     /** Sends and receives: MPI's own nonblocking messages ({@link MpiMessage}). */
@@ -175,8 +191,8 @@ final class MpiProcessGroup extends AbstractProcessGroup {
             broken = e;
             throw e;
         } catch (RuntimeException e) {
-            CollectiveException failure = new CollectiveException(what + " failed: " + e.getMessage(), e, rank(), call,
-                    List.of());
+            CollectiveException failure =
+                    new CollectiveException(what + " failed: " + e.getMessage(), e, rank(), call, List.of());
             broken = failure;
             throw failure;
         }
@@ -196,15 +212,17 @@ final class MpiProcessGroup extends AbstractProcessGroup {
             if (peer == rank()) {
                 continue;
             }
-            MemorySegment slot = theirs.asSlice((long) peer * SignatureWords.WORDS * Long.BYTES,
-                    (long) SignatureWords.WORDS * Long.BYTES);
+            MemorySegment slot = theirs.asSlice(
+                    (long) peer * SignatureWords.WORDS * Long.BYTES, (long) SignatureWords.WORDS * Long.BYTES);
             from[n] = peer;
-            mpi.check(mpi.irecvWords(slot, SignatureWords.WORDS, peer, SIGNATURE_TAG, checks, request(n++)), "MPI_Irecv");
+            mpi.check(
+                    mpi.irecvWords(slot, SignatureWords.WORDS, peer, SIGNATURE_TAG, checks, request(n++)), "MPI_Irecv");
         }
         int receives = n;
         for (int peer = 0; peer < size(); peer++) {
             if (peer != rank()) {
-                mpi.check(mpi.isendWords(mine, SignatureWords.WORDS, peer, SIGNATURE_TAG, checks, request(n++)),
+                mpi.check(
+                        mpi.isendWords(mine, SignatureWords.WORDS, peer, SIGNATURE_TAG, checks, request(n++)),
                         "MPI_Isend");
             }
         }
@@ -216,8 +234,13 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                     missing.add(from[i]);
                 }
             }
-            throw new CollectiveTimeoutException(what + " timed out after " + timeout().toSeconds() + " s: rank(s) "
-                    + missing + " never issued it (stopped, or running another collective?)", null, rank(), call, missing);
+            throw new CollectiveTimeoutException(
+                    what + " timed out after " + timeout().toSeconds() + " s: rank(s) " + missing
+                            + " never issued it (stopped, or running another collective?)",
+                    null,
+                    rank(),
+                    call,
+                    missing);
         }
         long[] all = new long[SignatureWords.WORDS * size()];
         MemorySegment.copy(theirs, JAVA_LONG, 0, all, 0, all.length);
@@ -233,9 +256,13 @@ final class MpiProcessGroup extends AbstractProcessGroup {
         mpi.check(mpi.ibarrier(checks, request(0)), "MPI_Ibarrier");
         if (!await(1, deadline, what, "the other ranks")) {
             abandoned = true;
-            throw new CollectiveTimeoutException(what + " timed out after " + timeout().toSeconds() + " s: some rank "
-                    + "never entered it (with --no-mpi-consistency-check the ranks that did not are not known)", null,
-                    rank(), call, List.of());
+            throw new CollectiveTimeoutException(
+                    what + " timed out after " + timeout().toSeconds() + " s: some rank "
+                            + "never entered it (with --no-mpi-consistency-check the ranks that did not are not known)",
+                    null,
+                    rank(),
+                    call,
+                    List.of());
         }
     }
 
@@ -253,7 +280,8 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                 case ALLREDUCE -> {
                     DenseBuffer buffer = call.input();
                     MemorySegment memory = in(buffer, 0);
-                    mpi.check(mpi.allreduce(OpenMpi.IN_PLACE, memory, buffer.count(), buffer.dataType(), call.op(), data),
+                    mpi.check(
+                            mpi.allreduce(OpenMpi.IN_PLACE, memory, buffer.count(), buffer.dataType(), call.op(), data),
                             "MPI_Allreduce");
                     out(memory, buffer);
                     Reduction.finish(call.op(), buffer, size());
@@ -285,7 +313,8 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                         displacements.setAtIndex(JAVA_INT, r, offset);
                         offset += call.counts()[r];
                     }
-                    mpi.check(mpi.allgatherv(send, input.count(), input.dataType(), receive, counts, displacements, data),
+                    mpi.check(
+                            mpi.allgatherv(send, input.count(), input.dataType(), receive, counts, displacements, data),
                             "MPI_Allgatherv");
                     out(receive, output);
                 }
@@ -294,7 +323,8 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                     DenseBuffer output = call.output();
                     MemorySegment receive = in(output, 0, false);
                     MemorySegment send = in(input, output.byteSize());
-                    mpi.check(mpi.reduceScatterBlock(send, receive, output.count(), output.dataType(), call.op(), data),
+                    mpi.check(
+                            mpi.reduceScatterBlock(send, receive, output.count(), output.dataType(), call.op(), data),
                             "MPI_Reduce_scatter_block");
                     out(receive, output);
                     Reduction.finish(call.op(), output, size());
@@ -306,9 +336,11 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                     DenseBuffer buffer = call.input();
                     boolean root = rank() == call.root();
                     MemorySegment memory = in(buffer, 0);
-                    // Not in place: Open MPI's reduce in place at the root measured 30x slower at 16 MiB after larger allreduces.
+                    // Not in place: Open MPI's reduce in place at the root measured 30x slower at 16 MiB after larger
+                    // allreduces.
                     MemorySegment result = root ? reduced(buffer.byteSize()) : MemorySegment.NULL;
-                    mpi.check(mpi.reduce(memory, result, buffer.count(), buffer.dataType(), call.op(), call.root(), data),
+                    mpi.check(
+                            mpi.reduce(memory, result, buffer.count(), buffer.dataType(), call.op(), call.root(), data),
                             "MPI_Reduce");
                     if (root) {
                         MemorySegment.copy(result, 0, MemorySegment.ofBuffer(buffer.view()), 0, buffer.byteSize());
@@ -321,8 +353,17 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                     MemorySegment receive = output == null ? MemorySegment.NULL : in(output, 0, false);
                     MemorySegment send = in(input, output == null ? 0 : output.byteSize());
                     layout(counts, displacements, call.counts(), input.count());
-                    mpi.check(mpi.gatherv(send, input.count(), input.dataType(), receive, counts, displacements,
-                            call.root(), data), "MPI_Gatherv");
+                    mpi.check(
+                            mpi.gatherv(
+                                    send,
+                                    input.count(),
+                                    input.dataType(),
+                                    receive,
+                                    counts,
+                                    displacements,
+                                    call.root(),
+                                    data),
+                            "MPI_Gatherv");
                     if (output != null) {
                         out(receive, output);
                     }
@@ -333,8 +374,17 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                     MemorySegment receive = in(output, 0, false);
                     MemorySegment send = input == null ? MemorySegment.NULL : in(input, output.byteSize());
                     layout(counts, displacements, call.counts(), output.count());
-                    mpi.check(mpi.scatterv(send, counts, displacements, output.dataType(), receive, output.count(),
-                            call.root(), data), "MPI_Scatterv");
+                    mpi.check(
+                            mpi.scatterv(
+                                    send,
+                                    counts,
+                                    displacements,
+                                    output.dataType(),
+                                    receive,
+                                    output.count(),
+                                    call.root(),
+                                    data),
+                            "MPI_Scatterv");
                     out(receive, output);
                 }
                 case ALLTOALL, ALLTOALLV -> {
@@ -348,8 +398,17 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                     int block = input.count() / size();
                     layout(counts, displacements, call.counts(), block);
                     layout(receiveCounts, receiveDisplacements, call.receiveCounts(), block);
-                    mpi.check(mpi.alltoallv(send, counts, displacements, input.dataType(), receive, receiveCounts,
-                            receiveDisplacements, data), "MPI_Alltoallv");
+                    mpi.check(
+                            mpi.alltoallv(
+                                    send,
+                                    counts,
+                                    displacements,
+                                    input.dataType(),
+                                    receive,
+                                    receiveCounts,
+                                    receiveDisplacements,
+                                    data),
+                            "MPI_Alltoallv");
                     out(receive, output);
                 }
             }
@@ -408,9 +467,12 @@ final class MpiProcessGroup extends AbstractProcessGroup {
             }
             if (what != null) {
                 abandoned = true;
-                LOG.log(System.Logger.Level.ERROR, what + " did not complete within its timeout (" + timeout().toSeconds()
-                        + " s) although every rank issued it (a peer stopped, or its host is unreachable); MPI cannot "
-                        + "cancel it: aborting the MPI job");
+                LOG.log(
+                        System.Logger.Level.ERROR,
+                        what + " did not complete within its timeout ("
+                                + timeout().toSeconds()
+                                + " s) although every rank issued it (a peer stopped, or its host is unreachable); MPI cannot "
+                                + "cancel it: aborting the MPI job");
                 mpi.abort(data, 1);
                 return;
             }
@@ -436,8 +498,10 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                 return false;
             }
             if (now - stallAt >= 0) {
-                LOG.log(System.Logger.Level.WARNING, what + " has waited " + settings.stallTime().toSeconds() + " s for "
-                        + waitingFor + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        what + " has waited " + settings.stallTime().toSeconds() + " s for " + waitingFor
+                                + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
                 stallAt = Long.MAX_VALUE / 2 + now;
             }
             if (now - spinUntil < 0) {
@@ -513,7 +577,7 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                 }
             } finally {
                 if (!failed) {
-                    arena.close();   // after a failure MPI may still write into it: it goes with the process
+                    arena.close(); // after a failure MPI may still write into it: it goes with the process
                 }
                 onClose.run();
             }

@@ -13,10 +13,10 @@ import java.util.Optional;
  */
 public final class MpiSubgroup implements AutoCloseable {
 
-
     private final OpenMpi mpi;
     /** Null on the ranks left out. */
     private final MpiProcessGroup group;
+
     private boolean closed;
 
     private MpiSubgroup(OpenMpi mpi, MpiProcessGroup group) {
@@ -30,8 +30,8 @@ public final class MpiSubgroup implements AutoCloseable {
      * others get none. Every rank of the job must call it. {@code ranksOnThisHost} sets the default
      * polling (see {@link MpiOptions#spin(int)}).
      */
-    public static MpiSubgroup split(MpiOptions options, Map<String, String> env, boolean member, int key, String label,
-                                    int ranksOnThisHost) {
+    public static MpiSubgroup split(
+            MpiOptions options, Map<String, String> env, boolean member, int key, String label, int ranksOnThisHost) {
         long deadline = System.nanoTime() + options.connectTimeout().toNanos();
         OpenMpi mpi = OpenMpi.acquire(options.library(env));
         boolean met = false;
@@ -40,18 +40,24 @@ public final class MpiSubgroup implements AutoCloseable {
             int rank = mpi.rank(world);
             int size = mpi.size(world);
             MpiEngine.checkLaunch(env, rank, size);
-            MpiEngine.meet(mpi, world, deadline, options.connectTimeout(), label + ", mpi rank " + rank + " of " + size);
+            MpiEngine.meet(
+                    mpi, world, deadline, options.connectTimeout(), label + ", mpi rank " + rank + " of " + size);
             met = true;
             Optional<MemorySegment> members = mpi.split(world, member, key);
             if (members.isEmpty()) {
                 return new MpiSubgroup(mpi, null);
             }
             MemorySegment comm = members.get();
-            MpiProcessGroup.Settings settings = new MpiProcessGroup.Settings(options.timeout(),
-                    options.spin(ranksOnThisHost), options.stallTime(),
-                    options.consistencyCheck(), options.queueOptions());
-            return new MpiSubgroup(mpi, new MpiProcessGroup(mpi, label, comm, mpi.dup(comm), mpi.rank(comm),
-                    mpi.size(comm), settings, () -> { }));
+            MpiProcessGroup.Settings settings = new MpiProcessGroup.Settings(
+                    options.timeout(),
+                    options.spin(ranksOnThisHost),
+                    options.stallTime(),
+                    options.consistencyCheck(),
+                    options.queueOptions());
+            return new MpiSubgroup(
+                    mpi,
+                    new MpiProcessGroup(
+                            mpi, label, comm, mpi.dup(comm), mpi.rank(comm), mpi.size(comm), settings, () -> {}));
         } catch (RuntimeException e) {
             OpenMpi.release(mpi, met ? label + ": " + e.getMessage() : null);
             throw e;

@@ -59,6 +59,7 @@ final class OpenMpi {
     final MemorySegment infoNull;
     /** MPI_REQUEST_NULL: what a completed request is set to. */
     final MemorySegment requestNull;
+
     final MemorySegment errorsReturn;
     private final MemorySegment float32;
     private final MemorySegment float64;
@@ -66,6 +67,7 @@ final class OpenMpi {
     private final MemorySegment int64;
     /** 16-bit floats travel as MPI_INT16_T and are combined by operations of Cohort's own ({@link #halfOp}). */
     private final MemorySegment int16;
+
     private final java.util.Map<String, MemorySegment> halfOps = new java.util.concurrent.ConcurrentHashMap<>();
     private final MemorySegment sum;
     private final MemorySegment min;
@@ -134,18 +136,49 @@ final class OpenMpi {
         libraryVersion = function("MPI_Get_library_version", JAVA_INT, ADDRESS, ADDRESS);
         allreduce = function("MPI_Allreduce", JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
         bcast = function("MPI_Bcast", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS);
-        allgather = function("MPI_Allgather", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS);
-        allgatherv = function("MPI_Allgatherv", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS,
-                ADDRESS);
-        reduceScatterBlock = function("MPI_Reduce_scatter_block", JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS,
-                ADDRESS);
+        allgather =
+                function("MPI_Allgather", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS);
+        allgatherv = function(
+                "MPI_Allgatherv", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
+        reduceScatterBlock =
+                function("MPI_Reduce_scatter_block", JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
         reduce = function("MPI_Reduce", JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS);
-        gatherv = function("MPI_Gatherv", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS,
-                JAVA_INT, ADDRESS);
-        scatterv = function("MPI_Scatterv", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_INT, ADDRESS,
-                JAVA_INT, ADDRESS);
-        alltoallv = function("MPI_Alltoallv", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS,
-                ADDRESS, ADDRESS);
+        gatherv = function(
+                "MPI_Gatherv",
+                JAVA_INT,
+                ADDRESS,
+                JAVA_INT,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                JAVA_INT,
+                ADDRESS);
+        scatterv = function(
+                "MPI_Scatterv",
+                JAVA_INT,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                JAVA_INT,
+                ADDRESS,
+                JAVA_INT,
+                ADDRESS);
+        alltoallv = function(
+                "MPI_Alltoallv",
+                JAVA_INT,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS);
         ibarrier = function("MPI_Ibarrier", JAVA_INT, ADDRESS, ADDRESS);
         isend = function("MPI_Isend", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
         irecv = function("MPI_Irecv", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
@@ -177,7 +210,8 @@ final class OpenMpi {
     }
 
     private static SymbolLookup lookup(String library, Arena arena) {
-        return library.contains("/") ? SymbolLookup.libraryLookup(Path.of(library), arena)
+        return library.contains("/")
+                ? SymbolLookup.libraryLookup(Path.of(library), arena)
                 : SymbolLookup.libraryLookup(library, arena);
     }
 
@@ -188,15 +222,17 @@ final class OpenMpi {
      */
     static synchronized OpenMpi acquire(String library) {
         if (finalized) {
-            throw new IllegalStateException("MPI was finalized in this process (a backend on the mpi engine was closed) "
-                    + "and cannot be initialized again; keep one mpi backend open for the life of the process");
+            throw new IllegalStateException(
+                    "MPI was finalized in this process (a backend on the mpi engine was closed) "
+                            + "and cannot be initialized again; keep one mpi backend open for the life of the process");
         }
         if (instance == null) {
             OpenMpi mpi = new OpenMpi(library);
             mpi.initialize();
             instance = mpi;
         } else if (!instance.library.equals(library)) {
-            throw new IllegalStateException("this process already runs MPI from " + instance.library + ", not " + library);
+            throw new IllegalStateException(
+                    "this process already runs MPI from " + instance.library + ", not " + library);
         }
         users++;
         return instance;
@@ -228,7 +264,8 @@ final class OpenMpi {
             MemorySegment flag = a.allocate(JAVA_INT);
             check(invoke(() -> (int) finalizedCall.invokeExact(flag)), "MPI_Finalized");
             if (flag.get(JAVA_INT, 0) != 0) {
-                throw new IllegalStateException("MPI was finalized in this process already; it cannot be initialized again");
+                throw new IllegalStateException(
+                        "MPI was finalized in this process already; it cannot be initialized again");
             }
             check(invoke(() -> (int) initialized.invokeExact(flag)), "MPI_Initialized");
             if (flag.get(JAVA_INT, 0) != 0) {
@@ -236,8 +273,10 @@ final class OpenMpi {
                         + "initializes it itself");
             }
             MemorySegment provided = a.allocate(JAVA_INT);
-            check(invoke(() -> (int) initThread.invokeExact(MemorySegment.NULL, MemorySegment.NULL, THREAD_MULTIPLE,
-                    provided)), "MPI_Init_thread");
+            check(
+                    invoke(() -> (int)
+                            initThread.invokeExact(MemorySegment.NULL, MemorySegment.NULL, THREAD_MULTIPLE, provided)),
+                    "MPI_Init_thread");
             if (provided.get(JAVA_INT, 0) < THREAD_SERIALIZED) {
                 throw new IllegalStateException("this Open MPI provides thread level " + provided.get(JAVA_INT, 0)
                         + ", below MPI_THREAD_SERIALIZED, which the mpi engine needs (its calls run on the caller's or "
@@ -285,7 +324,8 @@ final class OpenMpi {
     MemorySegment splitByHost(MemorySegment comm, int key) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ADDRESS);
-            check(invoke(() -> (int) commSplitType.invokeExact(comm, COMM_TYPE_SHARED, key, infoNull, out)),
+            check(
+                    invoke(() -> (int) commSplitType.invokeExact(comm, COMM_TYPE_SHARED, key, infoNull, out)),
                     "MPI_Comm_split_type");
             return returningErrors(out.get(ADDRESS, 0));
         }
@@ -305,7 +345,8 @@ final class OpenMpi {
             MemorySegment out = a.allocate(ADDRESS);
             check(invoke(() -> (int) commSplit.invokeExact(comm, color, key, out)), "MPI_Comm_split");
             MemorySegment made = out.get(ADDRESS, 0);
-            return made.address() == commNull.address() ? java.util.Optional.empty()
+            return made.address() == commNull.address()
+                    ? java.util.Optional.empty()
                     : java.util.Optional.of(returningErrors(made));
         }
     }
@@ -330,7 +371,8 @@ final class OpenMpi {
 
     // ---- collectives (blocking: Open MPI's tuned algorithms, measured 2x faster than its nonblocking ones at 16 MiB)
 
-    int allreduce(MemorySegment send, MemorySegment receive, int count, DataType type, ReduceOp op, MemorySegment comm) {
+    int allreduce(
+            MemorySegment send, MemorySegment receive, int count, DataType type, ReduceOp op, MemorySegment comm) {
         MemorySegment t = type(type);
         MemorySegment o = op(op, type);
         return invoke(() -> (int) allreduce.invokeExact(send, receive, count, t, o, comm));
@@ -346,47 +388,79 @@ final class OpenMpi {
         return invoke(() -> (int) allgather.invokeExact(send, count, t, receive, count, t, comm));
     }
 
-    int allgatherv(MemorySegment send, int count, DataType type, MemorySegment receive, MemorySegment counts,
-                   MemorySegment displacements, MemorySegment comm) {
+    int allgatherv(
+            MemorySegment send,
+            int count,
+            DataType type,
+            MemorySegment receive,
+            MemorySegment counts,
+            MemorySegment displacements,
+            MemorySegment comm) {
         MemorySegment t = type(type);
         return invoke(() -> (int) allgatherv.invokeExact(send, count, t, receive, counts, displacements, t, comm));
     }
 
-    int reduceScatterBlock(MemorySegment send, MemorySegment receive, int count, DataType type, ReduceOp op,
-                           MemorySegment comm) {
+    int reduceScatterBlock(
+            MemorySegment send, MemorySegment receive, int count, DataType type, ReduceOp op, MemorySegment comm) {
         MemorySegment t = type(type);
         MemorySegment o = op(op, type);
         return invoke(() -> (int) reduceScatterBlock.invokeExact(send, receive, count, t, o, comm));
     }
 
     /** {@code send} is {@link #IN_PLACE} on the root, where {@code receive} holds its operand; {@code receive} is ignored elsewhere. */
-    int reduce(MemorySegment send, MemorySegment receive, int count, DataType type, ReduceOp op, int root,
-               MemorySegment comm) {
+    int reduce(
+            MemorySegment send,
+            MemorySegment receive,
+            int count,
+            DataType type,
+            ReduceOp op,
+            int root,
+            MemorySegment comm) {
         MemorySegment t = type(type);
         MemorySegment o = op(op, type);
         return invoke(() -> (int) reduce.invokeExact(send, receive, count, t, o, root, comm));
     }
 
     /** {@code receive}, {@code counts} and {@code displacements} are read on the root only. */
-    int gatherv(MemorySegment send, int count, DataType type, MemorySegment receive, MemorySegment counts,
-                MemorySegment displacements, int root, MemorySegment comm) {
+    int gatherv(
+            MemorySegment send,
+            int count,
+            DataType type,
+            MemorySegment receive,
+            MemorySegment counts,
+            MemorySegment displacements,
+            int root,
+            MemorySegment comm) {
         MemorySegment t = type(type);
         return invoke(() -> (int) gatherv.invokeExact(send, count, t, receive, counts, displacements, t, root, comm));
     }
 
     /** {@code send}, {@code counts} and {@code displacements} are read on the root only. */
-    int scatterv(MemorySegment send, MemorySegment counts, MemorySegment displacements, DataType type,
-                 MemorySegment receive, int count, int root, MemorySegment comm) {
+    int scatterv(
+            MemorySegment send,
+            MemorySegment counts,
+            MemorySegment displacements,
+            DataType type,
+            MemorySegment receive,
+            int count,
+            int root,
+            MemorySegment comm) {
         MemorySegment t = type(type);
         return invoke(() -> (int) scatterv.invokeExact(send, counts, displacements, t, receive, count, t, root, comm));
     }
 
-    int alltoallv(MemorySegment send, MemorySegment sendCounts, MemorySegment sendDisplacements, DataType type,
-                  MemorySegment receive, MemorySegment receiveCounts, MemorySegment receiveDisplacements,
-                  MemorySegment comm) {
+    int alltoallv(
+            MemorySegment send,
+            MemorySegment sendCounts,
+            MemorySegment sendDisplacements,
+            DataType type,
+            MemorySegment receive,
+            MemorySegment receiveCounts,
+            MemorySegment receiveDisplacements,
+            MemorySegment comm) {
         MemorySegment t = type(type);
-        return invoke(() -> (int) alltoallv.invokeExact(send, sendCounts, sendDisplacements, t, receive, receiveCounts,
-                receiveDisplacements, t, comm));
+        return invoke(() -> (int) alltoallv.invokeExact(
+                send, sendCounts, sendDisplacements, t, receive, receiveCounts, receiveDisplacements, t, comm));
     }
 
     // ---- nonblocking operations (the signatures, the meeting): each writes its request into {@code request}
@@ -406,13 +480,27 @@ final class OpenMpi {
     }
 
     /** Sends {@code count} elements of {@code type} to {@code peer}. */
-    int isend(MemorySegment data, int count, DataType type, int peer, int tag, MemorySegment comm, MemorySegment request) {
+    int isend(
+            MemorySegment data,
+            int count,
+            DataType type,
+            int peer,
+            int tag,
+            MemorySegment comm,
+            MemorySegment request) {
         MemorySegment t = type(type);
         return invoke(() -> (int) isend.invokeExact(data, count, t, peer, tag, comm, request));
     }
 
     /** Receives {@code count} elements of {@code type} from {@code peer}. */
-    int irecv(MemorySegment data, int count, DataType type, int peer, int tag, MemorySegment comm, MemorySegment request) {
+    int irecv(
+            MemorySegment data,
+            int count,
+            DataType type,
+            int peer,
+            int tag,
+            MemorySegment comm,
+            MemorySegment request) {
         MemorySegment t = type(type);
         return invoke(() -> (int) irecv.invokeExact(data, count, t, peer, tag, comm, request));
     }
@@ -449,11 +537,22 @@ final class OpenMpi {
         ReduceOp base = op == ReduceOp.AVG ? ReduceOp.SUM : op;
         return halfOps.computeIfAbsent(type + " " + base, k -> {
             try {
-                java.lang.invoke.MethodHandle combine = java.lang.invoke.MethodHandles.lookup().findStatic(OpenMpi.class,
-                        "combineHalves", java.lang.invoke.MethodType.methodType(void.class, DataType.class, ReduceOp.class,
-                                MemorySegment.class, MemorySegment.class, MemorySegment.class, MemorySegment.class));
-                MemorySegment function = linker.upcallStub(java.lang.invoke.MethodHandles.insertArguments(combine, 0, type,
-                        base), FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS, ADDRESS), Arena.global());
+                java.lang.invoke.MethodHandle combine = java.lang.invoke.MethodHandles.lookup()
+                        .findStatic(
+                                OpenMpi.class,
+                                "combineHalves",
+                                java.lang.invoke.MethodType.methodType(
+                                        void.class,
+                                        DataType.class,
+                                        ReduceOp.class,
+                                        MemorySegment.class,
+                                        MemorySegment.class,
+                                        MemorySegment.class,
+                                        MemorySegment.class));
+                MemorySegment function = linker.upcallStub(
+                        java.lang.invoke.MethodHandles.insertArguments(combine, 0, type, base),
+                        FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS, ADDRESS),
+                        Arena.global());
                 MemorySegment handle = arena.allocate(ADDRESS);
                 check(invoke(() -> (int) opCreate.invokeExact(function, 1, handle)), "MPI_Op_create");
                 return handle.get(ADDRESS, 0);
@@ -464,8 +563,13 @@ final class OpenMpi {
     }
 
     /** MPI_User_function for 16-bit floats: {@code inout[i] = in[i] op inout[i]} for {@code *length} elements. */
-    private static void combineHalves(DataType type, ReduceOp op, MemorySegment in, MemorySegment inout,
-                                      MemorySegment length, MemorySegment datatype) {
+    private static void combineHalves(
+            DataType type,
+            ReduceOp op,
+            MemorySegment in,
+            MemorySegment inout,
+            MemorySegment length,
+            MemorySegment datatype) {
         int n = length.reinterpret(4).get(JAVA_INT, 0);
         MemorySegment a = in.reinterpret(2L * n);
         MemorySegment b = inout.reinterpret(2L * n);
@@ -522,8 +626,8 @@ final class OpenMpi {
         return s.orElseThrow(() -> new IllegalStateException(library + " lacks " + name + ": not Open MPI's library?"));
     }
 
-    private MethodHandle function(String name, java.lang.foreign.MemoryLayout result,
-                                  java.lang.foreign.MemoryLayout... arguments) {
+    private MethodHandle function(
+            String name, java.lang.foreign.MemoryLayout result, java.lang.foreign.MemoryLayout... arguments) {
         return linker.downcallHandle(global(name), FunctionDescriptor.of(result, arguments));
     }
 

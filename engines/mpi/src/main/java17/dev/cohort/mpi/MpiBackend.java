@@ -31,6 +31,7 @@ public final class MpiBackend extends EngineBackend<MpiOptions> {
     public static final String NAME = "mpi";
     /** The first JDK whose foreign-function API is final. */
     public static final int MIN_JDK = 22;
+
     private static final List<String> NATIVE_ACCESS = List.of("--enable-native-access=ALL-UNNAMED");
 
     public MpiBackend() {
@@ -91,7 +92,8 @@ public final class MpiBackend extends EngineBackend<MpiOptions> {
                     + Runtime.version() + " (" + System.getProperty("java.home") + ")";
         }
         try {
-            return (String) Class.forName("dev.cohort.mpi.OpenMpi").getMethod("missing", String.class)
+            return (String) Class.forName("dev.cohort.mpi.OpenMpi")
+                    .getMethod("missing", String.class)
                     .invoke(null, options.library(env()));
         } catch (InvocationTargetException e) {
             return "the MPI library could not be probed: " + e.getCause();

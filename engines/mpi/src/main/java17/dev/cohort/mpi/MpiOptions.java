@@ -13,24 +13,35 @@ public final class MpiOptions extends EngineOptions<MpiOptions> {
     public static final String DEFAULT_LIBRARY = "libmpi.so.40";
 
     public MpiOptions() {
-        super("mpi", new Help("Timeout of each collective (default: 300); past it the job is aborted (MPI cannot "
-                        + "cancel a collective).",
-                "Time for all ranks to enter the backend (default: 60).",
-                "A collective waiting longer than this is reported with the ranks it waits for (default: 30)."));
+        super(
+                "mpi",
+                new Help(
+                        "Timeout of each collective (default: 300); past it the job is aborted (MPI cannot "
+                                + "cancel a collective).",
+                        "Time for all ranks to enter the backend (default: 60).",
+                        "A collective waiting longer than this is reported with the ranks it waits for (default: 30)."));
     }
 
-    @Option(names = "--mpi-library", paramLabel = "PATH",
+    @Option(
+            names = "--mpi-library",
+            paramLabel = "PATH",
             description = "Open MPI's C library (default: " + ENV_LIBRARY + ", else " + DEFAULT_LIBRARY
                     + " from the system's library path).")
     String library;
 
-    @Option(names = "--mpi-spin-us", paramLabel = "MICROSECONDS",
+    @Option(
+            names = "--mpi-spin-us",
+            paramLabel = "MICROSECONDS",
             description = "How long a rank waiting for its peers' signatures polls MPI without yielding the CPU; "
                     + "then it yields between polls, and after 2 ms more sleeps briefly between them (default: 1000 "
                     + "when this host runs no more ranks than it has CPUs, else 0).")
     Integer spinMicros;
 
-    @Option(names = "--mpi-consistency-check", negatable = true, defaultValue = "true", fallbackValue = "true",
+    @Option(
+            names = "--mpi-consistency-check",
+            negatable = true,
+            defaultValue = "true",
+            fallbackValue = "true",
             description = "Before each collective the ranks exchange what they call (operation, type, length, reduce "
                     + "op, root, order): ranks that disagree all fail naming each one's call, and a rank that never "
                     + "issues a call is named at its timeout. Off, calls go straight to MPI (about 1 µs less per "

@@ -20,16 +20,20 @@ class MpiBackendTest {
         // Any shared library without Open MPI's globals stands for MPICH's, whose handles are integers.
         MpiBackend backend = with("libc.so.6");
         assertThat(backend.isAvailable()).isFalse();
-        assertThat(backend.unavailableReason()).contains("libc.so.6 is not Open MPI's library")
-                .contains("MPICH").contains("--mpi-library");
+        assertThat(backend.unavailableReason())
+                .contains("libc.so.6 is not Open MPI's library")
+                .contains("MPICH")
+                .contains("--mpi-library");
     }
 
     @Test
     void aMissingLibraryIsNamedWithHowToInstallOpenMpi() {
         MpiBackend backend = with("/nonexistent/libmpi.so.40");
         assertThat(backend.isAvailable()).isFalse();
-        assertThat(backend.unavailableReason()).contains("/nonexistent/libmpi.so.40")
-                .contains("could not be loaded").contains("apt-get install openmpi-bin");
+        assertThat(backend.unavailableReason())
+                .contains("/nonexistent/libmpi.so.40")
+                .contains("could not be loaded")
+                .contains("apt-get install openmpi-bin");
     }
 
     @Test

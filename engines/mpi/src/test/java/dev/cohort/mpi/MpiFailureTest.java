@@ -21,7 +21,11 @@ class MpiFailureTest {
     Path tmp;
 
     private MpiRun.Job job(String mode) {
-        return MpiRun.run(tmp, 2, MpiWorker.class, List.of(mode, "--distributed-backend", "mpi", "--mpi-timeout", "3"),
+        return MpiRun.run(
+                tmp,
+                2,
+                MpiWorker.class,
+                List.of(mode, "--distributed-backend", "mpi", "--mpi-timeout", "3"),
                 Duration.ofSeconds(100));
     }
 
@@ -31,7 +35,8 @@ class MpiFailureTest {
         MpiRun.Job job = job("mismatch");
         assertThat(job.exitCode()).as(job.output()).isNotZero();
         for (int r = 0; r < 2; r++) {
-            assertThat(job.textOf(r)).as(job.output())
+            assertThat(job.textOf(r))
+                    .as(job.output())
                     .contains("CollectiveMismatchException")
                     .containsPattern("ranks disagree on collective #[0-9]+:")
                     .contains("rank 0: allreduce float32[1024] SUM")
@@ -44,21 +49,28 @@ class MpiFailureTest {
     void aRankThatNeverIssuesTheCallIsNamedAtTheTimeout() {
         MpiRun.Job job = job("absent");
         assertThat(job.exitCode()).as(job.output()).isNotZero();
-        assertThat(job.textOf(0)).as(job.output())
+        assertThat(job.textOf(0))
+                .as(job.output())
                 .containsPattern("FAILED after 3\\.[0-9] s CollectiveTimeoutException")
-                .containsPattern("allreduce #[0-9]+ \\(float32\\[1024\\] SUM\\) timed out after 3 s: rank\\(s\\) \\[1\\] "
-                        + "never issued it");
+                .containsPattern(
+                        "allreduce #[0-9]+ \\(float32\\[1024\\] SUM\\) timed out after 3 s: rank\\(s\\) \\[1\\] "
+                                + "never issued it");
     }
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void withoutTheConsistencyCheckAnAbsentRankEndsTheJobAtTheTimeout() {
         long start = System.nanoTime();
-        MpiRun.Job job = MpiRun.run(tmp, 2, MpiWorker.class, List.of("absent", "--distributed-backend", "mpi",
-                "--mpi-timeout", "3", "--no-mpi-consistency-check"), Duration.ofSeconds(100));
+        MpiRun.Job job = MpiRun.run(
+                tmp,
+                2,
+                MpiWorker.class,
+                List.of("absent", "--distributed-backend", "mpi", "--mpi-timeout", "3", "--no-mpi-consistency-check"),
+                Duration.ofSeconds(100));
         assertThat(job.exitCode()).as(job.output()).isNotZero();
-        assertThat(job.output()).containsPattern("allreduce #[0-9]+ \\(float32\\[1024\\] SUM\\) did not complete "
-                + "within its timeout \\(3 s\\).*aborting the MPI job");
+        assertThat(job.output())
+                .containsPattern("allreduce #[0-9]+ \\(float32\\[1024\\] SUM\\) did not complete "
+                        + "within its timeout \\(3 s\\).*aborting the MPI job");
         assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(40));
     }
 
@@ -82,9 +94,11 @@ class MpiFailureTest {
         MpiRun.Job job = job("stop");
         assertThat(job.exitCode()).as(job.output()).isNotZero();
         // Stopped inside an allreduce, the watchdog aborts; between two, rank 0 names the absent rank.
-        assertThat(job.output() + job.textOf(0)).as(job.output()).containsPattern(
-                "did not complete within its timeout \\(3 s\\) although every rank issued it.*aborting the MPI job"
-                        + "|rank\\(s\\) \\[1\\] never issued it");
+        assertThat(job.output() + job.textOf(0))
+                .as(job.output())
+                .containsPattern(
+                        "did not complete within its timeout \\(3 s\\) although every rank issued it.*aborting the MPI job"
+                                + "|rank\\(s\\) \\[1\\] never issued it");
         assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(40));
     }
 

@@ -34,7 +34,11 @@ public final class MpiWorker {
                         Thread.sleep(300);
                         System.out.println("STOPPING");
                         System.out.flush();
-                        new ProcessBuilder("kill", "-STOP", Long.toString(ProcessHandle.current().pid())).start()
+                        new ProcessBuilder(
+                                        "kill",
+                                        "-STOP",
+                                        Long.toString(ProcessHandle.current().pid()))
+                                .start()
                                 .waitFor();
                     } catch (Exception e) {
                         throw new IllegalStateException(e);
@@ -44,7 +48,9 @@ public final class MpiWorker {
             }
             WorkerProcess.expectFailure(() -> {
                 while (true) {
-                    backend.group().allreduce(DenseBuffer.of(large), ReduceOp.SUM).await();
+                    backend.group()
+                            .allreduce(DenseBuffer.of(large), ReduceOp.SUM)
+                            .await();
                 }
             });
         }
@@ -54,15 +60,22 @@ public final class MpiWorker {
         }
         if (backend.rank() == 1) {
             switch (mode) {
-                case "mismatch" -> WorkerProcess.expectFailure(() ->
-                        backend.group().allreduce(DenseBuffer.of(new float[1025]), ReduceOp.SUM).await());
+                case "mismatch" ->
+                    WorkerProcess.expectFailure(() -> backend.group()
+                            .allreduce(DenseBuffer.of(new float[1025]), ReduceOp.SUM)
+                            .await());
                 case "absent", "abandon" -> {
                     System.out.println("ABSENT");
                     System.out.flush();
                     Thread.sleep(60_000);
                 }
-                default -> new ProcessBuilder("kill", "-9", Long.toString(ProcessHandle.current().pid())).start()
-                        .waitFor();
+                default ->
+                    new ProcessBuilder(
+                                    "kill",
+                                    "-9",
+                                    Long.toString(ProcessHandle.current().pid()))
+                            .start()
+                            .waitFor();
             }
             Thread.sleep(60_000);
         }
@@ -73,9 +86,10 @@ public final class MpiWorker {
                 System.out.println("CAUGHT " + e.getMessage());
                 System.out.flush();
             }
-            return true;     // EngineWorker closes the backend
+            return true; // EngineWorker closes the backend
         }
-        WorkerProcess.expectFailure(() -> backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await());
+        WorkerProcess.expectFailure(() ->
+                backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await());
         return true;
     }
 }

@@ -28,27 +28,35 @@ final class Futex {
     static {
         String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
         String arch = System.getProperty("os.arch", "");
-        long number = !os.startsWith("linux") ? -1
-                : arch.equals("amd64") || arch.equals("x86_64") ? 202
-                : arch.equals("aarch64") ? 98
-                : -1;
+        long number = !os.startsWith("linux")
+                ? -1
+                : arch.equals("amd64") || arch.equals("x86_64") ? 202 : arch.equals("aarch64") ? 98 : -1;
         MethodHandle handle = null;
         if (number >= 0) {
             Linker linker = Linker.nativeLinker();
             // long syscall(long number, ...): each argument is passed as a long (pointers, ints).
-            handle = linker.defaultLookup().find("syscall").map(s -> linker.downcallHandle(s,
-                    FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                            ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                            ValueLayout.JAVA_LONG),
-                    Linker.Option.firstVariadicArg(1))).orElse(null);
+            handle = linker.defaultLookup()
+                    .find("syscall")
+                    .map(s -> linker.downcallHandle(
+                            s,
+                            FunctionDescriptor.of(
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_LONG),
+                            Linker.Option.firstVariadicArg(1)))
+                    .orElse(null);
         }
         SYSCALL = handle;
         SYS_FUTEX = number;
         AVAILABLE = handle != null;
     }
 
-    private Futex() {
-    }
+    private Futex() {}
 
     /**
      * Sleeps while the 32-bit word at {@code address} holds {@code expected}, until a

@@ -38,7 +38,7 @@ final class ShmArena implements BufferAllocator {
     private final ShmLayout layout;
     private final long mine;
     private final long capacity;
-    private final TreeMap<Long, Long> free = new TreeMap<>();   // offset -> bytes, within this rank's arena
+    private final TreeMap<Long, Long> free = new TreeMap<>(); // offset -> bytes, within this rank's arena
     private final Map<Long, Long> used = new HashMap<>();
     private String lastFailure = "";
     private boolean closed;
@@ -82,7 +82,10 @@ final class ShmArena implements BufferAllocator {
             throw new IllegalArgumentException("count must be >= 0, got " + count);
         }
         long bytes = Math.max(PAGE, ShmLayout.align((long) count * type.byteSize(), PAGE));
-        Map.Entry<Long, Long> fit = free.entrySet().stream().filter(e -> e.getValue() >= bytes).findFirst().orElse(null);
+        Map.Entry<Long, Long> fit = free.entrySet().stream()
+                .filter(e -> e.getValue() >= bytes)
+                .findFirst()
+                .orElse(null);
         if (fit == null) {
             lastFailure = "; a request for " + mib(bytes) + " found no room";
             return Optional.empty();
@@ -96,11 +99,14 @@ final class ShmArena implements BufferAllocator {
             claimZeroed(at, bytes);
         } catch (IOException e) {
             giveBack(at, bytes);
-            lastFailure = "; claiming " + mib(bytes) + " in " + attachment.path().getParent() + " failed: " + e.getMessage();
+            lastFailure =
+                    "; claiming " + mib(bytes) + " in " + attachment.path().getParent() + " failed: " + e.getMessage();
             return Optional.empty();
         }
         used.put(at, bytes);
-        ByteBuffer memory = layout.arenas().asSlice(mine + at, (long) count * type.byteSize()).asByteBuffer();
+        ByteBuffer memory = layout.arenas()
+                .asSlice(mine + at, (long) count * type.byteSize())
+                .asByteBuffer();
         return Optional.of(DenseBuffer.of(memory, type));
     }
 
@@ -109,7 +115,8 @@ final class ShmArena implements BufferAllocator {
         long at = buffer.isDirect() ? offsetOf(MemorySegment.ofBuffer(buffer.view())) : -1;
         Long bytes = at < 0 ? null : used.remove(at);
         if (bytes == null) {
-            throw new IllegalArgumentException(buffer.describe() + " was not allocated from this shm arena (or was released)");
+            throw new IllegalArgumentException(
+                    buffer.describe() + " was not allocated from this shm arena (or was released)");
         }
         giveBack(at, bytes);
     }
@@ -119,12 +126,13 @@ final class ShmArena implements BufferAllocator {
         long freeBytes = free.values().stream().mapToLong(Long::longValue).sum();
         String tmpfs;
         try {
-            tmpfs = mib(Files.getFileStore(attachment.path().getParent()).getUsableSpace()) + " free in " + attachment.path().getParent();
+            tmpfs = mib(Files.getFileStore(attachment.path().getParent()).getUsableSpace()) + " free in "
+                    + attachment.path().getParent();
         } catch (IOException e) {
             tmpfs = attachment.path().getParent() + " unreadable";
         }
-        return "the shm arena of rank " + attachment.rank() + " (" + mib(capacity) + ", --shm-arena-mib; " + mib(freeBytes)
-                + " unallocated; " + tmpfs + lastFailure + ")";
+        return "the shm arena of rank " + attachment.rank() + " (" + mib(capacity) + ", --shm-arena-mib; "
+                + mib(freeBytes) + " unallocated; " + tmpfs + lastFailure + ")";
     }
 
     synchronized void close() {
@@ -159,7 +167,8 @@ final class ShmArena implements BufferAllocator {
     }
 
     private static String mib(long bytes) {
-        return bytes >= 10L << 20 || bytes % (1 << 20) == 0 ? (bytes >> 20) + " MiB"
+        return bytes >= 10L << 20 || bytes % (1 << 20) == 0
+                ? (bytes >> 20) + " MiB"
                 : String.format(java.util.Locale.ROOT, "%.1f MiB", bytes / 1048576.0);
     }
 }

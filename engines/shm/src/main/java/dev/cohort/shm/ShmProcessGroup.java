@@ -1,16 +1,16 @@
 package dev.cohort.shm;
 
-import dev.cohort.runtime.AbstractProcessGroup;
-import dev.cohort.runtime.Blocks;
-import dev.cohort.runtime.CallQueue;
-import dev.cohort.runtime.RankNames;
 import dev.cohort.api.collective.BufferAllocator;
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.OpKind;
-import dev.cohort.runtime.SignatureWords;
 import dev.cohort.api.collective.Work;
+import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.Blocks;
+import dev.cohort.runtime.CallQueue;
+import dev.cohort.runtime.RankNames;
+import dev.cohort.runtime.SignatureWords;
 import dev.cohort.shm.kernels.ReduceArgs;
 import dev.cohort.shm.kernels.ReduceKernels;
 import dev.cohort.shm.region.ShmAttachment;
@@ -85,6 +85,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private final String label;
     /** The prefix of this group's messages (see {@link #who()}). */
     private final String who;
+
     private final ShmAttachment attachment;
     private final ShmLayout layout;
     private final SpinBarrier barrier;
@@ -100,29 +101,56 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     static final long IN_PLACE = 0x5BD1E9955BD1E995L;
     /** This rank's arena, or null when --shm-arena-mib is 0. */
     private final ShmArena arena;
+
     private long bytesCopied;
     private long ring;
     /** The call running now and the tag this rank published for it (under the queue's runner lock). */
     private CallQueue.Call running;
+
     private long tag;
     /** What the barrier says it was doing when it reports or fails: the running call. */
     private final SpinBarrier.Context context = new SpinBarrier.Context() {
-        @Override public String describe() { return running.describe(); }
-        @Override public boolean closed() { return running.closing(); }
-        @Override public long sequence() { return running.collective().sequence(); }
-        @Override public Collective collective() { return running.collective(); }
-        @Override public long tag() { return tag; }
+        @Override
+        public String describe() {
+            return running.describe();
+        }
+
+        @Override
+        public boolean closed() {
+            return running.closing();
+        }
+
+        @Override
+        public long sequence() {
+            return running.collective().sequence();
+        }
+
+        @Override
+        public Collective collective() {
+            return running.collective();
+        }
+
+        @Override
+        public long tag() {
+            return tag;
+        }
     };
     /**
      * The segments of the last buffers called with: DDP's buckets and a benchmark's buffers come
      * back every call, and wrapping a buffer allocates a view and a segment (under the runner lock).
      */
     private final DenseBuffer[] wrapped = new DenseBuffer[4];
+
     private final MemorySegment[] segments = new MemorySegment[4];
     private int nextWrapped;
 
-    ShmProcessGroup(String label, ShmAttachment attachment, Duration timeout, Duration stallTime, RankNames names,
-                    CallQueue.Options queueOptions) {
+    ShmProcessGroup(
+            String label,
+            ShmAttachment attachment,
+            Duration timeout,
+            Duration stallTime,
+            RankNames names,
+            CallQueue.Options queueOptions) {
         super(attachment.rank(), attachment.layout().size(), timeout);
         this.label = label;
         this.who = label + " " + super.who();
@@ -135,8 +163,11 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         this.reduce = new ReduceArgs(n).ranks(n, me);
         this.arena = layout.arenaBytes() > 0 ? new ShmArena(attachment) : null;
         compileKernelsOnce(attachment);
-        this.queue = new CallQueue("cohort-shm-" + label.replace(' ', '-') + "-rank-" + me,
-                c -> "waiting for rank(s) " + names.ranks(barrier.missing()), e -> attachment.abort(), queueOptions);
+        this.queue = new CallQueue(
+                "cohort-shm-" + label.replace(' ', '-') + "-rank-" + me,
+                c -> "waiting for rank(s) " + names.ranks(barrier.missing()),
+                e -> attachment.abort(),
+                queueOptions);
     }
 
     private static final AtomicBoolean KERNELS_COMPILED = new AtomicBoolean();
@@ -147,7 +178,8 @@ final class ShmProcessGroup extends AbstractProcessGroup {
     private static void compileKernelsOnce(ShmAttachment attachment) {
         ShmLayout layout = attachment.layout();
         if (KERNELS_COMPILED.compareAndSet(false, true)) {
-            ReduceKernels.compileFloatKernels(layout.memory(), layout.slot(attachment.rank(), 0), layout.size(), COMPILE_BUDGET_NS);
+            ReduceKernels.compileFloatKernels(
+                    layout.memory(), layout.slot(attachment.rank(), 0), layout.size(), COMPILE_BUDGET_NS);
         }
     }
 
@@ -256,19 +288,31 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         barrier.await(t.deadline(), t.timeoutNanos(), context);
         if (first) {
             for (int j = 0; j < n; j++) {
-                long theirs = layout.memory().get(ValueLayout.JAVA_LONG,
-                        layout.tagOffset(j, t.collective().sequence()));
+                long theirs = layout.memory()
+                        .get(
+                                ValueLayout.JAVA_LONG,
+                                layout.tagOffset(j, t.collective().sequence()));
                 if (theirs == (tag ^ IN_PLACE)) {
                     boolean mineInArena = tag != tag(t.collective());
-                    throw new CollectiveMismatchException(t.describe() + ": rank " + j + "'s buffer is "
-                            + (mineInArena ? "not " : "") + "in its shm arena and this rank's is"
-                            + (mineInArena ? "" : " not") + "; allocate the buffers of a collective from "
-                            + "group.allocator() on every rank or on none", null, me, t.collective(), List.of(j));
+                    throw new CollectiveMismatchException(
+                            t.describe() + ": rank " + j + "'s buffer is "
+                                    + (mineInArena ? "not " : "") + "in its shm arena and this rank's is"
+                                    + (mineInArena ? "" : " not") + "; allocate the buffers of a collective from "
+                                    + "group.allocator() on every rank or on none",
+                            null,
+                            me,
+                            t.collective(),
+                            List.of(j));
                 }
                 if (theirs != tag) {
-                    throw new CollectiveMismatchException(t.describe() + ": rank " + j
-                            + " issued a different collective (kind, type, length, op or root) as its #"
-                            + t.collective().sequence(), null, me, t.collective(), List.of(j));
+                    throw new CollectiveMismatchException(
+                            t.describe() + ": rank " + j
+                                    + " issued a different collective (kind, type, length, op or root) as its #"
+                                    + t.collective().sequence(),
+                            null,
+                            me,
+                            t.collective(),
+                            List.of(j));
                 }
             }
             // After the tags: a peer that found a mismatch gives up at once, and the mismatch is the news.
@@ -345,8 +389,13 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             for (int j = 0; j < n; j++) {
                 reduce.term(j, layout.slot(j, q) + lo * e);
             }
-            ReduceKernels.reduce(reduce.op(data.dataType(), t.collective().op()).shm(shm).own(user, (s0 + lo) * e)
-                    .count(hi - lo).out(user, (s0 + lo) * e).noResults().addResult(resultSlot(me, q) + lo * e));
+            ReduceKernels.reduce(reduce.op(data.dataType(), t.collective().op())
+                    .shm(shm)
+                    .own(user, (s0 + lo) * e)
+                    .count(hi - lo)
+                    .out(user, (s0 + lo) * e)
+                    .noResults()
+                    .addResult(resultSlot(me, q) + lo * e));
         }
         sync(t, false);
         copyResults(user, nseg - 1, full, count, e);
@@ -362,8 +411,13 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         for (int j = 0; j < n; j++) {
             reduce.term(j, layout.slot(j, q));
         }
-        ReduceKernels.reduce(reduce.op(t.collective().input().dataType(), t.collective().op()).shm(shm).own(user, 0)
-                .count(count).out(user, 0).noResults());
+        ReduceKernels.reduce(
+                reduce.op(t.collective().input().dataType(), t.collective().op())
+                        .shm(shm)
+                        .own(user, 0)
+                        .count(count)
+                        .out(user, 0)
+                        .noResults());
         ring += 1;
     }
 
@@ -382,17 +436,25 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         reduce.noResults();
         long own = -1;
         for (int j = 0; j < n; j++) {
-            long at = j == me ? mine : layout.memory().get(ValueLayout.JAVA_LONG, layout.bufferAtOffset(j, t.collective().sequence()));
+            long at = j == me
+                    ? mine
+                    : layout.memory()
+                            .get(
+                                    ValueLayout.JAVA_LONG,
+                                    layout.bufferAtOffset(j, t.collective().sequence()));
             long term = arena.areaOffset(j) + at + lo * e;
             reduce.term(j, term);
             if (j == me) {
                 own = term;
             } else {
-                reduce.addResult(term);   // every peer's buffer, the first one first
+                reduce.addResult(term); // every peer's buffer, the first one first
             }
         }
-        ReduceKernels.reduce(reduce.op(data.dataType(), t.collective().op()).shm(shared).own(shared, own)
-                .count(hi - lo).out(shared, own));
+        ReduceKernels.reduce(reduce.op(data.dataType(), t.collective().op())
+                .shm(shared)
+                .own(shared, own)
+                .count(hi - lo)
+                .out(shared, own));
         sync(t, false);
     }
 
@@ -405,7 +467,10 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             return;
         }
         if (me != root) {
-            long at = layout.memory().get(ValueLayout.JAVA_LONG, layout.bufferAtOffset(root, t.collective().sequence()));
+            long at = layout.memory()
+                    .get(
+                            ValueLayout.JAVA_LONG,
+                            layout.bufferAtOffset(root, t.collective().sequence()));
             MemorySegment shared = arena.memory();
             copy(shared, arena.areaOffset(root) + at, shared, arena.areaOffset(me) + mine, data.byteSize());
         }
@@ -442,7 +507,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         MemorySegment in = segmentOf(input);
         MemorySegment out = segmentOf(output);
         MemorySegment shm = layout.memory();
-        long per = Math.max(ALIGN / e, segment / n / ALIGN * ALIGN / e);   // elements of one block per segment
+        long per = Math.max(ALIGN / e, segment / n / ALIGN * ALIGN / e); // elements of one block per segment
         long nseg = (block + per - 1) / per;
         for (long k = 0; k < nseg; k++) {
             long s0 = k * per;
@@ -457,8 +522,12 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             for (int j = 0; j < n; j++) {
                 reduce.term(j, layout.slot(j, q) + me * per * e);
             }
-            ReduceKernels.reduce(reduce.op(input.dataType(), t.collective().op()).shm(shm).own(in, (me * block + s0) * e)
-                    .count(len).out(out, s0 * e).noResults());
+            ReduceKernels.reduce(reduce.op(input.dataType(), t.collective().op())
+                    .shm(shm)
+                    .own(in, (me * block + s0) * e)
+                    .count(len)
+                    .out(out, s0 * e)
+                    .noResults());
         }
         ring += nseg;
     }
@@ -557,8 +626,12 @@ final class ShmProcessGroup extends AbstractProcessGroup {
                 for (int j = 0; j < n; j++) {
                     reduce.term(j, layout.slot(j, q));
                 }
-                ReduceKernels.reduce(reduce.op(data.dataType(), t.collective().op()).shm(shm).own(user, s0 * e)
-                        .count(len).out(user, s0 * e).noResults());
+                ReduceKernels.reduce(reduce.op(data.dataType(), t.collective().op())
+                        .shm(shm)
+                        .own(user, s0 * e)
+                        .count(len)
+                        .out(user, s0 * e)
+                        .noResults());
             }
         }
         ring += nseg;
@@ -577,8 +650,18 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         } else {
             sendCounts[c.root()] = c.input().count();
         }
-        sendCounts[me] = me == c.root() ? c.input().count() : 0;   // the root's own block: copied directly
-        exchange(t, c.input(), none, sendCounts, c.output(), offsets, receiveCounts, Blocks.longest(offsets), false, false);
+        sendCounts[me] = me == c.root() ? c.input().count() : 0; // the root's own block: copied directly
+        exchange(
+                t,
+                c.input(),
+                none,
+                sendCounts,
+                c.output(),
+                offsets,
+                receiveCounts,
+                Blocks.longest(offsets),
+                false,
+                false);
     }
 
     private void scatter(CallQueue.Call t) {
@@ -592,7 +675,17 @@ final class ShmProcessGroup extends AbstractProcessGroup {
                 sendCounts[j] = offsets[j + 1] - offsets[j];
             }
             receiveCounts[me] = sendCounts[me];
-            exchange(t, c.input(), offsets, sendCounts, c.output(), none, receiveCounts, Blocks.longest(offsets), true, false);
+            exchange(
+                    t,
+                    c.input(),
+                    offsets,
+                    sendCounts,
+                    c.output(),
+                    none,
+                    receiveCounts,
+                    Blocks.longest(offsets),
+                    true,
+                    false);
         } else {
             receiveCounts[c.root()] = c.output().count();
             exchange(t, null, none, sendCounts, c.output(), none, receiveCounts, Blocks.longest(offsets), true, false);
@@ -653,9 +746,17 @@ final class ShmProcessGroup extends AbstractProcessGroup {
      * destination, the whole slot), and after the barrier j copies sub-slot j of every i's slot
      * out. {@code longest}, the most elements any pair moves, sets the segments, alike on every rank.
      */
-    private void exchange(CallQueue.Call t, DenseBuffer input, long[] sendOffsets, long[] sendCounts,
-                          DenseBuffer output, long[] receiveOffsets, long[] receiveCounts, long longest,
-                          boolean perDestination, boolean tagsChecked) {
+    private void exchange(
+            CallQueue.Call t,
+            DenseBuffer input,
+            long[] sendOffsets,
+            long[] sendCounts,
+            DenseBuffer output,
+            long[] receiveOffsets,
+            long[] receiveCounts,
+            long longest,
+            boolean perDestination,
+            boolean tagsChecked) {
         int e = t.collective().dataType().byteSize();
         MemorySegment in = input == null ? null : segmentOf(input);
         MemorySegment out = output == null ? null : segmentOf(output);
@@ -677,14 +778,23 @@ final class ShmProcessGroup extends AbstractProcessGroup {
             for (int j = 0; j < n; j++) {
                 long len = Math.max(0, Math.min(per, sendCounts[j] - s0));
                 if (j != me && len > 0) {
-                    copy(in, (sendOffsets[j] + s0) * e, shm, layout.slot(me, q) + (perDestination ? j * per * e : 0), len * e);
+                    copy(
+                            in,
+                            (sendOffsets[j] + s0) * e,
+                            shm,
+                            layout.slot(me, q) + (perDestination ? j * per * e : 0),
+                            len * e);
                 }
             }
             sync(t, k == 0 && !tagsChecked);
             for (int i = 0; i < n; i++) {
                 long len = Math.max(0, Math.min(per, receiveCounts[i] - s0));
                 if (i != me && len > 0) {
-                    copy(shm, layout.slot(i, q) + (perDestination ? me * per * e : 0), out, (receiveOffsets[i] + s0) * e,
+                    copy(
+                            shm,
+                            layout.slot(i, q) + (perDestination ? me * per * e : 0),
+                            out,
+                            (receiveOffsets[i] + s0) * e,
                             len * e);
                 }
             }

@@ -1,11 +1,11 @@
 package dev.cohort.shm;
 
+import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
-import dev.cohort.shm.region.ShmLayout;
-import dev.cohort.api.collective.Collective;
 import dev.cohort.runtime.CallQueue;
 import dev.cohort.runtime.RankNames;
+import dev.cohort.shm.region.ShmLayout;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -53,10 +53,12 @@ final class SpinBarrier {
     static final long CONTENDED_NS = 5_000;
     /** How long after a contended yield waits skip spinning (each starts with a yield that looks again). */
     static final long CONTENDED_FOR_NS = 100_000_000;
+
     static final long PARK_NS = 20_000;
     static final long PARK_MAX_NS = 1_000_000;
     /** The longest park of a wait past {@link #YIELD_NS} on an uncontended CPU: how late such a wait may end. */
     static final long PARK_LONG_WAIT_NS = 250_000;
+
     static final long CHECK_NS = 2_000_000;
     /** The longest futex sleep: a sleeper that nobody wakes still checks its peers this often. */
     static final long SLEEP_NS = 50_000_000;
@@ -87,6 +89,7 @@ final class SpinBarrier {
     private final long sleepNanos;
     /** The futex timeout (a struct timespec), written before each sleep. */
     private final MemorySegment timespec = Arena.ofAuto().allocate(16, 8);
+
     private long phase;
     private long stallReportedFor = -1;
 
@@ -153,8 +156,12 @@ final class SpinBarrier {
     }
 
     private CollectiveException abandoned(int j, Context context) {
-        return new CollectiveException(context.describe() + ": peer rank " + names.rank(j) + " (pid " + pids[j]
-                + ") abandoned the group after a failure of its own (see its log)", null, rank, context.collective(),
+        return new CollectiveException(
+                context.describe() + ": peer rank " + names.rank(j) + " (pid " + pids[j]
+                        + ") abandoned the group after a failure of its own (see its log)",
+                null,
+                rank,
+                context.collective(),
                 List.of(j));
     }
 
@@ -234,8 +241,8 @@ final class SpinBarrier {
 
     private void check(long deadline, long timeoutNanos, Context context) {
         if (context.closed()) {
-            throw new CollectiveException(context.describe() + ": the process group was closed", null, rank,
-                    context.collective(), List.of());
+            throw new CollectiveException(
+                    context.describe() + ": the process group was closed", null, rank, context.collective(), List.of());
         }
         List<Integer> missing = missing();
         for (int j : missing) {
@@ -244,13 +251,18 @@ final class SpinBarrier {
             // Its counter is read again after them (a peer stores it before either); the wait goes on.
             boolean dead = peers[j] == null || !peers[j].isAlive();
             boolean aborted = layout.abortFlag(j) != 0;
-            if ((dead || aborted) && (long) ShmLayout.LONG.getAcquire(layout.memory(), layout.counterOffset(j)) >= phase) {
+            if ((dead || aborted)
+                    && (long) ShmLayout.LONG.getAcquire(layout.memory(), layout.counterOffset(j)) >= phase) {
                 continue;
             }
             if (dead) {
-                throw new CollectiveException(context.describe() + ": lost peer rank " + names.rank(j) + " (pid "
-                        + pids[j] + "): its process died while this rank waited for it", null, rank,
-                        context.collective(), List.of(j));
+                throw new CollectiveException(
+                        context.describe() + ": lost peer rank " + names.rank(j) + " (pid " + pids[j]
+                                + "): its process died while this rank waited for it",
+                        null,
+                        rank,
+                        context.collective(),
+                        List.of(j));
             }
             if (aborted) {
                 throw abandoned(j, context);
@@ -258,9 +270,13 @@ final class SpinBarrier {
         }
         long now = System.nanoTime();
         if (now - deadline >= 0) {
-            throw new CollectiveTimeoutException(context.describe() + ": timed out after "
-                    + Duration.ofNanos(timeoutNanos) + " waiting for rank(s) " + names.ranks(missing), null, rank,
-                    context.collective(), missing);
+            throw new CollectiveTimeoutException(
+                    context.describe() + ": timed out after " + Duration.ofNanos(timeoutNanos) + " waiting for rank(s) "
+                            + names.ranks(missing),
+                    null,
+                    rank,
+                    context.collective(),
+                    missing);
         }
         long issued = deadline - timeoutNanos;
         if (now - issued >= stallNanos && stallReportedFor != context.sequence() && !missing.isEmpty()) {
@@ -283,20 +299,31 @@ final class SpinBarrier {
             boolean started = theirs == context.tag() || theirs == (context.tag() ^ ShmProcessGroup.IN_PLACE);
             (started ? inside : notReached).add(j);
         }
-        StringBuilder s = new StringBuilder(context.describe()).append(" has waited ")
-                .append(seconds(stallNanos)).append("; ");
+        StringBuilder s = new StringBuilder(context.describe())
+                .append(" has waited ")
+                .append(seconds(stallNanos))
+                .append("; ");
         if (!notReached.isEmpty()) {
-            s.append("rank(s) ").append(names.ranks(notReached)).append(" have not reached it (stopped, slow or gone?)");
+            s.append("rank(s) ")
+                    .append(names.ranks(notReached))
+                    .append(" have not reached it (stopped, slow or gone?)");
         }
         if (!inside.isEmpty()) {
-            s.append(notReached.isEmpty() ? "" : "; ").append("rank(s) ").append(names.ranks(inside))
+            s.append(notReached.isEmpty() ? "" : "; ")
+                    .append("rank(s) ")
+                    .append(names.ranks(inside))
                     .append(" started it but have not reached this step (stopped or slow?)");
         }
-        return s.append("; it fails at its timeout (").append(seconds(timeoutNanos)).append(")").toString();
+        return s.append("; it fails at its timeout (")
+                .append(seconds(timeoutNanos))
+                .append(")")
+                .toString();
     }
 
     /** "2 s", "0.5 s". */
     private static String seconds(long nanos) {
-        return nanos % 1_000_000_000L == 0 ? nanos / 1_000_000_000L + " s" : String.format(Locale.ROOT, "%.1f s", nanos / 1e9);
+        return nanos % 1_000_000_000L == 0
+                ? nanos / 1_000_000_000L + " s"
+                : String.format(Locale.ROOT, "%.1f s", nanos / 1e9);
     }
 }

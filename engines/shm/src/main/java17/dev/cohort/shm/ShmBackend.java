@@ -86,7 +86,8 @@ public final class ShmBackend extends EngineBackend<ShmOptions> {
             return "the shm engine needs the incubating Vector API: start the JVM with " + VECTOR_FLAG;
         }
         if (!Files.isDirectory(SharedMemoryFiles.DIRECTORY)) {
-            return "the shm engine needs " + SharedMemoryFiles.DIRECTORY + " (a tmpfs, as on Linux); use --distributed-backend gloo "
+            return "the shm engine needs " + SharedMemoryFiles.DIRECTORY
+                    + " (a tmpfs, as on Linux); use --distributed-backend gloo "
                     + "(tcp in a program that uses DJL, whose libtorch cannot share a process with gloo's)";
         }
         return null;

@@ -17,17 +17,24 @@ public final class ShmOptions extends EngineOptions<ShmOptions> {
     public static final int DEFAULT_ARENA_MIB = 256;
 
     public ShmOptions() {
-        super("shm", new Help("Timeout of each collective (default: 300).",
-                "Time for all ranks of the host to attach to the shared mapping (default: 60).",
-                "A collective waiting longer than this is reported with the ranks it waits for "
-                        + "(default: 30; it still fails only at --shm-timeout, or at once when a peer died)."));
+        super(
+                "shm",
+                new Help(
+                        "Timeout of each collective (default: 300).",
+                        "Time for all ranks of the host to attach to the shared mapping (default: 60).",
+                        "A collective waiting longer than this is reported with the ranks it waits for "
+                                + "(default: 30; it still fails only at --shm-timeout, or at once when a peer died)."));
     }
 
-    @Option(names = "--shm-segment-kib", paramLabel = "KIB",
+    @Option(
+            names = "--shm-segment-kib",
+            paramLabel = "KIB",
             description = "Pipeline segment per rank in KiB; larger messages are cut into segments (default: 256).")
     int segmentKib = DEFAULT_SEGMENT_KIB;
 
-    @Option(names = "--shm-arena-mib", paramLabel = "MIB",
+    @Option(
+            names = "--shm-arena-mib",
+            paramLabel = "MIB",
             description = "Per-rank arena in the shared mapping for buffers that allreduce reads and writes in place "
                     + "(the torch integration's gradient buckets); /dev/shm pages are used only as buffers are "
                     + "allocated; 0 turns it off (default: 256).")

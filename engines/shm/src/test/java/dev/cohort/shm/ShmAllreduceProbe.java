@@ -41,7 +41,8 @@ public final class ShmAllreduceProbe {
                 Arrays.sort(t);
                 double median = t[iters / 2];
                 if (group.rank() == 0) {
-                    System.out.printf("allreduce float32 SUM %8d B  n=%d  median %.2f us  min %.2f us  busbw %.2f GB/s%n",
+                    System.out.printf(
+                            "allreduce float32 SUM %8d B  n=%d  median %.2f us  min %.2f us  busbw %.2f GB/s%n",
                             bytes, n, median / 1e3, t[0] / 1e3, bytes * 2.0 * (n - 1) / n / median);
                 }
             }

@@ -47,7 +47,8 @@ class ShmArenaTest {
         String run = "arena" + world + "-" + ProcessHandle.current().pid();
         List<Integer> compared = onRanks(world, r -> {
             // 4 KiB segments: the copying path takes many pipeline segments; the in-place one needs none.
-            try (ShmBackend b = backend(run, r, world, new ShmOptions().segmentKib(4).arenaMib(8))) {
+            try (ShmBackend b =
+                    backend(run, r, world, new ShmOptions().segmentKib(4).arenaMib(8))) {
                 b.initialize();
                 ShmProcessGroup group = (ShmProcessGroup) b.group();
                 BufferAllocator arena = group.allocator().orElseThrow();
@@ -60,7 +61,12 @@ class ShmArenaTest {
                             fill(shared, r, checks);
                             fill(direct, r, checks);
                             group.allreduce(direct, op).await();
-                            check(group, () -> group.allreduce(shared, op).await(), 0, shared, direct,
+                            check(
+                                    group,
+                                    () -> group.allreduce(shared, op).await(),
+                                    0,
+                                    shared,
+                                    direct,
                                     "allreduce " + type + " " + op + " " + size);
                             arena.release(shared);
                             checks++;
@@ -80,7 +86,8 @@ class ShmArenaTest {
     void broadcastOfArenaBuffersCopiesOnceIntoEachOtherRankAndGivesTheRootsBits(int world) throws Exception {
         String run = "arenabc" + world + "-" + ProcessHandle.current().pid();
         List<Integer> compared = onRanks(world, r -> {
-            try (ShmBackend b = backend(run, r, world, new ShmOptions().segmentKib(4).arenaMib(8))) {
+            try (ShmBackend b =
+                    backend(run, r, world, new ShmOptions().segmentKib(4).arenaMib(8))) {
                 b.initialize();
                 ShmProcessGroup group = (ShmProcessGroup) b.group();
                 BufferAllocator arena = group.allocator().orElseThrow();
@@ -93,8 +100,13 @@ class ShmArenaTest {
                             fill(shared, r, checks);
                             fill(rootsBits, root, checks);
                             int from = root;
-                            check(group, () -> group.broadcast(shared, from).await(), r == root ? 0 : shared.byteSize(),
-                                    shared, rootsBits, "rank " + r + ": broadcast " + type + " " + size + " from " + root);
+                            check(
+                                    group,
+                                    () -> group.broadcast(shared, from).await(),
+                                    r == root ? 0 : shared.byteSize(),
+                                    shared,
+                                    rootsBits,
+                                    "rank " + r + ": broadcast " + type + " " + size + " from " + root);
                             arena.release(shared);
                             checks++;
                         }
@@ -108,8 +120,8 @@ class ShmArenaTest {
     }
 
     /** Runs {@code call}, then checks that it copied {@code copies} bytes and left {@code expected}'s bits in {@code result}. */
-    private static void check(ShmProcessGroup group, Runnable call, long copies, DenseBuffer result, DenseBuffer expected,
-                              String what) {
+    private static void check(
+            ShmProcessGroup group, Runnable call, long copies, DenseBuffer result, DenseBuffer expected, String what) {
         long before = group.bytesCopied();
         call.run();
         if (group.bytesCopied() - before != copies) {
@@ -127,7 +139,11 @@ class ShmArenaTest {
         List<float[]> results = onRanks(3, r -> {
             try (ShmBackend b = backend(run, r, 3, new ShmOptions().arenaMib(1))) {
                 b.initialize();
-                DenseBuffer data = b.group().allocator().orElseThrow().allocate(DataType.FLOAT32, 1000).orElseThrow();
+                DenseBuffer data = b.group()
+                        .allocator()
+                        .orElseThrow()
+                        .allocate(DataType.FLOAT32, 1000)
+                        .orElseThrow();
                 for (int i = 0; i < 1000; i++) {
                     data.setDouble(i, i + 1000 * r);
                 }
@@ -150,9 +166,10 @@ class ShmArenaTest {
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void ranksThatDisagreeAboutTheArenaAreToldSo() throws Exception {
         List<String> errors = withBufferInTheArenaOnRank0Only("arenamix", (g, data) -> g.allreduce(data, ReduceOp.SUM));
-        assertThat(errors.get(0)).contains("shm world rank 0 of 2: allreduce #0 (float32[64] SUM): rank 1's buffer is not "
-                + "in its shm arena and this rank's is; allocate the buffers of a collective from group.allocator() on "
-                + "every rank or on none");
+        assertThat(errors.get(0))
+                .contains("shm world rank 0 of 2: allreduce #0 (float32[64] SUM): rank 1's buffer is not "
+                        + "in its shm arena and this rank's is; allocate the buffers of a collective from group.allocator() on "
+                        + "every rank or on none");
         assertThat(errors.get(1)).contains("rank 0's buffer is in its shm arena and this rank's is not");
     }
 
@@ -161,20 +178,27 @@ class ShmArenaTest {
     void aBroadcastFromTheArenaToABufferOutsideItIsRefused() throws Exception {
         List<String> errors = withBufferInTheArenaOnRank0Only("arenamixbc", (g, data) -> g.broadcast(data, 0));
         assertThat(errors.get(0)).contains("broadcast #0").contains("rank 1's buffer is not in its shm arena");
-        assertThat(errors.get(1)).contains("broadcast #0").contains("rank 0's buffer is in its shm arena and this rank's is not");
+        assertThat(errors.get(1))
+                .contains("broadcast #0")
+                .contains("rank 0's buffer is in its shm arena and this rank's is not");
     }
 
     /**
      * Two ranks run {@code call} on 64 floats, rank 0's from its arena, rank 1's outside it; each
      * returns its mismatch message (or "no error").
      */
-    private static List<String> withBufferInTheArenaOnRank0Only(String name,
-            BiFunction<ProcessGroup, DenseBuffer, Work> call) throws Exception {
+    private static List<String> withBufferInTheArenaOnRank0Only(
+            String name, BiFunction<ProcessGroup, DenseBuffer, Work> call) throws Exception {
         String run = name + "-" + ProcessHandle.current().pid();
         return onRanks(2, r -> {
             try (ShmBackend b = backend(run, r, 2, new ShmOptions().arenaMib(1).timeout(Duration.ofSeconds(10)))) {
                 b.initialize();
-                DenseBuffer data = r == 0 ? b.group().allocator().orElseThrow().allocate(DataType.FLOAT32, 64).orElseThrow()
+                DenseBuffer data = r == 0
+                        ? b.group()
+                                .allocator()
+                                .orElseThrow()
+                                .allocate(DataType.FLOAT32, 64)
+                                .orElseThrow()
                         : DenseBuffer.allocateDirect(DataType.FLOAT32, 64);
                 try {
                     call.apply(b.group(), data).await();
@@ -191,27 +215,32 @@ class ShmArenaTest {
     void theArenaRunsOutReusesWhatIsReleasedAndItsBuffersOutliveTheGroup() throws Exception {
         String run = "arenafull-" + ProcessHandle.current().pid();
         DenseBuffer kept = onRanks(1, r -> {
-            try (ShmBackend b = backend(run, 0, 1, new ShmOptions().arenaMib(1))) {
-                b.initialize();
-                ProcessGroup group = b.group();
-                assertThat(group.withTimeout(Duration.ofSeconds(5)).allocator()).containsSame(group.allocator().get());
-                BufferAllocator arena = group.allocator().orElseThrow();
-                List<DenseBuffer> quarters = new ArrayList<>();
-                for (int i = 0; i < 4; i++) {
-                    quarters.add(arena.allocate(DataType.INT64, 32 * 1024).orElseThrow());   // 256 KiB each
-                }
-                assertThat(arena.allocate(DataType.INT32, 1)).isEmpty();
-                assertThat(arena.describe()).contains("1 MiB, --shm-arena-mib", "0 MiB unallocated", "found no room");
-                quarters.get(1).setLong(499, -1);
-                arena.release(quarters.get(1));
-                assertThatThrownBy(() -> arena.release(quarters.get(1))).hasMessageContaining("was not allocated");
-                Optional<DenseBuffer> again = arena.allocate(DataType.FLOAT32, 1000);
-                assertThat(again).isPresent();
-                assertThat(again.get().getDouble(999)).isZero();
-                quarters.get(3).setLong(7, 42);
-                return quarters.get(3);
-            }
-        }).get(0);
+                    try (ShmBackend b = backend(run, 0, 1, new ShmOptions().arenaMib(1))) {
+                        b.initialize();
+                        ProcessGroup group = b.group();
+                        assertThat(group.withTimeout(Duration.ofSeconds(5)).allocator())
+                                .containsSame(group.allocator().get());
+                        BufferAllocator arena = group.allocator().orElseThrow();
+                        List<DenseBuffer> quarters = new ArrayList<>();
+                        for (int i = 0; i < 4; i++) {
+                            quarters.add(
+                                    arena.allocate(DataType.INT64, 32 * 1024).orElseThrow()); // 256 KiB each
+                        }
+                        assertThat(arena.allocate(DataType.INT32, 1)).isEmpty();
+                        assertThat(arena.describe())
+                                .contains("1 MiB, --shm-arena-mib", "0 MiB unallocated", "found no room");
+                        quarters.get(1).setLong(499, -1);
+                        arena.release(quarters.get(1));
+                        assertThatThrownBy(() -> arena.release(quarters.get(1)))
+                                .hasMessageContaining("was not allocated");
+                        Optional<DenseBuffer> again = arena.allocate(DataType.FLOAT32, 1000);
+                        assertThat(again).isPresent();
+                        assertThat(again.get().getDouble(999)).isZero();
+                        quarters.get(3).setLong(7, 42);
+                        return quarters.get(3);
+                    }
+                })
+                .get(0);
         System.gc();
         assertThat(kept.getLong(7)).as("still mapped after the group closed").isEqualTo(42);
         kept.setLong(8, 43);
@@ -229,6 +258,7 @@ class ShmArenaTest {
             }
         });
         assertThat(present).containsExactly(false);
-        assertThatThrownBy(() -> new ShmOptions().arenaMib(-1)).hasMessageContaining("--shm-arena-mib must be in [0, 65536]");
+        assertThatThrownBy(() -> new ShmOptions().arenaMib(-1))
+                .hasMessageContaining("--shm-arena-mib must be in [0, 65536]");
     }
 }

@@ -8,8 +8,12 @@ import dev.cohort.testkit.ProcessConformanceTest;
 class ShmConformanceTest extends ProcessConformanceTest {
 
     ShmConformanceTest() {
-        super(Engine.named("shm").jvmArgs(ShmProcessesTest.JVM_ARGS).options("--shm-timeout", "60", "--shm-connect-timeout", "30")
-                .wholeSuiteAt(2, 4).smallSuiteAt(1, 3, 5, 8).strangersAt(2)
+        super(Engine.named("shm")
+                .jvmArgs(ShmProcessesTest.JVM_ARGS)
+                .options("--shm-timeout", "60", "--shm-connect-timeout", "30")
+                .wholeSuiteAt(2, 4)
+                .smallSuiteAt(1, 3, 5, 8)
+                .strangersAt(2)
                 .afterRun(run -> assertThat(ShmProcessesTest.leftovers(run)).isEmpty()));
     }
 }

@@ -29,9 +29,11 @@ class ShmFailureTest {
         List<Result> results = ShmProcessesTest.run("die", run, 2, tmp, Duration.ofSeconds(60));
         assertThat(results.get(1).exitCode()).isEqualTo(9);
         String out = JvmWorkers.failedAsExpected(results, 0);
-        assertThat(out).contains("shm world rank 0 of 2: allreduce #3 (float32[1024] SUM)")
+        assertThat(out)
+                .contains("shm world rank 0 of 2: allreduce #3 (float32[1024] SUM)")
                 .contains("lost peer rank 1 (pid ");
-        assertThat(JvmWorkers.failedAfter(out)).isLessThan(1.0);   // liveness is checked while waiting: well before the 3 s timeout
+        assertThat(JvmWorkers.failedAfter(out))
+                .isLessThan(1.0); // liveness is checked while waiting: well before the 3 s timeout
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
 
@@ -41,8 +43,10 @@ class ShmFailureTest {
         String run = ShmProcessesTest.runId("absent");
         List<Result> results = ShmProcessesTest.run("absent", run, 2, tmp, Duration.ofSeconds(60));
         String out = JvmWorkers.failedAsExpected(results, 0);
-        assertThat(out).contains("CollectiveTimeoutException")
-                .contains("shm world rank 0 of 2: allreduce #3 (float32[1024] SUM): timed out after PT3S waiting for rank(s) [1]");
+        assertThat(out)
+                .contains("CollectiveTimeoutException")
+                .contains(
+                        "shm world rank 0 of 2: allreduce #3 (float32[1024] SUM): timed out after PT3S waiting for rank(s) [1]");
         assertThat(JvmWorkers.failedAfter(out)).isBetween(2.9, 6.0);
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
@@ -53,8 +57,8 @@ class ShmFailureTest {
         String run = ShmProcessesTest.runId("sigkill");
         // Rank 1 stops calling collectives; the test SIGKILLs it while rank 0 waits in allreduce #3
         // (whose timeout, 3 s, is not reached: the death is noticed first).
-        Thread killer = JvmWorkers.killWhenLogged(tmp.resolve("rank-1.log"), "ABSENT", Duration.ofSeconds(1),
-                Duration.ofMillis(50L * 600));
+        Thread killer = JvmWorkers.killWhenLogged(
+                tmp.resolve("rank-1.log"), "ABSENT", Duration.ofSeconds(1), Duration.ofMillis(50L * 600));
         List<Result> results = ShmProcessesTest.run("absent", run, 2, tmp, Duration.ofSeconds(60));
         killer.join();
         assertThat(results.get(1).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(137);
@@ -71,7 +75,7 @@ class ShmFailureTest {
         // Rank 1 stops itself (SIGSTOP) after three allreduces; rank 0 waits in allreduce #3 (stall
         // report at 2 s, timeout 6 s). The test notes when the report and the failure appear in rank
         // 0's log, then continues rank 1, which must fail at once on its own (rank 0 is gone).
-        long[] seenAt = new long[2];   // report, failure (System.nanoTime())
+        long[] seenAt = new long[2]; // report, failure (System.nanoTime())
         Thread watcher = Thread.ofPlatform().start(() -> {
             Path log0 = tmp.resolve("rank-0.log");
             Path log1 = tmp.resolve("rank-1.log");
@@ -97,10 +101,12 @@ class ShmFailureTest {
         List<Result> results = ShmProcessesTest.run("stop", run, 2, tmp, Duration.ofSeconds(60));
         watcher.join(10_000);
         String out = JvmWorkers.failedAsExpected(results, 0);
-        assertThat(out).contains("shm world rank 0 of 2: allreduce #3 (float32[1024] SUM) has waited 2 s; "
-                + "rank(s) [1] have not reached it (stopped, slow or gone?); it fails at its timeout (6 s)");
+        assertThat(out)
+                .contains("shm world rank 0 of 2: allreduce #3 (float32[1024] SUM) has waited 2 s; "
+                        + "rank(s) [1] have not reached it (stopped, slow or gone?); it fails at its timeout (6 s)");
         assertThat(out.split("has waited", -1)).as("one report").hasSize(2);
-        assertThat(out).contains("CollectiveTimeoutException")
+        assertThat(out)
+                .contains("CollectiveTimeoutException")
                 .contains("allreduce #3 (float32[1024] SUM): timed out after PT6S waiting for rank(s) [1]");
         double failedAfter = JvmWorkers.failedAfter(out);
         assertThat(failedAfter).isBetween(5.9, 12.0);

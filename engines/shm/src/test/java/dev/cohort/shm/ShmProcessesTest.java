@@ -19,8 +19,6 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
 
 /** The conformance suite on shm with one JVM per rank, rendezvous through the environment. */
 class ShmProcessesTest {
@@ -41,7 +39,8 @@ class ShmProcessesTest {
     /** The mapping files of {@code runId} still in /dev/shm. */
     static List<Path> leftovers(String runId) {
         try (Stream<Path> files = Files.list(SharedMemoryFiles.DIRECTORY)) {
-            return files.filter(p -> p.getFileName().toString().startsWith(SharedMemoryFiles.PREFIX + runId + "-")).toList();
+            return files.filter(p -> p.getFileName().toString().startsWith(SharedMemoryFiles.PREFIX + runId + "-"))
+                    .toList();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -53,8 +52,12 @@ class ShmProcessesTest {
 
     static List<Result> run(String mode, String runId, int world, Path logs, Duration deadline) {
         int port = JvmWorkers.freePort();
-        return JvmWorkers.run(world, r -> JvmWorkers.javaCommand(ShmWorker.class, JVM_ARGS, List.of(mode)),
-                r -> env(runId, r, world, port), logs, deadline);
+        return JvmWorkers.run(
+                world,
+                r -> JvmWorkers.javaCommand(ShmWorker.class, JVM_ARGS, List.of(mode)),
+                r -> env(runId, r, world, port),
+                logs,
+                deadline);
     }
 
     static void assertAllOk(List<Result> results) {

@@ -1,7 +1,5 @@
 package dev.cohort.shm;
 
-import dev.cohort.runtime.CallQueue;
-
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -9,10 +7,11 @@ import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.api.collective.Work;
-import dev.cohort.testkit.ConformanceSuite;
+import dev.cohort.runtime.CallQueue;
 import dev.cohort.runtime.SharedMemoryFiles;
 import dev.cohort.shm.region.ShmAttachment;
 import dev.cohort.shm.region.ShmLayout;
+import dev.cohort.testkit.ConformanceSuite;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -86,9 +85,11 @@ class ShmThreadsTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void ranksThatIssueDifferentCollectivesFailWithAMismatch() throws Exception {
-        List<String> errors = allreduceMismatches("mismatch-" + ProcessHandle.current().pid(),
-                r -> new float[r == 0 ? 8 : 9], r -> ReduceOp.SUM);
-        assertThat(errors.get(0)).contains("shm world rank 0 of 2: allreduce #0 (float32[8] SUM)").contains("rank 1");
+        List<String> errors = allreduceMismatches(
+                "mismatch-" + ProcessHandle.current().pid(), r -> new float[r == 0 ? 8 : 9], r -> ReduceOp.SUM);
+        assertThat(errors.get(0))
+                .contains("shm world rank 0 of 2: allreduce #0 (float32[8] SUM)")
+                .contains("rank 1");
         assertThat(errors.get(1)).contains("rank 0 issued a different collective");
     }
 
@@ -102,7 +103,9 @@ class ShmThreadsTest {
             try (ShmBackend b = backend(run, r, 2, new ShmOptions().timeout(Duration.ofSeconds(10)))) {
                 b.initialize();
                 try {
-                    b.group().allreduce(DenseBuffer.of(data.apply(r)), op.apply(r)).await();
+                    b.group()
+                            .allreduce(DenseBuffer.of(data.apply(r)), op.apply(r))
+                            .await();
                     return "no error";
                 } catch (CollectiveMismatchException e) {
                     return e.getMessage();
@@ -153,9 +156,11 @@ class ShmThreadsTest {
                 long segments = (size * 4L + segment - 1) / segment;
                 for (int r = 0; r < world; r++) {
                     // One barrier up to FLAT_MAX_BYTES; above it, the segmented path's one per segment and one more.
-                    assertThat(seen.get(r).get(k)).as("barriers of %s over %d floats", op, size)
+                    assertThat(seen.get(r).get(k))
+                            .as("barriers of %s over %d floats", op, size)
                             .isEqualTo(size <= flatMax ? 1L : segments + 1);
-                    assertThat((float[]) seen.get(r).get(k + 1)).as("rank %d, %s over %d floats", r, op, size)
+                    assertThat((float[]) seen.get(r).get(k + 1))
+                            .as("rank %d, %s over %d floats", r, op, size)
                             .containsExactly(expected);
                 }
                 k += 2;
@@ -179,14 +184,16 @@ class ShmThreadsTest {
                 List<Long> out = new ArrayList<>();
                 for (int round = 0; round < 4; round++) {
                     if (round >= 2) {
-                        sleepMillis(10 * CallQueue.IDLE_AFTER_NS / 1_000_000);   // the engine parks
+                        sleepMillis(10 * CallQueue.IDLE_AFTER_NS / 1_000_000); // the engine parks
                     }
                     float[] data = new float[1000 + round];
                     java.util.Arrays.fill(data, r + 1);
                     Work work = b.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM);
                     long t0 = System.nanoTime();
                     while (!work.isDone()) {
-                        assertThat(System.nanoTime() - t0).as("round %d not done", round).isLessThan(10_000_000_000L);
+                        assertThat(System.nanoTime() - t0)
+                                .as("round %d not done", round)
+                                .isLessThan(10_000_000_000L);
                         Thread.onSpinWait();
                     }
                     out.add((System.nanoTime() - t0) / 1_000_000);
@@ -218,18 +225,26 @@ class ShmThreadsTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void ranksThatIssueTheSameLengthWithAnotherOpFailWithAMismatch() throws Exception {
-        List<String> errors = allreduceMismatches("mismatchop-" + ProcessHandle.current().pid(),
-                r -> new float[8], r -> r == 0 ? ReduceOp.SUM : ReduceOp.MAX);
-        assertThat(errors.get(0)).contains("allreduce #0 (float32[8] SUM)").contains("rank 1 issued a different collective");
-        assertThat(errors.get(1)).contains("allreduce #0 (float32[8] MAX)").contains("rank 0 issued a different collective");
+        List<String> errors = allreduceMismatches(
+                "mismatchop-" + ProcessHandle.current().pid(),
+                r -> new float[8],
+                r -> r == 0 ? ReduceOp.SUM : ReduceOp.MAX);
+        assertThat(errors.get(0))
+                .contains("allreduce #0 (float32[8] SUM)")
+                .contains("rank 1 issued a different collective");
+        assertThat(errors.get(1))
+                .contains("allreduce #0 (float32[8] MAX)")
+                .contains("rank 0 issued a different collective");
     }
 
     @Test
     @Timeout(value = 30, unit = TimeUnit.SECONDS)
     void severalHostsAreRefusedWithAPointerToGloo() {
         ShmBackend b = new ShmBackend(new ShmOptions(), env("hosts", 0, 4, 2));
-        assertThatThrownBy(b::initialize).isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("WORLD_SIZE=4 and LOCAL_WORLD_SIZE=2").hasMessageContaining("gloo");
+        assertThatThrownBy(b::initialize)
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("WORLD_SIZE=4 and LOCAL_WORLD_SIZE=2")
+                .hasMessageContaining("gloo");
     }
 
     @Test
@@ -237,7 +252,8 @@ class ShmThreadsTest {
     void aRankWithAnotherWorldSizeIsRefused() throws Exception {
         String run = "size-" + ProcessHandle.current().pid();
         List<String> errors = onRanks(2, r -> {
-            try (ShmBackend b = new ShmBackend(new ShmOptions().connectTimeout(Duration.ofSeconds(5)),
+            try (ShmBackend b = new ShmBackend(
+                    new ShmOptions().connectTimeout(Duration.ofSeconds(5)),
                     env(run, r, r == 0 ? 2 : 3, r == 0 ? 2 : 3))) {
                 b.initialize();
                 return "connected";
@@ -254,19 +270,33 @@ class ShmThreadsTest {
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aStallReportTellsPeersThatHaveNotStartedTheOperationFromThoseStuckInsideIt() throws Exception {
         String run = "stall-" + ProcessHandle.current().pid();
-        List<ShmAttachment> regions = onRanks(3, r -> ShmAttachment.attach(SharedMemoryFiles.path(env(run, r, 3, 3)), r,
-                new ShmLayout(3, 4096, 0), Duration.ofSeconds(20), "rank " + r));
+        List<ShmAttachment> regions = onRanks(
+                3,
+                r -> ShmAttachment.attach(
+                        SharedMemoryFiles.path(env(run, r, 3, 3)),
+                        r,
+                        new ShmLayout(3, 4096, 0),
+                        Duration.ofSeconds(20),
+                        "rank " + r));
         try {
-            SpinBarrier.Context allreduce3 = barrierContext("shm world rank 0 of 3: allreduce #3 (float32[8] SUM)", 3, 0x1234);
+            SpinBarrier.Context allreduce3 =
+                    barrierContext("shm world rank 0 of 3: allreduce #3 (float32[8] SUM)", 3, 0x1234);
             // Rank 1 published the tag of #1 in #3's slot (it has not started #3); rank 2 published #3's
             // (it started it, in place, and stopped inside).
-            ShmLayout.LONG.setRelease(regions.get(1).layout().memory(), regions.get(1).layout().tagOffset(1, 3), 0x9876L);
-            ShmLayout.LONG.setRelease(regions.get(2).layout().memory(), regions.get(2).layout().tagOffset(2, 3), 0x1234L ^ ShmProcessGroup.IN_PLACE);
-            String report = new SpinBarrier(regions.get(0).layout(), 0, Duration.ofMillis(1500), dev.cohort.runtime.RankNames.PLAIN)
-                    .reportStall(allreduce3, List.of(1, 2), Duration.ofSeconds(6).toNanos());
-            assertThat(report).isEqualTo("shm world rank 0 of 3: allreduce #3 (float32[8] SUM) has waited 1.5 s; "
-                    + "rank(s) [1] have not reached it (stopped, slow or gone?); rank(s) [2] started it but have not "
-                    + "reached this step (stopped or slow?); it fails at its timeout (6 s)");
+            ShmLayout.LONG.setRelease(
+                    regions.get(1).layout().memory(), regions.get(1).layout().tagOffset(1, 3), 0x9876L);
+            ShmLayout.LONG.setRelease(
+                    regions.get(2).layout().memory(),
+                    regions.get(2).layout().tagOffset(2, 3),
+                    0x1234L ^ ShmProcessGroup.IN_PLACE);
+            String report = new SpinBarrier(
+                            regions.get(0).layout(), 0, Duration.ofMillis(1500), dev.cohort.runtime.RankNames.PLAIN)
+                    .reportStall(
+                            allreduce3, List.of(1, 2), Duration.ofSeconds(6).toNanos());
+            assertThat(report)
+                    .isEqualTo("shm world rank 0 of 3: allreduce #3 (float32[8] SUM) has waited 1.5 s; "
+                            + "rank(s) [1] have not reached it (stopped, slow or gone?); rank(s) [2] started it but have not "
+                            + "reached this step (stopped or slow?); it fails at its timeout (6 s)");
         } finally {
             regions.forEach(ShmAttachment::close);
         }
@@ -278,16 +308,26 @@ class ShmThreadsTest {
     void aRankThatSleepsWaitingIsWokenByThePeerItWaitsFor() throws Exception {
         Assumptions.assumeTrue(Futex.AVAILABLE, "futexes are Linux's");
         String run = "futex-" + ProcessHandle.current().pid();
-        List<ShmAttachment> regions = onRanks(2, r -> ShmAttachment.attach(SharedMemoryFiles.path(env(run, r, 2, 2)), r,
-                new ShmLayout(2, 4096, 0), Duration.ofSeconds(20), "rank " + r));
+        List<ShmAttachment> regions = onRanks(
+                2,
+                r -> ShmAttachment.attach(
+                        SharedMemoryFiles.path(env(run, r, 2, 2)),
+                        r,
+                        new ShmLayout(2, 4096, 0),
+                        Duration.ofSeconds(20),
+                        "rank " + r));
         ExecutorService waiter = Executors.newSingleThreadExecutor();
         try {
             SpinBarrier.Context barrier = barrierContext("shm world rank 1 of 2: barrier #1", 1, 1);
             // Rank 1's sleeps would last 30 s unless rank 0 woke it.
-            SpinBarrier one = new SpinBarrier(regions.get(1).layout(), 1, Duration.ofSeconds(50),
-                    dev.cohort.runtime.RankNames.PLAIN, Duration.ofSeconds(30).toNanos());
-            SpinBarrier zero = new SpinBarrier(regions.get(0).layout(), 0, Duration.ofSeconds(50),
-                    dev.cohort.runtime.RankNames.PLAIN);
+            SpinBarrier one = new SpinBarrier(
+                    regions.get(1).layout(),
+                    1,
+                    Duration.ofSeconds(50),
+                    dev.cohort.runtime.RankNames.PLAIN,
+                    Duration.ofSeconds(30).toNanos());
+            SpinBarrier zero = new SpinBarrier(
+                    regions.get(0).layout(), 0, Duration.ofSeconds(50), dev.cohort.runtime.RankNames.PLAIN);
             long timeout = Duration.ofSeconds(55).toNanos();
             Future<Long> waited = waiter.submit(() -> {
                 one.await(System.nanoTime() + timeout, timeout, barrier);
@@ -296,14 +336,17 @@ class ShmThreadsTest {
             ShmLayout layout = regions.get(0).layout();
             long until = System.nanoTime() + Duration.ofSeconds(20).toNanos();
             while ((long) ShmLayout.LONG.getVolatile(layout.memory(), layout.sleepersOffset(0)) == 0) {
-                assertThat(System.nanoTime() - until).as("rank 1 sleeps waiting for rank 0").isNegative();
+                assertThat(System.nanoTime() - until)
+                        .as("rank 1 sleeps waiting for rank 0")
+                        .isNegative();
                 Thread.sleep(1);
             }
             long entered = System.nanoTime();
             zero.await(entered + timeout, timeout, barrier);
             long woke = waited.get(25, TimeUnit.SECONDS);
             assertThat(Duration.ofNanos(woke - entered)).isLessThan(Duration.ofSeconds(10));
-            assertThat((long) ShmLayout.LONG.getVolatile(layout.memory(), layout.sleepersOffset(0))).isZero();
+            assertThat((long) ShmLayout.LONG.getVolatile(layout.memory(), layout.sleepersOffset(0)))
+                    .isZero();
         } finally {
             waiter.shutdownNow();
             regions.forEach(ShmAttachment::close);
@@ -314,11 +357,30 @@ class ShmThreadsTest {
     /** What a barrier's waiting rank says it was doing, for a barrier driven by hand. */
     private static SpinBarrier.Context barrierContext(String describe, long sequence, long tag) {
         return new SpinBarrier.Context() {
-            @Override public String describe() { return describe; }
-            @Override public boolean closed() { return false; }
-            @Override public long sequence() { return sequence; }
-            @Override public long tag() { return tag; }
-            @Override public dev.cohort.api.collective.Collective collective() { return null; }
+            @Override
+            public String describe() {
+                return describe;
+            }
+
+            @Override
+            public boolean closed() {
+                return false;
+            }
+
+            @Override
+            public long sequence() {
+                return sequence;
+            }
+
+            @Override
+            public long tag() {
+                return tag;
+            }
+
+            @Override
+            public dev.cohort.api.collective.Collective collective() {
+                return null;
+            }
         };
     }
 }

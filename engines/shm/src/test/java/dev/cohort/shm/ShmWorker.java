@@ -2,7 +2,6 @@ package dev.cohort.shm;
 
 import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
-import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.testkit.WorkerProcess;
@@ -50,12 +49,17 @@ public final class ShmWorker {
         }
         if (backend.rank() == 1) {
             if (mode.equals("die")) {
-                Runtime.getRuntime().halt(9);   // no shutdown hooks, no close: as abrupt as SIGKILL for the peers
+                Runtime.getRuntime().halt(9); // no shutdown hooks, no close: as abrupt as SIGKILL for the peers
             }
             if (mode.equals("stop")) {
                 System.out.println("STOPPING pid " + ProcessHandle.current().pid());
                 System.out.flush();
-                new ProcessBuilder("kill", "-STOP", Long.toString(ProcessHandle.current().pid())).start().waitFor();
+                new ProcessBuilder(
+                                "kill",
+                                "-STOP",
+                                Long.toString(ProcessHandle.current().pid()))
+                        .start()
+                        .waitFor();
                 // The stop takes effect once a thread of this JVM handles the signal, which on a busy
                 // host can be after kill exited and this thread ran on: wait here, not in a collective.
                 Thread.sleep(1000);
@@ -68,6 +72,7 @@ public final class ShmWorker {
                 Runtime.getRuntime().halt(0);
             }
         }
-        WorkerProcess.expectFailure(() -> backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await());
+        WorkerProcess.expectFailure(() ->
+                backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await());
     }
 }

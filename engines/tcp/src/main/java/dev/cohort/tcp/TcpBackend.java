@@ -8,11 +8,11 @@ import dev.cohort.api.collective.JoinException;
 import dev.cohort.runtime.EngineBackend;
 import dev.cohort.runtime.HostIdentity;
 import dev.cohort.runtime.RankNames;
-import dev.cohort.runtime.store.JobNotes;
 import dev.cohort.runtime.SubgroupMaker;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.p2p.Directory;
 import dev.cohort.runtime.p2p.PostOffice;
+import dev.cohort.runtime.store.JobNotes;
 import dev.cohort.runtime.store.PrefixStore;
 import dev.cohort.runtime.store.Store;
 import dev.cohort.runtime.store.StoreNotes;
@@ -59,6 +59,7 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
 
     /** The group this backend joins when it is part of another backend; null: the launch environment's. */
     private final LaunchEnvironment group;
+
     private volatile JobNotes notes;
 
     public TcpBackend() {
@@ -132,7 +133,8 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                 JobSecret.warnIfExposed(launch.masterAddr());
             }
             server = given.rank() == 0
-                    ? TcpStoreServer.start(masterAddress(launch, who), launch.masterPort(), secret) : null;
+                    ? TcpStoreServer.start(masterAddress(launch, who), launch.masterPort(), secret)
+                    : null;
             client = TcpStore.connect(launch.masterAddr(), launch.masterPort(), deadline, connectTimeout, secret);
             checkRun(client, given.rank(), scope, deadline, who);
             store = new PrefixStore(scope, client);
@@ -140,15 +142,33 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
             Topology topology = group != null ? given : layout(given, hosts, LaunchEnvironment.layoutGiven(env()), who);
             InetAddress address = listenAddress(launch);
             Duration spin = options.spin(topology.localWorldSize());
-            PeerMesh worldMesh = PeerMesh.connect(new PrefixStore("world/", store), topology.rank(),
-                    topology.worldSize(), MeshCollectives.HEADER_WORDS, address, remaining(deadline), spin, who,
-                    options.rankNames(), secret);
+            PeerMesh worldMesh = PeerMesh.connect(
+                    new PrefixStore("world/", store),
+                    topology.rank(),
+                    topology.worldSize(),
+                    MeshCollectives.HEADER_WORDS,
+                    address,
+                    remaining(deadline),
+                    spin,
+                    who,
+                    options.rankNames(),
+                    secret);
             opened.add(worldMesh);
             boolean oneNode = topology.localWorldSize() == topology.worldSize();
-            PeerMesh nodeMesh = oneNode ? null : PeerMesh.connect(new PrefixStore("node-" + topology.nodeRank() + "/", store),
-                    topology.localRank(), topology.localWorldSize(), MeshCollectives.HEADER_WORDS, address,
-                    remaining(deadline), spin, "tcp node " + topology.nodeRank() + " rank " + topology.localRank()
-                            + " of " + topology.localWorldSize(), RankNames.PLAIN, secret);
+            PeerMesh nodeMesh = oneNode
+                    ? null
+                    : PeerMesh.connect(
+                            new PrefixStore("node-" + topology.nodeRank() + "/", store),
+                            topology.localRank(),
+                            topology.localWorldSize(),
+                            MeshCollectives.HEADER_WORDS,
+                            address,
+                            remaining(deadline),
+                            spin,
+                            "tcp node " + topology.nodeRank() + " rank " + topology.localRank() + " of "
+                                    + topology.localWorldSize(),
+                            RankNames.PLAIN,
+                            secret);
             // Connected: from now on the store only carries notes, each of which waits briefly.
             notes = new StoreNotes(new PrefixStore(scope + "note/", client.timeout(NOTES_TIMEOUT)));
             TcpStore storeClient = client;
@@ -162,35 +182,89 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
             Store sub = new PrefixStore("sub/", store);
             Store p2p = new PrefixStore("p2p/", store);
             SubgroupMaker subgroups = (name, spec) -> {
-                TcpProcessGroup g = new TcpProcessGroup("tcp " + spec.label(),
-                        PeerMesh.connect(new PrefixStore(name + "/", sub), spec.rank(), spec.size(), MeshCollectives.HEADER_WORDS,
-                                address, spec.timeout(), spin, "tcp " + name + " rank " + spec.rank() + " of "
-                                        + spec.size(), spec.names(), secret),
-                        spec.rank(), spec.size(), spec.timeout(), options.stallTime(), () -> { });
-                g.messagesThrough(() -> new PostOffice(spec.rank(), spec.size(), address,
-                        Directory.of(p2p, name + "/"), "tcp " + name + " rank " + spec.rank() + " of " + spec.size(),
-                        spec.names(), secret));
+                TcpProcessGroup g = new TcpProcessGroup(
+                        "tcp " + spec.label(),
+                        PeerMesh.connect(
+                                new PrefixStore(name + "/", sub),
+                                spec.rank(),
+                                spec.size(),
+                                MeshCollectives.HEADER_WORDS,
+                                address,
+                                spec.timeout(),
+                                spin,
+                                "tcp " + name + " rank " + spec.rank() + " of " + spec.size(),
+                                spec.names(),
+                                secret),
+                        spec.rank(),
+                        spec.size(),
+                        spec.timeout(),
+                        options.stallTime(),
+                        () -> {});
+                g.messagesThrough(() -> new PostOffice(
+                        spec.rank(),
+                        spec.size(),
+                        address,
+                        Directory.of(p2p, name + "/"),
+                        "tcp " + name + " rank " + spec.rank() + " of " + spec.size(),
+                        spec.names(),
+                        secret));
                 return g;
             };
             if (oneNode) {
-                TcpProcessGroup world = new TcpProcessGroup("tcp world", worldMesh, topology.rank(),
-                        topology.worldSize(), options.timeout(), options.stallTime(), closeStore, options.queueOptions());
+                TcpProcessGroup world = new TcpProcessGroup(
+                        "tcp world",
+                        worldMesh,
+                        topology.rank(),
+                        topology.worldSize(),
+                        options.timeout(),
+                        options.stallTime(),
+                        closeStore,
+                        options.queueOptions());
                 world.makesSubgroups(subgroups, "world");
-                world.messagesThrough(() -> new PostOffice(topology.rank(), topology.worldSize(), address,
-                        Directory.of(p2p, "world/"), who, options.rankNames(), secret));
+                world.messagesThrough(() -> new PostOffice(
+                        topology.rank(),
+                        topology.worldSize(),
+                        address,
+                        Directory.of(p2p, "world/"),
+                        who,
+                        options.rankNames(),
+                        secret));
                 return new Connection(topology, world, world);
             }
-            TcpProcessGroup node = new TcpProcessGroup("tcp node " + topology.nodeRank(), nodeMesh,
-                    topology.localRank(), topology.localWorldSize(), options.timeout(), options.stallTime(), () -> { });
-            TcpProcessGroup world = new TcpProcessGroup("tcp world", worldMesh, topology.rank(),
-                    topology.worldSize(), options.timeout(), options.stallTime(), () -> { });
+            TcpProcessGroup node = new TcpProcessGroup(
+                    "tcp node " + topology.nodeRank(),
+                    nodeMesh,
+                    topology.localRank(),
+                    topology.localWorldSize(),
+                    options.timeout(),
+                    options.stallTime(),
+                    () -> {});
+            TcpProcessGroup world = new TcpProcessGroup(
+                    "tcp world",
+                    worldMesh,
+                    topology.rank(),
+                    topology.worldSize(),
+                    options.timeout(),
+                    options.stallTime(),
+                    () -> {});
             world.makesSubgroups(subgroups, "world");
             node.makesSubgroups(subgroups, "node-" + topology.nodeRank());
-            world.messagesThrough(() -> new PostOffice(topology.rank(), topology.worldSize(), address,
-                    Directory.of(p2p, "world/"), who, options.rankNames(), secret));
-            node.messagesThrough(() -> new PostOffice(topology.localRank(), topology.localWorldSize(), address,
-                    Directory.of(p2p, "node-" + topology.nodeRank() + "/"), "tcp node " + topology.nodeRank() + " rank "
-                            + topology.localRank(), RankNames.PLAIN, secret));
+            world.messagesThrough(() -> new PostOffice(
+                    topology.rank(),
+                    topology.worldSize(),
+                    address,
+                    Directory.of(p2p, "world/"),
+                    who,
+                    options.rankNames(),
+                    secret));
+            node.messagesThrough(() -> new PostOffice(
+                    topology.localRank(),
+                    topology.localWorldSize(),
+                    address,
+                    Directory.of(p2p, "node-" + topology.nodeRank() + "/"),
+                    "tcp node " + topology.nodeRank() + " rank " + topology.localRank(),
+                    RankNames.PLAIN,
+                    secret));
             return new Connection(topology, world, node, closeStore::run);
         } catch (RuntimeException e) {
             for (AutoCloseable c : opened) {
@@ -209,8 +283,9 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
             if (server != null) {
                 server.close();
             }
-            throw e instanceof JoinException ? e : new JoinException(who + ": could not join the job: "
-                    + e.getMessage(), e);
+            throw e instanceof JoinException
+                    ? e
+                    : new JoinException(who + ": could not join the job: " + e.getMessage(), e);
         }
     }
 
@@ -226,9 +301,12 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
         store.await(List.of("cohort/run"), deadline);
         String hosted = store.get("cohort/run");
         if (!hosted.equals(scope)) {
-            throw new JoinException(who + ": the store at MASTER_ADDR/MASTER_PORT belongs to run '" + hosted
-                    + "', this rank is of run '" + scope + "' (COHORT_RUN_ID and restart count); give each job its "
-                    + "own MASTER_PORT", null);
+            throw new JoinException(
+                    who + ": the store at MASTER_ADDR/MASTER_PORT belongs to run '" + hosted
+                            + "', this rank is of run '" + scope
+                            + "' (COHORT_RUN_ID and restart count); give each job its "
+                            + "own MASTER_PORT",
+                    null);
         }
     }
 
@@ -245,8 +323,10 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
     static List<String> join(Store store, Topology given, String joinsAs, long deadline, String who) {
         long claims = store.add("claims/" + given.rank(), 1);
         if (claims > 1) {
-            throw giveUp(store, who + ": another process already joined as rank " + given.rank()
-                    + "; give each process its own RANK (or start the job with one launcher)");
+            throw giveUp(
+                    store,
+                    who + ": another process already joined as rank " + given.rank()
+                            + "; give each process its own RANK (or start the job with one launcher)");
         }
         try {
             return joinOrGiveUp(store, given, joinsAs, deadline, who);
@@ -307,7 +387,8 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                 }
             }
             if (store.check("abort")) {
-                throw new JoinException(who + ": gave up joining because another rank did: " + store.get("abort"), null);
+                throw new JoinException(
+                        who + ": gave up joining because another rank did: " + store.get("abort"), null);
             }
             long now = System.nanoTime();
             if (now >= deadline) {
@@ -317,8 +398,10 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                         missing.add(r);
                     }
                 }
-                throw new JoinException(who + ": rank(s) " + missing + " did not join within the connect timeout "
-                        + "(started? the same MASTER_ADDR/MASTER_PORT? the tcp backend on every rank?)", null);
+                throw new JoinException(
+                        who + ": rank(s) " + missing + " did not join within the connect timeout "
+                                + "(started? the same MASTER_ADDR/MASTER_PORT? the tcp backend on every rank?)",
+                        null);
             }
             try {
                 store.await(keys, Math.min(deadline, now + JOIN_POLL_NANOS));
@@ -344,15 +427,21 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
         Topology learned = Topology.ofHosts(hosts, given.rank());
         if (layoutGiven) {
             if (learned.localWorldSize() != given.localWorldSize() && given.rank() == 0) {
-                LOG.log(System.Logger.Level.WARNING, who + ": LOCAL_WORLD_SIZE=" + given.localWorldSize()
-                        + " but " + learned.localWorldSize() + " rank(s) share this host; the launch environment's "
-                        + "layout is used");
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        who + ": LOCAL_WORLD_SIZE=" + given.localWorldSize()
+                                + " but " + learned.localWorldSize()
+                                + " rank(s) share this host; the launch environment's "
+                                + "layout is used");
             }
             return given;
         }
         if (given.rank() == 0) {
-            LOG.log(System.Logger.Level.INFO, "host layout learned at rendezvous: " + hosts.stream().distinct().count()
-                    + " host(s); rank 0's holds " + learned.localWorldSize() + " of the " + given.worldSize() + " ranks");
+            LOG.log(
+                    System.Logger.Level.INFO,
+                    "host layout learned at rendezvous: "
+                            + hosts.stream().distinct().count() + " host(s); rank 0's holds " + learned.localWorldSize()
+                            + " of the " + given.worldSize() + " ranks");
         }
         return learned;
     }
@@ -361,14 +450,21 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
     private static String checkMember(Store store, String key, String joinsAs, int world, String who) {
         String[] parts = store.get(key).split("\\|");
         if (parts.length != 3 || !parts[1].equals(joinsAs)) {
-            throw giveUp(store, who + ": " + key.replace("member/", "rank ") + " runs "
-                    + (parts.length == 3 ? parts[1] + " (" + parts[2] + " ranks)" : "something else ('" + store.get(key) + "')")
-                    + " but this process runs " + joinsAs + " (" + world + " ranks): every process of a job must run "
-                    + "the same backend (name it with --distributed-backend)");
+            throw giveUp(
+                    store,
+                    who + ": " + key.replace("member/", "rank ") + " runs "
+                            + (parts.length == 3
+                                    ? parts[1] + " (" + parts[2] + " ranks)"
+                                    : "something else ('" + store.get(key) + "')")
+                            + " but this process runs " + joinsAs + " (" + world
+                            + " ranks): every process of a job must run "
+                            + "the same backend (name it with --distributed-backend)");
         }
         if (Integer.parseInt(parts[2]) != world) {
-            throw giveUp(store, who + ": " + key.replace("member/", "rank ") + " was started with WORLD_SIZE="
-                    + parts[2] + " but this rank with WORLD_SIZE=" + world + "; start every rank with the same");
+            throw giveUp(
+                    store,
+                    who + ": " + key.replace("member/", "rank ") + " was started with WORLD_SIZE=" + parts[2]
+                            + " but this rank with WORLD_SIZE=" + world + "; start every rank with the same");
         }
         return parts[0];
     }
@@ -397,10 +493,11 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
 
     /** The interface named by option or {@link TcpOptions#ENV_INTERFACE}, else the address that reaches the master. */
     private InetAddress listenAddress(LaunchEnvironment launch) {
-        String ifname = options.networkInterface != null ? options.networkInterface : env().get(TcpOptions.ENV_INTERFACE);
+        String ifname =
+                options.networkInterface != null ? options.networkInterface : env().get(TcpOptions.ENV_INTERFACE);
         if (ifname != null && !ifname.isBlank()) {
-            return LocalAddress.ofInterface(ifname,
-                    options.networkInterface != null ? "--tcp-interface" : TcpOptions.ENV_INTERFACE);
+            return LocalAddress.ofInterface(
+                    ifname, options.networkInterface != null ? "--tcp-interface" : TcpOptions.ENV_INTERFACE);
         }
         return LocalAddress.towards(launch.masterAddr(), launch.masterPort());
     }
@@ -409,7 +506,8 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
         try {
             return InetAddress.getByName(launch.masterAddr());
         } catch (java.net.UnknownHostException e) {
-            throw new JoinException(who + ": MASTER_ADDR='" + launch.masterAddr() + "' does not resolve: " + e.getMessage(), e);
+            throw new JoinException(
+                    who + ": MASTER_ADDR='" + launch.masterAddr() + "' does not resolve: " + e.getMessage(), e);
         }
     }
 

@@ -28,6 +28,7 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
     private final MeshCollectives collectives;
     /** Every call that moves bytes goes over the mesh; one that moves none only has its signature checked. */
     private final MeshRoute everything;
+
     private final CallQueue queue;
     private final Duration stallTime;
     private final Runnable onClose;
@@ -41,20 +42,29 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
 
         @Override
         public void report(String what, String waitingFor) {
-            LOG.log(System.Logger.Level.WARNING, what + " has waited " + stallTime.toSeconds() + " s; " + waitingFor
-                    + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    what + " has waited " + stallTime.toSeconds() + " s; " + waitingFor + "; it fails at its timeout ("
+                            + timeout().toSeconds() + " s)");
         }
     };
 
     /** {@code onClose}: runs once the group's calls are done and its connections closed. */
-    public TcpProcessGroup(String label, PeerMesh mesh, int rank, int size, Duration timeout, Duration stallTime,
-                    Runnable onClose) {
+    public TcpProcessGroup(
+            String label, PeerMesh mesh, int rank, int size, Duration timeout, Duration stallTime, Runnable onClose) {
         this(label, mesh, rank, size, timeout, stallTime, onClose, new CallQueue.Options());
     }
 
     /** As above, with the options of the group's call queue. */
-    public TcpProcessGroup(String label, PeerMesh mesh, int rank, int size, Duration timeout, Duration stallTime,
-                    Runnable onClose, CallQueue.Options queueOptions) {
+    public TcpProcessGroup(
+            String label,
+            PeerMesh mesh,
+            int rank,
+            int size,
+            Duration timeout,
+            Duration stallTime,
+            Runnable onClose,
+            CallQueue.Options queueOptions) {
         super(rank, size, timeout);
         this.label = label;
         this.mesh = mesh;
@@ -62,8 +72,11 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
         this.onClose = onClose;
         this.collectives = new MeshCollectives(mesh, rank, size, label + " " + who());
         this.everything = new MeshRoute(Long.MAX_VALUE, size);
-        this.queue = new CallQueue("cohort-tcp-" + label.replace(' ', '-') + "-rank-" + rank,
-                c -> "waiting for its peers", e -> { }, queueOptions);
+        this.queue = new CallQueue(
+                "cohort-tcp-" + label.replace(' ', '-') + "-rank-" + rank,
+                c -> "waiting for its peers",
+                e -> {},
+                queueOptions);
     }
 
     @Override

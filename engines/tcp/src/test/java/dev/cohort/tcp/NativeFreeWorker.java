@@ -18,12 +18,17 @@ public final class NativeFreeWorker {
                 backend.initialize();
                 float[] data = {backend.rank() + 1f};
                 backend.group().allreduce(DenseBuffer.of(data), ReduceOp.AVG).await();
-                String jdk = Path.of(System.getProperty("java.home")).toRealPath().toString();
+                String jdk =
+                        Path.of(System.getProperty("java.home")).toRealPath().toString();
                 Files.readAllLines(Path.of("/proc/self/maps")).stream()
                         .map(line -> line.substring(line.lastIndexOf(' ') + 1))
-                        .filter(p -> p.contains(".so") && !p.startsWith(jdk) && !p.startsWith("/usr/lib/x86_64-linux-gnu/")
-                                && !p.startsWith("/lib") && !p.startsWith("/usr/lib64"))
-                        .distinct().forEach(p -> System.out.println("NATIVE " + p));
+                        .filter(p -> p.contains(".so")
+                                && !p.startsWith(jdk)
+                                && !p.startsWith("/usr/lib/x86_64-linux-gnu/")
+                                && !p.startsWith("/lib")
+                                && !p.startsWith("/usr/lib64"))
+                        .distinct()
+                        .forEach(p -> System.out.println("NATIVE " + p));
                 System.out.println(data[0] == (backend.worldSize() + 1) / 2f ? "OK" : "WRONG " + data[0]);
             }
         });

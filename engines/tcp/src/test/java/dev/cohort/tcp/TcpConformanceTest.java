@@ -6,7 +6,10 @@ import dev.cohort.testkit.ProcessConformanceTest;
 class TcpConformanceTest extends ProcessConformanceTest {
 
     TcpConformanceTest() {
-        super(Engine.named("tcp").options("--tcp-timeout", "60", "--tcp-connect-timeout", "60").wholeSuiteAt(2, 3)
-                .smallSuiteAt(1, 4).strangersAt(3));
+        super(Engine.named("tcp")
+                .options("--tcp-timeout", "60", "--tcp-connect-timeout", "60")
+                .wholeSuiteAt(2, 3)
+                .smallSuiteAt(1, 4)
+                .strangersAt(3));
     }
 }

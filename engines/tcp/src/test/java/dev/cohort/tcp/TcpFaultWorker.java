@@ -17,8 +17,10 @@ public final class TcpFaultWorker {
 
     public static void main(String[] args) throws Exception {
         String mode = args[0];
-        TcpOptions options = new TcpOptions().timeout(Duration.ofSeconds(mode.equals("stop") ? 6 : 3))
-                .connectTimeout(Duration.ofSeconds(5)).stallTime(Duration.ofSeconds(2));
+        TcpOptions options = new TcpOptions()
+                .timeout(Duration.ofSeconds(mode.equals("stop") ? 6 : 3))
+                .connectTimeout(Duration.ofSeconds(5))
+                .stallTime(Duration.ofSeconds(2));
         try (TcpBackend backend = new TcpBackend(options, System.getenv())) {
             backend.initialize();
             float[] data = new float[1024];
@@ -30,12 +32,18 @@ public final class TcpFaultWorker {
                     Runtime.getRuntime().halt(9);
                 }
                 if (mode.equals("stop")) {
-                    new ProcessBuilder("kill", "-STOP", Long.toString(ProcessHandle.current().pid())).start();
+                    new ProcessBuilder(
+                                    "kill",
+                                    "-STOP",
+                                    Long.toString(ProcessHandle.current().pid()))
+                            .start();
                 }
                 Thread.sleep(10_000);
                 Runtime.getRuntime().halt(0);
             }
-            WorkerProcess.expectFailure(() -> backend.group().allreduce(DenseBuffer.of(data), ReduceOp.SUM).await());
+            WorkerProcess.expectFailure(() -> backend.group()
+                    .allreduce(DenseBuffer.of(data), ReduceOp.SUM)
+                    .await());
         } catch (JoinException e) {
             System.out.println("CONNECT FAILED " + e.getMessage());
             System.out.flush();

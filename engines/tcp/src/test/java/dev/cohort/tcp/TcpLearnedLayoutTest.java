@@ -29,12 +29,23 @@ class TcpLearnedLayoutTest {
     void ranksOfOneHostFindEachOther() {
         int port = JvmWorkers.freePort();
         List<String> args = List.of("conformance-small", "--distributed-backend", "tcp", "--tcp-timeout", "60");
-        List<Result> results = JvmWorkers.run(3, r -> JvmWorkers.javaCommand(EngineWorker.class, List.of(), args),
-                r -> Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port),
-                        "RANK", Integer.toString(r), "WORLD_SIZE", "3"),
-                tmp, Duration.ofSeconds(100));
+        List<Result> results = JvmWorkers.run(
+                3,
+                r -> JvmWorkers.javaCommand(EngineWorker.class, List.of(), args),
+                r -> Map.of(
+                        "MASTER_ADDR",
+                        "127.0.0.1",
+                        "MASTER_PORT",
+                        Integer.toString(port),
+                        "RANK",
+                        Integer.toString(r),
+                        "WORLD_SIZE",
+                        "3"),
+                tmp,
+                Duration.ofSeconds(100));
         JvmWorkers.assertAllOk(results, "BACKEND tcp");
-        assertThat(results.get(0).output()).contains("host layout learned at rendezvous: 1 host(s); rank 0's holds 3 of the 3 ranks");
+        assertThat(results.get(0).output())
+                .contains("host layout learned at rendezvous: 1 host(s); rank 0's holds 3 of the 3 ranks");
         assertThat(results.get(2).output())
                 .contains("TOPOLOGY Topology[rank=2, worldSize=3, localRank=2, localWorldSize=3, nodeRank=0]");
     }
@@ -43,13 +54,26 @@ class TcpLearnedLayoutTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void loadsNoNativeLibrary() {
         int port = JvmWorkers.freePort();
-        List<Result> results = JvmWorkers.run(2, r -> JvmWorkers.javaCommand(NativeFreeWorker.class, List.of(), List.of()),
-                r -> Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port),
-                        "RANK", Integer.toString(r), "WORLD_SIZE", "2"),
-                tmp, Duration.ofSeconds(100));
+        List<Result> results = JvmWorkers.run(
+                2,
+                r -> JvmWorkers.javaCommand(NativeFreeWorker.class, List.of(), List.of()),
+                r -> Map.of(
+                        "MASTER_ADDR",
+                        "127.0.0.1",
+                        "MASTER_PORT",
+                        Integer.toString(port),
+                        "RANK",
+                        Integer.toString(r),
+                        "WORLD_SIZE",
+                        "2"),
+                tmp,
+                Duration.ofSeconds(100));
         for (Result r : results) {
             assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
-            assertThat(r.output()).as(JvmWorkers.describe(results)).contains("OK").doesNotContain("NATIVE");
+            assertThat(r.output())
+                    .as(JvmWorkers.describe(results))
+                    .contains("OK")
+                    .doesNotContain("NATIVE");
         }
     }
 }

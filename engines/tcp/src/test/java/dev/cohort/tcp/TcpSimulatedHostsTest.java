@@ -6,7 +6,11 @@ import dev.cohort.testkit.ProcessConformanceTest;
 class TcpSimulatedHostsTest extends ProcessConformanceTest {
 
     TcpSimulatedHostsTest() {
-        super(Engine.named("tcp").options("--tcp-timeout", "60", "--tcp-connect-timeout", "60").ranksPerHost(2).subgroupsAt(0)
-                .wholeSuiteAt().smallSuiteAt(4));
+        super(Engine.named("tcp")
+                .options("--tcp-timeout", "60", "--tcp-connect-timeout", "60")
+                .ranksPerHost(2)
+                .subgroupsAt(0)
+                .wholeSuiteAt()
+                .smallSuiteAt(4));
     }
 }

@@ -13,8 +13,7 @@ import java.nio.ByteOrder;
 /** An array in a checkpoint: its element type, shape and bytes (in the host's byte order, recorded). */
 final class ArrayCodec {
 
-    private ArrayCodec() {
-    }
+    private ArrayCodec() {}
 
     static void write(DataOutputStream out, NDArray array) throws IOException {
         out.writeUTF(array.getDataType().name());
@@ -48,8 +47,8 @@ final class ArrayCodec {
         }
         ByteBuffer memory = target.toByteBuffer(true);
         if (memory.remaining() != h.length) {
-            throw new IllegalStateException(what + " takes " + memory.remaining() + " bytes, " + source + " holds "
-                    + h.length);
+            throw new IllegalStateException(
+                    what + " takes " + memory.remaining() + " bytes, " + source + " holds " + h.length);
         }
         memory.put(h.content(in));
     }
@@ -81,8 +80,8 @@ final class ArrayCodec {
         int length = in.readInt();
         Shape shape = new Shape(dims);
         if (length < 0 || length != shape.size() * type.getNumOfBytes()) {
-            throw new IllegalArgumentException(source + " is corrupt: " + what + " (" + type + " " + shape + ") has "
-                    + length + " bytes");
+            throw new IllegalArgumentException(
+                    source + " is corrupt: " + what + " (" + type + " " + shape + ") has " + length + " bytes");
         }
         return new Header(type, shape, length);
     }

@@ -37,8 +37,7 @@ public final class Checkpoints {
     private static final String MAGIC = "cohort-djl-checkpoint";
     private static final int VERSION = 1;
 
-    private Checkpoints() {
-    }
+    private Checkpoints() {}
 
     /** Saves the trainer's model and optimizer state at {@code position}; call on the root worker only. */
     public static void save(Path file, DistributedTrainer trainer, TrainingPosition position) {
@@ -85,13 +84,13 @@ public final class Checkpoints {
             }
             int version = in.readInt();
             if (version != VERSION) {
-                throw new IllegalArgumentException(source + " has format " + version + "; this Cohort reads format "
-                        + VERSION);
+                throw new IllegalArgumentException(
+                        source + " has format " + version + "; this Cohort reads format " + VERSION);
             }
             String order = in.readUTF();
             if (!order.equals(ByteOrder.nativeOrder().toString())) {
-                throw new IllegalArgumentException(source + " was written on a " + order + " host, this one is "
-                        + ByteOrder.nativeOrder());
+                throw new IllegalArgumentException(
+                        source + " was written on a " + order + " host, this one is " + ByteOrder.nativeOrder());
             }
             TrainingPosition position = new TrainingPosition(in.readInt(), in.readInt(), in.readLong());
             int count = in.readInt();
@@ -119,8 +118,8 @@ public final class Checkpoints {
 
     private static ParameterList initializedParameters(DistributedTrainer trainer, String doing) {
         if (!trainer.getModel().getBlock().isInitialized()) {
-            throw new IllegalStateException(doing + " a checkpoint needs an initialized model: call "
-                    + "trainer.initialize(shapes) first");
+            throw new IllegalStateException(
+                    doing + " a checkpoint needs an initialized model: call " + "trainer.initialize(shapes) first");
         }
         return trainer.getModel().getBlock().getParameters();
     }

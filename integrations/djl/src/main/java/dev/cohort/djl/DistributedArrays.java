@@ -11,8 +11,7 @@ import java.nio.ByteOrder;
 /** Collectives on DJL arrays. */
 public final class DistributedArrays {
 
-    private DistributedArrays() {
-    }
+    private DistributedArrays() {}
 
     /**
      * The element-wise average of {@code array} over every rank of {@code backend} (the seed's
@@ -26,8 +25,9 @@ public final class DistributedArrays {
             case FLOAT64 -> DataType.FLOAT64;
             case INT32 -> DataType.INT32;
             case INT64 -> DataType.INT64;
-            default -> throw new IllegalArgumentException("cannot average a " + array.getDataType()
-                    + " array; Cohort averages float32, float64, int32 and int64 (convert with toType)");
+            default ->
+                throw new IllegalArgumentException("cannot average a " + array.getDataType()
+                        + " array; Cohort averages float32, float64, int32 and int64 (convert with toType)");
         };
         ByteBuffer copy = ByteBuffer.allocateDirect(Math.toIntExact(array.size() * type.byteSize()))
                 .order(ByteOrder.nativeOrder());

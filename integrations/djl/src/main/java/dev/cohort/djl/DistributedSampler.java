@@ -42,8 +42,8 @@ public final class DistributedSampler implements Sampler {
      *                  (else drop the last {@code size mod p} indices)
      * @param dropLast  drop a shard's last batch when it is shorter than {@code batchSize}
      */
-    public DistributedSampler(DistributedBackend backend, int batchSize, boolean shuffle, long seed, boolean pad,
-                              boolean dropLast) {
+    public DistributedSampler(
+            DistributedBackend backend, int batchSize, boolean shuffle, long seed, boolean pad, boolean dropLast) {
         this(backend.rank(), backend.worldSize(), batchSize, shuffle, seed, pad, dropLast);
     }
 

@@ -87,10 +87,11 @@ public final class DistributedTrainer extends Trainer {
     private int microBatches;
     /** Parameter updates this trainer made, counted from 1 by {@link #step()}. */
     private long updates;
+
     private long communicationNanos;
 
-    private DistributedTrainer(DistributedBackend backend, Model model, TrainingConfig config, int accumulation,
-                               long bucketBytes) {
+    private DistributedTrainer(
+            DistributedBackend backend, Model model, TrainingConfig config, int accumulation, long bucketBytes) {
         super(prepare(model, config), quietOnWorkers(config, backend.isRootWorker()));
         this.backend = backend;
         this.optimizer = config.getOptimizer();
@@ -112,8 +113,8 @@ public final class DistributedTrainer extends Trainer {
      * {@code accumulation}-th step (the others accumulate), in buckets of at most
      * {@code bucketBytes}.
      */
-    public static DistributedTrainer of(DistributedBackend backend, Model model, TrainingConfig config,
-                                        int accumulation, long bucketBytes) {
+    public static DistributedTrainer of(
+            DistributedBackend backend, Model model, TrainingConfig config, int accumulation, long bucketBytes) {
         Objects.requireNonNull(backend, "backend");
         if (accumulation < 1) {
             throw new IllegalArgumentException("accumulation must be >= 1 step, got " + accumulation);
@@ -147,8 +148,10 @@ public final class DistributedTrainer extends Trainer {
         }
         List<TrainingListener> kept = new ArrayList<>();
         for (TrainingListener l : config.getTrainingListeners()) {
-            if (!(l instanceof LoggingTrainingListener || l instanceof SaveModelTrainingListener
-                    || l instanceof TimeMeasureTrainingListener || l instanceof MemoryTrainingListener)) {
+            if (!(l instanceof LoggingTrainingListener
+                    || l instanceof SaveModelTrainingListener
+                    || l instanceof TimeMeasureTrainingListener
+                    || l instanceof MemoryTrainingListener)) {
                 kept.add(l);
             }
         }
@@ -305,7 +308,8 @@ public final class DistributedTrainer extends Trainer {
                 continue;
             }
             ByteBuffer memory = array.toByteBuffer(true);
-            group.broadcast(DenseBuffer.of(memory, type(p)), DistributedBackend.ROOT_RANK).await();
+            group.broadcast(DenseBuffer.of(memory, type(p)), DistributedBackend.ROOT_RANK)
+                    .await();
         }
     }
 
@@ -363,9 +367,10 @@ public final class DistributedTrainer extends Trainer {
             case FLOAT64 -> DataType.FLOAT64;
             case INT32 -> DataType.INT32;
             case INT64 -> DataType.INT64;
-            default -> throw new IllegalArgumentException("parameter '" + p.getName() + "' is " + t
-                    + "; Cohort averages float32, float64, int32 and int64 parameters (cast the model, e.g. "
-                    + "model.setDataType(DataType.FLOAT32))");
+            default ->
+                throw new IllegalArgumentException("parameter '" + p.getName() + "' is " + t
+                        + "; Cohort averages float32, float64, int32 and int64 parameters (cast the model, e.g. "
+                        + "model.setDataType(DataType.FLOAT32))");
         };
     }
 
@@ -373,6 +378,7 @@ public final class DistributedTrainer extends Trainer {
     private static final class Bucket {
         /** Elements divided at a time; zero bytes written at a time for a gradient a step did not produce. */
         private static final int CHUNK = 2048;
+
         private static final byte[] ZEROS = new byte[8192];
 
         final DataType type;
@@ -419,7 +425,8 @@ public final class DistributedTrainer extends Trainer {
             buffer.clear();
             for (Parameter p : params) {
                 int size = Math.toIntExact(p.getArray().size() * type.byteSize());
-                ByteBuffer part = buffer.duplicate().limit(buffer.position() + size).slice();
+                ByteBuffer part =
+                        buffer.duplicate().limit(buffer.position() + size).slice();
                 buffer.position(buffer.position() + size);
                 if (!p.getArray().hasGradient()) {
                     continue;
@@ -438,7 +445,10 @@ public final class DistributedTrainer extends Trainer {
         void divide(int k) {
             switch (type) {
                 case FLOAT32 -> {
-                    FloatBuffer f = buffer.duplicate().clear().order(ByteOrder.nativeOrder()).asFloatBuffer();
+                    FloatBuffer f = buffer.duplicate()
+                            .clear()
+                            .order(ByteOrder.nativeOrder())
+                            .asFloatBuffer();
                     float[] chunk = new float[Math.min(CHUNK, f.limit())];
                     for (int from = 0; from < f.limit(); from += chunk.length) {
                         int m = Math.min(chunk.length, f.limit() - from);
@@ -450,7 +460,10 @@ public final class DistributedTrainer extends Trainer {
                     }
                 }
                 case FLOAT64 -> {
-                    DoubleBuffer d = buffer.duplicate().clear().order(ByteOrder.nativeOrder()).asDoubleBuffer();
+                    DoubleBuffer d = buffer.duplicate()
+                            .clear()
+                            .order(ByteOrder.nativeOrder())
+                            .asDoubleBuffer();
                     double[] chunk = new double[Math.min(CHUNK, d.limit())];
                     for (int from = 0; from < d.limit(); from += chunk.length) {
                         int m = Math.min(chunk.length, d.limit() - from);

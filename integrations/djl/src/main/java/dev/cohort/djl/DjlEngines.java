@@ -23,8 +23,7 @@ public final class DjlEngines {
     /** How long a process waits for another one to finish unpacking. */
     static final Duration LOCK_TIMEOUT = Duration.ofMinutes(5);
 
-    private DjlEngines() {
-    }
+    private DjlEngines() {}
 
     /**
      * {@link Engine#getEngine(String)}, its first load in this process under the cache's file lock.
@@ -36,7 +35,8 @@ public final class DjlEngines {
         try {
             Files.createDirectories(cache);
             Path lockFile = cache.resolve(".cohort-engine.lock");
-            try (FileChannel channel = FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
+            try (FileChannel channel =
+                    FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
                 long deadline = System.nanoTime() + LOCK_TIMEOUT.toNanos();
                 FileLock lock;
                 while ((lock = channel.tryLock()) == null) {

@@ -26,7 +26,11 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class OptimizerState {
 
-    private enum Kind { ARRAYS, COUNTS, COUNTER }
+    private enum Kind {
+        ARRAYS,
+        COUNTS,
+        COUNTER
+    }
 
     private record StateField(Field field, Kind kind) {
         String key() {
@@ -34,8 +38,7 @@ final class OptimizerState {
         }
     }
 
-    private OptimizerState() {
-    }
+    private OptimizerState() {}
 
     /** Writes {@code optimizer}'s state; {@code names} maps the model's parameter ids to their names. */
     static void write(DataOutputStream out, Optimizer optimizer, Map<String, String> names) throws IOException {
@@ -63,7 +66,8 @@ final class OptimizerState {
                     for (Map.Entry<String, Map<Device, NDArray>> e : known) {
                         if (e.getValue().size() != 1) {
                             throw new IllegalStateException("the optimizer holds state for parameter '"
-                                    + names.get(e.getKey()) + "' on " + e.getValue().size() + " devices; Cohort "
+                                    + names.get(e.getKey()) + "' on "
+                                    + e.getValue().size() + " devices; Cohort "
                                     + "checkpoints one device per rank");
                         }
                         out.writeUTF(names.get(e.getKey()));
@@ -85,8 +89,8 @@ final class OptimizerState {
         List<StateField> fields = fields(optimizer);
         int count = in.readInt();
         if (count != fields.size()) {
-            throw new IllegalArgumentException(source + " holds " + count + " optimizer state fields, this optimizer has "
-                    + fields.size());
+            throw new IllegalArgumentException(
+                    source + " holds " + count + " optimizer state fields, this optimizer has " + fields.size());
         }
         for (StateField f : fields) {
             String key = in.readUTF();
@@ -108,7 +112,8 @@ final class OptimizerState {
                     for (int n = in.readInt(); n > 0; n--) {
                         Parameter p = parameter(parameters, in.readUTF(), source);
                         NDArray weight = p.getArray();
-                        NDArray state = ArrayCodec.read(in, weight.getManager(), f.key() + " of " + p.getName(), source);
+                        NDArray state =
+                                ArrayCodec.read(in, weight.getManager(), f.key() + " of " + p.getName(), source);
                         Map<Device, NDArray> byDevice = new ConcurrentHashMap<>();
                         byDevice.put(weight.getDevice(), state);
                         arrays.put(p.getId(), byDevice);
@@ -121,8 +126,8 @@ final class OptimizerState {
     private static Parameter parameter(Map<String, Parameter> parameters, String name, String source) {
         Parameter p = parameters.get(name);
         if (p == null) {
-            throw new IllegalArgumentException(source + " holds optimizer state for parameter '" + name + "', which this "
-                    + "model does not have");
+            throw new IllegalArgumentException(source + " holds optimizer state for parameter '" + name
+                    + "', which this " + "model does not have");
         }
         return p;
     }
@@ -145,7 +150,9 @@ final class OptimizerState {
     /** The state fields of {@code optimizer}'s class and its superclasses, in a fixed order; refuses unknown state. */
     private static List<StateField> fields(Optimizer optimizer) {
         List<StateField> fields = new ArrayList<>();
-        for (Class<?> c = optimizer.getClass(); c != null && Optimizer.class.isAssignableFrom(c); c = c.getSuperclass()) {
+        for (Class<?> c = optimizer.getClass();
+                c != null && Optimizer.class.isAssignableFrom(c);
+                c = c.getSuperclass()) {
             for (Field f : c.getDeclaredFields()) {
                 int modifiers = f.getModifiers();
                 if (Modifier.isStatic(modifiers)) {
@@ -171,14 +178,17 @@ final class OptimizerState {
             return null;
         }
         Type type = f.getGenericType();
-        if (type instanceof ParameterizedType p && p.getActualTypeArguments().length == 2
+        if (type instanceof ParameterizedType p
+                && p.getActualTypeArguments().length == 2
                 && p.getActualTypeArguments()[0] == String.class) {
             Type value = p.getActualTypeArguments()[1];
             if (value == Integer.class) {
                 return Kind.COUNTS;
             }
-            if (value instanceof ParameterizedType v && v.getRawType() == Map.class
-                    && v.getActualTypeArguments()[0] == Device.class && v.getActualTypeArguments()[1] == NDArray.class) {
+            if (value instanceof ParameterizedType v
+                    && v.getRawType() == Map.class
+                    && v.getActualTypeArguments()[0] == Device.class
+                    && v.getActualTypeArguments()[1] == NDArray.class) {
                 return Kind.ARRAYS;
             }
         }

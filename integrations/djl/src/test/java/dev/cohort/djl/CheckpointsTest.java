@@ -31,12 +31,30 @@ class CheckpointsTest {
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void aResumedJobEndsBitIdenticalToTheUninterruptedOne(String optimizer) {
         Path checkpoint = tmp.resolve("checkpoint-" + optimizer + ".djl");
-        float[] straight = DjlRuns.train(tmp, 2, "loop", BATCH, STEPS, 1, "optimizer=" + optimizer, "epochs=2",
-                "shuffle=true", "save=8:" + checkpoint);
+        float[] straight = DjlRuns.train(
+                tmp,
+                2,
+                "loop",
+                BATCH,
+                STEPS,
+                1,
+                "optimizer=" + optimizer,
+                "epochs=2",
+                "shuffle=true",
+                "save=8:" + checkpoint);
         assertThat(checkpoint).isRegularFile();
         assertThat(tmp).isDirectoryNotContaining(p -> p.getFileName().toString().contains(".tmp-"));
-        DjlRuns.Run resumed = DjlRuns.run(tmp, 2, "loop", BATCH, STEPS, 1, "optimizer=" + optimizer, "epochs=2",
-                "shuffle=true", "resume=" + checkpoint);
+        DjlRuns.Run resumed = DjlRuns.run(
+                tmp,
+                2,
+                "loop",
+                BATCH,
+                STEPS,
+                1,
+                "optimizer=" + optimizer,
+                "epochs=2",
+                "shuffle=true",
+                "resume=" + checkpoint);
         for (Result r : resumed.results()) {
             assertThat(r.output()).contains("RESUMED AT TrainingPosition[epoch=1, batchInEpoch=2, step=8]");
         }
@@ -49,9 +67,12 @@ class CheckpointsTest {
         Path checkpoint = tmp.resolve("momentum.djl");
         DjlRuns.train(tmp, 1, "loop", BATCH, 2, 1, "optimizer=momentum", "save=2:" + checkpoint);
         Result refused = DjlRuns.start(tmp, 1, "loop", BATCH, 2, 1, "optimizer=adam", "resume=" + checkpoint)
-                .results().get(0);
+                .results()
+                .get(0);
         assertThat(refused.exitCode()).isNotZero();
-        assertThat(refused.output()).contains("checkpoint " + checkpoint + " holds the state of a "
-                + "ai.djl.training.optimizer.Sgd, this trainer's optimizer is a ai.djl.training.optimizer.Adam");
+        assertThat(refused.output())
+                .contains(
+                        "checkpoint " + checkpoint + " holds the state of a "
+                                + "ai.djl.training.optimizer.Sgd, this trainer's optimizer is a ai.djl.training.optimizer.Adam");
     }
 }

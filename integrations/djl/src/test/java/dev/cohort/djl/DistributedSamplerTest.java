@@ -23,12 +23,14 @@ class DistributedSamplerTest {
     @Test
     void shardsAreDisjointAndCoverTheDataset() {
         for (int ranks = 1; ranks <= 4; ranks++) {
-            List<List<Long>> all = shards(ranks, 120, 0, true, true);    // 120: a multiple of 1..4, no padding
+            List<List<Long>> all = shards(ranks, 120, 0, true, true); // 120: a multiple of 1..4, no padding
             Set<Long> seen = new HashSet<>();
             for (List<Long> shard : all) {
                 assertThat(shard).hasSize(120 / ranks);
                 for (long i : shard) {
-                    assertThat(seen.add(i)).as("index %d twice with %d ranks", i, ranks).isTrue();
+                    assertThat(seen.add(i))
+                            .as("index %d twice with %d ranks", i, ranks)
+                            .isTrue();
                 }
             }
             assertThat(seen).hasSize(120);
@@ -40,7 +42,7 @@ class DistributedSamplerTest {
         List<List<Long>> padded = shards(3, 10, 0, false, true);
         assertThat(padded).allSatisfy(s -> assertThat(s).hasSize(4));
         assertThat(padded.get(0)).containsExactly(0L, 3L, 6L, 9L);
-        assertThat(padded.get(1)).containsExactly(1L, 4L, 7L, 0L);     // padded with the first indices
+        assertThat(padded.get(1)).containsExactly(1L, 4L, 7L, 0L); // padded with the first indices
         List<List<Long>> cut = shards(3, 10, 0, false, false);
         assertThat(cut).allSatisfy(s -> assertThat(s).hasSize(3));
         assertThat(cut.get(0)).containsExactly(0L, 3L, 6L);

@@ -32,21 +32,30 @@ class DivergenceCheckTest {
         DjlRuns.Run run = DjlRuns.start(tmp, EVERY_STEP, 2, "loop", 4, 6, 1, "diverge=2");
         Result changer = run.results().get(1);
         Matcher changed = Pattern.compile("CHANGED (\\S+) after step 2").matcher(changer.output());
-        assertThat(changed.find()).as("rank 1 changed a parameter; its output:\n%s", changer.output()).isTrue();
-        assertThat(changed.group(1)).as("the name of parameter 1: its path in the block").isEqualTo("01Linear_bias");
+        assertThat(changed.find())
+                .as("rank 1 changed a parameter; its output:\n%s", changer.output())
+                .isTrue();
+        assertThat(changed.group(1))
+                .as("the name of parameter 1: its path in the block")
+                .isEqualTo("01Linear_bias");
         for (Result rank : run.results()) {
-            assertThat(rank.exitCode()).as("rank %d's exit code; its output:\n%s", rank.rank(), rank.output()).isNotZero();
-            assertThat(rank.output()).as("rank %d", rank.rank()).contains("ModelsDivergedException",
-                    "the ranks' models differ at step 3 (they were the same at step 2): parameter 1 (" + changed.group(1)
-                            + ") is not the same on every rank");
+            assertThat(rank.exitCode())
+                    .as("rank %d's exit code; its output:\n%s", rank.rank(), rank.output())
+                    .isNotZero();
+            assertThat(rank.output())
+                    .as("rank %d", rank.rank())
+                    .contains(
+                            "ModelsDivergedException",
+                            "the ranks' models differ at step 3 (they were the same at step 2): parameter 1 ("
+                                    + changed.group(1) + ") is not the same on every rank");
         }
     }
 
     @Test
     @Timeout(value = 150, unit = TimeUnit.SECONDS)
     void trainingThatKeepsTheRanksAlikePassesACheckAtEveryStep() {
-        DjlRuns.Run run = DjlRuns.start(tmp, EVERY_STEP, 2, "loop", 4, 4, 1, "optimizer=momentum", "shuffle=true",
-                "epochs=2");
+        DjlRuns.Run run =
+                DjlRuns.start(tmp, EVERY_STEP, 2, "loop", 4, 4, 1, "optimizer=momentum", "shuffle=true", "epochs=2");
         JvmWorkers.assertAllOk(run.results());
     }
 }

@@ -23,9 +23,12 @@ class DjlEnginesTest {
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void threeProcessesLoadTheEngineFromAnEmptyCacheAtOnce() {
         Path cache = tmp.resolve("djl-cache");
-        List<Result> results = JvmWorkers.run(3,
+        List<Result> results = JvmWorkers.run(
+                3,
                 r -> JvmWorkers.javaCommand(EngineLoadWorker.class, List.of("-Dai.djl.offline=true"), List.of()),
-                r -> Map.of("DJL_CACHE_DIR", cache.toString()), tmp.resolve("logs"), Duration.ofSeconds(280));
+                r -> Map.of("DJL_CACHE_DIR", cache.toString()),
+                tmp.resolve("logs"),
+                Duration.ofSeconds(280));
         for (Result r : results) {
             assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
             assertThat(r.output()).as(JvmWorkers.describe(results)).contains("OK");

@@ -1,12 +1,9 @@
 package dev.cohort.djl;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.JvmWorkers.Result;
 import dev.cohort.testkit.TwoHosts;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -33,24 +30,57 @@ class DjlMultiHostTest {
             int steps = 5;
             Path together = tmp.resolve("together.txt");
             int port = 30_400 + (int) (ProcessHandle.current().pid() % 500);
-            List<String> args = List.of("loop", Integer.toString(batch), Integer.toString(steps), "1", together.toString());
-            List<Result> results = JvmWorkers.run(4,
-                    r -> hosts.on(r / 2, JvmWorkers.javaCommand(DjlWorker.class, List.of("-Dai.djl.offline=true"), args)),
-                    r -> Map.of("MASTER_ADDR", TwoHosts.ADDRESS_A, "MASTER_PORT", Integer.toString(port),
-                            "RANK", Integer.toString(r), "WORLD_SIZE", "4", "LOCAL_RANK", Integer.toString(r % 2),
-                            "LOCAL_WORLD_SIZE", "2", "GROUP_RANK", Integer.toString(r / 2),
-                            "COHORT_RUN_ID", "djl-two-hosts"),
-                    tmp.resolve("hosts"), Duration.ofSeconds(240));
+            List<String> args =
+                    List.of("loop", Integer.toString(batch), Integer.toString(steps), "1", together.toString());
+            List<Result> results = JvmWorkers.run(
+                    4,
+                    r -> hosts.on(
+                            r / 2, JvmWorkers.javaCommand(DjlWorker.class, List.of("-Dai.djl.offline=true"), args)),
+                    r -> Map.of(
+                            "MASTER_ADDR",
+                            TwoHosts.ADDRESS_A,
+                            "MASTER_PORT",
+                            Integer.toString(port),
+                            "RANK",
+                            Integer.toString(r),
+                            "WORLD_SIZE",
+                            "4",
+                            "LOCAL_RANK",
+                            Integer.toString(r % 2),
+                            "LOCAL_WORLD_SIZE",
+                            "2",
+                            "GROUP_RANK",
+                            Integer.toString(r / 2),
+                            "COHORT_RUN_ID",
+                            "djl-two-hosts"),
+                    tmp.resolve("hosts"),
+                    Duration.ofSeconds(240));
             JvmWorkers.assertAllOk(results);
 
             Path alone = tmp.resolve("alone.txt");
             int alonePort = JvmWorkers.freePort();
-            List<Result> reference = JvmWorkers.run(1,
-                    r -> JvmWorkers.javaCommand(DjlWorker.class, List.of("-Dai.djl.offline=true"),
-                            List.of("loop", Integer.toString(4 * batch), Integer.toString(steps), "1", alone.toString())),
-                    r -> Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(alonePort), "RANK", "0",
-                            "WORLD_SIZE", "1"),
-                    tmp.resolve("alone"), Duration.ofSeconds(120));
+            List<Result> reference = JvmWorkers.run(
+                    1,
+                    r -> JvmWorkers.javaCommand(
+                            DjlWorker.class,
+                            List.of("-Dai.djl.offline=true"),
+                            List.of(
+                                    "loop",
+                                    Integer.toString(4 * batch),
+                                    Integer.toString(steps),
+                                    "1",
+                                    alone.toString())),
+                    r -> Map.of(
+                            "MASTER_ADDR",
+                            "127.0.0.1",
+                            "MASTER_PORT",
+                            Integer.toString(alonePort),
+                            "RANK",
+                            "0",
+                            "WORLD_SIZE",
+                            "1"),
+                    tmp.resolve("alone"),
+                    Duration.ofSeconds(120));
             JvmWorkers.assertAllOk(reference);
             DjlRuns.assertClose(DjlRuns.read(together), DjlRuns.read(alone));
         }

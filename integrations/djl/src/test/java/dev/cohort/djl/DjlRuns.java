@@ -19,8 +19,7 @@ final class DjlRuns {
 
     private static final AtomicInteger RUNS = new AtomicInteger();
 
-    private DjlRuns() {
-    }
+    private DjlRuns() {}
 
     /**
      * The root's parameters after {@code world} ranks of {@link DjlWorker} ran {@code mode} with
@@ -31,8 +30,7 @@ final class DjlRuns {
         return read(run(tmp, world, mode, batch, steps, accumulation, options).params());
     }
 
-    record Run(Path params, List<Result> results) {
-    }
+    record Run(Path params, List<Result> results) {}
 
     static Run run(Path tmp, int world, String mode, int batch, int steps, int accumulation, String... options) {
         Run run = start(tmp, world, mode, batch, steps, accumulation, options);
@@ -46,24 +44,45 @@ final class DjlRuns {
     }
 
     /** As {@link #start(Path, int, String, int, int, int, String...)}, with {@code env} added to every rank's environment. */
-    static Run start(Path tmp, Map<String, String> env, int world, String mode, int batch, int steps, int accumulation,
-                     String... options) {
+    static Run start(
+            Path tmp,
+            Map<String, String> env,
+            int world,
+            String mode,
+            int batch,
+            int steps,
+            int accumulation,
+            String... options) {
         int id = RUNS.incrementAndGet();
         Path out = tmp.resolve("params-" + id + ".txt");
         int port = JvmWorkers.freePort();
-        List<String> args = new ArrayList<>(List.of(mode, Integer.toString(batch), Integer.toString(steps),
-                Integer.toString(accumulation), out.toString()));
+        List<String> args = new ArrayList<>(List.of(
+                mode,
+                Integer.toString(batch),
+                Integer.toString(steps),
+                Integer.toString(accumulation),
+                out.toString()));
         args.addAll(List.of(options));
-        List<Result> results = JvmWorkers.run(world,
+        List<Result> results = JvmWorkers.run(
+                world,
                 r -> JvmWorkers.javaCommand(DjlWorker.class, List.of("-Dai.djl.offline=true"), args),
                 r -> {
                     Map<String, String> vars = new java.util.HashMap<>(env);
-                    vars.putAll(Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port),
-                            "RANK", Integer.toString(r), "WORLD_SIZE", Integer.toString(world),
-                            "COHORT_RUN_ID", "djl-" + id));
+                    vars.putAll(Map.of(
+                            "MASTER_ADDR",
+                            "127.0.0.1",
+                            "MASTER_PORT",
+                            Integer.toString(port),
+                            "RANK",
+                            Integer.toString(r),
+                            "WORLD_SIZE",
+                            Integer.toString(world),
+                            "COHORT_RUN_ID",
+                            "djl-" + id));
                     return vars;
                 },
-                tmp.resolve("logs-" + id), Duration.ofSeconds(150));
+                tmp.resolve("logs-" + id),
+                Duration.ofSeconds(150));
         return new Run(out, results);
     }
 
@@ -86,8 +105,9 @@ final class DjlRuns {
         assertThat(actual).hasSameSizeAs(expected);
         for (int i = 0; i < expected.length; i++) {
             float tolerance = Math.max(1e-5f * Math.abs(expected[i]), 1e-6f);
-            assertThat(actual[i]).as("parameter value %d", i).isCloseTo(expected[i],
-                    org.assertj.core.data.Offset.offset(tolerance));
+            assertThat(actual[i])
+                    .as("parameter value %d", i)
+                    .isCloseTo(expected[i], org.assertj.core.data.Offset.offset(tolerance));
         }
     }
 }

@@ -13,7 +13,6 @@ import ai.djl.nn.core.Linear;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.EasyTrain;
 import ai.djl.training.GradientCollector;
-import ai.djl.training.Trainer;
 import ai.djl.training.dataset.ArrayDataset;
 import ai.djl.training.dataset.Batch;
 import ai.djl.training.loss.Loss;
@@ -61,9 +60,9 @@ public final class DjlWorker {
             }
             int epochs = Integer.parseInt(options.getOrDefault("epochs", "1"));
             boolean shuffle = Boolean.parseBoolean(options.getOrDefault("shuffle", "false"));
-            Engine engine = DjlEngines.load("PyTorch");     // before any other DJL call: see DjlEngines
+            Engine engine = DjlEngines.load("PyTorch"); // before any other DJL call: see DjlEngines
             try (DistributedBackend backend = new TcpBackend(new TcpOptions(), System.getenv());
-                 NDManager manager = NDManager.newBaseManager()) {
+                    NDManager manager = NDManager.newBaseManager()) {
                 backend.initialize();
                 engine.setRandomSeed(1000 + 17 * backend.rank());
                 int world = backend.worldSize();
@@ -71,12 +70,14 @@ public final class DjlWorker {
                 DistributedSampler sampler = new DistributedSampler(backend, batch, shuffle, 7);
                 ArrayDataset data = dataset(manager, records, sampler);
                 try (Model model = Model.newInstance("mlp")) {
-                    model.setBlock(new SequentialBlock().add(Linear.builder().setUnits(32).build())
-                            .add(Activation::relu).add(Linear.builder().setUnits(CLASSES).build()));
+                    model.setBlock(new SequentialBlock()
+                            .add(Linear.builder().setUnits(32).build())
+                            .add(Activation::relu)
+                            .add(Linear.builder().setUnits(CLASSES).build()));
                     DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                             .optOptimizer(optimizer(options.getOrDefault("optimizer", "sgd")));
-                    try (DistributedTrainer trainer = DistributedTrainer.of(backend, model, config, accumulation,
-                            DistributedTrainer.DEFAULT_BUCKET_BYTES)) {
+                    try (DistributedTrainer trainer = DistributedTrainer.of(
+                            backend, model, config, accumulation, DistributedTrainer.DEFAULT_BUCKET_BYTES)) {
                         trainer.initialize(new Shape(batch, FEATURES));
                         if (mode.equals("fit")) {
                             EasyTrain.fit(trainer, 1, data, null);
@@ -97,7 +98,8 @@ public final class DjlWorker {
                 NDArray mine = manager.create(new float[] {backend.rank() + 1f, 10f * (backend.rank() + 1)});
                 NDArray avg = DistributedArrays.averageAll(backend, mine);
                 float expected = (world + 1) / 2f;
-                if (avg.getFloat(0) != expected || avg.getFloat(1) != 10 * expected
+                if (avg.getFloat(0) != expected
+                        || avg.getFloat(1) != 10 * expected
                         || mine.getFloat(0) != backend.rank() + 1f) {
                     throw new AssertionError("averageAll gave " + avg + " from " + mine);
                 }
@@ -108,16 +110,28 @@ public final class DjlWorker {
 
     private static Optimizer optimizer(String name) {
         return switch (name) {
-            case "sgd" -> Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.1f)).build();
-            case "momentum" -> Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.1f)).optMomentum(0.9f).build();
-            case "adam" -> Optimizer.adam().optLearningRateTracker(Tracker.fixed(0.01f)).build();
+            case "sgd" ->
+                Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.1f)).build();
+            case "momentum" ->
+                Optimizer.sgd()
+                        .setLearningRateTracker(Tracker.fixed(0.1f))
+                        .optMomentum(0.9f)
+                        .build();
+            case "adam" ->
+                Optimizer.adam().optLearningRateTracker(Tracker.fixed(0.01f)).build();
             default -> throw new IllegalArgumentException("optimizer " + name);
         };
     }
 
     /** The hand-written loop: {@code epochs} epochs of {@code batchesPerEpoch} batches, with the checkpoint options. */
-    private static void loop(DistributedTrainer trainer, ArrayDataset data, DistributedSampler sampler, int epochs,
-                             int batchesPerEpoch, Map<String, String> options) throws Exception {
+    private static void loop(
+            DistributedTrainer trainer,
+            ArrayDataset data,
+            DistributedSampler sampler,
+            int epochs,
+            int batchesPerEpoch,
+            Map<String, String> options)
+            throws Exception {
         TrainingPosition position = TrainingPosition.start();
         if (options.containsKey("resume")) {
             position = Checkpoints.load(Path.of(options.get("resume")), trainer);
@@ -146,15 +160,21 @@ public final class DjlWorker {
                 b.close();
                 batch++;
                 step++;
-                if (Long.toString(step).equals(options.get("diverge")) && trainer.backend().rank() == 1) {
-                    Parameter changed = trainer.getModel().getBlock().getParameters().valueAt(1);
+                if (Long.toString(step).equals(options.get("diverge"))
+                        && trainer.backend().rank() == 1) {
+                    Parameter changed =
+                            trainer.getModel().getBlock().getParameters().valueAt(1);
                     changed.getArray().addi(0.5f);
-                    System.out.println("CHANGED " + trainer.getModel().getBlock().getParameters().keyAt(1)
-                            + " after step " + step);
+                    System.out.println("CHANGED "
+                            + trainer.getModel().getBlock().getParameters().keyAt(1) + " after step " + step);
                 }
                 if (step == saveAt && trainer.backend().isRootWorker()) {
-                    Checkpoints.save(saveTo, trainer, batch == batchesPerEpoch
-                            ? new TrainingPosition(epoch + 1, 0, step) : new TrainingPosition(epoch, batch, step));
+                    Checkpoints.save(
+                            saveTo,
+                            trainer,
+                            batch == batchesPerEpoch
+                                    ? new TrainingPosition(epoch + 1, 0, step)
+                                    : new TrainingPosition(epoch, batch, step));
                 }
             }
         }
@@ -188,6 +208,7 @@ public final class DjlWorker {
         return new ArrayDataset.Builder()
                 .setData(manager.create(x, new Shape(records, FEATURES)))
                 .optLabels(manager.create(y, new Shape(records)))
-                .setSampling(sampler).build();
+                .setSampling(sampler)
+                .build();
     }
 }

@@ -28,17 +28,25 @@ import ai.djl.training.tracker.Tracker;
 public final class FingerprintCost {
     public static void main(String[] args) {
         Engine engine = DjlEngines.load("PyTorch");
-        try (NDManager m = engine.newBaseManager(); Model model = Model.newInstance("mlp")) {
-            model.setBlock(new SequentialBlock().add(Linear.builder().setUnits(1024).build()).add(Activation::relu)
-                    .add(Linear.builder().setUnits(1024).build()).add(Activation::relu).add(Linear.builder().setUnits(10).build()));
+        try (NDManager m = engine.newBaseManager();
+                Model model = Model.newInstance("mlp")) {
+            model.setBlock(new SequentialBlock()
+                    .add(Linear.builder().setUnits(1024).build())
+                    .add(Activation::relu)
+                    .add(Linear.builder().setUnits(1024).build())
+                    .add(Activation::relu)
+                    .add(Linear.builder().setUnits(10).build()));
             DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
-                    .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.01f)).build());
+                    .optOptimizer(Optimizer.sgd()
+                            .setLearningRateTracker(Tracker.fixed(0.01f))
+                            .build());
             try (Trainer t = model.newTrainer(config)) {
                 t.initialize(new Shape(64, 784));
                 NDArray x = m.randomNormal(new Shape(64, 784));
                 NDArray y = m.randomInteger(0, 10, new Shape(64), ai.djl.ndarray.types.DataType.FLOAT32);
                 long params = 0;
-                for (Parameter p : model.getBlock().getParameters().values()) params += p.getArray().size();
+                for (Parameter p : model.getBlock().getParameters().values())
+                    params += p.getArray().size();
                 for (int round = 0; round < 5; round++) {
                     long t0 = System.nanoTime();
                     for (int i = 0; i < 100; i++) {
@@ -52,10 +60,12 @@ public final class FingerprintCost {
                     long t1 = System.nanoTime();
                     long sink = 0;
                     for (int i = 0; i < 100; i++) {
-                        for (Parameter p : model.getBlock().getParameters().values()) sink += DistributedTrainer.fingerprint(p.getArray());
+                        for (Parameter p : model.getBlock().getParameters().values())
+                            sink += DistributedTrainer.fingerprint(p.getArray());
                     }
                     double fp = (System.nanoTime() - t1) / 100e6;
-                    System.out.printf("params=%d step=%.2f ms fingerprints=%.3f ms (one check per 100 steps: %.4f %% of a step) sink=%d%n",
+                    System.out.printf(
+                            "params=%d step=%.2f ms fingerprints=%.3f ms (one check per 100 steps: %.4f %% of a step) sink=%d%n",
                             params, step, fp, fp / 100 / step * 100, sink);
                 }
             }

@@ -20,8 +20,7 @@ final class ElfSymbols {
     private static final int SECTION_HEADER_BYTES = 64;
     private static final int SYMBOL_BYTES = 24;
 
-    private ElfSymbols() {
-    }
+    private ElfSymbols() {}
 
     /**
      * The names of {@code library}'s dynamic symbols that it defines ({@code defined}) or that
@@ -50,9 +49,10 @@ final class ElfSymbols {
                     throw new IOException(library + ": its dynamic symbol table names no string table");
                 }
                 int namesAt = names * SECTION_HEADER_BYTES;
-                ByteBuffer strings = read(file, library, sections.getLong(namesAt + 0x18), sections.getLong(namesAt + 0x20));
+                ByteBuffer strings =
+                        read(file, library, sections.getLong(namesAt + 0x18), sections.getLong(namesAt + 0x20));
                 Set<String> found = new HashSet<>();
-                for (int s = SYMBOL_BYTES; s + SYMBOL_BYTES <= symbols.limit(); s += SYMBOL_BYTES) {   // entry 0 is empty
+                for (int s = SYMBOL_BYTES; s + SYMBOL_BYTES <= symbols.limit(); s += SYMBOL_BYTES) { // entry 0 is empty
                     boolean isDefined = symbols.getShort(s + 6) != 0;
                     if (isDefined == defined) {
                         found.add(name(strings, symbols.getInt(s)));
@@ -77,8 +77,8 @@ final class ElfSymbols {
 
     private static ByteBuffer read(FileChannel file, Path library, long from, long length) throws IOException {
         if (from < 0 || length < 0 || length > Integer.MAX_VALUE || from + length > file.size()) {
-            throw new IOException(library + " is not a 64-bit ELF file: bytes " + from + "+" + length
-                    + " lie beyond its end");
+            throw new IOException(
+                    library + " is not a 64-bit ELF file: bytes " + from + "+" + length + " lie beyond its end");
         }
         ByteBuffer b = ByteBuffer.allocate((int) length).order(ByteOrder.LITTLE_ENDIAN);
         while (b.hasRemaining()) {

@@ -27,10 +27,10 @@ public final class HostBlas {
     public static final String VARIABLE = "COHORT_BLAS";
     /** The system property that chooses, over {@link #VARIABLE}. */
     public static final String PROPERTY = "cohort.blas";
+
     static final String SONAME = "libopenblas.so.0";
 
-    private HostBlas() {
-    }
+    private HostBlas() {}
 
     /** A {@value #VARIABLE} that names no usable library; its message says what to do. */
     static final class BadSetting extends IllegalArgumentException {
@@ -88,8 +88,12 @@ public final class HostBlas {
             case "ppc64le" -> "powerpc64le-linux-gnu";
             default -> arch + "-linux-gnu";
         };
-        return List.of(Path.of("/usr/local/lib"), Path.of("/usr/lib", multiarch), Path.of("/lib", multiarch),
-                Path.of("/usr/lib64"), Path.of("/usr/lib"));
+        return List.of(
+                Path.of("/usr/local/lib"),
+                Path.of("/usr/lib", multiarch),
+                Path.of("/lib", multiarch),
+                Path.of("/usr/lib64"),
+                Path.of("/usr/lib"));
     }
 
     /**

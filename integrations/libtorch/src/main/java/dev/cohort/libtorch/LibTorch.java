@@ -34,8 +34,7 @@ public final class LibTorch {
     private static volatile Throwable failure;
     private static volatile String blas;
 
-    private LibTorch() {
-    }
+    private LibTorch() {}
 
     /**
      * Marks a native object Cohort keeps beyond the current call, so that a caller's
@@ -71,7 +70,7 @@ public final class LibTorch {
             return "";
         }
         if (t instanceof ForeignLibtorchException || t instanceof HostBlas.BadSetting) {
-            return t.getMessage();     // another libtorch in the process, or a bad COHORT_BLAS
+            return t.getMessage(); // another libtorch in the process, or a bad COHORT_BLAS
         }
         return "libtorch (org.bytedeco:pytorch, linux-x86_64 natives) could not be loaded: " + t
                 + "; Cohort's gloo engine needs Linux on x86-64 with the cohort-gloo module's dependencies on the class path";
@@ -122,7 +121,7 @@ public final class LibTorch {
             return;
         }
         prepare();
-        refuseBesideForeignLibtorch();       // DJL's may have loaded since prepare()
+        refuseBesideForeignLibtorch(); // DJL's may have loaded since prepare()
         try {
             Loader.load(org.bytedeco.pytorch.global.torch.class);
             loaded = true;
@@ -150,8 +149,8 @@ public final class LibTorch {
         refuseBesideForeignLibtorch();
         try {
             String platform = Loader.getPlatform();
-            List<Path> natives = extractUnderLock("/org/bytedeco/openblas/" + platform + "/",
-                    "/org/bytedeco/pytorch/" + platform + "/");
+            List<Path> natives = extractUnderLock(
+                    "/org/bytedeco/openblas/" + platform + "/", "/org/bytedeco/pytorch/" + platform + "/");
             blas = loadHostBlas(natives);
             prepared = true;
         } catch (Throwable t) {
@@ -211,8 +210,8 @@ public final class LibTorch {
     private static List<Path> extractUnderLock(String... resourceDirs) throws IOException, InterruptedException {
         Path cache = Loader.getCacheDir().toPath();
         Files.createDirectories(cache);
-        try (FileChannel channel = FileChannel.open(cache.resolve(".cohort-extract.lock"),
-                StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
+        try (FileChannel channel = FileChannel.open(
+                cache.resolve(".cohort-extract.lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
             long deadline = System.nanoTime() + EXTRACT_LOCK_TIMEOUT.toNanos();
             FileLock lock;
             while ((lock = channel.tryLock()) == null) {

@@ -6,8 +6,7 @@ import org.bytedeco.pytorch.global.torch;
 /** Cohort's element types as libtorch's scalar types, both ways. */
 public final class ScalarTypes {
 
-    private ScalarTypes() {
-    }
+    private ScalarTypes() {}
 
     /** The scalar type of {@code type}'s elements. */
     public static torch.ScalarType of(DataType type) {
@@ -33,7 +32,8 @@ public final class ScalarTypes {
                 return d;
             }
         }
-        throw new IllegalArgumentException("tensors of type " + type
-                + " are not supported by Cohort's collectives (float32, float64, int32, int64, float16 and bfloat16 are)");
+        throw new IllegalArgumentException(
+                "tensors of type " + type
+                        + " are not supported by Cohort's collectives (float32, float64, int32, int64, float16 and bfloat16 are)");
     }
 }

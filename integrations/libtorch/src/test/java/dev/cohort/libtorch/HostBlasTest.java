@@ -39,26 +39,37 @@ class HostBlasTest {
         Path first = Files.createDirectories(dir.resolve("first"));
         Path usual = Files.createDirectories(dir.resolve("usual"));
         Files.writeString(usual.resolve(HostBlas.SONAME), "");
-        assertEquals(Optional.of(usual.resolve(HostBlas.SONAME)),
+        assertEquals(
+                Optional.of(usual.resolve(HostBlas.SONAME)),
                 HostBlas.choose("system", first + "::" + dir.resolve("missing"), List.of(usual)));
         Files.writeString(first.resolve(HostBlas.SONAME), "");
-        assertEquals(Optional.of(first.resolve(HostBlas.SONAME)), HostBlas.choose("system", first.toString(), List.of(usual)));
+        assertEquals(
+                Optional.of(first.resolve(HostBlas.SONAME)),
+                HostBlas.choose("system", first.toString(), List.of(usual)));
     }
 
     @Test
     void systemWithoutALibrarySaysWhereItLookedAndWhatToDo() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
                 () -> HostBlas.choose("system", dir.toString(), List.of(dir.resolve("usual"))));
         assertTrue(e.getMessage().startsWith("COHORT_BLAS=system: no libopenblas.so.0 in ["), e.getMessage());
-        assertTrue(e.getMessage().contains(dir.resolve("usual").toString()) && e.getMessage().contains("unset COHORT_BLAS"),
+        assertTrue(
+                e.getMessage().contains(dir.resolve("usual").toString())
+                        && e.getMessage().contains("unset COHORT_BLAS"),
                 e.getMessage());
     }
 
     @Test
     void aPathMustBeAbsoluteAndExist() throws IOException {
-        for (String bad : List.of("openblas", "relative/libopenblas.so.0", dir.resolve("absent.so").toString())) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> HostBlas.choose(bad, null, List.of()));
-            assertTrue(e.getMessage().startsWith("COHORT_BLAS=" + bad + ": expected bundled, system or the absolute path"),
+        for (String bad : List.of(
+                "openblas",
+                "relative/libopenblas.so.0",
+                dir.resolve("absent.so").toString())) {
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> HostBlas.choose(bad, null, List.of()));
+            assertTrue(
+                    e.getMessage().startsWith("COHORT_BLAS=" + bad + ": expected bundled, system or the absolute path"),
                     e.getMessage());
         }
         Path lib = Files.writeString(dir.resolve("libopenblas.so.0"), "");
@@ -70,13 +81,16 @@ class HostBlasTest {
         Set<String> defined = ElfSymbols.of(JDK.resolve("libjava.so"), true);
         Set<String> needed = ElfSymbols.of(JDK.resolve("libnio.so"), false);
         assertTrue(defined.contains("JNU_ThrowByName"), "libjava.so defines JNU_ThrowByName");
-        assertTrue(needed.contains("JNU_ThrowByName") || needed.contains("JNU_ThrowIOExceptionWithLastError"), String.valueOf(needed));
+        assertTrue(
+                needed.contains("JNU_ThrowByName") || needed.contains("JNU_ThrowIOExceptionWithLastError"),
+                String.valueOf(needed));
         assertTrue(!ElfSymbols.of(JDK.resolve("libjava.so"), false).contains("JNU_ThrowByName"));
     }
 
     @Test
     void aFileThatIsNotElfIsRefusedByName() throws IOException {
-        Path text = Files.writeString(dir.resolve("libopenblas.so.0"), "not a library, but long enough to hold a header.........");
+        Path text = Files.writeString(
+                dir.resolve("libopenblas.so.0"), "not a library, but long enough to hold a header.........");
         IOException e = assertThrows(IOException.class, () -> ElfSymbols.of(text, true));
         assertTrue(e.getMessage().contains(text.toString()), e.getMessage());
     }
@@ -85,16 +99,22 @@ class HostBlasTest {
     void aCandidateMustDefineEveryFunctionTakenFromTheBundledLibrary() throws IOException {
         // libnio.so stands for libtorch, libjava.so for the bundled OpenBLAS: libnet.so lacks the JNU_* functions.
         HostBlas.checkProvides(JDK.resolve("libjava.so"), JDK.resolve("libnio.so"), JDK.resolve("libjava.so"));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> HostBlas.checkProvides(JDK.resolve("libnet.so"), JDK.resolve("libnio.so"), JDK.resolve("libjava.so")));
-        assertTrue(e.getMessage().matches("COHORT_BLAS: .*libnet\\.so lacks \\d+ function\\(s\\) libtorch calls, e\\.g\\. JNU_.*"
-                + "use a full OpenBLAS build with LAPACK, or unset COHORT_BLAS to use the bundled one"), e.getMessage());
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
+                () -> HostBlas.checkProvides(
+                        JDK.resolve("libnet.so"), JDK.resolve("libnio.so"), JDK.resolve("libjava.so")));
+        assertTrue(
+                e.getMessage()
+                        .matches("COHORT_BLAS: .*libnet\\.so lacks \\d+ function\\(s\\) libtorch calls, e\\.g\\. JNU_.*"
+                                + "use a full OpenBLAS build with LAPACK, or unset COHORT_BLAS to use the bundled one"),
+                e.getMessage());
     }
 
     /** The real thing, where the host has OpenBLAS (CI installs libopenblas0-pthread): libtorch computes with it. */
     @Test
     void libtorchComputesWithTheHostsOpenBlas() {
-        assumeTrue(HostBlas.usualFolders().stream().anyMatch(d -> Files.isRegularFile(d.resolve(HostBlas.SONAME))),
+        assumeTrue(
+                HostBlas.usualFolders().stream().anyMatch(d -> Files.isRegularFile(d.resolve(HostBlas.SONAME))),
                 "no OpenBLAS installed on this host");
         System.setProperty(HostBlas.PROPERTY, "system");
         try {
@@ -107,11 +127,11 @@ class HostBlasTest {
         assertTrue(mappedHere(mapped), mapped + " is mapped into this process");
         Tensor a = torch.randn(64, 96);
         Tensor b = torch.randn(96, 32);
-        Tensor product = a.matmul(b);                                      // BLAS: sgemm
-        Tensor expected = a.unsqueeze(2).mul(b.unsqueeze(0)).sum(new long[] {1});   // no BLAS
+        Tensor product = a.matmul(b); // BLAS: sgemm
+        Tensor expected = a.unsqueeze(2).mul(b.unsqueeze(0)).sum(new long[] {1}); // no BLAS
         assertTrue(product.allclose(expected, 1e-4, 1e-4, false), "matmul on the host's OpenBLAS");
         Tensor m = torch.randn(8, 8).add(torch.eye(8).mul(new org.bytedeco.pytorch.Scalar(8.0)));
-        Tensor identity = m.matmul(torch.inverse(m));                      // LAPACK: getrf, getri
+        Tensor identity = m.matmul(torch.inverse(m)); // LAPACK: getrf, getri
         assertTrue(identity.allclose(torch.eye(8), 1e-4, 1e-4, false), "inverse on the host's OpenBLAS");
     }
 

@@ -35,7 +35,7 @@ final class BufferBroadcast {
         }
         Map<DataType, List<Tensor>> byType = new LinkedHashMap<>();
         for (long i = 0; i < buffers.size(); i++) {
-            Tensor b = LibTorch.retain(new Tensor(buffers.get(i)));   // an owning handle, not a view into the vector
+            Tensor b = LibTorch.retain(new Tensor(buffers.get(i))); // an owning handle, not a view into the vector
             DataType type = TensorBuffers.checkMovable(b, "buffer " + i + " of the model");
             byType.computeIfAbsent(type, t -> new ArrayList<>()).add(b);
         }

@@ -29,6 +29,7 @@ final class BypassGuard {
     private boolean unaveraged;
     /** The watched values' fingerprint at that backward pass. */
     private long fingerprintAtBackward;
+
     private int paused;
     private boolean retired;
 

@@ -15,9 +15,9 @@ import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.InputArchive;
 import org.bytedeco.pytorch.Module;
 import org.bytedeco.pytorch.Optimizer;
+import org.bytedeco.pytorch.OptimizerParamGroupVector;
 import org.bytedeco.pytorch.OutputArchive;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.OptimizerParamGroupVector;
 import org.bytedeco.pytorch.global.torch;
 
 /**
@@ -38,8 +38,7 @@ import org.bytedeco.pytorch.global.torch;
  */
 public final class Checkpoints {
 
-    private Checkpoints() {
-    }
+    private Checkpoints() {}
 
     /**
      * Saves atomically and durably ({@link CheckpointFile}); call on the root worker only.
@@ -50,8 +49,9 @@ public final class Checkpoints {
     public static void save(Path file, Module model, Optimizer optimizer, TrainingPosition position) {
         ZeroShards zero = optimizer instanceof DistributedOptimizer d ? d.shards() : null;
         if (zero != null) {
-            throw new IllegalArgumentException("the optimizer's state is sharded across " + zero.group().size()
-                    + " rank(s) (ZeRO stage " + zero.stage() + "): call Checkpoints.saveSharded on every rank");
+            throw new IllegalArgumentException(
+                    "the optimizer's state is sharded across " + zero.group().size() + " rank(s) (ZeRO stage "
+                            + zero.stage() + "): call Checkpoints.saveSharded on every rank");
         }
         writeMain(file, model, optimizer, position, null);
     }
@@ -117,7 +117,8 @@ public final class Checkpoints {
                 }
             }
         } catch (IOException e) {
-            throw new UncheckedIOException("removing old optimizer shards beside " + file + " failed: " + e.getMessage(), e);
+            throw new UncheckedIOException(
+                    "removing old optimizer shards beside " + file + " failed: " + e.getMessage(), e);
         }
     }
 
@@ -125,7 +126,8 @@ public final class Checkpoints {
      * The checkpoint file: the optimizer's state in it, or (null optimizer) in shard files beside it,
      * {@code shards} giving their number and each parameter group's elements.
      */
-    private static void writeMain(Path file, Module model, Optimizer optimizer, TrainingPosition position, long[] shards) {
+    private static void writeMain(
+            Path file, Module model, Optimizer optimizer, TrainingPosition position, long[] shards) {
         CheckpointFile.write(file, tmp -> {
             try {
                 OutputArchive archive = new OutputArchive();
@@ -139,8 +141,9 @@ public final class Checkpoints {
                 } else {
                     archive.write("shards", torch.tensor(shards));
                 }
-                archive.write("position", torch.tensor(new long[] {position.epoch(), position.batchInEpoch(),
-                        position.step()}));
+                archive.write(
+                        "position",
+                        torch.tensor(new long[] {position.epoch(), position.batchInEpoch(), position.step()}));
                 archive.write("rng", torch.getDefaultCPUGenerator().get_state());
                 archive.save_to(tmp.toString());
             } catch (RuntimeException e) {
@@ -171,11 +174,13 @@ public final class Checkpoints {
             if (archive.try_read("rng", rng)) {
                 torch.getDefaultCPUGenerator().set_state(rng);
             }
-            return new TrainingPosition((int) position.get(0).item_long(), (int) position.get(1).item_long(),
+            return new TrainingPosition(
+                    (int) position.get(0).item_long(),
+                    (int) position.get(1).item_long(),
                     position.get(2).item_long());
         } catch (RuntimeException e) {
-            throw new IllegalStateException("checkpoint " + file + " is unreadable or does not match this model: "
-                    + e.getMessage(), e);
+            throw new IllegalStateException(
+                    "checkpoint " + file + " is unreadable or does not match this model: " + e.getMessage(), e);
         }
     }
 
@@ -197,16 +202,19 @@ public final class Checkpoints {
             for (int g = 0; g < layouts.size(); g++) {
                 long saved = g + 1 < shards.numel() ? shards.get(g + 1).item_long() : -1;
                 if (saved != layouts.get(g).total()) {
-                    throw new IllegalArgumentException("parameter group " + g + " of the checkpoint's optimizer had " + saved
-                            + " elements, this one's has " + layouts.get(g).total() + ": not the same model");
+                    throw new IllegalArgumentException("parameter group " + g + " of the checkpoint's optimizer had "
+                            + saved + " elements, this one's has "
+                            + layouts.get(g).total() + ": not the same model");
                 }
             }
             for (int r = 0; r < world; r++) {
                 Path shard = shardFile(file, step, r, world);
                 if (!Files.isRegularFile(shard)) {
-                    throw new IllegalArgumentException("optimizer shard " + r + " of " + world + " for step " + step + " ("
-                            + shard + ") is missing; every rank reads every shard, so the checkpoint's directory must be "
-                            + "one file system for all ranks");
+                    throw new IllegalArgumentException(
+                            "optimizer shard " + r + " of " + world + " for step " + step + " ("
+                                    + shard
+                                    + ") is missing; every rank reads every shard, so the checkpoint's directory must be "
+                                    + "one file system for all ranks");
                 }
                 InputArchive a = new InputArchive();
                 a.load_from(shard.toString());
@@ -224,7 +232,8 @@ public final class Checkpoints {
         List<OptimizerArchives.Span> targets = new ArrayList<>();
         if (zero != null) {
             for (int g = 0; g < layouts.size(); g++) {
-                targets.add(layouts.get(g).shardSpan(g, zero.group().rank(), zero.group().size()));
+                targets.add(layouts.get(g)
+                        .shardSpan(g, zero.group().rank(), zero.group().size()));
             }
         } else {
             targets = wholeSpans(layouts);

@@ -1,7 +1,7 @@
 package dev.cohort.torch;
 
-import dev.cohort.libtorch.LibTorch;
 import dev.cohort.api.Join;
+import dev.cohort.libtorch.LibTorch;
 import org.bytedeco.pytorch.LossClosure;
 import org.bytedeco.pytorch.Optimizer;
 import org.bytedeco.pytorch.Tensor;
@@ -42,6 +42,7 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
 
     /** What a {@link Join} scope announces: the averaging, a clip of the averaged gradients (argument: maxNorm's bits), the step. */
     private static final int AVERAGE = 1;
+
     private static final int CLIP = 2;
     private static final int STEP = 3;
 
@@ -68,12 +69,17 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
      * @param buckets the gradient buckets (also under ZeRO stage 1), or null at ZeRO stage 2
      * @param zero    the shards under ZeRO stage 1 or 2, else null
      */
-    DistributedOptimizer(Optimizer local, GradientBuckets buckets, ZeroShards zero, BufferBroadcast buffers,
-                         BypassGuard bypass, DivergenceWatch divergence) {
+    DistributedOptimizer(
+            Optimizer local,
+            GradientBuckets buckets,
+            ZeroShards zero,
+            BufferBroadcast buffers,
+            BypassGuard bypass,
+            DivergenceWatch divergence) {
         super(local);
         this.bypass = bypass;
         this.divergence = divergence;
-        this.local = LibTorch.retain(local);   // the wrapper uses it for as long as it lives
+        this.local = LibTorch.retain(local); // the wrapper uses it for as long as it lives
         this.gradients = zero != null ? zero : buckets;
         this.buckets = buckets;
         this.zero = zero;
@@ -101,7 +107,7 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
         }
         Tensor result = stepAveraged();
         if (divergence != null && join == null) {
-            divergence.afterStep();        // not inside a join scope: ranks that joined could not answer it
+            divergence.afterStep(); // not inside a join scope: ranks that joined could not answer it
         }
         return result;
     }
@@ -116,7 +122,7 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
         activeRanks = -1;
         int size = gradients.groupSize();
         if (active > 0 && active < size) {
-            gradients.scaleAveraged((double) size / active);   // the average counted zeros from the ranks that joined
+            gradients.scaleAveraged((double) size / active); // the average counted zeros from the ranks that joined
         }
     }
 
@@ -170,7 +176,7 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
 
     private double clipAveraged(double maxNorm) {
         if (zero != null) {
-            return zero.clipGradNorm(maxNorm);    // each rank holds its own shard of the averaged gradients
+            return zero.clipGradNorm(maxNorm); // each rank holds its own shard of the averaged gradients
         }
         TensorVector all = ModelParameters.ofOptimizer(local);
         TensorVector withGradients = new TensorVector();
@@ -235,8 +241,9 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
             }
             case CLIP -> clipAveraged(Double.longBitsToDouble(argument));
             case STEP -> stepAveraged();
-            default -> throw new IllegalStateException("a rank announced phase " + phase
-                    + " of a DistributedOptimizer, which has none such (ranks running different Cohort versions?)");
+            default ->
+                throw new IllegalStateException("a rank announced phase " + phase
+                        + " of a DistributedOptimizer, which has none such (ranks running different Cohort versions?)");
         }
     }
 
@@ -301,9 +308,10 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
      */
     public void release() {
         if (zero != null) {
-            throw new IllegalStateException("ZeRO stage " + zero.stage() + " shards the optimizer state across the ranks: "
-                    + "a lost rank's shard is gone, so the group cannot go on without it; elastic runs train with "
-                    + "zeroStage 0");
+            throw new IllegalStateException(
+                    "ZeRO stage " + zero.stage() + " shards the optimizer state across the ranks: "
+                            + "a lost rank's shard is gone, so the group cannot go on without it; elastic runs train with "
+                            + "zeroStage 0");
         }
         if (buckets != null) {
             buckets.retire();

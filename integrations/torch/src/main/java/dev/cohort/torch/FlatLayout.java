@@ -31,8 +31,11 @@ record FlatLayout(int[] positions, long[] offsets, List<long[]> shapes, long tot
             shapes.add(p.sizes().vec().get());
             at += p.numel();
         }
-        return new FlatLayout(positions.stream().mapToInt(Integer::intValue).toArray(),
-                offsets.stream().mapToLong(Long::longValue).toArray(), shapes, at);
+        return new FlatLayout(
+                positions.stream().mapToInt(Integer::intValue).toArray(),
+                offsets.stream().mapToLong(Long::longValue).toArray(),
+                shapes,
+                at);
     }
 
     int size() {

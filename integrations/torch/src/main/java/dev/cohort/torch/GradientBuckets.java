@@ -1,6 +1,6 @@
 package dev.cohort.torch;
 
-import dev.cohort.libtorch.ScalarTypes;
+import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.BufferAllocator;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
@@ -8,7 +8,7 @@ import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.api.collective.Work;
 import dev.cohort.libtorch.LibTorch;
-import dev.cohort.api.DistributedBackend;
+import dev.cohort.libtorch.ScalarTypes;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -101,23 +101,29 @@ final class GradientBuckets implements GradientAverager {
     private final boolean findUnused;
     /** The 16-bit type float32 buckets travel as, or null to send them as they are. */
     private final DataType compression;
+
     private boolean toldOfUnused;
     /** Run before the first bucket of an iteration starts (see {@link #announceBefore}), or null. */
     private Runnable announce;
+
     private boolean announced;
     /** The parameters that take gradients, in reverse registration order; a parameter's index here is its id. */
     private final List<Tensor> params = new ArrayList<>();
+
     private List<Bucket> buckets = new ArrayList<>();
     /** Where each parameter id lives: its bucket and its slot there. */
     private int[] bucketOf;
+
     private int[] slotOf;
     /** The first iteration's order of ready gradients (parameter ids); null once the buckets were rebuilt. */
     private List<Integer> readyOrder = new ArrayList<>();
+
     private int nextToStart;
     private int sharedBuckets;
     private int paused;
     /** Gradients the hooks were called with so far (paused or not): a backward pass ran when it grows. */
     private long gradientsSeen;
+
     private long startedDuringBackward;
     private long finishedDuringBackward;
     private long waitedNanos;
@@ -131,10 +137,16 @@ final class GradientBuckets implements GradientAverager {
      * @param compression {@link DataType#BFLOAT16} or {@link DataType#FLOAT16} to send float32
      *                    buckets as 16-bit floats (halving the bytes on the wire), or null
      */
-    GradientBuckets(ProcessGroup group, TensorVector parameters, long bucketBytes, boolean overlap, boolean findUnused,
-                    DataType compression) {
+    GradientBuckets(
+            ProcessGroup group,
+            TensorVector parameters,
+            long bucketBytes,
+            boolean overlap,
+            boolean findUnused,
+            DataType compression) {
         if (compression != null && !compression.isHalfPrecision()) {
-            throw new IllegalArgumentException("gradients are compressed to float16 or bfloat16, not " + compression.label());
+            throw new IllegalArgumentException(
+                    "gradients are compressed to float16 or bfloat16, not " + compression.label());
         }
         this.compression = compression;
         if (bucketBytes < 1) {
@@ -146,10 +158,10 @@ final class GradientBuckets implements GradientAverager {
         this.findUnused = findUnused;
         if (group.size() == 1) {
             readyOrder = null;
-            return;                                // nothing to average
+            return; // nothing to average
         }
         for (long i = parameters.size() - 1; i >= 0; i--) {
-            Tensor p = LibTorch.retain(new Tensor(parameters.get(i)));   // an owning handle, not a view into the vector
+            Tensor p = LibTorch.retain(new Tensor(parameters.get(i))); // an owning handle, not a view into the vector
             if (p.requires_grad()) {
                 TensorBuffers.checkMovable(p, "parameter " + i + " of the optimizer");
                 params.add(p);
@@ -221,9 +233,12 @@ final class GradientBuckets implements GradientAverager {
                 }
             }
             if (missed > 0 && group.rank() == 0) {
-                LOG.log(System.Logger.Level.WARNING, String.format("%d of %d gradient buckets (%.1f MiB) do not fit on "
-                        + "every rank in %s; their allreduces copy in and out", missed, laidOut.size(),
-                        missedBytes / 1048576.0, shared.describe()));
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        String.format(
+                                "%d of %d gradient buckets (%.1f MiB) do not fit on "
+                                        + "every rank in %s; their allreduces copy in and out",
+                                missed, laidOut.size(), missedBytes / 1048576.0, shared.describe()));
             }
         }
         laidOut.forEach(Bucket::allocate);
@@ -392,14 +407,14 @@ final class GradientBuckets implements GradientAverager {
             for (int i = 0; i < buckets.size(); i++) {
                 Bucket b = buckets.get(i);
                 if (b.work != null && b.stale) {
-                    b.work.await();                 // superseded by accumulated gradients: redo it
+                    b.work.await(); // superseded by accumulated gradients: redo it
                     b.work = null;
                 }
                 if (b.work == null) {
                     b.packMissing();
                     b.work = start(b);
                     if (!overlap) {
-                        finish(b);                  // one call at a time, run by this thread: no hand-off
+                        finish(b); // one call at a time, run by this thread: no hand-off
                     }
                 }
             }
@@ -410,7 +425,7 @@ final class GradientBuckets implements GradientAverager {
                 usedAnywhere.await();
             }
             for (int i = buckets.size() - 1; overlap && i >= 0; i--) {
-                finish(buckets.get(i));             // without overlap each was finished as it started
+                finish(buckets.get(i)); // without overlap each was finished as it started
             }
             for (Bucket b : buckets) {
                 b.pointGradients(findUnused ? used : null);
@@ -432,7 +447,7 @@ final class GradientBuckets implements GradientAverager {
     private void finish(Bucket b) {
         b.work.await();
         if (b.wire != null) {
-            b.flat.copy_(b.wireFlat);     // back to float32, exactly
+            b.flat.copy_(b.wireFlat); // back to float32, exactly
         }
     }
 
@@ -474,10 +489,14 @@ final class GradientBuckets implements GradientAverager {
                 if (used[id] == 0) {
                     toldOfUnused = true;
                     int unused = id;
-                    LOG.log(System.Logger.Level.INFO, () -> "rank " + group.rank() + ": parameter " + unused + " (reverse "
-                            + "registration order) has no gradient in this step: " + (findUnused
-                            ? "where no rank has one it keeps none" : "averaged as zeros, which optimizers with momentum "
-                            + "or weight decay still apply (option findUnusedParameters leaves parameters no rank used alone)"));
+                    LOG.log(
+                            System.Logger.Level.INFO,
+                            () -> "rank " + group.rank() + ": parameter " + unused + " (reverse "
+                                    + "registration order) has no gradient in this step: "
+                                    + (findUnused
+                                            ? "where no rank has one it keeps none"
+                                            : "averaged as zeros, which optimizers with momentum "
+                                                    + "or weight decay still apply (option findUnusedParameters leaves parameters no rank used alone)"));
                     break;
                 }
             }
@@ -520,15 +539,17 @@ final class GradientBuckets implements GradientAverager {
                 Bucket b = buckets.get(bucketOf[id]);
                 Tensor view = b.views.get(slotOf[id]);
                 Tensor grad = params.get(id).grad();
-                if (grad.defined()) {             // not a parameter that no rank used
+                if (grad.defined()) { // not a parameter that no rank used
                     view.copy_(grad);
                     params.get(id).mutable_grad().put(view);
                 }
             }
         }
         old.forEach(Bucket::free);
-        LOG.log(System.Logger.Level.DEBUG, () -> "gradient buckets rebuilt in the order backward produced gradients: "
-                + buckets.size() + " buckets");
+        LOG.log(
+                System.Logger.Level.DEBUG,
+                () -> "gradient buckets rebuilt in the order backward produced gradients: " + buckets.size()
+                        + " buckets");
     }
 
     private void registerHook(int id) {
@@ -554,14 +575,14 @@ final class GradientBuckets implements GradientAverager {
         Bucket bucket = buckets.get(bucketOf[id]);
         int slot = slotOf[id];
         if (bucket.work != null) {
-            bucket.stale = true;              // accumulation without a step: the step redoes it
+            bucket.stale = true; // accumulation without a step: the step redoes it
             return;
         }
         Tensor view = bucket.views.get(slot);
         Tensor accumulated = params.get(id).grad();
         if (accumulated.defined()) {
             if (sameMemory(accumulated, view)) {
-                return;                       // autograd adds into the view after this hook: the step starts the bucket
+                return; // autograd adds into the view after this hook: the step starts the bucket
             }
             view.copy_(accumulated);
             view.add_(grad);
@@ -598,15 +619,18 @@ final class GradientBuckets implements GradientAverager {
         final List<Tensor> params = new ArrayList<>();
         /** Each parameter's id (its index in the buckets' parameter list). */
         final List<Integer> ids = new ArrayList<>();
-        final List<long[]> ranges = new ArrayList<>();   // {offset, count} in elements
+
+        final List<long[]> ranges = new ArrayList<>(); // {offset, count} in elements
         final List<Tensor> views = new ArrayList<>();
         long bytes;
         DenseBuffer buffer;
         /** Where {@link #buffer} came from, when it is not ordinary direct memory. */
         BufferAllocator allocator;
+
         Tensor flat;
         /** The 16-bit copy that travels instead of {@link #buffer} when gradients are compressed, and its tensor. */
         DenseBuffer wire;
+
         Tensor wireFlat;
         boolean[] ready;
         int readyCount;
@@ -634,7 +658,7 @@ final class GradientBuckets implements GradientAverager {
                 buffer = DenseBuffer.allocateDirect(type, count());
             }
             flat = LibTorch.retain(TensorBuffers.tensor(buffer));
-            views.addAll(TensorBuffers.flatViews(flat, params));      // end to end, as add() laid out the ranges
+            views.addAll(TensorBuffers.flatViews(flat, params)); // end to end, as add() laid out the ranges
             ready = new boolean[params.size()];
         }
 

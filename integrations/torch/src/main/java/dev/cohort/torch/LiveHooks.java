@@ -15,8 +15,7 @@ final class LiveHooks {
 
     private static final List<Pointer> HOOKS = new ArrayList<>();
 
-    private LiveHooks() {
-    }
+    private LiveHooks() {}
 
     /** {@code hook}, retained and kept reachable from now on. */
     static synchronized <H extends Pointer> H keep(H hook) {

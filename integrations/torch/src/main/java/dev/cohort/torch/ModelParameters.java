@@ -6,8 +6,7 @@ import org.bytedeco.pytorch.TensorVector;
 /** The parameters a request names to train ({@code DistributeRequest.modelParameters}), as a vector. */
 final class ModelParameters {
 
-    private ModelParameters() {
-    }
+    private ModelParameters() {}
 
     /**
      * {@code given} as tensors: a {@code TensorVector}, one {@code Tensor}, a {@code Tensor[]} or an
@@ -31,7 +30,8 @@ final class ModelParameters {
             for (Object item : items) {
                 if (!(item instanceof Tensor t)) {
                     throw new IllegalArgumentException("modelParameters element " + i + " is a "
-                            + (item == null ? "null" : item.getClass().getName()) + ", not an org.bytedeco.pytorch.Tensor");
+                            + (item == null ? "null" : item.getClass().getName())
+                            + ", not an org.bytedeco.pytorch.Tensor");
                 }
                 out.push_back(t);
                 i++;

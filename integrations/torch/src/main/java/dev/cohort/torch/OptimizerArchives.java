@@ -25,8 +25,7 @@ import org.bytedeco.pytorch.Tensor;
  */
 final class OptimizerArchives {
 
-    private OptimizerArchives() {
-    }
+    private OptimizerArchives() {}
 
     /** The bytes of the tensors in {@code optimizer}'s state, as it serializes it. */
     static long stateBytes(Optimizer optimizer) {
@@ -74,8 +73,7 @@ final class OptimizerArchives {
     }
 
     /** An archive an optimizer saved, and where the tensor at each of its positions sits. */
-    record Source(InputArchive archive, List<Span> spans) {
-    }
+    record Source(InputArchive archive, List<Span> spans) {}
 
     /**
      * Loads into {@code optimizer} the state that {@code sources} hold for the flat ranges of
@@ -98,8 +96,8 @@ final class OptimizerArchives {
             for (Source source : sources) {
                 List<List<String>> keys = groupKeys(source.archive());
                 if (keys.size() != targetKeys.size()) {
-                    throw new IllegalArgumentException("the saved optimizer has " + keys.size() + " parameter group(s), "
-                            + "this one " + targetKeys.size());
+                    throw new IllegalArgumentException("the saved optimizer has " + keys.size()
+                            + " parameter group(s), " + "this one " + targetKeys.size());
                 }
                 sourceKeys.add(keys);
                 InputArchive state = new InputArchive();
@@ -117,9 +115,17 @@ final class OptimizerArchives {
                         long from = Math.max(target.start(), span.start());
                         long to = Math.min(target.start() + target.count(), span.start() + span.count());
                         InputArchive fields = new InputArchive();
-                        if (span.group() == target.group() && from < to && sourceStates.get(k) != null
-                                && sourceStates.get(k).try_read(sourceKeys.get(k).get(span.group()).get(span.position()),
-                                fields)) {
+                        if (span.group() == target.group()
+                                && from < to
+                                && sourceStates.get(k) != null
+                                && sourceStates
+                                        .get(k)
+                                        .try_read(
+                                                sourceKeys
+                                                        .get(k)
+                                                        .get(span.group())
+                                                        .get(span.position()),
+                                                fields)) {
                             pieces.add(new Piece(fields, span, from, to));
                         }
                     }
@@ -137,8 +143,7 @@ final class OptimizerArchives {
     }
 
     /** A source's state for one position, and the part of the flat space {@code [from, to)} it gives the target. */
-    private record Piece(InputArchive fields, Span span, long from, long to) {
-    }
+    private record Piece(InputArchive fields, Span span, long from, long to) {}
 
     private static void joinFields(List<Piece> pieces, Span target, OutputArchive out) {
         Piece first = pieces.get(0);
@@ -151,8 +156,9 @@ final class OptimizerArchives {
                     IValue part = new IValue();
                     if (piece.fields().try_read(field, part)) {
                         joined.narrow(0, piece.from() - target.start(), piece.to() - piece.from())
-                                .copy_(part.toTensor().reshape(-1).narrow(0, piece.from() - piece.span().start(),
-                                        piece.to() - piece.from()));
+                                .copy_(part.toTensor()
+                                        .reshape(-1)
+                                        .narrow(0, piece.from() - piece.span().start(), piece.to() - piece.from()));
                     }
                 }
                 out.write(field, joined.view(target.shape()), true);
@@ -176,7 +182,7 @@ final class OptimizerArchives {
             if (!freshGroups.try_read(key, freshGroup)) {
                 IValue value = new IValue();
                 freshGroups.read(key, value);
-                out.write(key, value.toTensor(), true);      // param_groups/size
+                out.write(key, value.toTensor(), true); // param_groups/size
                 continue;
             }
             InputArchive savedGroup = new InputArchive();

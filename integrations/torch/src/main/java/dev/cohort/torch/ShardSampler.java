@@ -12,8 +12,8 @@ package dev.cohort.torch;
  * (an elastic job that lost one); each global step of n workers with batch b takes positions
  * [k b n, (k + 1) b n).
  */
-public record ShardSampler(long size, int worldSize, int rank, boolean shuffle, long seed, boolean dropLast,
-                                 long skip) implements IndexSampler {
+public record ShardSampler(long size, int worldSize, int rank, boolean shuffle, long seed, boolean dropLast, long skip)
+        implements IndexSampler {
 
     /** The whole permutation (no {@code skip}). */
     public ShardSampler(long size, int worldSize, int rank, boolean shuffle, long seed, boolean dropLast) {
@@ -32,8 +32,8 @@ public record ShardSampler(long size, int worldSize, int rank, boolean shuffle, 
             throw new IllegalArgumentException("dataset size must be in [0, 2^31), got " + size);
         }
         if (dropLast && size < worldSize) {
-            throw new IllegalArgumentException("with dropLast, " + size + " examples leave nothing for " + worldSize
-                    + " workers");
+            throw new IllegalArgumentException(
+                    "with dropLast, " + size + " examples leave nothing for " + worldSize + " workers");
         }
     }
 
@@ -55,7 +55,7 @@ public record ShardSampler(long size, int worldSize, int rank, boolean shuffle, 
         long[] mine = new long[(int) length()];
         long left = remaining();
         for (int k = 0; k < mine.length; k++) {
-            long position = rank + (long) k * worldSize;    // < total
+            long position = rank + (long) k * worldSize; // < total
             mine[k] = order.length == 0 ? 0 : order[(int) (skip + position % left)];
         }
         assert total >= mine.length;

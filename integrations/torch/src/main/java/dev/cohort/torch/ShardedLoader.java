@@ -45,8 +45,12 @@ public final class ShardedLoader {
      * {@link ShardSampler}).
      */
     public ShardedLoader sharded(int worldSize, int rank, boolean dropLast) {
-        return new ShardedLoader(dataset, batchSize,
-                new ShardSampler(dataset.size(), worldSize, rank, shuffle, seed, dropLast), shuffle, seed);
+        return new ShardedLoader(
+                dataset,
+                batchSize,
+                new ShardSampler(dataset.size(), worldSize, rank, shuffle, seed, dropLast),
+                shuffle,
+                seed);
     }
 
     /**
@@ -54,8 +58,12 @@ public final class ShardedLoader {
      * the first {@code skip}: to go on with an epoch on another number of workers (an elastic job).
      */
     public ShardedLoader sharded(int worldSize, int rank, boolean dropLast, long skip) {
-        return new ShardedLoader(dataset, batchSize,
-                new ShardSampler(dataset.size(), worldSize, rank, shuffle, seed, dropLast, skip), shuffle, seed);
+        return new ShardedLoader(
+                dataset,
+                batchSize,
+                new ShardSampler(dataset.size(), worldSize, rank, shuffle, seed, dropLast, skip),
+                shuffle,
+                seed);
     }
 
     /** This loader with batches of {@code size} (per worker, once sharded). */
@@ -88,7 +96,8 @@ public final class ShardedLoader {
     /** The batches of {@code epoch} from batch {@code firstBatch} on (to resume mid-epoch). */
     public Iterable<MiniBatch> epoch(int epoch, int firstBatch) {
         if (firstBatch < 0 || firstBatch > batchesPerEpoch()) {
-            throw new IllegalArgumentException("first batch must be in [0, " + batchesPerEpoch() + "], got " + firstBatch);
+            throw new IllegalArgumentException(
+                    "first batch must be in [0, " + batchesPerEpoch() + "], got " + firstBatch);
         }
         return () -> new Iterator<>() {
             private final long[] order = sampler.indices(epoch);

@@ -58,8 +58,8 @@ public final class SyncBatchNorm extends Module {
             throw new IllegalArgumentException("features must be >= 1, got " + features);
         }
         if (!(eps >= 0) || !(momentum >= 0 && momentum <= 1)) {
-            throw new IllegalArgumentException("eps must be >= 0 and momentum in [0, 1], got eps " + eps
-                    + " and momentum " + momentum);
+            throw new IllegalArgumentException(
+                    "eps must be >= 0 and momentum in [0, 1], got eps " + eps + " and momentum " + momentum);
         }
         this.group = group;
         this.features = features;
@@ -70,8 +70,8 @@ public final class SyncBatchNorm extends Module {
         this.bias = LibTorch.retain(new Tensor(register_parameter("bias", torch.zeros(features))));
         this.runningMean = LibTorch.retain(new Tensor(register_buffer("running_mean", torch.zeros(features))));
         this.runningVar = LibTorch.retain(new Tensor(register_buffer("running_var", torch.ones(features))));
-        this.batchesTracked = LibTorch.retain(new Tensor(register_buffer("num_batches_tracked",
-                torch.zeros(new long[0], new TensorOptions(torch.ScalarType.Long)))));
+        this.batchesTracked = LibTorch.retain(new Tensor(register_buffer(
+                "num_batches_tracked", torch.zeros(new long[0], new TensorOptions(torch.ScalarType.Long)))));
         this.sumAcrossRanks = LibTorch.retain(new SumAcrossRanks());
     }
 
@@ -83,7 +83,8 @@ public final class SyncBatchNorm extends Module {
     public Tensor forward(Tensor x) {
         if (x.dim() < 2 || x.size(1) != features) {
             throw new IllegalArgumentException("SyncBatchNorm of " + features + " features expects an input of shape "
-                    + "[N, " + features + ", ...], got " + java.util.Arrays.toString(x.sizes().vec().get()));
+                    + "[N, " + features + ", ...], got "
+                    + java.util.Arrays.toString(x.sizes().vec().get()));
         }
         long[] shape = new long[(int) x.dim()];
         java.util.Arrays.fill(shape, 1);
@@ -107,7 +108,7 @@ public final class SyncBatchNorm extends Module {
         if (group.size() > 1) {
             Tensor total = local.detach().clone();
             group.allreduce(TensorBuffers.view(total), ReduceOp.SUM).await();
-            global = local.add(total.sub(local.detach()));   // the total's value, local's gradient path
+            global = local.add(total.sub(local.detach())); // the total's value, local's gradient path
             global.register_hook(sumAcrossRanks);
         }
         Tensor count = global.narrow(0, 2 * features, 1);
@@ -121,13 +122,18 @@ public final class SyncBatchNorm extends Module {
         torch.ScalarType type = x.scalar_type();
         Tensor y = normalize(x, mean.to(type), var.add(new Scalar(eps)).rsqrt().to(type), shape);
         runningMean.mul_(new Scalar(1 - momentum)).add_(mean.detach().to(type).mul(new Scalar(momentum)));
-        runningVar.mul_(new Scalar(1 - momentum)).add_(var.detach().mul(new Scalar(n / (n - 1) * momentum)).to(type));
+        runningVar
+                .mul_(new Scalar(1 - momentum))
+                .add_(var.detach().mul(new Scalar(n / (n - 1) * momentum)).to(type));
         batchesTracked.add_(new Scalar(1L));
         return y;
     }
 
     private Tensor normalize(Tensor x, Tensor mean, Tensor invStd, long[] shape) {
-        return x.sub(mean.view(shape)).mul(invStd.view(shape)).mul(weight.view(shape)).add(bias.view(shape));
+        return x.sub(mean.view(shape))
+                .mul(invStd.view(shape))
+                .mul(weight.view(shape))
+                .add(bias.view(shape));
     }
 
     /** Replaces the gradient of the global statistics by its sum over every rank. */

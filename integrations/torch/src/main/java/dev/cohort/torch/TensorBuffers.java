@@ -1,8 +1,8 @@
 package dev.cohort.torch;
 
-import dev.cohort.libtorch.ScalarTypes;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.libtorch.ScalarTypes;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.pytorch.Tensor;
@@ -12,8 +12,7 @@ import org.bytedeco.pytorch.global.torch;
 /** Views between tensors and {@link DenseBuffer}s, sharing memory (no copies). */
 final class TensorBuffers {
 
-    private TensorBuffers() {
-    }
+    private TensorBuffers() {}
 
     /**
      * A buffer over a contiguous CPU tensor's memory; the tensor must outlive every use of it.
@@ -42,8 +41,9 @@ final class TensorBuffers {
      */
     static DataType checkMovable(Tensor t, String what) {
         if (!t.is_cpu()) {
-            throw new IllegalArgumentException(what + " is on device '" + t.device().str().getString() + "'; Cohort "
-                    + "moves CPU tensors only: keep the model and its tensors on the CPU (or copy with .cpu())");
+            throw new IllegalArgumentException(
+                    what + " is on device '" + t.device().str().getString() + "'; Cohort "
+                            + "moves CPU tensors only: keep the model and its tensors on the CPU (or copy with .cpu())");
         }
         if (!t.is_contiguous()) {
             throw new IllegalArgumentException(what + " is not contiguous; call contiguous() first");
@@ -72,7 +72,8 @@ final class TensorBuffers {
         java.util.List<Tensor> views = new java.util.ArrayList<>(like.size());
         long at = 0;
         for (Tensor t : like) {
-            views.add(dev.cohort.libtorch.LibTorch.retain(flat.narrow(0, at, t.numel()).view(t.sizes().vec().get())));
+            views.add(dev.cohort.libtorch.LibTorch.retain(
+                    flat.narrow(0, at, t.numel()).view(t.sizes().vec().get())));
             at += t.numel();
         }
         return views;

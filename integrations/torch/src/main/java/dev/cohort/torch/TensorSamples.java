@@ -14,8 +14,8 @@ public final class TensorSamples implements Samples {
         this.inputs = Objects.requireNonNull(inputs, "inputs");
         this.targets = Objects.requireNonNull(targets, "targets");
         if (inputs.size(0) != targets.size(0)) {
-            throw new IllegalArgumentException("inputs hold " + inputs.size(0) + " examples but targets "
-                    + targets.size(0));
+            throw new IllegalArgumentException(
+                    "inputs hold " + inputs.size(0) + " examples but targets " + targets.size(0));
         }
     }
 

@@ -8,14 +8,13 @@ import org.bytedeco.pytorch.Tensor;
 /** Collectives on CPU tensors: the tensor's memory is wrapped, not copied. */
 public final class TorchCollectives {
 
-    private TorchCollectives() {
-    }
+    private TorchCollectives() {}
 
     /** The element-wise mean of {@code t} over all workers, as a new tensor; {@code t} is not modified. */
     public static Tensor averageAll(DistributedBackend backend, Tensor t) {
         Tensor copy = t.detach().contiguous().clone();
         DenseBuffer view = TensorBuffers.view(copy);
-        view.copyFrom(backend.averageAll(view));       // inside a join scope: over the ranks still training
+        view.copyFrom(backend.averageAll(view)); // inside a join scope: over the ranks still training
         return copy;
     }
 

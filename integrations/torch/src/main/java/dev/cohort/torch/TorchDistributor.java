@@ -3,8 +3,8 @@ package dev.cohort.torch;
 import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.Distributed;
 import dev.cohort.api.DistributedBackend;
-import dev.cohort.api.DivergenceCheck;
 import dev.cohort.api.Distributor;
+import dev.cohort.api.DivergenceCheck;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
@@ -89,8 +89,15 @@ public final class TorchDistributor implements Distributor {
      */
     public static final String DIVERGENCE_CHECK = "divergenceCheck";
 
-    private static final java.util.Set<String> OPTIONS = java.util.Set.of(BUCKET_BYTES, OVERLAP, BROADCAST_BUFFERS,
-            DROP_LAST, FIND_UNUSED_PARAMETERS, GRAD_COMPRESSION, ZERO_STAGE, DIVERGENCE_CHECK);
+    private static final java.util.Set<String> OPTIONS = java.util.Set.of(
+            BUCKET_BYTES,
+            OVERLAP,
+            BROADCAST_BUFFERS,
+            DROP_LAST,
+            FIND_UNUSED_PARAMETERS,
+            GRAD_COMPRESSION,
+            ZERO_STAGE,
+            DIVERGENCE_CHECK);
 
     /**
      * Extracts libtorch's natives, one process at a time, without loading libtorch ({@link
@@ -109,17 +116,21 @@ public final class TorchDistributor implements Distributor {
 
     @Override
     public boolean supports(DistributeRequest<?, ?, ?, ?> request) {
-        return isTorchType(request.model()) || isTorchType(request.optimizer()) || request.trainingData() instanceof ShardedLoader;
+        return isTorchType(request.model())
+                || isTorchType(request.optimizer())
+                || request.trainingData() instanceof ShardedLoader;
     }
 
     private static boolean isTorchType(Object o) {
         return o != null && o.getClass().getName().startsWith("org.bytedeco.pytorch.")
-                || o instanceof Module || o instanceof Optimizer;
+                || o instanceof Module
+                || o instanceof Optimizer;
     }
 
     @Override
     @SuppressWarnings("unchecked")
-    public <M, O, D, S> Distributed<M, O, D, S> distribute(DistributedBackend backend, DistributeRequest<M, O, D, S> request) {
+    public <M, O, D, S> Distributed<M, O, D, S> distribute(
+            DistributedBackend backend, DistributeRequest<M, O, D, S> request) {
         LibTorch.load();
         for (String key : request.options().keySet()) {
             if (!OPTIONS.contains(key)) {
@@ -127,7 +138,8 @@ public final class TorchDistributor implements Distributor {
                         + new java.util.TreeSet<>(OPTIONS));
             }
         }
-        long bucketBytes = option(request, BUCKET_BYTES, Number.class, GradientBuckets.DEFAULT_BUCKET_BYTES).longValue();
+        long bucketBytes = option(request, BUCKET_BYTES, Number.class, GradientBuckets.DEFAULT_BUCKET_BYTES)
+                .longValue();
         Boolean overlapAsked = option(request, OVERLAP, Boolean.class, null);
         boolean broadcastBuffers = option(request, BROADCAST_BUFFERS, Boolean.class, true);
         boolean dropLast = option(request, DROP_LAST, Boolean.class, false);
@@ -139,8 +151,9 @@ public final class TorchDistributor implements Distributor {
             throw new IllegalArgumentException("option '" + ZERO_STAGE + "' must be 0, 1 or 2, got " + zeroOption);
         }
         if (zeroStage == 2 && Boolean.TRUE.equals(overlapAsked)) {
-            throw new IllegalArgumentException("ZeRO stage 2 reduce-scatters the gradients at the step, after backward: "
-                    + "option '" + OVERLAP + "' cannot be true with it (use stage 1 to overlap allreduces with backward)");
+            throw new IllegalArgumentException(
+                    "ZeRO stage 2 reduce-scatters the gradients at the step, after backward: " + "option '" + OVERLAP
+                            + "' cannot be true with it (use stage 1 to overlap allreduces with backward)");
         }
         Number checkEvery = option(request, DIVERGENCE_CHECK, Number.class, DivergenceCheck.every(System.getenv()));
         if (checkEvery.intValue() < 0 || checkEvery.doubleValue() != checkEvery.intValue()) {
@@ -150,13 +163,15 @@ public final class TorchDistributor implements Distributor {
         ProcessGroup group = backend.group();
         Object model = request.model();
         if (model != null && !(model instanceof Module)) {
-            throw new IllegalArgumentException("the torch integration distributes org.bytedeco.pytorch.Module models, got "
-                    + model.getClass().getName());
+            throw new IllegalArgumentException(
+                    "the torch integration distributes org.bytedeco.pytorch.Module models, got "
+                            + model.getClass().getName());
         }
         D data = request.trainingData();
         if (data != null && !(data instanceof ShardedLoader)) {
             throw new IllegalArgumentException("the torch integration shards training data given as a "
-                    + ShardedLoader.class.getName() + "; a " + data.getClass().getName() + " would reach every rank whole, "
+                    + ShardedLoader.class.getName() + "; a " + data.getClass().getName()
+                    + " would reach every rank whole, "
                     + "and each would train on all of it: pass ShardedLoader.of(dataset, batchSize, shuffle, seed), or pass "
                     + "no training data and shard it yourself with a ShardSampler");
         }
@@ -167,10 +182,12 @@ public final class TorchDistributor implements Distributor {
         O optimizer = request.optimizer();
         if (optimizer != null) {
             if (!(optimizer instanceof Optimizer)) {
-                throw new IllegalArgumentException("expected an org.bytedeco.pytorch.Optimizer, got " + optimizer.getClass().getName());
+                throw new IllegalArgumentException("expected an org.bytedeco.pytorch.Optimizer, got "
+                        + optimizer.getClass().getName());
             }
             Optimizer local = (Optimizer) optimizer;
-            TensorVector params = request.modelParameters() != null ? ModelParameters.of(request.modelParameters())
+            TensorVector params = request.modelParameters() != null
+                    ? ModelParameters.of(request.modelParameters())
                     : module != null ? module.parameters() : ModelParameters.ofOptimizer(local);
             ModelParameters.checkCovers(params, ModelParameters.ofOptimizer(local));
             if (zeroStage > 0) {
@@ -179,13 +196,16 @@ public final class TorchDistributor implements Distributor {
                 broadcastOptimizerState(group, local);
             }
             boolean overlap = overlapAsked != null ? overlapAsked : overlapPays(backend);
-            BufferBroadcast buffers = module != null && broadcastBuffers ? BufferBroadcast.of(group, module.buffers()) : null;
-            GradientBuckets buckets = zeroStage == 2 ? null
+            BufferBroadcast buffers =
+                    module != null && broadcastBuffers ? BufferBroadcast.of(group, module.buffers()) : null;
+            GradientBuckets buckets = zeroStage == 2
+                    ? null
                     : new GradientBuckets(group, params, bucketBytes, overlap, findUnused, compression);
             ZeroShards zero = zeroStage > 0 ? new ZeroShards(group, local, zeroStage, buckets, compression) : null;
             boolean several = group.size() > 1;
             BypassGuard bypass = several ? bypassGuard(params) : null;
-            DivergenceWatch divergence = several ? new DivergenceWatch(group, params, module, checkEvery.intValue()) : null;
+            DivergenceWatch divergence =
+                    several ? new DivergenceWatch(group, params, module, checkEvery.intValue()) : null;
             optimizer = (O) new DistributedOptimizer(local, buckets, zero, buffers, bypass, divergence);
         }
         if (data instanceof ShardedLoader loader) {
@@ -215,8 +235,9 @@ public final class TorchDistributor implements Distributor {
             case "none" -> null;
             case "bf16" -> DataType.BFLOAT16;
             case "fp16" -> DataType.FLOAT16;
-            default -> throw new IllegalArgumentException("option '" + GRAD_COMPRESSION + "' must be bf16, fp16 or none, got "
-                    + name);
+            default ->
+                throw new IllegalArgumentException(
+                        "option '" + GRAD_COMPRESSION + "' must be bf16, fp16 or none, got " + name);
         };
     }
 
@@ -227,8 +248,9 @@ public final class TorchDistributor implements Distributor {
      */
     private static void checkShardable(ProcessGroup group, Optimizer local, boolean findUnused) {
         if (findUnused) {
-            throw new IllegalArgumentException("option '" + FIND_UNUSED_PARAMETERS + "' cannot be honoured with ZeRO: "
-                    + "each rank steps its shard of the flattened parameters whole, so no parameter can sit a step out");
+            throw new IllegalArgumentException(
+                    "option '" + FIND_UNUSED_PARAMETERS + "' cannot be honoured with ZeRO: "
+                            + "each rank steps its shard of the flattened parameters whole, so no parameter can sit a step out");
         }
         if (local instanceof org.bytedeco.pytorch.LBFGS) {
             throw new IllegalArgumentException("ZeRO shards optimizers that update each element on its own (SGD, Adam, "
@@ -269,10 +291,15 @@ public final class TorchDistributor implements Distributor {
         long busy = (long) backend.localWorldSize() * threads;
         boolean pays = backend.worldSize() > 1 && busy < cpus;
         if (backend.worldSize() > 1 && backend.isRootWorker()) {
-            LOG.log(System.Logger.Level.INFO, (pays ? "gradients averaged during backward" : "gradients averaged at the step")
-                    + ": " + backend.localWorldSize() + " rank(s) of " + threads + " compute thread(s) on " + cpus + " CPU(s) "
-                    + (pays ? "leave a CPU for communication" : "leave no CPU for communication to overlap backward")
-                    + " (option " + OVERLAP + " decides)");
+            LOG.log(
+                    System.Logger.Level.INFO,
+                    (pays ? "gradients averaged during backward" : "gradients averaged at the step")
+                            + ": " + backend.localWorldSize() + " rank(s) of " + threads + " compute thread(s) on "
+                            + cpus + " CPU(s) "
+                            + (pays
+                                    ? "leave a CPU for communication"
+                                    : "leave no CPU for communication to overlap backward")
+                            + " (option " + OVERLAP + " decides)");
         }
         return pays;
     }
@@ -309,11 +336,13 @@ public final class TorchDistributor implements Distributor {
                     bytes = Files.readAllBytes(file);
                 }
                 long[] length = {bytes.length};
-                group.broadcast(DenseBuffer.of(length), DistributedBackend.ROOT_RANK).await();
+                group.broadcast(DenseBuffer.of(length), DistributedBackend.ROOT_RANK)
+                        .await();
                 int words = (int) ((length[0] + 7) / 8);
                 ByteBuffer payload = ByteBuffer.allocateDirect(words * 8).order(ByteOrder.nativeOrder());
                 payload.put(bytes).clear();
-                group.broadcast(DenseBuffer.of(payload, DataType.INT64), DistributedBackend.ROOT_RANK).await();
+                group.broadcast(DenseBuffer.of(payload, DataType.INT64), DistributedBackend.ROOT_RANK)
+                        .await();
                 if (group.rank() != DistributedBackend.ROOT_RANK) {
                     byte[] received = new byte[(int) length[0]];
                     payload.get(received);

@@ -27,12 +27,12 @@ import org.bytedeco.pytorch.Optimizer;
  * @param trainingData this rank's shard of the training data, or null when none was given
  * @param lrScheduler  the learning-rate scheduler, passed through
  */
-public record TorchTraining<M extends Module, S>(M model, DistributedOptimizer optimizer, ShardedLoader trainingData,
-                                                 S lrScheduler) {
+public record TorchTraining<M extends Module, S>(
+        M model, DistributedOptimizer optimizer, ShardedLoader trainingData, S lrScheduler) {
 
     /** {@link #distribute(DistributedBackend, DistributeRequest)} without a scheduler or options. */
-    public static <M extends Module> TorchTraining<M, Object> distribute(DistributedBackend backend, M model,
-                                                                        Optimizer optimizer, ShardedLoader trainingData) {
+    public static <M extends Module> TorchTraining<M, Object> distribute(
+            DistributedBackend backend, M model, Optimizer optimizer, ShardedLoader trainingData) {
         return distribute(backend, DistributeRequest.of(model, optimizer, trainingData, null));
     }
 
@@ -50,6 +50,7 @@ public record TorchTraining<M extends Module, S>(M model, DistributedOptimizer o
                     + "the one it returns averages the gradients at each step");
         }
         Distributed<M, O, ShardedLoader, S> d = new TorchDistributor().distribute(backend, request);
-        return new TorchTraining<>(d.model(), (DistributedOptimizer) (Object) d.optimizer(), d.trainingData(), d.lrScheduler());
+        return new TorchTraining<>(
+                d.model(), (DistributedOptimizer) (Object) d.optimizer(), d.trainingData(), d.lrScheduler());
     }
 }

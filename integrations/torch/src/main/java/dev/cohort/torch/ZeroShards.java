@@ -11,8 +11,8 @@ import java.util.ArrayList;
 import java.util.List;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.NoGradGuard;
-import org.bytedeco.pytorch.OptimizerParamGroupVector;
 import org.bytedeco.pytorch.Optimizer;
+import org.bytedeco.pytorch.OptimizerParamGroupVector;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorVector;
@@ -45,6 +45,7 @@ final class ZeroShards implements GradientAverager {
     private final GradientBuckets buckets;
     /** Stage 2: the 16-bit type gradients are reduced in, or null. */
     private final DataType compression;
+
     private final List<Partition> partitions = new ArrayList<>();
     private long waitedNanos;
     /** Stage 2: run before the gradients' reduce-scatter (see {@link #announceBefore}), or null. */
@@ -100,7 +101,7 @@ final class ZeroShards implements GradientAverager {
     @Override
     public void averageGradients() {
         if (buckets != null) {
-            buckets.averageGradients();          // counts its own waiting
+            buckets.averageGradients(); // counts its own waiting
         }
         long began = System.nanoTime();
         try (PointerScope temporaries = new PointerScope()) {
@@ -158,12 +159,12 @@ final class ZeroShards implements GradientAverager {
                 }
             }
             if (group.size() == 1) {
-                p.shardGrad.copy_(p.gradsFlat);   // one rank's gradients are the average
+                p.shardGrad.copy_(p.gradsFlat); // one rank's gradients are the average
                 works.add(null);
             } else if (p.wire == null) {
                 works.add(group.reduceScatter(p.grads, p.shardGradData, ReduceOp.AVG));
             } else {
-                p.gradsFlat.div_(new Scalar((double) group.size()));   // so that 16-bit sums cannot overflow
+                p.gradsFlat.div_(new Scalar((double) group.size())); // so that 16-bit sums cannot overflow
                 p.wireFlat.copy_(p.gradsFlat);
                 works.add(group.reduceScatter(p.wire, p.wireReduced, ReduceOp.SUM));
             }
@@ -285,9 +286,11 @@ final class ZeroShards implements GradientAverager {
         final long slice;
         /** This rank's real elements: [start, start + count) of the flat space. */
         final long start;
+
         final long count;
         /** The shard: a leaf the optimizer steps, and the same memory outside autograd. */
         final DenseBuffer shardData;
+
         final Tensor shard;
         final Tensor shardPlain;
         final DenseBuffer shardGradData;
@@ -297,10 +300,12 @@ final class ZeroShards implements GradientAverager {
          * storage, each parameter a view into it, so the allgather writes the parameters in place.
          */
         final Tensor gatheredFlat;
+
         final DenseBuffer gathered;
         final long gatheredAddress;
         /** Stage 2: every parameter's gradient flat (padded to slice x ranks), and 16-bit copies when compressed. */
         DenseBuffer grads;
+
         Tensor gradsFlat;
         DenseBuffer wire;
         DenseBuffer wireReduced;
@@ -312,20 +317,21 @@ final class ZeroShards implements GradientAverager {
             DataType found = null;
             for (int i = 0; i < layout.size(); i++) {
                 Tensor p = LibTorch.retain(new Tensor(groupParams.get(layout.positions()[i])));
-                DataType t = TensorBuffers.checkMovable(p, "parameter " + layout.positions()[i] + " of parameter group "
-                        + index);
+                DataType t = TensorBuffers.checkMovable(
+                        p, "parameter " + layout.positions()[i] + " of parameter group " + index);
                 if (found != null && t != found) {
-                    throw new IllegalArgumentException("ZeRO lays each parameter group flat, so a group holds one element "
-                            + "type: parameter group " + index + " mixes " + found.label() + " and " + t.label()
-                            + "; put parameters of different types in different groups");
+                    throw new IllegalArgumentException(
+                            "ZeRO lays each parameter group flat, so a group holds one element "
+                                    + "type: parameter group " + index + " mixes " + found.label() + " and " + t.label()
+                                    + "; put parameters of different types in different groups");
                 }
                 found = t;
                 params.add(p);
             }
             type = found == null ? DataType.FLOAT32 : found;
             if (type != DataType.FLOAT32 && type != DataType.FLOAT64) {
-                throw new IllegalArgumentException("ZeRO shards float32 and float64 parameters; parameter group " + index
-                        + " holds " + type.label());
+                throw new IllegalArgumentException("ZeRO shards float32 and float64 parameters; parameter group "
+                        + index + " holds " + type.label());
             }
             int ranks = group.size();
             slice = layout.slice(ranks);
@@ -342,7 +348,10 @@ final class ZeroShards implements GradientAverager {
             shardGrad = LibTorch.retain(torch.zeros(new long[] {slice}, options));
             shardGradData = TensorBuffers.view(shardGrad);
             // empty, not zeros: pages become resident as each parameter is copied in and its old storage freed
-            gatheredFlat = LibTorch.retain(torch.empty(new long[] {(long) all}, new org.bytedeco.pytorch.DimnameListOptional(), options,
+            gatheredFlat = LibTorch.retain(torch.empty(
+                    new long[] {(long) all},
+                    new org.bytedeco.pytorch.DimnameListOptional(),
+                    options,
                     new org.bytedeco.pytorch.MemoryFormatOptional()));
             gathered = TensorBuffers.view(gatheredFlat);
             gatheredAddress = gatheredFlat.data_ptr().address();
@@ -383,7 +392,8 @@ final class ZeroShards implements GradientAverager {
         }
 
         void packParameters() {
-            forEachPiece((i, inParam, inShard, n) -> shardPlain.narrow(0, inShard, n).copy_(flat(i).narrow(0, inParam, n)));
+            forEachPiece(
+                    (i, inParam, inShard, n) -> shardPlain.narrow(0, inShard, n).copy_(flat(i).narrow(0, inParam, n)));
         }
 
         /** Stage 1: this rank's slice of the averaged gradients into the shard's gradient (zeros where there is none). */

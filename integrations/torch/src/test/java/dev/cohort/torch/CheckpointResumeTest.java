@@ -22,6 +22,7 @@ class CheckpointResumeTest {
 
     /** A fresh model and its optimizer, for the tests of saving and loading alone. */
     private final TinyTraining.Net model = new TinyTraining.Net(0);
+
     private final Optimizer optimizer = TinyTraining.sgd(model);
 
     @BeforeAll
@@ -41,11 +42,13 @@ class CheckpointResumeTest {
         Checkpoints.save(file, first, firstOptimizer, new TrainingPosition(1, 0, 3));
         float nextRandom = org.bytedeco.pytorch.global.torch.rand(1).item_float();
 
-        TinyTraining.Net resumed = new TinyTraining.Net(42);           // different weights, fresh momentum
+        TinyTraining.Net resumed = new TinyTraining.Net(42); // different weights, fresh momentum
         Optimizer resumedOptimizer = TinyTraining.sgd(resumed);
         TrainingPosition position = Checkpoints.load(file, resumed, resumedOptimizer);
         assertThat(position).isEqualTo(new TrainingPosition(1, 0, 3));
-        assertThat(org.bytedeco.pytorch.global.torch.rand(1).item_float()).as("random state restored").isEqualTo(nextRandom);
+        assertThat(org.bytedeco.pytorch.global.torch.rand(1).item_float())
+                .as("random state restored")
+                .isEqualTo(nextRandom);
         TinyTraining.trainSingle(resumed, resumedOptimizer, (int) position.step(), 6);
 
         assertThat(TinyTraining.weights(resumed)).containsExactly(TinyTraining.weights(straight));
@@ -68,7 +71,8 @@ class CheckpointResumeTest {
         Checkpoints.save(file, model, optimizer, new TrainingPosition(0, 1, 1));
         byte[] before = Files.readAllBytes(file);
         // A directory where the temporary file must go makes the write fail midway.
-        Files.createDirectory(tmp.resolve("checkpoint.pt.tmp-" + ProcessHandle.current().pid()));
+        Files.createDirectory(
+                tmp.resolve("checkpoint.pt.tmp-" + ProcessHandle.current().pid()));
         assertThatThrownBy(() -> Checkpoints.save(file, model, optimizer, new TrainingPosition(0, 2, 2)))
                 .hasMessageContaining("saving checkpoint");
         assertThat(Files.readAllBytes(file)).isEqualTo(before);
@@ -79,7 +83,6 @@ class CheckpointResumeTest {
         assertThatThrownBy(() -> Checkpoints.load(tmp.resolve("nope.pt"), model, optimizer))
                 .hasMessageContaining("nope.pt does not exist");
         Path bad = Files.writeString(tmp.resolve("bad.pt"), "not a checkpoint");
-        assertThatThrownBy(() -> Checkpoints.load(bad, model, optimizer))
-                .hasMessageContaining("bad.pt is unreadable");
+        assertThatThrownBy(() -> Checkpoints.load(bad, model, optimizer)).hasMessageContaining("bad.pt is unreadable");
     }
 }

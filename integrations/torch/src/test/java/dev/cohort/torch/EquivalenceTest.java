@@ -3,10 +3,10 @@ package dev.cohort.torch;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import dev.cohort.testkit.JvmWorkers;
-import dev.cohort.testkit.JvmWorkers.Result;
 import dev.cohort.runtime.threads.ThreadsBackend;
 import dev.cohort.runtime.threads.ThreadsWorld;
+import dev.cohort.testkit.JvmWorkers;
+import dev.cohort.testkit.JvmWorkers.Result;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -44,43 +44,66 @@ class EquivalenceTest {
     @ValueSource(ints = {1, 2, 3})
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void threadsEngineMatchesSingleProcess(int world) {
-        List<float[]> weights = new ThreadsWorld(world, world, Duration.ofSeconds(30)).runAll(rank -> {
-            try (ThreadsBackend backend = new ThreadsBackend()) {
-                backend.initialize();
-                return TinyTraining.distributed(backend);
-            }
-        }, Duration.ofSeconds(50));
+        List<float[]> weights = new ThreadsWorld(world, world, Duration.ofSeconds(30))
+                .runAll(
+                        rank -> {
+                            try (ThreadsBackend backend = new ThreadsBackend()) {
+                                backend.initialize();
+                                return TinyTraining.distributed(backend);
+                            }
+                        },
+                        Duration.ofSeconds(50));
         for (float[] w : weights) {
             assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(1e-5);
-            assertThat(w).containsExactly(weights.get(0));   // every rank holds the same bits
+            assertThat(w).containsExactly(weights.get(0)); // every rank holds the same bits
         }
     }
 
     @ParameterizedTest(name = "threads engine, world 3, {0}")
-    @ValueSource(strings = {"no overlap", "small buckets", "accumulation in noSync", "accumulation without noSync",
-            "gradients zeroed in place", "parameters registered backwards"})
+    @ValueSource(
+            strings = {
+                "no overlap",
+                "small buckets",
+                "accumulation in noSync",
+                "accumulation without noSync",
+                "gradients zeroed in place",
+                "parameters registered backwards"
+            })
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void bucketingOverlapAndAccumulationDoNotChangeTheResult(String variant) {
-        List<float[]> weights = new ThreadsWorld(3, 3, Duration.ofSeconds(30)).runAll(rank -> {
-            try (ThreadsBackend backend = new ThreadsBackend()) {
-                backend.initialize();
-                return switch (variant) {
-                    case "no overlap" -> TinyTraining.distributed(backend, 25L << 20, false, 1, false);
-                    case "small buckets" -> TinyTraining.distributed(backend, 100, true, 1, false);
-                    case "accumulation in noSync" -> TinyTraining.distributed(backend, 100, true, 2, true);
-                    case "accumulation without noSync" -> TinyTraining.distributed(backend, 100, true, 2, false);
-                    case "gradients zeroed in place" -> TinyTraining.distributed(backend, 100, true, 1, false,
-                            TinyTraining.Variant.ZEROED_IN_PLACE);
-                    default -> {
-                        float[] w = TinyTraining.distributed(backend, 100, true, 1, false,
-                                TinyTraining.Variant.REGISTERED_BACKWARDS);
-                        // Reverse registration order put fc1 (ids 0, 1) first; backward made fc2's (2, 3) first.
-                        assertThat(java.util.Arrays.copyOf(TinyTraining.lastOrder.get(), 2)).containsExactlyInAnyOrder(2, 3);
-                        yield w;
-                    }
-                };
-            }
-        }, Duration.ofSeconds(50));
+        List<float[]> weights = new ThreadsWorld(3, 3, Duration.ofSeconds(30))
+                .runAll(
+                        rank -> {
+                            try (ThreadsBackend backend = new ThreadsBackend()) {
+                                backend.initialize();
+                                return switch (variant) {
+                                    case "no overlap" -> TinyTraining.distributed(backend, 25L << 20, false, 1, false);
+                                    case "small buckets" -> TinyTraining.distributed(backend, 100, true, 1, false);
+                                    case "accumulation in noSync" ->
+                                        TinyTraining.distributed(backend, 100, true, 2, true);
+                                    case "accumulation without noSync" ->
+                                        TinyTraining.distributed(backend, 100, true, 2, false);
+                                    case "gradients zeroed in place" ->
+                                        TinyTraining.distributed(
+                                                backend, 100, true, 1, false, TinyTraining.Variant.ZEROED_IN_PLACE);
+                                    default -> {
+                                        float[] w = TinyTraining.distributed(
+                                                backend,
+                                                100,
+                                                true,
+                                                1,
+                                                false,
+                                                TinyTraining.Variant.REGISTERED_BACKWARDS);
+                                        // Reverse registration order put fc1 (ids 0, 1) first; backward made fc2's (2,
+                                        // 3) first.
+                                        assertThat(java.util.Arrays.copyOf(TinyTraining.lastOrder.get(), 2))
+                                                .containsExactlyInAnyOrder(2, 3);
+                                        yield w;
+                                    }
+                                };
+                            }
+                        },
+                        Duration.ofSeconds(50));
         for (float[] w : weights) {
             assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(1e-5);
         }
@@ -91,24 +114,30 @@ class EquivalenceTest {
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void bucketsTakeTheAllocatorsMemoryOnlyWhereEveryRankHasRoom(String where) {
         int refusing = where.equals("every rank") ? -1 : 1;
-        List<String> outcomes = new ThreadsWorld(3, 3, Duration.ofSeconds(30)).runAll(rank -> {
-            try (AllocatingThreadsBackend backend = new AllocatingThreadsBackend(refusing)) {
-                backend.initialize();
-                float[] w = TinyTraining.distributed(backend, 100, true, 1, false);
-                assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(1e-5);
-                return TinyTraining.lastBuckets.get() + " allocated " + backend.allocated() + " released "
-                        + backend.released();
-            }
-        }, Duration.ofSeconds(50));
+        List<String> outcomes = new ThreadsWorld(3, 3, Duration.ofSeconds(30))
+                .runAll(
+                        rank -> {
+                            try (AllocatingThreadsBackend backend = new AllocatingThreadsBackend(refusing)) {
+                                backend.initialize();
+                                float[] w = TinyTraining.distributed(backend, 100, true, 1, false);
+                                assertThat(TinyTraining.maxRelativeDifference(w, reference))
+                                        .isLessThan(1e-5);
+                                return TinyTraining.lastBuckets.get() + " allocated " + backend.allocated()
+                                        + " released " + backend.released();
+                            }
+                        },
+                        Duration.ofSeconds(50));
         int buckets = Integer.parseInt(outcomes.get(0).replaceAll(".* OF (\\d+) .*", "$1"));
         assertThat(buckets).isGreaterThan(1);
         if (refusing < 0) {
             assertThat(outcomes).containsOnly(buckets + " OF " + buckets + " allocated " + buckets + " released 0");
         } else {
             // Rank 1 has no room: every rank keeps its buckets in its own memory, and gives back what it got.
-            assertThat(outcomes).containsExactly("0 OF " + buckets + " allocated " + buckets + " released " + buckets,
-                    "0 OF " + buckets + " allocated 0 released 0",
-                    "0 OF " + buckets + " allocated " + buckets + " released " + buckets);
+            assertThat(outcomes)
+                    .containsExactly(
+                            "0 OF " + buckets + " allocated " + buckets + " released " + buckets,
+                            "0 OF " + buckets + " allocated 0 released 0",
+                            "0 OF " + buckets + " allocated " + buckets + " released " + buckets);
         }
     }
 
@@ -117,11 +146,20 @@ class EquivalenceTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void glooEngineMatchesSingleProcess(int world) throws Exception {
         int port = JvmWorkers.freePort();
-        List<Result> results = JvmWorkers.run(world,
+        List<Result> results = JvmWorkers.run(
+                world,
                 r -> JvmWorkers.javaCommand(TinyTrainingWorker.class, List.of(), List.of(tmp.toString())),
-                r -> Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port), "RANK", Integer.toString(r),
-                        "WORLD_SIZE", Integer.toString(world)),
-                tmp.resolve("logs"), Duration.ofSeconds(100));
+                r -> Map.of(
+                        "MASTER_ADDR",
+                        "127.0.0.1",
+                        "MASTER_PORT",
+                        Integer.toString(port),
+                        "RANK",
+                        Integer.toString(r),
+                        "WORLD_SIZE",
+                        Integer.toString(world)),
+                tmp.resolve("logs"),
+                Duration.ofSeconds(100));
         for (Result r : results) {
             assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
             float[] w = parse(Files.readString(tmp.resolve("rank-" + r.rank() + ".txt")));
@@ -133,17 +171,30 @@ class EquivalenceTest {
     @CsvSource({"2, 26214400", "3, 100"})
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void shmEngineWithBucketsInItsArenaMatchesSingleProcess(int world, long bucketBytes) throws Exception {
-        assumeTrue(Runtime.version().feature() >= 22 && isOnClassPath("dev.cohort.shm.ShmBackend"),
+        assumeTrue(
+                Runtime.version().feature() >= 22 && isOnClassPath("dev.cohort.shm.ShmBackend"),
                 "the shm engine needs JDK 22+ (the jdk22-plus profile puts it on the test class path)");
         int port = JvmWorkers.freePort();
         String runId = "equivalence-" + ProcessHandle.current().pid() + "-" + world;
-        List<Result> results = JvmWorkers.run(world,
-                r -> JvmWorkers.javaCommand(TinyTrainingWorker.class,
+        List<Result> results = JvmWorkers.run(
+                world,
+                r -> JvmWorkers.javaCommand(
+                        TinyTrainingWorker.class,
                         List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"),
                         List.of(tmp.toString(), "shm", Long.toString(bucketBytes))),
-                r -> Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port), "RANK", Integer.toString(r),
-                        "WORLD_SIZE", Integer.toString(world), "COHORT_RUN_ID", runId),
-                tmp.resolve("logs"), Duration.ofSeconds(100));
+                r -> Map.of(
+                        "MASTER_ADDR",
+                        "127.0.0.1",
+                        "MASTER_PORT",
+                        Integer.toString(port),
+                        "RANK",
+                        Integer.toString(r),
+                        "WORLD_SIZE",
+                        Integer.toString(world),
+                        "COHORT_RUN_ID",
+                        runId),
+                tmp.resolve("logs"),
+                Duration.ofSeconds(100));
         float[] first = null;
         for (Result r : results) {
             assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
@@ -157,7 +208,7 @@ class EquivalenceTest {
             if (first == null) {
                 first = w;
             }
-            assertThat(w).containsExactly(first);   // every rank holds the same bits
+            assertThat(w).containsExactly(first); // every rank holds the same bits
         }
     }
 
@@ -166,27 +217,43 @@ class EquivalenceTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void compressedGradientsKeepEveryProcessInStepNearSingleProcessTraining(String engine, String compression)
             throws Exception {
-        assumeTrue(engine.equals("gloo") || Runtime.version().feature() >= 22 && isOnClassPath("dev.cohort.shm.ShmBackend"),
+        assumeTrue(
+                engine.equals("gloo")
+                        || Runtime.version().feature() >= 22 && isOnClassPath("dev.cohort.shm.ShmBackend"),
                 "the shm engine needs JDK 22+ (the jdk22-plus profile puts it on the test class path)");
         int port = JvmWorkers.freePort();
         String runId = "compressed-" + ProcessHandle.current().pid() + "-" + engine;
-        List<Result> results = JvmWorkers.run(2,
-                r -> JvmWorkers.javaCommand(TinyTrainingWorker.class,
+        List<Result> results = JvmWorkers.run(
+                2,
+                r -> JvmWorkers.javaCommand(
+                        TinyTrainingWorker.class,
                         List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"),
                         List.of(tmp.toString(), engine, Long.toString(256), compression)),
-                r -> Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port), "RANK", Integer.toString(r),
-                        "WORLD_SIZE", "2", "COHORT_RUN_ID", runId),
-                tmp.resolve("logs"), Duration.ofSeconds(100));
+                r -> Map.of(
+                        "MASTER_ADDR",
+                        "127.0.0.1",
+                        "MASTER_PORT",
+                        Integer.toString(port),
+                        "RANK",
+                        Integer.toString(r),
+                        "WORLD_SIZE",
+                        "2",
+                        "COHORT_RUN_ID",
+                        runId),
+                tmp.resolve("logs"),
+                Duration.ofSeconds(100));
         float[] first = null;
         for (Result r : results) {
             assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
             float[] w = parse(Files.readString(tmp.resolve("rank-" + r.rank() + ".txt")));
             // 16-bit gradients: near the float32 result, not equal to it.
-            assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(2e-2).isGreaterThan(0);
+            assertThat(TinyTraining.maxRelativeDifference(w, reference))
+                    .isLessThan(2e-2)
+                    .isGreaterThan(0);
             if (first == null) {
                 first = w;
             }
-            assertThat(w).containsExactly(first);   // every rank holds the same bits
+            assertThat(w).containsExactly(first); // every rank holds the same bits
         }
     }
 

@@ -39,14 +39,18 @@ class JoinTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void unevenRanksTrainAsOneProcessOnTheBatchesThatExist(String kind, int stage, boolean clip) {
         JoinTraining.Outcome reference = JoinTraining.single(kind, clip, JoinTraining.BATCHES);
-        List<JoinTraining.Outcome> ranks = ThreadRanks.run(3, Duration.ofSeconds(100),
+        List<JoinTraining.Outcome> ranks = ThreadRanks.run(
+                3,
+                Duration.ofSeconds(100),
                 backend -> JoinTraining.distributed(backend, kind, stage, clip, JoinTraining.BATCHES));
         for (int r = 0; r < 3; r++) {
             JoinTraining.Outcome o = ranks.get(r);
-            assertThat(TinyTraining.maxRelativeDifference(o.weights(), reference.weights())).as("rank %d", r)
+            assertThat(TinyTraining.maxRelativeDifference(o.weights(), reference.weights()))
+                    .as("rank %d", r)
                     .isLessThan(1e-4);
             for (int s = 0; s < JoinTraining.BATCHES[r]; s++) {
-                assertThat(o.meanLoss()[s]).as("rank %d's averageAll at step %d", r, s)
+                assertThat(o.meanLoss()[s])
+                        .as("rank %d's averageAll at step %d", r, s)
                         .isCloseTo(reference.meanLoss()[s], org.assertj.core.data.Offset.offset(1e-4));
             }
         }
@@ -57,8 +61,8 @@ class JoinTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void everyRankOutOfDataAtOnceEndsTheScope() {
         int[] none = {0, 0};
-        List<JoinTraining.Outcome> ranks = ThreadRanks.run(2, Duration.ofSeconds(60),
-                backend -> JoinTraining.distributed(backend, "sgd", 0, false, none));
+        List<JoinTraining.Outcome> ranks = ThreadRanks.run(
+                2, Duration.ofSeconds(60), backend -> JoinTraining.distributed(backend, "sgd", 0, false, none));
         assertThat(ranks.get(0).weights()).isEqualTo(ranks.get(1).weights());
     }
 
@@ -69,20 +73,32 @@ class JoinTest {
         JoinTraining.Outcome reference = JoinTraining.single("sgd", false, JoinTraining.BATCHES);
         for (String engine : shm ? List.of("gloo", "shm") : List.of("gloo")) {
             int port = JvmWorkers.freePort();
-            List<Result> results = JvmWorkers.run(3,
-                    r -> JvmWorkers.javaCommand(JoinWorker.class,
+            List<Result> results = JvmWorkers.run(
+                    3,
+                    r -> JvmWorkers.javaCommand(
+                            JoinWorker.class,
                             List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"),
                             List.of(tmp.toString(), engine)),
-                    r -> Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port), "RANK",
-                            Integer.toString(r), "WORLD_SIZE", "3", "COHORT_RUN_ID", "join-" + engine + "-"
-                                    + ProcessHandle.current().pid()),
-                    tmp.resolve("logs-" + engine), Duration.ofSeconds(120));
+                    r -> Map.of(
+                            "MASTER_ADDR",
+                            "127.0.0.1",
+                            "MASTER_PORT",
+                            Integer.toString(port),
+                            "RANK",
+                            Integer.toString(r),
+                            "WORLD_SIZE",
+                            "3",
+                            "COHORT_RUN_ID",
+                            "join-" + engine + "-" + ProcessHandle.current().pid()),
+                    tmp.resolve("logs-" + engine),
+                    Duration.ofSeconds(120));
             for (Result r : results) {
                 assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
             }
             for (int r = 0; r < 3; r++) {
                 float[] w = EquivalenceTest.parse(Files.readString(tmp.resolve(engine + "-rank-" + r + ".txt")));
-                assertThat(TinyTraining.maxRelativeDifference(w, reference.weights())).as("%s rank %d", engine, r)
+                assertThat(TinyTraining.maxRelativeDifference(w, reference.weights()))
+                        .as("%s rank %d", engine, r)
                         .isLessThan(1e-4);
             }
         }

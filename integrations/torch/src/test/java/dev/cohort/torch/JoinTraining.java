@@ -24,12 +24,10 @@ final class JoinTraining {
     /** The uneven inputs of the tests: 100, 90 and 73 batches. */
     static final int[] BATCHES = {100, 90, 73};
 
-    private JoinTraining() {
-    }
+    private JoinTraining() {}
 
     /** Final weights, and the mean loss of each step (over the ranks training at it). */
-    record Outcome(float[] weights, double[] meanLoss) {
-    }
+    record Outcome(float[] weights, double[] meanLoss) {}
 
     static Outcome single(String kind, boolean clip, int[] batches) {
         LibTorch.load();
@@ -74,9 +72,10 @@ final class JoinTraining {
         TinyTraining.Net model = new TinyTraining.Net(rank);
         DistributedOptimizer optimizer;
         try (PointerScope scope = new PointerScope()) {
-            optimizer = (DistributedOptimizer) backend.distribute(DistributeRequest.of((Module) model,
-                    ZeroTraining.optimizer(kind, model.parameters()), null, null)
-                    .withOption(TorchDistributor.ZERO_STAGE, stage)).optimizer();
+            optimizer = (DistributedOptimizer) backend.distribute(DistributeRequest.of(
+                                    (Module) model, ZeroTraining.optimizer(kind, model.parameters()), null, null)
+                            .withOption(TorchDistributor.ZERO_STAGE, stage))
+                    .optimizer();
         }
         double[] meanLoss = new double[java.util.Arrays.stream(batches).max().orElse(0)];
         java.util.Arrays.fill(meanLoss, Double.NaN);

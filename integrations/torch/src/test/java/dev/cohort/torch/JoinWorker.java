@@ -19,7 +19,8 @@ public final class JoinWorker {
             try (DistributedBackend backend = Backends.select(args[1])) {
                 backend.initialize();
                 torch.set_num_threads(1);
-                float[] w = JoinTraining.distributed(backend, "sgd", 0, false, JoinTraining.BATCHES).weights();
+                float[] w = JoinTraining.distributed(backend, "sgd", 0, false, JoinTraining.BATCHES)
+                        .weights();
                 Files.writeString(Path.of(args[0], args[1] + "-rank-" + backend.rank() + ".txt"), Arrays.toString(w));
                 backend.barrier();
             }

@@ -53,7 +53,7 @@ class ModelGuardsTest {
         List<String> failures = onRanks(backend -> {
             TinyTraining.Net net = new TinyTraining.Net(backend.rank());
             Optimizer sgd = TinyTraining.sgd(net);
-            backend.distribute(DistributeRequest.of(net, sgd, null, null));   // the result dropped, as in an old loop
+            backend.distribute(DistributeRequest.of(net, sgd, null, null)); // the result dropped, as in an old loop
             for (int s = 0; s < 3; s++) {
                 sgd.zero_grad();
                 try {
@@ -65,27 +65,29 @@ class ModelGuardsTest {
             }
             return "no failure";
         });
-        assertThat(failures).allSatisfy(f -> assertThat(f)
-                .startsWith("step 1: ")
-                .contains("stepped the optimizer it passed to distribute()")
-                .contains("Step the optimizer distribute() returned"));
+        assertThat(failures)
+                .allSatisfy(f -> assertThat(f)
+                        .startsWith("step 1: ")
+                        .contains("stepped the optimizer it passed to distribute()")
+                        .contains("Step the optimizer distribute() returned"));
     }
 
     @Test
     void accumulationAndChangesInsideNoSyncPassTheGuard() {
         List<float[]> weights = onRanks(backend -> {
             TinyTraining.Net net = new TinyTraining.Net(backend.rank());
-            TorchTraining<TinyTraining.Net, Object> t = TorchTraining.distribute(backend, net, TinyTraining.sgd(net), null);
+            TorchTraining<TinyTraining.Net, Object> t =
+                    TorchTraining.distribute(backend, net, TinyTraining.sgd(net), null);
             for (int s = 0; s < 3; s++) {
                 t.optimizer().zero_grad();
                 try (var unsynced = t.optimizer().noSync()) {
                     loss(t.model(), shard(backend, s)).backward();
                     try (NoGradGuard noGrad = new NoGradGuard()) {
-                        t.model().fc2.bias().add_(torch.ones_like(t.model().fc2.bias()));   // a change between passes
+                        t.model().fc2.bias().add_(torch.ones_like(t.model().fc2.bias())); // a change between passes
                     }
                 }
                 loss(t.model(), shard(backend, s)).backward();
-                loss(t.model(), shard(backend, s + 1)).backward();    // accumulation without noSync
+                loss(t.model(), shard(backend, s + 1)).backward(); // accumulation without noSync
                 t.optimizer().step();
             }
             return TinyTraining.weights(t.model());
@@ -98,12 +100,15 @@ class ModelGuardsTest {
         // An elastic re-form distributes the model again; the first optimizer's hooks stay on the
         // parameters after it is gone, and the garbage collector must not free them under libtorch.
         // Outside any PointerScope, as a training program distributes: a scope would hold the hooks itself.
-        List<float[]> weights = new ThreadsWorld(2, 2, Duration.ofSeconds(30)).runAll(rank -> {
-            try (ThreadsBackend backend = new ThreadsBackend()) {
-                backend.initialize();
-                return trainOnAfterADistributedAgain(backend);
-            }
-        }, Duration.ofSeconds(50));
+        List<float[]> weights = new ThreadsWorld(2, 2, Duration.ofSeconds(30))
+                .runAll(
+                        rank -> {
+                            try (ThreadsBackend backend = new ThreadsBackend()) {
+                                backend.initialize();
+                                return trainOnAfterADistributedAgain(backend);
+                            }
+                        },
+                        Duration.ofSeconds(50));
         assertThat(weights.get(1)).containsExactly(weights.get(0));
     }
 
@@ -111,8 +116,11 @@ class ModelGuardsTest {
         {
             TinyTraining.Net net = new TinyTraining.Net(backend.rank());
             Optimizer sgd = TinyTraining.sgd(net);
-            DistributedOptimizer first = TorchTraining.distribute(backend, DistributeRequest.of(net, sgd,
-                    (ShardedLoader) null, null).withOption(TorchDistributor.OVERLAP, true)).optimizer();
+            DistributedOptimizer first = TorchTraining.distribute(
+                            backend,
+                            DistributeRequest.of(net, sgd, (ShardedLoader) null, null)
+                                    .withOption(TorchDistributor.OVERLAP, true))
+                    .optimizer();
             TinyTraining.step(net, first, shard(backend, 0));
             first.release();
             first = null;
@@ -130,7 +138,8 @@ class ModelGuardsTest {
     void ranksWhoseModelsDifferFailTheCheckNamingTheStepAndTheParameter() {
         List<String> failures = onRanks(backend -> {
             TinyTraining.Net net = new TinyTraining.Net(backend.rank());
-            TorchTraining<TinyTraining.Net, Object> t = TorchTraining.distribute(backend,
+            TorchTraining<TinyTraining.Net, Object> t = TorchTraining.distribute(
+                    backend,
                     DistributeRequest.of(net, TinyTraining.sgd(net), (ShardedLoader) null, null)
                             .withOption(TorchDistributor.DIVERGENCE_CHECK, 2));
             for (int s = 1; s <= 4; s++) {
@@ -143,22 +152,24 @@ class ModelGuardsTest {
                 }
                 if (s == 2 && backend.rank() == 1) {
                     try (NoGradGuard noGrad = new NoGradGuard()) {
-                        t.model().fc1.weight().mul_(new org.bytedeco.pytorch.Scalar(1.0001));   // rank-dependent code
+                        t.model().fc1.weight().mul_(new org.bytedeco.pytorch.Scalar(1.0001)); // rank-dependent code
                     }
                 }
             }
             return "no failure";
         });
-        assertThat(failures).allSatisfy(f -> assertThat(f)
-                .startsWith("4 fc1.weight: ")
-                .contains("differ at step 4 (they were the same at step 2)"));
+        assertThat(failures)
+                .allSatisfy(f -> assertThat(f)
+                        .startsWith("4 fc1.weight: ")
+                        .contains("differ at step 4 (they were the same at step 2)"));
     }
 
     @Test
     void typedPartsTrainAsTheUntypedOnesDo() {
         List<float[]> typed = onRanks(backend -> {
             TinyTraining.Net net = new TinyTraining.Net(backend.rank());
-            TorchTraining<TinyTraining.Net, Object> t = TorchTraining.distribute(backend, net, TinyTraining.sgd(net), null);
+            TorchTraining<TinyTraining.Net, Object> t =
+                    TorchTraining.distribute(backend, net, TinyTraining.sgd(net), null);
             TinyTraining.Net model = t.model();
             DistributedOptimizer optimizer = t.optimizer();
             for (int s = 0; s < TinyTraining.STEPS; s++) {
@@ -171,7 +182,10 @@ class ModelGuardsTest {
         float[] single = TinyTraining.single();
         for (float[] w : typed) {
             for (int i = 0; i < w.length; i++) {
-                assertThat((double) w[i]).isCloseTo(single[i], org.assertj.core.data.Offset.offset(1e-5 * Math.max(1, Math.abs(single[i]))));
+                assertThat((double) w[i])
+                        .isCloseTo(
+                                single[i],
+                                org.assertj.core.data.Offset.offset(1e-5 * Math.max(1, Math.abs(single[i]))));
             }
         }
     }

@@ -44,13 +44,18 @@ class OverlapTest {
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void threadsEngine() {
-        assertOverlappedInOneOf(ATTEMPTS, () -> new ThreadsWorld(2, 2, Duration.ofSeconds(60)).runAll(rank -> {
-            torch.set_num_threads(1);
-            try (ThreadsBackend backend = new ThreadsBackend()) {
-                backend.initialize();
-                return OverlapTraining.measure(backend, BLOCKS, STEPS);
-            }
-        }, Duration.ofSeconds(35)));
+        assertOverlappedInOneOf(
+                ATTEMPTS,
+                () -> new ThreadsWorld(2, 2, Duration.ofSeconds(60))
+                        .runAll(
+                                rank -> {
+                                    torch.set_num_threads(1);
+                                    try (ThreadsBackend backend = new ThreadsBackend()) {
+                                        backend.initialize();
+                                        return OverlapTraining.measure(backend, BLOCKS, STEPS);
+                                    }
+                                },
+                                Duration.ofSeconds(35)));
     }
 
     @ParameterizedTest(name = "{0} engine, 2 processes")
@@ -58,17 +63,26 @@ class OverlapTest {
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void processEngines(String engine) throws Exception {
         boolean jdk22 = Runtime.version().feature() >= 22;
-        assumeTrue(engine.equals("gloo") || jdk22 && EquivalenceTest.isOnClassPath("dev.cohort." + engine + "." + (engine.equals("shm")
-                ? "ShmBackend" : "HierBackend")), "the " + engine + " engine needs JDK 22+ (the jdk22-plus profile)");
+        assumeTrue(
+                engine.equals("gloo")
+                        || jdk22
+                                && EquivalenceTest.isOnClassPath("dev.cohort." + engine + "."
+                                        + (engine.equals("shm") ? "ShmBackend" : "HierBackend")),
+                "the " + engine + " engine needs JDK 22+ (the jdk22-plus profile)");
         String runId = "overlap-" + engine + "-" + ProcessHandle.current().pid();
-        List<String> jvm = jdk22 ? List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED")
+        List<String> jvm = jdk22
+                ? List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED")
                 : List.of();
         int[] attempt = {0};
         assertOverlappedInOneOf(ATTEMPTS, () -> {
             String run = runId + "-" + attempt[0]++;
             int port = JvmWorkers.freePort();
-            List<Result> results = JvmWorkers.run(2, r -> JvmWorkers.javaCommand(OverlapWorker.class, jvm, List.of(engine)),
-                    r -> env(port, r, run, engine), tmp.resolve("logs-" + run), Duration.ofSeconds(55));
+            List<Result> results = JvmWorkers.run(
+                    2,
+                    r -> JvmWorkers.javaCommand(OverlapWorker.class, jvm, List.of(engine)),
+                    r -> env(port, r, run, engine),
+                    tmp.resolve("logs-" + run),
+                    Duration.ofSeconds(55));
             List<OverlapTraining.Overlap> seen = new ArrayList<>();
             for (Result r : results) {
                 assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
@@ -86,7 +100,8 @@ class OverlapTest {
      * next shows a tenth (seen on the threads engine). Taking the best of a few runs is how a
      * benchmark filters such preemption; an engine that blocks in the hook fails every run.
      */
-    private static void assertOverlappedInOneOf(int attempts, java.util.function.Supplier<List<OverlapTraining.Overlap>> measure) {
+    private static void assertOverlappedInOneOf(
+            int attempts, java.util.function.Supplier<List<OverlapTraining.Overlap>> measure) {
         for (int i = 1; ; i++) {
             List<OverlapTraining.Overlap> seen = measure.get();
             int attempt = i;
@@ -110,8 +125,17 @@ class OverlapTest {
 
     /** Two ranks; for hier, two simulated hosts of one rank each, so its stage between hosts carries the buckets. */
     private static Map<String, String> env(int port, int rank, String runId, String engine) {
-        Map<String, String> env = new HashMap<>(Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port),
-                "RANK", Integer.toString(rank), "WORLD_SIZE", "2", "COHORT_RUN_ID", runId));
+        Map<String, String> env = new HashMap<>(Map.of(
+                "MASTER_ADDR",
+                "127.0.0.1",
+                "MASTER_PORT",
+                Integer.toString(port),
+                "RANK",
+                Integer.toString(rank),
+                "WORLD_SIZE",
+                "2",
+                "COHORT_RUN_ID",
+                runId));
         if (engine.equals("hier")) {
             env.putAll(Map.of("LOCAL_RANK", "0", "LOCAL_WORLD_SIZE", "1", "GROUP_RANK", Integer.toString(rank)));
         }

@@ -62,27 +62,33 @@ final class OverlapTraining {
         }
 
         String line() {
-            return "OVERLAP " + steps + " " + finishedDuringBackward + " " + hookWaitNanos + " " + plainWaitNanos + " " + buckets;
+            return "OVERLAP " + steps + " " + finishedDuringBackward + " " + hookWaitNanos + " " + plainWaitNanos + " "
+                    + buckets;
         }
 
         static Overlap parse(String output) {
-            java.util.regex.Matcher m = java.util.regex.Pattern.compile("OVERLAP (\\d+) (\\d+) (\\d+) (\\d+) (\\d+)").matcher(output);
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("OVERLAP (\\d+) (\\d+) (\\d+) (\\d+) (\\d+)")
+                    .matcher(output);
             if (!m.find()) {
                 throw new AssertionError("no OVERLAP line in:\n" + output);
             }
-            return new Overlap(Long.parseLong(m.group(1)), Long.parseLong(m.group(2)), Long.parseLong(m.group(3)),
-                    Long.parseLong(m.group(4)), Integer.parseInt(m.group(5)));
+            return new Overlap(
+                    Long.parseLong(m.group(1)),
+                    Long.parseLong(m.group(2)),
+                    Long.parseLong(m.group(3)),
+                    Long.parseLong(m.group(4)),
+                    Integer.parseInt(m.group(5)));
         }
 
         String describe() {
-            return String.format("%d bucket allreduces finished inside backward in %d steps (%d buckets a step); the hooks "
-                    + "held the training thread %.1f ms, against %.1f ms of waiting for communication without overlap",
+            return String.format(
+                    "%d bucket allreduces finished inside backward in %d steps (%d buckets a step); the hooks "
+                            + "held the training thread %.1f ms, against %.1f ms of waiting for communication without overlap",
                     finishedDuringBackward, steps, buckets, hookWaitNanos / 1e6, plainWaitNanos / 1e6);
         }
     }
 
-    private OverlapTraining() {
-    }
+    private OverlapTraining() {}
 
     static Overlap measure(DistributedBackend backend, int blocks, int steps) {
         LibTorch.load();
@@ -90,7 +96,7 @@ final class OverlapTraining {
         Tensor x = LibTorch.retain(torch.randn(BATCH, IN));
         Trained overlapped = distribute(backend, new Net(), true);
         Trained plain = distribute(backend, new Net(), false);
-        train(overlapped, x, 2);   // warm-up, and the buckets' one rebuild
+        train(overlapped, x, 2); // warm-up, and the buckets' one rebuild
         train(plain, x, 2);
         GradientBuckets o = overlapped.optimizer.buckets();
         long finished0 = o.finishedDuringBackward();
@@ -102,18 +108,22 @@ final class OverlapTraining {
             train(plain, x, steps);
             plainWait += plain.optimizer.communicationWaitNanos() - before;
         }
-        return new Overlap((long) blocks * steps, o.finishedDuringBackward() - finished0, o.waitedInHooksNanos() - hooks0,
-                plainWait, overlapped.optimizer.bucketCount());
+        return new Overlap(
+                (long) blocks * steps,
+                o.finishedDuringBackward() - finished0,
+                o.waitedInHooksNanos() - hooks0,
+                plainWait,
+                overlapped.optimizer.bucketCount());
     }
 
     /** A model and its distributed optimizer. */
-    private record Trained(Net model, DistributedOptimizer optimizer) {
-    }
+    private record Trained(Net model, DistributedOptimizer optimizer) {}
 
     private static Trained distribute(DistributedBackend backend, Net model, boolean overlap) {
         Optimizer sgd = new SGD(model.parameters(), new SGDOptions(1e-3));
         Optimizer o = backend.distribute(DistributeRequest.of((Module) model, sgd, null, null)
-                .withOption(TorchDistributor.OVERLAP, overlap)).optimizer();
+                        .withOption(TorchDistributor.OVERLAP, overlap))
+                .optimizer();
         return new Trained(model, (DistributedOptimizer) o);
     }
 

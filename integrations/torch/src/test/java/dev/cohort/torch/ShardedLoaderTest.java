@@ -2,9 +2,9 @@ package dev.cohort.torch;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.cohort.libtorch.LibTorch;
 import dev.cohort.runtime.threads.ThreadsBackend;
 import dev.cohort.runtime.threads.ThreadsWorld;
-import dev.cohort.libtorch.LibTorch;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -33,16 +33,16 @@ class ShardedLoaderTest {
         List<long[]> shards = new ArrayList<>();
         for (int r = 0; r < n; r++) {
             long[] mine = new ShardSampler(size, n, r, true, 7, false).indices(2);
-            assertThat(mine).hasSize(4);                       // ceil(10 / 3)
+            assertThat(mine).hasSize(4); // ceil(10 / 3)
             shards.add(mine);
             for (long i : mine) {
                 seen.add(i);
             }
         }
-        assertThat(seen).hasSize(10);                           // everything covered
+        assertThat(seen).hasSize(10); // everything covered
         long[] all = ShuffledSampler.permutation(size, true, 7, 2);
         assertThat(shards.get(0)[0]).isEqualTo(all[0]);
-        assertThat(shards.get(1)[3]).isEqualTo(all[0]);         // position 10 wraps to the start
+        assertThat(shards.get(1)[3]).isEqualTo(all[0]); // position 10 wraps to the start
         assertThat(shards.get(2)[3]).isEqualTo(all[1]);
     }
 
@@ -73,8 +73,11 @@ class ShardedLoaderTest {
         assertThat(all).hasSize(100);
         assertThat(new ShardSampler(size, 2, 0, true, 9, false, 100).length()).isZero();
         Tensor hundred = torch.arange(new org.bytedeco.pytorch.Scalar(100));
-        assertThat(ShardedLoader.of(new TensorSamples(hundred, hundred), 4, true, 9).sharded(3, 1, false, 91)
-                .batchesPerEpoch()).as("9 examples left over 3 workers, batches of 4").isEqualTo(1);
+        assertThat(ShardedLoader.of(new TensorSamples(hundred, hundred), 4, true, 9)
+                        .sharded(3, 1, false, 91)
+                        .batchesPerEpoch())
+                .as("9 examples left over 3 workers, batches of 4")
+                .isEqualTo(1);
     }
 
     @Test
@@ -101,7 +104,7 @@ class ShardedLoaderTest {
                 backend.initialize();
                 ShardedLoader shard = backend.distribute(dev.cohort.api.DistributeRequest.of(null, null, loader, null))
                         .trainingData();
-                assertThat(shard.batchesPerEpoch()).isEqualTo(4);   // 10 examples, batches of 3
+                assertThat(shard.batchesPerEpoch()).isEqualTo(4); // 10 examples, batches of 3
                 List<Long> seen = new ArrayList<>();
                 for (MiniBatch b : shard.epoch(1)) {
                     for (long i = 0; i < b.size(); i++) {

@@ -59,8 +59,10 @@ class TensorChecksTest {
 
     @Test
     void sixteenBitTensorsAreMovedAsTheyAre() {
-        Tensor half = torch.ones(new long[] {3}, new TensorOptions(torch.ScalarType.Half)).mul(new org.bytedeco.pytorch.Scalar(1.5));
-        Tensor brain = torch.ones(new long[] {2}, new TensorOptions(torch.ScalarType.BFloat16)).neg();
+        Tensor half = torch.ones(new long[] {3}, new TensorOptions(torch.ScalarType.Half))
+                .mul(new org.bytedeco.pytorch.Scalar(1.5));
+        Tensor brain = torch.ones(new long[] {2}, new TensorOptions(torch.ScalarType.BFloat16))
+                .neg();
         assertThat(TensorBuffers.view(half).dataType()).isEqualTo(dev.cohort.api.collective.DataType.FLOAT16);
         assertThat(TensorBuffers.view(half).getDouble(2)).isEqualTo(1.5);
         assertThat(TensorBuffers.view(brain).dataType()).isEqualTo(dev.cohort.api.collective.DataType.BFLOAT16);

@@ -11,17 +11,19 @@ import org.bytedeco.javacpp.PointerScope;
 /** Runs a body on every rank of a threads-engine world, each inside a {@code PointerScope} of its own. */
 final class ThreadRanks {
 
-    private ThreadRanks() {
-    }
+    private ThreadRanks() {}
 
     static <R> List<R> run(int world, Duration limit, Function<DistributedBackend, R> body) {
-        return new ThreadsWorld(world, world, Duration.ofSeconds(30)).runAll(rank -> {
-            try (ThreadsBackend backend = new ThreadsBackend()) {
-                backend.initialize();
-                try (PointerScope scope = new PointerScope()) {
-                    return body.apply(backend);
-                }
-            }
-        }, limit);
+        return new ThreadsWorld(world, world, Duration.ofSeconds(30))
+                .runAll(
+                        rank -> {
+                            try (ThreadsBackend backend = new ThreadsBackend()) {
+                                backend.initialize();
+                                try (PointerScope scope = new PointerScope()) {
+                                    return body.apply(backend);
+                                }
+                            }
+                        },
+                        limit);
     }
 }

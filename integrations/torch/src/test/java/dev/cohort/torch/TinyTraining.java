@@ -65,8 +65,7 @@ final class TinyTraining {
         }
     }
 
-    private TinyTraining() {
-    }
+    private TinyTraining() {}
 
     static Optimizer sgd(Module model) {
         SGDOptions options = new SGDOptions(0.1);
@@ -123,8 +122,8 @@ final class TinyTraining {
      * step (gradient accumulation; the loss of each is scaled by 1/microBatches), the early ones
      * inside {@code noSync()} when asked.
      */
-    static float[] distributed(DistributedBackend backend, long bucketBytes, boolean overlap, int microBatches,
-                               boolean noSync) {
+    static float[] distributed(
+            DistributedBackend backend, long bucketBytes, boolean overlap, int microBatches, boolean noSync) {
         return distributed(backend, bucketBytes, overlap, microBatches, noSync, Variant.PLAIN);
     }
 
@@ -140,14 +139,25 @@ final class TinyTraining {
     /** After {@link #distributed} on this thread: the parameter order of the final bucket layout. */
     static final ThreadLocal<int[]> lastOrder = ThreadLocal.withInitial(() -> new int[0]);
 
-    static float[] distributed(DistributedBackend backend, long bucketBytes, boolean overlap, int microBatches,
-                               boolean noSync, Variant variant) {
+    static float[] distributed(
+            DistributedBackend backend,
+            long bucketBytes,
+            boolean overlap,
+            int microBatches,
+            boolean noSync,
+            Variant variant) {
         return distributed(backend, bucketBytes, overlap, microBatches, noSync, variant, "none");
     }
 
     /** As above, the gradients sent as {@code compression} ({@link TorchDistributor#GRAD_COMPRESSION}). */
-    static float[] distributed(DistributedBackend backend, long bucketBytes, boolean overlap, int microBatches,
-                               boolean noSync, Variant variant, String compression) {
+    static float[] distributed(
+            DistributedBackend backend,
+            long bucketBytes,
+            boolean overlap,
+            int microBatches,
+            boolean noSync,
+            Variant variant,
+            String compression) {
         LibTorch.load();
         int n = backend.worldSize();
         int shard = GLOBAL_BATCH / n;
@@ -157,13 +167,13 @@ final class TinyTraining {
         // distribute inside a PointerScope, as JavaCPP programs often run everything in one
         try (org.bytedeco.javacpp.PointerScope scope = new org.bytedeco.javacpp.PointerScope()) {
             d = backend.distribute(DistributeRequest.of((Module) local, sgd(local), null, null)
-                        .withOption(TorchDistributor.BUCKET_BYTES, bucketBytes)
-                        .withOption(TorchDistributor.OVERLAP, overlap)
-                        .withOption(TorchDistributor.GRAD_COMPRESSION, compression));
+                    .withOption(TorchDistributor.BUCKET_BYTES, bucketBytes)
+                    .withOption(TorchDistributor.OVERLAP, overlap)
+                    .withOption(TorchDistributor.GRAD_COMPRESSION, compression));
         }
         DistributedOptimizer optimizer = (DistributedOptimizer) d.optimizer();
         for (int s = 0; s < STEPS; s++) {
-            System.gc();                      // native objects Cohort keeps must survive collection
+            System.gc(); // native objects Cohort keeps must survive collection
             try (org.bytedeco.javacpp.PointerScope stepScope = new org.bytedeco.javacpp.PointerScope()) {
                 if (variant == Variant.ZEROED_IN_PLACE) {
                     local.zero_grad(false);
@@ -172,8 +182,8 @@ final class TinyTraining {
                 }
                 for (int m = 0; m < microBatches; m++) {
                     MiniBatch b = batch(s, backend.rank() * shard + m * micro, micro);
-                    Tensor loss = torch.cross_entropy(local.forward(b.inputs()), b.targets()).div(
-                            new org.bytedeco.pytorch.Scalar((double) microBatches));
+                    Tensor loss = torch.cross_entropy(local.forward(b.inputs()), b.targets())
+                            .div(new org.bytedeco.pytorch.Scalar((double) microBatches));
                     if (noSync && m < microBatches - 1) {
                         try (DistributedOptimizer.NoSync scope = optimizer.noSync()) {
                             loss.backward();
@@ -185,8 +195,12 @@ final class TinyTraining {
                 optimizer.step();
             }
         }
-        // Zeroed in place, .grad stays the bucket view and autograd adds into it after the hook: those buckets start at the step.
-        if (overlap && !noSync && variant != Variant.ZEROED_IN_PLACE && optimizer.bucketsStartedDuringBackward() < (long) STEPS * optimizer.bucketCount()) {
+        // Zeroed in place, .grad stays the bucket view and autograd adds into it after the hook: those buckets start at
+        // the step.
+        if (overlap
+                && !noSync
+                && variant != Variant.ZEROED_IN_PLACE
+                && optimizer.bucketsStartedDuringBackward() < (long) STEPS * optimizer.bucketCount()) {
             throw new AssertionError("only " + optimizer.bucketsStartedDuringBackward() + " of " + STEPS + " x "
                     + optimizer.bucketCount() + " buckets started during backward");
         }

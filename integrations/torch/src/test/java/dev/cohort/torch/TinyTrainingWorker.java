@@ -23,8 +23,8 @@ public final class TinyTrainingWorker {
                 torch.set_num_threads(1);
                 long bucketBytes = args.length > 2 ? Long.parseLong(args[2]) : 25L << 20;
                 String compression = args.length > 3 ? args[3] : "none";
-                float[] w = TinyTraining.distributed(backend, bucketBytes, true, 1, false, TinyTraining.Variant.PLAIN,
-                        compression);
+                float[] w = TinyTraining.distributed(
+                        backend, bucketBytes, true, 1, false, TinyTraining.Variant.PLAIN, compression);
                 Files.writeString(Path.of(args[0], "rank-" + backend.rank() + ".txt"), Arrays.toString(w));
                 System.out.println("BUCKETS " + TinyTraining.lastBuckets.get());
                 backend.barrier();

@@ -6,14 +6,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.libtorch.LibTorch;
-import dev.cohort.runtime.threads.ThreadsBackend;
-import dev.cohort.runtime.threads.ThreadsWorld;
 import java.time.Duration;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
-import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Adam;
 import org.bytedeco.pytorch.AdamOptions;
 import org.bytedeco.pytorch.BatchNorm1dImpl;
@@ -70,15 +67,17 @@ class TrainingControlsTest {
             norms[s] = torch.clip_grad_norm_(single.parameters(), MAX_NORM, 2.0, false);
             sgd.step();
         }
-        assertThat(java.util.Arrays.stream(norms).max().orElseThrow()).as("the norm must exceed the bound for the clip "
-                + "to matter").isGreaterThan(MAX_NORM);
+        assertThat(java.util.Arrays.stream(norms).max().orElseThrow())
+                .as("the norm must exceed the bound for the clip " + "to matter")
+                .isGreaterThan(MAX_NORM);
         float[] reference = TinyTraining.weights(single);
 
         int shard = TinyTraining.GLOBAL_BATCH / world;
         List<double[]> seen = onRanks(world, backend -> {
             TinyTraining.Net net = new TinyTraining.Net(backend.rank());
-            DistributedOptimizer optimizer = (DistributedOptimizer) backend.distribute(
-                    DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null)).optimizer();
+            DistributedOptimizer optimizer = (DistributedOptimizer)
+                    backend.distribute(DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null))
+                            .optimizer();
             double[] mine = new double[TinyTraining.STEPS];
             for (int s = 0; s < TinyTraining.STEPS; s++) {
                 optimizer.zero_grad();
@@ -86,7 +85,8 @@ class TrainingControlsTest {
                 mine[s] = optimizer.clipGradNorm(MAX_NORM);
                 optimizer.step();
             }
-            assertThat(TinyTraining.maxRelativeDifference(TinyTraining.weights(net), reference)).isLessThan(1e-5);
+            assertThat(TinyTraining.maxRelativeDifference(TinyTraining.weights(net), reference))
+                    .isLessThan(1e-5);
             return mine;
         });
         for (double[] mine : seen) {
@@ -100,13 +100,14 @@ class TrainingControlsTest {
     void aBackwardBetweenSynchronizeAndStepIsRefused() {
         List<String> messages = onRanks(2, backend -> {
             TinyTraining.Net net = new TinyTraining.Net(backend.rank());
-            DistributedOptimizer optimizer = (DistributedOptimizer) backend.distribute(
-                    DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null)
-                            .withOption(TorchDistributor.OVERLAP, true)).optimizer();
+            DistributedOptimizer optimizer = (DistributedOptimizer)
+                    backend.distribute(DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null)
+                                    .withOption(TorchDistributor.OVERLAP, true))
+                            .optimizer();
             optimizer.zero_grad();
             loss(net, TinyTraining.batch(0, backend.rank() * 6, 6)).backward();
             optimizer.synchronize();
-            optimizer.synchronize();                      // a second call averages nothing more
+            optimizer.synchronize(); // a second call averages nothing more
             loss(net, TinyTraining.batch(1, backend.rank() * 6, 6)).backward();
             try {
                 optimizer.step();
@@ -133,18 +134,21 @@ class TrainingControlsTest {
         onRanks(2, backend -> {
             TinyTraining.Net net = new TinyTraining.Net(backend.rank());
             List<Tensor> trained = List.of(net.fc2.weight(), net.fc2.bias());
-            DistributedOptimizer optimizer = (DistributedOptimizer) backend.distribute(
-                    DistributeRequest.of((Module) net, sgd(vector(net.fc2.weight(), net.fc2.bias())), null, null)
-                            .withModelParameters(trained)).optimizer();
-            assertThat(optimizer.buckets().parameterOrder()).hasSize(2);   // fc1 has no bucket
+            DistributedOptimizer optimizer = (DistributedOptimizer) backend.distribute(DistributeRequest.of(
+                                    (Module) net, sgd(vector(net.fc2.weight(), net.fc2.bias())), null, null)
+                            .withModelParameters(trained))
+                    .optimizer();
+            assertThat(optimizer.buckets().parameterOrder()).hasSize(2); // fc1 has no bucket
             for (int s = 0; s < TinyTraining.STEPS; s++) {
                 optimizer.zero_grad();
                 loss(net, TinyTraining.batch(s, backend.rank() * 6, 6)).backward();
                 optimizer.step();
             }
-            assertThat(TinyTraining.maxRelativeDifference(TinyTraining.weights(net), reference)).isLessThan(1e-5);
+            assertThat(TinyTraining.maxRelativeDifference(TinyTraining.weights(net), reference))
+                    .isLessThan(1e-5);
             // fc1 is the root's, broadcast, and never stepped.
-            assertThat(TinyTraining.weights(vector(net.fc1.weight(), net.fc1.bias()))).containsExactly(fc1Before);
+            assertThat(TinyTraining.weights(vector(net.fc1.weight(), net.fc1.bias())))
+                    .containsExactly(fc1Before);
             return null;
         });
     }
@@ -153,23 +157,27 @@ class TrainingControlsTest {
     void whatTheIntegrationCannotHonourIsRefusedWithWhatToDo() {
         onRanks(1, backend -> {
             TinyTraining.Net net = new TinyTraining.Net(0);
-            assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null)
-                    .withModelParameters(List.of(net.fc2.weight(), net.fc2.bias()))))
+            assertThatThrownBy(() ->
+                            backend.distribute(DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null)
+                                    .withModelParameters(List.of(net.fc2.weight(), net.fc2.bias()))))
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("the optimizer updates 2 parameter(s)")
                     .hasMessageContaining("list them in modelParameters");
-            assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null)
-                    .withModelParameters("fc2")))
+            assertThatThrownBy(() ->
+                            backend.distribute(DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null)
+                                    .withModelParameters("fc2")))
                     .hasMessageContaining("modelParameters must be a TensorVector");
-            assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) net, null, List.of(1, 2, 3), null)))
+            assertThatThrownBy(
+                            () -> backend.distribute(DistributeRequest.of((Module) net, null, List.of(1, 2, 3), null)))
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("would reach every rank whole")
                     .hasMessageContaining("ShardedLoader.of(");
+            assertThatThrownBy(() -> backend.distribute(
+                            DistributeRequest.of((Module) net, null, null, null).withOption("bucketbytes", 1024)))
+                    .hasMessageContaining("unknown option 'bucketbytes'")
+                    .hasMessageContaining(TorchDistributor.BUCKET_BYTES);
             assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) net, null, null, null)
-                    .withOption("bucketbytes", 1024)))
-                    .hasMessageContaining("unknown option 'bucketbytes'").hasMessageContaining(TorchDistributor.BUCKET_BYTES);
-            assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) net, null, null, null)
-                    .withOption(TorchDistributor.OVERLAP, "yes")))
+                            .withOption(TorchDistributor.OVERLAP, "yes")))
                     .hasMessageContaining("option 'overlap' must be a Boolean, got String yes");
             return null;
         });
@@ -195,11 +203,13 @@ class TrainingControlsTest {
                     TinyTraining.step(net, local, TinyTraining.batch(100 + s, 0, TinyTraining.GLOBAL_BATCH));
                 }
             }
-            Optimizer optimizer = backend.distribute(DistributeRequest.of((Module) net, local, null, null)).optimizer();
+            Optimizer optimizer = backend.distribute(DistributeRequest.of((Module) net, local, null, null))
+                    .optimizer();
             for (int s = 0; s < TinyTraining.STEPS; s++) {
                 TinyTraining.step(net, optimizer, TinyTraining.batch(s, backend.rank() * 4, 4));
             }
-            assertThat(TinyTraining.maxRelativeDifference(TinyTraining.weights(net), reference)).isLessThan(1e-5);
+            assertThat(TinyTraining.maxRelativeDifference(TinyTraining.weights(net), reference))
+                    .isLessThan(1e-5);
             return null;
         });
     }
@@ -249,13 +259,16 @@ class TrainingControlsTest {
     private static void ranksWithExtraMatch(float[] reference, boolean overlap, boolean findUnused) {
         onRanks(2, backend -> {
             WithExtra net = new WithExtra(backend.rank());
-            Optimizer optimizer = backend.distribute(DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null)
-                    .withOption(TorchDistributor.FIND_UNUSED_PARAMETERS, findUnused)
-                    .withOption(TorchDistributor.OVERLAP, overlap)
-                    .withOption(TorchDistributor.BUCKET_BYTES, 64L)).optimizer();
+            Optimizer optimizer = backend.distribute(
+                            DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null)
+                                    .withOption(TorchDistributor.FIND_UNUSED_PARAMETERS, findUnused)
+                                    .withOption(TorchDistributor.OVERLAP, overlap)
+                                    .withOption(TorchDistributor.BUCKET_BYTES, 64L))
+                    .optimizer();
             for (int s = 0; s < TinyTraining.STEPS; s++) {
                 optimizer.zero_grad();
-                net.loss(TinyTraining.batch(s, backend.rank() * 6, 6), backend.rank() == 0 && s % 2 == 0).backward();
+                net.loss(TinyTraining.batch(s, backend.rank() * 6, 6), backend.rank() == 0 && s % 2 == 0)
+                        .backward();
                 optimizer.step();
             }
             assertThat(TinyTraining.maxRelativeDifference(TinyTraining.weights(net.parameters()), reference))
@@ -269,12 +282,17 @@ class TrainingControlsTest {
         for (boolean broadcast : new boolean[] {true, false}) {
             List<float[]> buffers = onRanks(2, backend -> {
                 WithBatchNorm net = new WithBatchNorm(backend.rank());
-                Optimizer optimizer = backend.distribute(DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null)
-                        .withOption(TorchDistributor.BROADCAST_BUFFERS, broadcast)).optimizer();
+                Optimizer optimizer = backend.distribute(
+                                DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null)
+                                        .withOption(TorchDistributor.BROADCAST_BUFFERS, broadcast))
+                        .optimizer();
                 for (int s = 0; s < 3; s++) {
                     optimizer.zero_grad();
-                    torch.cross_entropy(net.forward(TinyTraining.batch(s, backend.rank() * 6, 6).inputs()),
-                            TinyTraining.batch(s, backend.rank() * 6, 6).targets()).backward();
+                    torch.cross_entropy(
+                                    net.forward(TinyTraining.batch(s, backend.rank() * 6, 6)
+                                            .inputs()),
+                                    TinyTraining.batch(s, backend.rank() * 6, 6).targets())
+                            .backward();
                     optimizer.step();
                 }
                 float[] running = TinyTraining.weights(vector(net.bn.running_mean(), net.bn.running_var()));
@@ -284,7 +302,7 @@ class TrainingControlsTest {
             if (broadcast) {
                 assertThat(buffers.get(1)).containsExactly(buffers.get(0));
             } else {
-                assertThat(buffers.get(1)).isNotEqualTo(buffers.get(0));   // each rank's statistics of its own shard
+                assertThat(buffers.get(1)).isNotEqualTo(buffers.get(0)); // each rank's statistics of its own shard
             }
         }
     }
@@ -303,12 +321,14 @@ class TrainingControlsTest {
         float[] reference = TinyTraining.weights(single.parameters());
         float[] referenceStats = TinyTraining.weights(vector(single.bn.running_mean(), single.bn.running_var()));
         single.eval();
-        float[] referenceOutput = TinyTraining.weights(vector(single.forward(TinyTraining.batch(99, 0, 5).inputs()).detach()));
+        float[] referenceOutput = TinyTraining.weights(
+                vector(single.forward(TinyTraining.batch(99, 0, 5).inputs()).detach()));
 
         int shard = TinyTraining.GLOBAL_BATCH / world;
         onRanks(world, backend -> {
             WithSyncBatchNorm net = new WithSyncBatchNorm(backend, backend.rank());
-            Optimizer optimizer = backend.distribute(DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null))
+            Optimizer optimizer = backend.distribute(
+                            DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null))
                     .optimizer();
             for (int s = 0; s < TinyTraining.STEPS; s++) {
                 optimizer.zero_grad();
@@ -319,12 +339,15 @@ class TrainingControlsTest {
             assertThat(TinyTraining.maxRelativeDifference(TinyTraining.weights(net.parameters()), reference))
                     .isLessThan(1e-5);
             TensorVector buffers = net.bn.buffers();
-            assertThat(TinyTraining.maxRelativeDifference(TinyTraining.weights(vector(buffers.get(0), buffers.get(1))),
-                    referenceStats)).isLessThan(1e-5);
+            assertThat(TinyTraining.maxRelativeDifference(
+                            TinyTraining.weights(vector(buffers.get(0), buffers.get(1))), referenceStats))
+                    .isLessThan(1e-5);
             assertThat(buffers.get(2).item_long()).isEqualTo(TinyTraining.STEPS);
-            net.eval();                                   // running statistics, no communication
-            float[] output = TinyTraining.weights(vector(net.forward(TinyTraining.batch(99, 0, 5).inputs()).detach()));
-            assertThat(TinyTraining.maxRelativeDifference(output, referenceOutput)).isLessThan(1e-5);
+            net.eval(); // running statistics, no communication
+            float[] output = TinyTraining.weights(
+                    vector(net.forward(TinyTraining.batch(99, 0, 5).inputs()).detach()));
+            assertThat(TinyTraining.maxRelativeDifference(output, referenceOutput))
+                    .isLessThan(1e-5);
             return null;
         });
     }
@@ -334,7 +357,8 @@ class TrainingControlsTest {
         onRanks(1, backend -> {
             SyncBatchNorm bn = new SyncBatchNorm(backend.group(), 4);
             assertThatThrownBy(() -> bn.forward(torch.zeros(3, 5)))
-                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("[N, 4, ...], got [3, 5]");
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("[N, 4, ...], got [3, 5]");
             assertThatThrownBy(() -> bn.forward(torch.zeros(1, 4)))
                     .hasMessageContaining("more than one value per channel");
             return null;
@@ -353,11 +377,12 @@ class TrainingControlsTest {
         double bound = (kind.equals("bf16") ? 8.0 / 256 : 8.0 / 2048) * maxAbs(reference);
         List<long[]> bytes = onRanks(2, backend -> {
             TinyTraining.Net net = new TinyTraining.Net(backend.rank());
-            DistributedOptimizer optimizer = (DistributedOptimizer) backend.distribute(
-                    DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null)
-                            .withOption(TorchDistributor.GRAD_COMPRESSION, kind)
-                            .withOption(TorchDistributor.OVERLAP, overlap)
-                            .withOption(TorchDistributor.BUCKET_BYTES, 256L)).optimizer();
+            DistributedOptimizer optimizer = (DistributedOptimizer)
+                    backend.distribute(DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null)
+                                    .withOption(TorchDistributor.GRAD_COMPRESSION, kind)
+                                    .withOption(TorchDistributor.OVERLAP, overlap)
+                                    .withOption(TorchDistributor.BUCKET_BYTES, 256L))
+                            .optimizer();
             optimizer.zero_grad();
             loss(net, TinyTraining.batch(0, backend.rank() * 6, 6)).backward();
             optimizer.synchronize();
@@ -366,7 +391,7 @@ class TrainingControlsTest {
             for (int i = 0; i < averaged.length; i++) {
                 worst = Math.max(worst, Math.abs(averaged[i] - reference[i]));
             }
-            assertThat(worst).isLessThan(bound).isGreaterThan(0);   // rounded, not sent as float32
+            assertThat(worst).isLessThan(bound).isGreaterThan(0); // rounded, not sent as float32
             return new long[] {optimizer.buckets().bytesPerStep(), 4L * averaged.length};
         });
         for (long[] b : bytes) {
@@ -374,8 +399,9 @@ class TrainingControlsTest {
         }
         onRanks(1, backend -> {
             TinyTraining.Net net = new TinyTraining.Net(0);
-            assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null)
-                    .withOption(TorchDistributor.GRAD_COMPRESSION, "int8")))
+            assertThatThrownBy(() ->
+                            backend.distribute(DistributeRequest.of((Module) net, TinyTraining.sgd(net), null, null)
+                                    .withOption(TorchDistributor.GRAD_COMPRESSION, "int8")))
                     .hasMessageContaining("must be bf16, fp16 or none, got int8");
             return null;
         });
@@ -399,13 +425,16 @@ class TrainingControlsTest {
     void dropLastReachesTheShards() {
         TensorSamples data = new TensorSamples(torch.zeros(10, 1), torch.zeros(10));
         List<Long> lengths = onRanks(3, backend -> {
-            ShardedLoader kept = backend.distribute(DistributeRequest.of(null, null, ShardedLoader.of(data, 2, false, 0), null))
+            ShardedLoader kept = backend.distribute(
+                            DistributeRequest.of(null, null, ShardedLoader.of(data, 2, false, 0), null))
                     .trainingData();
-            ShardedLoader cut = backend.distribute(DistributeRequest.of(null, null, ShardedLoader.of(data, 2, false, 0), null)
-                    .withOption(TorchDistributor.DROP_LAST, true)).trainingData();
+            ShardedLoader cut = backend.distribute(
+                            DistributeRequest.of(null, null, ShardedLoader.of(data, 2, false, 0), null)
+                                    .withOption(TorchDistributor.DROP_LAST, true))
+                    .trainingData();
             return kept.sampler().length() * 10 + cut.sampler().length();
         });
-        assertThat(lengths).containsOnly(4L * 10 + 3);   // padded to 12, or cut to 9
+        assertThat(lengths).containsOnly(4L * 10 + 3); // padded to 12, or cut to 9
     }
 
     private static TensorVector vector(Tensor... tensors) {
@@ -478,7 +507,8 @@ class TrainingControlsTest {
     /** The tiny MLP with a BatchNorm layer (running mean and variance, batches tracked). */
     static final class WithBatchNorm extends Module {
         final LinearImpl fc1 = register_module("fc1", new LinearImpl(8, 16));
-        final BatchNorm1dImpl bn = register_module("bn", new BatchNorm1dImpl(new org.bytedeco.pytorch.BatchNormOptions(16)));
+        final BatchNorm1dImpl bn =
+                register_module("bn", new BatchNorm1dImpl(new org.bytedeco.pytorch.BatchNormOptions(16)));
         final LinearImpl fc2 = register_module("fc2", new LinearImpl(16, 3));
 
         WithBatchNorm(long seed) {

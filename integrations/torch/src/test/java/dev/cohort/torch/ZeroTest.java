@@ -2,14 +2,11 @@ package dev.cohort.torch;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.checkpoint.TrainingPosition;
 import dev.cohort.libtorch.LibTorch;
-import dev.cohort.runtime.threads.ThreadsBackend;
-import dev.cohort.runtime.threads.ThreadsWorld;
 import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.JvmWorkers.Result;
 import java.nio.file.Files;
@@ -19,7 +16,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
-import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.LinearImpl;
 import org.bytedeco.pytorch.Module;
 import org.bytedeco.pytorch.Optimizer;
@@ -57,25 +53,34 @@ class ZeroTest {
     }
 
     @ParameterizedTest(name = "stage {0}, {1}, world {2}, clipped {3}")
-    @CsvSource({"1, sgd, 2, false", "1, adam, 3, false", "1, adamw, 2, true",
-            "2, sgd, 3, true", "2, adam, 2, false", "2, adamw, 3, true"})
+    @CsvSource({
+        "1, sgd, 2, false",
+        "1, adam, 3, false",
+        "1, adamw, 2, true",
+        "2, sgd, 3, true",
+        "2, adam, 2, false",
+        "2, adamw, 3, true"
+    })
     void shardedTrainingEqualsOneProcessOnTheWholeBatch(int stage, String kind, int world, boolean clip) {
         float[] reference = ZeroTraining.single(kind, clip, STEPS);
-        List<float[]> weights = onRanks(world, backend -> ZeroTraining.distributed(backend,
-                ZeroTraining.Run.of(kind, stage, "none", clip, STEPS)));
+        List<float[]> weights = onRanks(
+                world,
+                backend -> ZeroTraining.distributed(backend, ZeroTraining.Run.of(kind, stage, "none", clip, STEPS)));
         for (float[] w : weights) {
             assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(1e-5);
-            assertThat(w).containsExactly(weights.get(0));   // every rank holds the owners' bits
+            assertThat(w).containsExactly(weights.get(0)); // every rank holds the owners' bits
         }
     }
 
     @Test
     void stageTwoCompressedIsNearTheFloat32Result() {
         float[] reference = ZeroTraining.single("sgd", false, STEPS);
-        List<float[]> weights = onRanks(2, backend -> ZeroTraining.distributed(backend,
-                ZeroTraining.Run.of("sgd", 2, "bf16", false, STEPS)));
+        List<float[]> weights = onRanks(
+                2, backend -> ZeroTraining.distributed(backend, ZeroTraining.Run.of("sgd", 2, "bf16", false, STEPS)));
         for (float[] w : weights) {
-            assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(2e-2).isGreaterThan(0);
+            assertThat(TinyTraining.maxRelativeDifference(w, reference))
+                    .isLessThan(2e-2)
+                    .isGreaterThan(0);
             assertThat(w).containsExactly(weights.get(0));
         }
     }
@@ -101,21 +106,29 @@ class ZeroTest {
     @ParameterizedTest(name = "Adam, stage {0}, worlds 1, 2, 4")
     @ValueSource(ints = {1, 2})
     void eachRankHoldsItsShareOfTheOptimizerState(int stage) {
-        long whole = 2L * Float.BYTES * (4 * 16 * 16 + 4 * 16);   // Adam: two moments per element
+        long whole = 2L * Float.BYTES * (4 * 16 * 16 + 4 * 16); // Adam: two moments per element
         for (int world : new int[] {1, 2, 4}) {
             List<long[]> held = onRanks(world, backend -> {
                 Wide model = new Wide();
                 DistributedOptimizer optimizer = (DistributedOptimizer) backend.distribute(DistributeRequest.of(
-                        (Module) model, ZeroTraining.optimizer("adam", model.parameters()), null, null)
-                        .withOption(TorchDistributor.ZERO_STAGE, stage)).optimizer();
+                                        (Module) model, ZeroTraining.optimizer("adam", model.parameters()), null, null)
+                                .withOption(TorchDistributor.ZERO_STAGE, stage))
+                        .optimizer();
                 optimizer.zero_grad();
-                model.forward(torch.ones(3, 16)).pow(new org.bytedeco.pytorch.Scalar(2.0)).mean().backward();
+                model.forward(torch.ones(3, 16))
+                        .pow(new org.bytedeco.pytorch.Scalar(2.0))
+                        .mean()
+                        .backward();
                 optimizer.step();
-                return new long[] {optimizer.optimizerStateBytes(), optimizer.shards().shardElements()};
+                return new long[] {
+                    optimizer.optimizerStateBytes(), optimizer.shards().shardElements()
+                };
             });
             long sum = 0;
             for (long[] h : held) {
-                assertThat(h[0]).as("world %d: state of the shard's elements only", world).isEqualTo(8 * h[1]);
+                assertThat(h[0])
+                        .as("world %d: state of the shard's elements only", world)
+                        .isEqualTo(8 * h[1]);
                 assertThat(h[0]).as("world %d: 1/N of the state", world).isEqualTo(whole / world);
                 sum += h[0];
             }
@@ -131,8 +144,10 @@ class ZeroTest {
         assertThat(checkpoint).exists();
         assertThat(Checkpoints.shardFile(checkpoint, 3, 0, 2)).exists();
         assertThat(Checkpoints.shardFile(checkpoint, 3, 1, 2)).exists();
-        List<float[]> resumed = onRanks(2, backend -> ZeroTraining.distributed(backend,
-                new ZeroTraining.Run("adam", 2, "none", true, checkpoint, 3, -1, STEPS)));
+        List<float[]> resumed = onRanks(
+                2,
+                backend -> ZeroTraining.distributed(
+                        backend, new ZeroTraining.Run("adam", 2, "none", true, checkpoint, 3, -1, STEPS)));
         for (int r = 0; r < 2; r++) {
             assertThat(resumed.get(r)).containsExactly(straight.get(r));
         }
@@ -142,8 +157,10 @@ class ZeroTest {
     @CsvSource({"2, 2, 3, 1", "3, 1, 2, 2", "2, 1, 1, 0", "2, 0, 2, 2"})
     void aCheckpointResumesOnAnotherWorldOrStageReSharded(int savedWorld, int savedStage, int world, int stage) {
         Path checkpoint = tmp.resolve("ckpt.pt");
-        onRanks(savedWorld, backend -> ZeroTraining.distributed(backend,
-                new ZeroTraining.Run("adam", savedStage, "none", false, checkpoint, -1, 3, 3)));
+        onRanks(
+                savedWorld,
+                backend -> ZeroTraining.distributed(
+                        backend, new ZeroTraining.Run("adam", savedStage, "none", false, checkpoint, -1, 3, 3)));
         List<Long> stateBytes = onRanks(world, backend -> {
             ZeroTraining.distributed(backend, new ZeroTraining.Run("adam", stage, "none", false, checkpoint, 3, -1, 3));
             return ZeroTraining.lastStateBytes.get();
@@ -155,8 +172,10 @@ class ZeroTest {
                 .isEqualTo(stage == 0 ? 8L * elements * world : 8L * slice * world);
 
         float[] reference = ZeroTraining.single("adam", false, STEPS);
-        List<float[]> weights = onRanks(world, backend -> ZeroTraining.distributed(backend,
-                new ZeroTraining.Run("adam", stage, "none", false, checkpoint, 3, -1, STEPS)));
+        List<float[]> weights = onRanks(
+                world,
+                backend -> ZeroTraining.distributed(
+                        backend, new ZeroTraining.Run("adam", stage, "none", false, checkpoint, 3, -1, STEPS)));
         for (float[] w : weights) {
             assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(1e-5);
         }
@@ -168,33 +187,39 @@ class ZeroTest {
             TinyTraining.Net model = new TinyTraining.Net(0);
             Optimizer plain = ZeroTraining.optimizer("sgd", model.parameters());
             assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) model, plain, null, null)
-                    .withOption(TorchDistributor.ZERO_STAGE, 3)))
+                            .withOption(TorchDistributor.ZERO_STAGE, 3)))
                     .hasMessageContaining("'zeroStage' must be 0, 1 or 2, got 3");
             assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) model, plain, null, null)
-                    .withOption(TorchDistributor.ZERO_STAGE, 2).withOption(TorchDistributor.OVERLAP, true)))
+                            .withOption(TorchDistributor.ZERO_STAGE, 2)
+                            .withOption(TorchDistributor.OVERLAP, true)))
                     .hasMessageContaining("stage 2 reduce-scatters the gradients at the step");
             assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) model, plain, null, null)
-                    .withOption(TorchDistributor.ZERO_STAGE, 1).withOption(TorchDistributor.FIND_UNUSED_PARAMETERS, true)))
+                            .withOption(TorchDistributor.ZERO_STAGE, 1)
+                            .withOption(TorchDistributor.FIND_UNUSED_PARAMETERS, true)))
                     .hasMessageContaining("'findUnusedParameters' cannot be honoured with ZeRO");
-            if (backend.rank() == 1) {                // state on one rank only: every rank refuses
+            if (backend.rank() == 1) { // state on one rank only: every rank refuses
                 Optimizer stepped = ZeroTraining.optimizer("sgd", model.parameters());
                 ZeroTraining.loss(model, TinyTraining.batch(0, 0, 2)).backward();
                 stepped.step();
                 stepped.zero_grad();
                 assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) model, stepped, null, null)
-                        .withOption(TorchDistributor.ZERO_STAGE, 2))).hasMessageContaining("the optimizer already has state");
+                                .withOption(TorchDistributor.ZERO_STAGE, 2)))
+                        .hasMessageContaining("the optimizer already has state");
             } else {
                 assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) model, plain, null, null)
-                        .withOption(TorchDistributor.ZERO_STAGE, 2))).hasMessageContaining("the optimizer already has state");
+                                .withOption(TorchDistributor.ZERO_STAGE, 2)))
+                        .hasMessageContaining("the optimizer already has state");
             }
             Optimizer sharded = backend.distribute(DistributeRequest.of((Module) model, plain, null, null)
-                    .withOption(TorchDistributor.ZERO_STAGE, 1)).optimizer();
+                            .withOption(TorchDistributor.ZERO_STAGE, 1))
+                    .optimizer();
             TrainingPosition position = new TrainingPosition(0, 0, 0);
             Path file = Path.of(System.getProperty("java.io.tmpdir"), "never-written-" + backend.rank());
             assertThatThrownBy(() -> Checkpoints.save(file, model, sharded, position))
                     .hasMessageContaining("call Checkpoints.saveSharded on every rank");
-            Optimizer unsharded = backend.distribute(DistributeRequest.of((Module) model,
-                    ZeroTraining.optimizer("sgd", model.parameters()), null, null)).optimizer();
+            Optimizer unsharded = backend.distribute(DistributeRequest.of(
+                            (Module) model, ZeroTraining.optimizer("sgd", model.parameters()), null, null))
+                    .optimizer();
             assertThatThrownBy(() -> Checkpoints.saveSharded(file, model, unsharded, position))
                     .hasMessageContaining("saveSharded is for an optimizer distributed with option zeroStage");
             assertThat(file).doesNotExist();
@@ -223,15 +248,27 @@ class ZeroTest {
         assertThat(TinyTraining.maxRelativeDifference(straight, reference)).isLessThan(1e-5);
     }
 
-    private List<Result> workers(int world, String engine, String stage, Path checkpoint, String mode) throws Exception {
+    private List<Result> workers(int world, String engine, String stage, Path checkpoint, String mode)
+            throws Exception {
         int port = JvmWorkers.freePort();
-        return JvmWorkers.run(world,
-                r -> JvmWorkers.javaCommand(ZeroWorker.class,
+        return JvmWorkers.run(
+                world,
+                r -> JvmWorkers.javaCommand(
+                        ZeroWorker.class,
                         List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"),
                         List.of(tmp.toString(), engine, stage, checkpoint.toString(), mode)),
-                r -> Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port), "RANK", Integer.toString(r),
-                        "WORLD_SIZE", Integer.toString(world), "COHORT_RUN_ID", "zero-" + ProcessHandle.current().pid()
-                                + "-" + mode),
-                tmp.resolve("logs-" + mode), Duration.ofSeconds(100));
+                r -> Map.of(
+                        "MASTER_ADDR",
+                        "127.0.0.1",
+                        "MASTER_PORT",
+                        Integer.toString(port),
+                        "RANK",
+                        Integer.toString(r),
+                        "WORLD_SIZE",
+                        Integer.toString(world),
+                        "COHORT_RUN_ID",
+                        "zero-" + ProcessHandle.current().pid() + "-" + mode),
+                tmp.resolve("logs-" + mode),
+                Duration.ofSeconds(100));
     }
 }

@@ -28,8 +28,7 @@ final class ZeroTraining {
     /** A bound the tiny problem's gradient norm exceeds in its first steps, so that clipping matters. */
     static final double CLIP = 0.3;
 
-    private ZeroTraining() {
-    }
+    private ZeroTraining() {}
 
     /** {@code sgd} (momentum 0.9, weight decay 1e-3), {@code adam} or {@code adamw} (weight decay 0.05). */
     static Optimizer optimizer(String kind, TensorVector params) {
@@ -69,8 +68,15 @@ final class ZeroTraining {
     }
 
     /** What a distributed run does beyond training. */
-    record Run(String kind, int stage, String compression, boolean clip, Path checkpoint, int resumeFrom, int saveAt,
-               int steps) {
+    record Run(
+            String kind,
+            int stage,
+            String compression,
+            boolean clip,
+            Path checkpoint,
+            int resumeFrom,
+            int saveAt,
+            int steps) {
 
         /** Trains {@code [0, steps)} without checkpoints. */
         static Run of(String kind, int stage, String compression, boolean clip, int steps) {
@@ -92,20 +98,22 @@ final class ZeroTraining {
         TinyTraining.Net model = new TinyTraining.Net(backend.rank());
         DistributedOptimizer optimizer;
         try (PointerScope scope = new PointerScope()) {
-            optimizer = (DistributedOptimizer) backend.distribute(DistributeRequest.of((Module) model,
-                    optimizer(run.kind(), model.parameters()), null, null)
-                    .withOption(TorchDistributor.ZERO_STAGE, run.stage())
-                    .withOption(TorchDistributor.GRAD_COMPRESSION, run.compression())).optimizer();
+            optimizer = (DistributedOptimizer) backend.distribute(
+                            DistributeRequest.of((Module) model, optimizer(run.kind(), model.parameters()), null, null)
+                                    .withOption(TorchDistributor.ZERO_STAGE, run.stage())
+                                    .withOption(TorchDistributor.GRAD_COMPRESSION, run.compression()))
+                    .optimizer();
         }
         int from = 0;
         if (run.resumeFrom() >= 0) {
             from = (int) Checkpoints.load(run.checkpoint(), model, optimizer).step();
         }
         for (int s = from; s < run.steps(); s++) {
-            System.gc();                      // native objects Cohort keeps must survive collection
+            System.gc(); // native objects Cohort keeps must survive collection
             try (PointerScope scope = new PointerScope()) {
                 optimizer.zero_grad();
-                loss(model, TinyTraining.batch(s, backend.rank() * shard, shard)).backward();
+                loss(model, TinyTraining.batch(s, backend.rank() * shard, shard))
+                        .backward();
                 if (run.clip()) {
                     optimizer.clipGradNorm(CLIP);
                 }

@@ -24,8 +24,17 @@ public final class ZeroWorker {
                 Path checkpoint = Path.of(args[3]);
                 boolean save = args[4].equals("save");
                 int half = TinyTraining.STEPS / 2;
-                float[] w = ZeroTraining.distributed(backend, new ZeroTraining.Run("adamw", Integer.parseInt(args[2]), "none",
-                        true, checkpoint, save ? -1 : half, save ? half : -1, TinyTraining.STEPS));
+                float[] w = ZeroTraining.distributed(
+                        backend,
+                        new ZeroTraining.Run(
+                                "adamw",
+                                Integer.parseInt(args[2]),
+                                "none",
+                                true,
+                                checkpoint,
+                                save ? -1 : half,
+                                save ? half : -1,
+                                TinyTraining.STEPS));
                 Files.writeString(Path.of(args[0], args[4] + "-rank-" + backend.rank() + ".txt"), Arrays.toString(w));
                 backend.barrier();
             }

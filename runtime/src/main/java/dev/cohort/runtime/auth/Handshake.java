@@ -74,7 +74,10 @@ public final class Handshake {
 
     /** Client, first: the bytes to send. */
     public byte[] hello() {
-        return ByteBuffer.allocate(HELLO_BYTES).put(CLIENT_MAGIC).put(clientNonce).array();
+        return ByteBuffer.allocate(HELLO_BYTES)
+                .put(CLIENT_MAGIC)
+                .put(clientNonce)
+                .array();
     }
 
     /**
@@ -89,7 +92,11 @@ public final class Handshake {
         }
         clientNonce = Arrays.copyOfRange(hello, 8, HELLO_BYTES);
         serverNonce = nonce();
-        return ByteBuffer.allocate(ANSWER_BYTES).put(SERVER_MAGIC).put(serverNonce).put(proof("server")).array();
+        return ByteBuffer.allocate(ANSWER_BYTES)
+                .put(SERVER_MAGIC)
+                .put(serverNonce)
+                .put(proof("server"))
+                .array();
     }
 
     /**
@@ -119,8 +126,8 @@ public final class Handshake {
             throw new IllegalStateException("check before answer");
         }
         if (!MessageDigest.isEqual(proof("client"), clientProof)) {
-            throw new AuthenticationException("its proof does not match this job's secret "
-                    + "(a wrong secret, or a replayed handshake)");
+            throw new AuthenticationException(
+                    "its proof does not match this job's secret " + "(a wrong secret, or a replayed handshake)");
         }
     }
 
@@ -156,10 +163,12 @@ public final class Handshake {
         InputStream in = socket.getInputStream();
         byte[] magic = readOrRefuse(in, CLIENT_MAGIC.length, timeout, "its handshake");
         if (!mayOpenHandshake(magic, magic.length)) {
-            h.answer(magic);                        // refuses, saying why
+            h.answer(magic); // refuses, saying why
         }
-        byte[] hello = ByteBuffer.allocate(HELLO_BYTES).put(magic)
-                .put(readOrRefuse(in, HELLO_BYTES - magic.length, timeout, "its handshake")).array();
+        byte[] hello = ByteBuffer.allocate(HELLO_BYTES)
+                .put(magic)
+                .put(readOrRefuse(in, HELLO_BYTES - magic.length, timeout, "its handshake"))
+                .array();
         OutputStream out = socket.getOutputStream();
         out.write(h.answer(hello));
         out.flush();

@@ -26,6 +26,7 @@ public final class JobSecret {
     public static final String ENV = "COHORT_SECRET";
     /** A file whose first line is the secret. */
     public static final String FILE_ENV = "COHORT_SECRET_FILE";
+
     static final int MIN_CHARS = 16;
     private static final System.Logger LOG = System.getLogger(JobSecret.class.getName());
     private static volatile Optional<JobSecret> ofProcess;
@@ -96,16 +97,24 @@ public final class JobSecret {
     public static JobSecret read(Path file) {
         String text;
         try {
-            text = Files.readString(file, StandardCharsets.UTF_8).lines().findFirst().orElse("");
+            text = Files.readString(file, StandardCharsets.UTF_8)
+                    .lines()
+                    .findFirst()
+                    .orElse("");
         } catch (IOException e) {
-            throw new IllegalArgumentException("cannot read the job secret from " + file + ": " + e.getMessage()
-                    + " (" + FILE_ENV + " / --secret-file must name a readable file)", e);
+            throw new IllegalArgumentException(
+                    "cannot read the job secret from " + file + ": " + e.getMessage() + " (" + FILE_ENV
+                            + " / --secret-file must name a readable file)",
+                    e);
         }
         try {
             Set<PosixFilePermission> mode = Files.getPosixFilePermissions(file);
-            if (mode.stream().anyMatch(p -> p.name().startsWith("GROUP") || p.name().startsWith("OTHERS"))) {
-                LOG.log(System.Logger.Level.WARNING, "the job secret file " + file + " can be read by other users ("
-                        + PosixFilePermissions.toString(mode) + "); chmod 600 it");
+            if (mode.stream()
+                    .anyMatch(p -> p.name().startsWith("GROUP") || p.name().startsWith("OTHERS"))) {
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "the job secret file " + file + " can be read by other users ("
+                                + PosixFilePermissions.toString(mode) + "); chmod 600 it");
             }
         } catch (IOException | UnsupportedOperationException e) {
             // not a POSIX file system: nothing to check
@@ -126,10 +135,12 @@ public final class JobSecret {
         }
         if (!loopback && !warned) {
             warned = true;
-            LOG.log(System.Logger.Level.WARNING, "this job has no secret: any process that reaches " + masterAddr
-                    + " can take part in it. Give every process the same secret: cohort run --secret-file FILE (create "
-                    + "it with `(umask 077; openssl rand -hex 32 > FILE)`), or set " + ENV + " or " + FILE_ENV
-                    + " (see docs/SECURITY.md)");
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "this job has no secret: any process that reaches " + masterAddr
+                            + " can take part in it. Give every process the same secret: cohort run --secret-file FILE (create "
+                            + "it with `(umask 077; openssl rand -hex 32 > FILE)`), or set " + ENV + " or " + FILE_ENV
+                            + " (see docs/SECURITY.md)");
         }
     }
 

@@ -23,8 +23,10 @@ public final class Refusals {
     public void refused(Object from, String why) {
         int n = count.incrementAndGet();
         if (n <= REPORTED) {
-            LOG.log(System.Logger.Level.WARNING, listener + ": refused a connection from " + from + ": " + why
-                    + (n == REPORTED ? "; further refusals are counted silently" : ""));
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    listener + ": refused a connection from " + from + ": " + why
+                            + (n == REPORTED ? "; further refusals are counted silently" : ""));
         }
     }
 

@@ -79,8 +79,8 @@ public final class ElasticJob implements AutoCloseable {
     private int generation;
     private boolean joined;
 
-    private ElasticJob(DistributedBackend backend, Map<String, String> launch, TcpStore store, String worker,
-                       Duration patience) {
+    private ElasticJob(
+            DistributedBackend backend, Map<String, String> launch, TcpStore store, String worker, Duration patience) {
         this.backend = backend;
         this.launch = launch;
         this.store = store;
@@ -103,13 +103,19 @@ public final class ElasticJob implements AutoCloseable {
         TcpStore store = null;
         if (at != null) {
             int colon = at.lastIndexOf(':');
-            if (colon < 0 || !at.substring(colon + 1).matches("[0-9]{1,5}")
+            if (colon < 0
+                    || !at.substring(colon + 1).matches("[0-9]{1,5}")
                     || launch.get(LaunchEnvironment.RANK) == null) {
-                throw new IllegalArgumentException(ENV_STORE + "='" + at + "' is not the address of an elastic launch's "
-                        + "store, or RANK is missing: cohort run --elastic sets both");
+                throw new IllegalArgumentException(
+                        ENV_STORE + "='" + at + "' is not the address of an elastic launch's "
+                                + "store, or RANK is missing: cohort run --elastic sets both");
             }
-            store = TcpStore.connect(at.substring(0, colon), Integer.parseInt(at.substring(colon + 1)),
-                    System.nanoTime() + patience.toNanos(), patience, JobSecret.from(launch));
+            store = TcpStore.connect(
+                    at.substring(0, colon),
+                    Integer.parseInt(at.substring(colon + 1)),
+                    System.nanoTime() + patience.toNanos(),
+                    patience,
+                    JobSecret.from(launch));
         }
         // A worker is known across generations by its global rank in generation 0 (a joiner: the one it was given).
         ElasticJob job = new ElasticJob(backend, launch, store, launch.get(LaunchEnvironment.RANK), patience);
@@ -173,7 +179,7 @@ public final class ElasticJob implements AutoCloseable {
      * @throws IllegalStateException when no generation that has this worker comes in time
      */
     public synchronized DistributedBackend reform(RuntimeException failure) {
-        return reform(failure, () -> { });
+        return reform(failure, () -> {});
     }
 
     /**
@@ -229,9 +235,12 @@ public final class ElasticJob implements AutoCloseable {
 
     /** Whether every worker of generation {@code latest} that is not a member now waits, ready to connect. */
     private boolean joinersReady(int latest) {
-        List<String> now = generation == 0 ? null : Generation.parse(store.get(generationKey(round, generation))).ranks();
+        List<String> now = generation == 0
+                ? null
+                : Generation.parse(store.get(generationKey(round, generation))).ranks();
         int world = backend.worldSize();
-        for (String id : Generation.parse(store.get(generationKey(round, latest))).ranks()) {
+        for (String id :
+                Generation.parse(store.get(generationKey(round, latest))).ranks()) {
             boolean member = now == null ? Integer.parseInt(id) < world : now.contains(id);
             if (!member && !store.check(readyKey(round, id))) {
                 return false;
@@ -245,7 +254,8 @@ public final class ElasticJob implements AutoCloseable {
      * the next one when a generation cannot connect), until {@code deadline}. A member missing from
      * a generation was counted lost; a joiner waits for one that has it.
      */
-    private DistributedBackend connect(int atLeast, long deadline, String after, RuntimeException cause, boolean joining) {
+    private DistributedBackend connect(
+            int atLeast, long deadline, String after, RuntimeException cause, boolean joining) {
         RuntimeException last = cause;
         int want = atLeast;
         while (System.nanoTime() < deadline) {
@@ -267,9 +277,12 @@ public final class ElasticJob implements AutoCloseable {
                 fresh = backend.forEnvironment(environment(g, rank, masterPort(g, rank, next, deadline)));
                 fresh.initialize();
                 backend = fresh;
-                LOG.log(System.Logger.Level.INFO, "worker " + worker + ": generation " + next + " formed in "
-                        + (System.nanoTime() - started) / 1_000_000 + " ms: rank " + rank + " of " + g.ranks().size()
-                        + " (after: " + after + ")");
+                LOG.log(
+                        System.Logger.Level.INFO,
+                        "worker " + worker + ": generation " + next + " formed in "
+                                + (System.nanoTime() - started) / 1_000_000 + " ms: rank " + rank + " of "
+                                + g.ranks().size()
+                                + " (after: " + after + ")");
                 return fresh;
             } catch (RuntimeException e) {
                 if (fresh != null) {
@@ -278,8 +291,10 @@ public final class ElasticJob implements AutoCloseable {
                 last = e;
             }
         }
-        throw new IllegalStateException("worker " + worker + ": no generation of this elastic job formed in time after: "
-                + after + (last == null ? "" : " (last: " + last.getMessage() + ")"), cause);
+        throw new IllegalStateException(
+                "worker " + worker + ": no generation of this elastic job formed in time after: " + after
+                        + (last == null ? "" : " (last: " + last.getMessage() + ")"),
+                cause);
     }
 
     /** The number of the newest generation at least {@code atLeast}, once the launcher published it. */
@@ -288,9 +303,11 @@ public final class ElasticJob implements AutoCloseable {
             // The launcher sets a generation's key before the latest number.
             store.await(List.of(generationKey(round, atLeast), latestKey(round)), deadline);
         } catch (RuntimeException e) {
-            throw new IllegalStateException("worker " + worker + ": the launcher published no generation " + atLeast
-                    + " of this elastic job in time after: " + after
-                    + " (fewer workers left than --elastic allows, or the launcher is gone)", cause);
+            throw new IllegalStateException(
+                    "worker " + worker + ": the launcher published no generation " + atLeast
+                            + " of this elastic job in time after: " + after
+                            + " (fewer workers left than --elastic allows, or the launcher is gone)",
+                    cause);
         }
         return Math.max(atLeast, Integer.parseInt(store.get(latestKey(round)).trim()));
     }
@@ -327,8 +344,8 @@ public final class ElasticJob implements AutoCloseable {
         try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName(host))) {
             return s.getLocalPort();
         } catch (java.io.IOException e) {
-            throw new IllegalStateException("cannot find a free port on " + host + " for the new generation's rank 0: "
-                    + e.getMessage(), e);
+            throw new IllegalStateException(
+                    "cannot find a free port on " + host + " for the new generation's rank 0: " + e.getMessage(), e);
         }
     }
 

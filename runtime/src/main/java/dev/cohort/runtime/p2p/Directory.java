@@ -25,8 +25,7 @@ public interface Directory {
     InetSocketAddress lookup(int rank, long deadlineNanos);
 
     /** This rank's address is no longer good (its post office closed). */
-    default void withdraw(int rank) {
-    }
+    default void withdraw(int rank) {}
 
     /**
      * Addresses the ranks exchange themselves, with a collective of a group they already share:
@@ -42,8 +41,7 @@ public interface Directory {
         private volatile String mine = "";
         private volatile List<String> all;
 
-        private Gathered() {
-        }
+        private Gathered() {}
 
         @Override
         public void publish(int rank, InetSocketAddress address) {
@@ -57,7 +55,9 @@ public interface Directory {
 
         /** Every rank's {@link #mine()}, in rank order. */
         public void fill(List<byte[]> everyRank) {
-            all = everyRank.stream().map(b -> new String(b, StandardCharsets.UTF_8)).toList();
+            all = everyRank.stream()
+                    .map(b -> new String(b, StandardCharsets.UTF_8))
+                    .toList();
         }
 
         @Override
@@ -102,8 +102,10 @@ public interface Directory {
                     Files.writeString(partial, address.getHostString() + " " + address.getPort());
                     Files.move(partial, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
                 } catch (IOException e) {
-                    throw new UncheckedIOException("cannot publish rank " + rank + "'s point-to-point address in "
-                            + target + ": " + e.getMessage(), e);
+                    throw new UncheckedIOException(
+                            "cannot publish rank " + rank + "'s point-to-point address in " + target + ": "
+                                    + e.getMessage(),
+                            e);
                 }
             }
 
@@ -125,8 +127,9 @@ public interface Directory {
                         return new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1]));
                     } catch (IOException missing) {
                         if (System.nanoTime() - deadlineNanos >= 0) {
-                            throw new dev.cohort.api.collective.CollectiveTimeoutException("rank " + rank
-                                    + " never published its point-to-point address (" + source + ")", null);
+                            throw new dev.cohort.api.collective.CollectiveTimeoutException(
+                                    "rank " + rank + " never published its point-to-point address (" + source + ")",
+                                    null);
                         }
                         java.util.concurrent.locks.LockSupport.parkNanos(2_000_000);
                     }

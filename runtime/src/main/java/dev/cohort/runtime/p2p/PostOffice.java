@@ -49,12 +49,13 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  */
 public final class PostOffice implements AutoCloseable {
 
-    private static final long HELLO = 0x436f686f72745032L;   // "CohortP2"
+    private static final long HELLO = 0x436f686f72745032L; // "CohortP2"
     private static final int HEADER_BYTES = 16;
     /** How long dialing a peer that published its address may take. */
     private static final int CONNECT_MILLIS = 30_000;
     /** How long an accepted connection may take to authenticate and say which rank dialed. */
     private static final long HELLO_MILLIS = 10_000;
+
     private static final String PURPOSE = "cohort messages";
 
     private final int rank;
@@ -66,6 +67,7 @@ public final class PostOffice implements AutoCloseable {
     private final Refusals refusals;
     /** Accepted connections that have not said which rank dialed yet (the selector thread's). */
     private final ArrayDeque<Hello> hellos = new ArrayDeque<>();
+
     private final ServerSocketChannel server;
     private final Selector selector;
     private final Peer[] peers;
@@ -77,8 +79,14 @@ public final class PostOffice implements AutoCloseable {
      * Listens on {@code address} (port 0: any) and publishes it; {@code who} starts messages ("tcp
      * world rank 0 of 4"). With a {@code secret}, every connection proves it both ways.
      */
-    public PostOffice(int rank, int size, InetAddress address, Directory directory, String who, RankNames names,
-                      Optional<JobSecret> secret) {
+    public PostOffice(
+            int rank,
+            int size,
+            InetAddress address,
+            Directory directory,
+            String who,
+            RankNames names,
+            Optional<JobSecret> secret) {
         this.rank = rank;
         this.secret = secret;
         this.size = size;
@@ -96,7 +104,8 @@ public final class PostOffice implements AutoCloseable {
             server.configureBlocking(false);
             server.register(selector, SelectionKey.OP_ACCEPT);
         } catch (IOException e) {
-            throw new CollectiveException(who + ": cannot listen for point-to-point messages on " + address + ": " + e, e);
+            throw new CollectiveException(
+                    who + ": cannot listen for point-to-point messages on " + address + ": " + e, e);
         }
         refusals = new Refusals(who + ": messages on " + serverAddress());
         directory.publish(rank, (InetSocketAddress) serverAddress());
@@ -126,8 +135,9 @@ public final class PostOffice implements AutoCloseable {
             try {
                 dial = directory.lookup(peer, System.nanoTime() + timeout.toNanos());
             } catch (RuntimeException e) {
-                work.fail(new CollectiveException(who + ": " + call.describe() + ": cannot find rank "
-                        + names.rank(peer) + ": " + e.getMessage(), e));
+                work.fail(new CollectiveException(
+                        who + ": " + call.describe() + ": cannot find rank " + names.rank(peer) + ": " + e.getMessage(),
+                        e));
                 return work;
             }
         }
@@ -151,10 +161,17 @@ public final class PostOffice implements AutoCloseable {
     private CollectiveException timedOut(PendingWork w) {
         Collective c = w.collective();
         boolean connected = peers[c.root()].channel != null;
-        return new CollectiveTimeoutException(who + ": " + c.describe() + " timed out: " + (!connected
-                ? "rank " + names.rank(c.root()) + " never connected (it has sent or received nothing to or from this rank)"
-                : c.kind() == OpKind.SEND ? "rank " + names.rank(c.root()) + " did not take its bytes"
-                : "rank " + names.rank(c.root()) + " sent no message with tag " + c.tag()), null, rank, c,
+        return new CollectiveTimeoutException(
+                who + ": " + c.describe() + " timed out: "
+                        + (!connected
+                                ? "rank " + names.rank(c.root())
+                                        + " never connected (it has sent or received nothing to or from this rank)"
+                                : c.kind() == OpKind.SEND
+                                        ? "rank " + names.rank(c.root()) + " did not take its bytes"
+                                        : "rank " + names.rank(c.root()) + " sent no message with tag " + c.tag()),
+                null,
+                rank,
+                c,
                 List.of(c.root()));
     }
 
@@ -226,11 +243,14 @@ public final class PostOffice implements AutoCloseable {
     private final class Hello implements Channel {
         final SocketChannel ch;
         final long acceptedAt = System.nanoTime();
-        final Handshake handshake = secret.map(s -> Handshake.server(s, PURPOSE)).orElse(null);
+        final Handshake handshake =
+                secret.map(s -> Handshake.server(s, PURPOSE)).orElse(null);
         SelectionKey key;
         /** 0: the handshake's hello, 1: its proof, 2: the rank's hello. */
         int phase = handshake == null ? 2 : 0;
-        ByteBuffer in = ByteBuffer.allocate(handshake == null ? 16 : Handshake.HELLO_BYTES).order(ByteOrder.BIG_ENDIAN);
+
+        ByteBuffer in = ByteBuffer.allocate(handshake == null ? 16 : Handshake.HELLO_BYTES)
+                .order(ByteOrder.BIG_ENDIAN);
 
         Hello(SocketChannel ch) {
             this.ch = ch;
@@ -244,7 +264,7 @@ public final class PostOffice implements AutoCloseable {
                     return;
                 }
                 if (phase == 0 && !Handshake.mayOpenHandshake(in.array(), in.position())) {
-                    handshake.answer(in.array());      // refuses, saying why
+                    handshake.answer(in.array()); // refuses, saying why
                 }
                 if (in.hasRemaining()) {
                     return;
@@ -276,8 +296,10 @@ public final class PostOffice implements AutoCloseable {
             long magic = in.getLong(0);
             int from = in.getInt(8);
             if (magic != HELLO || from < 0 || from >= rank || peers[from].channel != null) {
-                refuse(magic != HELLO ? "no hello of a rank of this group"
-                        : "rank " + from + " may not dial here (only ranks below " + rank + ", once each)");
+                refuse(
+                        magic != HELLO
+                                ? "no hello of a rank of this group"
+                                : "rank " + from + " may not dial here (only ranks below " + rank + ", once each)");
                 return;
             }
             hellos.remove(this);
@@ -302,11 +324,9 @@ public final class PostOffice implements AutoCloseable {
         }
     }
 
-    private record Outgoing(Collective call, PendingWork work, ByteBuffer payload) {
-    }
+    private record Outgoing(Collective call, PendingWork work, ByteBuffer payload) {}
 
-    private record Incoming(Collective call, PendingWork work) {
-    }
+    private record Incoming(Collective call, PendingWork work) {}
 
     /** One peer: its connection, the sends queued to it, the receives posted for it, and messages that came early. */
     private final class Peer implements Channel {
@@ -315,6 +335,7 @@ public final class PostOffice implements AutoCloseable {
         SelectionKey key;
         /** Why this peer can no longer be reached; later messages to or from it fail at once. */
         CollectiveException lost;
+
         boolean dialing;
         final ArrayDeque<Outgoing> sends = new ArrayDeque<>();
         final ByteBuffer[] writing = new ByteBuffer[2];
@@ -323,6 +344,7 @@ public final class PostOffice implements AutoCloseable {
         final ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES).order(ByteOrder.BIG_ENDIAN);
         /** The message being read: where its bytes go, and the receive it completes (null: kept as early, or discarded). */
         ByteBuffer body;
+
         Incoming bodyFor;
         int bodyTag;
         boolean keepBody;
@@ -331,7 +353,6 @@ public final class PostOffice implements AutoCloseable {
         Peer(int j) {
             this.j = j;
         }
-
 
         /** Called on callers' threads: whether this rank dials j and has not begun to. */
         synchronized boolean needsDialing() {
@@ -360,14 +381,20 @@ public final class PostOffice implements AutoCloseable {
                         return;
                     }
                 }
-                ByteBuffer hello = ByteBuffer.allocate(16).order(ByteOrder.BIG_ENDIAN).putLong(HELLO).putInt(rank).putInt(0).flip();
+                ByteBuffer hello = ByteBuffer.allocate(16)
+                        .order(ByteOrder.BIG_ENDIAN)
+                        .putLong(HELLO)
+                        .putInt(rank)
+                        .putInt(0)
+                        .flip();
                 while (hello.hasRemaining()) {
                     ch.write(hello);
                 }
                 ch.configureBlocking(false);
                 attach(ch, ch.register(selector, SelectionKey.OP_READ));
             } catch (IOException e) {
-                fail(new CollectiveException(who + ": cannot connect to rank " + names.rank(j) + " at " + to + ": " + e, e));
+                fail(new CollectiveException(
+                        who + ": cannot connect to rank " + names.rank(j) + " at " + to + ": " + e, e));
             }
         }
 
@@ -416,14 +443,21 @@ public final class PostOffice implements AutoCloseable {
         }
 
         private CollectiveException sizes(Collective call, long bytes) {
-            return new CollectiveException(who + ": " + call.describe() + ": rank " + names.rank(j) + " sent " + bytes
-                    + " bytes with tag " + call.tag() + " but this receive's buffer holds " + call.input().byteSize()
-                    + " (" + call.input().describe() + ")", null, rank, call, List.of(j));
+            return new CollectiveException(
+                    who + ": " + call.describe() + ": rank " + names.rank(j) + " sent " + bytes
+                            + " bytes with tag " + call.tag() + " but this receive's buffer holds "
+                            + call.input().byteSize()
+                            + " (" + call.input().describe() + ")",
+                    null,
+                    rank,
+                    call,
+                    List.of(j));
         }
 
         private void interest() {
             if (key != null && key.isValid()) {
-                key.interestOps(SelectionKey.OP_READ | (sends.isEmpty() && writing[1] == null ? 0 : SelectionKey.OP_WRITE));
+                key.interestOps(
+                        SelectionKey.OP_READ | (sends.isEmpty() && writing[1] == null ? 0 : SelectionKey.OP_WRITE));
             }
         }
 
@@ -446,15 +480,19 @@ public final class PostOffice implements AutoCloseable {
             while (true) {
                 if (writing[1] == null) {
                     Outgoing next = sends.peek();
-                    while (next != null && next.work().isDone()) {       // timed out before it went
+                    while (next != null && next.work().isDone()) { // timed out before it went
                         sends.poll();
                         next = sends.peek();
                     }
                     if (next == null) {
                         return;
                     }
-                    writing[0] = ByteBuffer.allocate(HEADER_BYTES).order(ByteOrder.BIG_ENDIAN).putInt(next.call().tag())
-                            .putInt(0).putLong(next.payload().remaining()).flip();
+                    writing[0] = ByteBuffer.allocate(HEADER_BYTES)
+                            .order(ByteOrder.BIG_ENDIAN)
+                            .putInt(next.call().tag())
+                            .putInt(0)
+                            .putLong(next.payload().remaining())
+                            .flip();
                     writing[1] = next.payload();
                 }
                 channel.write(writing);
@@ -500,7 +538,7 @@ public final class PostOffice implements AutoCloseable {
             if (in != null && in.call().input().byteSize() != bytes) {
                 in.work().fail(sizes(in.call(), bytes));
                 in = null;
-                keepBody = false;     // read and dropped
+                keepBody = false; // read and dropped
             } else {
                 keepBody = in == null;
             }
@@ -551,9 +589,14 @@ public final class PostOffice implements AutoCloseable {
         }
 
         private void lost(IOException e) {
-            fail(new CollectiveException(who + ": lost rank " + names.rank(j) + ": its connection closed"
-                    + (e == null ? "" : " (" + e.getMessage() + ")") + " (the process is gone or closed the group)", e,
-                    rank, null, List.of(j)));
+            fail(new CollectiveException(
+                    who + ": lost rank " + names.rank(j) + ": its connection closed"
+                            + (e == null ? "" : " (" + e.getMessage() + ")")
+                            + " (the process is gone or closed the group)",
+                    e,
+                    rank,
+                    null,
+                    List.of(j)));
         }
 
         void fail(CollectiveException cause) {

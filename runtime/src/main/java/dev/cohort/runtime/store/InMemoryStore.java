@@ -44,8 +44,8 @@ public final class InMemoryStore implements Store {
         while (!values.keySet().containsAll(keys)) {
             long left = deadlineNanos - System.nanoTime();
             if (left <= 0) {
-                throw new StoreTimeoutException("keys " + keys.stream().filter(k -> !values.containsKey(k)).toList()
-                        + " were not set in time");
+                throw new StoreTimeoutException("keys "
+                        + keys.stream().filter(k -> !values.containsKey(k)).toList() + " were not set in time");
             }
             try {
                 wait(Math.max(1, left / 1_000_000));

@@ -48,8 +48,8 @@ public final class TcpStore implements Store, AutoCloseable {
      *
      * @throws AuthenticationException when the store does not know the secret, or wants one
      */
-    public static TcpStore connect(String host, int port, long deadlineNanos, Duration timeout,
-                                   Optional<JobSecret> secret) {
+    public static TcpStore connect(
+            String host, int port, long deadlineNanos, Duration timeout, Optional<JobSecret> secret) {
         String address = host + ":" + port;
         IOException last = null;
         while (true) {
@@ -126,21 +126,27 @@ public final class TcpStore implements Store, AutoCloseable {
 
     @Override
     public synchronized void set(String key, String value) {
-        call(timeout.toMillis(), () -> {
-            out.writeByte(TcpStoreServer.SET);
-            out.writeUTF(key);
-            out.writeUTF(value);
-        }, "set '" + key + "'");
+        call(
+                timeout.toMillis(),
+                () -> {
+                    out.writeByte(TcpStoreServer.SET);
+                    out.writeUTF(key);
+                    out.writeUTF(value);
+                },
+                "set '" + key + "'");
         expectOk("set '" + key + "'");
     }
 
     @Override
     public synchronized String get(String key) {
         String what = "get '" + key + "'";
-        call(timeout.toMillis(), () -> {
-            out.writeByte(TcpStoreServer.GET);
-            out.writeUTF(key);
-        }, what);
+        call(
+                timeout.toMillis(),
+                () -> {
+                    out.writeByte(TcpStoreServer.GET);
+                    out.writeUTF(key);
+                },
+                what);
         return read(what, () -> {
             byte status = in.readByte();
             if (status == TcpStoreServer.MISSING) {
@@ -153,11 +159,14 @@ public final class TcpStore implements Store, AutoCloseable {
     @Override
     public synchronized long add(String key, long delta) {
         String what = "add to '" + key + "'";
-        call(timeout.toMillis(), () -> {
-            out.writeByte(TcpStoreServer.ADD);
-            out.writeUTF(key);
-            out.writeLong(delta);
-        }, what);
+        call(
+                timeout.toMillis(),
+                () -> {
+                    out.writeByte(TcpStoreServer.ADD);
+                    out.writeUTF(key);
+                    out.writeLong(delta);
+                },
+                what);
         return read(what, () -> {
             byte status = in.readByte();
             if (status != TcpStoreServer.OK) {
@@ -170,10 +179,13 @@ public final class TcpStore implements Store, AutoCloseable {
     @Override
     public synchronized boolean check(String key) {
         String what = "check '" + key + "'";
-        call(timeout.toMillis(), () -> {
-            out.writeByte(TcpStoreServer.CHECK);
-            out.writeUTF(key);
-        }, what);
+        call(
+                timeout.toMillis(),
+                () -> {
+                    out.writeByte(TcpStoreServer.CHECK);
+                    out.writeUTF(key);
+                },
+                what);
         return read(what, () -> {
             in.readByte();
             return in.readBoolean();
@@ -184,14 +196,17 @@ public final class TcpStore implements Store, AutoCloseable {
     public synchronized void await(List<String> keys, long deadlineNanos) {
         long millis = Math.max(0, (deadlineNanos - System.nanoTime()) / 1_000_000);
         String what = "wait for " + keys;
-        call(millis + ANSWER_SLACK_MILLIS, () -> {
-            out.writeByte(TcpStoreServer.WAIT);
-            out.writeInt(keys.size());
-            for (String k : keys) {
-                out.writeUTF(k);
-            }
-            out.writeLong(millis);
-        }, what);
+        call(
+                millis + ANSWER_SLACK_MILLIS,
+                () -> {
+                    out.writeByte(TcpStoreServer.WAIT);
+                    out.writeInt(keys.size());
+                    for (String k : keys) {
+                        out.writeUTF(k);
+                    }
+                    out.writeLong(millis);
+                },
+                what);
         String timedOut = read(what, () -> in.readByte() == TcpStoreServer.OK ? null : in.readUTF());
         if (timedOut != null) {
             throw new StoreTimeoutException(timedOut + " (job's store at " + address + ")");
@@ -235,8 +250,10 @@ public final class TcpStore implements Store, AutoCloseable {
     }
 
     private UncheckedIOException broken(String what, IOException e) {
-        return new UncheckedIOException("the job's store at " + address + " is gone (" + what + ": " + e.getMessage()
-                + "); rank 0, which hosts it, has probably stopped", e);
+        return new UncheckedIOException(
+                "the job's store at " + address + " is gone (" + what + ": " + e.getMessage()
+                        + "); rank 0, which hosts it, has probably stopped",
+                e);
     }
 
     @Override

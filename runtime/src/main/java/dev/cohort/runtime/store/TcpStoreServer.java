@@ -15,8 +15,8 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
-import java.util.ArrayList;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -33,6 +33,7 @@ public final class TcpStoreServer implements AutoCloseable {
 
     /** Opens every connection: "CohortKV" and the protocol's version. */
     static final long HELLO = 0x436f686f72744b56L;
+
     static final int VERSION = 1;
     static final byte SET = 1;
     static final byte GET = 2;
@@ -45,6 +46,7 @@ public final class TcpStoreServer implements AutoCloseable {
     static final byte ERROR = 3;
     /** What both ends name in the {@link Handshake}. */
     static final String PURPOSE = "cohort job store";
+
     static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
 
     private final InMemoryStore values = new InMemoryStore();
@@ -78,8 +80,10 @@ public final class TcpStoreServer implements AutoCloseable {
             String hint = String.valueOf(e.getMessage()).contains("assign")
                     ? "is MASTER_ADDR an address of rank 0's host?"
                     : "is another job or an earlier run of this one still using it? Choose another MASTER_PORT";
-            throw new UncheckedIOException("cannot serve the job's store on " + host.getHostAddress() + ":" + port
-                    + " (" + e.getMessage() + "); " + hint, e);
+            throw new UncheckedIOException(
+                    "cannot serve the job's store on " + host.getHostAddress() + ":" + port + " (" + e.getMessage()
+                            + "); " + hint,
+                    e);
         }
     }
 
@@ -94,7 +98,7 @@ public final class TcpStoreServer implements AutoCloseable {
             try {
                 s = server.accept();
             } catch (IOException e) {
-                return;                       // closed
+                return; // closed
             }
             clients.add(s);
             Daemons.start("cohort-store-client", () -> serve(s));
@@ -112,7 +116,7 @@ public final class TcpStoreServer implements AutoCloseable {
                     return;
                 }
             }
-            s.setSoTimeout(10_000);           // the hello comes at once, or never
+            s.setSoTimeout(10_000); // the hello comes at once, or never
             DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(s.getInputStream()));
             DataOutputStream out = new DataOutputStream(new java.io.BufferedOutputStream(s.getOutputStream()));
             if (in.readLong() != HELLO || in.readInt() != VERSION) {
@@ -121,7 +125,7 @@ public final class TcpStoreServer implements AutoCloseable {
             }
             out.writeLong(HELLO);
             out.flush();
-            s.setSoTimeout(0);                // clients are idle between requests for as long as the job runs
+            s.setSoTimeout(0); // clients are idle between requests for as long as the job runs
             while (!closed) {
                 byte op = in.readByte();
                 switch (op) {
@@ -170,7 +174,7 @@ public final class TcpStoreServer implements AutoCloseable {
                         }
                     }
                     default -> {
-                        return;                   // not a client of this protocol
+                        return; // not a client of this protocol
                     }
                 }
                 out.flush();

@@ -5,7 +5,6 @@ import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.Distributed;
 import dev.cohort.api.DistributedBackend;
 
-
 /**
  * The backend used when none is chosen (the seed's Dummy): one worker, rank 0; barriers return at
  * once, {@code distribute} returns its inputs, {@code averageAll} returns the value. Lets one

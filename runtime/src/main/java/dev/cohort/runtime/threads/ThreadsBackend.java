@@ -15,7 +15,9 @@ public final class ThreadsBackend extends DistributedBackend {
 
     /** Command-line options of the threads backend. */
     public static final class Options {
-        @Option(names = "--threads-world-size", paramLabel = "N",
+        @Option(
+                names = "--threads-world-size",
+                paramLabel = "N",
                 description = "Ranks of a threads world started outside ThreadsWorld.run; only 1 can "
                         + "run on the calling thread (default: ${DEFAULT-VALUE}).")
         int worldSize = 1;

@@ -44,7 +44,12 @@ final class ThreadsExchange {
     ThreadsExchange(String name, int size) {
         this.name = name;
         this.size = size;
-        this.computing = new ThreadPoolExecutor(0, 1, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+        this.computing = new ThreadPoolExecutor(
+                0,
+                1,
+                1,
+                TimeUnit.SECONDS,
+                new LinkedBlockingQueue<>(),
                 Daemons.named("cohort-threads-" + name.replace(' ', '-')));
     }
 
@@ -86,9 +91,16 @@ final class ThreadsExchange {
      * such copy from its peer with its tag, or waits for one.
      */
     PendingWork message(int rank, Collective call, Duration timeout) {
-        PendingWork work = new PendingWork(call, timeout, w -> new CollectiveTimeoutException(name + " rank " + rank
-                + ": " + call.describe() + " timed out: rank " + call.root() + " sent no message with tag " + call.tag(),
-                null, rank, call, List.of(call.root())));
+        PendingWork work = new PendingWork(
+                call,
+                timeout,
+                w -> new CollectiveTimeoutException(
+                        name + " rank " + rank + ": " + call.describe() + " timed out: rank " + call.root()
+                                + " sent no message with tag " + call.tag(),
+                        null,
+                        rank,
+                        call,
+                        List.of(call.root())));
         CollectiveException cause = broken;
         if (cause != null) {
             work.fail(cause);
@@ -108,13 +120,14 @@ final class ThreadsExchange {
                 Object[] receive = box.waiting.poll();
                 PendingWork w = (PendingWork) receive[1];
                 if (w.isDone()) {
-                    continue;         // timed out
+                    continue; // timed out
                 }
                 DenseBuffer message = box.sent.poll();
                 DenseBuffer into = ((Collective) receive[0]).input();
                 if (message.byteSize() != into.byteSize()) {
-                    w.fail(new CollectiveException(name + ": " + ((Collective) receive[0]).describe() + ": the message holds "
-                            + message.byteSize() + " bytes but this receive's buffer " + into.byteSize()));
+                    w.fail(new CollectiveException(
+                            name + ": " + ((Collective) receive[0]).describe() + ": the message holds "
+                                    + message.byteSize() + " bytes but this receive's buffer " + into.byteSize()));
                 } else {
                     into.copyFrom(DenseBuffer.of(bytesOf(message), into.dataType()));
                     w.complete();
@@ -126,7 +139,8 @@ final class ThreadsExchange {
 
     /** A heap buffer's elements as native-order bytes, for a copy into a buffer of another type of the same size. */
     private static java.nio.ByteBuffer bytesOf(DenseBuffer b) {
-        java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate((int) b.byteSize()).order(java.nio.ByteOrder.nativeOrder());
+        java.nio.ByteBuffer bytes =
+                java.nio.ByteBuffer.allocate((int) b.byteSize()).order(java.nio.ByteOrder.nativeOrder());
         DenseBuffer.of(bytes, b.dataType()).copyFrom(b);
         return bytes.clear();
     }
@@ -176,9 +190,13 @@ final class ThreadsExchange {
                 }
             }
         }
-        CollectiveTimeoutException e = new CollectiveTimeoutException(name + " rank " + rank + ": " + call.describe()
-                + " timed out; " + (missing.isEmpty() ? "all ranks had joined" : "rank(s) " + missing + " never joined"),
-                null, rank, call, missing);
+        CollectiveTimeoutException e = new CollectiveTimeoutException(
+                name + " rank " + rank + ": " + call.describe() + " timed out; "
+                        + (missing.isEmpty() ? "all ranks had joined" : "rank(s) " + missing + " never joined"),
+                null,
+                rank,
+                call,
+                missing);
         breakWith(e);
         return e;
     }
@@ -188,7 +206,8 @@ final class ThreadsExchange {
         String expected = calls[0].signature();
         for (int r = 1; r < size; r++) {
             if (!calls[r].signature().equals(expected)) {
-                StringBuilder m = new StringBuilder(name + ": ranks disagree on collective #" + calls[0].sequence() + ":");
+                StringBuilder m =
+                        new StringBuilder(name + ": ranks disagree on collective #" + calls[0].sequence() + ":");
                 for (int q = 0; q < size; q++) {
                     m.append("\n  rank ").append(q).append(": ").append(calls[q].signature());
                 }
@@ -220,7 +239,8 @@ final class ThreadsExchange {
         try {
             compute(calls);
         } catch (RuntimeException e) {
-            CollectiveException failure = new CollectiveException(name + ": " + calls[0].describe() + " failed: " + e, e);
+            CollectiveException failure =
+                    new CollectiveException(name + ": " + calls[0].describe() + " failed: " + e, e);
             for (PendingWork w : round.works) {
                 w.fail(failure);
             }
@@ -235,7 +255,7 @@ final class ThreadsExchange {
     private void compute(Collective[] calls) {
         Collective first = calls[0];
         switch (first.kind()) {
-            case BARRIER -> { }
+            case BARRIER -> {}
             case BROADCAST -> {
                 DenseBuffer source = calls[first.root()].input();
                 for (int r = 0; r < size; r++) {
@@ -296,7 +316,9 @@ final class ThreadsExchange {
                 int block = first.input().count() / size;
                 for (int i = 0; i < size; i++) {
                     for (int j = 0; j < size; j++) {
-                        calls[j].output().slice(i * block, block).copyFrom(calls[i].input().slice(j * block, block));
+                        calls[j].output()
+                                .slice(i * block, block)
+                                .copyFrom(calls[i].input().slice(j * block, block));
                     }
                 }
             }
@@ -309,7 +331,9 @@ final class ThreadsExchange {
                         for (int k = 0; k < j; k++) {
                             from += sent[k];
                         }
-                        calls[j].output().slice(into, sent[j]).copyFrom(calls[i].input().slice(from, sent[j]));
+                        calls[j].output()
+                                .slice(into, sent[j])
+                                .copyFrom(calls[i].input().slice(from, sent[j]));
                         into += sent[j];
                     }
                 }
@@ -317,8 +341,8 @@ final class ThreadsExchange {
         }
     }
 
-    private DenseBuffer reduce(Collective[] calls, java.util.function.Function<Collective, DenseBuffer> operand,
-                               Collective first) {
+    private DenseBuffer reduce(
+            Collective[] calls, java.util.function.Function<Collective, DenseBuffer> operand, Collective first) {
         DenseBuffer acc = operand.apply(calls[0]).copy();
         if (acc.dataType().isHalfPrecision()) {
             java.util.List<DenseBuffer> operands = new java.util.ArrayList<>(size);

@@ -1,10 +1,10 @@
 package dev.cohort.runtime.threads;
 
-import dev.cohort.runtime.AbstractProcessGroup;
-import dev.cohort.runtime.Subgroup;
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.Work;
+import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.Subgroup;
 import java.time.Duration;
 
 /** One rank's view of a group whose ranks are threads of this JVM. */

@@ -46,8 +46,8 @@ public final class ThreadsWorld {
             throw new IllegalArgumentException("world size must be >= 1, got " + worldSize);
         }
         if (localWorldSize < 1 || localWorldSize > worldSize) {
-            throw new IllegalArgumentException("local world size must be in [1, " + worldSize + "], got "
-                    + localWorldSize);
+            throw new IllegalArgumentException(
+                    "local world size must be in [1, " + worldSize + "], got " + localWorldSize);
         }
         this.worldSize = worldSize;
         this.localWorldSize = localWorldSize;
@@ -83,8 +83,7 @@ public final class ThreadsWorld {
         return CURRENT.get();
     }
 
-    record Membership(ThreadsWorld world, int rank) {
-    }
+    record Membership(ThreadsWorld world, int rank) {}
 
     /** A rank's body for {@link #run}. */
     @FunctionalInterface
@@ -133,12 +132,12 @@ public final class ThreadsWorld {
                 try {
                     results.add(futures.get(r).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS));
                 } catch (ExecutionException e) {
-                    failure = addFailure(failure, new IllegalStateException("rank " + r + " failed: " + e.getCause(),
-                            e.getCause()));
+                    failure = addFailure(
+                            failure, new IllegalStateException("rank " + r + " failed: " + e.getCause(), e.getCause()));
                     results.add(null);
                 } catch (TimeoutException e) {
-                    failure = addFailure(failure, new IllegalStateException("rank " + r + " did not finish within "
-                            + limit));
+                    failure = addFailure(
+                            failure, new IllegalStateException("rank " + r + " did not finish within " + limit));
                     results.add(null);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();

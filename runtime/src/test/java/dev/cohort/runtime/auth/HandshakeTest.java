@@ -55,18 +55,19 @@ class HandshakeTest {
         void run(Socket s) throws Exception;
     }
 
-    private record Outcome(Throwable server, Throwable client) {
-    }
+    private record Outcome(Throwable server, Throwable client) {}
 
     @Test
     void bothSidesWithTheSecretPassAndTheProtocolFollows() throws Exception {
-        Outcome o = meet(s -> {
-            Handshake.asServer(s, SECRET, "store", T);
-            assertThat(s.getInputStream().read()).isEqualTo(42);
-        }, s -> {
-            Handshake.asClient(s, SECRET, "store", T);
-            s.getOutputStream().write(42);
-        });
+        Outcome o = meet(
+                s -> {
+                    Handshake.asServer(s, SECRET, "store", T);
+                    assertThat(s.getInputStream().read()).isEqualTo(42);
+                },
+                s -> {
+                    Handshake.asClient(s, SECRET, "store", T);
+                    s.getOutputStream().write(42);
+                });
         assertThat(o.server()).isNull();
         assertThat(o.client()).isNull();
     }
@@ -74,9 +75,13 @@ class HandshakeTest {
     @Test
     void aWrongSecretIsRefusedOnBothSidesAndNeitherProvesAnything() throws Exception {
         Outcome o = meet(s -> Handshake.asServer(s, SECRET, "store", T), s -> Handshake.asClient(s, OTHER, "store", T));
-        assertThat(o.client()).isInstanceOf(AuthenticationException.class).hasMessageContaining("does not know this job's secret");
+        assertThat(o.client())
+                .isInstanceOf(AuthenticationException.class)
+                .hasMessageContaining("does not know this job's secret");
         // The client stops at the server's proof, so the server sees no proof of its own.
-        assertThat(o.server()).isInstanceOf(AuthenticationException.class).hasMessageContaining("closed the connection");
+        assertThat(o.server())
+                .isInstanceOf(AuthenticationException.class)
+                .hasMessageContaining("closed the connection");
     }
 
     @Test
@@ -85,20 +90,26 @@ class HandshakeTest {
             s.getOutputStream().write("CohortKV and then a store request ....... ".getBytes());
             s.getInputStream().read();
         });
-        assertThat(o.server()).isInstanceOf(AuthenticationException.class)
+        assertThat(o.server())
+                .isInstanceOf(AuthenticationException.class)
                 .hasMessageContaining("did not open with Cohort's authentication handshake");
     }
 
     @Test
     void aSilentClientIsRefusedAtTheTimeout() throws Exception {
-        Outcome o = meet(s -> Handshake.asServer(s, SECRET, "store", Duration.ofMillis(300)), s -> s.getInputStream().read());
+        Outcome o = meet(
+                s -> Handshake.asServer(s, SECRET, "store", Duration.ofMillis(300)),
+                s -> s.getInputStream().read());
         assertThat(o.server()).isInstanceOf(AuthenticationException.class).hasMessageContaining("within 300 ms");
     }
 
     @Test
     void aServerWithoutASecretFailsTheClientSayingSo() throws Exception {
-        Outcome o = meet(s -> s.getInputStream().readNBytes(Handshake.HELLO_BYTES), s -> Handshake.asClient(s, SECRET, "store", T));
-        assertThat(o.client()).isInstanceOf(AuthenticationException.class)
+        Outcome o = meet(
+                s -> s.getInputStream().readNBytes(Handshake.HELLO_BYTES),
+                s -> Handshake.asClient(s, SECRET, "store", T));
+        assertThat(o.client())
+                .isInstanceOf(AuthenticationException.class)
                 .hasMessageContaining("closed the connection instead of answering");
     }
 
@@ -111,16 +122,18 @@ class HandshakeTest {
     @Test
     void aRecordedClientHandshakeReplayedLaterIsRefused() throws Exception {
         ByteArrayOutputStream recorded = new ByteArrayOutputStream();
-        Outcome first = meet(s -> {
-            Handshake.asServer(s, SECRET, "store", T);
-            recorded.write(s.getInputStream().readNBytes(4));
-        }, s -> {
-            // what a listener on the wire records: every byte the client sent
-            Socket recording = new RecordingSocket(s, recorded);
-            Handshake.asClient(recording, SECRET, "store", T);
-            recording.getOutputStream().write(new byte[] {1, 2, 3, 4});
-            recording.getOutputStream().flush();
-        });
+        Outcome first = meet(
+                s -> {
+                    Handshake.asServer(s, SECRET, "store", T);
+                    recorded.write(s.getInputStream().readNBytes(4));
+                },
+                s -> {
+                    // what a listener on the wire records: every byte the client sent
+                    Socket recording = new RecordingSocket(s, recorded);
+                    Handshake.asClient(recording, SECRET, "store", T);
+                    recording.getOutputStream().write(new byte[] {1, 2, 3, 4});
+                    recording.getOutputStream().flush();
+                });
         assertThat(first.server()).isNull();
         byte[] replay = recorded.toByteArray();
         assertThat(replay).hasSize(Handshake.HELLO_BYTES + Handshake.PROOF_BYTES + 4 + 4);
@@ -128,24 +141,31 @@ class HandshakeTest {
             s.getOutputStream().write(replay, 0, Handshake.HELLO_BYTES + Handshake.PROOF_BYTES + 4);
             s.getInputStream().readNBytes(Handshake.ANSWER_BYTES);
         });
-        assertThat(again.server()).isInstanceOf(AuthenticationException.class)
+        assertThat(again.server())
+                .isInstanceOf(AuthenticationException.class)
                 .hasMessageContaining("replayed handshake");
     }
 
     @Test
     void secretsComeFromTheEnvironmentOrAPrivateFile(@TempDir Path dir) throws IOException {
         assertThat(JobSecret.from(Map.of())).isEmpty();
-        assertThat(JobSecret.from(Map.of(JobSecret.ENV, "0123456789abcdef0123")).orElseThrow().text())
+        assertThat(JobSecret.from(Map.of(JobSecret.ENV, "0123456789abcdef0123"))
+                        .orElseThrow()
+                        .text())
                 .isEqualTo("0123456789abcdef0123");
-        assertThatThrownBy(() -> JobSecret.from(Map.of(JobSecret.ENV, "short")))
-                .hasMessageContaining("16 or more");
+        assertThatThrownBy(() -> JobSecret.from(Map.of(JobSecret.ENV, "short"))).hasMessageContaining("16 or more");
         Path file = dir.resolve("secret");
         JobSecret generated = JobSecret.generate();
         generated.writeTo(file);
-        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(file))).isEqualTo("rw-------");
-        assertThat(JobSecret.from(Map.of(JobSecret.FILE_ENV, file.toString())).orElseThrow().text())
-                .isEqualTo(generated.text()).hasSize(64);
-        assertThatThrownBy(() -> JobSecret.from(Map.of(JobSecret.FILE_ENV, dir.resolve("absent").toString())))
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(file)))
+                .isEqualTo("rw-------");
+        assertThat(JobSecret.from(Map.of(JobSecret.FILE_ENV, file.toString()))
+                        .orElseThrow()
+                        .text())
+                .isEqualTo(generated.text())
+                .hasSize(64);
+        assertThatThrownBy(() -> JobSecret.from(
+                        Map.of(JobSecret.FILE_ENV, dir.resolve("absent").toString())))
                 .hasMessageContaining("cannot read the job secret from");
         assertThat(generated.toString()).doesNotContain(generated.text());
     }

@@ -40,11 +40,13 @@ class PostOfficeTest {
     void passesTheMessageSuite(int world) {
         ThreadsWorld threads = new ThreadsWorld(world, world, Duration.ofSeconds(60));
         Store store = new InMemoryStore();
-        List<Integer> checks = threads.runAll(rank -> {
-            try (ProcessGroup g = new Letters(threads.group(rank), store, Duration.ofSeconds(60))) {
-                return MessageSuite.run(g);
-            }
-        }, Duration.ofSeconds(110));
+        List<Integer> checks = threads.runAll(
+                rank -> {
+                    try (ProcessGroup g = new Letters(threads.group(rank), store, Duration.ofSeconds(60))) {
+                        return MessageSuite.run(g);
+                    }
+                },
+                Duration.ofSeconds(110));
         assertThat(checks).allSatisfy(c -> assertThat(c).isGreaterThan(50));
     }
 
@@ -53,22 +55,28 @@ class PostOfficeTest {
     void aPeerThatClosesFailsWhatWaitsForItNamingIt() {
         ThreadsWorld threads = new ThreadsWorld(2, 2, Duration.ofSeconds(30));
         Store store = new InMemoryStore();
-        threads.runAll(rank -> {
-            ProcessGroup g = new Letters(threads.group(rank), store, Duration.ofSeconds(30));
-            if (rank == 0) {
-                g.send(DenseBuffer.of(new float[] {1}), 1, 0).await();     // connects the pair
-                g.barrier().await();
-                g.close();
-            } else {
-                float[] one = new float[1];
-                g.recv(DenseBuffer.of(one), 0, 0).await();
-                Work never = g.recv(DenseBuffer.of(one), 0, 1);
-                g.barrier().await();
-                assertThatThrownBy(never::await).isInstanceOf(CollectiveException.class).hasMessageContaining("lost rank 0");
-                assertThatThrownBy(() -> g.send(DenseBuffer.of(one), 0, 2).await()).hasMessageContaining("lost rank 0");
-            }
-            return null;
-        }, Duration.ofSeconds(50));
+        threads.runAll(
+                rank -> {
+                    ProcessGroup g = new Letters(threads.group(rank), store, Duration.ofSeconds(30));
+                    if (rank == 0) {
+                        g.send(DenseBuffer.of(new float[] {1}), 1, 0).await(); // connects the pair
+                        g.barrier().await();
+                        g.close();
+                    } else {
+                        float[] one = new float[1];
+                        g.recv(DenseBuffer.of(one), 0, 0).await();
+                        Work never = g.recv(DenseBuffer.of(one), 0, 1);
+                        g.barrier().await();
+                        assertThatThrownBy(never::await)
+                                .isInstanceOf(CollectiveException.class)
+                                .hasMessageContaining("lost rank 0");
+                        assertThatThrownBy(
+                                        () -> g.send(DenseBuffer.of(one), 0, 2).await())
+                                .hasMessageContaining("lost rank 0");
+                    }
+                    return null;
+                },
+                Duration.ofSeconds(50));
     }
 
     @Test
@@ -76,20 +84,24 @@ class PostOfficeTest {
     void aReceiveNothingAnswersTimesOutNamingThePeerAndTag() {
         ThreadsWorld threads = new ThreadsWorld(2, 2, Duration.ofSeconds(30));
         Store store = new InMemoryStore();
-        threads.runAll(rank -> {
-            try (ProcessGroup g = new Letters(threads.group(rank), store, Duration.ofSeconds(2))) {
-                if (rank == 1) {
-                    g.send(DenseBuffer.of(new int[] {1}), 0, 5).await();
-                } else {
-                    int[] x = new int[1];
-                    g.recv(DenseBuffer.of(x), 1, 5).await();
-                    assertThatThrownBy(() -> g.recv(DenseBuffer.of(x), 1, 6).await())
-                            .isInstanceOf(CollectiveTimeoutException.class).hasMessageContaining("tag 6");
-                }
-                g.barrier().await();
-            }
-            return null;
-        }, Duration.ofSeconds(50));
+        threads.runAll(
+                rank -> {
+                    try (ProcessGroup g = new Letters(threads.group(rank), store, Duration.ofSeconds(2))) {
+                        if (rank == 1) {
+                            g.send(DenseBuffer.of(new int[] {1}), 0, 5).await();
+                        } else {
+                            int[] x = new int[1];
+                            g.recv(DenseBuffer.of(x), 1, 5).await();
+                            assertThatThrownBy(() ->
+                                            g.recv(DenseBuffer.of(x), 1, 6).await())
+                                    .isInstanceOf(CollectiveTimeoutException.class)
+                                    .hasMessageContaining("tag 6");
+                        }
+                        g.barrier().await();
+                    }
+                    return null;
+                },
+                Duration.ofSeconds(50));
     }
 
     /** Collectives through a threads group, sends and receives through a post office. */
@@ -105,8 +117,14 @@ class PostOfficeTest {
             this.threads = threads;
             int rank = threads.rank();
             int size = threads.size();
-            messagesThrough(() -> new PostOffice(rank, size, InetAddress.getLoopbackAddress(), Directory.of(store, "p2p/"),
-                    "letters rank " + rank + " of " + size, RankNames.PLAIN, secret));
+            messagesThrough(() -> new PostOffice(
+                    rank,
+                    size,
+                    InetAddress.getLoopbackAddress(),
+                    Directory.of(store, "p2p/"),
+                    "letters rank " + rank + " of " + size,
+                    RankNames.PLAIN,
+                    secret));
         }
 
         @Override

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
+import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.net.InetAddress;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -24,8 +24,10 @@ class StoreNotesTest {
     @Test
     void notesPostedByOneClientAreReadByAnother() {
         try (TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), 0, Optional.empty());
-             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), Duration.ofSeconds(2), Optional.empty());
-             TcpStore b = TcpStore.connect("127.0.0.1", server.port(), in(5_000), Duration.ofSeconds(2), Optional.empty())) {
+                TcpStore a = TcpStore.connect(
+                        "127.0.0.1", server.port(), in(5_000), Duration.ofSeconds(2), Optional.empty());
+                TcpStore b = TcpStore.connect(
+                        "127.0.0.1", server.port(), in(5_000), Duration.ofSeconds(2), Optional.empty())) {
             JobNotes mine = new StoreNotes(new PrefixStore("note/", a));
             JobNotes theirs = new StoreNotes(new PrefixStore("note/", b));
             assertThat(theirs.read("host1")).isEmpty();
@@ -50,7 +52,8 @@ class StoreNotesTest {
             });
             server.setDaemon(true);
             server.start();
-            try (TcpStore store = TcpStore.connect("127.0.0.1", silent.getLocalPort(), in(5_000), Duration.ofSeconds(10), Optional.empty())
+            try (TcpStore store = TcpStore.connect(
+                            "127.0.0.1", silent.getLocalPort(), in(5_000), Duration.ofSeconds(10), Optional.empty())
                     .timeout(Duration.ofMillis(300))) {
                 JobNotes notes = new StoreNotes(store);
                 long start = System.nanoTime();
@@ -68,7 +71,8 @@ class StoreNotesTest {
     @Test
     void aStoreThatIsGoneFailsTheNoteWithoutThrowing() {
         TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), 0, Optional.empty());
-        try (TcpStore store = TcpStore.connect("127.0.0.1", server.port(), in(5_000), Duration.ofSeconds(2), Optional.empty())) {
+        try (TcpStore store =
+                TcpStore.connect("127.0.0.1", server.port(), in(5_000), Duration.ofSeconds(2), Optional.empty())) {
             JobNotes notes = new StoreNotes(store);
             server.close();
             assertThat(notes.post("k", "text")).isFalse();

@@ -1,21 +1,20 @@
 package dev.cohort.runtime.store;
 
-import dev.cohort.runtime.auth.AuthenticationException;
-import dev.cohort.runtime.auth.Handshake;
-import dev.cohort.runtime.auth.JobSecret;
-
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.cohort.runtime.auth.AuthenticationException;
+import dev.cohort.runtime.auth.Handshake;
+import dev.cohort.runtime.auth.JobSecret;
 import java.io.DataInputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
+import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.net.InetAddress;
 import java.time.Duration;
-import java.util.Optional;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -40,8 +39,8 @@ class TcpStoreTest {
     @Test
     void clientsShareValuesCountersAndWaits() throws Exception {
         try (TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), 0, Optional.empty());
-             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, Optional.empty());
-             TcpStore b = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, Optional.empty())) {
+                TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, Optional.empty());
+                TcpStore b = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, Optional.empty())) {
             CompletableFuture<Void> waiting = CompletableFuture.runAsync(() -> b.await(List.of("x", "y"), in(5_000)));
             a.set("x", "1");
             Thread.sleep(100);
@@ -63,11 +62,12 @@ class TcpStoreTest {
     @Test
     void aWaitEndsAtItsDeadlineNamingTheMissingKeys() {
         try (TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), 0, Optional.empty());
-             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, Optional.empty())) {
+                TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, Optional.empty())) {
             a.set("here", "1");
             long t0 = System.nanoTime();
             assertThatThrownBy(() -> a.await(List.of("here", "missing"), in(300)))
-                    .isInstanceOf(StoreTimeoutException.class).hasMessageContaining("[missing]");
+                    .isInstanceOf(StoreTimeoutException.class)
+                    .hasMessageContaining("[missing]");
             assertThat((System.nanoTime() - t0) / 1_000_000).isBetween(250L, 4_000L);
         }
     }
@@ -78,7 +78,8 @@ class TcpStoreTest {
         CompletableFuture<TcpStore> client = CompletableFuture.supplyAsync(
                 () -> TcpStore.connect("127.0.0.1", port, in(10_000), TIMEOUT, Optional.empty()));
         Thread.sleep(500);
-        try (TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), port, Optional.empty()); TcpStore c = client.get(10, TimeUnit.SECONDS)) {
+        try (TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), port, Optional.empty());
+                TcpStore c = client.get(10, TimeUnit.SECONDS)) {
             c.set("k", "v");
             assertThat(c.get("k")).isEqualTo("v");
         }
@@ -89,14 +90,16 @@ class TcpStoreTest {
         int port = freePort();
         assertThatThrownBy(() -> TcpStore.connect("127.0.0.1", port, in(400), TIMEOUT, Optional.empty()))
                 .isInstanceOf(StoreTimeoutException.class)
-                .hasMessageContaining("127.0.0.1:" + port).hasMessageContaining("MASTER_PORT");
+                .hasMessageContaining("127.0.0.1:" + port)
+                .hasMessageContaining("MASTER_PORT");
     }
 
     @Test
     void anotherServiceOnThePortIsNamed() throws Exception {
         try (ServerSocket other = new ServerSocket(0)) {
             CompletableFuture.runAsync(() -> {
-                try (Socket s = other.accept(); OutputStream out = s.getOutputStream()) {
+                try (Socket s = other.accept();
+                        OutputStream out = s.getOutputStream()) {
                     new DataInputStream(s.getInputStream()).readNBytes(12);
                     out.write("HTTP/1.1 400 Bad Request\r\n\r\n".getBytes());
                     out.flush();
@@ -105,7 +108,8 @@ class TcpStoreTest {
                     // the test reads the client's error
                 }
             });
-            assertThatThrownBy(() -> TcpStore.connect("127.0.0.1", other.getLocalPort(), in(3_000), TIMEOUT, Optional.empty()))
+            assertThatThrownBy(() ->
+                            TcpStore.connect("127.0.0.1", other.getLocalPort(), in(3_000), TIMEOUT, Optional.empty()))
                     .hasMessageContaining("not a Cohort job store");
         }
     }
@@ -113,11 +117,11 @@ class TcpStoreTest {
     @Test
     void strangersAreDroppedAndClientsServedOn() throws Exception {
         try (TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), 0, Optional.empty());
-             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, Optional.empty())) {
+                TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, Optional.empty())) {
             try (Socket stranger = new Socket("127.0.0.1", server.port())) {
-                stranger.getOutputStream().write("GET / HTTP/1".getBytes());   // as long as a hello: nothing left unread
+                stranger.getOutputStream().write("GET / HTTP/1".getBytes()); // as long as a hello: nothing left unread
                 stranger.setSoTimeout(5_000);
-                assertThat(stranger.getInputStream().read()).isEqualTo(-1);    // closed on it
+                assertThat(stranger.getInputStream().read()).isEqualTo(-1); // closed on it
             }
             a.set("still", "served");
             assertThat(a.get("still")).isEqualTo("served");
@@ -129,13 +133,19 @@ class TcpStoreTest {
         JobSecret secret = JobSecret.of("the store test's secret");
         Optional<JobSecret> mine = Optional.of(secret);
         try (TcpStoreServer server = TcpStoreServer.start(InetAddress.getLoopbackAddress(), 0, mine);
-             TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, mine)) {
+                TcpStore a = TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, mine)) {
             a.set("k", "v");
             assertThatThrownBy(() -> TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT, Optional.empty()))
-                    .isInstanceOf(AuthenticationException.class).hasMessageContaining("wants the job's secret");
-            assertThatThrownBy(() -> TcpStore.connect("127.0.0.1", server.port(), in(5_000), TIMEOUT,
-                    Optional.of(JobSecret.of("another job's secret!"))))
-                    .isInstanceOf(AuthenticationException.class).hasMessageContaining("does not know this job's secret");
+                    .isInstanceOf(AuthenticationException.class)
+                    .hasMessageContaining("wants the job's secret");
+            assertThatThrownBy(() -> TcpStore.connect(
+                            "127.0.0.1",
+                            server.port(),
+                            in(5_000),
+                            TIMEOUT,
+                            Optional.of(JobSecret.of("another job's secret!"))))
+                    .isInstanceOf(AuthenticationException.class)
+                    .hasMessageContaining("does not know this job's secret");
             // A recorded client session (handshake, then a request), replayed: refused before the request is read.
             byte[] replay = recordedClientSession(secret);
             try (Socket stranger = new Socket("127.0.0.1", server.port())) {
@@ -154,7 +164,8 @@ class TcpStoreTest {
         }
         try (TcpStoreServer plain = TcpStoreServer.start(InetAddress.getLoopbackAddress(), 0, Optional.empty())) {
             assertThatThrownBy(() -> TcpStore.connect("127.0.0.1", plain.port(), in(5_000), TIMEOUT, mine))
-                    .isInstanceOf(AuthenticationException.class).hasMessageContaining("failed authentication");
+                    .isInstanceOf(AuthenticationException.class)
+                    .hasMessageContaining("failed authentication");
         }
     }
 
@@ -162,20 +173,24 @@ class TcpStoreTest {
     private static byte[] recordedClientSession(JobSecret secret) throws Exception {
         java.io.ByteArrayOutputStream sent = new java.io.ByteArrayOutputStream();
         try (ServerSocket listening = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            java.util.concurrent.CompletableFuture<Void> server = java.util.concurrent.CompletableFuture.runAsync(() -> {
-                try (Socket s = listening.accept()) {
-                    java.io.InputStream in = s.getInputStream();
-                    sent.write(in.readNBytes(Handshake.HELLO_BYTES));
-                    Handshake h = Handshake.server(secret, "cohort job store");
-                    s.getOutputStream().write(h.answer(java.util.Arrays.copyOf(sent.toByteArray(), Handshake.HELLO_BYTES)));
-                    byte[] proof = in.readNBytes(Handshake.PROOF_BYTES);
-                    h.check(proof);
-                    sent.write(proof);
-                    sent.write(in.readNBytes(12));             // the store's hello
-                } catch (Exception e) {
-                    throw new IllegalStateException(e);
-                }
-            }, java.util.concurrent.Executors.newSingleThreadExecutor());
+            java.util.concurrent.CompletableFuture<Void> server = java.util.concurrent.CompletableFuture.runAsync(
+                    () -> {
+                        try (Socket s = listening.accept()) {
+                            java.io.InputStream in = s.getInputStream();
+                            sent.write(in.readNBytes(Handshake.HELLO_BYTES));
+                            Handshake h = Handshake.server(secret, "cohort job store");
+                            s.getOutputStream()
+                                    .write(h.answer(
+                                            java.util.Arrays.copyOf(sent.toByteArray(), Handshake.HELLO_BYTES)));
+                            byte[] proof = in.readNBytes(Handshake.PROOF_BYTES);
+                            h.check(proof);
+                            sent.write(proof);
+                            sent.write(in.readNBytes(12)); // the store's hello
+                        } catch (Exception e) {
+                            throw new IllegalStateException(e);
+                        }
+                    },
+                    java.util.concurrent.Executors.newSingleThreadExecutor());
             try (Socket c = new Socket("127.0.0.1", listening.getLocalPort())) {
                 Handshake.asClient(c, secret, "cohort job store", TIMEOUT);
                 c.getOutputStream().write("CohortKV\0\0\0\1".getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
@@ -192,9 +207,11 @@ class TcpStoreTest {
             a.set("k", "v");
             server.close();
             assertThatThrownBy(() -> {
-                a.set("k", "w");
-                a.get("k");
-            }).isInstanceOf(UncheckedIOException.class).hasMessageContaining("is gone");
+                        a.set("k", "w");
+                        a.get("k");
+                    })
+                    .isInstanceOf(UncheckedIOException.class)
+                    .hasMessageContaining("is gone");
         }
     }
 }

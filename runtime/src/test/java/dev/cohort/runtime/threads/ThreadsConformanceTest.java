@@ -1,11 +1,10 @@
 package dev.cohort.runtime.threads;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.cohort.testkit.ConformanceSuite;
 import dev.cohort.testkit.MessageSuite;
 import dev.cohort.testkit.SubgroupSuite;
-
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -20,7 +19,8 @@ class ThreadsConformanceTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void passesTheConformanceSuite(int world) {
         ThreadsWorld threads = new ThreadsWorld(world, world, Duration.ofSeconds(60));
-        List<Integer> checks = threads.runAll(rank -> ConformanceSuite.run(threads.group(rank)), Duration.ofSeconds(110));
+        List<Integer> checks =
+                threads.runAll(rank -> ConformanceSuite.run(threads.group(rank)), Duration.ofSeconds(110));
         assertThat(checks).hasSize(world).allSatisfy(c -> assertThat(c).isGreaterThan(10_000));
     }
 
@@ -29,13 +29,15 @@ class ThreadsConformanceTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void passesTheSubgroupAndMessageSuites(int world) {
         ThreadsWorld threads = new ThreadsWorld(world, world, Duration.ofSeconds(60));
-        List<Integer> checks = threads.runAll(rank -> {
-            try {
-                return SubgroupSuite.run(threads.group(rank)) + MessageSuite.run(threads.group(rank));
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        }, Duration.ofSeconds(110));
+        List<Integer> checks = threads.runAll(
+                rank -> {
+                    try {
+                        return SubgroupSuite.run(threads.group(rank)) + MessageSuite.run(threads.group(rank));
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                },
+                Duration.ofSeconds(110));
         assertThat(checks).hasSize(world).allSatisfy(c -> assertThat(c).isGreaterThan(100));
     }
 }

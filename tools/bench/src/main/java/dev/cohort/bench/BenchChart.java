@@ -45,7 +45,10 @@ import picocli.CommandLine.Parameters;
  * by size, and the median time by size (log scale). One series per file, labelled with the
  * file's engine (or name); Cohort's engines drawn solid, the peers dashed.
  */
-@Command(name = "chart", mixinStandardHelpOptions = true, versionProvider = Commands.Version.class,
+@Command(
+        name = "chart",
+        mixinStandardHelpOptions = true,
+        versionProvider = Commands.Version.class,
         description = "Draws collectives results (cohort bench collectives --json, torch_collectives.py, "
                 + "mpi_allreduce.py's table) as a PNG: allreduce bus bandwidth and time by size, one series per file.")
 final class BenchChart implements Callable<Integer> {
@@ -54,9 +57,18 @@ final class BenchChart implements Callable<Integer> {
     static final int HEIGHT = 900;
     static final String OP = "allreduce";
     /** Ten colours told apart easily (Tableau's). */
-    private static final Color[] PALETTE = {new Color(0x1F77B4), new Color(0xFF7F0E), new Color(0x2CA02C),
-        new Color(0xD62728), new Color(0x9467BD), new Color(0x8C564B), new Color(0xE377C2), new Color(0x7F7F7F),
-        new Color(0xBCBD22), new Color(0x17BECF)};
+    private static final Color[] PALETTE = {
+        new Color(0x1F77B4),
+        new Color(0xFF7F0E),
+        new Color(0x2CA02C),
+        new Color(0xD62728),
+        new Color(0x9467BD),
+        new Color(0x8C564B),
+        new Color(0xE377C2),
+        new Color(0x7F7F7F),
+        new Color(0xBCBD22),
+        new Color(0x17BECF)
+    };
 
     static {
         // Drawn into an image, never on a screen: no display needed.
@@ -69,12 +81,17 @@ final class BenchChart implements Callable<Integer> {
     @Option(names = "--title", paramLabel = "TEXT", description = "The chart's title. Default: ${DEFAULT-VALUE}.")
     String title = "allreduce by size";
 
-    @Option(names = "--median", description = "Files with the same label make one series: at each size, the median "
-            + "over them (a sitting's rounds).")
+    @Option(
+            names = "--median",
+            description = "Files with the same label make one series: at each size, the median "
+                    + "over them (a sitting's rounds).")
     boolean median;
 
-    @Parameters(paramLabel = "[LABEL=]RESULT", arity = "1..*", description = "Result files; LABEL= names a file's "
-            + "series (default: the engine the file names, else the file's name).")
+    @Parameters(
+            paramLabel = "[LABEL=]RESULT",
+            arity = "1..*",
+            description = "Result files; LABEL= names a file's "
+                    + "series (default: the engine the file names, else the file's name).")
     List<String> files = new ArrayList<>();
 
     @Override
@@ -133,15 +150,19 @@ final class BenchChart implements Callable<Integer> {
 
     /** One series per label: at each size, the median time and bus bandwidth over that label's series. */
     static List<Series> medians(List<Series> series) {
-        Map<String, List<Series>> byLabel = series.stream()
-                .collect(Collectors.groupingBy(Series::label, LinkedHashMap::new, Collectors.toList()));
+        Map<String, List<Series>> byLabel =
+                series.stream().collect(Collectors.groupingBy(Series::label, LinkedHashMap::new, Collectors.toList()));
         List<Series> out = new ArrayList<>();
         for (Map.Entry<String, List<Series>> e : byLabel.entrySet()) {
             Map<Long, List<Results.Row>> bySize = new TreeMap<>();
-            e.getValue().forEach(s -> s.rows().forEach(r -> bySize.computeIfAbsent(r.bytes(), b -> new ArrayList<>())
-                    .add(r)));
+            e.getValue()
+                    .forEach(s -> s.rows()
+                            .forEach(r -> bySize.computeIfAbsent(r.bytes(), b -> new ArrayList<>())
+                                    .add(r)));
             List<Results.Row> rows = new ArrayList<>();
-            bySize.forEach((bytes, rs) -> rows.add(new Results.Row(OP, bytes,
+            bySize.forEach((bytes, rs) -> rows.add(new Results.Row(
+                    OP,
+                    bytes,
                     median(rs.stream().mapToDouble(Results.Row::medianS).toArray()),
                     median(rs.stream().mapToDouble(Results.Row::busbwGbs).toArray()))));
             Series first = e.getValue().get(0);
@@ -183,12 +204,12 @@ final class BenchChart implements Callable<Integer> {
         }
 
         NumberAxis sizes = new NumberAxis("size (bytes per rank, log scale)");
-        sizes.setTickUnit(new NumberTickUnit(2, new SizeFormat()));   // a tick at every power of 4
+        sizes.setTickUnit(new NumberTickUnit(2, new SizeFormat())); // a tick at every power of 4
         sizes.setAutoRangeIncludesZero(false);
         NumberAxis bw = new NumberAxis("bus bandwidth (GB/s)");
         LogAxis time = new LogAxis("median time (µs, log scale)");
         time.setBase(10);
-        time.setTickUnit(new NumberTickUnit(1));   // a tick at every power of 10
+        time.setTickUnit(new NumberTickUnit(1)); // a tick at every power of 10
         time.setMinorTickCount(9);
         time.setMinorTickMarksVisible(true);
         time.setNumberFormatOverride(new DecimalFormat("#,##0.###"));
@@ -199,7 +220,7 @@ final class BenchChart implements Callable<Integer> {
         XYPlot top = panel(bandwidth, bw, series);
         plot.add(top, 1);
         plot.add(panel(times, time, series), 1);
-        plot.setFixedLegendItems(top.getLegendItems());   // each series once, not once per panel
+        plot.setFixedLegendItems(top.getLegendItems()); // each series once, not once per panel
 
         JFreeChart chart = new JFreeChart(title, JFreeChart.DEFAULT_TITLE_FONT, plot, true);
         chart.getLegend().setPosition(RectangleEdge.BOTTOM);
@@ -214,10 +235,13 @@ final class BenchChart implements Callable<Integer> {
     }
 
     private static String subtitle(List<Series> series) {
-        TreeSet<Integer> worlds = series.stream().map(Series::world).filter(w -> w > 0)
-                .collect(Collectors.toCollection(TreeSet::new));
-        String ranks = worlds.isEmpty() ? "" : worlds.size() == 1 ? worlds.first() + " ranks; "
-                : "ranks " + worlds.stream().map(String::valueOf).collect(Collectors.joining(", ")) + "; ";
+        TreeSet<Integer> worlds =
+                series.stream().map(Series::world).filter(w -> w > 0).collect(Collectors.toCollection(TreeSet::new));
+        String ranks = worlds.isEmpty()
+                ? ""
+                : worlds.size() == 1
+                        ? worlds.first() + " ranks; "
+                        : "ranks " + worlds.stream().map(String::valueOf).collect(Collectors.joining(", ")) + "; ";
         return ranks + "median over iterations of the slowest rank; bus bandwidth as in nccl-tests; "
                 + "Cohort solid, peers dashed";
     }
@@ -226,8 +250,8 @@ final class BenchChart implements Callable<Integer> {
     private static XYPlot panel(XYSeriesCollection data, org.jfree.chart.axis.ValueAxis axis, List<Series> series) {
         XYLineAndShapeRenderer renderer = new XYLineAndShapeRenderer(true, true);
         BasicStroke solid = new BasicStroke(2f);
-        BasicStroke dashed = new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f,
-                new float[] {7f, 5f}, 0f);
+        BasicStroke dashed =
+                new BasicStroke(2f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {7f, 5f}, 0f);
         Shape[] shapes = DefaultDrawingSupplier.createStandardSeriesShapes();
         for (int i = 0; i < series.size(); i++) {
             renderer.setSeriesPaint(i, PALETTE[i % PALETTE.length]);
@@ -252,8 +276,8 @@ final class BenchChart implements Callable<Integer> {
                 bytes /= 1024;
                 u++;
             }
-            return to.append(String.format(Locale.ROOT, bytes == Math.rint(bytes) ? "%.0f %s" : "%.1f %s", bytes,
-                    units[u]));
+            return to.append(
+                    String.format(Locale.ROOT, bytes == Math.rint(bytes) ? "%.0f %s" : "%.1f %s", bytes, units[u]));
         }
 
         @Override

@@ -5,10 +5,18 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /** {@code ./cohort bench ...}: Cohort's benchmarks. */
-@Command(name = "cohort bench", mixinStandardHelpOptions = true, versionProvider = Commands.Version.class,
+@Command(
+        name = "cohort bench",
+        mixinStandardHelpOptions = true,
+        versionProvider = Commands.Version.class,
         description = "Benchmarks with JSON output, shaped like the peers' in shared/peers, and charts of them.",
-        subcommands = {CollectivesBenchmark.class, CollectivesBenchmark.Worker.class, TrainBenchmark.class,
-                TrainBenchmark.Worker.class, BenchChart.class})
+        subcommands = {
+            CollectivesBenchmark.class,
+            CollectivesBenchmark.Worker.class,
+            TrainBenchmark.class,
+            TrainBenchmark.Worker.class,
+            BenchChart.class
+        })
 public final class BenchMain implements Runnable {
 
     @Override

@@ -1,6 +1,5 @@
 package dev.cohort.bench;
 
-import dev.cohort.cli.Commands;
 import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.BufferAllocator;
@@ -8,6 +7,7 @@ import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.cli.Commands;
 import dev.cohort.runtime.threads.ThreadsBackend;
 import dev.cohort.runtime.threads.ThreadsWorld;
 import java.io.IOException;
@@ -21,7 +21,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -46,16 +45,22 @@ import picocli.CommandLine.Option;
  * seconds (measurements: docs/lab/PERFORMANCE-LOG.md). What is timed is the steady state a
  * training job runs in after its first seconds.
  */
-@Command(name = "collectives", mixinStandardHelpOptions = true, versionProvider = Commands.Version.class,
+@Command(
+        name = "collectives",
+        mixinStandardHelpOptions = true,
+        versionProvider = Commands.Version.class,
         description = "Collective latency and bandwidth, side by side with torch_collectives.py.")
 final class CollectivesBenchmark implements Callable<Integer> {
 
-    static final List<Long> DEFAULT_SIZES = List.of(4 * Sizes.KIB, 64 * Sizes.KIB, Sizes.MIB, 16 * Sizes.MIB,
-            64 * Sizes.MIB, 256 * Sizes.MIB);
+    static final List<Long> DEFAULT_SIZES =
+            List.of(4 * Sizes.KIB, 64 * Sizes.KIB, Sizes.MIB, 16 * Sizes.MIB, 64 * Sizes.MIB, 256 * Sizes.MIB);
 
-    @Option(names = "--backend", description = "gloo, tcp, shm, hier or mpi (one process per rank; mpi through mpirun; for hier on one machine add "
-            + "--engine-option=--hier-ranks-per-host=K to make hosts of K ranks) or threads (one JVM). "
-            + "Default: ${DEFAULT-VALUE}.")
+    @Option(
+            names = "--backend",
+            description =
+                    "gloo, tcp, shm, hier or mpi (one process per rank; mpi through mpirun; for hier on one machine add "
+                            + "--engine-option=--hier-ranks-per-host=K to make hosts of K ranks) or threads (one JVM). "
+                            + "Default: ${DEFAULT-VALUE}.")
     String backend = "gloo";
 
     @Option(names = "--world", description = "Number of ranks. Default: ${DEFAULT-VALUE}.")
@@ -64,27 +69,41 @@ final class CollectivesBenchmark implements Callable<Integer> {
     @Option(names = "--sizes", description = "Allreduce sizes, e.g. 4K,1M,16M. Default: 4K,64K,1M,16M,64M,256M.")
     String sizes;
 
-    @Option(names = "--json", paramLabel = "FILE", description = "Write the results as JSON (the peers' shape), and "
-            + "their chart beside it: FILE.json -> FILE.png (see cohort bench chart).")
+    @Option(
+            names = "--json",
+            paramLabel = "FILE",
+            description = "Write the results as JSON (the peers' shape), and "
+                    + "their chart beside it: FILE.json -> FILE.png (see cohort bench chart).")
     Path json;
 
     @Option(names = "--no-chart", description = "With --json, no chart beside it.")
     boolean noChart;
 
-    @Option(names = "--timeout", paramLabel = "SECONDS", description = "Limit for the whole run. Default: ${DEFAULT-VALUE}.")
+    @Option(
+            names = "--timeout",
+            paramLabel = "SECONDS",
+            description = "Limit for the whole run. Default: ${DEFAULT-VALUE}.")
     int timeoutSeconds = 900;
 
-    @Option(names = "--engine-option", paramLabel = "OPTION",
+    @Option(
+            names = "--engine-option",
+            paramLabel = "OPTION",
             description = "An option for the engine in each worker, e.g. --engine-option=--no-gloo-consistency-check "
                     + "(repeatable; see the backend's options).")
     List<String> engineOptions = new ArrayList<>();
 
-    @Option(names = "--warmup-ms", paramLabel = "MS", description = "At most this long of untimed repetitions of each "
-            + "measured operation, until it stops getting faster (JIT steady state). Default: ${DEFAULT-VALUE}.")
+    @Option(
+            names = "--warmup-ms",
+            paramLabel = "MS",
+            description =
+                    "At most this long of untimed repetitions of each "
+                            + "measured operation, until it stops getting faster (JIT steady state). Default: ${DEFAULT-VALUE}.")
     int warmupMs = 6000;
 
-    @Option(names = "--in-place", description = "Allreduce buffers from the group's allocator (the shm engine's "
-            + "arena, reduced in place: nothing copied in or out).")
+    @Option(
+            names = "--in-place",
+            description = "Allreduce buffers from the group's allocator (the shm engine's "
+                    + "arena, reduced in place: nothing copied in or out).")
     boolean inPlace;
 
     @Mixin
@@ -100,20 +119,31 @@ final class CollectivesBenchmark implements Callable<Integer> {
         String name = backend.toLowerCase(Locale.ROOT);
         if (name.equals(ThreadsBackend.NAME)) {
             if (nodes.nnodes > 1) {
-                throw new IllegalArgumentException("the threads backend runs in one JVM; --nnodes needs a process backend");
+                throw new IllegalArgumentException(
+                        "the threads backend runs in one JVM; --nnodes needs a process backend");
             }
             ThreadsWorld threads = new ThreadsWorld(world);
-            threads.runAll(rank -> {
-                runRank(threads.group(rank), ThreadsBackend.NAME, sizeList, out, inPlace, warmupMs);
-                return null;
-            }, Duration.ofSeconds(timeoutSeconds));
+            threads.runAll(
+                    rank -> {
+                        runRank(threads.group(rank), ThreadsBackend.NAME, sizeList, out, inPlace, warmupMs);
+                        return null;
+                    },
+                    Duration.ofSeconds(timeoutSeconds));
         } else {
             if (!Backends.names().contains(name)) {
                 throw new IllegalArgumentException("unknown backend '" + backend + "'; available: " + Backends.names());
             }
-            List<String> workerArgs = new ArrayList<>(List.of("collectives-worker", "--backend", name,
-                    "--sizes", join(sizeList), "--json", out.toString(), "--in-place=" + inPlace,
-                    "--warmup-ms", Integer.toString(warmupMs)));
+            List<String> workerArgs = new ArrayList<>(List.of(
+                    "collectives-worker",
+                    "--backend",
+                    name,
+                    "--sizes",
+                    join(sizeList),
+                    "--json",
+                    out.toString(),
+                    "--in-place=" + inPlace,
+                    "--warmup-ms",
+                    Integer.toString(warmupMs)));
             engineOptions.forEach(o -> workerArgs.add("--engine-option=" + o));
             int rc = Workers.launch(world, nodes, backend.equalsIgnoreCase("shm"), workerArgs);
             if (rc != 0 || !nodes.reports()) {
@@ -135,14 +165,19 @@ final class CollectivesBenchmark implements Callable<Integer> {
     static final class Worker implements Callable<Integer> {
         @Option(names = "--backend", required = true)
         String backend;
+
         @Option(names = "--sizes", required = true)
         String sizes;
+
         @Option(names = "--json", required = true)
         Path json;
+
         @Option(names = "--engine-option")
         List<String> engineOptions = new ArrayList<>();
+
         @Option(names = "--in-place", arity = "1")
         boolean inPlace;
+
         @Option(names = "--warmup-ms", required = true)
         int warmupMs;
 
@@ -159,24 +194,30 @@ final class CollectivesBenchmark implements Callable<Integer> {
     /** Untimed calls made once before anything is timed, so the JIT has compiled the hot paths. */
     static final int JIT_WARMUP_CALLS = 2000;
 
-    static void runRank(ProcessGroup group, String engine, List<Long> sizeList, Path out, boolean inPlace,
-                        int warmupMs) {
+    static void runRank(
+            ProcessGroup group, String engine, List<Long> sizeList, Path out, boolean inPlace, int warmupMs) {
         long warmupNanos = warmupMs * 1_000_000L;
         int n = group.size();
-        BufferAllocator allocator = !inPlace ? null : group.allocator().orElseThrow(() -> new IllegalArgumentException(
-                "--in-place: the " + engine + " engine offers no allocator for buffers it moves in place (shm does)"));
+        BufferAllocator allocator = !inPlace
+                ? null
+                : group.allocator()
+                        .orElseThrow(() -> new IllegalArgumentException("--in-place: the " + engine
+                                + " engine offers no allocator for buffers it moves in place (shm does)"));
         warmUpJit(group, allocator);
         List<Report.Row> rows = new ArrayList<>();
         for (long bytes : sizeList) {
             int[] plan = iterations(bytes);
             int count = (int) (bytes / 4);
-            DenseBuffer data = allocator == null ? DenseBuffer.allocateDirect(DataType.FLOAT32, count)
-                    : allocator.allocate(DataType.FLOAT32, count).orElseThrow(() -> new IllegalStateException(
-                            "--in-place: no room for " + Sizes.format(bytes) + " in " + allocator.describe()));
+            DenseBuffer data = allocator == null
+                    ? DenseBuffer.allocateDirect(DataType.FLOAT32, count)
+                    : allocator
+                            .allocate(DataType.FLOAT32, count)
+                            .orElseThrow(() -> new IllegalStateException(
+                                    "--in-place: no room for " + Sizes.format(bytes) + " in " + allocator.describe()));
             fill(data);
             Runnable scale = () -> scale(data, 1.0f / n);
-            double[] t = timed(group, () -> group.allreduce(data, ReduceOp.SUM).await(), plan[0], warmupNanos, plan[1],
-                    scale);
+            double[] t = timed(
+                    group, () -> group.allreduce(data, ReduceOp.SUM).await(), plan[0], warmupNanos, plan[1], scale);
             rows.add(Report.Row.of("allreduce", bytes, plan[1], t, bytes / t[0] / 1e9, 2.0 * (n - 1) / n));
             if (allocator != null) {
                 allocator.release(data);
@@ -195,7 +236,8 @@ final class CollectivesBenchmark implements Callable<Integer> {
         rows.add(Report.Row.of("barrier", 0, 500, t, 0, 0));
         if (group.rank() == 0) {
             try {
-                Files.writeString(out, Report.json("cohort-" + engine + (inPlace ? " (allreduce in place)" : ""), n, rows));
+                Files.writeString(
+                        out, Report.json("cohort-" + engine + (inPlace ? " (allreduce in place)" : ""), n, rows));
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }
@@ -221,7 +263,12 @@ final class CollectivesBenchmark implements Callable<Integer> {
         fill(piece);
         boolean root = group.rank() == 0;
         double share = (n - 1.0) / n;
-        double[] t = timed(group, () -> group.reduce(data, ReduceOp.SUM, 0).await(), 5, warmupNanos, 30,
+        double[] t = timed(
+                group,
+                () -> group.reduce(data, ReduceOp.SUM, 0).await(),
+                5,
+                warmupNanos,
+                30,
                 root ? () -> scale(data, 1.0f / n) : null);
         rows.add(Report.Row.of("reduce", bytes, 30, t, bytes / t[0] / 1e9, 1.0));
         t = timed(group, () -> group.gather(piece, root ? out : null, 0).await(), 5, warmupNanos, 30, null);
@@ -256,9 +303,11 @@ final class CollectivesBenchmark implements Callable<Integer> {
      * like the timed ones (from {@code allocator} when not null).
      */
     static void warmUpJit(ProcessGroup group, BufferAllocator allocator) {
-        DenseBuffer small = allocator == null ? DenseBuffer.allocateDirect(DataType.FLOAT32, 1024)
+        DenseBuffer small = allocator == null
+                ? DenseBuffer.allocateDirect(DataType.FLOAT32, 1024)
                 : allocator.allocate(DataType.FLOAT32, 1024).orElseThrow();
-        DenseBuffer medium = allocator == null ? DenseBuffer.allocateDirect(DataType.FLOAT32, 16 * 1024)
+        DenseBuffer medium = allocator == null
+                ? DenseBuffer.allocateDirect(DataType.FLOAT32, 16 * 1024)
                 : allocator.allocate(DataType.FLOAT32, 16 * 1024).orElseThrow();
         for (int i = 0; i < JIT_WARMUP_CALLS; i++) {
             group.allreduce(i % 4 == 0 ? medium : small, ReduceOp.SUM).await();

@@ -28,22 +28,31 @@ final class DjlTrainWorker {
 
     private static final int CLASSES = 10;
 
-    private DjlTrainWorker() {
-    }
+    private DjlTrainWorker() {}
 
     /** Trains {@code steps} timed steps after {@code warm}; the root's result, or null on other ranks. */
-    static TrainBenchmark.Result run(String backendName, List<String> engineOptions, int steps, int warm, int batch,
-                                     int hidden, String modelName) throws Exception {
-        Engine engine = DjlFashionMnistTraining.loadEngine(1);   // first: gloo and hier then say they cannot run beside it
+    static TrainBenchmark.Result run(
+            String backendName,
+            List<String> engineOptions,
+            int steps,
+            int warm,
+            int batch,
+            int hidden,
+            String modelName)
+            throws Exception {
+        Engine engine =
+                DjlFashionMnistTraining.loadEngine(1); // first: gloo and hier then say they cannot run beside it
         boolean cnn = modelName.equals("demo-cnn");
         Shape image = cnn ? new Shape(1, 28, 28) : new Shape(784);
         try (DistributedBackend b = Engines.open(backendName, engineOptions);
-             NDManager manager = engine.newBaseManager();
-             Model model = Model.newInstance("bench", engine.getEngineName())) {
+                NDManager manager = engine.newBaseManager();
+                Model model = Model.newInstance("bench", engine.getEngineName())) {
             b.initialize();
             engine.setRandomSeed(b.rank());
-            model.setBlock(cnn ? DjlModels.cnn() : modelName.equals("demo-mlp") ? DjlModels.mlp(512, 256)
-                    : DjlModels.mlp(hidden, hidden));
+            model.setBlock(
+                    cnn
+                            ? DjlModels.cnn()
+                            : modelName.equals("demo-mlp") ? DjlModels.mlp(512, 256) : DjlModels.mlp(hidden, hidden));
             Tracker lr = Tracker.fixed(0.01f);
             DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                     .optOptimizer(Optimizer.sgd().setLearningRateTracker(lr).build());
@@ -77,10 +86,23 @@ final class DjlTrainWorker {
                     count += p.getArray().size();
                 }
                 int n = b.worldSize();
-                return new TrainBenchmark.Result("cohort-djl-" + b.name(), modelName, "java " + Runtime.version()
-                        + ", DJL " + Engine.getDjlVersion() + " (" + engine.getEngineName() + " " + engine.getVersion()
-                        + ")", n, 1, steps, batch, count, seconds, steps / seconds, (double) steps * batch * n / seconds,
-                        TrainBenchmark.loadedBlas(), share);
+                return new TrainBenchmark.Result(
+                        "cohort-djl-" + b.name(),
+                        modelName,
+                        "java " + Runtime.version()
+                                + ", DJL " + Engine.getDjlVersion() + " (" + engine.getEngineName() + " "
+                                + engine.getVersion()
+                                + ")",
+                        n,
+                        1,
+                        steps,
+                        batch,
+                        count,
+                        seconds,
+                        steps / seconds,
+                        (double) steps * batch * n / seconds,
+                        TrainBenchmark.loadedBlas(),
+                        share);
             }
         }
     }

@@ -1,9 +1,8 @@
 package dev.cohort.bench;
 
-import dev.cohort.cli.BackendOptions;
-import dev.cohort.cli.BackendChoice;
-import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
+import dev.cohort.cli.BackendChoice;
+import dev.cohort.cli.BackendOptions;
 import java.util.ArrayList;
 import java.util.List;
 import picocli.CommandLine;
@@ -12,13 +11,11 @@ import picocli.CommandLine.Command;
 /** A worker's backend: chosen by name and configured with the engine options its benchmark was given. */
 final class Engines {
 
-    private Engines() {
-    }
+    private Engines() {}
 
     /** The command line the engine options are parsed on (the backends add theirs). */
     @Command(name = "engine-options")
-    static final class EngineOptions {
-    }
+    static final class EngineOptions {}
 
     /**
      * The backend {@code name} with {@code engineOptions} (e.g. {@code --gloo-spin-us=0}), not yet

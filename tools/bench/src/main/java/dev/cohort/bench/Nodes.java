@@ -10,27 +10,37 @@ import picocli.CommandLine.Option;
  */
 final class Nodes {
 
-    @Option(names = "--nnodes", description = "Hosts the ranks are spread over; start the same command on each, "
-            + "with its own --node-rank. Default: ${DEFAULT-VALUE}.")
+    @Option(
+            names = "--nnodes",
+            description = "Hosts the ranks are spread over; start the same command on each, "
+                    + "with its own --node-rank. Default: ${DEFAULT-VALUE}.")
     int nnodes = 1;
 
-    @Option(names = "--node-rank", paramLabel = "K", description = "This host's index in [0, nnodes); node 0 runs "
-            + "rank 0, writes --json and prints the table. Default: ${DEFAULT-VALUE}.")
+    @Option(
+            names = "--node-rank",
+            paramLabel = "K",
+            description = "This host's index in [0, nnodes); node 0 runs "
+                    + "rank 0, writes --json and prints the table. Default: ${DEFAULT-VALUE}.")
     int nodeRank = 0;
 
-    @Option(names = "--master-addr", paramLabel = "HOST", description = "Address of node 0, as the other hosts reach it "
-            + "(required with --nnodes > 1).")
+    @Option(
+            names = "--master-addr",
+            paramLabel = "HOST",
+            description = "Address of node 0, as the other hosts reach it " + "(required with --nnodes > 1).")
     String masterAddr;
 
-    @Option(names = "--master-port", paramLabel = "PORT", description = "Rank 0's port (required with --nnodes > 1; "
-            + "the launchers' control channel uses the next one).")
+    @Option(
+            names = "--master-port",
+            paramLabel = "PORT",
+            description = "Rank 0's port (required with --nnodes > 1; "
+                    + "the launchers' control channel uses the next one).")
     int masterPort;
 
     /** This node's workers out of {@code world}, after checking the options together. */
     int workersHere(int world) {
         if (nnodes < 1 || nodeRank < 0 || nodeRank >= nnodes) {
-            throw new IllegalArgumentException("--node-rank must be in [0, --nnodes); got --node-rank " + nodeRank
-                    + " with --nnodes " + nnodes);
+            throw new IllegalArgumentException(
+                    "--node-rank must be in [0, --nnodes); got --node-rank " + nodeRank + " with --nnodes " + nnodes);
         }
         if (nnodes == 1) {
             return world;

@@ -11,20 +11,23 @@ final class Report {
 
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
-    record Row(String op, long bytes, int iters, @JsonProperty("median_s") double medianS,
-               @JsonProperty("min_s") double minS, @JsonProperty("algbw_gbs") double algbwGbs,
-               @JsonProperty("busbw_gbs") double busbwGbs) {
+    record Row(
+            String op,
+            long bytes,
+            int iters,
+            @JsonProperty("median_s") double medianS,
+            @JsonProperty("min_s") double minS,
+            @JsonProperty("algbw_gbs") double algbwGbs,
+            @JsonProperty("busbw_gbs") double busbwGbs) {
 
         static Row of(String op, long bytes, int iters, double[] medianMin, double algbw, double busFactor) {
             return new Row(op, bytes, iters, medianMin[0], medianMin[1], algbw, algbw * busFactor);
         }
     }
 
-    record Document(String engine, String version, int world, List<Row> results) {
-    }
+    record Document(String engine, String version, int world, List<Row> results) {}
 
-    private Report() {
-    }
+    private Report() {}
 
     static String json(String engine, int world, List<Row> rows) {
         try {
@@ -42,11 +45,18 @@ final class Report {
             throw new IllegalStateException("unreadable benchmark output: " + e.getMessage(), e);
         }
         StringBuilder s = new StringBuilder(String.format("%s (%s), world=%d%n", d.engine(), d.version(), d.world()));
-        s.append(String.format("%-12s%9s%6s%12s%12s%12s%12s%n", "op", "size", "iters", "median", "min", "algbw GB/s",
-                "busbw GB/s"));
+        s.append(String.format(
+                "%-12s%9s%6s%12s%12s%12s%12s%n", "op", "size", "iters", "median", "min", "algbw GB/s", "busbw GB/s"));
         for (Row r : d.results()) {
-            s.append(String.format("%-12s%9s%6d%10.3fms%10.3fms%12.3f%12.3f%n", r.op(), Sizes.format(r.bytes()),
-                    r.iters(), r.medianS() * 1e3, r.minS() * 1e3, r.algbwGbs(), r.busbwGbs()));
+            s.append(String.format(
+                    "%-12s%9s%6d%10.3fms%10.3fms%12.3f%12.3f%n",
+                    r.op(),
+                    Sizes.format(r.bytes()),
+                    r.iters(),
+                    r.medianS() * 1e3,
+                    r.minS() * 1e3,
+                    r.algbwGbs(),
+                    r.busbwGbs()));
         }
         return s.toString();
     }

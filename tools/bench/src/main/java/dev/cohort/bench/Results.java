@@ -27,8 +27,7 @@ final class Results {
     private static final Pattern MPI_ROW = Pattern.compile(
             "(\\S+)\\s+(-|\\d+ [KMG]iB)\\s+\\d+\\s+([\\d.]+)ms\\s+[\\d.]+ms\\s+([\\d.]+)\\s+([\\d.]+)\\s*");
 
-    private Results() {
-    }
+    private Results() {}
 
     /**
      * One measurement.
@@ -38,8 +37,7 @@ final class Results {
      * @param medianS the median time in seconds
      * @param busbwGbs bus bandwidth in GB/s (0 for barrier)
      */
-    record Row(String op, long bytes, double medianS, double busbwGbs) {
-    }
+    record Row(String op, long bytes, double medianS, double busbwGbs) {}
 
     /**
      * One file's results.
@@ -81,14 +79,20 @@ final class Results {
         }
         List<Row> rows = new ArrayList<>();
         for (JsonNode r : results) {
-            if (!r.path("op").isTextual() || !r.path("bytes").isNumber() || !r.path("median_s").isNumber()) {
+            if (!r.path("op").isTextual()
+                    || !r.path("bytes").isNumber()
+                    || !r.path("median_s").isNumber()) {
                 throw new IllegalArgumentException(file + ": a result without op, bytes and median_s: " + r);
             }
-            rows.add(new Row(r.get("op").asText().toLowerCase(Locale.ROOT), r.get("bytes").asLong(),
-                    r.get("median_s").asDouble(), r.path("busbw_gbs").asDouble(0)));
+            rows.add(new Row(
+                    r.get("op").asText().toLowerCase(Locale.ROOT),
+                    r.get("bytes").asLong(),
+                    r.get("median_s").asDouble(),
+                    r.path("busbw_gbs").asDouble(0)));
         }
         String engine = root.path("engine").asText(stem(file));
-        return new Result(file, engine, engine.startsWith("cohort"), root.path("world").asInt(0), rows);
+        return new Result(
+                file, engine, engine.startsWith("cohort"), root.path("world").asInt(0), rows);
     }
 
     /** mpi_allreduce.py's table; the median from algbw, which has more digits than the milliseconds. */

@@ -10,8 +10,7 @@ final class Sizes {
     static final long KIB = 1024;
     static final long MIB = 1024 * KIB;
 
-    private Sizes() {
-    }
+    private Sizes() {}
 
     static List<Long> parse(String text) {
         List<Long> sizes = new ArrayList<>();
@@ -31,10 +30,12 @@ final class Sizes {
             try {
                 value = Long.parseLong(digits) * unit;
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("size '" + part.trim() + "' is not a number with an optional K, M or G");
+                throw new IllegalArgumentException(
+                        "size '" + part.trim() + "' is not a number with an optional K, M or G");
             }
             if (value <= 0 || value % 4 != 0 || value > 1024 * MIB) {
-                throw new IllegalArgumentException("size '" + part.trim() + "' must be a positive multiple of 4 bytes up to 1G");
+                throw new IllegalArgumentException(
+                        "size '" + part.trim() + "' must be a positive multiple of 4 bytes up to 1G");
             }
             sizes.add(value);
         }

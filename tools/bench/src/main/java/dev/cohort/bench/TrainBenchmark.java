@@ -2,12 +2,14 @@ package dev.cohort.bench;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.cohort.api.DistributeRequest;
+import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.cli.Commands;
 import dev.cohort.examples.Classifier;
 import dev.cohort.examples.Mlp;
 import dev.cohort.examples.SmallCnn;
-import dev.cohort.api.DistributeRequest;
-import dev.cohort.api.DistributedBackend;
 import dev.cohort.libtorch.LibTorch;
 import dev.cohort.torch.DistributedOptimizer;
 import dev.cohort.torch.TorchDistributor;
@@ -18,8 +20,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import org.bytedeco.javacpp.PointerScope;
-import dev.cohort.api.collective.DenseBuffer;
-import dev.cohort.api.collective.ReduceOp;
 import org.bytedeco.pytorch.Adam;
 import org.bytedeco.pytorch.AdamOptions;
 import org.bytedeco.pytorch.Module;
@@ -41,53 +41,94 @@ import picocli.CommandLine.Option;
  * {@code steps} full steps (forward, loss, backward, gradient averaging, update) on rank 0 between
  * two barriers, after {@code warm} steps.
  */
-@Command(name = "train", mixinStandardHelpOptions = true, versionProvider = Commands.Version.class,
+@Command(
+        name = "train",
+        mixinStandardHelpOptions = true,
+        versionProvider = Commands.Version.class,
         description = "Training throughput, side by side with torch_ddp.py.")
 final class TrainBenchmark implements Callable<Integer> {
 
     @Option(names = "--backend", description = "Engine of the workers. Default: ${DEFAULT-VALUE}.")
     String backend = "gloo";
+
     @Option(names = "--world", description = "Workers. Default: ${DEFAULT-VALUE}.")
     int world = 2;
+
     @Option(names = "--steps", description = "Timed steps. Default: ${DEFAULT-VALUE}.")
     int steps = 1000;
+
     @Option(names = "--warm", description = "Untimed warm-up steps. Default: ${DEFAULT-VALUE}.")
     int warm = 20;
+
     @Option(names = "--batch", description = "Batch per worker. Default: ${DEFAULT-VALUE}.")
     int batch = 64;
-    @Option(names = "--hidden", description = "Width of the two hidden layers (torch_ddp.py's --hidden): 1024 gives "
-            + "1.86 M parameters, 4096 gives 20.0 M. Default: ${DEFAULT-VALUE}.")
+
+    @Option(
+            names = "--hidden",
+            description = "Width of the two hidden layers (torch_ddp.py's --hidden): 1024 gives "
+                    + "1.86 M parameters, 4096 gives 20.0 M. Default: ${DEFAULT-VALUE}.")
     int hidden = 1024;
-    @Option(names = "--model", description = "mlp: MLP 784-H-H-10 (H: --hidden), as torch_ddp.py; demo-mlp, demo-cnn: "
-            + "the demo's models (./cohort demo --model mlp|cnn). Default: ${DEFAULT-VALUE}.")
+
+    @Option(
+            names = "--model",
+            description = "mlp: MLP 784-H-H-10 (H: --hidden), as torch_ddp.py; demo-mlp, demo-cnn: "
+                    + "the demo's models (./cohort demo --model mlp|cnn). Default: ${DEFAULT-VALUE}.")
     String model = "mlp";
-    @Option(names = "--framework", description = "torch: JavaCPP's PyTorch with distribute(); djl: DJL's PyTorch engine "
-            + "with DistributedTrainer (on an engine that loads no libtorch: shm, tcp, none). Default: ${DEFAULT-VALUE}.")
+
+    @Option(
+            names = "--framework",
+            description =
+                    "torch: JavaCPP's PyTorch with distribute(); djl: DJL's PyTorch engine "
+                            + "with DistributedTrainer (on an engine that loads no libtorch: shm, tcp, none). Default: ${DEFAULT-VALUE}.")
     String framework = "torch";
+
     @Option(names = "--json", paramLabel = "FILE", description = "Write the result as JSON (torch_ddp.py's shape).")
     Path json;
-    @Option(names = "--overlap", negatable = true, description = "Average gradients during backward (--overlap) or "
-            + "only at the step (--no-overlap). Default: as distribute() decides (overlap where the ranks' compute threads "
-            + "leave a CPU free).")
+
+    @Option(
+            names = "--overlap",
+            negatable = true,
+            description = "Average gradients during backward (--overlap) or "
+                    + "only at the step (--no-overlap). Default: as distribute() decides (overlap where the ranks' compute threads "
+                    + "leave a CPU free).")
     Boolean overlap;
-    @Option(names = "--engine-option", paramLabel = "OPTION",
+
+    @Option(
+            names = "--engine-option",
+            paramLabel = "OPTION",
             description = "An option for the engine in each worker, e.g. --engine-option=--gloo-spin-us=0 "
                     + "(repeatable; see the backend's options).")
     List<String> engineOptions = new ArrayList<>();
-    @Option(names = "--grad-compression", paramLabel = "TYPE", description = "bf16 or fp16: float32 gradients travel as "
-            + "16-bit floats (half the bytes; --framework torch). Default: ${DEFAULT-VALUE}.")
+
+    @Option(
+            names = "--grad-compression",
+            paramLabel = "TYPE",
+            description = "bf16 or fp16: float32 gradients travel as "
+                    + "16-bit floats (half the bytes; --framework torch). Default: ${DEFAULT-VALUE}.")
     String gradCompression = "none";
-    @Option(names = "--zero", paramLabel = "STAGE", description = "ZeRO stage 1 or 2: optimizer state (and at 2 the "
-            + "averaged gradients) sharded across workers (--framework torch). Default: ${DEFAULT-VALUE}.")
+
+    @Option(
+            names = "--zero",
+            paramLabel = "STAGE",
+            description = "ZeRO stage 1 or 2: optimizer state (and at 2 the "
+                    + "averaged gradients) sharded across workers (--framework torch). Default: ${DEFAULT-VALUE}.")
     int zero = 0;
-    @Option(names = "--optimizer", paramLabel = "NAME", description = "sgd (lr 0.01, no state: torch_ddp.py's), "
-            + "sgd-momentum (momentum 0.9: one buffer per parameter) or adam (lr 0.001: two moments per parameter). "
-            + "Default: ${DEFAULT-VALUE}.")
+
+    @Option(
+            names = "--optimizer",
+            paramLabel = "NAME",
+            description = "sgd (lr 0.01, no state: torch_ddp.py's), "
+                    + "sgd-momentum (momentum 0.9: one buffer per parameter) or adam (lr 0.001: two moments per parameter). "
+                    + "Default: ${DEFAULT-VALUE}.")
     String optimizer = "sgd";
-    @Option(names = "--sync-only", description = "Do not distribute the model: each rank trains on its own and the ranks "
-            + "allreduce one float after every step. Compute plus the wait for the slowest rank, the floor under any "
-            + "gradient averaging on the same layout.")
+
+    @Option(
+            names = "--sync-only",
+            description = "Do not distribute the model: each rank trains on its own and the ranks "
+                    + "allreduce one float after every step. Compute plus the wait for the slowest rank, the floor under any "
+                    + "gradient averaging on the same layout.")
     boolean syncOnly;
+
     @Mixin
     Nodes nodes = new Nodes();
 
@@ -104,7 +145,8 @@ final class TrainBenchmark implements Callable<Integer> {
                     + "with --framework djl gradients are averaged at the step");
         }
         if (!List.of("none", "bf16", "fp16").contains(gradCompression)) {
-            throw new IllegalArgumentException("--grad-compression must be bf16, fp16 or none, got '" + gradCompression + "'");
+            throw new IllegalArgumentException(
+                    "--grad-compression must be bf16, fp16 or none, got '" + gradCompression + "'");
         }
         if (framework.equals("djl") && !gradCompression.equals("none")) {
             throw new IllegalArgumentException("--grad-compression: only with --framework torch");
@@ -113,22 +155,39 @@ final class TrainBenchmark implements Callable<Integer> {
             throw new IllegalArgumentException("--zero must be 0, 1 or 2, got " + zero);
         }
         if (!List.of("sgd", "sgd-momentum", "adam").contains(optimizer)) {
-            throw new IllegalArgumentException("--optimizer must be sgd, sgd-momentum or adam, got '" + optimizer + "'");
+            throw new IllegalArgumentException(
+                    "--optimizer must be sgd, sgd-momentum or adam, got '" + optimizer + "'");
         }
         if (framework.equals("djl") && (zero != 0 || !optimizer.equals("sgd"))) {
             throw new IllegalArgumentException("--zero and --optimizer: only with --framework torch");
         }
         if (syncOnly && (framework.equals("djl") || zero != 0 || !gradCompression.equals("none") || overlap != null)) {
-            throw new IllegalArgumentException("--sync-only distributes nothing: only with --framework torch and without "
-                    + "--zero, --grad-compression and --overlap");
+            throw new IllegalArgumentException(
+                    "--sync-only distributes nothing: only with --framework torch and without "
+                            + "--zero, --grad-compression and --overlap");
         }
         if (!List.of("mlp", "demo-mlp", "demo-cnn").contains(model)) {
             throw new IllegalArgumentException("--model must be mlp, demo-mlp or demo-cnn, got '" + model + "'");
         }
         Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-train", ".json");
-        List<String> workerArgs = new ArrayList<>(List.of("train-worker", "--backend", backend, "--steps",
-                Integer.toString(steps), "--warm", Integer.toString(warm), "--batch", Integer.toString(batch),
-                "--hidden", Integer.toString(hidden), "--model", model, "--framework", framework, "--json", out.toString()));
+        List<String> workerArgs = new ArrayList<>(List.of(
+                "train-worker",
+                "--backend",
+                backend,
+                "--steps",
+                Integer.toString(steps),
+                "--warm",
+                Integer.toString(warm),
+                "--batch",
+                Integer.toString(batch),
+                "--hidden",
+                Integer.toString(hidden),
+                "--model",
+                model,
+                "--framework",
+                framework,
+                "--json",
+                out.toString()));
         if (overlap != null) {
             workerArgs.add("--overlap=" + overlap);
         }
@@ -143,39 +202,93 @@ final class TrainBenchmark implements Callable<Integer> {
         if (rc != 0 || !nodes.reports()) {
             return rc;
         }
-        Result r = backend.equals("none") && world > 1 ? Result.independent(out, world)
+        Result r = backend.equals("none") && world > 1
+                ? Result.independent(out, world)
                 : new ObjectMapper().readValue(out.toFile(), Result.class);
-        System.out.printf("%s %s world=%d threads/rank=%d params=%d steps=%d time=%.2fs steps/s=%.1f samples/s=%.0f "
-                        + "communication=%.0f%% of the step%s%n", r.engine(), r.model(), r.world(), r.threadsPerRank(), r.params(),
-                r.steps(), r.seconds(), r.stepsPerS(), r.samplesPerS(), 100 * r.communicationShare(),
-                r.cpuMsPerStep() == null ? "" : String.format(java.util.Locale.ROOT, " cpu=%.1f ms/step (all ranks)",
-                        r.cpuMsPerStep()));
+        System.out.printf(
+                "%s %s world=%d threads/rank=%d params=%d steps=%d time=%.2fs steps/s=%.1f samples/s=%.0f "
+                        + "communication=%.0f%% of the step%s%n",
+                r.engine(),
+                r.model(),
+                r.world(),
+                r.threadsPerRank(),
+                r.params(),
+                r.steps(),
+                r.seconds(),
+                r.stepsPerS(),
+                r.samplesPerS(),
+                100 * r.communicationShare(),
+                r.cpuMsPerStep() == null
+                        ? ""
+                        : String.format(java.util.Locale.ROOT, " cpu=%.1f ms/step (all ranks)", r.cpuMsPerStep()));
         if (r.memory() != null) {
-            System.out.printf("optimizer %s, ZeRO stage %d: optimizer state per rank %s MiB, peak RSS per rank %s MiB%n",
-                    r.memory().optimizer(), r.memory().zeroStage(), mebibytes(r.memory().optimizerStateBytes()),
+            System.out.printf(
+                    "optimizer %s, ZeRO stage %d: optimizer state per rank %s MiB, peak RSS per rank %s MiB%n",
+                    r.memory().optimizer(),
+                    r.memory().zeroStage(),
+                    mebibytes(r.memory().optimizerStateBytes()),
                     mebibytes(r.memory().peakRssBytes()));
         }
-        System.out.printf("computes with: %s; BLAS %s%n", r.version(), r.blas().isEmpty() ? "(none loaded)" : String.join(", ", r.blas()));
+        System.out.printf(
+                "computes with: %s; BLAS %s%n",
+                r.version(), r.blas().isEmpty() ? "(none loaded)" : String.join(", ", r.blas()));
         return 0;
     }
 
     private static String mebibytes(List<Long> bytes) {
-        return bytes.stream().map(b -> String.format(java.util.Locale.ROOT, "%.1f", b / 1048576.0))
+        return bytes.stream()
+                .map(b -> String.format(java.util.Locale.ROOT, "%.1f", b / 1048576.0))
                 .collect(java.util.stream.Collectors.joining(" "));
     }
 
     @com.fasterxml.jackson.annotation.JsonInclude(com.fasterxml.jackson.annotation.JsonInclude.Include.NON_NULL)
-    record Result(String engine, String model, String version, int world, @JsonProperty("threads_per_rank") int threadsPerRank,
-                  int steps, @JsonProperty("batch_per_rank") int batchPerRank, long params, double seconds,
-                  @JsonProperty("steps_per_s") double stepsPerS, @JsonProperty("samples_per_s") double samplesPerS,
-                  List<String> blas, @JsonProperty("communication_share") double communicationShare, Memory memory,
-                  @JsonProperty("cpu_ms_per_step") Double cpuMsPerStep) {
+    record Result(
+            String engine,
+            String model,
+            String version,
+            int world,
+            @JsonProperty("threads_per_rank") int threadsPerRank,
+            int steps,
+            @JsonProperty("batch_per_rank") int batchPerRank,
+            long params,
+            double seconds,
+            @JsonProperty("steps_per_s") double stepsPerS,
+            @JsonProperty("samples_per_s") double samplesPerS,
+            List<String> blas,
+            @JsonProperty("communication_share") double communicationShare,
+            Memory memory,
+            @JsonProperty("cpu_ms_per_step") Double cpuMsPerStep) {
 
-        Result(String engine, String model, String version, int world, int threadsPerRank, int steps, int batchPerRank,
-               long params, double seconds, double stepsPerS, double samplesPerS, List<String> blas,
-               double communicationShare) {
-            this(engine, model, version, world, threadsPerRank, steps, batchPerRank, params, seconds, stepsPerS, samplesPerS,
-                    blas, communicationShare, null, null);
+        Result(
+                String engine,
+                String model,
+                String version,
+                int world,
+                int threadsPerRank,
+                int steps,
+                int batchPerRank,
+                long params,
+                double seconds,
+                double stepsPerS,
+                double samplesPerS,
+                List<String> blas,
+                double communicationShare) {
+            this(
+                    engine,
+                    model,
+                    version,
+                    world,
+                    threadsPerRank,
+                    steps,
+                    batchPerRank,
+                    params,
+                    seconds,
+                    stepsPerS,
+                    samplesPerS,
+                    blas,
+                    communicationShare,
+                    null,
+                    null);
         }
 
         /**
@@ -197,9 +310,22 @@ final class TrainBenchmark implements Callable<Integer> {
                 samples += r.samplesPerS();
                 cpu += r.cpuMsPerStep() == null ? Double.NaN : r.cpuMsPerStep();
             }
-            Result r = new Result("cohort-none-independent", first.model(), first.version(), world, first.threadsPerRank(),
-                    first.steps(), first.batchPerRank(), first.params(), seconds, first.steps() / seconds, samples,
-                    first.blas(), 0, null, Double.isNaN(cpu) ? null : cpu);
+            Result r = new Result(
+                    "cohort-none-independent",
+                    first.model(),
+                    first.version(),
+                    world,
+                    first.threadsPerRank(),
+                    first.steps(),
+                    first.batchPerRank(),
+                    first.params(),
+                    seconds,
+                    first.steps() / seconds,
+                    samples,
+                    first.blas(),
+                    0,
+                    null,
+                    Double.isNaN(cpu) ? null : cpu);
             mapper.writerWithDefaultPrettyPrinter().writeValue(json.toFile(), r);
             return r;
         }
@@ -209,15 +335,17 @@ final class TrainBenchmark implements Callable<Integer> {
      * Each rank's memory at the end of the timed steps: the optimizer's state as it serializes it,
      * and the process's peak resident set (VmHWM: JVM, libtorch, model, gradients, buffers, state).
      */
-    record Memory(@JsonProperty("zero_stage") int zeroStage, String optimizer,
-                  @JsonProperty("optimizer_state_bytes") List<Long> optimizerStateBytes,
-                  @JsonProperty("peak_rss_bytes") List<Long> peakRssBytes) {
-    }
+    record Memory(
+            @JsonProperty("zero_stage") int zeroStage,
+            String optimizer,
+            @JsonProperty("optimizer_state_bytes") List<Long> optimizerStateBytes,
+            @JsonProperty("peak_rss_bytes") List<Long> peakRssBytes) {}
 
     /** CPU time of this whole process (every thread: JIT and GC too) in nanoseconds, or -1 where the JVM cannot tell. */
     static long processCpuNanos() {
-        return ManagementFactory.getOperatingSystemMXBean()
-                instanceof com.sun.management.OperatingSystemMXBean os ? os.getProcessCpuTime() : -1;
+        return ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
+                ? os.getProcessCpuTime()
+                : -1;
     }
 
     /** This process's peak resident set in bytes (VmHWM), or -1 where /proc cannot tell. */
@@ -253,7 +381,7 @@ final class TrainBenchmark implements Callable<Integer> {
                 }
             }
         } catch (java.io.IOException | RuntimeException e) {
-            return List.of();   // not Linux: nothing to say
+            return List.of(); // not Linux: nothing to say
         }
         return List.copyOf(found);
     }
@@ -276,28 +404,57 @@ final class TrainBenchmark implements Callable<Integer> {
 
     @Command(name = "train-worker", hidden = true)
     static final class Worker implements Callable<Integer> {
-        @Option(names = "--backend", required = true) String backend;
-        @Option(names = "--steps", required = true) int steps;
-        @Option(names = "--warm", required = true) int warm;
-        @Option(names = "--batch", required = true) int batch;
-        @Option(names = "--hidden", required = true) int hidden;
-        @Option(names = "--model", required = true) String modelName;
-        @Option(names = "--json", required = true) Path json;
-        @Option(names = "--framework") String framework = "torch";
-        @Option(names = "--overlap", arity = "1") Boolean overlap;
-        @Option(names = "--engine-option") List<String> engineOptions = new ArrayList<>();
-        @Option(names = "--grad-compression") String gradCompression = "none";
-        @Option(names = "--zero") int zero = 0;
-        @Option(names = "--optimizer") String optimizerName = "sgd";
-        @Option(names = "--sync-only") boolean syncOnly;
+        @Option(names = "--backend", required = true)
+        String backend;
+
+        @Option(names = "--steps", required = true)
+        int steps;
+
+        @Option(names = "--warm", required = true)
+        int warm;
+
+        @Option(names = "--batch", required = true)
+        int batch;
+
+        @Option(names = "--hidden", required = true)
+        int hidden;
+
+        @Option(names = "--model", required = true)
+        String modelName;
+
+        @Option(names = "--json", required = true)
+        Path json;
+
+        @Option(names = "--framework")
+        String framework = "torch";
+
+        @Option(names = "--overlap", arity = "1")
+        Boolean overlap;
+
+        @Option(names = "--engine-option")
+        List<String> engineOptions = new ArrayList<>();
+
+        @Option(names = "--grad-compression")
+        String gradCompression = "none";
+
+        @Option(names = "--zero")
+        int zero = 0;
+
+        @Option(names = "--optimizer")
+        String optimizerName = "sgd";
+
+        @Option(names = "--sync-only")
+        boolean syncOnly;
 
         @Override
         public Integer call() throws Exception {
             if (framework.equals("djl")) {
                 Result r = DjlTrainWorker.run(backend, engineOptions, steps, warm, batch, hidden, modelName);
                 if (r != null) {
-                    boolean alone = backend.equals("none") && Integer.parseInt(System.getenv().getOrDefault("WORLD_SIZE", "1")) > 1;
-                    Path file = resultFile(json, Integer.parseInt(System.getenv().getOrDefault("RANK", "0")), alone);
+                    boolean alone = backend.equals("none")
+                            && Integer.parseInt(System.getenv().getOrDefault("WORLD_SIZE", "1")) > 1;
+                    Path file =
+                            resultFile(json, Integer.parseInt(System.getenv().getOrDefault("RANK", "0")), alone);
                     new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(file.toFile(), r);
                 }
                 return 0;
@@ -308,14 +465,18 @@ final class TrainBenchmark implements Callable<Integer> {
                 b.initialize();
                 torch.manual_seed(b.rank());
                 Classifier model = model(modelName, hidden);
-                DistributeRequest<Module, Optimizer, Object, Object> request = DistributeRequest.of((Module) model,
-                                optimizer(optimizerName, model.parameters()), null, null)
+                DistributeRequest<Module, Optimizer, Object, Object> request = DistributeRequest.of(
+                                (Module) model, optimizer(optimizerName, model.parameters()), null, null)
                         .withOption(TorchDistributor.GRAD_COMPRESSION, gradCompression)
                         .withOption(TorchDistributor.ZERO_STAGE, zero);
-                Optimizer optimizer = syncOnly ? request.optimizer()
-                        : b.distribute(overlap == null ? request : request.withOption(TorchDistributor.OVERLAP, overlap))
+                Optimizer optimizer = syncOnly
+                        ? request.optimizer()
+                        : b.distribute(
+                                        overlap == null
+                                                ? request
+                                                : request.withOption(TorchDistributor.OVERLAP, overlap))
                                 .optimizer();
-                Runnable sync = syncOnly ? syncStep(b) : () -> { };
+                Runnable sync = syncOnly ? syncStep(b) : () -> {};
                 int nb = 16;
                 Tensor[] xs = new Tensor[nb];
                 Tensor[] ys = new Tensor[nb];
@@ -342,10 +503,13 @@ final class TrainBenchmark implements Callable<Integer> {
                 double seconds = (System.nanoTime() - t0) / 1e9;
                 double share = (communicationWait(optimizer) - waited0 + synced) / 1e9 / seconds;
                 long cpu = processCpuNanos() - cpu0;
-                long[] memory = {optimizer instanceof DistributedOptimizer d ? d.optimizerStateBytes()
-                        : -1, peakRss(), cpu};
+                long[] memory = {
+                    optimizer instanceof DistributedOptimizer d ? d.optimizerStateBytes() : -1, peakRss(), cpu
+                };
                 long[] everyRank = new long[3 * b.worldSize()];
-                b.group().allgather(DenseBuffer.of(memory), DenseBuffer.of(everyRank)).await();
+                b.group()
+                        .allgather(DenseBuffer.of(memory), DenseBuffer.of(everyRank))
+                        .await();
                 List<Long> stateBytes = new ArrayList<>();
                 List<Long> rss = new ArrayList<>();
                 long cpuEveryRank = 0;
@@ -356,7 +520,8 @@ final class TrainBenchmark implements Callable<Integer> {
                     cpuEveryRank += everyRank[3 * r + 2];
                     cpuKnown &= everyRank[3 * r + 2] >= 0;
                 }
-                boolean alone = b.name().equals("none") && Integer.parseInt(System.getenv().getOrDefault("WORLD_SIZE", "1")) > 1;
+                boolean alone = b.name().equals("none")
+                        && Integer.parseInt(System.getenv().getOrDefault("WORLD_SIZE", "1")) > 1;
                 if (b.isRootWorker()) {
                     TensorVector params = model.parameters();
                     long count = 0;
@@ -364,14 +529,27 @@ final class TrainBenchmark implements Callable<Integer> {
                         count += params.get(i).numel();
                     }
                     int n = b.worldSize();
-                    Result r = new Result("cohort-" + b.name() + (syncOnly ? "-sync-only" : "") + (overlap == null ? "" : overlap ? "-overlap" : "-no-overlap")
-                            + (zero == 0 ? "" : "-zero" + zero)
-                            + (gradCompression.equals("none") ? "" : "-" + gradCompression), modelName, computeVersion(), n,
-                            torch.get_num_threads(), steps, batch, count, seconds, steps / seconds,
-                            (double) steps * batch * n / seconds, loadedBlas(), share,
+                    Result r = new Result(
+                            "cohort-" + b.name() + (syncOnly ? "-sync-only" : "")
+                                    + (overlap == null ? "" : overlap ? "-overlap" : "-no-overlap")
+                                    + (zero == 0 ? "" : "-zero" + zero)
+                                    + (gradCompression.equals("none") ? "" : "-" + gradCompression),
+                            modelName,
+                            computeVersion(),
+                            n,
+                            torch.get_num_threads(),
+                            steps,
+                            batch,
+                            count,
+                            seconds,
+                            steps / seconds,
+                            (double) steps * batch * n / seconds,
+                            loadedBlas(),
+                            share,
                             syncOnly ? null : new Memory(zero, optimizerName, stateBytes, rss),
                             cpuKnown ? cpuEveryRank / 1e6 / steps : null);
-                    Path file = resultFile(json, Integer.parseInt(System.getenv().getOrDefault("RANK", "0")), alone);
+                    Path file =
+                            resultFile(json, Integer.parseInt(System.getenv().getOrDefault("RANK", "0")), alone);
                     new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(file.toFile(), r);
                 }
             }

@@ -17,8 +17,7 @@ import java.util.List;
  */
 final class Workers {
 
-    private Workers() {
-    }
+    private Workers() {}
 
     /**
      * Runs {@code BenchMain args} on this node's workers of {@code world}, pinned if {@code pin} (or as
@@ -27,15 +26,18 @@ final class Workers {
     static int launch(int world, Nodes nodes, boolean pin, List<String> args) throws IOException {
         String env = System.getenv("COHORT_BIND_CORES");
         boolean bind = env != null ? !env.equals("0") : pin;
-        LaunchOptions.Builder options = nodes.launchOptions(world).bindCores(bind)
-                .addEnvironment("OMP_NUM_THREADS", "1").addEnvironment("OPENBLAS_NUM_THREADS", "1")
+        LaunchOptions.Builder options = nodes.launchOptions(world)
+                .bindCores(bind)
+                .addEnvironment("OMP_NUM_THREADS", "1")
+                .addEnvironment("OPENBLAS_NUM_THREADS", "1")
                 .addEnvironment("COHORT_COMPUTE_THREADS", "1");
         int backend = args.indexOf("--backend");
         if (backend >= 0 && backend + 1 < args.size() && args.get(backend + 1).equalsIgnoreCase("mpi")) {
             // The launcher starts workers of the mpi engine as one MPI job, through mpirun.
             options.addEnvironment(Backends.ENV_BACKEND, "mpi");
         }
-        LaunchResult result = new Launcher(options.build(), WorkerProgram.mainClass(BenchMain.class.getName(), args)).run();
+        LaunchResult result =
+                new Launcher(options.build(), WorkerProgram.mainClass(BenchMain.class.getName(), args)).run();
         if (!result.succeeded()) {
             System.err.println("cohort bench: " + result.message());
         }

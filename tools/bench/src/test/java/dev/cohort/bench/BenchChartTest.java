@@ -1,7 +1,6 @@
 package dev.cohort.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
 import java.awt.image.BufferedImage;
@@ -31,7 +30,8 @@ class BenchChartTest {
 
     private static Path fixture(String name) {
         try {
-            return Path.of(Objects.requireNonNull(BenchChartTest.class.getResource("/results/" + name), name).toURI());
+            return Path.of(Objects.requireNonNull(BenchChartTest.class.getResource("/results/" + name), name)
+                    .toURI());
         } catch (URISyntaxException e) {
             throw new IllegalStateException(e);
         }
@@ -43,7 +43,8 @@ class BenchChartTest {
         assertThat(shm.engine()).isEqualTo("cohort-shm");
         assertThat(shm.cohort()).isTrue();
         assertThat(shm.world()).isEqualTo(2);
-        assertThat(shm.of("allreduce")).extracting(Results.Row::bytes)
+        assertThat(shm.of("allreduce"))
+                .extracting(Results.Row::bytes)
                 .containsExactly(4096L, 65536L, 1048576L, 16777216L);
 
         Results.Result torch = Results.read(fixture("torch-gloo-1.json"));
@@ -59,19 +60,31 @@ class BenchChartTest {
         Results.Row small = mpi.of("allreduce").get(0);
         assertThat(small.bytes()).isEqualTo(4096);
         assertThat(small.busbwGbs()).isEqualTo(1.043);
-        assertThat(small.medianS()).isCloseTo(4096 / 1.043e9, within(1e-12));   // from algbw: more digits
-        assertThat(mpi.of("broadcast")).singleElement().satisfies(r -> assertThat(r.bytes()).isEqualTo(16L << 20));
-        assertThat(mpi.of("allgather")).singleElement()
+        assertThat(small.medianS()).isCloseTo(4096 / 1.043e9, within(1e-12)); // from algbw: more digits
+        assertThat(mpi.of("broadcast"))
+                .singleElement()
+                .satisfies(r -> assertThat(r.bytes()).isEqualTo(16L << 20));
+        assertThat(mpi.of("allgather"))
+                .singleElement()
                 .satisfies(r -> assertThat(r.medianS()).isCloseTo(2 * (16 << 20) / 10.021e9, within(1e-9)));
-        assertThat(mpi.of("barrier")).singleElement().satisfies(r -> assertThat(r.bytes()).isZero());
+        assertThat(mpi.of("barrier"))
+                .singleElement()
+                .satisfies(r -> assertThat(r.bytes()).isZero());
     }
 
     @Test
     void drawsEveryEngineBesideThePeersAsOnePng() throws IOException {
         Path png = dir.resolve("charts/sitting.png");
-        Run run = bench("chart", "--out", png.toString(), "--title", "a sitting",
-                fixture("shm-copy-1.json").toString(), fixture("gloo-1.json").toString(),
-                fixture("torch-gloo-1.json").toString(), "Open MPI shm=" + fixture("mpi-shm-1.txt"),
+        Run run = bench(
+                "chart",
+                "--out",
+                png.toString(),
+                "--title",
+                "a sitting",
+                fixture("shm-copy-1.json").toString(),
+                fixture("gloo-1.json").toString(),
+                fixture("torch-gloo-1.json").toString(),
+                "Open MPI shm=" + fixture("mpi-shm-1.txt"),
                 "Open MPI TCP=" + fixture("mpi-tcp-1.txt"));
         assertThat(run.code).as(run.err).isZero();
         assertThat(run.out).contains("chart written to " + png);
@@ -80,13 +93,15 @@ class BenchChartTest {
 
     @Test
     void labelsComeFromTheEngineOrTheCommandLineAndRepeatsAreNumberedOrCombined() throws IOException {
-        List<BenchChart.Series> series = List.of(BenchChart.Series.of(fixture("shm-copy-1.json").toString()),
+        List<BenchChart.Series> series = List.of(
+                BenchChart.Series.of(fixture("shm-copy-1.json").toString()),
                 BenchChart.Series.of(fixture("shm-copy-2.json").toString()),
                 BenchChart.Series.of("MPI=" + fixture("mpi-shm-1.txt")));
         assertThat(series).extracting(BenchChart.Series::label).containsExactly("cohort-shm", "cohort-shm", "MPI");
         assertThat(series.get(2).rows()).allMatch(r -> r.op().equals("allreduce"));
 
-        assertThat(BenchChart.distinct(series)).extracting(BenchChart.Series::label)
+        assertThat(BenchChart.distinct(series))
+                .extracting(BenchChart.Series::label)
                 .containsExactly("cohort-shm #1", "cohort-shm #2", "MPI");
 
         List<BenchChart.Series> medians = BenchChart.medians(series);
@@ -96,12 +111,18 @@ class BenchChartTest {
         assertThat(shm.rows()).hasSize(4);
         double first = series.get(0).rows().get(0).busbwGbs();
         double second = series.get(1).rows().get(0).busbwGbs();
-        assertThat(shm.rows().get(0).busbwGbs()).isCloseTo((first + second) / 2, within(1e-12));   // two rounds
+        assertThat(shm.rows().get(0).busbwGbs()).isCloseTo((first + second) / 2, within(1e-12)); // two rounds
         assertThat(BenchChart.median(new double[] {3, 1, 2})).isEqualTo(2);
 
         Path png = dir.resolve("median.png");
-        Run run = bench("chart", "--median", "--out", png.toString(), fixture("shm-copy-1.json").toString(),
-                fixture("shm-copy-2.json").toString(), fixture("torch-gloo-1.json").toString());
+        Run run = bench(
+                "chart",
+                "--median",
+                "--out",
+                png.toString(),
+                fixture("shm-copy-1.json").toString(),
+                fixture("shm-copy-2.json").toString(),
+                fixture("torch-gloo-1.json").toString());
         assertThat(run.code).as(run.err).isZero();
         assertIsPng(png, BenchChart.WIDTH, BenchChart.HEIGHT);
     }
@@ -118,7 +139,11 @@ class BenchChartTest {
         assertThat(run.code).isEqualTo(2);
         assertThat(run.err).contains(train + ": no \"results\" array");
 
-        run = bench("chart", "--out", dir.resolve("x.png").toString(), dir.resolve("missing.json").toString());
+        run = bench(
+                "chart",
+                "--out",
+                dir.resolve("x.png").toString(),
+                dir.resolve("missing.json").toString());
         assertThat(run.code).isEqualTo(2);
         assertThat(run.err).contains("no result file " + dir.resolve("missing.json"));
         assertThat(dir.resolve("x.png")).doesNotExist();
@@ -137,22 +162,42 @@ class BenchChartTest {
     @Test
     void collectivesWritesItsChartBesideItsJson() throws IOException {
         Path json = dir.resolve("threads.json");
-        Run run = bench("collectives", "--backend", "threads", "--world", "2", "--sizes", "4K,64K",
-                "--warmup-ms", "0", "--json", json.toString());
+        Run run = bench(
+                "collectives",
+                "--backend",
+                "threads",
+                "--world",
+                "2",
+                "--sizes",
+                "4K,64K",
+                "--warmup-ms",
+                "0",
+                "--json",
+                json.toString());
         assertThat(run.code).as(run.err).isZero();
         assertThat(json).exists();
         assertIsPng(dir.resolve("threads.png"), BenchChart.WIDTH, BenchChart.HEIGHT);
 
         Path quiet = dir.resolve("quiet.json");
-        run = bench("collectives", "--backend", "threads", "--world", "2", "--sizes", "4K", "--warmup-ms", "0",
-                "--json", quiet.toString(), "--no-chart");
+        run = bench(
+                "collectives",
+                "--backend",
+                "threads",
+                "--world",
+                "2",
+                "--sizes",
+                "4K",
+                "--warmup-ms",
+                "0",
+                "--json",
+                quiet.toString(),
+                "--no-chart");
         assertThat(run.code).as(run.err).isZero();
         assertThat(quiet).exists();
         assertThat(dir.resolve("quiet.png")).doesNotExist();
     }
 
-    private record Run(int code, String out, String err) {
-    }
+    private record Run(int code, String out, String err) {}
 
     /** Runs {@code cohort bench ARGS} in this JVM, capturing what it prints. */
     private static Run bench(String... args) {

@@ -12,8 +12,7 @@ import java.util.concurrent.TimeUnit;
 /** {@code cohort bench ARGS} in a JVM of its own (as each host starts it), output into a log file. */
 final class BenchJvm {
 
-    private BenchJvm() {
-    }
+    private BenchJvm() {}
 
     static Process start(Path log, List<String> args) throws IOException {
         return start(log, args, Map.of());
@@ -21,10 +20,14 @@ final class BenchJvm {
 
     /** The same with {@code env} added to this JVM's environment. */
     static Process start(Path log, List<String> args, Map<String, String> env) throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), BenchMain.class.getName()));
+        List<String> cmd = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp",
+                System.getProperty("java.class.path"),
+                BenchMain.class.getName()));
         cmd.addAll(args);
-        ProcessBuilder builder = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+        ProcessBuilder builder =
+                new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
         builder.environment().putAll(env);
         return builder.start();
     }
@@ -38,7 +41,9 @@ final class BenchJvm {
     static int run(Path log, List<String> args, Map<String, String> env) throws IOException, InterruptedException {
         Process p = start(log, args, env);
         try {
-            assertThat(p.waitFor(200, TimeUnit.SECONDS)).as("the benchmark finished").isTrue();
+            assertThat(p.waitFor(200, TimeUnit.SECONDS))
+                    .as("the benchmark finished")
+                    .isTrue();
             return p.exitValue();
         } finally {
             p.destroyForcibly();

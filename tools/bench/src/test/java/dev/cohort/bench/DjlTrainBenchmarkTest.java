@@ -19,8 +19,24 @@ class DjlTrainBenchmarkTest {
     void twoDjlWorkersOnTcpReportTheirThroughput(@TempDir Path dir) throws Exception {
         Path json = dir.resolve("djl.json");
         Path log = dir.resolve("bench.log");
-        int exit = BenchJvm.run(log, List.of("train", "--framework", "djl", "--backend", "tcp", "--world", "2",
-                "--steps", "5", "--warm", "1", "--batch", "8", "--json", json.toString()));
+        int exit = BenchJvm.run(
+                log,
+                List.of(
+                        "train",
+                        "--framework",
+                        "djl",
+                        "--backend",
+                        "tcp",
+                        "--world",
+                        "2",
+                        "--steps",
+                        "5",
+                        "--warm",
+                        "1",
+                        "--batch",
+                        "8",
+                        "--json",
+                        json.toString()));
         assertThat(exit).as(Files.readString(log)).isZero();
         JsonNode result = new ObjectMapper().readTree(Files.readString(json));
         assertThat(result.get("engine").asText()).isEqualTo("cohort-djl-tcp");

@@ -33,14 +33,16 @@ class NodesTest {
 
     @Test
     void severalNodesSplitTheWorldAndOnlyNodeZeroReports() {
-        Nodes second = parse("--nnodes", "2", "--node-rank", "1", "--master-addr", "10.0.0.1", "--master-port", "29400");
+        Nodes second =
+                parse("--nnodes", "2", "--node-rank", "1", "--master-addr", "10.0.0.1", "--master-port", "29400");
         assertThat(second.workersHere(4)).isEqualTo(2);
         assertThat(second.reports()).isFalse();
     }
 
     @Test
     void badCombinationsSayWhatToChange() {
-        assertThatThrownBy(() -> parse("--nnodes", "2", "--master-addr", "a", "--master-port", "1").workersHere(3))
+        assertThatThrownBy(() -> parse("--nnodes", "2", "--master-addr", "a", "--master-port", "1")
+                        .workersHere(3))
                 .hasMessageContaining("--world 3 does not split evenly over --nnodes 2");
         assertThatThrownBy(() -> parse("--nnodes", "2").workersHere(4))
                 .hasMessageContaining("needs --master-addr and --master-port");
@@ -60,15 +62,39 @@ class NodesTest {
             port = s.getLocalPort();
         }
         Path json = dir.resolve("two-nodes.json");
-        List<String> common = List.of("train", "--backend", "gloo", "--world", "2", "--steps", "3", "--warm", "1",
-                "--batch", "8", "--nnodes", "2", "--master-addr", "127.0.0.1", "--master-port", Integer.toString(port));
+        List<String> common = List.of(
+                "train",
+                "--backend",
+                "gloo",
+                "--world",
+                "2",
+                "--steps",
+                "3",
+                "--warm",
+                "1",
+                "--batch",
+                "8",
+                "--nnodes",
+                "2",
+                "--master-addr",
+                "127.0.0.1",
+                "--master-port",
+                Integer.toString(port));
         Process node1 = start(dir.resolve("node1.log"), common, "--node-rank", "1");
         Process node0 = start(dir.resolve("node0.log"), common, "--node-rank", "0", "--json", json.toString());
         try {
-            assertThat(node0.waitFor(200, TimeUnit.SECONDS)).as("node 0 finished").isTrue();
-            assertThat(node1.waitFor(30, TimeUnit.SECONDS)).as("node 1 finished").isTrue();
-            assertThat(node0.exitValue()).as(Files.readString(dir.resolve("node0.log"))).isZero();
-            assertThat(node1.exitValue()).as(Files.readString(dir.resolve("node1.log"))).isZero();
+            assertThat(node0.waitFor(200, TimeUnit.SECONDS))
+                    .as("node 0 finished")
+                    .isTrue();
+            assertThat(node1.waitFor(30, TimeUnit.SECONDS))
+                    .as("node 1 finished")
+                    .isTrue();
+            assertThat(node0.exitValue())
+                    .as(Files.readString(dir.resolve("node0.log")))
+                    .isZero();
+            assertThat(node1.exitValue())
+                    .as(Files.readString(dir.resolve("node1.log")))
+                    .isZero();
         } finally {
             node0.destroyForcibly();
             node1.destroyForcibly();
@@ -77,9 +103,13 @@ class NodesTest {
         assertThat(result.get("world").asInt()).isEqualTo(2);
         assertThat(result.get("steps").asInt()).isEqualTo(3);
         assertThat(result.get("samples_per_s").asDouble()).isPositive();
-        assertThat(result.get("cpu_ms_per_step").asDouble()).as("both ranks' CPU time per step").isPositive();
+        assertThat(result.get("cpu_ms_per_step").asDouble())
+                .as("both ranks' CPU time per step")
+                .isPositive();
         assertThat(result.get("memory").get("peak_rss_bytes")).hasSize(2);
-        assertThat(Files.readString(dir.resolve("node0.log"))).contains("world=2").contains("ms/step (all ranks)");
+        assertThat(Files.readString(dir.resolve("node0.log")))
+                .contains("world=2")
+                .contains("ms/step (all ranks)");
         assertThat(Files.readString(dir.resolve("node1.log"))).doesNotContain("samples/s=");
     }
 

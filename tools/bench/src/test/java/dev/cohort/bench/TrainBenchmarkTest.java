@@ -23,16 +23,35 @@ class TrainBenchmarkTest {
     void syncOnlyTrainsAloneAndMeetsEveryStep(@TempDir Path dir) throws Exception {
         Path json = dir.resolve("sync.json");
         Path log = dir.resolve("bench.log");
-        assertThat(bench(log, "--backend", "tcp", "--world", "2", "--steps", "6", "--warm", "1", "--batch", "8",
-                "--sync-only", "--json", json.toString())).as(Files.readString(log)).isZero();
+        assertThat(bench(
+                        log,
+                        "--backend",
+                        "tcp",
+                        "--world",
+                        "2",
+                        "--steps",
+                        "6",
+                        "--warm",
+                        "1",
+                        "--batch",
+                        "8",
+                        "--sync-only",
+                        "--json",
+                        json.toString()))
+                .as(Files.readString(log))
+                .isZero();
         JsonNode result = new ObjectMapper().readTree(Files.readString(json));
         assertThat(result.get("engine").asText()).isEqualTo("cohort-tcp-sync-only");
         assertThat(result.get("world").asInt()).isEqualTo(2);
         assertThat(result.get("steps").asInt()).isEqualTo(6);
         assertThat(result.get("samples_per_s").asDouble()).isPositive();
-        assertThat(result.get("communication_share").asDouble()).as("the per-step allreduce's wait").isBetween(0.0, 1.0);
+        assertThat(result.get("communication_share").asDouble())
+                .as("the per-step allreduce's wait")
+                .isBetween(0.0, 1.0);
         assertThat(result.get("cpu_ms_per_step").asDouble()).isPositive();
-        assertThat(result.has("memory")).as("nothing distributed: no optimizer state to report").isFalse();
+        assertThat(result.has("memory"))
+                .as("nothing distributed: no optimizer state to report")
+                .isFalse();
         assertThat(Files.readString(log)).contains("cohort-tcp-sync-only mlp world=2");
     }
 
@@ -40,7 +59,8 @@ class TrainBenchmarkTest {
     @Timeout(60)
     void syncOnlyRefusesOptionsThatDistribute(@TempDir Path dir) throws Exception {
         Path log = dir.resolve("bench.log");
-        assertThat(bench(log, "--backend", "tcp", "--world", "2", "--sync-only", "--zero", "1")).isNotZero();
+        assertThat(bench(log, "--backend", "tcp", "--world", "2", "--sync-only", "--zero", "1"))
+                .isNotZero();
         assertThat(Files.readString(log)).contains("--sync-only distributes nothing");
     }
 
@@ -48,24 +68,47 @@ class TrainBenchmarkTest {
     @Test
     @Timeout(240)
     void theResultSaysWhichOpenBlasLibtorchComputedWith(@TempDir Path dir) throws Exception {
-        assumeTrue(Stream.of("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib")
-                .anyMatch(d -> Files.isRegularFile(Path.of(d, "libopenblas.so.0"))), "no OpenBLAS on this host");
+        assumeTrue(
+                Stream.of("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib")
+                        .anyMatch(d -> Files.isRegularFile(Path.of(d, "libopenblas.so.0"))),
+                "no OpenBLAS on this host");
         Path json = dir.resolve("host.json");
         Path log = dir.resolve("host.log");
-        List<String> args = List.of("train", "--backend", "none", "--world", "1", "--steps", "3", "--warm", "1",
-                "--batch", "8", "--json", json.toString());
-        assertThat(BenchJvm.run(log, args, Map.of("COHORT_BLAS", "system"))).as(Files.readString(log)).isZero();
-        assertThat(new ObjectMapper().readTree(Files.readString(json)).get("version").asText())
-                .contains("libtorch (JavaCPP pytorch)").containsPattern(" on host OpenBLAS /\\S*openblas");
+        List<String> args = List.of(
+                "train",
+                "--backend",
+                "none",
+                "--world",
+                "1",
+                "--steps",
+                "3",
+                "--warm",
+                "1",
+                "--batch",
+                "8",
+                "--json",
+                json.toString());
+        assertThat(BenchJvm.run(log, args, Map.of("COHORT_BLAS", "system")))
+                .as(Files.readString(log))
+                .isZero();
+        assertThat(new ObjectMapper()
+                        .readTree(Files.readString(json))
+                        .get("version")
+                        .asText())
+                .contains("libtorch (JavaCPP pytorch)")
+                .containsPattern(" on host OpenBLAS /\\S*openblas");
         assertThat(Files.readString(log)).containsPattern("computes with: .* on host OpenBLAS /");
 
         Path bundled = dir.resolve("bundled.log");
-        assertThat(BenchJvm.run(bundled, args, Map.of("COHORT_BLAS", "bundled"))).as(Files.readString(bundled)).isZero();
+        assertThat(BenchJvm.run(bundled, args, Map.of("COHORT_BLAS", "bundled")))
+                .as(Files.readString(bundled))
+                .isZero();
         assertThat(Files.readString(bundled)).contains(" on bundled OpenBLAS;");
 
         Path bad = dir.resolve("bad.log");
         assertThat(BenchJvm.run(bad, args, Map.of("COHORT_BLAS", "openblas"))).isNotZero();
-        assertThat(Files.readString(bad)).contains("COHORT_BLAS=openblas: expected bundled, system or the absolute path");
+        assertThat(Files.readString(bad))
+                .contains("COHORT_BLAS=openblas: expected bundled, system or the absolute path");
     }
 
     private static int bench(Path log, String... args) throws Exception {

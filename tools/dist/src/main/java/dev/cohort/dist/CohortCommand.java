@@ -12,7 +12,10 @@ import picocli.CommandLine.Command;
  * {@code cohort}: the command of the distribution ({@code bin/cohort}) and of {@code ./cohort} in
  * the checkout for {@code run}, {@code bench}, {@code completion} and {@code --version}.
  */
-@Command(name = "cohort", mixinStandardHelpOptions = true, versionProvider = Commands.Version.class,
+@Command(
+        name = "cohort",
+        mixinStandardHelpOptions = true,
+        versionProvider = Commands.Version.class,
         description = "Distributed data-parallel training for the JVM.",
         commandListHeading = "%nCommands:%n")
 public final class CohortCommand implements Runnable {
@@ -29,8 +32,10 @@ public final class CohortCommand implements Runnable {
         cli.addSubcommand(named("run", LauncherMain.command()));
         cli.addSubcommand(named("bench", BenchMain.command()));
         CommandLine completion = new CommandLine(new AutoComplete.GenerateCompletion());
-        completion.getCommandSpec().usageMessage().description(
-                "Prints a bash/zsh completion script for cohort: source <(cohort completion)");
+        completion
+                .getCommandSpec()
+                .usageMessage()
+                .description("Prints a bash/zsh completion script for cohort: source <(cohort completion)");
         cli.addSubcommand(named("completion", completion));
         return Commands.standard(cli);
     }

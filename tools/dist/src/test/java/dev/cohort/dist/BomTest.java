@@ -19,7 +19,9 @@ class BomTest {
     private static final Path ROOT = Path.of("../..");
 
     private static Document read(String pom) throws Exception {
-        return DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(ROOT.resolve(pom).toFile());
+        return DocumentBuilderFactory.newInstance()
+                .newDocumentBuilder()
+                .parse(ROOT.resolve(pom).toFile());
     }
 
     private static String property(Document pom, String name) {
@@ -30,16 +32,20 @@ class BomTest {
     /** {@code groupId:artifactId[:classifier]=version} of each managed dependency, properties resolved. */
     private static List<String> managed(Document pom) {
         List<String> out = new ArrayList<>();
-        NodeList deps = ((Element) pom.getElementsByTagName("dependencyManagement").item(0)).getElementsByTagName("dependency");
+        NodeList deps =
+                ((Element) pom.getElementsByTagName("dependencyManagement").item(0)).getElementsByTagName("dependency");
         for (int i = 0; i < deps.getLength(); i++) {
             Element d = (Element) deps.item(i);
             NodeList classifier = d.getElementsByTagName("classifier");
             String version = text(d, "version");
-            for (String p : List.of("javacpp.version", "pytorch.version", "openblas.version", "djl.version", "djl.pytorch.version")) {
+            for (String p : List.of(
+                    "javacpp.version", "pytorch.version", "openblas.version", "djl.version", "djl.pytorch.version")) {
                 version = version.replace("${" + p + "}", property(pom, p));
             }
             out.add(text(d, "groupId") + ":" + text(d, "artifactId")
-                    + (classifier.getLength() == 0 ? "" : ":" + classifier.item(0).getTextContent().trim()) + "=" + version);
+                    + (classifier.getLength() == 0
+                            ? ""
+                            : ":" + classifier.item(0).getTextContent().trim()) + "=" + version);
         }
         return out;
     }
@@ -52,13 +58,16 @@ class BomTest {
     void theBomManagesTheParentsDjlAndJavacppVersions() throws Exception {
         Document parent = read("pom.xml");
         Document bom = read("bom/pom.xml");
-        for (String p : List.of("javacpp.version", "pytorch.version", "openblas.version", "djl.version", "djl.pytorch.version")) {
+        for (String p : List.of(
+                "javacpp.version", "pytorch.version", "openblas.version", "djl.version", "djl.pytorch.version")) {
             assertThat(property(bom, p)).as(p).isNotNull().isEqualTo(property(parent, p));
         }
-        List<String> parentManaged = managed(parent).stream().map(d -> d.replace("${javacpp.platform}",
-                property(parent, "javacpp.platform"))).toList();
+        List<String> parentManaged = managed(parent).stream()
+                .map(d -> d.replace("${javacpp.platform}", property(parent, "javacpp.platform")))
+                .toList();
         List<String> native_ = parentManaged.stream()
-                .filter(d -> d.startsWith("org.bytedeco:") || d.startsWith("ai.djl")).toList();
+                .filter(d -> d.startsWith("org.bytedeco:") || d.startsWith("ai.djl"))
+                .toList();
         assertThat(native_).hasSizeGreaterThanOrEqualTo(10);
         assertThat(managed(bom)).containsAll(native_);
     }

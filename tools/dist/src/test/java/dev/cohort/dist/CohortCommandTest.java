@@ -24,12 +24,20 @@ class CohortCommandTest {
 
     @Test
     void versionOnTheCommandAndEverySubcommandSaysTheVersionJvmAndEngines() {
-        for (String[] args : new String[][] {{"--version"}, {"run", "--version"}, {"bench", "--version"},
-                {"bench", "collectives", "--version"}, {"bench", "train", "--version"}}) {
+        for (String[] args : new String[][] {
+            {"--version"},
+            {"run", "--version"},
+            {"bench", "--version"},
+            {"bench", "collectives", "--version"},
+            {"bench", "train", "--version"}
+        }) {
             out.getBuffer().setLength(0);
             assertThat(run(args)).as(String.join(" ", args)).isZero();
-            assertThat(out.toString()).startsWith("cohort ").contains("JVM: " + Runtime.version())
-                    .contains("engines on the class path: ").contains("gloo");
+            assertThat(out.toString())
+                    .startsWith("cohort ")
+                    .contains("JVM: " + Runtime.version())
+                    .contains("engines on the class path: ")
+                    .contains("gloo");
         }
     }
 
@@ -45,11 +53,14 @@ class CohortCommandTest {
     @Test
     void badInputIsOneLineAndExitTwo() {
         assertThat(run("bench", "collectives", "--world", "x")).isEqualTo(2);
-        assertThat(err.toString()).isEqualTo("cohort bench collectives: Invalid value for option '--world': 'x' is not an int"
-                + System.lineSeparator() + "see cohort bench collectives --help" + System.lineSeparator());
+        assertThat(err.toString())
+                .isEqualTo("cohort bench collectives: Invalid value for option '--world': 'x' is not an int"
+                        + System.lineSeparator() + "see cohort bench collectives --help" + System.lineSeparator());
         err.getBuffer().setLength(0);
         assertThat(run("nonsense")).isEqualTo(2);
-        assertThat(err.toString()).startsWith("cohort: Unmatched argument at index 0: 'nonsense'").doesNotContain("\tat ");
+        assertThat(err.toString())
+                .startsWith("cohort: Unmatched argument at index 0: 'nonsense'")
+                .doesNotContain("\tat ");
         err.getBuffer().setLength(0);
         assertThat(run("run", "--nnodes", "two", "--", "sh")).isEqualTo(2);
         assertThat(err.toString()).contains("--nnodes").doesNotContain("\tat ");

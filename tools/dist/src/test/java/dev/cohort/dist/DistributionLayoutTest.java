@@ -32,7 +32,11 @@ class DistributionLayoutTest {
         NodeList sets = doc.getElementsByTagName("dependencySet");
         for (int i = 0; i < sets.getLength(); i++) {
             Element set = (Element) sets.item(i);
-            if (set.getElementsByTagName("outputDirectory").item(0).getTextContent().trim().equals(dir)) {
+            if (set.getElementsByTagName("outputDirectory")
+                    .item(0)
+                    .getTextContent()
+                    .trim()
+                    .equals(dir)) {
                 List<String> out = new ArrayList<>();
                 NodeList items = set.getElementsByTagName(tag);
                 for (int k = 0; k < items.getLength(); k++) {
@@ -81,16 +85,21 @@ class DistributionLayoutTest {
     @Test
     void noSlf4jBindingAndNoDjlOnTheWorkersClassPath() throws Exception {
         List<String> excluded = patterns("lib", "exclude");
-        assertThat(patterns("lib/tools", "include")).as("lib/tools/ takes exactly what lib/ leaves out")
+        assertThat(patterns("lib/tools", "include"))
+                .as("lib/tools/ takes exactly what lib/ leaves out")
                 .containsExactlyElementsOf(excluded);
         List<String> bindings = new ArrayList<>();
         List<String> djl = new ArrayList<>();
         for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
             Path jar = Path.of(entry);
             String coordinates = coordinates(jar);
-            if (coordinates == null || !Files.isRegularFile(jar) || coordinates.startsWith("org.junit")
-                    || coordinates.startsWith("org.assertj") || coordinates.startsWith("org.opentest4j")
-                    || coordinates.startsWith("org.apiguardian") || coordinates.startsWith("net.bytebuddy")) {
+            if (coordinates == null
+                    || !Files.isRegularFile(jar)
+                    || coordinates.startsWith("org.junit")
+                    || coordinates.startsWith("org.assertj")
+                    || coordinates.startsWith("org.opentest4j")
+                    || coordinates.startsWith("org.apiguardian")
+                    || coordinates.startsWith("net.bytebuddy")) {
                 continue;
             }
             if (isSlf4jBinding(jar)) {
@@ -100,10 +109,14 @@ class DistributionLayoutTest {
                 djl.add(coordinates);
             }
         }
-        assertThat(bindings).as("the runtime dependencies have an SLF4J binding (else this test checks nothing)")
-                .isNotEmpty().allMatch(c -> matches(c, excluded), "kept out of lib/");
-        assertThat(djl).as("DJL among the runtime dependencies").isNotEmpty().allMatch(c -> matches(c, excluded),
-                "kept out of lib/");
+        assertThat(bindings)
+                .as("the runtime dependencies have an SLF4J binding (else this test checks nothing)")
+                .isNotEmpty()
+                .allMatch(c -> matches(c, excluded), "kept out of lib/");
+        assertThat(djl)
+                .as("DJL among the runtime dependencies")
+                .isNotEmpty()
+                .allMatch(c -> matches(c, excluded), "kept out of lib/");
         assertThat(matches("dev.cohort:cohort-gloo", excluded)).isFalse();
         assertThat(matches("org.bytedeco:pytorch", excluded)).isFalse();
     }

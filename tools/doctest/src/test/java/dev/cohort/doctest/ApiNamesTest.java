@@ -18,21 +18,38 @@ import org.junit.jupiter.api.Test;
  */
 class ApiNamesTest {
 
-    private static final List<String> LIBTORCH_PACKAGES = List.of("org.bytedeco.pytorch", "org.bytedeco.pytorch.global");
-    private static final List<String> DJL_PACKAGES = List.of("ai.djl", "ai.djl.engine", "ai.djl.metric", "ai.djl.ndarray",
-            "ai.djl.ndarray.types", "ai.djl.nn", "ai.djl.nn.core", "ai.djl.training", "ai.djl.training.dataset",
-            "ai.djl.training.evaluator", "ai.djl.training.initializer", "ai.djl.training.listener",
-            "ai.djl.training.loss", "ai.djl.training.optimizer", "ai.djl.training.tracker", "ai.djl.training.util",
-            "ai.djl.translate", "ai.djl.util");
+    private static final List<String> LIBTORCH_PACKAGES =
+            List.of("org.bytedeco.pytorch", "org.bytedeco.pytorch.global");
+    private static final List<String> DJL_PACKAGES = List.of(
+            "ai.djl",
+            "ai.djl.engine",
+            "ai.djl.metric",
+            "ai.djl.ndarray",
+            "ai.djl.ndarray.types",
+            "ai.djl.nn",
+            "ai.djl.nn.core",
+            "ai.djl.training",
+            "ai.djl.training.dataset",
+            "ai.djl.training.evaluator",
+            "ai.djl.training.initializer",
+            "ai.djl.training.listener",
+            "ai.djl.training.loss",
+            "ai.djl.training.optimizer",
+            "ai.djl.training.tracker",
+            "ai.djl.training.util",
+            "ai.djl.translate",
+            "ai.djl.util");
 
     @Test
     void theTorchIntegrationsTypesDoNotClashWithLibtorchs() throws Exception {
-        assertThat(clashes(dev.cohort.torch.TorchTraining.class, LIBTORCH_PACKAGES)).isEmpty();
+        assertThat(clashes(dev.cohort.torch.TorchTraining.class, LIBTORCH_PACKAGES))
+                .isEmpty();
     }
 
     @Test
     void theDjlIntegrationsTypesDoNotClashWithDjls() throws Exception {
-        assertThat(clashes(dev.cohort.djl.DistributedTrainer.class, DJL_PACKAGES)).isEmpty();
+        assertThat(clashes(dev.cohort.djl.DistributedTrainer.class, DJL_PACKAGES))
+                .isEmpty();
     }
 
     /** Public top-level types of {@code anchor}'s package whose simple name a type of {@code packages} also has. */
@@ -52,7 +69,8 @@ class ApiNamesTest {
     }
 
     private static List<String> publicTypes(Class<?> anchor) throws IOException, URISyntaxException {
-        Path location = Path.of(anchor.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path location = Path.of(
+                anchor.getProtectionDomain().getCodeSource().getLocation().toURI());
         String dir = anchor.getPackageName().replace('.', '/') + "/";
         List<String> entries = new ArrayList<>();
         if (Files.isDirectory(location)) {
@@ -70,7 +88,8 @@ class ApiNamesTest {
             if (rest.endsWith(".class") && !rest.contains("/") && !rest.contains("$")) {
                 String simple = rest.substring(0, rest.length() - ".class".length());
                 try {
-                    Class<?> type = Class.forName(anchor.getPackageName() + "." + simple, false, ApiNamesTest.class.getClassLoader());
+                    Class<?> type = Class.forName(
+                            anchor.getPackageName() + "." + simple, false, ApiNamesTest.class.getClassLoader());
                     if (Modifier.isPublic(type.getModifiers())) {
                         names.add(simple);
                     }

@@ -31,8 +31,9 @@ class DocSnippetsTest {
 
     private static final Path ROOT = Path.of("../..").toAbsolutePath().normalize();
     private static final Pattern BLOCK = Pattern.compile("(?m)^( *)```java\\n(.*?)^\\1```", Pattern.DOTALL);
-    private static final Pattern TYPE = Pattern.compile("(?m)^(?:@\\w+(?:\\([^)]*\\))? *)*public +(?:final +|abstract +)?"
-            + "(?:class|record|interface|enum) +(\\w+)");
+    private static final Pattern TYPE =
+            Pattern.compile("(?m)^(?:@\\w+(?:\\([^)]*\\))? *)*public +(?:final +|abstract +)?"
+                    + "(?:class|record|interface|enum) +(\\w+)");
     private static final Pattern PACKAGE = Pattern.compile("(?m)^package +([\\w.]+) *;");
 
     @TempDir
@@ -57,7 +58,11 @@ class DocSnippetsTest {
             while (m.find()) {
                 String indent = m.group(1);
                 String code = m.group(2).replaceAll("(?m)^" + indent, "");
-                int line = 1 + (int) text.substring(0, m.start()).chars().filter(c -> c == '\n').count();
+                int line = 1
+                        + (int) text.substring(0, m.start())
+                                .chars()
+                                .filter(c -> c == '\n')
+                                .count();
                 all.add(new Snippet(file, line, code));
             }
         }
@@ -66,14 +71,17 @@ class DocSnippetsTest {
 
     @Test
     void theDocsHaveJavaSnippets() throws IOException {
-        assertThat(snippets()).extracting(s -> ROOT.relativize(s.file()).toString())
+        assertThat(snippets())
+                .extracting(s -> ROOT.relativize(s.file()).toString())
                 .contains("README.md", "docs/TORCH.md", "docs/DJL.md");
     }
 
     @Test
     void theReadmeProgramIsTheOneItsTestRuns() throws IOException {
         Path program = ROOT.resolve("runtime/src/test/java/dev/cohort/cli/readme/Train.java");
-        assertThat(snippets()).filteredOn(s -> s.file().endsWith("README.md")).extracting(Snippet::code)
+        assertThat(snippets())
+                .filteredOn(s -> s.file().endsWith("README.md"))
+                .extracting(Snippet::code)
                 .contains(Files.readString(program));
     }
 
@@ -81,17 +89,33 @@ class DocSnippetsTest {
     @MethodSource("snippets")
     void compilesAsItStands(Snippet snippet) throws IOException {
         Matcher type = TYPE.matcher(snippet.code());
-        assertThat(type.find()).as("%s: a complete compilation unit with a public class (imports included), "
-                + "so that a user can copy it as it stands", snippet).isTrue();
+        assertThat(type.find())
+                .as(
+                        "%s: a complete compilation unit with a public class (imports included), "
+                                + "so that a user can copy it as it stands",
+                        snippet)
+                .isTrue();
         Matcher pkg = PACKAGE.matcher(snippet.code());
         Path dir = pkg.find() ? out.resolve(pkg.group(1).replace('.', '/')) : out;
         Path source = Files.createDirectories(dir).resolve(type.group(1) + ".java");
         Files.writeString(source, snippet.code(), StandardCharsets.UTF_8);
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
         StringWriter errors = new StringWriter();
-        Boolean ok = javac.getTask(errors, null, null, List.of("-proc:none", "-Xlint:none", "-d",
-                        out.resolve("classes").toString(), "-cp", System.getProperty("java.class.path")), null,
-                javac.getStandardFileManager(null, null, StandardCharsets.UTF_8).getJavaFileObjects(source)).call();
+        Boolean ok = javac.getTask(
+                        errors,
+                        null,
+                        null,
+                        List.of(
+                                "-proc:none",
+                                "-Xlint:none",
+                                "-d",
+                                out.resolve("classes").toString(),
+                                "-cp",
+                                System.getProperty("java.class.path")),
+                        null,
+                        javac.getStandardFileManager(null, null, StandardCharsets.UTF_8)
+                                .getJavaFileObjects(source))
+                .call();
         assertThat(ok).as("%s does not compile:%n%s", snippet, errors).isTrue();
     }
 }

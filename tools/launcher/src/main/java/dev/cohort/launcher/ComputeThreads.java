@@ -23,11 +23,11 @@ final class ComputeThreads {
     static final String OPENBLAS = "OPENBLAS_NUM_THREADS";
     /** The OpenMP pool again, as MKL and libtorch read it. */
     static final String MKL = "MKL_NUM_THREADS";
+
     static final String COHORT = "COHORT_COMPUTE_THREADS";
     static final List<String> VARIABLES = List.of(OPENMP, OPENBLAS, MKL, COHORT);
 
-    private ComputeThreads() {
-    }
+    private ComputeThreads() {}
 
     /** A worker's share of the cores: the most OpenMP threads × OpenBLAS threads that cannot oversubscribe. */
     static int perWorker(int cores, int localWorkers) {

@@ -30,6 +30,7 @@ public final class Console {
 
     /** Back to the start of the line and erase it (ANSI: carriage return, erase to end of line). */
     private static final String ERASE_LINE = "\r\u001b[K";
+
     private static final int REDRAW_MILLIS = 200;
 
     private final PrintStream out;
@@ -42,6 +43,7 @@ public final class Console {
     private String live;
     /** Under {@link #lock}: when the last plain progress line was written, and whether there was one. */
     private long lastPlain;
+
     private boolean plainShown;
 
     /**
@@ -49,6 +51,7 @@ public final class Console {
      * drawing, which takes {@link #lock} on progressbar's thread.
      */
     private final Object barLock = new Object();
+
     private ProgressBar bar;
     private LiveLine barLine;
     private String barTask;
@@ -151,7 +154,7 @@ public final class Console {
             bar.stepTo(update.current());
             bar.setExtraMessage(update.text());
             if (fresh) {
-                bar.refresh();   // at once with the text: the bar's first drawing may have come before it
+                bar.refresh(); // at once with the text: the bar's first drawing may have come before it
             }
         }
     }

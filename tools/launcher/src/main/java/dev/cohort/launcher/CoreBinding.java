@@ -14,10 +14,11 @@ import java.util.List;
 final class CoreBinding {
 
     private static final Path TASKSET = List.of(Path.of("/usr/bin/taskset"), Path.of("/bin/taskset")).stream()
-            .filter(Files::isExecutable).findFirst().orElse(null);
+            .filter(Files::isExecutable)
+            .findFirst()
+            .orElse(null);
 
-    private CoreBinding() {
-    }
+    private CoreBinding() {}
 
     /** The command prefix that pins {@code localRank}, or nothing. */
     static List<String> prefix(LaunchOptions options, int localRank) {

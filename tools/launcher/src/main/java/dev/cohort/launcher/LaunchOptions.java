@@ -2,13 +2,13 @@ package dev.cohort.launcher;
 
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.launcher.control.ControlServer;
+import dev.cohort.runtime.auth.JobSecret;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import dev.cohort.runtime.auth.JobSecret;
 
 /**
  * How to launch a group of workers on this node: the settings of {@code ./cohort run}, shared by
@@ -39,10 +39,23 @@ import dev.cohort.runtime.auth.JobSecret;
  *                     are no more workers than cores (default false): spinning engines such as shm
  *                     need each rank on its own core; Gloo's threads do better unpinned
  */
-public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String masterAddr, int masterPort,
-                            int controlPort, int maxRestarts, String runId, Path logDir, Duration grace,
-                            Duration joinTimeout, Map<String, String> environment, boolean bindCores,
-                            int elastic, Optional<JobSecret> secret, int minNodes) {
+public record LaunchOptions(
+        int nprocPerNode,
+        int nnodes,
+        int nodeRank,
+        String masterAddr,
+        int masterPort,
+        int controlPort,
+        int maxRestarts,
+        String runId,
+        Path logDir,
+        Duration grace,
+        Duration joinTimeout,
+        Map<String, String> environment,
+        boolean bindCores,
+        int elastic,
+        Optional<JobSecret> secret,
+        int minNodes) {
 
     public static final int DEFAULT_MASTER_PORT = 29500;
     public static final String DEFAULT_MASTER_ADDR = "127.0.0.1";
@@ -111,8 +124,8 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
             }
             return n;
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(option + " must be a whole number" + (autoAllowed ? " or 'auto'" : "")
-                    + ", got '" + text + "'");
+            throw new IllegalArgumentException(
+                    option + " must be a whole number" + (autoAllowed ? " or 'auto'" : "") + ", got '" + text + "'");
         }
     }
 
@@ -135,8 +148,7 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
         private int elastic;
         private int minNodes;
 
-        private Builder() {
-        }
+        private Builder() {}
 
         public Builder nprocPerNode(int n) {
             this.nprocPerNode = n;
@@ -232,22 +244,23 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
                 throw new IllegalArgumentException("--nnodes must be at least 1, got " + nnodes);
             }
             if (nodeRank < 0 || nodeRank >= nnodes) {
-                throw new IllegalArgumentException("--node-rank must be in [0, --nnodes=" + nnodes + "), got " + nodeRank
-                        + "; number the nodes 0.." + (nnodes - 1));
+                throw new IllegalArgumentException("--node-rank must be in [0, --nnodes=" + nnodes + "), got "
+                        + nodeRank + "; number the nodes 0.." + (nnodes - 1));
             }
             if (masterPort < 0 || masterPort > 65535) {
-                throw new IllegalArgumentException("--master-port must be in [1, 65535] (or 0 for a free port), got "
-                        + masterPort);
+                throw new IllegalArgumentException(
+                        "--master-port must be in [1, 65535] (or 0 for a free port), got " + masterPort);
             }
             if (controlPort < 0 || controlPort > 65535) {
-                throw new IllegalArgumentException("--control-port must be in [1, 65535] (or 0 for --master-port + 1), got "
-                        + controlPort);
+                throw new IllegalArgumentException(
+                        "--control-port must be in [1, 65535] (or 0 for --master-port + 1), got " + controlPort);
             }
             if (maxRestarts < 0) {
                 throw new IllegalArgumentException("--max-restarts must not be negative, got " + maxRestarts);
             }
             if (runId == null || !runId.matches("[A-Za-z0-9._-]{1,64}")) {
-                throw new IllegalArgumentException("--run-id must be 1-64 characters of [A-Za-z0-9._-], got '" + runId + "'");
+                throw new IllegalArgumentException(
+                        "--run-id must be 1-64 characters of [A-Za-z0-9._-], got '" + runId + "'");
             }
             if (grace == null || grace.isNegative()) {
                 throw new IllegalArgumentException("the grace period must not be negative, got " + grace);
@@ -259,8 +272,9 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
             int control = controlPort;
             if (nnodes > 1) {
                 if (addr == null || addr.isBlank()) {
-                    throw new IllegalArgumentException("--nnodes " + nnodes + " needs --master-addr: the address of the "
-                            + "node with --node-rank 0, reachable from every node");
+                    throw new IllegalArgumentException(
+                            "--nnodes " + nnodes + " needs --master-addr: the address of the "
+                                    + "node with --node-rank 0, reachable from every node");
                 }
                 if (masterPort == 0) {
                     throw new IllegalArgumentException("--master-port 0 (a free port) works only with --nnodes 1; give "
@@ -285,18 +299,36 @@ public record LaunchOptions(int nprocPerNode, int nnodes, int nodeRank, String m
             }
             int least = minNodes == 0 ? nnodes : minNodes;
             if (least < 1 || least > nnodes) {
-                throw new IllegalArgumentException("--nnodes " + minNodes + ":" + nnodes + " must have 1 <= MIN <= MAX");
+                throw new IllegalArgumentException(
+                        "--nnodes " + minNodes + ":" + nnodes + " must have 1 <= MIN <= MAX");
             }
             int elastic = this.elastic == 0 && least < nnodes ? least * nprocPerNode : this.elastic;
             if (elastic < 0 || elastic > (long) nprocPerNode * nnodes) {
-                throw new IllegalArgumentException("--elastic " + elastic + " must be in [1, " + (nnodes > 1
-                        ? "--nnodes x --nproc-per-node = " + (long) nprocPerNode * nnodes : "--nproc-per-node=" + nprocPerNode)
+                throw new IllegalArgumentException("--elastic " + elastic + " must be in [1, "
+                        + (nnodes > 1
+                                ? "--nnodes x --nproc-per-node = " + (long) nprocPerNode * nnodes
+                                : "--nproc-per-node=" + nprocPerNode)
                         + "]: the fewest workers the run goes on with");
             }
             Map<String, String> env = new LinkedHashMap<>(environment);
             secret.ifPresent(k -> env.put(JobSecret.ENV, k.text()));
-            return new LaunchOptions(nprocPerNode, nnodes, nodeRank, addr.trim(), masterPort, control, maxRestarts,
-                    runId, logDir, grace, joinTimeout, env, bindCores, elastic, secret, least);
+            return new LaunchOptions(
+                    nprocPerNode,
+                    nnodes,
+                    nodeRank,
+                    addr.trim(),
+                    masterPort,
+                    control,
+                    maxRestarts,
+                    runId,
+                    logDir,
+                    grace,
+                    joinTimeout,
+                    env,
+                    bindCores,
+                    elastic,
+                    secret,
+                    least);
         }
     }
 }

@@ -4,14 +4,13 @@ import dev.cohort.api.Backends;
 import dev.cohort.api.JoinRecord;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.ProgressReporter;
-
-import dev.cohort.runtime.elastic.ElasticJob;
 import dev.cohort.launcher.control.Command;
 import dev.cohort.launcher.control.ControlClient;
 import dev.cohort.launcher.control.ControlServer;
 import dev.cohort.launcher.control.Coordinator;
 import dev.cohort.launcher.control.LocalCoordinator;
 import dev.cohort.launcher.control.Report;
+import dev.cohort.runtime.elastic.ElasticJob;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -44,19 +43,16 @@ public final class Launcher implements AutoCloseable {
 
     /** The exit code of a run ended by {@link #stop()} (as if by SIGTERM). */
     public static final int STOPPED_EXIT_CODE = 143;
+
     private static final long DRAIN_MILLIS = 1000;
 
-    private sealed interface Event {
-    }
+    private sealed interface Event {}
 
-    private record WorkerExited(int round, int localRank, int code) implements Event {
-    }
+    private record WorkerExited(int round, int localRank, int code) implements Event {}
 
-    private record FromReferee(Command command) implements Event {
-    }
+    private record FromReferee(Command command) implements Event {}
 
-    private record StopRequested() implements Event {
-    }
+    private record StopRequested() implements Event {}
 
     private final LaunchOptions options;
     private final WorkerProgram program;
@@ -67,10 +63,12 @@ public final class Launcher implements AutoCloseable {
     private volatile boolean stopRequested;
     /** What node 0 said of the job (across nodes; null on one node): see {@link Command.Job}. */
     private Command.Job job;
+
     private WorkerGroup group;
     private OrphanGuard guard;
     /** Where this node's Java workers record that they joined a group ({@link JoinRecord}); null for a command. */
     private java.nio.file.Path joinRecords;
+
     private boolean ran;
 
     public Launcher(LaunchOptions options, WorkerProgram program) {
@@ -115,18 +113,37 @@ public final class Launcher implements AutoCloseable {
                 Ports.requireFree(masterPort, "--master-port");
             }
             if (options.nnodes() > 1) {
-                server = new ControlServer(options.masterAddr(), options.controlPort(), options.runId(), options.minNodes(),
-                        options.nnodes(), options.maxRestarts(), options.elastic(), options.joinTimeout(), options.secret());
+                server = new ControlServer(
+                        options.masterAddr(),
+                        options.controlPort(),
+                        options.runId(),
+                        options.minNodes(),
+                        options.nnodes(),
+                        options.maxRestarts(),
+                        options.elastic(),
+                        options.joinTimeout(),
+                        options.secret());
             }
         }
         guard = OrphanGuard.start();
         Thread hook = new Thread(this::killWorkers, "cohort-launcher-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         Coordinator coordinator = options.nnodes() == 1
-                ? new LocalCoordinator(options.maxRestarts(), options.nprocPerNode(), options.elastic(),
-                        options.masterAddr(), options.secret())
-                : new ControlClient(options.masterAddr(), options.controlPort(), options.runId(), options.nodeRank(),
-                        options.nnodesSpec(), options.nprocPerNode(), options.joinTimeout(), options.secret());
+                ? new LocalCoordinator(
+                        options.maxRestarts(),
+                        options.nprocPerNode(),
+                        options.elastic(),
+                        options.masterAddr(),
+                        options.secret())
+                : new ControlClient(
+                        options.masterAddr(),
+                        options.controlPort(),
+                        options.runId(),
+                        options.nodeRank(),
+                        options.nnodesSpec(),
+                        options.nprocPerNode(),
+                        options.joinTimeout(),
+                        options.secret());
         try {
             if (program.isJava()) {
                 joinRecords = java.nio.file.Files.createTempDirectory("cohort-joined-");
@@ -159,7 +176,7 @@ public final class Launcher implements AutoCloseable {
         int round = -1;
         boolean reported = true;
         int finished = 0;
-        int lost = 0;   // this node's workers lost in an elastic round
+        int lost = 0; // this node's workers lost in an elastic round
         while (true) {
             Event event;
             try {
@@ -175,7 +192,7 @@ public final class Launcher implements AutoCloseable {
                 return new LaunchResult(STOPPED_EXIT_CODE, Math.max(round, 0), failures, "stopped on request");
             } else if (event instanceof FromReferee f && f.command() instanceof Command.Exit exit) {
                 stopGroup();
-                boolean several = options.nnodes() > 1 || options.nprocPerNode() > 1;   // one worker may train alone
+                boolean several = options.nnodes() > 1 || options.nprocPerNode() > 1; // one worker may train alone
                 if (exit.code() == 0 && several && joinRecords != null && !JoinRecord.anyIn(joinRecords)) {
                     console.message(noneJoined());
                 } else {
@@ -198,8 +215,8 @@ public final class Launcher implements AutoCloseable {
                 NodePlacement placement = placement();
                 if (start.join()) {
                     console.message("joining the running group (elastic): starting " + options.nprocPerNode()
-                            + " worker(s) (ranks " + placement.globalRank(0) + ".." + placement.globalRank(
-                            options.nprocPerNode() - 1) + "), " + program.description()
+                            + " worker(s) (ranks " + placement.globalRank(0) + ".."
+                            + placement.globalRank(options.nprocPerNode() - 1) + "), " + program.description()
                             + "; they take part from the members' next boundary");
                 } else if (round == 0) {
                     console.message("starting " + options.nprocPerNode() + " worker(s) (ranks "
@@ -226,8 +243,9 @@ public final class Launcher implements AutoCloseable {
                 }
                 if (options.elastic() > 0) {
                     if (throughMpirun(env)) {
-                        console.message("--elastic does not run under mpirun (an MPI job cannot lose a rank and go on); "
-                                + "use another engine, or --max-restarts");
+                        console.message(
+                                "--elastic does not run under mpirun (an MPI job cannot lose a rank and go on); "
+                                        + "use another engine, or --max-restarts");
                         reported = true;
                         coordinator.report(new Report.Failed(round, options.nodeRank(), 2, "--elastic with mpi"));
                         continue;
@@ -243,12 +261,13 @@ public final class Launcher implements AutoCloseable {
                         if (stopRequested) {
                             continue;
                         }
-                        BiConsumer<Integer, Integer> onExit = (local, code) -> events.add(new WorkerExited(r, local, code));
+                        BiConsumer<Integer, Integer> onExit =
+                                (local, code) -> events.add(new WorkerExited(r, local, code));
                         group = throughMpirun(env)
-                                ? WorkerGroup.startThroughMpirun(options, masterPort, program, round, env, console, guard,
-                                        onExit)
-                                : WorkerGroup.start(options, placement, masterPort, program, round, env, console, guard,
-                                        onExit);
+                                ? WorkerGroup.startThroughMpirun(
+                                        options, masterPort, program, round, env, console, guard, onExit)
+                                : WorkerGroup.start(
+                                        options, placement, masterPort, program, round, env, console, guard, onExit);
                     }
                 } catch (IOException e) {
                     console.message(e.getMessage());
@@ -263,10 +282,11 @@ public final class Launcher implements AutoCloseable {
                 }
             } else if (event instanceof FromReferee f && f.command() instanceof Command.Stop stop) {
                 if (stop.round() == round && !reported) {
-                    console.message(options.elastic() > 0
-                            ? "the group cannot go on: fewer than --elastic " + options.elastic() + " workers would be "
-                                    + "left; stopping this node's workers"
-                            : "another node's worker failed; stopping this node's workers");
+                    console.message(
+                            options.elastic() > 0
+                                    ? "the group cannot go on: fewer than --elastic " + options.elastic()
+                                            + " workers would be " + "left; stopping this node's workers"
+                                    : "another node's worker failed; stopping this node's workers");
                     stopGroup();
                     reported = true;
                     coordinator.report(new Report.Stopped(round, options.nodeRank()));
@@ -286,9 +306,15 @@ public final class Launcher implements AutoCloseable {
                 if (options.elastic() > 0) {
                     // The referee decides: the others go on as the next generation, or the round fails.
                     lost++;
-                    console.message(failure.summary() + (round > 0 ? " (restart " + round + ")" : "") + lastLines(failure));
-                    coordinator.report(new Report.Lost(round, options.nodeRank(), failure.rank(), exited.code(),
-                            "rank " + failure.rank() + where + " " + failure.status().describe()));
+                    console.message(
+                            failure.summary() + (round > 0 ? " (restart " + round + ")" : "") + lastLines(failure));
+                    coordinator.report(new Report.Lost(
+                            round,
+                            options.nodeRank(),
+                            failure.rank(),
+                            exited.code(),
+                            "rank " + failure.rank() + where + " "
+                                    + failure.status().describe()));
                     if (finished == options.nprocPerNode() - lost) {
                         reported = true;
                         stopGroup();
@@ -300,8 +326,12 @@ public final class Launcher implements AutoCloseable {
                         + "; stopping the other workers" + lastLines(failure));
                 stopGroup();
                 reported = true;
-                coordinator.report(new Report.Failed(round, options.nodeRank(), exited.code(),
-                        "rank " + failure.rank() + where + " " + failure.status().describe()));
+                coordinator.report(new Report.Failed(
+                        round,
+                        options.nodeRank(),
+                        exited.code(),
+                        "rank " + failure.rank() + where + " "
+                                + failure.status().describe()));
             }
         }
     }
@@ -315,12 +345,15 @@ public final class Launcher implements AutoCloseable {
         List<String> command = program.command();
         for (int i = 0; i < command.size(); i++) {
             String arg = command.get(i);
-            if (arg.equals("--distributed-backend=" + MPI) || arg.equals("--distributed-backend") && i + 1 < command.size()
-                    && command.get(i + 1).equalsIgnoreCase(MPI)) {
+            if (arg.equals("--distributed-backend=" + MPI)
+                    || arg.equals("--distributed-backend")
+                            && i + 1 < command.size()
+                            && command.get(i + 1).equalsIgnoreCase(MPI)) {
                 return true;
             }
         }
-        String named = env.containsKey(Backends.ENV_BACKEND) ? env.get(Backends.ENV_BACKEND)
+        String named = env.containsKey(Backends.ENV_BACKEND)
+                ? env.get(Backends.ENV_BACKEND)
                 : inheritedEnvironment().getOrDefault(Backends.ENV_BACKEND, "");
         return MPI.equalsIgnoreCase(named.trim());
     }
@@ -360,7 +393,9 @@ public final class Launcher implements AutoCloseable {
 
     /** What a program that uses DJL should do instead of {@code engine}; empty when it may use it. */
     private String djlAdvice(String engine) {
-        return LOADING_LIBTORCH.contains(engine) && program.usesDjl() ? djlAdvice(engine, Runtime.version().feature()) : "";
+        return LOADING_LIBTORCH.contains(engine) && program.usesDjl()
+                ? djlAdvice(engine, Runtime.version().feature())
+                : "";
     }
 
     /** {@link #djlAdvice(String)} for a program that uses DJL, with workers on JDK {@code jdk}. */
@@ -380,7 +415,8 @@ public final class Launcher implements AutoCloseable {
      */
     private Map<String, String> jobVariables() {
         Map<String, String> vars = new java.util.HashMap<>();
-        vars.put(LaunchEnvironment.GROUP_WORLD_SIZE, Integer.toString(placement().groups()));
+        vars.put(
+                LaunchEnvironment.GROUP_WORLD_SIZE, Integer.toString(placement().groups()));
         if (job != null) {
             vars.put(Backends.ENV_OLDEST_JDK, Integer.toString(job.oldestJdk()));
         }

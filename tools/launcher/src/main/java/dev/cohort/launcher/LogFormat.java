@@ -23,11 +23,10 @@ public final class LogFormat {
 
     static final String FORMAT_PROPERTY = "java.util.logging.SimpleFormatter.format";
     private static final String PROPERTY_PREFIX = "java.util.logging.";
-    private static final List<String> CONFIGURATION = List.of(FORMAT_PROPERTY, "java.util.logging.config.file",
-            "java.util.logging.config.class");
+    private static final List<String> CONFIGURATION =
+            List.of(FORMAT_PROPERTY, "java.util.logging.config.file", "java.util.logging.config.class");
 
-    private LogFormat() {
-    }
+    private LogFormat() {}
 
     /**
      * Gives this JVM's console log records the one-line format, unless its user configured
@@ -42,8 +41,8 @@ public final class LogFormat {
 
     /** The JVM options that give a Java worker this JVM's logging: see {@link #workerOptions(List, UnaryOperator)}. */
     static List<String> workerOptions() {
-        return workerOptions(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments(),
-                System::getProperty);
+        return workerOptions(
+                java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments(), System::getProperty);
     }
 
     /**

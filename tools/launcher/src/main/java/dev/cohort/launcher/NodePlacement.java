@@ -16,8 +16,11 @@ record NodePlacement(int worldSize, int firstRank, int groupRank, int groups) {
     }
 
     static NodePlacement of(LaunchOptions options, Command.Job job) {
-        return new NodePlacement(job.worldSize(), job.firstRanks().get(options.nodeRank()),
-                job.nodes().indexOf(options.nodeRank()), job.nodes().size());
+        return new NodePlacement(
+                job.worldSize(),
+                job.firstRanks().get(options.nodeRank()),
+                job.nodes().indexOf(options.nodeRank()),
+                job.nodes().size());
     }
 
     int globalRank(int localRank) {

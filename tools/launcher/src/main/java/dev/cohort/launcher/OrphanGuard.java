@@ -41,8 +41,10 @@ final class OrphanGuard implements AutoCloseable {
         List<String> cmd = new ArrayList<>(setsid);
         cmd.addAll(List.of("sh", "-c", SCRIPT));
         try {
-            return new OrphanGuard(new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD)
-                    .redirectError(ProcessBuilder.Redirect.DISCARD).start());
+            return new OrphanGuard(new ProcessBuilder(cmd)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                    .redirectError(ProcessBuilder.Redirect.DISCARD)
+                    .start());
         } catch (IOException e) {
             return new OrphanGuard(null);
         }

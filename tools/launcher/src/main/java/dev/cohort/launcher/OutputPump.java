@@ -50,7 +50,7 @@ final class OutputPump {
                 int read = 0;
                 for (String line = reader.readLine(); line != null; line = reader.readLine()) {
                     if (stderr && ++read <= NOTICE_LINES && INCUBATOR_WARNING.equals(line)) {
-                        continue;         // after the JVM's other notices, e.g. "Picked up JAVA_TOOL_OPTIONS"
+                        continue; // after the JVM's other notices, e.g. "Picked up JAVA_TOOL_OPTIONS"
                     }
                     if (Marker.isMarker(line)) {
                         Optional<Marker> marker = Marker.parse(line);
@@ -87,8 +87,13 @@ final class OutputPump {
      * Copies one stream of {@code mpirun --tag-output}, which carries every rank's lines, each to
      * its rank as {@link #start} does; {@code untagged} gets mpirun's own lines.
      */
-    static OutputPump startTagged(InputStream in, boolean stderr, Console console, Writer[] logs, LastLines[] last,
-                                  java.util.function.Consumer<String> untagged) {
+    static OutputPump startTagged(
+            InputStream in,
+            boolean stderr,
+            Console console,
+            Writer[] logs,
+            LastLines[] last,
+            java.util.function.Consumer<String> untagged) {
         Runnable copy = () -> {
             ProgressToLog[] progress = new ProgressToLog[logs.length];
             for (int r = 0; r < logs.length; r++) {

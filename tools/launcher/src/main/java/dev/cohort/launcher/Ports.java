@@ -7,11 +7,11 @@ import java.net.ServerSocket;
 /** Free-port checks done before any worker starts. */
 final class Ports {
 
-    private Ports() {
-    }
+    private Ports() {}
 
     /** Where free master ports are picked: below Linux's ephemeral range (32768 and up). */
     static final int PICK_FROM = 20_000;
+
     static final int PICK_TO = 32_000;
 
     /**
@@ -25,7 +25,8 @@ final class Ports {
         IOException last = null;
         for (int attempt = 0; attempt < 200; attempt++) {
             int port = PICK_FROM + random.nextInt(PICK_TO - PICK_FROM);
-            try (ServerSocket a = bound(port); ServerSocket b = bound(port + 1)) {
+            try (ServerSocket a = bound(port);
+                    ServerSocket b = bound(port + 1)) {
                 return port;
             } catch (IOException e) {
                 last = e;
@@ -53,8 +54,9 @@ final class Ports {
             s.setReuseAddress(true);
             s.bind(new InetSocketAddress(port));
         } catch (IOException e) {
-            throw new IllegalArgumentException(option + " " + port + " is taken on this host (" + e.getMessage()
-                    + "); pick another port" + (option.equals("--master-port") ? ", or " + option + " 0 for a free one" : ""));
+            throw new IllegalArgumentException(
+                    option + " " + port + " is taken on this host (" + e.getMessage() + "); pick another port"
+                            + (option.equals("--master-port") ? ", or " + option + " 0 for a free one" : ""));
         }
     }
 }

@@ -27,8 +27,7 @@ public final class ProcessTreeKiller {
 
     private static final List<String> SETSID = findSetsid();
 
-    private ProcessTreeKiller() {
-    }
+    private ProcessTreeKiller() {}
 
     /**
      * The command prefix that makes a worker the leader of a new session and process group
@@ -95,12 +94,14 @@ public final class ProcessTreeKiller {
     // Java 17 signals only with SIGTERM/SIGKILL, and never a group: the shell's kill builtin does
     // the rest. Errors (a group already empty) are ignored.
     private static void kill(String signal, List<String> targets) {
-        List<String> cmd = new ArrayList<>(List.of("sh", "-c", "for t; do kill -s " + signal + " -- \"$t\"; done "
-                + "2>/dev/null; exit 0", "sh"));
+        List<String> cmd = new ArrayList<>(
+                List.of("sh", "-c", "for t; do kill -s " + signal + " -- \"$t\"; done " + "2>/dev/null; exit 0", "sh"));
         cmd.addAll(targets);
         try {
-            Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            Process p = new ProcessBuilder(cmd)
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                    .start();
             if (!p.waitFor(2, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
             }

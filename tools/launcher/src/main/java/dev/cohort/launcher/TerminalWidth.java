@@ -18,8 +18,7 @@ final class TerminalWidth {
     static final int FALLBACK = 80;
     private static final long STTY_MILLIS = 1000;
 
-    private TerminalWidth() {
-    }
+    private TerminalWidth() {}
 
     static int columns() {
         Integer fromEnv = parse(System.getenv("COLUMNS"));
@@ -47,7 +46,8 @@ final class TerminalWidth {
     private static Integer stty() {
         try {
             Process p = new ProcessBuilder("sh", "-c", "stty size < /dev/tty")
-                    .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+                    .redirectError(ProcessBuilder.Redirect.DISCARD)
+                    .start();
             p.getOutputStream().close();
             if (!p.waitFor(STTY_MILLIS, TimeUnit.MILLISECONDS)) {
                 p.destroyForcibly();

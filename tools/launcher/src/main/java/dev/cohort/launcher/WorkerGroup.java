@@ -1,7 +1,7 @@
 package dev.cohort.launcher;
 
-import dev.cohort.api.Topology;
 import dev.cohort.api.LaunchEnvironment;
+import dev.cohort.api.Topology;
 import dev.cohort.runtime.SharedMemoryFiles;
 import java.io.File;
 import java.io.IOException;
@@ -31,11 +31,11 @@ final class WorkerGroup {
     private final List<Worker> workers;
     /** The launch contract the workers got (less their ranks): names this run's shared-memory files. */
     private final Map<String, String> contract;
+
     private final Console console;
 
-    private record Worker(int rank, Process process, OutputPump out, OutputPump err, OutputPump.LastLines last,
-                          Writer log) {
-    }
+    private record Worker(
+            int rank, Process process, OutputPump out, OutputPump err, OutputPump.LastLines last, Writer log) {}
 
     private WorkerGroup(List<Worker> workers, Map<String, String> contract, Console console) {
         this.workers = workers;
@@ -47,21 +47,32 @@ final class WorkerGroup {
      * Starts {@code options.nprocPerNode()} workers for round {@code restart}. When one fails to
      * start, those already started are stopped and the exception is thrown.
      */
-    static WorkerGroup start(LaunchOptions options, NodePlacement placement, int masterPort, WorkerProgram program,
-                             int restart,
-                             Map<String, String> extraEnv, Console console, OrphanGuard guard,
-                             BiConsumer<Integer, Integer> onExit) throws IOException {
+    static WorkerGroup start(
+            LaunchOptions options,
+            NodePlacement placement,
+            int masterPort,
+            WorkerProgram program,
+            int restart,
+            Map<String, String> extraEnv,
+            Console console,
+            OrphanGuard guard,
+            BiConsumer<Integer, Integer> onExit)
+            throws IOException {
         List<Worker> started = new ArrayList<>();
-        Map<String, String> runContract = new LaunchEnvironment(options.masterAddr(), masterPort,
-                new Topology(0, placement.worldSize(), 0, options.nprocPerNode(), placement.groupRank()), restart,
-                options.runId()).toMap();
+        Map<String, String> runContract = new LaunchEnvironment(
+                        options.masterAddr(),
+                        masterPort,
+                        new Topology(0, placement.worldSize(), 0, options.nprocPerNode(), placement.groupRank()),
+                        restart,
+                        options.runId())
+                .toMap();
         try {
             for (int local = 0; local < options.nprocPerNode(); local++) {
                 int rank = placement.globalRank(local);
-                Topology topology = new Topology(rank, placement.worldSize(), local, options.nprocPerNode(),
-                        placement.groupRank());
-                LaunchEnvironment contract = new LaunchEnvironment(options.masterAddr(), masterPort, topology, restart,
-                        options.runId());
+                Topology topology =
+                        new Topology(rank, placement.worldSize(), local, options.nprocPerNode(), placement.groupRank());
+                LaunchEnvironment contract =
+                        new LaunchEnvironment(options.masterAddr(), masterPort, topology, restart, options.runId());
                 List<String> command = new ArrayList<>(ProcessTreeKiller.sessionWrapper());
                 command.addAll(CoreBinding.prefix(options, local));
                 command.addAll(program.command());
@@ -78,8 +89,8 @@ final class WorkerGroup {
                     process = pb.start();
                 } catch (IOException e) {
                     closeQuietly(log);
-                    throw new IOException("cannot start rank " + rank + " (" + program.description() + "): "
-                            + e.getMessage(), e);
+                    throw new IOException(
+                            "cannot start rank " + rank + " (" + program.description() + "): " + e.getMessage(), e);
                 }
                 if (!ProcessTreeKiller.sessionWrapper().isEmpty()) {
                     guard.watch(process.pid());
@@ -112,18 +123,32 @@ final class WorkerGroup {
      * exits with its code, or every rank with 0. Ranks are not bound to cores unless
      * {@code --bind-cores} (Open MPI binds by default, which would put a JVM's threads on one core).
      */
-    static WorkerGroup startThroughMpirun(LaunchOptions options, int masterPort, WorkerProgram program, int restart,
-                                          Map<String, String> extraEnv, Console console, OrphanGuard guard,
-                                          BiConsumer<Integer, Integer> onExit) throws IOException {
+    static WorkerGroup startThroughMpirun(
+            LaunchOptions options,
+            int masterPort,
+            WorkerProgram program,
+            int restart,
+            Map<String, String> extraEnv,
+            Console console,
+            OrphanGuard guard,
+            BiConsumer<Integer, Integer> onExit)
+            throws IOException {
         if (options.nnodes() > 1) {
             throw new IOException("the launcher starts an MPI job on one node only; across nodes start mpirun yourself "
                     + "with your hostfile (mpirun -np N --hostfile FILE java ... --distributed-backend mpi)");
         }
         int n = options.nprocPerNode();
-        Map<String, String> runContract = new LaunchEnvironment(options.masterAddr(), masterPort,
-                new Topology(0, n, 0, n, 0), restart, options.runId()).toMap();
+        Map<String, String> runContract = new LaunchEnvironment(
+                        options.masterAddr(), masterPort, new Topology(0, n, 0, n, 0), restart, options.runId())
+                .toMap();
         List<String> command = new ArrayList<>(ProcessTreeKiller.sessionWrapper());
-        command.addAll(List.of(mpirun(), "--tag-output", "--oversubscribe", "-np", Integer.toString(n), "--bind-to",
+        command.addAll(List.of(
+                mpirun(),
+                "--tag-output",
+                "--oversubscribe",
+                "-np",
+                Integer.toString(n),
+                "--bind-to",
                 options.bindCores() ? "core" : "none"));
         if ("root".equals(System.getProperty("user.name"))) {
             command.add("--allow-run-as-root");
@@ -159,8 +184,10 @@ final class WorkerGroup {
             for (Writer log : logs) {
                 closeQuietly(log);
             }
-            throw new IOException("cannot start " + mpirun() + " for the mpi engine (install Open MPI: Debian's "
-                    + "openmpi-bin; or name it with COHORT_MPIRUN): " + e.getMessage(), e);
+            throw new IOException(
+                    "cannot start " + mpirun() + " for the mpi engine (install Open MPI: Debian's "
+                            + "openmpi-bin; or name it with COHORT_MPIRUN): " + e.getMessage(),
+                    e);
         }
         if (!ProcessTreeKiller.sessionWrapper().isEmpty()) {
             guard.watch(process.pid());
@@ -205,12 +232,15 @@ final class WorkerGroup {
      * empty arguments, which a program's options may hold. Other programs pass as they are.
      */
     private static List<String> argumentFile(List<String> command) throws IOException {
-        if (command.isEmpty() || !Path.of(command.get(0)).getFileName().toString().equals("java")) {
+        if (command.isEmpty()
+                || !Path.of(command.get(0)).getFileName().toString().equals("java")) {
             return command;
         }
         StringBuilder text = new StringBuilder();
         for (String arg : command.subList(1, command.size())) {
-            text.append('"').append(arg.replace("\\", "\\\\").replace("\"", "\\\"")).append("\"\n");
+            text.append('"')
+                    .append(arg.replace("\\", "\\\\").replace("\"", "\\\""))
+                    .append("\"\n");
         }
         Path file = Files.createTempFile("cohort-mpirun-", ".args");
         file.toFile().deleteOnExit();
@@ -229,8 +259,11 @@ final class WorkerGroup {
             return null;
         }
         Files.createDirectories(dir);
-        Writer w = Files.newBufferedWriter(dir.resolve("rank-" + rank + ".log"), StandardCharsets.UTF_8,
-                StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+        Writer w = Files.newBufferedWriter(
+                dir.resolve("rank-" + rank + ".log"),
+                StandardCharsets.UTF_8,
+                StandardOpenOption.CREATE,
+                StandardOpenOption.APPEND);
         w.write("=== cohort: rank " + rank + ", restart " + restart + " ===\n");
         w.flush();
         return w;

@@ -86,11 +86,15 @@ public final class WorkerProgram {
     /** This JVM's options that workers on the same class path need too. */
     private static List<String> thisJvmsModuleOptions() {
         List<String> inherited = new ArrayList<>();
-        List<String> input = java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments();
+        List<String> input =
+                java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments();
         for (int i = 0; i < input.size(); i++) {
             String a = input.get(i);
-            if (a.startsWith("--add-modules=") || a.startsWith("--enable-native-access") || a.startsWith("--add-opens=")
-                    || a.startsWith("--add-exports=") || a.startsWith("--sun-misc-unsafe-memory-access=")) {
+            if (a.startsWith("--add-modules=")
+                    || a.startsWith("--enable-native-access")
+                    || a.startsWith("--add-opens=")
+                    || a.startsWith("--add-exports=")
+                    || a.startsWith("--sun-misc-unsafe-memory-access=")) {
                 inherited.add(a);
             } else if ((a.equals("--add-modules") || a.equals("--add-opens") || a.equals("--add-exports"))
                     && i + 1 < input.size()) {
@@ -102,7 +106,8 @@ public final class WorkerProgram {
     }
 
     /** Runs {@code mainClass} with {@code classPath} and extra JVM options (e.g. {@code -Xmx2g}). */
-    public static WorkerProgram mainClass(String mainClass, List<String> args, String classPath, List<String> jvmOptions) {
+    public static WorkerProgram mainClass(
+            String mainClass, List<String> args, String classPath, List<String> jvmOptions) {
         Objects.requireNonNull(mainClass, "mainClass");
         List<String> cmd = new ArrayList<>();
         cmd.add(javaExecutable());
@@ -161,7 +166,8 @@ public final class WorkerProgram {
         WorkerProgram program = resolveOn(tokens, userClassPath + File.pathSeparator + cohortClassPath);
         if (!program.description.startsWith("main class ")) {
             throw new IllegalArgumentException("--classpath is for a main class, but the program is a "
-                    + program.description + ", which brings its own class path; drop --classpath (and COHORT_CLASSPATH), "
+                    + program.description
+                    + ", which brings its own class path; drop --classpath (and COHORT_CLASSPATH), "
                     + "or name the main class");
         }
         return program;
@@ -173,7 +179,8 @@ public final class WorkerProgram {
             if (entry.isEmpty()) {
                 continue;
             }
-            Path p = Path.of(entry.endsWith("/*") || entry.equals("*") ? entry.substring(0, entry.length() - 1) + "." : entry);
+            Path p = Path.of(
+                    entry.endsWith("/*") || entry.equals("*") ? entry.substring(0, entry.length() - 1) + "." : entry);
             if (!Files.exists(p)) {
                 throw new IllegalArgumentException("class path entry " + entry + " does not exist (working directory "
                         + Path.of("").toAbsolutePath() + "); check --classpath / COHORT_CLASSPATH");
@@ -199,7 +206,8 @@ public final class WorkerProgram {
         if (first.contains("/")) {
             Path p = Path.of(first);
             if (!Files.isRegularFile(p) || !Files.isExecutable(p)) {
-                throw new IllegalArgumentException(first + " is not an executable file; check the path or `chmod +x` it");
+                throw new IllegalArgumentException(
+                        first + " is not an executable file; check the path or `chmod +x` it");
             }
             return command(tokens);
         }
@@ -233,7 +241,8 @@ public final class WorkerProgram {
                 }
             }
         }
-        try (URLClassLoader loader = new URLClassLoader(urls.toArray(new URL[0]), ClassLoader.getPlatformClassLoader())) {
+        try (URLClassLoader loader =
+                new URLClassLoader(urls.toArray(new URL[0]), ClassLoader.getPlatformClassLoader())) {
             Class.forName(name, false, loader);
             return true;
         } catch (ClassNotFoundException | LinkageError e) {
@@ -253,7 +262,10 @@ public final class WorkerProgram {
         }
         Path dir = Path.of(entry.substring(0, entry.length() - 1) + ".");
         try (var jars = Files.list(dir)) {
-            return jars.filter(j -> j.toString().endsWith(".jar") || j.toString().endsWith(".JAR")).sorted().toList();
+            return jars.filter(
+                            j -> j.toString().endsWith(".jar") || j.toString().endsWith(".JAR"))
+                    .sorted()
+                    .toList();
         } catch (java.io.IOException | RuntimeException e) {
             return List.of();
         }

@@ -15,29 +15,47 @@ import org.junit.jupiter.api.Timeout;
 class AutoChoiceTest {
 
     private static Map<String, String> layout(int world, int perHost) {
-        return new HashMap<>(Map.of("RANK", "0", "WORLD_SIZE", Integer.toString(world), "LOCAL_RANK", "0",
-                "LOCAL_WORLD_SIZE", Integer.toString(perHost), "GROUP_RANK", "0"));
+        return new HashMap<>(Map.of(
+                "RANK",
+                "0",
+                "WORLD_SIZE",
+                Integer.toString(world),
+                "LOCAL_RANK",
+                "0",
+                "LOCAL_WORLD_SIZE",
+                Integer.toString(perHost),
+                "GROUP_RANK",
+                "0"));
     }
 
     @Test
     void glooRunsAnyLayoutOnJdk17() {
-        assertThat(Backends.auto(layout(4, 4), 17)).isEqualTo(new Backends.AutoChoice("gloo",
-                Runtime.version().feature() >= 22 ? "JDK 17 has no foreign-memory API for shared memory; a JDK >= 22 "
-                        + "would use shm" : "4 workers on one host: Gloo over TCP"));
+        assertThat(Backends.auto(layout(4, 4), 17))
+                .isEqualTo(new Backends.AutoChoice(
+                        "gloo",
+                        Runtime.version().feature() >= 22
+                                ? "JDK 17 has no foreign-memory API for shared memory; a JDK >= 22 " + "would use shm"
+                                : "4 workers on one host: Gloo over TCP"));
         assertThat(Backends.auto(Map.of(), 25).backend()).isEqualTo("none");
     }
 
     @Test
     void sharedMemoryOnOneHostAndHierAcrossHostsOnJdk22() {
-        assumeThat(Runtime.version().feature()).as("shm and hier are built on JDK >= 22").isGreaterThanOrEqualTo(22);
-        assertThat(Backends.auto(layout(4, 4), 22)).isEqualTo(new Backends.AutoChoice("shm",
-                "all 4 workers on one host: shared memory"));
-        assertThat(Backends.auto(layout(4, 2), 25)).isEqualTo(new Backends.AutoChoice("hier",
-                "4 workers on 2 hosts: shared memory within each host, Gloo between hosts"));
+        assumeThat(Runtime.version().feature())
+                .as("shm and hier are built on JDK >= 22")
+                .isGreaterThanOrEqualTo(22);
+        assertThat(Backends.auto(layout(4, 4), 22))
+                .isEqualTo(new Backends.AutoChoice("shm", "all 4 workers on one host: shared memory"));
+        assertThat(Backends.auto(layout(4, 2), 25))
+                .isEqualTo(new Backends.AutoChoice(
+                        "hier", "4 workers on 2 hosts: shared memory within each host, Gloo between hosts"));
         Map<String, String> env = layout(4, 2);
         env.put(Backends.ENV_OLDEST_JDK, "17");
-        assertThat(Backends.auto(env, 25)).isEqualTo(new Backends.AutoChoice("gloo", "a node of this job runs its "
-                + "workers on JDK 17, which has no foreign-memory API for shared memory, so every node uses gloo; "
-                + "JDK >= 22 on every node would use hier"));
+        assertThat(Backends.auto(env, 25))
+                .isEqualTo(new Backends.AutoChoice(
+                        "gloo",
+                        "a node of this job runs its "
+                                + "workers on JDK 17, which has no foreign-memory API for shared memory, so every node uses gloo; "
+                                + "JDK >= 22 on every node would use hier"));
     }
 }

@@ -19,8 +19,12 @@ class ConsoleTest {
     private final ByteArrayOutputStream err = new ByteArrayOutputStream();
 
     private Console console(boolean terminal, long plainIntervalMillis) {
-        return new Console(new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8), terminal, plainIntervalMillis, () -> 100);
+        return new Console(
+                new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8),
+                terminal,
+                plainIntervalMillis,
+                () -> 100);
     }
 
     private String out() {
@@ -39,15 +43,15 @@ class ConsoleTest {
         console.progress(0, step(1));
         console.progress(0, step(2));
         console.workerLine(0, false, "an ordinary line");
-        console.progress(1, step(3));   // another rank's: never shown
+        console.progress(1, step(3)); // another rank's: never shown
         Thread.sleep(400);
         console.progress(0, step(4));
         console.progress(0, new Finished());
 
-        assertThat(out().lines()).containsExactly(
-                "[rank 0] epoch 1/2: 1/10 steps (10%), loss 0.1",
-                "[rank 0] an ordinary line",
-                "[rank 0] epoch 1/2: 4/10 steps (40%), loss 0.4");
+        assertThat(out().lines())
+                .containsExactly(
+                        "[rank 0] epoch 1/2: 1/10 steps (10%), loss 0.1",
+                        "[rank 0] an ordinary line", "[rank 0] epoch 1/2: 4/10 steps (40%), loss 0.4");
         assertThat(err.size()).isZero();
     }
 
@@ -59,13 +63,17 @@ class ConsoleTest {
         console.workerLine(1, false, "a line from rank 1");
         console.message("a message");
         console.progress(0, step(7));
-        Thread.sleep(500);   // the bar redraws itself every 200 ms
+        Thread.sleep(500); // the bar redraws itself every 200 ms
         console.progress(0, new Finished());
 
         String text = out();
         // Drawn in place: carriage returns and erasing, never a line break inside the bar.
-        assertThat(text).contains("\r\u001b[K" + "epoch 1/2").contains("loss 0.3").contains("loss 0.7")
-                .contains("3/10 steps").contains("7/10 steps");
+        assertThat(text)
+                .contains("\r\u001b[K" + "epoch 1/2")
+                .contains("loss 0.3")
+                .contains("loss 0.7")
+                .contains("3/10 steps")
+                .contains("7/10 steps");
         // The worker's line is written whole on an erased line, then the bar is drawn again.
         int line = text.indexOf("\r\u001b[K[rank 1] a line from rank 1\n");
         assertThat(line).isPositive();
@@ -95,7 +103,9 @@ class ConsoleTest {
     private void awaitOutput(String text) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
         while (!out().contains(text)) {
-            assertThat(System.nanoTime()).as("waiting for '" + text + "' in:\n" + out()).isLessThan(deadline);
+            assertThat(System.nanoTime())
+                    .as("waiting for '" + text + "' in:\n" + out())
+                    .isLessThan(deadline);
             Thread.sleep(10);
         }
     }

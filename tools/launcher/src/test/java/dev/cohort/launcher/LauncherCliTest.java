@@ -34,7 +34,9 @@ class LauncherCliTest {
         cmd.addAll(jvmOptions);
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), LauncherMain.class.getName()));
         cmd.addAll(List.of(args));
-        return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(dir.resolve("launcher.out").toFile())
+        return new ProcessBuilder(cmd)
+                .redirectErrorStream(true)
+                .redirectOutput(dir.resolve("launcher.out").toFile())
                 .start();
     }
 
@@ -54,8 +56,17 @@ class LauncherCliTest {
     @Timeout(60)
     void sigtermToTheLauncherStopsEveryWorkerEvenAStoppedOne() throws Exception {
         Path pidDir = dir.resolve("pids");
-        Process p = launcher("--nproc-per-node", "2", "--master-port", "0", "--grace-period", "2", "--",
-                TestWorker.class.getName(), "sleep", pidDir.toString());
+        Process p = launcher(
+                "--nproc-per-node",
+                "2",
+                "--master-port",
+                "0",
+                "--grace-period",
+                "2",
+                "--",
+                TestWorker.class.getName(),
+                "sleep",
+                pidDir.toString());
         awaitPid(pidDir, 0, 0, 20_000);
         Processes.signal(awaitPid(pidDir, 1, 0, 20_000), "STOP");
 
@@ -109,15 +120,28 @@ class LauncherCliTest {
     @Test
     @Timeout(60)
     void exitCodeIsTheFailedWorkersForAMainClassAndForACommand() throws Exception {
-        Process java = launcher("--nproc-per-node", "2", "--master-port", "0", "--", TestWorker.class.getName(),
-                "fail-after", dir.toString(), "300", "6", "0");
+        Process java = launcher(
+                "--nproc-per-node",
+                "2",
+                "--master-port",
+                "0",
+                "--",
+                TestWorker.class.getName(),
+                "fail-after",
+                dir.toString(),
+                "300",
+                "6",
+                "0");
         assertThat(awaitExit(java, 30)).isEqualTo(6);
-        assertThat(output()).contains("cohort: rank 0 exited with code 6; stopping the other workers",
-                "[rank 0] working", "cohort: run failed (exit 6): rank 0 exited with code 6");
+        assertThat(output())
+                .contains(
+                        "cohort: rank 0 exited with code 6; stopping the other workers",
+                        "[rank 0] working",
+                        "cohort: run failed (exit 6): rank 0 exited with code 6");
         assertNoneAlive(pids(dir));
 
-        Process shell = launcher("--nproc-per-node", "2", "--master-port", "0", "--", "sh", "-c",
-                "echo hi from $RANK; kill -KILL $$");
+        Process shell = launcher(
+                "--nproc-per-node", "2", "--master-port", "0", "--", "sh", "-c", "echo hi from $RANK; kill -KILL $$");
         assertThat(awaitExit(shell, 30)).isEqualTo(137);
         assertThat(output()).contains("[rank 0] hi from 0", "killed by SIGKILL (exit 137)");
 
@@ -129,27 +153,44 @@ class LauncherCliTest {
     @Test
     @Timeout(60)
     void aJavaWorkersLogRecordsAreOnePlainLineEach() throws Exception {
-        Process p = launcher("--nproc-per-node", "1", "--master-port", "0", "--", TestWorker.class.getName(), "log",
-                dir.toString());
+        Process p = launcher(
+                "--nproc-per-node", "1", "--master-port", "0", "--", TestWorker.class.getName(), "log", dir.toString());
         assertThat(awaitExit(p, 30)).isZero();
         List<String> lines = output().lines().toList();
-        assertThat(lines).contains("[rank 0] LOGGED",
-                "[rank 0] INFO dev.cohort.api.Backends: backend auto (from the program): none (one worker)");
-        assertThat(lines).containsSubsequence("[rank 0] WARNING dev.cohort.launcher.testing.TestWorker: a warning with "
-                + "its cause", "[rank 0] java.lang.IllegalStateException: the cause");
-        assertThat(lines).as("java.util.logging's default first line (time, class and method)")
+        assertThat(lines)
+                .contains(
+                        "[rank 0] LOGGED",
+                        "[rank 0] INFO dev.cohort.api.Backends: backend auto (from the program): none (one worker)");
+        assertThat(lines)
+                .containsSubsequence(
+                        "[rank 0] WARNING dev.cohort.launcher.testing.TestWorker: a warning with " + "its cause",
+                        "[rank 0] java.lang.IllegalStateException: the cause");
+        assertThat(lines)
+                .as("java.util.logging's default first line (time, class and method)")
                 .noneMatch(l -> l.contains("Backends selectAuto"));
     }
 
     @Test
     @Timeout(60)
     void aLoggingConfigurationGivenToTheLauncherReachesItsWorkers() throws Exception {
-        Path quiet = Files.writeString(dir.resolve("quiet.properties"),
+        Path quiet = Files.writeString(
+                dir.resolve("quiet.properties"),
                 "handlers = java.util.logging.ConsoleHandler\ndev.cohort.level = OFF\n");
-        Process p = launcher(List.of("-Djava.util.logging.config.file=" + quiet), "--nproc-per-node", "1",
-                "--master-port", "0", "--", TestWorker.class.getName(), "log", dir.toString());
+        Process p = launcher(
+                List.of("-Djava.util.logging.config.file=" + quiet),
+                "--nproc-per-node",
+                "1",
+                "--master-port",
+                "0",
+                "--",
+                TestWorker.class.getName(),
+                "log",
+                dir.toString());
         assertThat(awaitExit(p, 30)).isZero();
-        assertThat(output()).contains("[rank 0] LOGGED").doesNotContain("backend auto").doesNotContain("its cause");
+        assertThat(output())
+                .contains("[rank 0] LOGGED")
+                .doesNotContain("backend auto")
+                .doesNotContain("its cause");
     }
 
     @Test
@@ -164,10 +205,12 @@ class LauncherCliTest {
         assertThat(LauncherMain.run(with(program, "--nnodes", "2", "--node-rank", "2", "--master-addr", "h")))
                 .isEqualTo(2);
         assertThat(LauncherMain.run(with(program, "--master-port", "65536"))).isEqualTo(2);
-        assertThat(LauncherMain.run("--master-port", "0", "--", "com.example.NoSuchMain")).isEqualTo(2);
+        assertThat(LauncherMain.run("--master-port", "0", "--", "com.example.NoSuchMain"))
+                .isEqualTo(2);
         try (ServerSocket taken = new ServerSocket(0)) {
             assertThat(LauncherMain.run(with(program, "--master-port", Integer.toString(taken.getLocalPort()))))
-                    .as("master port taken").isEqualTo(2);
+                    .as("master port taken")
+                    .isEqualTo(2);
         }
         assertThat(new File(marker)).doesNotExist();
     }
@@ -175,30 +218,66 @@ class LauncherCliTest {
     @Test
     @Timeout(60)
     void backendChoosesTheWorkersEngineWithoutTouchingTheProgramsArguments() throws Exception {
-        Process p = launcher("--backend", "TCP", "--nproc-per-node", "1", "--master-port", "0", "--", "sh", "-c",
+        Process p = launcher(
+                "--backend",
+                "TCP",
+                "--nproc-per-node",
+                "1",
+                "--master-port",
+                "0",
+                "--",
+                "sh",
+                "-c",
                 "echo backend=$COHORT_BACKEND args=$#");
         assertThat(awaitExit(p, 30)).isZero();
-        assertThat(output()).contains("[rank 0] backend=tcp args=0",
-                "workers that choose no --distributed-backend use COHORT_BACKEND=tcp (--backend)");
+        assertThat(output())
+                .contains(
+                        "[rank 0] backend=tcp args=0",
+                        "workers that choose no --distributed-backend use COHORT_BACKEND=tcp (--backend)");
 
         Process bad = launcher("--backend", "nccl", "--", "sh", "-c", "true");
         assertThat(awaitExit(bad, 30)).isEqualTo(2);
-        assertThat(output()).contains("--backend must name an engine: one of ", "tcp", "gloo", "shm", "hier", "mpi",
-                "auto", "none", "threads", "; got 'nccl'", "nothing was started");
-        assertThat(LauncherMain.command().getUsageMessage()).contains("--backend=NAME").contains("COHORT_BACKEND");
+        assertThat(output())
+                .contains(
+                        "--backend must name an engine: one of ",
+                        "tcp",
+                        "gloo",
+                        "shm",
+                        "hier",
+                        "mpi",
+                        "auto",
+                        "none",
+                        "threads",
+                        "; got 'nccl'",
+                        "nothing was started");
+        assertThat(LauncherMain.command().getUsageMessage())
+                .contains("--backend=NAME")
+                .contains("COHORT_BACKEND");
     }
 
     /** The distribution gives its workers lib/ only (not the command's own lib/tools/: DJL, an SLF4J binding). */
     @Test
     @Timeout(60)
     void theWorkersClassPathIsTheOneTheCommandNames() throws Exception {
-        Process p = launcher(List.of("-D" + LauncherMain.WORKERS_CLASSPATH + "=" + dir), "--master-port", "0", "--",
-                TestWorker.class.getName(), "env", dir.toString());
+        Process p = launcher(
+                List.of("-D" + LauncherMain.WORKERS_CLASSPATH + "=" + dir),
+                "--master-port",
+                "0",
+                "--",
+                TestWorker.class.getName(),
+                "env",
+                dir.toString());
         assertThat(awaitExit(p, 30)).isEqualTo(2);
         assertThat(output()).contains("main class " + TestWorker.class.getName() + " does not exist on the class path");
 
-        Process q = launcher(List.of("-D" + LauncherMain.WORKERS_CLASSPATH + "=" + System.getProperty("java.class.path")),
-                "--master-port", "0", "--", TestWorker.class.getName(), "env", dir.toString());
+        Process q = launcher(
+                List.of("-D" + LauncherMain.WORKERS_CLASSPATH + "=" + System.getProperty("java.class.path")),
+                "--master-port",
+                "0",
+                "--",
+                TestWorker.class.getName(),
+                "env",
+                dir.toString());
         assertThat(awaitExit(q, 30)).isZero();
     }
 

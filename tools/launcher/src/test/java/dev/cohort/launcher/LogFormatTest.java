@@ -17,8 +17,14 @@ class LogFormatTest {
     @Test
     void aRecordIsOneLineWithItsLevelAndLogger() {
         // SimpleFormatter's arguments: time, source, logger, level, message, throwable.
-        assertThat(String.format(LogFormat.FORMAT, ZonedDateTime.now(), "dev.cohort.api.Backends selectAuto",
-                "dev.cohort.api.Backends", "INFO", "backend auto (from COHORT_BACKEND): shm (one host)", ""))
+        assertThat(String.format(
+                        LogFormat.FORMAT,
+                        ZonedDateTime.now(),
+                        "dev.cohort.api.Backends selectAuto",
+                        "dev.cohort.api.Backends",
+                        "INFO",
+                        "backend auto (from COHORT_BACKEND): shm (one host)",
+                        ""))
                 .isEqualTo("INFO dev.cohort.api.Backends: backend auto (from COHORT_BACKEND): shm (one host)"
                         + System.lineSeparator());
     }
@@ -31,7 +37,8 @@ class LogFormatTest {
 
         String file = "-D" + CONFIG_FILE + "=quiet.properties";
         assertThat(LogFormat.workerOptions(List.of("-Xmx1g", file), Map.of(CONFIG_FILE, "quiet.properties")::get))
-                .as("a configuration file is passed on, and its format is not overridden").containsExactly(file);
+                .as("a configuration file is passed on, and its format is not overridden")
+                .containsExactly(file);
         String theirs = "-D" + LogFormat.FORMAT_PROPERTY + "=%5$s%n";
         assertThat(LogFormat.workerOptions(List.of(theirs), Map.of(LogFormat.FORMAT_PROPERTY, "%5$s%n")::get))
                 .containsExactly(theirs);

@@ -1,12 +1,11 @@
 package dev.cohort.launcher;
 
-import dev.cohort.api.Backends;
-
 import static dev.cohort.launcher.testing.Processes.assertNoneAlive;
 import static dev.cohort.launcher.testing.Processes.awaitPid;
 import static dev.cohort.launcher.testing.Processes.pids;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.cohort.api.Backends;
 import dev.cohort.launcher.testing.TestWorker;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -39,9 +38,11 @@ class MultiNodeTest {
 
     @BeforeAll
     static void createHosts() throws Exception {
-        Assumptions.assumeTrue(sh("command -v ip >/dev/null").isEmpty(),
+        Assumptions.assumeTrue(
+                sh("command -v ip >/dev/null").isEmpty(),
                 "multi-node test skipped: `ip` (iproute2) is missing; apt-get install iproute2");
-        Assumptions.assumeTrue(sh("[ \"$(id -u)\" = 0 ]").isEmpty(), "multi-node test skipped: needs root for network namespaces");
+        Assumptions.assumeTrue(
+                sh("[ \"$(id -u)\" = 0 ]").isEmpty(), "multi-node test skipped: needs root for network namespaces");
         String v0 = "cv" + SUFFIX + "a";
         String v1 = "cv" + SUFFIX + "b";
         String error = sh("ip netns add " + NS0 + " && ip netns add " + NS1
@@ -64,7 +65,9 @@ class MultiNodeTest {
 
     // Runs a shell command; returns its output when it fails, else "".
     private static String sh(String command) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder("sh", "-c", command).redirectErrorStream(true).start();
+        Process p = new ProcessBuilder("sh", "-c", command)
+                .redirectErrorStream(true)
+                .start();
         String out = new String(p.getInputStream().readAllBytes()).trim();
         return p.waitFor() == 0 ? "" : (out.isEmpty() ? "exit " + p.exitValue() : out);
     }
@@ -76,15 +79,38 @@ class MultiNodeTest {
     /** A node's launcher of {@code workers} workers, run by {@code java} (its workers run on the same JDK). */
     private Process node(String ns, int nodeRank, String java, int workers, List<String> options, String... workerArgs)
             throws IOException {
-        List<String> cmd = new ArrayList<>(List.of("ip", "netns", "exec", ns, java, "-cp",
-                System.getProperty("java.class.path"), LauncherMain.class.getName(), "--nnodes", "2", "--node-rank",
-                Integer.toString(nodeRank), "--nproc-per-node", Integer.toString(workers), "--master-addr", MASTER,
-                "--master-port", "29500",
-                "--grace-period", "2", "--join-timeout", "30", "--run-id", "multi"));
+        List<String> cmd = new ArrayList<>(List.of(
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                java,
+                "-cp",
+                System.getProperty("java.class.path"),
+                LauncherMain.class.getName(),
+                "--nnodes",
+                "2",
+                "--node-rank",
+                Integer.toString(nodeRank),
+                "--nproc-per-node",
+                Integer.toString(workers),
+                "--master-addr",
+                MASTER,
+                "--master-port",
+                "29500",
+                "--grace-period",
+                "2",
+                "--join-timeout",
+                "30",
+                "--run-id",
+                "multi"));
         cmd.addAll(options);
         cmd.addAll(List.of("--", TestWorker.class.getName()));
         cmd.addAll(List.of(workerArgs));
-        return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log(nodeRank).toFile()).start();
+        return new ProcessBuilder(cmd)
+                .redirectErrorStream(true)
+                .redirectOutput(log(nodeRank).toFile())
+                .start();
     }
 
     private Path log(int nodeRank) {
@@ -118,7 +144,9 @@ class MultiNodeTest {
         Process s0 = node(NS0, 0, List.of("--secret-file", secret.toString()), "rendezvous", dir.toString());
         Process s1 = node(NS1, 1, List.of("--secret-file", other.toString()), "rendezvous", dir.toString());
         try {
-            assertThat(awaitExit(s1, 1)).as("node 1 exit; output:\n%s", output(1)).isNotZero();
+            assertThat(awaitExit(s1, 1))
+                    .as("node 1 exit; output:\n%s", output(1))
+                    .isNotZero();
             assertThat(output(1)).contains("failed authentication", "does not know this job's secret");
             long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
             while (!output(0).contains("refused a connection from /192.0.2.2") && System.nanoTime() < end) {
@@ -139,13 +167,22 @@ class MultiNodeTest {
         assertThat(awaitExit(n1, 1)).as("node 1 exit; output:\n%s", output(1)).isZero();
 
         assertThat(output(0)).contains("[rank 0] RENDEZVOUS 3");
-        assertThat(output(1)).contains("joining the group at 192.0.2.1:29501", "[rank 2] CONNECTED", "[rank 3] CONNECTED");
+        assertThat(output(1))
+                .contains("joining the group at 192.0.2.1:29501", "[rank 2] CONNECTED", "[rank 3] CONNECTED");
         for (int rank = 0; rank < 4; rank++) {
             int node = rank / 2;
             String line = envLine(output(node), rank);
-            assertThat(line).contains(" RANK=" + rank + " ", "WORLD_SIZE=4", "LOCAL_RANK=" + rank % 2,
-                    "LOCAL_WORLD_SIZE=2", "GROUP_RANK=" + node, "MASTER_ADDR=" + MASTER, "MASTER_PORT=29500",
-                    "COHORT_RUN_ID=multi", "COHORT_RESTART_COUNT=0");
+            assertThat(line)
+                    .contains(
+                            " RANK=" + rank + " ",
+                            "WORLD_SIZE=4",
+                            "LOCAL_RANK=" + rank % 2,
+                            "LOCAL_WORLD_SIZE=2",
+                            "GROUP_RANK=" + node,
+                            "MASTER_ADDR=" + MASTER,
+                            "MASTER_PORT=29500",
+                            "COHORT_RUN_ID=multi",
+                            "COHORT_RESTART_COUNT=0");
         }
     }
 
@@ -163,8 +200,9 @@ class MultiNodeTest {
 
         // The reason names hier where it is on the class path (a build on JDK >= 22).
         boolean hierHere = Backends.discover().containsKey("hier");
-        assertThat(output(0)).contains("workers that choose no --distributed-backend, or auto, use gloo ("
-                + (hierHere ? "a node of this job runs its workers on JDK 17" : ""));
+        assertThat(output(0))
+                .contains("workers that choose no --distributed-backend, or auto, use gloo ("
+                        + (hierHere ? "a node of this job runs its workers on JDK 17" : ""));
         for (int rank = 0; rank < 4; rank++) {
             String out = output(rank / 2);
             assertThat(out).as(out).contains("[rank " + rank + "] AUTO gloo");
@@ -172,8 +210,10 @@ class MultiNodeTest {
         }
         // Node 0's workers run on JDK 22 or newer and still choose gloo, saying why.
         if (hierHere) {
-            assertThat(output(0)).contains("AUTO gloo (a node of this job runs its workers on JDK 17, which has no "
-                    + "foreign-memory API for shared memory, so every node uses gloo; JDK >= 22 on every node would use hier)");
+            assertThat(output(0))
+                    .contains(
+                            "AUTO gloo (a node of this job runs its workers on JDK 17, which has no "
+                                    + "foreign-memory API for shared memory, so every node uses gloo; JDK >= 22 on every node would use hier)");
         }
     }
 
@@ -188,13 +228,22 @@ class MultiNodeTest {
 
         assertThat(output(0)).contains("starting 2 worker(s) (ranks 0..1 of 3)");
         assertThat(output(1)).contains("starting 1 worker(s) (ranks 2..2 of 3)");
-        int[][] expected = {{0, 0, 0, 2}, {1, 0, 1, 2}, {2, 1, 0, 1}};   // rank, node, local rank, local world
+        int[][] expected = {{0, 0, 0, 2}, {1, 0, 1, 2}, {2, 1, 0, 1}}; // rank, node, local rank, local world
         for (int[] e : expected) {
             String out = output(e[1]);
-            assertThat(envLine(out, e[0])).contains(" RANK=" + e[0] + " ", "WORLD_SIZE=3", "LOCAL_RANK=" + e[2],
-                    "LOCAL_WORLD_SIZE=" + e[3], "GROUP_RANK=" + e[1], "GROUP_WORLD_SIZE=2");
-            assertThat(out).contains("[rank " + e[0] + "] AUTO " + (Runtime.version().feature() >= 22
-                    ? "hier (3 workers on 2 hosts: shared memory within each host, Gloo between hosts)" : "gloo"));
+            assertThat(envLine(out, e[0]))
+                    .contains(
+                            " RANK=" + e[0] + " ",
+                            "WORLD_SIZE=3",
+                            "LOCAL_RANK=" + e[2],
+                            "LOCAL_WORLD_SIZE=" + e[3],
+                            "GROUP_RANK=" + e[1],
+                            "GROUP_WORLD_SIZE=2");
+            assertThat(out)
+                    .contains("[rank " + e[0] + "] AUTO "
+                            + (Runtime.version().feature() >= 22
+                                    ? "hier (3 workers on 2 hosts: shared memory within each host, Gloo between hosts)"
+                                    : "gloo"));
         }
     }
 
@@ -213,7 +262,8 @@ class MultiNodeTest {
                 }
                 for (String line : Files.readAllLines(release)) {
                     if (line.startsWith("JAVA_VERSION=")) {
-                        int feature = Integer.parseInt(line.replaceAll("[^0-9.]", "").split("\\.")[0]);
+                        int feature =
+                                Integer.parseInt(line.replaceAll("[^0-9.]", "").split("\\.")[0]);
                         if (feature >= min && feature <= max) {
                             return java.toString();
                         }
@@ -254,7 +304,8 @@ class MultiNodeTest {
     }
 
     private static String envLine(String output, int rank) {
-        List<String> lines = output.lines().filter(l -> l.startsWith("[rank " + rank + "] ENV"))
+        List<String> lines = output.lines()
+                .filter(l -> l.startsWith("[rank " + rank + "] ENV"))
                 .collect(Collectors.toList());
         assertThat(lines).as("ENV lines of rank %d in:\n%s", rank, output).isNotEmpty();
         return lines.get(lines.size() - 1);

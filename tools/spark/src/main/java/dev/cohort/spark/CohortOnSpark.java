@@ -35,8 +35,7 @@ import scala.reflect.ClassTag$;
  */
 public final class CohortOnSpark {
 
-    private CohortOnSpark() {
-    }
+    private CohortOnSpark() {}
 
     /**
      * Runs {@code job} and returns every rank's output, rank by rank, each line tagged
@@ -57,13 +56,20 @@ public final class CohortOnSpark {
         ClassTag<RankTask.Output> outputs = ClassTag$.MODULE$.apply(RankTask.Output.class);
         // Every connection between the ranks proves a secret made for this run, unless the job names
         // one; it reaches the tasks inside the stage's closure, as protected as Spark's own RPC is.
-        String secret = job.environment().containsKey(JobSecret.ENV) || job.environment().containsKey(JobSecret.FILE_ENV)
-                ? null : JobSecret.generate().text();
-        RDD<RankTask.Output> ranksOutput = slots.rdd().barrier().mapPartitions(new RankTask(job, runId.length() > 64
-                ? runId.substring(0, 64) : runId, secret), false, outputs);
+        String secret = job.environment().containsKey(JobSecret.ENV)
+                        || job.environment().containsKey(JobSecret.FILE_ENV)
+                ? null
+                : JobSecret.generate().text();
+        RDD<RankTask.Output> ranksOutput = slots.rdd()
+                .barrier()
+                .mapPartitions(
+                        new RankTask(job, runId.length() > 64 ? runId.substring(0, 64) : runId, secret),
+                        false,
+                        outputs);
         // The shuffle after the barrier stage makes it a shuffle-map stage, which Spark retries as a
         // whole when a task fails; a barrier result stage it would not retry.
-        List<RankTask.Output> records = new ArrayList<>(JavaRDD.fromRDD(ranksOutput, outputs).repartition(1).collect());
+        List<RankTask.Output> records = new ArrayList<>(
+                JavaRDD.fromRDD(ranksOutput, outputs).repartition(1).collect());
         records.sort(Comparator.comparingInt(RankTask.Output::rank));
         List<String> lines = new ArrayList<>();
         records.forEach(r -> lines.addAll(r.lines()));

@@ -47,8 +47,7 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
      * which cannot reach into the JDK's classes on JDK 17+ without --add-opens; this travels with
      * Java serialization.
      */
-    record Output(int rank, List<String> lines) implements Serializable {
-    }
+    record Output(int rank, List<String> lines) implements Serializable {}
 
     private static final long serialVersionUID = 1L;
     /** How many of a failed rank's last lines its failure quotes. */
@@ -87,7 +86,8 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
         env.put(LaunchEnvironment.RESTART_COUNT, Integer.toString(context.stageAttemptNumber()));
         env.put(JobEnvironment.LAUNCHED_BY, "spark");
         List<String> output = run(rank, env);
-        return scala.jdk.javaapi.CollectionConverters.asScala(List.of(new Output(rank, output)).iterator());
+        return scala.jdk.javaapi.CollectionConverters.asScala(
+                List.of(new Output(rank, output)).iterator());
     }
 
     /** Each rank's layout from every task's host ({@link Topology#ofHosts}). */
@@ -130,7 +130,8 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
         try {
             process = pb.start();
         } catch (IOException e) {
-            throw new IllegalStateException("cohort on spark: rank " + rank + " could not start " + cmd.get(0) + ": " + e, e);
+            throw new IllegalStateException(
+                    "cohort on spark: rank " + rank + " could not start " + cmd.get(0) + ": " + e, e);
         }
         Thread reader = new Thread(() -> copy(process, rank, lines), "cohort-rank-" + rank + "-output");
         reader.setDaemon(true);
@@ -143,8 +144,8 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
             reader.join(10_000);
             int exit = process.exitValue();
             if (exit != 0) {
-                throw new IllegalStateException("cohort on spark: rank " + rank + " (" + job.mainClass() + ") exited with code "
-                        + exit + tail(lines));
+                throw new IllegalStateException("cohort on spark: rank " + rank + " (" + job.mainClass()
+                        + ") exited with code " + exit + tail(lines));
             }
             return new ArrayList<>(lines);
         } catch (InterruptedException e) {
@@ -181,7 +182,8 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
 
     /** Prints the rank's output as it comes (the executor's log), each line tagged, and keeps it. */
     private static void copy(Process process, int rank, List<String> lines) {
-        try (BufferedReader in = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+        try (BufferedReader in =
+                new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
             for (String line = in.readLine(); line != null; line = in.readLine()) {
                 String tagged = "[rank " + rank + "] " + line;
                 lines.add(tagged);
@@ -197,22 +199,34 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
             if (lines.isEmpty()) {
                 return "; it printed nothing";
             }
-            return "; its last lines:\n" + String.join("\n", lines.subList(Math.max(0, lines.size() - LAST_LINES), lines.size()));
+            return "; its last lines:\n"
+                    + String.join("\n", lines.subList(Math.max(0, lines.size() - LAST_LINES), lines.size()));
         }
     }
 
     /** Another launcher's variables in the executor's own environment: never passed to a rank. */
     private static boolean launchersVariable(String name) {
-        return name.startsWith("SLURM_") || name.startsWith("OMPI_") || name.startsWith("PMIX_")
-                || name.startsWith("TORCHELASTIC_") || name.startsWith("COHORT_")
-                || Set.of(LaunchEnvironment.RANK, LaunchEnvironment.WORLD_SIZE, LaunchEnvironment.LOCAL_RANK,
-                        LaunchEnvironment.LOCAL_WORLD_SIZE, LaunchEnvironment.GROUP_RANK, LaunchEnvironment.GROUP_WORLD_SIZE,
-                        LaunchEnvironment.MASTER_ADDR, LaunchEnvironment.MASTER_PORT).contains(name);
+        return name.startsWith("SLURM_")
+                || name.startsWith("OMPI_")
+                || name.startsWith("PMIX_")
+                || name.startsWith("TORCHELASTIC_")
+                || name.startsWith("COHORT_")
+                || Set.of(
+                                LaunchEnvironment.RANK,
+                                LaunchEnvironment.WORLD_SIZE,
+                                LaunchEnvironment.LOCAL_RANK,
+                                LaunchEnvironment.LOCAL_WORLD_SIZE,
+                                LaunchEnvironment.GROUP_RANK,
+                                LaunchEnvironment.GROUP_WORLD_SIZE,
+                                LaunchEnvironment.MASTER_ADDR,
+                                LaunchEnvironment.MASTER_PORT)
+                        .contains(name);
     }
 
     /** The executor's class path and the jars Spark added for the application (--jars, spark.jars). */
     static String classPath() {
-        Set<String> parts = new LinkedHashSet<>(List.of(System.getProperty("java.class.path").split(File.pathSeparator)));
+        Set<String> parts = new LinkedHashSet<>(
+                List.of(System.getProperty("java.class.path").split(File.pathSeparator)));
         for (ClassLoader cl = Thread.currentThread().getContextClassLoader(); cl != null; cl = cl.getParent()) {
             if (cl instanceof URLClassLoader urls) {
                 for (URL url : urls.getURLs()) {

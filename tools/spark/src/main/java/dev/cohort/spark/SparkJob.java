@@ -21,8 +21,15 @@ import java.util.Objects;
  * @param timeout     how long a rank may run before its task kills it and fails the stage
  * @param defaultJvmOptions whether to add the engines' JVM flags
  */
-public record SparkJob(int workers, String mainClass, List<String> args, List<String> jvmOptions,
-                       Map<String, String> environment, Duration timeout, boolean defaultJvmOptions) implements Serializable {
+public record SparkJob(
+        int workers,
+        String mainClass,
+        List<String> args,
+        List<String> jvmOptions,
+        Map<String, String> environment,
+        Duration timeout,
+        boolean defaultJvmOptions)
+        implements Serializable {
 
     /** A rank that runs longer than this is killed and fails the stage (change with {@link #withTimeout}). */
     public static final Duration DEFAULT_TIMEOUT = Duration.ofHours(24);

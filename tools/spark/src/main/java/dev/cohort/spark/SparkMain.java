@@ -28,25 +28,40 @@ import picocli.CommandLine.Spec;
  * the rank), 2 for bad arguments. Without a log4j2 configuration of the user's, Spark logs only
  * warnings and errors.
  */
-@Command(name = "cohort-spark", mixinStandardHelpOptions = true,
+@Command(
+        name = "cohort-spark",
+        mixinStandardHelpOptions = true,
         description = "Runs a Cohort training program as one barrier stage of a Spark job.")
 public final class SparkMain implements Callable<Integer> {
 
     @Spec
     CommandSpec spec;
+
     @Option(names = "--workers", paramLabel = "N", required = true, description = "Ranks: one Spark task each.")
     int workers;
-    @Option(names = "--master", paramLabel = "URL", description = "Spark's master (spark-submit's --master when not given).")
+
+    @Option(
+            names = "--master",
+            paramLabel = "URL",
+            description = "Spark's master (spark-submit's --master when not given).")
     String master;
-    @Option(names = "--timeout-minutes", paramLabel = "M", defaultValue = "1440",
+
+    @Option(
+            names = "--timeout-minutes",
+            paramLabel = "M",
+            defaultValue = "1440",
             description = "A rank running longer is killed and fails the stage (default: ${DEFAULT-VALUE}).")
     long timeoutMinutes;
+
     @Option(names = "--env", paramLabel = "NAME=VALUE", description = "A variable for every rank (repeatable).")
     List<String> env = new ArrayList<>();
+
     @Option(names = "--jvm-option", paramLabel = "OPTION", description = "An option for every rank's JVM (repeatable).")
     List<String> jvmOptions = new ArrayList<>();
+
     @Parameters(index = "0", paramLabel = "MAIN_CLASS", description = "The program's main class.")
     String mainClass;
+
     @Parameters(index = "1..*", paramLabel = "ARGS", description = "Its arguments.")
     List<String> args = new ArrayList<>();
 
@@ -61,10 +76,11 @@ public final class SparkMain implements Callable<Integer> {
     @Override
     public Integer call() {
         if (workers < 1 || timeoutMinutes < 1) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--workers and --timeout-minutes must be >= 1");
+            throw new CommandLine.ParameterException(
+                    spec.commandLine(), "--workers and --timeout-minutes must be >= 1");
         }
-        SparkJob job = new SparkJob(workers, mainClass, args, jvmOptions, java.util.Map.of(),
-                Duration.ofMinutes(timeoutMinutes), true);
+        SparkJob job = new SparkJob(
+                workers, mainClass, args, jvmOptions, java.util.Map.of(), Duration.ofMinutes(timeoutMinutes), true);
         for (String e : env) {
             int eq = e.indexOf('=');
             if (eq < 1) {

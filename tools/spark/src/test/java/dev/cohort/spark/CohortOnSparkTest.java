@@ -35,10 +35,15 @@ class CohortOnSparkTest {
 
     @BeforeAll
     static void spark() {
-        assumeTrue(Files.isDirectory(DATA), "Fashion-MNIST is not installed in " + DATA + " (apt-get install dataset-fashion-mnist)");
+        assumeTrue(
+                Files.isDirectory(DATA),
+                "Fashion-MNIST is not installed in " + DATA + " (apt-get install dataset-fashion-mnist)");
         // local[2,2]: two slots, and a failed stage is tried once more.
-        sc = new JavaSparkContext(new SparkConf().setMaster("local[2,2]").setAppName("cohort-on-spark-test")
-                .set("spark.ui.enabled", "false").set("spark.driver.host", "127.0.0.1")
+        sc = new JavaSparkContext(new SparkConf()
+                .setMaster("local[2,2]")
+                .setAppName("cohort-on-spark-test")
+                .set("spark.ui.enabled", "false")
+                .set("spark.driver.host", "127.0.0.1")
                 .set("spark.stage.maxConsecutiveAttempts", "2"));
     }
 
@@ -74,7 +79,8 @@ class CohortOnSparkTest {
 
     @Test
     void aFailedRankFailsTheStageAndItsRetryResumesFromTheCheckpoint() {
-        SparkJob job = trainer("--checkpoint-dir", dir.resolve("ckpt").toString(), "--checkpoint-every", "20", "--resume")
+        SparkJob job = trainer(
+                        "--checkpoint-dir", dir.resolve("ckpt").toString(), "--checkpoint-every", "20", "--resume")
                 .withEnvironment("COHORT_FAULT_AT_STEP", "30");
         List<String> output = CohortOnSpark.run(sc, job);
         assertTrainedTogether(output);
@@ -85,7 +91,8 @@ class CohortOnSparkTest {
     void aRankThatFailsForGoodFailsTheJobNamingItsRankAndLastLines() {
         SparkJob job = trainer("--data-dir", dir.resolve("no-such-data").toString());
         assertThatThrownBy(() -> CohortOnSpark.run(sc, job))
-                .hasMessageContaining("cohort on spark: rank").hasMessageContaining("exited with code")
+                .hasMessageContaining("cohort on spark: rank")
+                .hasMessageContaining("exited with code")
                 .hasMessageContaining("no-such-data");
     }
 
@@ -96,22 +103,41 @@ class CohortOnSparkTest {
         assertThat(first).hasSize(2).doesNotContain("none");
         assertThat(first.get(0)).isEqualTo(first.get(1));
         assertThat(second.get(0)).isEqualTo(second.get(1)).isNotEqualTo(first.get(0));
-        List<String> given = secrets(CohortOnSpark.run(sc, SparkJob.of(2, SecretProbe.class.getName())
-                .withEnvironment("COHORT_SECRET", "a secret the job chose itself")));
+        List<String> given = secrets(CohortOnSpark.run(
+                sc,
+                SparkJob.of(2, SecretProbe.class.getName())
+                        .withEnvironment("COHORT_SECRET", "a secret the job chose itself")));
         assertThat(given).hasSize(2).containsOnly(given.get(0));
         assertThat(given.get(0)).isNotEqualTo(first.get(0));
     }
 
     /** Each rank's "SECRET digest" line's digest, rank by rank. */
     private static List<String> secrets(List<String> output) {
-        return output.stream().filter(l -> l.contains("SECRET ")).map(l -> l.substring(l.indexOf("SECRET ") + 7)).toList();
+        return output.stream()
+                .filter(l -> l.contains("SECRET "))
+                .map(l -> l.substring(l.indexOf("SECRET ") + 7))
+                .toList();
     }
 
     @Test
     void layoutFollowsTheTasksHosts() {
-        assertThat(RankTask.layout(List.of("a", "b", "a", "b"), 2)).isEqualTo(Map.of("RANK", "2", "WORLD_SIZE", "4",
-                "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "2", "GROUP_RANK", "0", "GROUP_WORLD_SIZE", "2"));
-        assertThat(RankTask.layout(List.of("a", "b"), 1)).containsEntry("LOCAL_WORLD_SIZE", "1").containsEntry("GROUP_RANK", "1");
+        assertThat(RankTask.layout(List.of("a", "b", "a", "b"), 2))
+                .isEqualTo(Map.of(
+                        "RANK",
+                        "2",
+                        "WORLD_SIZE",
+                        "4",
+                        "LOCAL_RANK",
+                        "1",
+                        "LOCAL_WORLD_SIZE",
+                        "2",
+                        "GROUP_RANK",
+                        "0",
+                        "GROUP_WORLD_SIZE",
+                        "2"));
+        assertThat(RankTask.layout(List.of("a", "b"), 1))
+                .containsEntry("LOCAL_WORLD_SIZE", "1")
+                .containsEntry("GROUP_RANK", "1");
         assertThat(RankTask.hostOf("10.0.0.7:41234")).isEqualTo("10.0.0.7");
         assertThatThrownBy(() -> SparkJob.of(0, "x")).hasMessageContaining("workers must be >= 1");
     }

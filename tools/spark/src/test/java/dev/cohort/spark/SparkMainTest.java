@@ -27,16 +27,30 @@ class SparkMainTest {
         assertThat(cli.execute("--workers", "0", "com.example.Train")).isEqualTo(2);
         assertThat(err.toString()).contains("--workers and --timeout-minutes must be >= 1");
         err.getBuffer().setLength(0);
-        assertThat(cli.execute("--workers", "2", "--env", "NOVALUE", "com.example.Train")).isEqualTo(2);
+        assertThat(cli.execute("--workers", "2", "--env", "NOVALUE", "com.example.Train"))
+                .isEqualTo(2);
         assertThat(err.toString()).contains("--env wants NAME=VALUE, got 'NOVALUE'");
     }
 
     @Test
     void runsTheTrainerOnALocalMaster() {
         assumeTrue(Files.isDirectory(Path.of("/usr/share/datasets/fashion-mnist")), "Fashion-MNIST is not installed");
-        int code = new CommandLine(new SparkMain()).execute("--master", "local[2]", "--workers", "2",
-                "--env", "COHORT_BACKEND=gloo", "--", FashionMnistTrainer.class.getName(), "--epochs", "1",
-                "--max-steps", "30", "--threads", "1");
+        int code = new CommandLine(new SparkMain())
+                .execute(
+                        "--master",
+                        "local[2]",
+                        "--workers",
+                        "2",
+                        "--env",
+                        "COHORT_BACKEND=gloo",
+                        "--",
+                        FashionMnistTrainer.class.getName(),
+                        "--epochs",
+                        "1",
+                        "--max-steps",
+                        "30",
+                        "--threads",
+                        "1");
         assertThat(code).isZero();
     }
 }

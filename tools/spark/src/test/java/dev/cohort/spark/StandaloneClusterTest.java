@@ -47,23 +47,57 @@ class StandaloneClusterTest {
         String master = "spark://127.0.0.1:" + port;
         List<Process> daemons = new ArrayList<>();
         try {
-            daemons.add(start(home, "master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                    "--port", Integer.toString(port), "--webui-port", Integer.toString(freePort())));
+            daemons.add(start(
+                    home,
+                    "master",
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    Integer.toString(port),
+                    "--webui-port",
+                    Integer.toString(freePort())));
             for (int w = 0; w < 2; w++) {
-                daemons.add(start(home, "worker-" + w, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                        "--cores", "1", "--memory", "3g", "--webui-port", Integer.toString(freePort()),
-                        "--work-dir", dir.resolve("work-" + w).toString(), master));
+                daemons.add(start(
+                        home,
+                        "worker-" + w,
+                        "org.apache.spark.deploy.worker.Worker",
+                        "--host",
+                        "127.0.0.1",
+                        "--cores",
+                        "1",
+                        "--memory",
+                        "3g",
+                        "--webui-port",
+                        Integer.toString(freePort()),
+                        "--work-dir",
+                        dir.resolve("work-" + w).toString(),
+                        master));
             }
-            SparkConf conf = new SparkConf().setMaster(master).setAppName("cohort-standalone-test")
-                    .set("spark.ui.enabled", "false").set("spark.driver.host", "127.0.0.1")
-                    .set("spark.executor.cores", "1").set("spark.cores.max", "2").set("spark.executor.memory", "2g")
+            SparkConf conf = new SparkConf()
+                    .setMaster(master)
+                    .setAppName("cohort-standalone-test")
+                    .set("spark.ui.enabled", "false")
+                    .set("spark.driver.host", "127.0.0.1")
+                    .set("spark.executor.cores", "1")
+                    .set("spark.cores.max", "2")
+                    .set("spark.executor.memory", "2g")
                     .set("spark.scheduler.minRegisteredResourcesRatio", "1.0")
                     .set("spark.scheduler.maxRegisteredResourcesWaitingTime", "120s");
             JavaSparkContext sc = new JavaSparkContext(conf);
             List<String> output;
             try {
-                output = CohortOnSpark.run(sc, SparkJob.of(2, FashionMnistTrainer.class.getName(),
-                        "--epochs", "1", "--max-steps", "100", "--threads", "1"));
+                output = CohortOnSpark.run(
+                        sc,
+                        SparkJob.of(
+                                2,
+                                FashionMnistTrainer.class.getName(),
+                                "--epochs",
+                                "1",
+                                "--max-steps",
+                                "100",
+                                "--threads",
+                                "1"));
             } finally {
                 sc.stop();
             }
@@ -73,7 +107,9 @@ class StandaloneClusterTest {
             assertThat(m.find()).as("a summary line in:\n%s", all).isTrue();
             assertThat(Double.parseDouble(m.group(1))).isGreaterThan(0.7);
             // Two executors of one core each: the ranks ran in two executor JVMs' tasks.
-            assertThat(Files.list(dir.resolve("work-0")).count() + Files.list(dir.resolve("work-1")).count()).isEqualTo(2);
+            assertThat(Files.list(dir.resolve("work-0")).count()
+                            + Files.list(dir.resolve("work-1")).count())
+                    .isEqualTo(2);
         } finally {
             for (Process p : daemons) {
                 p.descendants().forEach(ProcessHandle::destroyForcibly);
@@ -105,8 +141,9 @@ class StandaloneClusterTest {
     }
 
     private static void packInto(Path classes, Path jar) throws IOException {
-        try (OutputStream file = Files.newOutputStream(jar); JarOutputStream out = new JarOutputStream(file);
-             Stream<Path> files = Files.walk(classes)) {
+        try (OutputStream file = Files.newOutputStream(jar);
+                JarOutputStream out = new JarOutputStream(file);
+                Stream<Path> files = Files.walk(classes)) {
             for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
                 out.putNextEntry(new JarEntry(classes.relativize(f).toString().replace(File.separatorChar, '/')));
                 Files.copy(f, out);
@@ -116,10 +153,16 @@ class StandaloneClusterTest {
     }
 
     private Process start(Path home, String name, String mainClass, String... args) throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(Paths.get(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx512m", "-cp", home.resolve("jars").toString() + File.separator + "*", mainClass));
+        List<String> cmd = new ArrayList<>(List.of(
+                Paths.get(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx512m",
+                "-cp",
+                home.resolve("jars").toString() + File.separator + "*",
+                mainClass));
         cmd.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(dir.resolve(name + ".log").toFile());
+        ProcessBuilder pb = new ProcessBuilder(cmd)
+                .redirectErrorStream(true)
+                .redirectOutput(dir.resolve(name + ".log").toFile());
         pb.environment().put("SPARK_HOME", home.toString());
         pb.environment().put("SPARK_SCALA_VERSION", "2.13");
         pb.environment().put("JAVA_HOME", System.getProperty("java.home"));

@@ -30,12 +30,18 @@ public final class GlooWork extends DeadlineWork {
     private volatile boolean settled;
     private boolean stallReported;
 
-    public GlooWork(Collective call, org.bytedeco.pytorch.Work work, NativeTensors tensors, Runnable finish,
-                    Duration timeout, Function<RuntimeException, CollectiveException> translate, StallReport stall) {
+    public GlooWork(
+            Collective call,
+            org.bytedeco.pytorch.Work work,
+            NativeTensors tensors,
+            Runnable finish,
+            Duration timeout,
+            Function<RuntimeException, CollectiveException> translate,
+            StallReport stall) {
         super(call, timeout);
         this.stall = stall;
         this.call = call;
-        this.work = work == null ? null : LibTorch.retain(work);   // outlives the caller's PointerScope
+        this.work = work == null ? null : LibTorch.retain(work); // outlives the caller's PointerScope
         this.tensors = tensors;
         this.finish = finish;
         this.translate = translate;
@@ -44,7 +50,7 @@ public final class GlooWork extends DeadlineWork {
 
     /** A call that needs no communication (every rank has zero elements): done at once. */
     public static GlooWork completed(Collective call) {
-        GlooWork w = new GlooWork(call, null, null, () -> { }, Duration.ofSeconds(1), e -> null, null);
+        GlooWork w = new GlooWork(call, null, null, () -> {}, Duration.ofSeconds(1), e -> null, null);
         w.settled = true;
         return w;
     }

@@ -25,8 +25,7 @@ public final class NativeCache implements AutoCloseable {
 
     private static final int MAX_TENSORS = 256;
 
-    private record TensorKey(long address, long count, DataType type) {
-    }
+    private record TensorKey(long address, long count, DataType type) {}
 
     private final Map<Object, Pointer> options = new ConcurrentHashMap<>();
     /** Least recently used first; evicting the eldest never touches a header the current call just took. */
@@ -40,6 +39,7 @@ public final class NativeCache implements AutoCloseable {
             return false;
         }
     };
+
     private final Map<DataType, TensorOptions> tensorOptions = new ConcurrentHashMap<>();
 
     /** The options object for {@code key}, made once by {@code make}. */
@@ -55,7 +55,8 @@ public final class NativeCache implements AutoCloseable {
         if (cached != null) {
             return cached;
         }
-        TensorOptions o = tensorOptions.computeIfAbsent(type, t -> LibTorch.retain(new TensorOptions(ScalarTypes.of(t))));
+        TensorOptions o =
+                tensorOptions.computeIfAbsent(type, t -> LibTorch.retain(new TensorOptions(ScalarTypes.of(t))));
         Tensor t = LibTorch.retain(torch.from_blob(data, new long[] {count}, o));
         tensors.put(key, t);
         return t;

@@ -34,7 +34,8 @@ final class AgentStore implements AutoCloseable {
     private static final int V2_MAGIC = 0x3C85F7CE;
 
     private enum Dialect {
-        V1(0, 2, 5), V2(1, 3, 6);
+        V1(0, 2, 5),
+        V2(1, 3, 6);
 
         final int set;
         final int get;
@@ -76,7 +77,10 @@ final class AgentStore implements AutoCloseable {
                 probe.close();
                 Socket socket = open(host, port, timeout);
                 AgentStore store = new AgentStore(socket, Dialect.V2, where);
-                ByteBuffer hello = ByteBuffer.allocate(5).order(ByteOrder.LITTLE_ENDIAN).put((byte) 0).putInt(V2_MAGIC);
+                ByteBuffer hello = ByteBuffer.allocate(5)
+                        .order(ByteOrder.LITTLE_ENDIAN)
+                        .put((byte) 0)
+                        .putInt(V2_MAGIC);
                 store.out.write(hello.array());
                 store.out.flush();
                 return store;
@@ -85,8 +89,10 @@ final class AgentStore implements AutoCloseable {
                 sleepQuietly(200);
             }
         }
-        throw new GlooConnectException("could not reach the " + where + " within " + timeout
-                + " (is torchrun's agent running, and MASTER_ADDR/MASTER_PORT its store?): " + last, last);
+        throw new GlooConnectException(
+                "could not reach the " + where + " within " + timeout
+                        + " (is torchrun's agent running, and MASTER_ADDR/MASTER_PORT its store?): " + last,
+                last);
     }
 
     private static Socket open(String host, int port, Duration timeout) throws IOException {
@@ -107,7 +113,7 @@ final class AgentStore implements AutoCloseable {
         } catch (SocketTimeoutException | EOFException e) {
             return false;
         } catch (IOException e) {
-            return false;   // reset by a store that rejects the question
+            return false; // reset by a store that rejects the question
         }
     }
 
@@ -150,8 +156,10 @@ final class AgentStore implements AutoCloseable {
             in.readFully(value);
             return new String(value, StandardCharsets.UTF_8);
         } catch (SocketTimeoutException e) {
-            throw new GlooConnectException("rank 0 did not post its store's address in the " + where + " within "
-                    + timeout + " (key " + key + "): is rank 0 running?", e);
+            throw new GlooConnectException(
+                    "rank 0 did not post its store's address in the " + where + " within " + timeout + " (key " + key
+                            + "): is rank 0 running?",
+                    e);
         } catch (IOException e) {
             throw failed("get " + key, e);
         }
@@ -163,11 +171,13 @@ final class AgentStore implements AutoCloseable {
     }
 
     private void writeLong(long v) throws IOException {
-        out.write(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(v).array());
+        out.write(
+                ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(v).array());
     }
 
     private GlooConnectException failed(String what, IOException e) {
-        return new GlooConnectException("the " + where + " failed (" + what + ", c10d protocol " + dialect + "): " + e, e);
+        return new GlooConnectException(
+                "the " + where + " failed (" + what + ", c10d protocol " + dialect + "): " + e, e);
     }
 
     private static void sleepQuietly(long millis) {

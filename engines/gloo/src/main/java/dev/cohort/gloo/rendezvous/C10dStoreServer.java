@@ -65,6 +65,7 @@ final class C10dStoreServer implements AutoCloseable {
 
     /** Bounds on what one query may carry (a key, a value, a list of keys). */
     static final long MAX_KEY_BYTES = 1 << 16;
+
     static final long MAX_VALUE_BYTES = 1L << 30;
     static final long MAX_KEYS = 1 << 20;
     private static final int LOGGED_ERRORS = 3;
@@ -74,6 +75,7 @@ final class C10dStoreServer implements AutoCloseable {
     private final Map<String, Deque<byte[]>> queues = new HashMap<>();
     /** Connections in a WAIT, and the keys each still waits for. */
     private final Map<Connection, Set<String>> waiting = new HashMap<>();
+
     private final Set<Connection> open = ConcurrentHashMap.newKeySet();
     private int errorsLogged;
     private volatile boolean closed;
@@ -120,8 +122,10 @@ final class C10dStoreServer implements AutoCloseable {
 
     private synchronized void logError(Connection c, String what) {
         if (errorsLogged++ < LOGGED_ERRORS) {
-            LOG.log(System.Logger.Level.WARNING, who + ": the job's store ended a connection from "
-                    + c.socket.getRemoteSocketAddress() + ": " + what);
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    who + ": the job's store ended a connection from " + c.socket.getRemoteSocketAddress() + ": "
+                            + what);
         }
     }
 
@@ -140,7 +144,7 @@ final class C10dStoreServer implements AutoCloseable {
                 wake(key);
                 return desired;
             }
-            return expected;       // as c10d answers: the caller sees its own expectation
+            return expected; // as c10d answers: the caller sees its own expectation
         }
         if (Arrays.equals(current, expected)) {
             values.put(key, desired);
@@ -263,7 +267,7 @@ final class C10dStoreServer implements AutoCloseable {
             try {
                 c.reply(STOP_WAITING);
             } catch (IOException ex) {
-                c.close();       // its own thread ends it
+                c.close(); // its own thread ends it
             }
         }
     }
@@ -359,8 +363,9 @@ final class C10dStoreServer implements AutoCloseable {
                         out.flush();
                     }
                 }
-                default -> throw new IOException("unknown query type " + type + " (not a c10d store client of "
-                        + "libtorch 2.x?)");
+                default ->
+                    throw new IOException(
+                            "unknown query type " + type + " (not a c10d store client of " + "libtorch 2.x?)");
             }
         }
 

@@ -14,8 +14,7 @@ import java.util.Set;
  */
 final class LocalSockets {
 
-    private LocalSockets() {
-    }
+    private LocalSockets() {}
 
     /**
      * Whether the connection from {@code clientPort} to {@code serverPort} was opened by
@@ -25,8 +24,11 @@ final class LocalSockets {
     static boolean openedHere(int clientPort, int serverPort) {
         Set<String> inodes = new HashSet<>();
         for (String table : new String[] {"/proc/net/tcp", "/proc/net/tcp6"}) {
-            inodes.addAll(inodes(Path.of(table), String.format(Locale.ROOT, ":%04X", clientPort),
-                    String.format(Locale.ROOT, ":%04X", serverPort), null));
+            inodes.addAll(inodes(
+                    Path.of(table),
+                    String.format(Locale.ROOT, ":%04X", clientPort),
+                    String.format(Locale.ROOT, ":%04X", serverPort),
+                    null));
         }
         return descriptorOf(inodes) >= 0;
     }
@@ -61,8 +63,11 @@ final class LocalSockets {
         try {
             for (String line : Files.readAllLines(table)) {
                 String[] f = line.trim().split("\\s+");
-                if (f.length > 9 && f[1].endsWith(local) && (remote == null || f[2].endsWith(remote))
-                        && (state == null || f[3].equals(state)) && !f[9].equals("0")) {
+                if (f.length > 9
+                        && f[1].endsWith(local)
+                        && (remote == null || f[2].endsWith(remote))
+                        && (state == null || f[3].equals(state))
+                        && !f[9].equals("0")) {
                     inodes.add(f[9]);
                 }
             }

@@ -42,6 +42,7 @@ public final class Membership {
      * store stays up while another process is still connected (until the connect timeout).
      */
     static final Duration LINGER = Duration.ofSeconds(10);
+
     private static final long MAX_POLL_MILLIS = 20;
 
     private final Store store;
@@ -53,14 +54,15 @@ public final class Membership {
     private final String failedKey;
     /** How many processes came, and the sum of the WORLD_SIZEs they were started with. */
     private final String arrivedKey;
+
     private final String worldSumKey;
     private final String where;
     private final String me;
     private final long deadline;
     private final Duration timeout;
 
-    private Membership(Store store, IntSupplier connectedClients, String scope, String where, String me,
-                       Duration timeout) {
+    private Membership(
+            Store store, IntSupplier connectedClients, String scope, String where, String me, Duration timeout) {
         this.store = store;
         this.connectedClients = connectedClients;
         this.failedKey = failedKey(scope);
@@ -79,11 +81,11 @@ public final class Membership {
      * @throws GlooConnectException naming the ranks and values that differ, a rank claimed twice,
      *                              or a rank that never came
      */
-    public static Members join(Rendezvous rendezvous, Topology topology, String address, String scope,
-                               String joinsAs, Duration timeout) {
+    public static Members join(
+            Rendezvous rendezvous, Topology topology, String address, String scope, String joinsAs, Duration timeout) {
         String me = "rank " + topology.rank() + " of " + topology.worldSize();
-        Membership membership = new Membership(rendezvous.client(), rendezvous::connectedClients, scope,
-                rendezvous.toString(), me, timeout);
+        Membership membership = new Membership(
+                rendezvous.client(), rendezvous::connectedClients, scope, rendezvous.toString(), me, timeout);
         try {
             return membership.join(topology, address, scope, joinsAs);
         } catch (GlooConnectException e) {
@@ -98,16 +100,15 @@ public final class Membership {
      * What the ranks told each other: each other rank's address with the ranks there (several when
      * they share a host), so errors about a lost peer can name it; and every rank's host.
      */
-    public record Members(Map<String, String> ranksByAddress, List<String> hosts) {
-    }
+    public record Members(Map<String, String> ranksByAddress, List<String> hosts) {}
 
     private Members join(Topology topology, String address, String scope, String joinsAs) {
         String world = Integer.toString(topology.worldSize());
         store.add(arrivedKey, 1);
         store.add(worldSumKey, topology.worldSize());
         if (store.check(new StringVector(failedKey))) {
-            throw new GlooConnectException(me + ": the other processes at " + where + " had already given up: "
-                    + store.get_to_str(failedKey));
+            throw new GlooConnectException(
+                    me + ": the other processes at " + where + " had already given up: " + store.get_to_str(failedKey));
         }
         if (topology.rank() == 0) {
             store.set(JOB, joinsAs + "|" + world + "|" + scope);
@@ -126,7 +127,8 @@ public final class Membership {
             throw failure("another process already joined run '" + scope + "' as RANK=" + topology.rank()
                     + "; every process needs its own RANK in [0, WORLD_SIZE)");
         }
-        store.set("cohort/member/" + topology.rank(), address + "|" + world + "|" + HostIdentity.current() + "|" + scope);
+        store.set(
+                "cohort/member/" + topology.rank(), address + "|" + world + "|" + HostIdentity.current() + "|" + scope);
         Map<String, String> byAddress = new TreeMap<>();
         List<String> hosts = new ArrayList<>();
         for (int r = 0; r < topology.worldSize(); r++) {
@@ -144,8 +146,8 @@ public final class Membership {
 
     private void checkSame(int rank, String theirWorld, String theirScope, String world, String scope) {
         if (!theirWorld.equals(world)) {
-            throw failure("rank " + rank + " was started with WORLD_SIZE=" + theirWorld + " but this rank with WORLD_SIZE="
-                    + world + "; start every rank with the same WORLD_SIZE");
+            throw failure("rank " + rank + " was started with WORLD_SIZE=" + theirWorld
+                    + " but this rank with WORLD_SIZE=" + world + "; start every rank with the same WORLD_SIZE");
         }
         if (!theirScope.equals(scope)) {
             // Both runs are told: the records of two runs on one store cannot be trusted.

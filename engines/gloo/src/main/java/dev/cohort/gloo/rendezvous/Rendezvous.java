@@ -2,12 +2,12 @@ package dev.cohort.gloo.rendezvous;
 
 import dev.cohort.gloo.GlooConnectException;
 import dev.cohort.libtorch.LibTorch;
+import dev.cohort.runtime.auth.JobSecret;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
-import dev.cohort.runtime.auth.JobSecret;
 import org.bytedeco.javacpp.SizeTPointer;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.FileStore;
@@ -51,8 +51,14 @@ public final class Rendezvous implements AutoCloseable {
      * and connect. The agent's store is not used beyond that key: its PyTorch may speak another
      * version of c10d's protocol than libtorch's (see {@link AgentStore}).
      */
-    public static Rendezvous agent(String host, int port, int rank, int worldSize, int restartCount, Duration timeout,
-                                   Optional<JobSecret> secret) {
+    public static Rendezvous agent(
+            String host,
+            int port,
+            int rank,
+            int worldSize,
+            int restartCount,
+            Duration timeout,
+            Optional<JobSecret> secret) {
         String key = "/worker/attempt_" + restartCount + "/cohort/store";
         try (AgentStore agent = AgentStore.connect(host, port, timeout)) {
             if (rank == 0) {
@@ -81,8 +87,8 @@ public final class Rendezvous implements AutoCloseable {
      * {@code host:port}, its only listening socket; every rank's c10d client, rank 0's too, connects
      * there, with a {@code secret} through a {@link StoreRelay} that proves it.
      */
-    public static Rendezvous tcp(String host, int port, int rank, int worldSize, Duration timeout,
-                                 Optional<JobSecret> secret) {
+    public static Rendezvous tcp(
+            String host, int port, int rank, int worldSize, Duration timeout, Optional<JobSecret> secret) {
         String where = "TCP store at " + host + ":" + port;
         String who = "rank " + rank + " of " + worldSize;
         TCPStoreOptions options = new TCPStoreOptions()
@@ -123,11 +129,14 @@ public final class Rendezvous implements AutoCloseable {
             if (relay != null) {
                 relay.close();
             }
-            throw new GlooConnectException(who + ": could not "
-                    + (rank == 0 ? "host" : "reach") + " the " + where + " within " + timeout
-                    + (failure != null ? ": " + failure
-                    : " (is MASTER_ADDR/MASTER_PORT right, is rank 0 running, and are all " + worldSize
-                    + " ranks started?): " + e.getMessage()), e);
+            throw new GlooConnectException(
+                    who + ": could not "
+                            + (rank == 0 ? "host" : "reach") + " the " + where + " within " + timeout
+                            + (failure != null
+                                    ? ": " + failure
+                                    : " (is MASTER_ADDR/MASTER_PORT right, is rank 0 running, and are all " + worldSize
+                                            + " ranks started?): " + e.getMessage()),
+                    e);
         }
     }
 

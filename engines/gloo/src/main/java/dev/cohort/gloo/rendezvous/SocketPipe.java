@@ -9,8 +9,7 @@ import java.net.Socket;
 /** Two connections joined: bytes copied both ways until either side ends, then both closed. */
 final class SocketPipe {
 
-    private SocketPipe() {
-    }
+    private SocketPipe() {}
 
     /** Copies on this thread and one more ({@code name}); returns once both directions ended. */
     static void join(Socket a, Socket b, String name) throws InterruptedException {

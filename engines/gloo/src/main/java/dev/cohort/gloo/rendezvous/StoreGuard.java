@@ -1,7 +1,7 @@
 package dev.cohort.gloo.rendezvous;
 
-import dev.cohort.runtime.Daemons;
 import dev.cohort.gloo.GlooConnectException;
+import dev.cohort.runtime.Daemons;
 import dev.cohort.runtime.auth.AuthenticationException;
 import dev.cohort.runtime.auth.Handshake;
 import dev.cohort.runtime.auth.JobSecret;
@@ -44,6 +44,7 @@ final class StoreGuard implements AutoCloseable {
 
     /** c10d's first message: query type VALIDATE (0) and the magic number 0x3C85F7CE, little-endian. */
     private static final byte[] HANDSHAKE = {0x00, (byte) 0xce, (byte) 0xf7, (byte) 0x85, 0x3c};
+
     private static final int HANDSHAKE_BYTES = 5;
     private static final long HANDSHAKE_MILLIS = 5_000;
     private static final int MAX_PENDING = 1024;
@@ -90,11 +91,16 @@ final class StoreGuard implements AutoCloseable {
     private final Refusals refusals;
     /** c10d clients whose handshake was valid and whose connection has not ended yet. */
     private final Set<Socket> served = ConcurrentHashMap.newKeySet();
+
     private final String who;
     private volatile boolean closed;
 
-    private StoreGuard(ServerSocketChannel server, Selector selector, C10dStoreServer store, String who,
-                       Optional<JobSecret> secret) {
+    private StoreGuard(
+            ServerSocketChannel server,
+            Selector selector,
+            C10dStoreServer store,
+            String who,
+            Optional<JobSecret> secret) {
         this.server = server;
         this.selector = selector;
         this.store = store;
@@ -132,9 +138,12 @@ final class StoreGuard implements AutoCloseable {
             closeQuietly(server);
             String why = e instanceof BindException
                     ? " (is MASTER_PORT taken by another job, or MASTER_ADDR not an address of rank 0's host? "
-                    + "pick a free MASTER_PORT)" : "";
-            throw new GlooConnectException(who + ": cannot host the TCP store on " + host.getHostAddress() + ":" + port
-                    + ": " + e.getMessage() + why, e);
+                            + "pick a free MASTER_PORT)"
+                    : "";
+            throw new GlooConnectException(
+                    who + ": cannot host the TCP store on " + host.getHostAddress() + ":" + port + ": " + e.getMessage()
+                            + why,
+                    e);
         }
     }
 
@@ -156,7 +165,7 @@ final class StoreGuard implements AutoCloseable {
                 }
                 selector.selectedKeys().clear();
                 if (!validated.isEmpty()) {
-                    selector.selectNow();              // deregisters the cancelled keys: blocking mode is allowed again
+                    selector.selectNow(); // deregisters the cancelled keys: blocking mode is allowed again
                     for (SocketChannel ch : validated) {
                         ch.configureBlocking(true);
                         serve(ch);
@@ -187,7 +196,8 @@ final class StoreGuard implements AutoCloseable {
         SocketChannel ch;
         while ((ch = server.accept()) != null) {
             ch.configureBlocking(false);
-            Pending p = new Pending(ch, secret.map(k -> Handshake.server(k, PURPOSE)).orElse(null));
+            Pending p = new Pending(
+                    ch, secret.map(k -> Handshake.server(k, PURPOSE)).orElse(null));
             ch.register(selector, SelectionKey.OP_READ, p);
             pending.add(p);
             while (pending.size() > MAX_PENDING) {
@@ -209,8 +219,10 @@ final class StoreGuard implements AutoCloseable {
             return;
         }
         try {
-            if (p.phase == 0 && !Handshake.mayOpenHandshake(p.received().array(), p.received().position())) {
-                p.auth.answer(p.received().array());   // refuses, saying why
+            if (p.phase == 0
+                    && !Handshake.mayOpenHandshake(
+                            p.received().array(), p.received().position())) {
+                p.auth.answer(p.received().array()); // refuses, saying why
             }
             if (p.received().hasRemaining()) {
                 return;

@@ -139,7 +139,8 @@ final class StoreRelay implements AutoCloseable {
                 Thread.sleep(100);
             }
         }
-        failure = "nothing answered at " + guard + " within " + patience + (last == null ? "" : " (" + last.getMessage() + ")");
+        failure = "nothing answered at " + guard + " within " + patience
+                + (last == null ? "" : " (" + last.getMessage() + ")");
         return null;
     }
 

@@ -57,9 +57,12 @@ class AgentStoreTest {
                 + "s.wait(['worker/attempt_0/cohort/store'])\n"
                 + "print('value', s.get('worker/attempt_0/cohort/store').decode(), flush=True)\n"
                 + "sys.stdin.readline()\n";
-        Process store = new ProcessBuilder(python.toString(), "-c", script).redirectErrorStream(true).start();
+        Process store = new ProcessBuilder(python.toString(), "-c", script)
+                .redirectErrorStream(true)
+                .start();
         try {
-            BufferedReader out = new BufferedReader(new InputStreamReader(store.getInputStream(), StandardCharsets.UTF_8));
+            BufferedReader out =
+                    new BufferedReader(new InputStreamReader(store.getInputStream(), StandardCharsets.UTF_8));
             String first = out.readLine();
             assumeTrue(first != null && first.startsWith("ready"), "PyTorch is not installed for python3: " + first);
             CompletableFuture<String> seen = CompletableFuture.supplyAsync(() -> {
@@ -96,15 +99,19 @@ class AgentStoreTest {
         int port = JvmWorkers.freePort();
         long start = System.nanoTime();
         assertThatThrownBy(() -> AgentStore.connect("127.0.0.1", port, Duration.ofSeconds(2)))
-                .isInstanceOf(GlooConnectException.class).hasMessageContaining("could not reach the launcher's TCP store at 127.0.0.1:" + port);
+                .isInstanceOf(GlooConnectException.class)
+                .hasMessageContaining("could not reach the launcher's TCP store at 127.0.0.1:" + port);
         assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(10));
     }
 
     /** libtorch's own c10d store (PyTorch 2.10's dialect) on {@code port}. */
     private static TCPStore libtorchStore(int port) {
         LibTorch.load();
-        TCPStoreOptions options = new TCPStoreOptions().isServer(true).numWorkers(new SizeTPointer(1).put(1))
-                .waitWorkers(false).timeout(new Milliseconds(30_000));
+        TCPStoreOptions options = new TCPStoreOptions()
+                .isServer(true)
+                .numWorkers(new SizeTPointer(1).put(1))
+                .waitWorkers(false)
+                .timeout(new Milliseconds(30_000));
         options.port((short) port);
         return new TCPStore("127.0.0.1", options);
     }
@@ -112,9 +119,10 @@ class AgentStoreTest {
     /** Rank 0 posts through one connection; another rank reads through its own. */
     private static void roundTrip(int port) {
         try (AgentStore writer = AgentStore.connect("127.0.0.1", port, Duration.ofSeconds(20));
-             AgentStore reader = AgentStore.connect("127.0.0.1", port, Duration.ofSeconds(20))) {
+                AgentStore reader = AgentStore.connect("127.0.0.1", port, Duration.ofSeconds(20))) {
             writer.set("/worker/attempt_0/cohort/store", "10.1.2.3 4567");
-            assertThat(reader.get("/worker/attempt_0/cohort/store", Duration.ofSeconds(10))).isEqualTo("10.1.2.3 4567");
+            assertThat(reader.get("/worker/attempt_0/cohort/store", Duration.ofSeconds(10)))
+                    .isEqualTo("10.1.2.3 4567");
         }
     }
 }

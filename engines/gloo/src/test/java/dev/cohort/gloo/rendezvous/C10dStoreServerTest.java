@@ -37,7 +37,8 @@ class C10dStoreServerTest {
     @Test
     void libtorchsClientGetsEveryAnswerItExpects() throws Exception {
         int port = JvmWorkers.freePort();
-        try (Rendezvous rendezvous = Rendezvous.tcp("127.0.0.1", port, 0, 1, Duration.ofSeconds(20), Optional.empty())) {
+        try (Rendezvous rendezvous =
+                Rendezvous.tcp("127.0.0.1", port, 0, 1, Duration.ofSeconds(20), Optional.empty())) {
             Store store = rendezvous.client();
             store.set("a", "1");
             assertThat(store.get_to_str("a")).isEqualTo("1");
@@ -45,7 +46,9 @@ class C10dStoreServerTest {
             assertThat(store.add("n", -2)).isEqualTo(3);
             assertThat(store.get_to_str("n")).isEqualTo("3");
             assertThat(store.compareSet("a", "1", "2")).isEqualTo("2");
-            assertThat(store.compareSet("a", "1", "3")).as("a stale expectation leaves the value").isEqualTo("2");
+            assertThat(store.compareSet("a", "1", "3"))
+                    .as("a stale expectation leaves the value")
+                    .isEqualTo("2");
             assertThat(store.compareSet("fresh", "", "x")).isEqualTo("x");
             assertThat(store.check(new StringVector("a", "n"))).isTrue();
             assertThat(store.check(new StringVector("a", "missing"))).isFalse();
@@ -65,7 +68,9 @@ class C10dStoreServerTest {
             assertThatThrownBy(() -> store._wait(new StringVector("never"), new Milliseconds(300)))
                     .hasMessageContaining("wait timeout after 300ms");
             assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
-            assertThat(store.get_to_str("n")).as("the connection goes on after a cancelled wait").isEqualTo("3");
+            assertThat(store.get_to_str("n"))
+                    .as("the connection goes on after a cancelled wait")
+                    .isEqualTo("3");
 
             TCPStore other = client(port);
             try {
@@ -94,19 +99,21 @@ class C10dStoreServerTest {
     void rankZeroListensOnlyOnItsPortAndWithASecretItsOwnRelay() throws Exception {
         int port = JvmWorkers.freePort();
         Set<Integer> before = listeningPorts();
-        try (Rendezvous rendezvous = Rendezvous.tcp("127.0.0.1", port, 0, 1, Duration.ofSeconds(20), Optional.empty())) {
+        try (Rendezvous rendezvous =
+                Rendezvous.tcp("127.0.0.1", port, 0, 1, Duration.ofSeconds(20), Optional.empty())) {
             rendezvous.client().set("k", "v");
             Set<Integer> opened = listeningPorts();
             opened.removeAll(before);
             assertThat(opened).containsExactly(port);
         }
         int securedPort = JvmWorkers.freePort();
-        try (Rendezvous rendezvous = Rendezvous.tcp("127.0.0.1", securedPort, 0, 1, Duration.ofSeconds(20),
-                Optional.of(JobSecret.generate()))) {
-            assertThat(rendezvous.client().get_to_str(setAndKey(rendezvous.client()))).isEqualTo("v");
+        try (Rendezvous rendezvous = Rendezvous.tcp(
+                "127.0.0.1", securedPort, 0, 1, Duration.ofSeconds(20), Optional.of(JobSecret.generate()))) {
+            assertThat(rendezvous.client().get_to_str(setAndKey(rendezvous.client())))
+                    .isEqualTo("v");
             Set<Integer> opened = listeningPorts();
             opened.removeAll(before);
-            assertThat(opened).hasSize(2).contains(securedPort);   // and the relay, which serves this process only
+            assertThat(opened).hasSize(2).contains(securedPort); // and the relay, which serves this process only
         }
     }
 
@@ -117,8 +124,11 @@ class C10dStoreServerTest {
 
     /** A plain c10d client of libtorch on {@code port}. */
     private static TCPStore client(int port) {
-        TCPStoreOptions options = new TCPStoreOptions().isServer(false).numWorkers(new SizeTPointer(1).put(1))
-                .waitWorkers(false).timeout(new Milliseconds(20_000));
+        TCPStoreOptions options = new TCPStoreOptions()
+                .isServer(false)
+                .numWorkers(new SizeTPointer(1).put(1))
+                .waitWorkers(false)
+                .timeout(new Milliseconds(20_000));
         options.port((short) port);
         return new TCPStore("127.0.0.1", options);
     }

@@ -47,14 +47,15 @@ public final class ReduceKernels {
     /** The general path's chunk: one staging array's size (two of them stay in the first-level cache). */
     static final int CHUNK_BYTES = 8 << 10;
 
-    private ReduceKernels() {
-    }
+    private ReduceKernels() {}
 
     /** Reduces as {@code a} says (see {@link ReduceArgs}); allocates nothing. */
     public static void reduce(ReduceArgs a) {
         int opc = opCode(a.op);
         boolean avg = a.op == ReduceOp.AVG && a.ranks > 1;
-        if (a.ranks == 2 && (a.op == ReduceOp.SUM || a.op == ReduceOp.AVG) && a.type == DataType.FLOAT32
+        if (a.ranks == 2
+                && (a.op == ReduceOp.SUM || a.op == ReduceOp.AVG)
+                && a.type == DataType.FLOAT32
                 && a.resultCount <= 1) {
             // AVG of two: (own + peer) * 0.5, the same bits as (own + peer) / 2 (both exact scalings)
             float scale = a.op == ReduceOp.AVG ? 0.5f : 1f;
@@ -65,7 +66,8 @@ public final class ReduceKernels {
                 return;
             }
             if (a.own.isNative() && a.out.isNative() && a.own != shm) {
-                sumTwoFloats(a.own, a.ownOffset, shm, a.terms[1 - a.self], a.count, a.out, a.outOffset, resultOff, scale);
+                sumTwoFloats(
+                        a.own, a.ownOffset, shm, a.terms[1 - a.self], a.count, a.out, a.outOffset, resultOff, scale);
                 return;
             }
         }
@@ -111,7 +113,7 @@ public final class ReduceKernels {
             if (bf16) {
                 for (int i = 0; i < len; i++) bits[i] = HalfFloats.floatToBf16(acc[i]);
             } else {
-                for (int i = 0; i < len; i++) bits[i] = Float.floatToFloat16(acc[i]);   // the JDK's intrinsic
+                for (int i = 0; i < len; i++) bits[i] = Float.floatToFloat16(acc[i]); // the JDK's intrinsic
             }
             MemorySegment.copy(bits, 0, a.out, I16, a.outOffset + b, len);
             for (int r = 0; r < a.resultCount; r++) {
@@ -156,7 +158,10 @@ public final class ReduceKernels {
         long bytes = count * 4L;
         MemorySegment direct = MemorySegment.ofBuffer(ByteBuffer.allocateDirect((int) bytes * 2));
         int ranks = Math.max(2, n);
-        ReduceArgs a = new ReduceArgs(ranks).op(DataType.FLOAT32, ReduceOp.SUM).shm(shm).count(count);
+        ReduceArgs a = new ReduceArgs(ranks)
+                .op(DataType.FLOAT32, ReduceOp.SUM)
+                .shm(shm)
+                .count(count);
         for (int j = 0; j < ranks; j++) {
             a.term(j, scratch);
         }
@@ -168,7 +173,7 @@ public final class ReduceKernels {
             long t0 = System.nanoTime();
             runFloatKernels(a, direct, shm, scratch, bytes, count);
             long took = System.nanoTime() - t0;
-            if (took < 4_000) {   // 7 kernel calls over 1 KiB each: compiled, they take well under 1 us
+            if (took < 4_000) { // 7 kernel calls over 1 KiB each: compiled, they take well under 1 us
                 return true;
             }
             if (t0 - deadline > 0) {
@@ -177,8 +182,8 @@ public final class ReduceKernels {
         }
     }
 
-    private static void runFloatKernels(ReduceArgs a, MemorySegment direct, MemorySegment shm, long scratch,
-                                        long bytes, int count) {
+    private static void runFloatKernels(
+            ReduceArgs a, MemorySegment direct, MemorySegment shm, long scratch, long bytes, int count) {
         sumTwoFloats(direct, 0, shm, scratch, count, direct, bytes, -1, 1f);
         sumTwoFloats(direct, 0, shm, scratch, count, direct, bytes, scratch + bytes, 0.5f);
         sumTwoFloatsInPlace(shm, scratch + bytes, scratch, count, scratch + bytes, scratch + 2 * bytes, 1f);
@@ -203,12 +208,13 @@ public final class ReduceKernels {
      * own copy of the loop, so that the copying paths' segments (a direct buffer's and the
      * mapping's) never meet these in one compiled loop (see {@link #compileFloatKernels}).
      */
-    private static void sumTwoFloatsInPlace(MemorySegment m, long own, long peer, long count, long out, long result,
-                                            float scale) {
+    private static void sumTwoFloatsInPlace(
+            MemorySegment m, long own, long peer, long count, long out, long result, float scale) {
         long upper = FLOATS.loopBound(count);
         for (long b = 0, end = upper * 4; b < end; b += FLOATS.vectorByteSize()) {
             FloatVector sum = FloatVector.fromMemorySegment(FLOATS, m, own + b, NO)
-                    .add(FloatVector.fromMemorySegment(FLOATS, m, peer + b, NO)).mul(scale);
+                    .add(FloatVector.fromMemorySegment(FLOATS, m, peer + b, NO))
+                    .mul(scale);
             sum.intoMemorySegment(m, out + b, NO);
             sum.intoMemorySegment(m, result + b, NO);
         }
@@ -221,8 +227,16 @@ public final class ReduceKernels {
      * Copying paths: {@code own} and {@code out} are the caller's direct buffer, {@code shm} the
      * mapping. {@code scale} is 1 (SUM) or 0.5 (AVG): multiplying by either is exact.
      */
-    private static void sumTwoFloats(MemorySegment own, long ownOff, MemorySegment shm, long peer, long count,
-                                     MemorySegment out, long outOff, long resultOff, float scale) {
+    private static void sumTwoFloats(
+            MemorySegment own,
+            long ownOff,
+            MemorySegment shm,
+            long peer,
+            long count,
+            MemorySegment out,
+            long outOff,
+            long resultOff,
+            float scale) {
         long vectors = FLOATS.loopBound(count);
         if (resultOff >= 0) {
             sumTwoFloatsTwice(own, ownOff, shm, peer, vectors, out, outOff, resultOff, scale);
@@ -234,27 +248,53 @@ public final class ReduceKernels {
         }
     }
 
-    private static void sumTwoFloatsOnce(MemorySegment own, long ownOff, MemorySegment shm, long peer, long upper,
-                                         MemorySegment out, long outOff, float scale) {
+    private static void sumTwoFloatsOnce(
+            MemorySegment own,
+            long ownOff,
+            MemorySegment shm,
+            long peer,
+            long upper,
+            MemorySegment out,
+            long outOff,
+            float scale) {
         for (long b = 0, end = upper * 4; b < end; b += FLOATS.vectorByteSize()) {
             FloatVector.fromMemorySegment(FLOATS, own, ownOff + b, NO)
-                    .add(FloatVector.fromMemorySegment(FLOATS, shm, peer + b, NO)).mul(scale)
+                    .add(FloatVector.fromMemorySegment(FLOATS, shm, peer + b, NO))
+                    .mul(scale)
                     .intoMemorySegment(out, outOff + b, NO);
         }
     }
 
-    private static void sumTwoFloatsTwice(MemorySegment own, long ownOff, MemorySegment shm, long peer, long upper,
-                                          MemorySegment out, long outOff, long resultOff, float scale) {
+    private static void sumTwoFloatsTwice(
+            MemorySegment own,
+            long ownOff,
+            MemorySegment shm,
+            long peer,
+            long upper,
+            MemorySegment out,
+            long outOff,
+            long resultOff,
+            float scale) {
         for (long b = 0, end = upper * 4; b < end; b += FLOATS.vectorByteSize()) {
             FloatVector sum = FloatVector.fromMemorySegment(FLOATS, own, ownOff + b, NO)
-                    .add(FloatVector.fromMemorySegment(FLOATS, shm, peer + b, NO)).mul(scale);
+                    .add(FloatVector.fromMemorySegment(FLOATS, shm, peer + b, NO))
+                    .mul(scale);
             sum.intoMemorySegment(out, outOff + b, NO);
             sum.intoMemorySegment(shm, resultOff + b, NO);
         }
     }
 
-    private static void sumTwoFloatsTail(MemorySegment own, long ownOff, MemorySegment shm, long peer, long from,
-                                         long count, MemorySegment out, long outOff, long resultOff, float scale) {
+    private static void sumTwoFloatsTail(
+            MemorySegment own,
+            long ownOff,
+            MemorySegment shm,
+            long peer,
+            long from,
+            long count,
+            MemorySegment out,
+            long outOff,
+            long resultOff,
+            float scale) {
         for (long i = from; i < count; i++) {
             long b = i * 4L;
             float sum = (own.get(F32, ownOff + b) + shm.get(F32, peer + b)) * scale;
@@ -280,9 +320,14 @@ public final class ReduceKernels {
      */
 
     /** One element type's layout, staging arrays and loops; the arrays are each ReduceArgs' own. */
-    private record Lanes<A>(ValueLayout layout, IntFunction<A> arrays, Fold<A> add, Fold<A> multiply, Fold<A> min,
-                            Fold<A> max, Divide<A> divide) {
-    }
+    private record Lanes<A>(
+            ValueLayout layout,
+            IntFunction<A> arrays,
+            Fold<A> add,
+            Fold<A> multiply,
+            Fold<A> min,
+            Fold<A> max,
+            Divide<A> divide) {}
 
     /** {@code acc[i] = acc[i] op t[i]} for i in [0, n). */
     @FunctionalInterface
@@ -296,14 +341,38 @@ public final class ReduceKernels {
         void apply(A acc, int d, int n);
     }
 
-    private static final Lanes<float[]> FLOAT32 = new Lanes<>(F32, float[]::new, ReduceKernels::add, ReduceKernels::multiply,
-            ReduceKernels::min, ReduceKernels::max, ReduceKernels::divide);
-    private static final Lanes<double[]> FLOAT64 = new Lanes<>(F64, double[]::new, ReduceKernels::add, ReduceKernels::multiply,
-            ReduceKernels::min, ReduceKernels::max, ReduceKernels::divide);
-    private static final Lanes<int[]> INT32 = new Lanes<>(I32, int[]::new, ReduceKernels::add, ReduceKernels::multiply,
-            ReduceKernels::min, ReduceKernels::max, ReduceKernels::divide);
-    private static final Lanes<long[]> INT64 = new Lanes<>(I64, long[]::new, ReduceKernels::add, ReduceKernels::multiply,
-            ReduceKernels::min, ReduceKernels::max, ReduceKernels::divide);
+    private static final Lanes<float[]> FLOAT32 = new Lanes<>(
+            F32,
+            float[]::new,
+            ReduceKernels::add,
+            ReduceKernels::multiply,
+            ReduceKernels::min,
+            ReduceKernels::max,
+            ReduceKernels::divide);
+    private static final Lanes<double[]> FLOAT64 = new Lanes<>(
+            F64,
+            double[]::new,
+            ReduceKernels::add,
+            ReduceKernels::multiply,
+            ReduceKernels::min,
+            ReduceKernels::max,
+            ReduceKernels::divide);
+    private static final Lanes<int[]> INT32 = new Lanes<>(
+            I32,
+            int[]::new,
+            ReduceKernels::add,
+            ReduceKernels::multiply,
+            ReduceKernels::min,
+            ReduceKernels::max,
+            ReduceKernels::divide);
+    private static final Lanes<long[]> INT64 = new Lanes<>(
+            I64,
+            long[]::new,
+            ReduceKernels::add,
+            ReduceKernels::multiply,
+            ReduceKernels::min,
+            ReduceKernels::max,
+            ReduceKernels::divide);
 
     private static Lanes<?> lanes(DataType type) {
         return switch (type) {
@@ -357,28 +426,83 @@ public final class ReduceKernels {
 
     /* The loops, a table: one line per type and op. */
 
-    private static void add(float[] a, float[] b, int n) { for (int i = 0; i < n; i++) a[i] += b[i]; }
-    private static void add(double[] a, double[] b, int n) { for (int i = 0; i < n; i++) a[i] += b[i]; }
-    private static void add(int[] a, int[] b, int n) { for (int i = 0; i < n; i++) a[i] += b[i]; }
-    private static void add(long[] a, long[] b, int n) { for (int i = 0; i < n; i++) a[i] += b[i]; }
+    private static void add(float[] a, float[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] += b[i];
+    }
 
-    private static void multiply(float[] a, float[] b, int n) { for (int i = 0; i < n; i++) a[i] *= b[i]; }
-    private static void multiply(double[] a, double[] b, int n) { for (int i = 0; i < n; i++) a[i] *= b[i]; }
-    private static void multiply(int[] a, int[] b, int n) { for (int i = 0; i < n; i++) a[i] *= b[i]; }
-    private static void multiply(long[] a, long[] b, int n) { for (int i = 0; i < n; i++) a[i] *= b[i]; }
+    private static void add(double[] a, double[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] += b[i];
+    }
 
-    private static void min(float[] a, float[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]); }
-    private static void min(double[] a, double[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]); }
-    private static void min(int[] a, int[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]); }
-    private static void min(long[] a, long[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]); }
+    private static void add(int[] a, int[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] += b[i];
+    }
 
-    private static void max(float[] a, float[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]); }
-    private static void max(double[] a, double[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]); }
-    private static void max(int[] a, int[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]); }
-    private static void max(long[] a, long[] b, int n) { for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]); }
+    private static void add(long[] a, long[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] += b[i];
+    }
 
-    private static void divide(float[] a, int d, int n) { for (int i = 0; i < n; i++) a[i] /= d; }
-    private static void divide(double[] a, int d, int n) { for (int i = 0; i < n; i++) a[i] /= d; }
-    private static void divide(int[] a, int d, int n) { for (int i = 0; i < n; i++) a[i] /= d; }
-    private static void divide(long[] a, int d, int n) { for (int i = 0; i < n; i++) a[i] /= d; }
+    private static void multiply(float[] a, float[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] *= b[i];
+    }
+
+    private static void multiply(double[] a, double[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] *= b[i];
+    }
+
+    private static void multiply(int[] a, int[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] *= b[i];
+    }
+
+    private static void multiply(long[] a, long[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] *= b[i];
+    }
+
+    private static void min(float[] a, float[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]);
+    }
+
+    private static void min(double[] a, double[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]);
+    }
+
+    private static void min(int[] a, int[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]);
+    }
+
+    private static void min(long[] a, long[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]);
+    }
+
+    private static void max(float[] a, float[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]);
+    }
+
+    private static void max(double[] a, double[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]);
+    }
+
+    private static void max(int[] a, int[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]);
+    }
+
+    private static void max(long[] a, long[] b, int n) {
+        for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]);
+    }
+
+    private static void divide(float[] a, int d, int n) {
+        for (int i = 0; i < n; i++) a[i] /= d;
+    }
+
+    private static void divide(double[] a, int d, int n) {
+        for (int i = 0; i < n; i++) a[i] /= d;
+    }
+
+    private static void divide(int[] a, int d, int n) {
+        for (int i = 0; i < n; i++) a[i] /= d;
+    }
+
+    private static void divide(long[] a, int d, int n) {
+        for (int i = 0; i < n; i++) a[i] /= d;
+    }
 }

@@ -57,15 +57,29 @@ public final class ShmAttachment implements AutoCloseable {
     private final Arena arena;
     private final Object fileKey;
 
-    private ShmAttachment(Arena arena, MemorySegment memory, FileChannel channel, Path path, Object fileKey, int rank,
-                          ShmLayout layout) throws IOException {
+    private ShmAttachment(
+            Arena arena,
+            MemorySegment memory,
+            FileChannel channel,
+            Path path,
+            Object fileKey,
+            int rank,
+            ShmLayout layout)
+            throws IOException {
         this.arena = arena;
         this.channel = channel;
         this.path = path;
         this.fileKey = fileKey;
         this.rank = rank;
-        this.layout = layout.wrap(memory, layout.arenaBytes() == 0 ? null : channel.map(FileChannel.MapMode.READ_WRITE,
-                layout.arenasOffset(), layout.size() * layout.arenaStride(), Arena.ofAuto()));
+        this.layout = layout.wrap(
+                memory,
+                layout.arenaBytes() == 0
+                        ? null
+                        : channel.map(
+                                FileChannel.MapMode.READ_WRITE,
+                                layout.arenasOffset(),
+                                layout.size() * layout.arenaStride(),
+                                Arena.ofAuto()));
     }
 
     /** The mapping, as a layout. */
@@ -103,7 +117,8 @@ public final class ShmAttachment implements AutoCloseable {
      */
     public static ShmAttachment attach(Path path, int rank, ShmLayout layout, Duration timeout, String who) {
         long deadline = System.nanoTime() + timeout.toNanos();
-        ShmAttachment region = rank == 0 ? create(path, layout, deadline, who) : open(path, rank, layout, deadline, who);
+        ShmAttachment region =
+                rank == 0 ? create(path, layout, deadline, who) : open(path, rank, layout, deadline, who);
         try {
             region.join(deadline, timeout, who);
             return region;
@@ -119,7 +134,8 @@ public final class ShmAttachment implements AutoCloseable {
         long self = ProcessHandle.current().pid();
         for (int attempt = 0; ; attempt++) {
             try {
-                Files.createFile(path, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+                Files.createFile(
+                        path, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
                 break;
             } catch (FileAlreadyExistsException e) {
                 Optional<Long> creator = creatorOf(path);
@@ -128,10 +144,10 @@ public final class ShmAttachment implements AutoCloseable {
                             + "); two jobs on one host need different COHORT_RUN_ID or MASTER_PORT values");
                 }
                 if (creator.isEmpty() && attempt < 50 && System.nanoTime() < deadline) {
-                    sleep(20);   // perhaps another creator is still writing its header
+                    sleep(20); // perhaps another creator is still writing its header
                     continue;
                 }
-                deleteQuietly(path);   // stale: its creator died before every rank attached
+                deleteQuietly(path); // stale: its creator died before every rank attached
             } catch (IOException e) {
                 throw new ShmConnectException(who + ": cannot create " + path + ": " + e, e);
             }
@@ -165,33 +181,37 @@ public final class ShmAttachment implements AutoCloseable {
         String lastState = "the file does not exist";
         while (true) {
             if (System.nanoTime() - deadline > 0) {
-                throw new ShmConnectException(who + ": local rank 0 did not create " + path + " in time (" + lastState
-                        + "); is local rank 0 running with the same COHORT_RUN_ID, COHORT_RESTART_COUNT and MASTER_PORT?");
+                throw new ShmConnectException(
+                        who + ": local rank 0 did not create " + path + " in time (" + lastState
+                                + "); is local rank 0 running with the same COHORT_RUN_ID, COHORT_RESTART_COUNT and MASTER_PORT?");
             }
             FileChannel ch = null;
             Arena arena = null;
             try {
                 ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
-                Object key = Files.readAttributes(path, BasicFileAttributes.class).fileKey();
+                Object key =
+                        Files.readAttributes(path, BasicFileAttributes.class).fileKey();
                 if (ch.size() < HEADER_BYTES) {
                     lastState = "it has " + ch.size() + " bytes";
                 } else {
                     String mismatch;
                     try (Arena header = Arena.ofConfined()) {
                         MemorySegment h = ch.map(FileChannel.MapMode.READ_ONLY, 0, HEADER_BYTES, header);
-                        mismatch = (long) LONG.getAcquire(h, H_MAGIC) != MAGIC ? ""
+                        mismatch = (long) LONG.getAcquire(h, H_MAGIC) != MAGIC
+                                ? ""
                                 : mismatch(h, layout.size(), layout.segmentBytes(), layout.arenaBytes(), total);
                     }
                     if (mismatch == null && ch.size() >= total) {
                         arena = Arena.ofShared();
                         MemorySegment m = ch.map(FileChannel.MapMode.READ_WRITE, 0, layout.arenasOffset(), arena);
                         ShmAttachment region = new ShmAttachment(arena, m, ch, path, key, rank, layout);
-                        ch = null;      // the region owns them now
+                        ch = null; // the region owns them now
                         arena = null;
                         return region;
                     }
                     if (mismatch != null && !mismatch.isEmpty()) {
-                        throw new ShmConnectException(who + ": " + path + " was created for another group: " + mismatch);
+                        throw new ShmConnectException(
+                                who + ": " + path + " was created for another group: " + mismatch);
                     }
                     lastState = "its header is not written yet";
                 }
@@ -222,10 +242,12 @@ public final class ShmAttachment implements AutoCloseable {
             return "world size " + world + ", this rank has WORLD_SIZE=" + size;
         }
         if (segment != segmentBytes) {
-            return "segment of " + segment + " bytes, this rank uses " + segmentBytes + " (--shm-segment-kib must agree)";
+            return "segment of " + segment + " bytes, this rank uses " + segmentBytes
+                    + " (--shm-segment-kib must agree)";
         }
         if (arena != arenaBytes || bytes != total) {
-            return "arena of " + arena + " bytes per rank, this rank uses " + arenaBytes + " (--shm-arena-mib must agree)";
+            return "arena of " + arena + " bytes per rank, this rank uses " + arenaBytes
+                    + " (--shm-arena-mib must agree)";
         }
         return null;
     }
@@ -253,7 +275,8 @@ public final class ShmAttachment implements AutoCloseable {
                 }
                 long creator = memory.get(ValueLayout.JAVA_LONG, H_CREATOR);
                 if (!alive(creator)) {
-                    throw new ShmConnectException(who + ": local rank 0 (pid " + creator + ") died while the ranks attached");
+                    throw new ShmConnectException(
+                            who + ": local rank 0 (pid " + creator + ") died while the ranks attached");
                 }
                 sleep(1);
             }

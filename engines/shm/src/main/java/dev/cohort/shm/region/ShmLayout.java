@@ -34,7 +34,7 @@ import java.nio.ByteOrder;
  */
 public final class ShmLayout {
 
-    static final long MAGIC = 0x434F484F52545348L;   // "COHORTSH"
+    static final long MAGIC = 0x434F484F52545348L; // "COHORTSH"
     static final long VERSION = 3;
 
     static final long H_MAGIC = 0;
@@ -52,6 +52,7 @@ public final class ShmLayout {
     private static final long SLEEPERS = 64;
     /** Where a counter's low 32 bits lie within it. */
     private static final long LOW_WORD = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN ? 0 : 4;
+
     private static final long INFO_STRIDE = 64;
     private static final long ABORT = 8;
     private static final long BUFFER_AT = 16;

@@ -59,10 +59,10 @@ public final class ReduceKernelsBench {
     private static final long SCRATCH = 4 << 10;
     /** Every case and variant runs this long, in each of the warm-up passes, before any is timed. */
     private static final long WARM_NS = 40_000_000;
+
     private static final int WARM_PASSES = 3;
 
-    private ReduceKernelsBench() {
-    }
+    private ReduceKernelsBench() {}
 
     /** x[i] = x[i] op y[i] for i in [0, n), over whole segments. */
     @FunctionalInterface
@@ -73,15 +73,40 @@ public final class ReduceKernelsBench {
     /** One loop per type and op, each a lambda of its own, so that each is compiled (and vectorized, or not) apart. */
     static Pass pass(DataType type, ReduceOp op) {
         return switch (type + " " + op) {
-            case "FLOAT32 SUM" -> (x, y, n) -> { for (int i = 0; i < n; i++) x.setAtIndex(F, i, x.getAtIndex(F, i) + y.getAtIndex(F, i)); };
-            case "FLOAT64 SUM" -> (x, y, n) -> { for (int i = 0; i < n; i++) x.setAtIndex(D, i, x.getAtIndex(D, i) + y.getAtIndex(D, i)); };
-            case "INT32 SUM" -> (x, y, n) -> { for (int i = 0; i < n; i++) x.setAtIndex(I, i, x.getAtIndex(I, i) + y.getAtIndex(I, i)); };
-            case "INT64 SUM" -> (x, y, n) -> { for (int i = 0; i < n; i++) x.setAtIndex(L, i, x.getAtIndex(L, i) + y.getAtIndex(L, i)); };
-            case "FLOAT32 MAX" -> (x, y, n) -> { for (int i = 0; i < n; i++) x.setAtIndex(F, i, Math.max(x.getAtIndex(F, i), y.getAtIndex(F, i))); };
-            case "FLOAT64 MAX" -> (x, y, n) -> { for (int i = 0; i < n; i++) x.setAtIndex(D, i, Math.max(x.getAtIndex(D, i), y.getAtIndex(D, i))); };
-            case "INT32 MAX" -> (x, y, n) -> { for (int i = 0; i < n; i++) x.setAtIndex(I, i, Math.max(x.getAtIndex(I, i), y.getAtIndex(I, i))); };
-            case "INT64 MAX" -> (x, y, n) -> { for (int i = 0; i < n; i++) x.setAtIndex(L, i, Math.max(x.getAtIndex(L, i), y.getAtIndex(L, i))); };
-            default -> throw new IllegalArgumentException("no plain loop for " + type + " " + op + " (SUM and MAX only)");
+            case "FLOAT32 SUM" ->
+                (x, y, n) -> {
+                    for (int i = 0; i < n; i++) x.setAtIndex(F, i, x.getAtIndex(F, i) + y.getAtIndex(F, i));
+                };
+            case "FLOAT64 SUM" ->
+                (x, y, n) -> {
+                    for (int i = 0; i < n; i++) x.setAtIndex(D, i, x.getAtIndex(D, i) + y.getAtIndex(D, i));
+                };
+            case "INT32 SUM" ->
+                (x, y, n) -> {
+                    for (int i = 0; i < n; i++) x.setAtIndex(I, i, x.getAtIndex(I, i) + y.getAtIndex(I, i));
+                };
+            case "INT64 SUM" ->
+                (x, y, n) -> {
+                    for (int i = 0; i < n; i++) x.setAtIndex(L, i, x.getAtIndex(L, i) + y.getAtIndex(L, i));
+                };
+            case "FLOAT32 MAX" ->
+                (x, y, n) -> {
+                    for (int i = 0; i < n; i++) x.setAtIndex(F, i, Math.max(x.getAtIndex(F, i), y.getAtIndex(F, i)));
+                };
+            case "FLOAT64 MAX" ->
+                (x, y, n) -> {
+                    for (int i = 0; i < n; i++) x.setAtIndex(D, i, Math.max(x.getAtIndex(D, i), y.getAtIndex(D, i)));
+                };
+            case "INT32 MAX" ->
+                (x, y, n) -> {
+                    for (int i = 0; i < n; i++) x.setAtIndex(I, i, Math.max(x.getAtIndex(I, i), y.getAtIndex(I, i)));
+                };
+            case "INT64 MAX" ->
+                (x, y, n) -> {
+                    for (int i = 0; i < n; i++) x.setAtIndex(L, i, Math.max(x.getAtIndex(L, i), y.getAtIndex(L, i)));
+                };
+            default ->
+                throw new IllegalArgumentException("no plain loop for " + type + " " + op + " (SUM and MAX only)");
         };
     }
 
@@ -93,11 +118,26 @@ public final class ReduceKernelsBench {
         private final ReduceArgs args;
         private final boolean staged;
 
-        public KernelRun(boolean staged, DataType type, ReduceOp op, int ranks, long count, MemorySegment own,
-                         MemorySegment shm, long[] terms, long result) {
+        public KernelRun(
+                boolean staged,
+                DataType type,
+                ReduceOp op,
+                int ranks,
+                long count,
+                MemorySegment own,
+                MemorySegment shm,
+                long[] terms,
+                long result) {
             this.staged = staged;
-            args = new ReduceArgs(ranks).ranks(ranks, 0).op(type, op).own(own, 0).shm(shm).count(count).out(own, 0)
-                    .noResults().addResult(result);
+            args = new ReduceArgs(ranks)
+                    .ranks(ranks, 0)
+                    .op(type, op)
+                    .own(own, 0)
+                    .shm(shm)
+                    .count(count)
+                    .out(own, 0)
+                    .noResults()
+                    .addResult(result);
             for (int j = 1; j < ranks; j++) {
                 args.term(j, terms[j]);
             }
@@ -130,8 +170,15 @@ public final class ReduceKernelsBench {
         private final MemorySegment result;
         private final int count;
 
-        PlainRun(DataType type, ReduceOp op, int ranks, long count, MemorySegment own, MemorySegment shm, long[] terms,
-                 long result) {
+        PlainRun(
+                DataType type,
+                ReduceOp op,
+                int ranks,
+                long count,
+                MemorySegment own,
+                MemorySegment shm,
+                long[] terms,
+                long result) {
             long bytes = count * type.byteSize();
             this.pass = pass(type, op);
             this.own = own.asSlice(0, bytes);
@@ -157,8 +204,14 @@ public final class ReduceKernelsBench {
     }
 
     /** One case's variants, their batch sizes and samples. */
-    private record Case(Operands at, ReduceOp op, int ranks, long bytes, Map<String, LongUnaryOperator> runs,
-                        Map<String, Long> reps, Map<String, List<Double>> samples) {
+    private record Case(
+            Operands at,
+            ReduceOp op,
+            int ranks,
+            long bytes,
+            Map<String, LongUnaryOperator> runs,
+            Map<String, Long> reps,
+            Map<String, List<Double>> samples) {
         DataType type() {
             return at.type();
         }
@@ -172,21 +225,25 @@ public final class ReduceKernelsBench {
         Map<String, String> opt = options(args);
         int rounds = Integer.parseInt(opt.getOrDefault("rounds", "15"));
         long[] sizes = Arrays.stream(opt.getOrDefault("sizes", "4K,64K,1M,16M").split(","))
-                .mapToLong(ReduceKernelsBench::bytes).toArray();
-        int[] rankCounts = Arrays.stream(opt.getOrDefault("ranks", "2,4").split(",")).mapToInt(Integer::parseInt)
+                .mapToLong(ReduceKernelsBench::bytes)
                 .toArray();
-        String[] types = opt.getOrDefault("types", "FLOAT32,FLOAT64,INT32,INT64").split(",");
+        int[] rankCounts = Arrays.stream(opt.getOrDefault("ranks", "2,4").split(","))
+                .mapToInt(Integer::parseInt)
+                .toArray();
+        String[] types =
+                opt.getOrDefault("types", "FLOAT32,FLOAT64,INT32,INT64").split(",");
         String[] ops = opt.getOrDefault("ops", "SUM,MAX").split(",");
-        String[] variants = opt.getOrDefault("variants",
-                opt.containsKey("baseline") ? "kernel,base,staged,plain" : "kernel,staged,plain").split(",");
+        String[] variants = opt.getOrDefault(
+                        "variants", opt.containsKey("baseline") ? "kernel,base,staged,plain" : "kernel,staged,plain")
+                .split(",");
         ClassLoader base = opt.containsKey("baseline") ? baselineLoader(Path.of(opt.get("baseline"))) : null;
         long maxBytes = Arrays.stream(sizes).max().orElseThrow();
         int maxRanks = Arrays.stream(rankCounts).max().orElseThrow();
 
         Path file = Files.createTempFile(Path.of("/dev/shm"), "cohort-kernels-bench", "");
         try (Arena arena = Arena.ofShared();
-             FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            long span = (maxRanks + 1) * maxBytes;   // one type's operands and result copy in the mapping
+                FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            long span = (maxRanks + 1) * maxBytes; // one type's operands and result copy in the mapping
             MemorySegment mapping = ch.map(FileChannel.MapMode.READ_WRITE, 0, types.length * span + SCRATCH, arena);
             compile(variants, base, mapping, types.length * span, maxRanks);
             List<Case> cases = new ArrayList<>();
@@ -201,7 +258,13 @@ public final class ReduceKernelsBench {
                             for (String v : variants) {
                                 runs.put(v, run(v, base, ReduceOp.valueOf(o), n, bytes, at));
                             }
-                            cases.add(new Case(at, ReduceOp.valueOf(o), n, bytes, runs, new LinkedHashMap<>(),
+                            cases.add(new Case(
+                                    at,
+                                    ReduceOp.valueOf(o),
+                                    n,
+                                    bytes,
+                                    runs,
+                                    new LinkedHashMap<>(),
                                     new LinkedHashMap<>()));
                         }
                     }
@@ -274,12 +337,15 @@ public final class ReduceKernelsBench {
         for (String v : variants) {
             boolean done = switch (v) {
                 case "kernel" -> KernelRun.compile(shm, scratch, ranks);
-                case "base" -> (Boolean) base.loadClass(KernelRun.class.getName())
-                        .getMethod("compile", MemorySegment.class, long.class, int.class).invoke(null, shm, scratch, ranks);
+                case "base" ->
+                    (Boolean) base.loadClass(KernelRun.class.getName())
+                            .getMethod("compile", MemorySegment.class, long.class, int.class)
+                            .invoke(null, shm, scratch, ranks);
                 default -> true;
             };
             if (!v.equals("staged") && !v.equals("plain")) {
-                System.err.println(v + (done ? ": float32 kernels compiled" : ": float32 kernels not compiled within 2 s"));
+                System.err.println(
+                        v + (done ? ": float32 kernels compiled" : ": float32 kernels not compiled within 2 s"));
             }
         }
     }
@@ -293,10 +359,19 @@ public final class ReduceKernelsBench {
             case "kernel" -> new KernelRun(false, at.type(), op, n, count, at.own(), at.shm(), terms, result);
             case "staged" -> new KernelRun(true, at.type(), op, n, count, at.own(), at.shm(), terms, result);
             case "plain" -> new PlainRun(at.type(), op, n, count, at.own(), at.shm(), terms, result);
-            case "base" -> (LongUnaryOperator) base.loadClass(KernelRun.class.getName())
-                    .getConstructor(boolean.class, DataType.class, ReduceOp.class, int.class, long.class,
-                            MemorySegment.class, MemorySegment.class, long[].class, long.class)
-                    .newInstance(false, at.type(), op, n, count, at.own(), at.shm(), terms, result);
+            case "base" ->
+                (LongUnaryOperator) base.loadClass(KernelRun.class.getName())
+                        .getConstructor(
+                                boolean.class,
+                                DataType.class,
+                                ReduceOp.class,
+                                int.class,
+                                long.class,
+                                MemorySegment.class,
+                                MemorySegment.class,
+                                long[].class,
+                                long.class)
+                        .newInstance(false, at.type(), op, n, count, at.own(), at.shm(), terms, result);
             default -> throw new IllegalArgumentException("unknown variant " + variant);
         };
     }
@@ -306,7 +381,8 @@ public final class ReduceKernelsBench {
      * own folder (for {@link KernelRun}), everything else from the application's class loader.
      */
     private static ClassLoader baselineLoader(Path dir) throws IOException {
-        URL mine = ReduceKernelsBench.class.getProtectionDomain().getCodeSource().getLocation();
+        URL mine =
+                ReduceKernelsBench.class.getProtectionDomain().getCodeSource().getLocation();
         String pkg = ReduceKernelsBench.class.getPackageName() + ".";
         return new URLClassLoader(new URL[] {dir.toUri().toURL(), mine}, ReduceKernelsBench.class.getClassLoader()) {
             @Override
@@ -353,8 +429,8 @@ public final class ReduceKernelsBench {
                 if (expected == null) {
                     expected = got;
                 } else if (!Arrays.equals(expected, got)) {
-                    throw new IllegalStateException(v.getKey() + " differs from " + c.runs().keySet().iterator().next()
-                            + " in " + c.name());
+                    throw new IllegalStateException(v.getKey() + " differs from "
+                            + c.runs().keySet().iterator().next() + " in " + c.name());
                 }
             }
         }
@@ -378,17 +454,40 @@ public final class ReduceKernelsBench {
             sep.append("---|");
         }
         md.append('\n').append(sep).append('\n');
-        StringBuilder tsv = new StringBuilder("type\top\tranks\tbytes\tvariant\treps\tmedian_ns\tmin_ns\tmax_ns\tsamples_ns\n");
+        StringBuilder tsv =
+                new StringBuilder("type\top\tranks\tbytes\tvariant\treps\tmedian_ns\tmin_ns\tmax_ns\tsamples_ns\n");
         for (Case c : cases) {
-            md.append("| ").append(c.type()).append(" | ").append(c.op()).append(" | ").append(c.ranks()).append(" | ")
-                    .append(size(c.bytes())).append(" |");
+            md.append("| ")
+                    .append(c.type())
+                    .append(" | ")
+                    .append(c.op())
+                    .append(" | ")
+                    .append(c.ranks())
+                    .append(" | ")
+                    .append(size(c.bytes()))
+                    .append(" |");
             for (String v : variants) {
                 List<Double> s = c.samples().get(v);
                 md.append(String.format(" %.3f (%.3f) |", median(s) / 1e3, min(s) / 1e3));
-                tsv.append(String.join("\t", c.type().toString(), c.op().toString(), String.valueOf(c.ranks()),
-                        String.valueOf(c.bytes()), v, String.valueOf(c.reps().get(v)), String.format("%.1f", median(s)),
-                        String.format("%.1f", min(s)), String.format("%.1f", s.stream().mapToDouble(x -> x).max().orElseThrow()),
-                        String.join(",", s.stream().map(x -> String.format("%.1f", x)).toList()))).append('\n');
+                tsv.append(String.join(
+                                "\t",
+                                c.type().toString(),
+                                c.op().toString(),
+                                String.valueOf(c.ranks()),
+                                String.valueOf(c.bytes()),
+                                v,
+                                String.valueOf(c.reps().get(v)),
+                                String.format("%.1f", median(s)),
+                                String.format("%.1f", min(s)),
+                                String.format(
+                                        "%.1f",
+                                        s.stream().mapToDouble(x -> x).max().orElseThrow()),
+                                String.join(
+                                        ",",
+                                        s.stream()
+                                                .map(x -> String.format("%.1f", x))
+                                                .toList())))
+                        .append('\n');
             }
             List<Double> first = c.samples().get(variants[0]);
             for (int k = 1; k < variants.length; k++) {
@@ -431,8 +530,9 @@ public final class ReduceKernelsBench {
         Map<String, String> opt = new LinkedHashMap<>();
         for (int i = 0; i < args.length; i++) {
             if (!args[i].startsWith("--") || i + 1 == args.length) {
-                throw new IllegalArgumentException("usage: ReduceKernelsBench [--rounds N] [--sizes 4K,64K,1M,16M] [--ranks 2,4]"
-                        + " [--types FLOAT32,...] [--ops SUM,MAX] [--variants kernel,base,plain] [--baseline DIR] [--out PREFIX]");
+                throw new IllegalArgumentException(
+                        "usage: ReduceKernelsBench [--rounds N] [--sizes 4K,64K,1M,16M] [--ranks 2,4]"
+                                + " [--types FLOAT32,...] [--ops SUM,MAX] [--variants kernel,base,plain] [--baseline DIR] [--out PREFIX]");
             }
             opt.put(args[i].substring(2), args[++i]);
         }

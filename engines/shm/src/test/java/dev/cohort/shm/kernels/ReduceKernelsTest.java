@@ -38,7 +38,7 @@ import org.junit.jupiter.api.Timeout;
 class ReduceKernelsTest {
 
     private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED;
-    private final ReduceArgs args = new ReduceArgs(4);   // reused across calls, as a group does
+    private final ReduceArgs args = new ReduceArgs(4); // reused across calls, as a group does
     private static final int MAX = 5000;
     private static Arena arena;
     private static MemorySegment shm;
@@ -49,7 +49,11 @@ class ReduceKernelsTest {
         file = Files.createTempFile(Path.of("/dev/shm"), "cohort-kernels-test", "");
         arena = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            shm = ch.map(FileChannel.MapMode.READ_WRITE, 0, 5 * (8L * MAX + 64) + 4096, arena);   // checkGeneralKernels' largest
+            shm = ch.map(
+                    FileChannel.MapMode.READ_WRITE,
+                    0,
+                    5 * (8L * MAX + 64) + 4096,
+                    arena); // checkGeneralKernels' largest
         }
     }
 
@@ -70,7 +74,7 @@ class ReduceKernelsTest {
     @Test
     void copyingKernelsMatchElementByElement() {
         MemorySegment user = MemorySegment.ofBuffer(ByteBuffer.allocateDirect(4 * MAX + 64));
-        long ownOff = 4;        // not vector-aligned
+        long ownOff = 4; // not vector-aligned
         long peerOff = 12;
         long resultOff = 4L * MAX + 2048 + 20;
         for (int count : counts()) {
@@ -79,14 +83,23 @@ class ReduceKernelsTest {
                     user.set(F, ownOff + 4L * i, own(i));
                     shm.set(F, peerOff + 4L * i, peer(i));
                 }
-                args.ranks(2, 0).op(DataType.FLOAT32, ReduceOp.SUM).own(user, ownOff).shm(shm).term(1, peerOff)
-                        .count(count).out(user, ownOff).noResults();
+                args.ranks(2, 0)
+                        .op(DataType.FLOAT32, ReduceOp.SUM)
+                        .own(user, ownOff)
+                        .shm(shm)
+                        .term(1, peerOff)
+                        .count(count)
+                        .out(user, ownOff)
+                        .noResults();
                 ReduceKernels.reduce(twice ? args.addResult(resultOff) : args);
                 for (int i = 0; i < count; i++) {
                     float expected = own(i) + peer(i);
-                    assertThat(user.get(F, ownOff + 4L * i)).as("count %d element %d", count, i).isEqualTo(expected);
+                    assertThat(user.get(F, ownOff + 4L * i))
+                            .as("count %d element %d", count, i)
+                            .isEqualTo(expected);
                     if (twice) {
-                        assertThat(shm.get(F, resultOff + 4L * i)).as("result copy, count %d element %d", count, i)
+                        assertThat(shm.get(F, resultOff + 4L * i))
+                                .as("result copy, count %d element %d", count, i)
                                 .isEqualTo(expected);
                     }
                 }
@@ -103,12 +116,23 @@ class ReduceKernelsTest {
                 shm.set(F, ownOff + 4L * i, own(i));
                 shm.set(F, peerOff + 4L * i, peer(i));
             }
-            ReduceKernels.reduce(args.ranks(2, 1).op(DataType.FLOAT32, ReduceOp.SUM).own(shm, ownOff).shm(shm)
-                    .term(0, peerOff).count(count).out(shm, ownOff).noResults().addResult(peerOff));
+            ReduceKernels.reduce(args.ranks(2, 1)
+                    .op(DataType.FLOAT32, ReduceOp.SUM)
+                    .own(shm, ownOff)
+                    .shm(shm)
+                    .term(0, peerOff)
+                    .count(count)
+                    .out(shm, ownOff)
+                    .noResults()
+                    .addResult(peerOff));
             for (int i = 0; i < count; i++) {
                 float expected = own(i) + peer(i);
-                assertThat(shm.get(F, ownOff + 4L * i)).as("own, count %d element %d", count, i).isEqualTo(expected);
-                assertThat(shm.get(F, peerOff + 4L * i)).as("peer's, count %d element %d", count, i).isEqualTo(expected);
+                assertThat(shm.get(F, ownOff + 4L * i))
+                        .as("own, count %d element %d", count, i)
+                        .isEqualTo(expected);
+                assertThat(shm.get(F, peerOff + 4L * i))
+                        .as("peer's, count %d element %d", count, i)
+                        .isEqualTo(expected);
             }
         }
     }
@@ -150,8 +174,15 @@ class ReduceKernelsTest {
                         put(type, j == self ? user : shm, (j == self ? ownOff : terms[j]) + (long) e * i, value(j, i));
                     }
                 }
-                args.ranks(n, self).op(type, op).own(user, ownOff).shm(shm).count(count).out(user, outOff)
-                        .noResults().addResult(results[0]).addResult(results[1]);
+                args.ranks(n, self)
+                        .op(type, op)
+                        .own(user, ownOff)
+                        .shm(shm)
+                        .count(count)
+                        .out(user, outOff)
+                        .noResults()
+                        .addResult(results[0])
+                        .addResult(results[1]);
                 for (int j = 0; j < n; j++) {
                     args.term(j, terms[j]);
                 }
@@ -159,12 +190,17 @@ class ReduceKernelsTest {
                 for (int i = 0; i < count; i++) {
                     long expected = expected(type, op, n, i);
                     long at = (long) e * i;
-                    if (bits(type, user, outOff + at) != expected || bits(type, shm, results[0] + at) != expected
+                    if (bits(type, user, outOff + at) != expected
+                            || bits(type, shm, results[0] + at) != expected
                             || bits(type, shm, results[1] + at) != expected) {
                         String what = type + " " + op + " count " + count + " element " + i;
                         assertThat(bits(type, user, outOff + at)).as(what).isEqualTo(expected);
-                        assertThat(bits(type, shm, results[0] + at)).as("first copy, " + what).isEqualTo(expected);
-                        assertThat(bits(type, shm, results[1] + at)).as("second copy, " + what).isEqualTo(expected);
+                        assertThat(bits(type, shm, results[0] + at))
+                                .as("first copy, " + what)
+                                .isEqualTo(expected);
+                        assertThat(bits(type, shm, results[1] + at))
+                                .as("second copy, " + what)
+                                .isEqualTo(expected);
                     }
                 }
             }
@@ -183,7 +219,8 @@ class ReduceKernelsTest {
             case FLOAT64 -> m.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, at, v * 0.37);
             case INT32 -> m.set(ValueLayout.JAVA_INT_UNALIGNED, at, (int) v);
             case INT64 -> m.set(ValueLayout.JAVA_LONG_UNALIGNED, at, v);
-            case FLOAT16, BFLOAT16 -> m.set(ValueLayout.JAVA_SHORT_UNALIGNED, at, HalfFloats.fromFloat(type, v * 0.37f));
+            case FLOAT16, BFLOAT16 ->
+                m.set(ValueLayout.JAVA_SHORT_UNALIGNED, at, HalfFloats.fromFloat(type, v * 0.37f));
         }
     }
 
@@ -211,30 +248,53 @@ class ReduceKernelsTest {
 
     /** 16-bit floats: the stored (rounded) values, computed in float32, rounded to 16 bits once at the end. */
     private static Reference<Float> halves(DataType type) {
-        return new Reference<>(v -> HalfFloats.toFloat(type, HalfFloats.fromFloat(type, v * 0.37f)), Float::sum,
-                (x, y) -> x * y, Math::min, Math::max, (x, n) -> x / n, x -> HalfFloats.fromFloat(type, x) & 0xFFFF);
+        return new Reference<>(
+                v -> HalfFloats.toFloat(type, HalfFloats.fromFloat(type, v * 0.37f)),
+                Float::sum,
+                (x, y) -> x * y,
+                Math::min,
+                Math::max,
+                (x, n) -> x / n,
+                x -> HalfFloats.fromFloat(type, x) & 0xFFFF);
     }
 
     private static final Reference<Float> FP16 = halves(DataType.FLOAT16);
     private static final Reference<Float> BF16 = halves(DataType.BFLOAT16);
 
-    private static final Reference<Float> FLOATS = new Reference<>(v -> v * 0.37f, Float::sum, (x, y) -> x * y,
-            Math::min, Math::max, (x, n) -> x / n, Float::floatToRawIntBits);
-    private static final Reference<Double> DOUBLES = new Reference<>(v -> v * 0.37, Double::sum, (x, y) -> x * y,
-            Math::min, Math::max, (x, n) -> x / n, Double::doubleToRawLongBits);
-    private static final Reference<Integer> INTS = new Reference<>(v -> (int) v, Integer::sum, (x, y) -> x * y,
-            Math::min, Math::max, (x, n) -> x / n, x -> x);
-    private static final Reference<Long> LONGS = new Reference<>(v -> v, Long::sum, (x, y) -> x * y,
-            Math::min, Math::max, (x, n) -> x / n, x -> x);
+    private static final Reference<Float> FLOATS = new Reference<>(
+            v -> v * 0.37f,
+            Float::sum,
+            (x, y) -> x * y,
+            Math::min,
+            Math::max,
+            (x, n) -> x / n,
+            Float::floatToRawIntBits);
+    private static final Reference<Double> DOUBLES = new Reference<>(
+            v -> v * 0.37,
+            Double::sum,
+            (x, y) -> x * y,
+            Math::min,
+            Math::max,
+            (x, n) -> x / n,
+            Double::doubleToRawLongBits);
+    private static final Reference<Integer> INTS =
+            new Reference<>(v -> (int) v, Integer::sum, (x, y) -> x * y, Math::min, Math::max, (x, n) -> x / n, x -> x);
+    private static final Reference<Long> LONGS =
+            new Reference<>(v -> v, Long::sum, (x, y) -> x * y, Math::min, Math::max, (x, n) -> x / n, x -> x);
 
     /**
      * One element type's arithmetic, written plainly in that type (boxed, as speed does not matter
      * here): {@code of} turns a {@link #value} into the element {@link #put} stores, {@code bits}
      * the element into what {@link #bits} reads back.
      */
-    private record Reference<T>(LongFunction<T> of, BinaryOperator<T> sum, BinaryOperator<T> product,
-                                BinaryOperator<T> min, BinaryOperator<T> max, BiFunction<T, Integer, T> divide,
-                                ToLongFunction<T> bits) {
+    private record Reference<T>(
+            LongFunction<T> of,
+            BinaryOperator<T> sum,
+            BinaryOperator<T> product,
+            BinaryOperator<T> min,
+            BinaryOperator<T> max,
+            BiFunction<T, Integer, T> divide,
+            ToLongFunction<T> bits) {
         long reduce(ReduceOp op, int n, int i) {
             T acc = of.apply(value(0, i));
             for (int j = 1; j < n; j++) {

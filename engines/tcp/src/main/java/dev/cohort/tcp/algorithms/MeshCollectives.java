@@ -4,11 +4,11 @@ import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
-import dev.cohort.tcp.transport.PeerMesh;
 import dev.cohort.runtime.AlltoallCounts;
 import dev.cohort.runtime.Blocks;
 import dev.cohort.runtime.Reduction;
 import dev.cohort.runtime.SignatureWords;
+import dev.cohort.tcp.transport.PeerMesh;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
@@ -299,7 +299,8 @@ public final class MeshCollectives {
         ByteBuffer heapParts = movesInPlace(input) ? null : stagedParts(input, block, from, length);
         for (int j = 0; j < size; j++) {
             if (j != rank) {
-                toPeer[j] = heapParts == null ? bytesOf(input.slice(j * block + from, length))
+                toPeer[j] = heapParts == null
+                        ? bytesOf(input.slice(j * block + from, length))
                         : slice(heapParts, j * bytes, bytes);
                 fromPeer[j] = mesh.receiveBuffer(j, bytes);
             }
@@ -498,9 +499,12 @@ public final class MeshCollectives {
     private void run(Collective call, boolean guardPayload, Check check) {
         SignatureWords.encode(call, mine, 0);
         if (!mesh.exchange(mine, toPeer, fromPeer, guardPayload, deadlineNanos, what, stall, check)) {
-            throw new CollectiveMismatchException(check.disagreement != null ? check.disagreement
-                    : what + ": rank " + mesh.payloadMismatch() + " sent its data another way; start every rank "
-                    + "with the same --gloo-direct-max-bytes");
+            throw new CollectiveMismatchException(
+                    check.disagreement != null
+                            ? check.disagreement
+                            : what + ": rank " + mesh.payloadMismatch()
+                                    + " sent its data another way; start every rank "
+                                    + "with the same --gloo-direct-max-bytes");
         }
     }
 
@@ -555,8 +559,7 @@ public final class MeshCollectives {
         }
 
         @Override
-        public void progress() {
-        }
+        public void progress() {}
     }
 
     /**

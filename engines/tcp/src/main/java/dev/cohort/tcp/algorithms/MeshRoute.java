@@ -38,7 +38,7 @@ public final class MeshRoute {
             return true;
         }
         if (call.dataType() != null && call.dataType().isHalfPrecision()) {
-            return true;   // 16-bit floats: the mesh computes in float32 and rounds once
+            return true; // 16-bit floats: the mesh computes in float32 and rounds once
         }
         long bytes = bytes(call);
         return bytes > 0 && (maxBytes >= 0 ? bytes <= maxBytes : byDefault(call.kind(), bytes, size));

@@ -12,8 +12,7 @@ import java.util.Collections;
 /** Which local address a rank listens on for its peers. */
 public final class LocalAddress {
 
-    private LocalAddress() {
-    }
+    private LocalAddress() {}
 
     /** The local address the kernel would use to reach {@code host} (no packet is sent). */
     public static InetAddress towards(String host, int port) {
@@ -34,7 +33,8 @@ public final class LocalAddress {
             }
             return local;
         } catch (IOException e) {
-            throw new IllegalStateException("no route from this host to MASTER_ADDR=" + host + ": " + e.getMessage(), e);
+            throw new IllegalStateException(
+                    "no route from this host to MASTER_ADDR=" + host + ": " + e.getMessage(), e);
         }
     }
 
@@ -46,8 +46,8 @@ public final class LocalAddress {
         try {
             NetworkInterface nic = NetworkInterface.getByName(name);
             if (nic == null) {
-                throw new IllegalArgumentException("network interface '" + name + "' (from " + option
-                        + ") does not exist here; see `ip link`");
+                throw new IllegalArgumentException(
+                        "network interface '" + name + "' (from " + option + ") does not exist here; see `ip link`");
             }
             InetAddress any = null;
             for (InetAddress a : Collections.list(nic.getInetAddresses())) {
@@ -57,8 +57,8 @@ public final class LocalAddress {
                 any = any == null ? a : any;
             }
             if (any == null) {
-                throw new IllegalArgumentException("network interface '" + name + "' (from " + option
-                        + ") has no address; see `ip addr`");
+                throw new IllegalArgumentException(
+                        "network interface '" + name + "' (from " + option + ") has no address; see `ip addr`");
             }
             return any;
         } catch (SocketException e) {

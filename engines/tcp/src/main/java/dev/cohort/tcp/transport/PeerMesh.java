@@ -1,5 +1,8 @@
 package dev.cohort.tcp.transport;
 
+import dev.cohort.api.collective.CollectiveException;
+import dev.cohort.api.collective.CollectiveTimeoutException;
+import dev.cohort.api.collective.JoinException;
 import dev.cohort.runtime.Daemons;
 import dev.cohort.runtime.EngineOptions;
 import dev.cohort.runtime.RankNames;
@@ -7,14 +10,10 @@ import dev.cohort.runtime.auth.AuthenticationException;
 import dev.cohort.runtime.auth.Handshake;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.auth.Refusals;
-import dev.cohort.api.collective.CollectiveException;
-import dev.cohort.api.collective.CollectiveTimeoutException;
-import dev.cohort.api.collective.JoinException;
 import dev.cohort.runtime.store.Store;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.SocketTimeoutException;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -55,9 +54,10 @@ public final class PeerMesh implements AutoCloseable {
      */
     public static final Duration DEFAULT_SPIN = Duration.ofNanos(50_000);
 
-    private static final long MAGIC = 0x436f686f72745347L;      // "CohortSG"
+    private static final long MAGIC = 0x436f686f72745347L; // "CohortSG"
     /** What both ends name in the {@link Handshake}. */
     private static final String PURPOSE = "cohort peer mesh";
+
     private static final long HELLO_MILLIS = 5_000;
     private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0);
 
@@ -72,6 +72,7 @@ public final class PeerMesh implements AutoCloseable {
     private final int size;
     /** A message: {@code headerWords} longs, then the payload's length in bytes, then the payload. */
     private final int headerWords;
+
     private final SocketChannel[] peers;
     private final SelectionKey[] keys;
     private final ByteBuffer[] inbound;
@@ -87,6 +88,7 @@ public final class PeerMesh implements AutoCloseable {
     private final Selector selector;
     /** How long a rank polls its connections after the last byte moved before it sleeps in the selector. */
     private final long spinNanos;
+
     private int payloadMismatch = -1;
     /** How messages name the ranks. */
     private final RankNames names;
@@ -131,9 +133,17 @@ public final class PeerMesh implements AutoCloseable {
      * longs of header; its messages name ranks with {@code names}. Fails with a
      * {@link JoinException} after {@code timeout}.
      */
-    public static PeerMesh connect(Store store, int rank, int size, int headerWords, InetAddress address,
-                                   Duration timeout, Duration spin, String who, RankNames names,
-                                   Optional<JobSecret> secret) {
+    public static PeerMesh connect(
+            Store store,
+            int rank,
+            int size,
+            int headerWords,
+            InetAddress address,
+            Duration timeout,
+            Duration spin,
+            String who,
+            RankNames names,
+            Optional<JobSecret> secret) {
         ServerSocketChannel server;
         try {
             server = listen(address, size);
@@ -172,9 +182,17 @@ public final class PeerMesh implements AutoCloseable {
      * {@code store} or about to be: for groups whose ranks exchange addresses some other way.
      * Closes {@code server}.
      */
-    public static PeerMesh connect(ServerSocketChannel server, Store store, int rank, int size, int headerWords,
-                                   Duration timeout, Duration spin, String who, RankNames names,
-                                   Optional<JobSecret> secret) {
+    public static PeerMesh connect(
+            ServerSocketChannel server,
+            Store store,
+            int rank,
+            int size,
+            int headerWords,
+            Duration timeout,
+            Duration spin,
+            String who,
+            RankNames names,
+            Optional<JobSecret> secret) {
         long deadline = System.nanoTime() + timeout.toNanos();
         SocketChannel[] peers = new SocketChannel[size];
         try (server) {
@@ -194,8 +212,9 @@ public final class PeerMesh implements AutoCloseable {
         }
     }
 
-    private static SocketChannel dial(Store store, int peer, int rank, int size, long deadline, String who,
-                                      Optional<JobSecret> secret) throws IOException {
+    private static SocketChannel dial(
+            Store store, int peer, int rank, int size, long deadline, String who, Optional<JobSecret> secret)
+            throws IOException {
         String key = Integer.toString(peer);
         try {
             store.await(List.of(key), deadline);
@@ -206,28 +225,39 @@ public final class PeerMesh implements AutoCloseable {
         SocketChannel ch = SocketChannel.open();
         try {
             ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-            ch.socket().connect(new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1])),
-                    (int) Math.min(Integer.MAX_VALUE, remainingMillis(deadline)));
+            ch.socket().connect(new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1])), (int)
+                    Math.min(Integer.MAX_VALUE, remainingMillis(deadline)));
             if (secret.isPresent()) {
                 try {
-                    Handshake.asClient(ch.socket(), secret.get(), PURPOSE,
+                    Handshake.asClient(
+                            ch.socket(),
+                            secret.get(),
+                            PURPOSE,
                             Duration.ofMillis(Math.max(1, Math.min(HELLO_MILLIS, remainingMillis(deadline)))));
                 } catch (AuthenticationException e) {
                     ch.close();
-                    throw new JoinException(who + ": the peer-mesh address rank " + peer + " published ("
-                            + hostPort[0] + ":" + hostPort[1] + ") failed authentication: " + e.getMessage(), null);
+                    throw new JoinException(
+                            who + ": the peer-mesh address rank " + peer + " published (" + hostPort[0] + ":"
+                                    + hostPort[1] + ") failed authentication: " + e.getMessage(),
+                            null);
                 }
             }
-            ByteBuffer hello = ByteBuffer.allocate(3 * Long.BYTES).order(ByteOrder.LITTLE_ENDIAN)
-                    .putLong(MAGIC).putLong(size).putLong(rank).flip();
+            ByteBuffer hello = ByteBuffer.allocate(3 * Long.BYTES)
+                    .order(ByteOrder.LITTLE_ENDIAN)
+                    .putLong(MAGIC)
+                    .putLong(size)
+                    .putLong(rank)
+                    .flip();
             while (hello.hasRemaining()) {
                 ch.write(hello);
             }
             return ch;
         } catch (IOException e) {
             ch.close();
-            throw new JoinException(who + ": could not reach rank " + peer + " at " + hostPort[0] + ":"
-                    + hostPort[1] + " for the peer mesh: " + e.getMessage(), e);
+            throw new JoinException(
+                    who + ": could not reach rank " + peer + " at " + hostPort[0] + ":" + hostPort[1]
+                            + " for the peer mesh: " + e.getMessage(),
+                    e);
         }
     }
 
@@ -236,8 +266,15 @@ public final class PeerMesh implements AutoCloseable {
      * and ignored. Each connection says who it is on a thread of its own, so strangers that connect
      * and wait cannot keep a rank waiting behind them; at most {@value #MAX_WAITING} wait at once.
      */
-    private static void accept(ServerSocketChannel server, SocketChannel[] peers, int rank, int size, long deadline,
-                               String who, Optional<JobSecret> secret) throws IOException {
+    private static void accept(
+            ServerSocketChannel server,
+            SocketChannel[] peers,
+            int rank,
+            int size,
+            long deadline,
+            String who,
+            Optional<JobSecret> secret)
+            throws IOException {
         int expected = size - 1 - rank;
         if (expected == 0) {
             return;
@@ -250,7 +287,7 @@ public final class PeerMesh implements AutoCloseable {
                 try {
                     ch = server.accept();
                 } catch (IOException e) {
-                    return;                               // closed: the mesh is complete, or failed
+                    return; // closed: the mesh is complete, or failed
                 }
                 if (!arrivals.admit()) {
                     refusals.refused(remoteOf(ch), MAX_WAITING + " connections are waiting to say who they are");
@@ -270,11 +307,16 @@ public final class PeerMesh implements AutoCloseable {
                             missing.add(j);
                         }
                     }
-                    throw new JoinException(who + ": rank(s) " + missing + " did not connect the peer mesh in time", null);
+                    throw new JoinException(
+                            who + ": rank(s) " + missing + " did not connect the peer mesh in time", null);
                 }
                 if (a.refusal() != null || a.peer() <= rank || peers[a.peer()] != null) {
-                    refusals.refused(remoteOf(a.channel()), a.refusal() != null ? a.refusal()
-                            : "rank " + a.peer() + " may not connect here (only ranks above " + rank + ", once each)");
+                    refusals.refused(
+                            remoteOf(a.channel()),
+                            a.refusal() != null
+                                    ? a.refusal()
+                                    : "rank " + a.peer() + " may not connect here (only ranks above " + rank
+                                            + ", once each)");
                     closeQuietly(a.channel());
                     continue;
                 }
@@ -291,8 +333,7 @@ public final class PeerMesh implements AutoCloseable {
     private static final int MAX_WAITING = 256;
 
     /** An accepted connection that said who it is: its rank, or why it is refused. */
-    private record Arrival(SocketChannel channel, int peer, String refusal) {
-    }
+    private record Arrival(SocketChannel channel, int peer, String refusal) {}
 
     /** Authenticates (with a secret) and reads the hello of an accepted connection. */
     private static Arrival introduce(SocketChannel ch, int size, long deadline, Optional<JobSecret> secret) {
@@ -325,7 +366,7 @@ public final class PeerMesh implements AutoCloseable {
         synchronized void arrived(SocketChannel ch, Arrival a) {
             waiting--;
             if (late) {
-                closeQuietly(ch);                         // the mesh no longer waits for anyone
+                closeQuietly(ch); // the mesh no longer waits for anyone
                 return;
             }
             queue.add(a);
@@ -414,8 +455,15 @@ public final class PeerMesh implements AutoCloseable {
      * @throws CollectiveException        naming the rank whose connection broke (its process is gone)
      * @throws CollectiveTimeoutException naming the ranks that sent nothing before {@code deadline}
      */
-    public boolean exchange(long[] mine, ByteBuffer[] toPeer, ByteBuffer[] fromPeer, boolean guardPayload,
-                     long deadlineNanos, String what, StallReport stall, Transfer transfer) {
+    public boolean exchange(
+            long[] mine,
+            ByteBuffer[] toPeer,
+            ByteBuffer[] fromPeer,
+            boolean guardPayload,
+            long deadlineNanos,
+            String what,
+            StallReport stall,
+            Transfer transfer) {
         for (int j = 0; j < size; j++) {
             if (j != rank) {
                 payloadOut[j] = toPeer[j] == null ? EMPTY : toPeer[j];
@@ -475,7 +523,8 @@ public final class PeerMesh implements AutoCloseable {
                 continue;
             }
             if (now >= deadlineNanos) {
-                throw new CollectiveTimeoutException(what + " timed out: " + waitingFor(), null, rank, null, waitedFor());
+                throw new CollectiveTimeoutException(
+                        what + " timed out: " + waitingFor(), null, rank, null, waitedFor());
             }
             if (now - lastMoved < spinNanos) {
                 Thread.onSpinWait();
@@ -609,8 +658,8 @@ public final class PeerMesh implements AutoCloseable {
             return "rank(s) " + names.ranks(silent) + " have not issued it yet (stopped, slow, gone, or calling other "
                     + "collectives?)";
         }
-        return "rank(s) " + names.ranks(sendingStill) + " issued it but their data has not all arrived (stopped, slow or "
-                + "gone?)";
+        return "rank(s) " + names.ranks(sendingStill)
+                + " issued it but their data has not all arrived (stopped, slow or " + "gone?)";
     }
 
     /** The ranks this rank still waits for. */
@@ -628,13 +677,21 @@ public final class PeerMesh implements AutoCloseable {
     private CollectiveException lost(int peer, String what, IOException e) {
         String address;
         try {
-            address = ((InetSocketAddress) peers[peer].getRemoteAddress()).getAddress().getHostAddress();
+            address = ((InetSocketAddress) peers[peer].getRemoteAddress())
+                    .getAddress()
+                    .getHostAddress();
         } catch (IOException | RuntimeException unknown) {
             address = "?";
         }
-        return new CollectiveException(what + " failed; lost peer " + address + " (rank(s) " + peer + ")"
-                + names.after(List.of(peer)) + ": its connection " + (e == null ? "closed" : "failed: " + e.getMessage())
-                + " (the process is gone or unreachable)", e, rank, null, List.of(peer));
+        return new CollectiveException(
+                what + " failed; lost peer " + address + " (rank(s) " + peer + ")"
+                        + names.after(List.of(peer)) + ": its connection "
+                        + (e == null ? "closed" : "failed: " + e.getMessage())
+                        + " (the process is gone or unreachable)",
+                e,
+                rank,
+                null,
+                List.of(peer));
     }
 
     private static long remainingMillis(long deadline) {

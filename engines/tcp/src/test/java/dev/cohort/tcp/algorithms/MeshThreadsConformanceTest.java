@@ -3,10 +3,10 @@ package dev.cohort.tcp.algorithms;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.cohort.api.collective.ProcessGroup;
-import dev.cohort.tcp.transport.PeerMesh;
 import dev.cohort.runtime.store.InMemoryStore;
 import dev.cohort.runtime.store.PrefixStore;
 import dev.cohort.runtime.store.Store;
+import dev.cohort.tcp.transport.PeerMesh;
 import dev.cohort.testkit.ConformanceSuite;
 import java.net.InetAddress;
 import java.time.Duration;
@@ -30,8 +30,15 @@ class MeshThreadsConformanceTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(60);
 
     @ParameterizedTest(name = "world {0}, allreduce in blocks from {1} bytes")
-    @CsvSource({"1, 9223372036854775807", "2, 9223372036854775807", "3, 9223372036854775807",
-            "4, 9223372036854775807", "2, 0", "3, 0", "4, 0"})
+    @CsvSource({
+        "1, 9223372036854775807",
+        "2, 9223372036854775807",
+        "3, 9223372036854775807",
+        "4, 9223372036854775807",
+        "2, 0",
+        "3, 0",
+        "4, 0"
+    })
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void passesTheConformanceSuite(int world, long blocksFromBytes) throws Exception {
         Store store = new PrefixStore("peer-mesh/", new InMemoryStore());
@@ -41,8 +48,15 @@ class MeshThreadsConformanceTest {
             for (int r = 0; r < world; r++) {
                 int rank = r;
                 checks.add(ranks.submit(() -> {
-                    PeerMesh mesh = PeerMesh.connect(store, rank, world, MeshCollectives.HEADER_WORDS,
-                            InetAddress.getLoopbackAddress(), TIMEOUT, Duration.ZERO, "rank " + rank + " of " + world,
+                    PeerMesh mesh = PeerMesh.connect(
+                            store,
+                            rank,
+                            world,
+                            MeshCollectives.HEADER_WORDS,
+                            InetAddress.getLoopbackAddress(),
+                            TIMEOUT,
+                            Duration.ZERO,
+                            "rank " + rank + " of " + world,
                             dev.cohort.runtime.RankNames.PLAIN,
                             java.util.Optional.of(dev.cohort.runtime.auth.JobSecret.of("mesh conformance secret")));
                     try (ProcessGroup group = new MeshThreadsGroup(mesh, rank, world, TIMEOUT, blocksFromBytes)) {

@@ -2,9 +2,9 @@ package dev.cohort.tcp.algorithms;
 
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.Work;
-import dev.cohort.tcp.transport.PeerMesh;
 import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.runtime.PendingWork;
+import dev.cohort.tcp.transport.PeerMesh;
 import java.time.Duration;
 
 /**

@@ -14,8 +14,9 @@ public sealed interface Command {
      * store ({@code host:port}, empty otherwise); and the nodes that run ({@code nodes}, ascending:
      * with {@code --nnodes MIN:MAX} the run may start without some).
      */
-    record Job(int oldestJdk, int node, int worldSize, List<Integer> firstRanks, String elasticStore,
-               List<Integer> nodes) implements Command {
+    record Job(
+            int oldestJdk, int node, int worldSize, List<Integer> firstRanks, String elasticStore, List<Integer> nodes)
+            implements Command {
         public Job {
             firstRanks = List.copyOf(firstRanks);
             nodes = List.copyOf(nodes);
@@ -33,8 +34,7 @@ public sealed interface Command {
     }
 
     /** Stop the workers of round {@code round}: another node's worker failed. */
-    record Stop(int round) implements Command {
-    }
+    record Stop(int round) implements Command {}
 
     /**
      * An elastic run lost workers and goes on: generation {@code generation} of round {@code round}
@@ -48,10 +48,8 @@ public sealed interface Command {
     }
 
     /** A worker of an elastic run: its global rank when the round started, and its node. */
-    record Member(int rank, int node) {
-    }
+    record Member(int rank, int node) {}
 
     /** The run is over: exit with {@code code}; {@code message} says why. */
-    record Exit(int code, String message) implements Command {
-    }
+    record Exit(int code, String message) implements Command {}
 }

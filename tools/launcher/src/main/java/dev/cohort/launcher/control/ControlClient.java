@@ -36,13 +36,21 @@ public final class ControlClient implements Coordinator {
     private ScheduledExecutorService pinger;
     private volatile String elasticStore = "";
 
-    public ControlClient(String host, int port, String runId, int node, String nodes, int nprocPerNode,
-                         Duration joinTimeout, Optional<JobSecret> secret) {
+    public ControlClient(
+            String host,
+            int port,
+            String runId,
+            int node,
+            String nodes,
+            int nprocPerNode,
+            Duration joinTimeout,
+            Optional<JobSecret> secret) {
         this.secret = secret;
         this.host = host;
         this.port = port;
         // The workers run on this JVM's JDK (WorkerProgram uses java.home).
-        this.hello = "HELLO " + runId + " " + node + " " + nodes + " " + nprocPerNode + " " + Runtime.version().feature();
+        this.hello = "HELLO " + runId + " " + node + " " + nodes + " " + nprocPerNode + " "
+                + Runtime.version().feature();
         this.joinTimeout = joinTimeout;
     }
 
@@ -57,7 +65,9 @@ public final class ControlClient implements Coordinator {
         this.commands = commands;
         long deadline = System.nanoTime() + joinTimeout.toNanos();
         IOException last = null;
-        while (System.nanoTime() < deadline && !closed && !Thread.currentThread().isInterrupted()) {
+        while (System.nanoTime() < deadline
+                && !closed
+                && !Thread.currentThread().isInterrupted()) {
             Socket s = new Socket();
             try {
                 s.connect(new InetSocketAddress(host, port), CONNECT_MILLIS);
@@ -77,9 +87,11 @@ public final class ControlClient implements Coordinator {
             }
         }
         if (wire == null) {
-            throw new IOException("cannot reach node 0's control channel at " + host + ":" + port + " within "
-                    + joinTimeout.toSeconds() + " s (" + (last == null ? "closed" : last.getMessage()) + "); is the "
-                    + "--node-rank 0 launcher running, and is --master-addr an address of it that this host can reach?");
+            throw new IOException(
+                    "cannot reach node 0's control channel at " + host + ":" + port + " within "
+                            + joinTimeout.toSeconds() + " s (" + (last == null ? "closed" : last.getMessage())
+                            + "); is the "
+                            + "--node-rank 0 launcher running, and is --master-addr an address of it that this host can reach?");
         }
         wire.send(hello);
         String reply;
@@ -139,8 +151,10 @@ public final class ControlClient implements Coordinator {
 
     private void lost(String why) {
         if (!closed) {
-            commands.accept(new Command.Exit(1, "lost contact with node 0's launcher at " + host + ":" + port
-                    + " (" + why + "); stopped this node's workers"));
+            commands.accept(new Command.Exit(
+                    1,
+                    "lost contact with node 0's launcher at " + host + ":" + port + " (" + why
+                            + "); stopped this node's workers"));
         }
     }
 

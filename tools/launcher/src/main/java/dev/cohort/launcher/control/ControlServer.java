@@ -31,6 +31,7 @@ public final class ControlServer implements AutoCloseable {
 
     /** What both ends name in the {@link Handshake}. */
     static final String PURPOSE = "cohort launcher control";
+
     static final Duration HANDSHAKE = Duration.ofSeconds(10);
 
     private final ServerSocket server;
@@ -42,11 +43,13 @@ public final class ControlServer implements AutoCloseable {
     private final Map<Integer, Wire> joined = new TreeMap<>();
     /** The JDK feature version each joined node runs its workers on, and how many workers it runs. */
     private final Map<Integer, Integer> jdks = new TreeMap<>();
+
     private final Map<Integer, Integer> workers = new TreeMap<>();
     /** Each joined node's address, as node 0 sees it: where an elastic generation's rank 0 on it listens. */
     private final Map<Integer, String> hosts = new TreeMap<>();
     /** An elastic run's generation store; null otherwise. */
     private final Generations generations;
+
     private final ScheduledExecutorService timer;
     private final Optional<JobSecret> secret;
     private final Refusals refusals;
@@ -67,15 +70,24 @@ public final class ControlServer implements AutoCloseable {
      *
      * @throws IllegalArgumentException when the port is taken or {@code host} is not an address of this host
      */
-    public ControlServer(String host, int port, String runId, int minNodes, int nodes, int maxRestarts, int elastic,
-                         Duration joinTimeout, Optional<JobSecret> secret) {
+    public ControlServer(
+            String host,
+            int port,
+            String runId,
+            int minNodes,
+            int nodes,
+            int maxRestarts,
+            int elastic,
+            Duration joinTimeout,
+            Optional<JobSecret> secret) {
         try {
             server = new ServerSocket();
             server.setReuseAddress(true);
             server.bind(new InetSocketAddress(java.net.InetAddress.getByName(host), port));
         } catch (IOException e) {
             throw new IllegalArgumentException("cannot listen for the control channel on " + host + ":" + port + " ("
-                    + e.getMessage() + "); is the port taken (pick another --master-port, or set --control-port on every "
+                    + e.getMessage()
+                    + "); is the port taken (pick another --master-port, or set --control-port on every "
                     + "node), or is --master-addr not an address of node 0?");
         }
         this.runId = runId;
@@ -154,8 +166,11 @@ public final class ControlServer implements AutoCloseable {
             lost(node, "it closed the connection");
         } catch (IOException | RuntimeException e) {
             if (node >= 0) {
-                lost(node, e instanceof java.net.SocketTimeoutException ? "silent for " + Wire.SILENCE_MILLIS / 1000
-                        + " s" : String.valueOf(e.getMessage()));
+                lost(
+                        node,
+                        e instanceof java.net.SocketTimeoutException
+                                ? "silent for " + Wire.SILENCE_MILLIS / 1000 + " s"
+                                : String.valueOf(e.getMessage()));
             }
             wire.close();
         }
@@ -177,9 +192,13 @@ public final class ControlServer implements AutoCloseable {
         } else {
             node = Integer.parseInt(f[2]);
             synchronized (this) {
-                why = finished ? "the run is already over"
-                        : node < 0 || node >= nodes ? "--node-rank " + node + " is not in [0, " + nodes + ")"
-                        : joined.containsKey(node) ? "another launcher already joined as --node-rank " + node : null;
+                why = finished
+                        ? "the run is already over"
+                        : node < 0 || node >= nodes
+                                ? "--node-rank " + node + " is not in [0, " + nodes + ")"
+                                : joined.containsKey(node)
+                                        ? "another launcher already joined as --node-rank " + node
+                                        : null;
                 if (why == null && started) {
                     int count = Integer.parseInt(f[4]);
                     Optional<Referee.Admission> admission = referee.onJoin(node, count);
@@ -220,8 +239,8 @@ public final class ControlServer implements AutoCloseable {
         Command.Job job = job();
         List<Integer> first = new ArrayList<>(job.firstRanks());
         first.set(node, firstRank);
-        return new Command.Job(startedOn.oldestJdk(), startedOn.node(), referee.ranksGiven(), first, job.elasticStore(),
-                job.nodes());
+        return new Command.Job(
+                startedOn.oldestJdk(), startedOn.node(), referee.ranksGiven(), first, job.elasticStore(), job.nodes());
     }
 
     /** Starts the run with the nodes joined so far. */
@@ -249,8 +268,13 @@ public final class ControlServer implements AutoCloseable {
             first.add(world);
             world += workers.getOrDefault(n, 0);
         }
-        return new Command.Job(oldest.getValue(), oldest.getKey(), world, first,
-                generations == null ? "" : generations.address(), new ArrayList<>(workers.keySet()));
+        return new Command.Job(
+                oldest.getValue(),
+                oldest.getKey(),
+                world,
+                first,
+                generations == null ? "" : generations.address(),
+                new ArrayList<>(workers.keySet()));
     }
 
     private synchronized void onReport(Report report) {
@@ -260,14 +284,14 @@ public final class ControlServer implements AutoCloseable {
     private synchronized void lost(int node, String why) {
         if (!finished) {
             joined.remove(node);
-            Optional<List<Command>> goOn = referee.onNodeLost(node, "lost contact with the launcher of node " + node
-                    + " (" + why + ")");
+            Optional<List<Command>> goOn =
+                    referee.onNodeLost(node, "lost contact with the launcher of node " + node + " (" + why + ")");
             if (goOn.isPresent()) {
                 broadcast(goOn.get());
                 return;
             }
-            broadcast(List.of(new Command.Exit(1, "lost contact with the launcher of node " + node + " (" + why
-                    + "); stopping every node")));
+            broadcast(List.of(new Command.Exit(
+                    1, "lost contact with the launcher of node " + node + " (" + why + "); stopping every node")));
         }
     }
 
@@ -283,9 +307,14 @@ public final class ControlServer implements AutoCloseable {
                     missing.add(n);
                 }
             }
-            broadcast(List.of(new Command.Exit(1, "node(s) " + missing + " did not join within the join timeout"
-                    + (minNodes < nodes ? " (--nnodes " + nodesSpec + " needs node 0 and " + minNodes + " nodes)" : "") + "; "
-                    + "start a launcher with the same --master-addr, --master-port and --run-id on each")));
+            broadcast(List.of(new Command.Exit(
+                    1,
+                    "node(s) " + missing + " did not join within the join timeout"
+                            + (minNodes < nodes
+                                    ? " (--nnodes " + nodesSpec + " needs node 0 and " + minNodes + " nodes)"
+                                    : "")
+                            + "; "
+                            + "start a launcher with the same --master-addr, --master-port and --run-id on each")));
         }
     }
 

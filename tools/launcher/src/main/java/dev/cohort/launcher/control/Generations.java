@@ -37,8 +37,12 @@ final class Generations implements AutoCloseable {
             throw new IllegalArgumentException("cannot host the elastic run's generation store on " + host + ": " + e);
         }
         TcpStoreServer server = TcpStoreServer.start(address, 0, secret);
-        TcpStore client = TcpStore.connect(address.getHostAddress(), server.port(), System.nanoTime() + 10_000_000_000L,
-                Duration.ofSeconds(10), secret);
+        TcpStore client = TcpStore.connect(
+                address.getHostAddress(),
+                server.port(),
+                System.nanoTime() + 10_000_000_000L,
+                Duration.ofSeconds(10),
+                secret);
         return new Generations(server, client, address.getHostAddress());
     }
 
@@ -49,8 +53,8 @@ final class Generations implements AutoCloseable {
 
     /** Publishes {@code regroup}; {@code hostOf} gives the address of each node's host. */
     void publish(Command.Regroup regroup, IntFunction<String> hostOf) {
-        String members = regroup.members().stream().map(m -> m.rank() + ":" + m.node())
-                .collect(Collectors.joining(","));
+        String members =
+                regroup.members().stream().map(m -> m.rank() + ":" + m.node()).collect(Collectors.joining(","));
         String master = hostOf.apply(regroup.members().get(0).node());
         client.set(ElasticJob.generationKey(regroup.round(), regroup.generation()), master + " " + members);
         client.set(ElasticJob.latestKey(regroup.round()), Integer.toString(regroup.generation()));

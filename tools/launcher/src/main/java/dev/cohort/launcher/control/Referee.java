@@ -28,11 +28,13 @@ public final class Referee {
     private final List<Integer> workers = new ArrayList<>();
     /** The next global rank to give a joining worker. */
     private int nextRank;
+
     private int round;
     private int generation;
     private final Set<Integer> reported = new HashSet<>();
     /** The round's workers still counted on: global rank (at the round's start) to node. */
     private final Map<Integer, Integer> alive = new TreeMap<>();
+
     private Report.Failed firstFailure;
 
     public Referee(int nodes, int maxRestarts) {
@@ -61,7 +63,7 @@ public final class Referee {
         reported.clear();
         for (int node = 0; node < workers.size(); node++) {
             if (workers.get(node) == 0) {
-                reported.add(node);   // not in the run (--nnodes MIN:MAX started without it)
+                reported.add(node); // not in the run (--nnodes MIN:MAX started without it)
             }
         }
         firstFailure = null;
@@ -77,8 +79,7 @@ public final class Referee {
     }
 
     /** A node taken into a running round: its workers' first global rank, and the generation that has them. */
-    public record Admission(int firstRank, Command.Regroup regroup) {
-    }
+    public record Admission(int firstRank, Command.Regroup regroup) {}
 
     /**
      * Node {@code node} joins the running round with {@code count} workers (an elastic run): they
@@ -135,8 +136,11 @@ public final class Referee {
             out.add(regroup(lost.summary()));
             return out;
         }
-        firstFailure = new Report.Failed(round, lost.node(), lost.exitCode(), lost.summary() + "; fewer than --elastic "
-                + elastic + " workers would be left");
+        firstFailure = new Report.Failed(
+                round,
+                lost.node(),
+                lost.exitCode(),
+                lost.summary() + "; fewer than --elastic " + elastic + " workers would be left");
         out.add(new Command.Stop(round));
         return out;
     }
@@ -173,17 +177,18 @@ public final class Referee {
             return List.of();
         }
         if (firstFailure == null) {
-            String regrouped = generation == 0 ? "" : " (" + alive.size() + " of them in generation " + generation + ")";
-            return List.of(new Command.Exit(0, "all workers finished" + regrouped
-                    + (round > 0 ? " after " + round + " restart(s)" : "")));
+            String regrouped =
+                    generation == 0 ? "" : " (" + alive.size() + " of them in generation " + generation + ")";
+            return List.of(new Command.Exit(
+                    0, "all workers finished" + regrouped + (round > 0 ? " after " + round + " restart(s)" : "")));
         }
         if (round < maxRestarts) {
             round++;
             startRound();
             return List.of(new Command.Start(round));
         }
-        String restarts = maxRestarts == 0 ? "no restarts allowed (--max-restarts 0)"
-                : "all " + maxRestarts + " restart(s) used";
+        String restarts =
+                maxRestarts == 0 ? "no restarts allowed (--max-restarts 0)" : "all " + maxRestarts + " restart(s) used";
         return List.of(new Command.Exit(firstFailure.exitCode(), firstFailure.summary() + "; " + restarts));
     }
 

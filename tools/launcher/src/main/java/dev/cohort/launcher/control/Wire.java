@@ -1,15 +1,14 @@
 package dev.cohort.launcher.control;
 
-import java.util.ArrayList;
-import java.util.List;
-import java.util.stream.Collectors;
-
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Collectors;
 
 /**
  * One end of the control channel: a line of UTF-8 text per message, words separated by spaces,
@@ -77,8 +76,13 @@ final class Wire implements AutoCloseable {
                 for (String n : j[6].split(",")) {
                     nodes.add(Integer.parseInt(n));
                 }
-                return new Command.Job(Integer.parseInt(j[1]), Integer.parseInt(j[2]), Integer.parseInt(j[3]), first,
-                        j[5].equals("-") ? "" : j[5], nodes);
+                return new Command.Job(
+                        Integer.parseInt(j[1]),
+                        Integer.parseInt(j[2]),
+                        Integer.parseInt(j[3]),
+                        first,
+                        j[5].equals("-") ? "" : j[5],
+                        nodes);
             }
             case "REGROUP": {
                 String[] g = line.split(" ", 5);
@@ -87,8 +91,8 @@ final class Wire implements AutoCloseable {
                     String[] rn = m.split(":");
                     members.add(new Command.Member(Integer.parseInt(rn[0]), Integer.parseInt(rn[1])));
                 }
-                return new Command.Regroup(Integer.parseInt(g[1]), Integer.parseInt(g[2]), members,
-                        g.length > 4 ? g[4] : "");
+                return new Command.Regroup(
+                        Integer.parseInt(g[1]), Integer.parseInt(g[2]), members, g.length > 4 ? g[4] : "");
             }
             case "START":
                 return new Command.Start(Integer.parseInt(f[1]), f.length > 2 && f[2].equals("join"));
@@ -128,10 +132,15 @@ final class Wire implements AutoCloseable {
             case "STOPPED":
                 return new Report.Stopped(Integer.parseInt(f[1]), node);
             case "FAILED":
-                return new Report.Failed(Integer.parseInt(f[1]), node, Integer.parseInt(f[2]), f.length > 3 ? f[3] : "");
+                return new Report.Failed(
+                        Integer.parseInt(f[1]), node, Integer.parseInt(f[2]), f.length > 3 ? f[3] : "");
             case "LOST": {
                 String[] l = line.split(" ", 5);
-                return new Report.Lost(Integer.parseInt(l[1]), node, Integer.parseInt(l[2]), Integer.parseInt(l[3]),
+                return new Report.Lost(
+                        Integer.parseInt(l[1]),
+                        node,
+                        Integer.parseInt(l[2]),
+                        Integer.parseInt(l[3]),
                         l.length > 4 ? l[4] : "");
             }
             default:

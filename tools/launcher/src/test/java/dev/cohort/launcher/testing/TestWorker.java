@@ -37,8 +37,7 @@ import java.util.Map;
  */
 public final class TestWorker {
 
-    private TestWorker() {
-    }
+    private TestWorker() {}
 
     public static void main(String[] args) throws Exception {
         Map<String, String> env = System.getenv();
@@ -46,7 +45,10 @@ public final class TestWorker {
         String restart = env.getOrDefault("COHORT_RESTART_COUNT", "0");
         Path dir = Path.of(args[1]);
         Files.createDirectories(dir);
-        Files.writeString(dir.resolve("pid-" + rank + "-" + restart + "-" + ProcessHandle.current().pid()), "");
+        Files.writeString(
+                dir.resolve("pid-" + rank + "-" + restart + "-"
+                        + ProcessHandle.current().pid()),
+                "");
         switch (args[0]) {
             case "env" -> printEnv(env);
             case "fail-start" -> {
@@ -76,15 +78,19 @@ public final class TestWorker {
             }
             case "spam" -> spam(rank, Integer.parseInt(args[2]));
             case "auto" -> {
-                Backends.AutoChoice choice = Backends.auto(env, Runtime.version().feature());
+                Backends.AutoChoice choice =
+                        Backends.auto(env, Runtime.version().feature());
                 System.out.println("AUTO " + choice.backend() + " (" + choice.reason() + ") on JDK "
                         + Runtime.version().feature());
                 printEnv(env);
             }
             case "log" -> {
                 Backends.select(Backends.AUTO);
-                System.getLogger(TestWorker.class.getName()).log(System.Logger.Level.WARNING, "a warning with its cause",
-                        new IllegalStateException("the cause"));
+                System.getLogger(TestWorker.class.getName())
+                        .log(
+                                System.Logger.Level.WARNING,
+                                "a warning with its cause",
+                                new IllegalStateException("the cause"));
                 System.out.println("LOGGED");
             }
             case "progress" -> progress(rank, Integer.parseInt(args[2]));
@@ -104,10 +110,24 @@ public final class TestWorker {
 
     private static void printEnv(Map<String, String> env) {
         StringBuilder sb = new StringBuilder("ENV");
-        for (String k : new String[] {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
-                "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "COHORT_RESTART_COUNT", "COHORT_RUN_ID", "OMP_NUM_THREADS",
-                "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "COHORT_COMPUTE_THREADS", "COHORT_BACKEND",
-                "COHORT_OLDEST_JDK"}) {
+        for (String k : new String[] {
+            "MASTER_ADDR",
+            "MASTER_PORT",
+            "RANK",
+            "WORLD_SIZE",
+            "LOCAL_RANK",
+            "LOCAL_WORLD_SIZE",
+            "GROUP_RANK",
+            "GROUP_WORLD_SIZE",
+            "COHORT_RESTART_COUNT",
+            "COHORT_RUN_ID",
+            "OMP_NUM_THREADS",
+            "OPENBLAS_NUM_THREADS",
+            "MKL_NUM_THREADS",
+            "COHORT_COMPUTE_THREADS",
+            "COHORT_BACKEND",
+            "COHORT_OLDEST_JDK"
+        }) {
             sb.append(' ').append(k).append('=').append(env.get(k));
         }
         System.out.println(sb);
