@@ -6,20 +6,19 @@ import dev.cohort.api.JobLayout;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
 import dev.cohort.api.collective.JoinException;
-import dev.cohort.gloo.rendezvous.C10dJobNotes;
 import dev.cohort.gloo.rendezvous.C10dStore;
-import dev.cohort.gloo.rendezvous.Membership;
 import dev.cohort.gloo.rendezvous.Rendezvous;
 import dev.cohort.libtorch.LibTorch;
 import dev.cohort.runtime.EngineBackend;
-import dev.cohort.runtime.HostIdentity;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.SubgroupMaker;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.p2p.Directory;
 import dev.cohort.runtime.p2p.PostOffice;
+import dev.cohort.runtime.store.JobJoin;
 import dev.cohort.runtime.store.JobNotes;
 import dev.cohort.runtime.store.PrefixStore;
+import dev.cohort.runtime.store.StoreNotes;
 import dev.cohort.tcp.algorithms.MeshCollectives;
 import dev.cohort.tcp.transport.LocalAddress;
 import dev.cohort.tcp.transport.PeerMesh;
@@ -29,8 +28,6 @@ import java.net.SocketException;
 import java.net.UnknownHostException;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashSet;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -61,6 +58,14 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
 
     /** The group this backend joins when it is part of another backend; null: the launch environment's. */
     private final LaunchEnvironment group;
+
+    /** How long a note to or from the job's store may wait for it (see {@link #notes()}). */
+    static final Duration NOTES_TIMEOUT = Duration.ofSeconds(2);
+    /**
+     * How long rank 0, whose process hosts the store, keeps it up after a failed join, so that
+     * ranks still starting learn why instead of finding no store (see {@link JobJoin}).
+     */
+    static final Duration LINGER = Duration.ofSeconds(10);
 
     private Rendezvous rendezvous;
     private volatile JobNotes notes;
@@ -165,11 +170,23 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
                             secret);
         }
         try {
-            Membership.Members members = Membership.join(
-                    rendezvous, topology, deviceAddress(device), runScope, options.joinsAs(), connectTimeout);
-            Map<String, String> ranksByAddress = members.ranksByAddress();
+            JobJoin.Members members = new JobJoin(
+                            new C10dStore(rendezvous.client()),
+                            rendezvous.toString(),
+                            LINGER,
+                            rendezvous::connectedClients)
+                    .join(
+                            new JobJoin.Newcomer(
+                                    topology,
+                                    runScope,
+                                    options.joinsAs(),
+                                    deviceAddress(device),
+                                    "rank " + topology.rank() + " of " + topology.worldSize()),
+                            System.nanoTime() + connectTimeout.toNanos(),
+                            connectTimeout);
+            Map<String, String> ranksByAddress = members.ranksByAddress(topology.rank());
             if (group == null) {
-                topology = learnedLayout(topology, members.hosts(), LaunchEnvironment.layoutGiven(env()));
+                topology = JobJoin.layout(topology, members.hosts(), LaunchEnvironment.layoutGiven(env()), LOG);
             }
             Duration spin = options.spin(topology.localWorldSize());
             GlooProcessGroup world = group(
@@ -251,47 +268,19 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
                         RankNames.PLAIN,
                         secret));
             }
-            C10dJobNotes jobNotes = new C10dJobNotes(rendezvous.client().clone(), "cohort/" + runScope + "/note/");
-            notes = jobNotes;
+            org.bytedeco.pytorch.Store notesClient =
+                    LibTorch.retain(rendezvous.client().clone());
+            notesClient.setTimeout(new Milliseconds(NOTES_TIMEOUT.toMillis()));
+            notes = new StoreNotes(new PrefixStore("cohort/" + runScope + "/note/", new C10dStore(notesClient)));
             Rendezvous store = rendezvous;
             return new Connection(topology, world, node, () -> {
-                jobNotes.close();
+                LibTorch.release(notesClient);
                 store.close();
             });
         } catch (RuntimeException e) {
             rendezvous.close();
             throw e;
         }
-    }
-
-    /**
-     * The job's layout as the ranks' hosts say ({@link HostIdentity}): where the launch environment
-     * said nothing of it, this is the layout; where it did and the hosts disagree, rank by rank the
-     * disagreement is logged (WARNING) and the launch environment's layout is kept.
-     */
-    static Topology learnedLayout(Topology given, List<String> hosts, boolean layoutGiven) {
-        Topology learned = Topology.ofHosts(hosts, given.rank());
-        int hostCount = new HashSet<>(hosts).size();
-        if (!layoutGiven) {
-            if (given.rank() == 0) {
-                LOG.log(
-                        System.Logger.Level.INFO,
-                        "host layout learned at rendezvous: " + hostCount + " host(s); rank 0's " + "holds "
-                                + learned.localWorldSize() + " of the " + given.worldSize() + " ranks");
-            }
-            return learned;
-        }
-        if (learned.localWorldSize() != given.localWorldSize() || learned.localRank() != given.localRank()) {
-            LOG.log(
-                    System.Logger.Level.WARNING,
-                    "rank " + given.rank() + ": LOCAL_RANK=" + given.localRank()
-                            + " and LOCAL_WORLD_SIZE=" + given.localWorldSize()
-                            + " say one thing, the ranks' hosts another: "
-                            + learned.localWorldSize() + " rank(s) share this host, this one local rank "
-                            + learned.localRank()
-                            + " (ranks on " + hostCount + " host(s)); the launch environment's values are used");
-        }
-        return given;
     }
 
     /**

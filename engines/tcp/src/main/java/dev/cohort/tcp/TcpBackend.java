@@ -6,12 +6,12 @@ import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
 import dev.cohort.api.collective.JoinException;
 import dev.cohort.runtime.EngineBackend;
-import dev.cohort.runtime.HostIdentity;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.SubgroupMaker;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.p2p.Directory;
 import dev.cohort.runtime.p2p.PostOffice;
+import dev.cohort.runtime.store.JobJoin;
 import dev.cohort.runtime.store.JobNotes;
 import dev.cohort.runtime.store.PrefixStore;
 import dev.cohort.runtime.store.Store;
@@ -38,9 +38,9 @@ import java.util.OptionalInt;
  * {@code GROUP_RANK}); rank 0 hosts the job's store ({@link TcpStoreServer}) on
  * {@code MASTER_PORT}.
  *
- * <p>Joining: every rank announces its host and engine in the store, so ranks that run another
- * engine or another world size, or two processes that claim one rank, fail at once naming each
- * other; where the launcher gave no host layout it is learned from the announcements. Each rank
+ * <p>Joining ({@link JobJoin}): every rank announces its host and engine in the store, so ranks that
+ * run another engine, world size or run, or two processes that claim one rank, fail at once naming
+ * each other; where the launcher gave no host layout it is learned from the announcements. Each rank
  * then connects to every other ({@link PeerMesh}); with several hosts a second mesh joins the
  * ranks of each host (the node group).
  *
@@ -125,7 +125,6 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
         String who = "tcp rank " + given.rank() + " of " + given.worldSize();
         TcpStoreServer server = null;
         TcpStore client = null;
-        Store store = null;
         List<AutoCloseable> opened = new ArrayList<>();
         try {
             Optional<JobSecret> secret = secret();
@@ -136,11 +135,21 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                     ? TcpStoreServer.start(masterAddress(launch, who), launch.masterPort(), secret)
                     : null;
             client = TcpStore.connect(launch.masterAddr(), launch.masterPort(), deadline, connectTimeout, secret);
-            checkRun(client, given.rank(), scope, deadline, who);
-            store = new PrefixStore(scope, client);
-            List<String> hosts = join(store, given, options.joinsAs(), deadline, who);
-            Topology topology = group != null ? given : layout(given, hosts, LaunchEnvironment.layoutGiven(env()), who);
             InetAddress address = listenAddress(launch);
+            JobJoin.Members members = new JobJoin(client, "the job's store at " + client.address(), LINGER, () -> 0)
+                    .join(
+                            new JobJoin.Newcomer(
+                                    given,
+                                    launch.runId() + "/" + launch.restartCount(),
+                                    options.joinsAs(),
+                                    address.getHostAddress(),
+                                    who),
+                            deadline,
+                            connectTimeout);
+            Store store = new PrefixStore(scope, client);
+            Topology topology = group != null
+                    ? given
+                    : JobJoin.layout(given, members.hosts(), LaunchEnvironment.layoutGiven(env()), LOG);
             Duration spin = options.spin(topology.localWorldSize());
             PeerMesh worldMesh = PeerMesh.connect(
                     new PrefixStore("world/", store),
@@ -274,9 +283,6 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                     // failing anyway
                 }
             }
-            if (server != null && store != null && e instanceof JoinException) {
-                lingerForLeavers(store, given.worldSize());
-            }
             if (client != null) {
                 client.close();
             }
@@ -289,195 +295,8 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
         }
     }
 
-    /**
-     * Rank 0 names the run it hosts the store for; the other ranks check that it is theirs, so
-     * ranks of two jobs on one port are told so at once instead of waiting for each other.
-     */
-    private static void checkRun(Store store, int rank, String scope, long deadline, String who) {
-        if (rank == 0) {
-            store.set("cohort/run", scope);
-            return;
-        }
-        store.await(List.of("cohort/run"), deadline);
-        String hosted = store.get("cohort/run");
-        if (!hosted.equals(scope)) {
-            throw new JoinException(
-                    who + ": the store at MASTER_ADDR/MASTER_PORT belongs to run '" + hosted
-                            + "', this rank is of run '" + scope
-                            + "' (COHORT_RUN_ID and restart count); give each job its "
-                            + "own MASTER_PORT",
-                    null);
-        }
-    }
-
-    /** How often a rank waiting for the others to join looks for a rank that gave up. */
-    private static final long JOIN_POLL_NANOS = 200_000_000;
-
-    /**
-     * Announces this rank in the store, as running {@code joinsAs}, and reads every rank's
-     * announcement: each rank's host, by rank. Ranks that run something else or another
-     * world size, and two processes claiming one rank, fail here naming each other: the rank that
-     * finds the difference leaves its message in the store, and the others, waiting for the rest
-     * to join, fail with it at once.
-     */
-    static List<String> join(Store store, Topology given, String joinsAs, long deadline, String who) {
-        long claims = store.add("claims/" + given.rank(), 1);
-        if (claims > 1) {
-            throw giveUp(
-                    store,
-                    who + ": another process already joined as rank " + given.rank()
-                            + "; give each process its own RANK (or start the job with one launcher)");
-        }
-        try {
-            return joinOrGiveUp(store, given, joinsAs, deadline, who);
-        } catch (JoinException e) {
-            try {
-                store.add(LEFT, 1);
-            } catch (RuntimeException ignored) {
-                // the store is gone: nobody waits for this count
-            }
-            throw e;
-        }
-    }
-
-    /** Counts the ranks that gave up joining, so the rank hosting the store keeps it until they have read why. */
-    private static final String LEFT = "left";
-
-    /** The longest the rank hosting the store keeps it for ranks still to read why the join failed. */
-    private static final long LINGER_NANOS = 3_000_000_000L;
-
-    /**
-     * On a failed join, the rank hosting the store keeps it up until every rank that announced
-     * itself has counted itself out (so each reads the reason, not "the store is gone"), at most
-     * {@link #LINGER_NANOS}.
-     */
-    private static void lingerForLeavers(Store store, int world) {
-        long until = System.nanoTime() + LINGER_NANOS;
-        try {
-            while (System.nanoTime() < until) {
-                int joined = 0;
-                for (int r = 0; r < world; r++) {
-                    if (store.check("member/" + r)) {
-                        joined++;
-                    }
-                }
-                if (store.add(LEFT, 0) >= joined) {
-                    return;
-                }
-                Thread.sleep(20);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (RuntimeException ignored) {
-            // closing anyway
-        }
-    }
-
-    private static List<String> joinOrGiveUp(Store store, Topology given, String joinsAs, long deadline, String who) {
-        int world = given.worldSize();
-        store.set("member/" + given.rank(), HostIdentity.current() + "|" + joinsAs + "|" + world);
-        List<String> keys = new ArrayList<>();
-        for (int r = 0; r < world; r++) {
-            keys.add("member/" + r);
-        }
-        while (true) {
-            for (String key : keys) {
-                if (store.check(key)) {
-                    checkMember(store, key, joinsAs, world, who);
-                }
-            }
-            if (store.check("abort")) {
-                throw new JoinException(
-                        who + ": gave up joining because another rank did: " + store.get("abort"), null);
-            }
-            long now = System.nanoTime();
-            if (now >= deadline) {
-                List<Integer> missing = new ArrayList<>();
-                for (int r = 0; r < world; r++) {
-                    if (!store.check("member/" + r)) {
-                        missing.add(r);
-                    }
-                }
-                throw new JoinException(
-                        who + ": rank(s) " + missing + " did not join within the connect timeout "
-                                + "(started? the same MASTER_ADDR/MASTER_PORT? the tcp backend on every rank?)",
-                        null);
-            }
-            try {
-                store.await(keys, Math.min(deadline, now + JOIN_POLL_NANOS));
-                break;
-            } catch (RuntimeException e) {
-                if (!(e instanceof dev.cohort.runtime.store.StoreTimeoutException)) {
-                    throw e;
-                }
-            }
-        }
-        List<String> hosts = new ArrayList<>();
-        for (String key : keys) {
-            hosts.add(checkMember(store, key, joinsAs, world, who));
-        }
-        return hosts;
-    }
-
-    /**
-     * The job's layout: the launch environment's where it gave one (a disagreement with the ranks'
-     * hosts is logged on rank 0), else the one the ranks' {@code hosts} make.
-     */
-    private static Topology layout(Topology given, List<String> hosts, boolean layoutGiven, String who) {
-        Topology learned = Topology.ofHosts(hosts, given.rank());
-        if (layoutGiven) {
-            if (learned.localWorldSize() != given.localWorldSize() && given.rank() == 0) {
-                LOG.log(
-                        System.Logger.Level.WARNING,
-                        who + ": LOCAL_WORLD_SIZE=" + given.localWorldSize()
-                                + " but " + learned.localWorldSize()
-                                + " rank(s) share this host; the launch environment's "
-                                + "layout is used");
-            }
-            return given;
-        }
-        if (given.rank() == 0) {
-            LOG.log(
-                    System.Logger.Level.INFO,
-                    "host layout learned at rendezvous: "
-                            + hosts.stream().distinct().count() + " host(s); rank 0's holds " + learned.localWorldSize()
-                            + " of the " + given.worldSize() + " ranks");
-        }
-        return learned;
-    }
-
-    /** The host in a rank's announcement under {@code key}; fails (and tells the others) when it joined differently. */
-    private static String checkMember(Store store, String key, String joinsAs, int world, String who) {
-        String[] parts = store.get(key).split("\\|");
-        if (parts.length != 3 || !parts[1].equals(joinsAs)) {
-            throw giveUp(
-                    store,
-                    who + ": " + key.replace("member/", "rank ") + " runs "
-                            + (parts.length == 3
-                                    ? parts[1] + " (" + parts[2] + " ranks)"
-                                    : "something else ('" + store.get(key) + "')")
-                            + " but this process runs " + joinsAs + " (" + world
-                            + " ranks): every process of a job must run "
-                            + "the same backend (name it with --distributed-backend)");
-        }
-        if (Integer.parseInt(parts[2]) != world) {
-            throw giveUp(
-                    store,
-                    who + ": " + key.replace("member/", "rank ") + " was started with WORLD_SIZE=" + parts[2]
-                            + " but this rank with WORLD_SIZE=" + world + "; start every rank with the same");
-        }
-        return parts[0];
-    }
-
-    /** Leaves {@code message} for the ranks still waiting to join, and returns the error to throw. */
-    private static JoinException giveUp(Store store, String message) {
-        try {
-            store.set("abort", message);
-        } catch (RuntimeException e) {
-            // the others fail at their connect timeout instead
-        }
-        return new JoinException(message, null);
-    }
+    /** How long rank 0 keeps the store up after a failed join, for ranks still to read why (see {@link JobJoin}). */
+    private static final Duration LINGER = Duration.ofSeconds(3);
 
     /**
      * Notes the ranks of this job leave each other in its store (see {@link JobNotes}); valid
