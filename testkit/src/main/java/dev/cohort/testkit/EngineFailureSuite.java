@@ -27,24 +27,34 @@ public abstract class EngineFailureSuite {
     @TempDir
     protected Path tmp;
 
-    /** The engine under test, as {@code --distributed-backend} names it. */
-    protected abstract String engine();
+    private final String engine;
+    private final double lostPeerSeconds;
+    private final IntFunction<List<String>> unreachableStoreSays;
+    private final IntFunction<List<String>> takenPortSays;
 
-    /** Within how many seconds rank 0 fails once rank 1's process died. */
-    protected abstract double lostPeerSeconds();
-
-    /** What a rank that finds no store at 127.0.0.1:{@code port} says. */
-    protected abstract String unreachableStoreSays(int port);
-
-    /** What rank 0 says when another program holds {@code port}. */
-    protected abstract List<String> takenPortSays(int port);
+    /**
+     * @param engine               the engine under test, as {@code --distributed-backend} names it
+     * @param lostPeerSeconds      within how many seconds rank 0 fails once rank 1's process died
+     * @param unreachableStoreSays what a rank that finds no store at 127.0.0.1:PORT says
+     * @param takenPortSays        what rank 0 says when another program holds its MASTER_PORT
+     */
+    protected EngineFailureSuite(
+            String engine,
+            double lostPeerSeconds,
+            IntFunction<List<String>> unreachableStoreSays,
+            IntFunction<List<String>> takenPortSays) {
+        this.engine = engine;
+        this.lostPeerSeconds = lostPeerSeconds;
+        this.unreachableStoreSays = unreachableStoreSays;
+        this.takenPortSays = takenPortSays;
+    }
 
     /** Runs {@code processes} fault workers in {@code mode}, process r with the launch environment {@code env.apply(r)}. */
     protected final List<Result> faultWorkers(
             int processes, String mode, IntFunction<Map<String, String>> env, int seconds) {
         return JvmWorkers.run(
                 processes,
-                r -> JvmWorkers.javaCommand(FaultWorker.class, List.of(), List.of(mode, engine())),
+                r -> JvmWorkers.javaCommand(FaultWorker.class, List.of(), List.of(mode, engine)),
                 env,
                 tmp,
                 Duration.ofSeconds(seconds));
@@ -73,14 +83,20 @@ public abstract class EngineFailureSuite {
         return results.get(0).output();
     }
 
+    /**
+     * Rank 1, misbehaving as {@code mode} says, leaves rank 0 waiting: rank 0's allreduce fails at
+     * its timeout, within twice the timeout, saying {@code says}.
+     */
+    private void rankZeroTimesOut(String mode, double timeoutSeconds, String... says) {
+        String out = JvmWorkers.failedAsExpected(twoRanks(mode), 0);
+        assertThat(out).contains("CollectiveTimeoutException").contains(says);
+        assertThat(JvmWorkers.failedAfter(out)).isLessThan(2 * timeoutSeconds);
+    }
+
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aRankThatStopsCallingCollectivesTimesOutTheOthers() {
-        String out = JvmWorkers.failedAsExpected(twoRanks("absent"), 0);
-        assertThat(out)
-                .contains("CollectiveTimeoutException")
-                .contains(engine() + " world rank 0 of 2: allreduce #3 (float32[1024] SUM)");
-        assertThat(JvmWorkers.failedAfter(out)).isLessThan(6.0); // timeout 3 s, failure within 2x
+        rankZeroTimesOut("absent", 3, engine + " world rank 0 of 2: allreduce #3 (float32[1024] SUM)");
     }
 
     @Test
@@ -90,18 +106,17 @@ public abstract class EngineFailureSuite {
         assertThat(results.get(1).exitCode()).isEqualTo(9);
         String out = JvmWorkers.failedAsExpected(results, 0);
         assertThat(out).contains("allreduce #3").contains("lost peer 127.0.0.1 (rank(s) 1)");
-        assertThat(JvmWorkers.failedAfter(out)).isLessThan(lostPeerSeconds());
+        assertThat(JvmWorkers.failedAfter(out)).isLessThan(lostPeerSeconds);
     }
 
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void aStoppedRankIsReportedAsAStallThenFailsAtTheTimeout() {
-        String out = JvmWorkers.failedAsExpected(twoRanks("stop"), 0);
-        assertThat(out)
-                .contains("allreduce #3 (float32[1024] SUM) has waited 2 s; rank(s) [1] have not issued it yet")
-                .contains("it fails at its timeout (6 s)")
-                .contains("CollectiveTimeoutException");
-        assertThat(JvmWorkers.failedAfter(out)).isLessThan(12.0); // timeout 6 s, failure within 2x
+        rankZeroTimesOut(
+                "stop",
+                6,
+                "allreduce #3 (float32[1024] SUM) has waited 2 s; rank(s) [1] have not issued it yet",
+                "it fails at its timeout (6 s)");
     }
 
     @Test
@@ -117,7 +132,7 @@ public abstract class EngineFailureSuite {
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void anUnreachableStoreIsNamedWithinTheConnectTimeout() {
         int port = JvmWorkers.freePort();
-        assertThat(aloneFailingToJoin(1, port)).contains(unreachableStoreSays(port));
+        assertThat(aloneFailingToJoin(1, port)).contains(unreachableStoreSays.apply(port));
     }
 
     @Test
@@ -152,21 +167,11 @@ public abstract class EngineFailureSuite {
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void ranksOfDifferentRunsAreToldSo() {
         int port = JvmWorkers.freePort();
-        List<Result> results = faultWorkers(
-                2,
-                "absent",
-                r -> storeAnd(
-                        port,
-                        "RANK",
-                        Integer.toString(r),
-                        "WORLD_SIZE",
-                        "2",
-                        "COHORT_RUN_ID",
-                        r == 0 ? "job-a" : "job-b"),
-                40);
-        assertThat(results.get(1).output())
-                .as(JvmWorkers.describe(results))
-                .contains("rank 0 belongs to run 'job-a/0' but this rank to 'job-b/0'");
+        IntFunction<Map<String, String>> ofTwoRuns = r -> storeAnd(
+                port, "RANK", Integer.toString(r), "WORLD_SIZE", "2", "COHORT_RUN_ID", r == 0 ? "job-a" : "job-b");
+        List<Result> results = faultWorkers(2, "absent", ofTwoRuns, 40);
+        String rankOfJobB = results.get(1).output();
+        assertThat(rankOfJobB).contains("rank 0 belongs to run 'job-a/0' but this rank to 'job-b/0'");
     }
 
     @Test
@@ -174,7 +179,7 @@ public abstract class EngineFailureSuite {
     void aTakenMasterPortIsNamedAtOnce() throws Exception {
         int port = JvmWorkers.freePort();
         try (ServerSocket taken = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
-            assertThat(aloneFailingToJoin(0, port)).contains(takenPortSays(port));
+            assertThat(aloneFailingToJoin(0, port)).contains(takenPortSays.apply(port));
         }
     }
 }

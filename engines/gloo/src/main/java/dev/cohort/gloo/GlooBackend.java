@@ -173,8 +173,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             JobJoin.Members members = new JobJoin(
                             new C10dStore(rendezvous.client()),
                             rendezvous.toString(),
-                            LINGER,
-                            rendezvous::connectedClients)
+                            new JobJoin.Linger(LINGER, rendezvous::connectedClients))
                     .join(
                             new JobJoin.Newcomer(
                                     topology,

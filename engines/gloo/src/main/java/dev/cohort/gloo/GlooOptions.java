@@ -1,7 +1,6 @@
 package dev.cohort.gloo;
 
 import dev.cohort.runtime.EngineOptions;
-import dev.cohort.tcp.algorithms.MeshRoute;
 import dev.cohort.tcp.transport.PeerMesh;
 import java.time.Duration;
 import picocli.CommandLine.Option;

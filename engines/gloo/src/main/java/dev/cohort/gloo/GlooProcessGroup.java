@@ -17,7 +17,6 @@ import dev.cohort.runtime.CallQueue;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.Reduction;
 import dev.cohort.tcp.algorithms.MeshCollectives;
-import dev.cohort.tcp.algorithms.MeshRoute;
 import dev.cohort.tcp.transport.PeerMesh;
 import java.time.Duration;
 import java.util.ArrayList;

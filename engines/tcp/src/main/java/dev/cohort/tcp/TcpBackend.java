@@ -136,7 +136,8 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                     : null;
             client = TcpStore.connect(launch.masterAddr(), launch.masterPort(), deadline, connectTimeout, secret);
             InetAddress address = listenAddress(launch);
-            JobJoin.Members members = new JobJoin(client, "the job's store at " + client.address(), LINGER, () -> 0)
+            JobJoin.Members members = new JobJoin(
+                            client, "the job's store at " + client.address(), new JobJoin.Linger(LINGER, () -> 0))
                     .join(
                             new JobJoin.Newcomer(
                                     given,

@@ -5,8 +5,8 @@ import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.Work;
 import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.runtime.CallQueue;
+import dev.cohort.tcp.algorithms.MeshCalls;
 import dev.cohort.tcp.algorithms.MeshCollectives;
-import dev.cohort.tcp.algorithms.MeshRoute;
 import dev.cohort.tcp.transport.PeerMesh;
 import java.time.Duration;
 
@@ -26,8 +26,6 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
     private final String label;
     private final PeerMesh mesh;
     private final MeshCollectives collectives;
-    /** Every call that moves bytes goes over the mesh; one that moves none only has its signature checked. */
-    private final MeshRoute everything;
 
     private final CallQueue queue;
     private final Duration stallTime;
@@ -71,7 +69,6 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
         this.stallTime = stallTime;
         this.onClose = onClose;
         this.collectives = new MeshCollectives(mesh, rank, size, label + " " + who());
-        this.everything = new MeshRoute(Long.MAX_VALUE, size);
         this.queue = new CallQueue(
                 "cohort-tcp-" + label.replace(' ', '-') + "-rank-" + rank,
                 c -> "waiting for its peers",
@@ -95,7 +92,7 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
         Collective call = running.collective();
         String what = label + " " + who() + ": " + call.describe();
         try {
-            if (everything.overMesh(call)) {
+            if (MeshCalls.carried(call)) {
                 collectives.carry(call, running.deadline(), what, stall);
             } else {
                 collectives.agree(call, running.deadline(), what, stall);

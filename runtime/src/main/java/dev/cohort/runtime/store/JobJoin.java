@@ -27,7 +27,7 @@ import java.util.function.IntSupplier;
  * before it gives up; the others poll that key while they wait, so they fail at once with that
  * rank's message instead of waiting out the connect timeout. Every process that gives up counts
  * itself <em>left</em>. Rank 0, whose process usually hosts the store, keeps it up after a failure
- * ({@link #linger}) so that no process loses the store before it has read why the others gave up.
+ * ({@link Linger}) so that no process loses the store before it has read why the others gave up.
  */
 public final class JobJoin {
 
@@ -58,25 +58,25 @@ public final class JobJoin {
 
     private final Store store;
     private final String where;
-    private final Duration linger;
-    private final IntSupplier otherClients;
+    private final Linger linger;
     private final Clock clock;
 
     /**
-     * Meets in {@code store} (described as {@code where} in errors). After a failed join, rank 0
-     * keeps the store up at least {@code linger} for ranks still starting, and while
-     * {@code otherClients} says another process is connected to it (pass {@code () -> 0} where
-     * that is not known), until the deadline at most.
+     * How long rank 0 keeps the store up after a failed join: at least {@code atLeast}, for ranks
+     * still starting, and while {@code otherClients} says another process is connected to it
+     * (pass {@code () -> 0} where that is not known); at most until the deadline.
      */
-    public JobJoin(Store store, String where, Duration linger, IntSupplier otherClients) {
-        this(store, where, linger, otherClients, Clock.SYSTEM);
+    public record Linger(Duration atLeast, IntSupplier otherClients) {}
+
+    /** Meets in {@code store}, described as {@code where} in errors. */
+    public JobJoin(Store store, String where, Linger linger) {
+        this(store, where, linger, Clock.SYSTEM);
     }
 
-    JobJoin(Store store, String where, Duration linger, IntSupplier otherClients, Clock clock) {
+    JobJoin(Store store, String where, Linger linger, Clock clock) {
         this.store = store;
         this.where = where;
         this.linger = linger;
-        this.otherClients = otherClients;
         this.clock = clock;
     }
 
@@ -313,21 +313,21 @@ public final class JobJoin {
         }
 
         /**
-         * On rank 0 after a failed join: keeps the store up for {@link #linger}, for ranks still
-         * starting, and while another process is connected to it; at most until the deadline.
-         * Returns early once the whole world came, alike, and every process left.
+         * On rank 0 after a failed join: keeps the store up as {@link Linger} says. Returns early
+         * once the whole world came, alike, and every process left.
          */
         void linger() {
             long start = clock.nanoTime();
             try {
                 while (clock.nanoTime() < deadline) {
-                    if (otherClients.getAsInt() == 0) {
+                    if (linger.otherClients().getAsInt() == 0) {
                         long arrived = store.add(arrivedKey, 0);
                         boolean everyoneCame = arrived >= me.topology().worldSize()
                                 && store.add(worldSumKey, 0)
                                         == arrived * me.topology().worldSize();
                         boolean everyoneLeft = store.add(leftKey, 0) >= arrived;
-                        if ((everyoneLeft && everyoneCame) || clock.nanoTime() - start >= linger.toNanos()) {
+                        if ((everyoneLeft && everyoneCame)
+                                || clock.nanoTime() - start >= linger.atLeast().toNanos()) {
                             return;
                         }
                     }

@@ -37,7 +37,7 @@ class JobJoinTest {
     }
 
     private JobJoin joinWith(Duration linger) {
-        return new JobJoin(store, "the test store", linger, () -> 0);
+        return new JobJoin(store, "the test store", new JobJoin.Linger(linger, () -> 0));
     }
 
     private static JobJoin.Newcomer rank(int rank, int world, String run, String joinsAs) {
@@ -148,7 +148,7 @@ class JobJoinTest {
     @Test
     void rankZeroLingersForLateComersButNotPastItsDeadline() {
         SteppedClock clock = new SteppedClock();
-        JobJoin join = new JobJoin(store, "the test store", Duration.ofSeconds(10), () -> 0, clock);
+        JobJoin join = new JobJoin(store, "the test store", new JobJoin.Linger(Duration.ofSeconds(10), () -> 0), clock);
         long start = clock.nanoTime();
         // Alone in a world of two: it gives up at its deadline, 1 s off, where its linger ends too.
         assertThatThrownBy(() -> join.join(rank(0, 2, "r/0", "tcp"), start + 1_000_000_000L, LONG))
@@ -159,7 +159,7 @@ class JobJoinTest {
     @Test
     void rankZeroLingersItsWholeLingerForRanksStillToCome() {
         SteppedClock clock = new SteppedClock();
-        JobJoin join = new JobJoin(store, "the test store", Duration.ofSeconds(10), () -> 0, clock);
+        JobJoin join = new JobJoin(store, "the test store", new JobJoin.Linger(Duration.ofSeconds(10), () -> 0), clock);
         store.set("cohort/r/0/rendezvous-failed", "rank 1 of 2: something was wrong");
         long start = clock.nanoTime();
         assertThatThrownBy(() -> join.join(rank(0, 2, "r/0", "tcp"), start + LONG.toNanos(), LONG))
@@ -174,7 +174,7 @@ class JobJoinTest {
         store.set(JobJoin.JOB, "gloo|2|r/0");
         assertThat(failure(joinAll(LONG, rank(1, 2, "r/0", "tcp")).get(0))).hasMessageContaining("rank 0 runs gloo");
         SteppedClock clock = new SteppedClock();
-        JobJoin join = new JobJoin(store, "the test store", Duration.ofSeconds(10), () -> 0, clock);
+        JobJoin join = new JobJoin(store, "the test store", new JobJoin.Linger(Duration.ofSeconds(10), () -> 0), clock);
         long start = clock.nanoTime();
         assertThatThrownBy(() -> join.join(rank(0, 2, "r/0", "tcp"), start + LONG.toNanos(), LONG))
                 .hasMessageContaining("had already given up");
