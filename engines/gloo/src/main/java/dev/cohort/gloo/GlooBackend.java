@@ -9,15 +9,14 @@ import dev.cohort.api.collective.JoinException;
 import dev.cohort.gloo.rendezvous.C10dStore;
 import dev.cohort.gloo.rendezvous.Rendezvous;
 import dev.cohort.libtorch.LibTorch;
-import dev.cohort.runtime.EngineBackend;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.SubgroupMaker;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.p2p.Directory;
 import dev.cohort.runtime.p2p.PostOffice;
 import dev.cohort.runtime.store.JobJoin;
-import dev.cohort.runtime.store.JobNotes;
 import dev.cohort.runtime.store.PrefixStore;
+import dev.cohort.runtime.store.StoreMeetingBackend;
 import dev.cohort.runtime.store.StoreNotes;
 import dev.cohort.tcp.algorithms.MeshCollectives;
 import dev.cohort.tcp.transport.LocalAddress;
@@ -48,16 +47,13 @@ import org.bytedeco.pytorch.gloo.Device;
  * <p>Timeouts (see {@link GlooOptions}): 60 s for all ranks to meet and connect, 5 min per
  * collective by default.
  */
-public final class GlooBackend extends EngineBackend<GlooOptions> {
+public final class GlooBackend extends StoreMeetingBackend<GlooOptions> {
 
     public static final String NAME = "gloo";
     /** PyTorch's variable naming the interface Gloo binds to. */
     public static final String ENV_INTERFACE = "GLOO_SOCKET_IFNAME";
 
     private static final System.Logger LOG = System.getLogger(GlooBackend.class.getName());
-
-    /** The group this backend joins when it is part of another backend; null: the launch environment's. */
-    private final LaunchEnvironment group;
 
     /** How long a note to or from the job's store may wait for it (see {@link #notes()}). */
     static final Duration NOTES_TIMEOUT = Duration.ofSeconds(2);
@@ -68,11 +64,9 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
     static final Duration LINGER = Duration.ofSeconds(10);
 
     private Rendezvous rendezvous;
-    private volatile JobNotes notes;
 
     public GlooBackend() {
         super(NAME, new GlooOptions());
-        this.group = null;
     }
 
     /**
@@ -81,12 +75,10 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
      */
     public GlooBackend(GlooOptions options, Map<String, String> environment) {
         super(NAME, options, environment);
-        this.group = null;
     }
 
     private GlooBackend(GlooOptions options, LaunchEnvironment group) {
-        super(NAME, options, Map.of());
-        this.group = group;
+        super(NAME, options, group);
     }
 
     /**
@@ -95,18 +87,12 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
      * process's own launch environment is. The network interface comes from {@code options} only.
      */
     public static GlooBackend forGroup(LaunchEnvironment group, GlooOptions options) {
-        return new GlooBackend(options, java.util.Objects.requireNonNull(group, "group"));
+        return new GlooBackend(options, group);
     }
 
     @Override
     protected String missing() {
         return LibTorch.isLoadable() ? null : LibTorch.failureReason();
-    }
-
-    /** The ranks meet at {@code MASTER_ADDR:MASTER_PORT} (rank 0 hosts the store there). */
-    @Override
-    public boolean needsRendezvousAddress() {
-        return true;
     }
 
     /** Any layout, across processes and hosts; below the shared-memory engines where they run. */
@@ -117,8 +103,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
 
     @Override
     public String autoReason(JobLayout layout) {
-        return layout.worldSize() + " workers on " + (layout.oneHost() ? "one host" : layout.hostsText() + " hosts")
-                + ": Gloo over TCP";
+        return workersOn(layout, "Gloo over TCP");
     }
 
     @Override
@@ -145,7 +130,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             }
             device = device(null, 0);
         } else {
-            LaunchEnvironment launch = group != null ? group : LaunchEnvironment.parse(env());
+            LaunchEnvironment launch = launch();
             topology = launch.topology();
             runScope = launch.runId() + "/" + launch.restartCount();
             device = device(launch.masterAddr(), launch.masterPort());
@@ -184,9 +169,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
                             System.nanoTime() + connectTimeout.toNanos(),
                             connectTimeout);
             Map<String, String> ranksByAddress = members.ranksByAddress(topology.rank());
-            if (group == null) {
-                topology = JobJoin.layout(topology, members.hosts(), LaunchEnvironment.layoutGiven(env()), LOG);
-            }
+            topology = layout(topology, members);
             Duration spin = options.spin(topology.localWorldSize());
             GlooProcessGroup world = group(
                     "gloo world",
@@ -197,7 +180,8 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
                     timeout,
                     connectTimeout,
                     ranksByAddress,
-                    spin);
+                    spin,
+                    options.rankNames());
             world.watchStalls(new StallWatch(
                     rendezvous.client().clone(),
                     "cohort/" + runScope + "/issued/",
@@ -217,7 +201,8 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
                             timeout,
                             connectTimeout,
                             ranksByAddress,
-                            spin);
+                            spin,
+                            options.rankNames());
             // Subgroups: Gloo groups of their own (with their mesh), under the world's rendezvous.
             Rendezvous meeting = rendezvous;
             String under = "cohort/" + runScope + "/sub/";
@@ -270,7 +255,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             org.bytedeco.pytorch.Store notesClient =
                     LibTorch.retain(rendezvous.client().clone());
             notesClient.setTimeout(new Milliseconds(NOTES_TIMEOUT.toMillis()));
-            notes = new StoreNotes(new PrefixStore("cohort/" + runScope + "/note/", new C10dStore(notesClient)));
+            noteIn(new StoreNotes(new PrefixStore("cohort/" + runScope + "/note/", new C10dStore(notesClient))));
             Rendezvous store = rendezvous;
             return new Connection(topology, world, node, () -> {
                 LibTorch.release(notesClient);
@@ -280,32 +265,6 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             rendezvous.close();
             throw e;
         }
-    }
-
-    /**
-     * Notes the ranks of this job leave each other in its store (see {@link JobNotes}); valid
-     * from {@link #initialize()} until {@link #close()}.
-     */
-    public JobNotes notes() {
-        JobNotes n = notes;
-        if (n == null) {
-            throw new IllegalStateException("the gloo backend is not initialized: call initialize() before notes()");
-        }
-        return n;
-    }
-
-    private GlooProcessGroup group(
-            String label,
-            Store store,
-            Device device,
-            int rank,
-            int size,
-            Duration timeout,
-            Duration connectTimeout,
-            Map<String, String> ranksByAddress,
-            Duration spin) {
-        return group(
-                label, store, device, rank, size, timeout, connectTimeout, ranksByAddress, spin, options.rankNames());
     }
 
     private GlooProcessGroup group(

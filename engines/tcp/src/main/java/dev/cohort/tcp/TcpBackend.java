@@ -5,16 +5,16 @@ import dev.cohort.api.JobLayout;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
 import dev.cohort.api.collective.JoinException;
-import dev.cohort.runtime.EngineBackend;
+import dev.cohort.runtime.CallQueue;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.SubgroupMaker;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.p2p.Directory;
 import dev.cohort.runtime.p2p.PostOffice;
 import dev.cohort.runtime.store.JobJoin;
-import dev.cohort.runtime.store.JobNotes;
 import dev.cohort.runtime.store.PrefixStore;
 import dev.cohort.runtime.store.Store;
+import dev.cohort.runtime.store.StoreMeetingBackend;
 import dev.cohort.runtime.store.StoreNotes;
 import dev.cohort.runtime.store.TcpStore;
 import dev.cohort.runtime.store.TcpStoreServer;
@@ -48,23 +48,15 @@ import java.util.OptionalInt;
  * allreduces a reduce-scatter then an allgather. Timeouts (see {@link TcpOptions}): 60 s for all
  * ranks to meet and connect, 5 min per collective by default.
  */
-public final class TcpBackend extends EngineBackend<TcpOptions> {
+public final class TcpBackend extends StoreMeetingBackend<TcpOptions> {
 
     public static final String NAME = "tcp";
-
-    private static final System.Logger LOG = System.getLogger(TcpBackend.class.getName());
 
     /** How long a note to or from the job's store may wait for it (see {@link #notes()}). */
     static final Duration NOTES_TIMEOUT = Duration.ofSeconds(2);
 
-    /** The group this backend joins when it is part of another backend; null: the launch environment's. */
-    private final LaunchEnvironment group;
-
-    private volatile JobNotes notes;
-
     public TcpBackend() {
         super(NAME, new TcpOptions());
-        this.group = null;
     }
 
     /**
@@ -73,12 +65,10 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
      */
     public TcpBackend(TcpOptions options, Map<String, String> environment) {
         super(NAME, options, environment);
-        this.group = null;
     }
 
     private TcpBackend(TcpOptions options, LaunchEnvironment group) {
-        super(NAME, options, Map.of());
-        this.group = group;
+        super(NAME, options, group);
     }
 
     /**
@@ -88,19 +78,13 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
      * network interface comes from {@code options} only.
      */
     public static TcpBackend forGroup(LaunchEnvironment group, TcpOptions options) {
-        return new TcpBackend(options, java.util.Objects.requireNonNull(group, "group"));
+        return new TcpBackend(options, group);
     }
 
     /** Needs nothing beyond the JDK. */
     @Override
     protected String missing() {
         return null;
-    }
-
-    /** The ranks meet at {@code MASTER_ADDR:MASTER_PORT} (rank 0 hosts the store there). */
-    @Override
-    public boolean needsRendezvousAddress() {
-        return true;
     }
 
     /** Any layout, across processes and hosts; below gloo (measured the same or faster so far) and the shared-memory engines. */
@@ -111,13 +95,12 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
 
     @Override
     public String autoReason(JobLayout layout) {
-        return layout.worldSize() + " workers on " + (layout.oneHost() ? "one host" : layout.hostsText() + " hosts")
-                + ": Cohort's TCP mesh (no native library)";
+        return workersOn(layout, "Cohort's TCP mesh (no native library)");
     }
 
     @Override
     protected Connection connect() {
-        LaunchEnvironment launch = group != null ? group : LaunchEnvironment.parse(env());
+        LaunchEnvironment launch = launch();
         Topology given = launch.topology();
         Duration connectTimeout = options.connectTimeout();
         long deadline = System.nanoTime() + connectTimeout.toNanos();
@@ -148,9 +131,7 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                             deadline,
                             connectTimeout);
             Store store = new PrefixStore(scope, client);
-            Topology topology = group != null
-                    ? given
-                    : JobJoin.layout(given, members.hosts(), LaunchEnvironment.layoutGiven(env()), LOG);
+            Topology topology = layout(given, members);
             Duration spin = options.spin(topology.localWorldSize());
             PeerMesh worldMesh = PeerMesh.connect(
                     new PrefixStore("world/", store),
@@ -180,7 +161,7 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                             RankNames.PLAIN,
                             secret);
             // Connected: from now on the store only carries notes, each of which waits briefly.
-            notes = new StoreNotes(new PrefixStore(scope + "note/", client.timeout(NOTES_TIMEOUT)));
+            noteIn(new StoreNotes(new PrefixStore(scope + "note/", client.timeout(NOTES_TIMEOUT))));
             TcpStore storeClient = client;
             TcpStoreServer hosted = server;
             Runnable closeStore = () -> {
@@ -190,8 +171,9 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                 }
             };
             Store sub = new PrefixStore("sub/", store);
-            Store p2p = new PrefixStore("p2p/", store);
+            Letters letters = new Letters(address, new PrefixStore("p2p/", store), secret);
             SubgroupMaker subgroups = (name, spec) -> {
+                String subWho = "tcp " + name + " rank " + spec.rank() + " of " + spec.size();
                 TcpProcessGroup g = new TcpProcessGroup(
                         "tcp " + spec.label(),
                         PeerMesh.connect(
@@ -202,7 +184,7 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                                 address,
                                 spec.timeout(),
                                 spin,
-                                "tcp " + name + " rank " + spec.rank() + " of " + spec.size(),
+                                subWho,
                                 spec.names(),
                                 secret),
                         spec.rank(),
@@ -210,35 +192,25 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                         spec.timeout(),
                         options.stallTime(),
                         () -> {});
-                g.messagesThrough(() -> new PostOffice(
-                        spec.rank(),
-                        spec.size(),
-                        address,
-                        Directory.of(p2p, name + "/"),
-                        "tcp " + name + " rank " + spec.rank() + " of " + spec.size(),
-                        spec.names(),
-                        secret));
+                g.messagesThrough(() -> letters.office(spec.rank(), spec.size(), name, subWho, spec.names()));
                 return g;
             };
+            // On one node the world's group is also the node's, and it closes the store; with
+            // several, the groups are made with the default call queue (as they always were).
+            TcpProcessGroup world = new TcpProcessGroup(
+                    "tcp world",
+                    worldMesh,
+                    topology.rank(),
+                    topology.worldSize(),
+                    options.timeout(),
+                    options.stallTime(),
+                    oneNode ? closeStore : () -> {},
+                    oneNode ? options.queueOptions() : new CallQueue.Options());
+            world.makesSubgroups(subgroups, "world");
+            Topology placed = topology;
+            world.messagesThrough(
+                    () -> letters.office(placed.rank(), placed.worldSize(), "world", who, options.rankNames()));
             if (oneNode) {
-                TcpProcessGroup world = new TcpProcessGroup(
-                        "tcp world",
-                        worldMesh,
-                        topology.rank(),
-                        topology.worldSize(),
-                        options.timeout(),
-                        options.stallTime(),
-                        closeStore,
-                        options.queueOptions());
-                world.makesSubgroups(subgroups, "world");
-                world.messagesThrough(() -> new PostOffice(
-                        topology.rank(),
-                        topology.worldSize(),
-                        address,
-                        Directory.of(p2p, "world/"),
-                        who,
-                        options.rankNames(),
-                        secret));
                 return new Connection(topology, world, world);
             }
             TcpProcessGroup node = new TcpProcessGroup(
@@ -249,32 +221,13 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
                     options.timeout(),
                     options.stallTime(),
                     () -> {});
-            TcpProcessGroup world = new TcpProcessGroup(
-                    "tcp world",
-                    worldMesh,
-                    topology.rank(),
-                    topology.worldSize(),
-                    options.timeout(),
-                    options.stallTime(),
-                    () -> {});
-            world.makesSubgroups(subgroups, "world");
             node.makesSubgroups(subgroups, "node-" + topology.nodeRank());
-            world.messagesThrough(() -> new PostOffice(
-                    topology.rank(),
-                    topology.worldSize(),
-                    address,
-                    Directory.of(p2p, "world/"),
-                    who,
-                    options.rankNames(),
-                    secret));
-            node.messagesThrough(() -> new PostOffice(
-                    topology.localRank(),
-                    topology.localWorldSize(),
-                    address,
-                    Directory.of(p2p, "node-" + topology.nodeRank() + "/"),
-                    "tcp node " + topology.nodeRank() + " rank " + topology.localRank(),
-                    RankNames.PLAIN,
-                    secret));
+            node.messagesThrough(() -> letters.office(
+                    placed.localRank(),
+                    placed.localWorldSize(),
+                    "node-" + placed.nodeRank(),
+                    "tcp node " + placed.nodeRank() + " rank " + placed.localRank(),
+                    RankNames.PLAIN));
             return new Connection(topology, world, node, closeStore::run);
         } catch (RuntimeException e) {
             for (AutoCloseable c : opened) {
@@ -296,20 +249,16 @@ public final class TcpBackend extends EngineBackend<TcpOptions> {
         }
     }
 
+    /** Where a group's post offices listen, and the store their directories are in. */
+    private record Letters(InetAddress address, Store p2p, Optional<JobSecret> secret) {
+        /** The post office of rank {@code rank} of {@code size} in the group named {@code group}. */
+        PostOffice office(int rank, int size, String group, String who, RankNames names) {
+            return new PostOffice(rank, size, address, Directory.of(p2p, group + "/"), who, names, secret);
+        }
+    }
+
     /** How long rank 0 keeps the store up after a failed join, for ranks still to read why (see {@link JobJoin}). */
     private static final Duration LINGER = Duration.ofSeconds(3);
-
-    /**
-     * Notes the ranks of this job leave each other in its store (see {@link JobNotes}); valid
-     * from {@link #initialize()} until {@link #close()}.
-     */
-    public JobNotes notes() {
-        JobNotes n = notes;
-        if (n == null) {
-            throw new IllegalStateException("the tcp backend is not initialized: call initialize() before notes()");
-        }
-        return n;
-    }
 
     /** The interface named by option or {@link TcpOptions#ENV_INTERFACE}, else the address that reaches the master. */
     private InetAddress listenAddress(LaunchEnvironment launch) {

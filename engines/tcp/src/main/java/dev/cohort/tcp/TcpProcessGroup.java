@@ -5,6 +5,7 @@ import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.Work;
 import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.runtime.CallQueue;
+import dev.cohort.tcp.algorithms.Disagreement;
 import dev.cohort.tcp.algorithms.MeshCalls;
 import dev.cohort.tcp.algorithms.MeshCollectives;
 import dev.cohort.tcp.transport.PeerMesh;
@@ -30,7 +31,8 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
     private final CallQueue queue;
     private final Duration stallTime;
     private final Runnable onClose;
-    private volatile CollectiveMismatchException mismatch;
+    /** The first time the ranks disagreed: every later call is refused. */
+    private final Disagreement disagreement = new Disagreement();
 
     private final PeerMesh.StallReport stall = new PeerMesh.StallReport() {
         @Override
@@ -78,12 +80,7 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
 
     @Override
     protected Work start(Collective call, Duration timeout) {
-        CollectiveMismatchException earlier = mismatch;
-        if (earlier != null) {
-            throw new CollectiveMismatchException(label + " " + who() + ": " + call.describe()
-                    + " refused: the group is unusable after ranks disagreed earlier (restart the job):\n"
-                    + earlier.getMessage());
-        }
+        disagreement.refuseIfSeen(label, who(), call);
         return queue.submit(who(), call, timeout, this::run);
     }
 
@@ -98,8 +95,7 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
                 collectives.agree(call, running.deadline(), what, stall);
             }
         } catch (CollectiveMismatchException e) {
-            mismatch = e;
-            throw e;
+            throw disagreement.seen(e);
         }
     }
 
