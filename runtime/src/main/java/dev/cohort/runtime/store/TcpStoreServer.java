@@ -188,6 +188,11 @@ public final class TcpStoreServer implements AutoCloseable {
         }
     }
 
+    /** True once {@code n} clients' waits are pending here, false at {@code deadlineNanos} (for tests). */
+    boolean awaitWaiting(int n, long deadlineNanos) throws InterruptedException {
+        return values.awaitWaiting(n, deadlineNanos);
+    }
+
     /** How many connections were refused (no handshake, a wrong secret, not a store client). */
     public int refused() {
         return refusals.count();
