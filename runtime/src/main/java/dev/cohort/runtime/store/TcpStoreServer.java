@@ -60,7 +60,10 @@ public final class TcpStoreServer implements AutoCloseable {
         this.server = server;
         this.secret = secret;
         this.refusals = new Refusals("job store on " + server.getLocalSocketAddress());
-        Daemons.start("cohort-store-accept-" + server.getLocalPort(), this::acceptLoop);
+        Acceptor.start("cohort-store-accept-" + server.getLocalPort(), server, s -> {
+            clients.add(s);
+            Daemons.start("cohort-store-client", () -> serve(s));
+        });
     }
 
     /**
@@ -90,19 +93,6 @@ public final class TcpStoreServer implements AutoCloseable {
     /** The port the store is served on. */
     public int port() {
         return server.getLocalPort();
-    }
-
-    private void acceptLoop() {
-        while (!closed) {
-            Socket s;
-            try {
-                s = server.accept();
-            } catch (IOException e) {
-                return; // closed
-            }
-            clients.add(s);
-            Daemons.start("cohort-store-client", () -> serve(s));
-        }
     }
 
     private void serve(Socket s) {

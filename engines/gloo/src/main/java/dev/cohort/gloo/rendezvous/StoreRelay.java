@@ -6,6 +6,7 @@ import dev.cohort.runtime.auth.AuthenticationException;
 import dev.cohort.runtime.auth.Handshake;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.auth.Refusals;
+import dev.cohort.runtime.store.Acceptor;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -54,7 +55,7 @@ final class StoreRelay implements AutoCloseable {
         try {
             ServerSocket s = new ServerSocket(0, 64, InetAddress.getLoopbackAddress());
             StoreRelay relay = new StoreRelay(s, new InetSocketAddress(host, port), secret, patience, who);
-            Daemons.start("cohort-store-relay", relay::acceptLoop);
+            Acceptor.start("cohort-store-relay", s, relay::accepted);
             return relay;
         } catch (IOException e) {
             throw new GlooConnectException(who + ": cannot open a loopback port to relay to the job's store: " + e, e);
@@ -66,22 +67,15 @@ final class StoreRelay implements AutoCloseable {
         return server.getLocalPort();
     }
 
-    private void acceptLoop() {
-        while (!closed) {
-            Socket s;
-            try {
-                s = server.accept();
-            } catch (IOException e) {
-                return;
-            }
-            if (!LocalSockets.openedHere(s.getPort(), server.getLocalPort())) {
-                refusals.refused(s.getRemoteSocketAddress(), "not a connection of this process");
-                closeQuietly(s);
-                continue;
-            }
-            open.add(s);
-            Daemons.start("cohort-store-relay-conn", () -> relay(s));
+    /** A connection to the relay: served when it is this process's own (c10d's client), else refused. */
+    private void accepted(Socket s) {
+        if (!LocalSockets.openedHere(s.getPort(), server.getLocalPort())) {
+            refusals.refused(s.getRemoteSocketAddress(), "not a connection of this process");
+            closeQuietly(s);
+            return;
         }
+        open.add(s);
+        Daemons.start("cohort-store-relay-conn", () -> relay(s));
     }
 
     /** Why the store could not be reached through this relay, or null. */
