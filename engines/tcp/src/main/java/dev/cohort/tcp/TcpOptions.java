@@ -22,7 +22,7 @@ public final class TcpOptions extends EngineOptions<TcpOptions> {
                     + ", else the interface that reaches MASTER_ADDR).")
     String networkInterface;
 
-    /** The help of {@code --<engine>-spin-us} for an engine whose ranks wait on the peer mesh (tcp, gloo). */
+    /** The help of {@code --<engine>-spin-us} for any engine whose ranks wait for each other on the peer mesh. */
     public static final String MESH_SPIN_HELP = "How long a rank waiting for its peers' data keeps polling its "
             + "connections before it sleeps until data arrives; 0 never polls (default: 50 when this host runs no more "
             + "ranks than it has CPUs, else 0: polling would take the CPU a rank needs).";
