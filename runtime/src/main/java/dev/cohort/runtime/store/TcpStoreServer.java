@@ -19,8 +19,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A {@link Store} served over TCP to {@link TcpStore} clients, as c10d's {@code TCPStore} server
@@ -51,7 +49,7 @@ public final class TcpStoreServer implements AutoCloseable {
 
     private final InMemoryStore values = new InMemoryStore();
     private final ServerSocket server;
-    private final Set<Socket> clients = ConcurrentHashMap.newKeySet();
+    private final OpenSockets clients = new OpenSockets();
     private final Optional<JobSecret> secret;
     private final Refusals refusals;
     private volatile boolean closed;
@@ -192,17 +190,6 @@ public final class TcpStoreServer implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
-        try {
-            server.close();
-        } catch (IOException ignored) {
-            // closing anyway
-        }
-        for (Socket s : clients) {
-            try {
-                s.close();
-            } catch (IOException ignored) {
-                // closing anyway
-            }
-        }
+        clients.closeAll(server);
     }
 }

@@ -7,14 +7,13 @@ import dev.cohort.runtime.auth.Handshake;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.auth.Refusals;
 import dev.cohort.runtime.store.Acceptor;
+import dev.cohort.runtime.store.OpenSockets;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.time.Duration;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A rank's way to the job's c10d store when the job has a secret: c10d's client (which cannot
@@ -34,7 +33,7 @@ final class StoreRelay implements AutoCloseable {
     private final String who;
     private final Refusals refusals;
     private final Duration patience;
-    private final Set<Socket> open = ConcurrentHashMap.newKeySet();
+    private final OpenSockets open = new OpenSockets();
     private volatile String failure;
     private volatile boolean closed;
 
@@ -139,24 +138,12 @@ final class StoreRelay implements AutoCloseable {
     }
 
     private void closeQuietly(Socket s) {
-        open.remove(s);
-        try {
-            s.close();
-        } catch (IOException ignored) {
-            // closing anyway
-        }
+        open.close(s);
     }
 
     @Override
     public void close() {
         closed = true;
-        try {
-            server.close();
-        } catch (IOException ignored) {
-            // closing anyway
-        }
-        for (Socket s : open) {
-            closeQuietly(s);
-        }
+        open.closeAll(server);
     }
 }
