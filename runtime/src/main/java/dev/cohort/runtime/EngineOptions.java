@@ -52,7 +52,17 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
     public static final Duration DEFAULT_STALL_TIME = Duration.ofSeconds(30);
 
     /** The help texts of the three options: what each means for this engine, with its default. */
-    public record Help(String timeout, String connectTimeout, String stall) {}
+    public record Help(String timeout, String connectTimeout, String stall) {
+
+        /** The help of an engine whose ranks meet and connect over the network (tcp, gloo). */
+        public static Help ofNetworkEngine(String engine) {
+            return new Help(
+                    "Timeout of each collective (default: 300).",
+                    "Time for all ranks to meet and connect (default: 60).",
+                    "A collective waiting longer than this is reported with the ranks it waits for "
+                            + "(default: 30; it still fails only at --" + engine + "-timeout).");
+        }
+    }
 
     private final String engine;
     private final String prefix;
@@ -63,6 +73,7 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
     private final Setting timeout;
     private final Setting connectTimeout;
     private final Setting stall;
+    private final java.util.List<Micros> microsOptions = new java.util.ArrayList<>();
 
     /** @param engine the engine's name, the options' prefix ({@code gloo} for {@code --gloo-timeout}) */
     protected EngineOptions(String engine, Help help) {
@@ -198,56 +209,109 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
         spec.addOption(timeout.spec(help.timeout()));
         spec.addOption(connectTimeout.spec(help.connectTimeout()));
         spec.addOption(stall.spec(help.stall()));
+        for (Micros m : microsOptions) {
+            spec.addOption(m.spec());
+        }
         return spec;
+    }
+
+    /**
+     * Adds the option {@code --<engine>-<suffix> MICROSECONDS}, unset by default, to this engine's
+     * command line ({@link #commandSpec()}); the subclass keeps what this returns to read it.
+     */
+    protected final Micros microsOption(String suffix, String description) {
+        Micros m = new Micros(suffix, description);
+        microsOptions.add(m);
+        return m;
+    }
+
+    /** An option's value, which picocli reads and writes through this object. */
+    private abstract static class Held<V> implements IGetter, ISetter {
+        V value;
+
+        Held(V initial) {
+            this.value = initial;
+        }
+
+        /** The option's spec: {@code builder}'s, read and written here. */
+        final OptionSpec spec(OptionSpec.Builder builder) {
+            return builder.getter(this).setter(this).build();
+        }
+
+        @Override
+        @SuppressWarnings("unchecked")
+        public final <T> T get() {
+            return (T) value;
+        }
+
+        @Override
+        @SuppressWarnings("unchecked")
+        public final <T> T set(T v) {
+            V old = value;
+            value = (V) v;
+            return (T) old;
+        }
+    }
+
+    /** An option that counts microseconds (see {@link #microsOption}); checked when set and when read. */
+    protected final class Micros extends Held<Integer> {
+        private final String suffix;
+        private final String description;
+
+        private Micros(String suffix, String description) {
+            super(null);
+            this.suffix = suffix;
+            this.description = description;
+        }
+
+        /** Sets it to {@code time}, in whole microseconds; never negative. */
+        public void assign(Duration time) {
+            value = micros(suffix, time);
+        }
+
+        /** The time set, else {@code byDefault}. */
+        public Duration orElse(Duration byDefault) {
+            Duration set = ofMicros(suffix, value);
+            return set != null ? set : byDefault;
+        }
+
+        OptionSpec spec() {
+            return spec(OptionSpec.builder(option(suffix))
+                    .paramLabel("MICROSECONDS")
+                    .type(Integer.class)
+                    .description(description));
+        }
     }
 
     /**
      * One seconds option: kept as the number given, checked when read, so that a bad value on the
      * command line fails naming the option when the engine starts, as a bad value set here does at once.
      */
-    private static final class Setting implements IGetter, ISetter {
+    private static final class Setting extends Held<Double> {
         private final String name;
         private final double initial;
-        private double seconds;
 
         Setting(String name, Duration byDefault) {
+            super(byDefault.toNanos() / 1e9);
             this.name = name;
-            this.initial = byDefault.toNanos() / 1e9;
-            this.seconds = initial;
+            this.initial = value;
         }
 
-        void assign(Duration value) {
-            seconds = Timeouts.toSeconds(name, value);
+        void assign(Duration time) {
+            value = Timeouts.toSeconds(name, time);
         }
 
         Duration duration() {
-            return Timeouts.ofSeconds(name, seconds);
+            return Timeouts.ofSeconds(name, value);
         }
 
         OptionSpec spec(String description) {
-            return OptionSpec.builder(name)
+            return spec(OptionSpec.builder(name)
                     .paramLabel("SECONDS")
                     .type(double.class)
                     .description(description)
                     .initialValue(initial)
-                    .hasInitialValue(true)
-                    .getter(this)
-                    .setter(this)
-                    .build();
-        }
-
-        @Override
-        @SuppressWarnings("unchecked")
-        public <T> T get() {
-            return (T) Double.valueOf(seconds);
-        }
-
-        @Override
-        @SuppressWarnings("unchecked")
-        public <T> T set(T value) {
-            Double old = seconds;
-            seconds = (Double) value;
-            return (T) old;
+                    .hasInitialValue(true));
         }
     }
 }

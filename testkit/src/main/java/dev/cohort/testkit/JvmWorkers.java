@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -55,6 +56,32 @@ public final class JvmWorkers {
             }
         }
         throw new IllegalStateException("no free TCP port found in 20000-31999");
+    }
+
+    /**
+     * The launch environment a plain launcher gives rank {@code rank} of {@code world}: rank 0's
+     * store at {@code masterAddr}:{@code port}, RANK and WORLD_SIZE, no host layout. Modifiable, for
+     * a test to add to.
+     */
+    public static Map<String, String> launchEnv(String masterAddr, int port, int rank, int world) {
+        Map<String, String> env = new HashMap<>();
+        env.put("MASTER_ADDR", masterAddr);
+        env.put("MASTER_PORT", Integer.toString(port));
+        env.put("RANK", Integer.toString(rank));
+        env.put("WORLD_SIZE", Integer.toString(world));
+        return env;
+    }
+
+    /**
+     * {@link #launchEnv} with LOCAL_RANK, LOCAL_WORLD_SIZE and GROUP_RANK too, as torchrun gives
+     * them: {@code localWorld} consecutive ranks on each host.
+     */
+    public static Map<String, String> launchEnv(String masterAddr, int port, int rank, int world, int localWorld) {
+        Map<String, String> env = launchEnv(masterAddr, port, rank, world);
+        env.put("LOCAL_RANK", Integer.toString(rank % localWorld));
+        env.put("LOCAL_WORLD_SIZE", Integer.toString(localWorld));
+        env.put("GROUP_RANK", Integer.toString(rank / localWorld));
+        return env;
     }
 
     /** The command that runs {@code mainClass} in a JVM like this one. */

@@ -1,8 +1,13 @@
 package dev.cohort.testkit;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
@@ -85,6 +90,39 @@ public final class TwoHosts implements AutoCloseable {
 
     public String address(int host) {
         return host == 0 ? ADDRESS_A : ADDRESS_B;
+    }
+
+    /** A port for rank 0's store on host A: {@code base} plus a share of this JVM's pid, so concurrent runs differ. */
+    public static int port(int base) {
+        return base + (int) (ProcessHandle.current().pid() % 500);
+    }
+
+    /**
+     * Runs {@code command} as 4 ranks, 2 on each host (ranks 0 and 1 on A), within {@code limit},
+     * each with the launch environment a launcher gives (MASTER_ADDR on A, RANK, WORLD_SIZE,
+     * LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK) and {@code extra}; their outputs under {@code dir}.
+     */
+    public List<JvmWorkers.Result> runTwoByTwo(
+            List<String> command, int port, Map<String, String> extra, Path dir, Duration limit) {
+        return JvmWorkers.run(
+                4,
+                r -> on(r / 2, command),
+                r -> {
+                    Map<String, String> env = JvmWorkers.launchEnv(ADDRESS_A, port, r, 4, 2);
+                    env.putAll(extra);
+                    return env;
+                },
+                dir,
+                limit);
+    }
+
+    /** Checks that the 4 ranks of {@link #runTwoByTwo} (engine workers) found their hosts: ranks 2 and 3 form node 1. */
+    public static void assertTwoByTwo(List<JvmWorkers.Result> results) {
+        assertThat(results.get(2).output())
+                .as(JvmWorkers.describe(results))
+                .contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
+        assertThat(results.get(0).output()).contains("NODE 0 RANKS [0, 1]");
+        assertThat(results.get(3).output()).contains("NODE 1 RANKS [2, 3]");
     }
 
     @Override

@@ -6,20 +6,18 @@ import dev.cohort.api.JobLayout;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
 import dev.cohort.api.collective.JoinException;
-import dev.cohort.gloo.rendezvous.C10dJobNotes;
 import dev.cohort.gloo.rendezvous.C10dStore;
-import dev.cohort.gloo.rendezvous.Membership;
 import dev.cohort.gloo.rendezvous.Rendezvous;
 import dev.cohort.libtorch.LibTorch;
-import dev.cohort.runtime.EngineBackend;
-import dev.cohort.runtime.HostIdentity;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.SubgroupMaker;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.p2p.Directory;
 import dev.cohort.runtime.p2p.PostOffice;
-import dev.cohort.runtime.store.JobNotes;
+import dev.cohort.runtime.store.JobJoin;
 import dev.cohort.runtime.store.PrefixStore;
+import dev.cohort.runtime.store.StoreMeetingBackend;
+import dev.cohort.runtime.store.StoreNotes;
 import dev.cohort.tcp.algorithms.MeshCollectives;
 import dev.cohort.tcp.transport.LocalAddress;
 import dev.cohort.tcp.transport.PeerMesh;
@@ -29,8 +27,6 @@ import java.net.SocketException;
 import java.net.UnknownHostException;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashSet;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -51,7 +47,7 @@ import org.bytedeco.pytorch.gloo.Device;
  * <p>Timeouts (see {@link GlooOptions}): 60 s for all ranks to meet and connect, 5 min per
  * collective by default.
  */
-public final class GlooBackend extends EngineBackend<GlooOptions> {
+public final class GlooBackend extends StoreMeetingBackend<GlooOptions> {
 
     public static final String NAME = "gloo";
     /** PyTorch's variable naming the interface Gloo binds to. */
@@ -59,15 +55,18 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
 
     private static final System.Logger LOG = System.getLogger(GlooBackend.class.getName());
 
-    /** The group this backend joins when it is part of another backend; null: the launch environment's. */
-    private final LaunchEnvironment group;
+    /** How long a note to or from the job's store may wait for it (see {@link #notes()}). */
+    static final Duration NOTES_TIMEOUT = Duration.ofSeconds(2);
+    /**
+     * How long rank 0, whose process hosts the store, keeps it up after a failed join, so that
+     * ranks still starting learn why instead of finding no store (see {@link JobJoin}).
+     */
+    static final Duration LINGER = Duration.ofSeconds(10);
 
     private Rendezvous rendezvous;
-    private volatile JobNotes notes;
 
     public GlooBackend() {
         super(NAME, new GlooOptions());
-        this.group = null;
     }
 
     /**
@@ -76,12 +75,10 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
      */
     public GlooBackend(GlooOptions options, Map<String, String> environment) {
         super(NAME, options, environment);
-        this.group = null;
     }
 
     private GlooBackend(GlooOptions options, LaunchEnvironment group) {
-        super(NAME, options, Map.of());
-        this.group = group;
+        super(NAME, options, group);
     }
 
     /**
@@ -90,18 +87,12 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
      * process's own launch environment is. The network interface comes from {@code options} only.
      */
     public static GlooBackend forGroup(LaunchEnvironment group, GlooOptions options) {
-        return new GlooBackend(options, java.util.Objects.requireNonNull(group, "group"));
+        return new GlooBackend(options, group);
     }
 
     @Override
     protected String missing() {
         return LibTorch.isLoadable() ? null : LibTorch.failureReason();
-    }
-
-    /** The ranks meet at {@code MASTER_ADDR:MASTER_PORT} (rank 0 hosts the store there). */
-    @Override
-    public boolean needsRendezvousAddress() {
-        return true;
     }
 
     /** Any layout, across processes and hosts; below the shared-memory engines where they run. */
@@ -112,8 +103,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
 
     @Override
     public String autoReason(JobLayout layout) {
-        return layout.worldSize() + " workers on " + (layout.oneHost() ? "one host" : layout.hostsText() + " hosts")
-                + ": Gloo over TCP";
+        return workersOn(layout, "Gloo over TCP");
     }
 
     @Override
@@ -140,7 +130,7 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
             }
             device = device(null, 0);
         } else {
-            LaunchEnvironment launch = group != null ? group : LaunchEnvironment.parse(env());
+            LaunchEnvironment launch = launch();
             topology = launch.topology();
             runScope = launch.runId() + "/" + launch.restartCount();
             device = device(launch.masterAddr(), launch.masterPort());
@@ -165,12 +155,21 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
                             secret);
         }
         try {
-            Membership.Members members = Membership.join(
-                    rendezvous, topology, deviceAddress(device), runScope, options.joinsAs(), connectTimeout);
-            Map<String, String> ranksByAddress = members.ranksByAddress();
-            if (group == null) {
-                topology = learnedLayout(topology, members.hosts(), LaunchEnvironment.layoutGiven(env()));
-            }
+            JobJoin.Members members = new JobJoin(
+                            new C10dStore(rendezvous.client()),
+                            rendezvous.toString(),
+                            new JobJoin.Linger(LINGER, rendezvous::connectedClients))
+                    .join(
+                            new JobJoin.Newcomer(
+                                    topology,
+                                    runScope,
+                                    options.joinsAs(),
+                                    deviceAddress(device),
+                                    "rank " + topology.rank() + " of " + topology.worldSize()),
+                            System.nanoTime() + connectTimeout.toNanos(),
+                            connectTimeout);
+            Map<String, String> ranksByAddress = members.ranksByAddress(topology.rank());
+            topology = layout(topology, members);
             Duration spin = options.spin(topology.localWorldSize());
             GlooProcessGroup world = group(
                     "gloo world",
@@ -181,7 +180,8 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
                     timeout,
                     connectTimeout,
                     ranksByAddress,
-                    spin);
+                    spin,
+                    options.rankNames());
             world.watchStalls(new StallWatch(
                     rendezvous.client().clone(),
                     "cohort/" + runScope + "/issued/",
@@ -201,7 +201,8 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
                             timeout,
                             connectTimeout,
                             ranksByAddress,
-                            spin);
+                            spin,
+                            options.rankNames());
             // Subgroups: Gloo groups of their own (with their mesh), under the world's rendezvous.
             Rendezvous meeting = rendezvous;
             String under = "cohort/" + runScope + "/sub/";
@@ -251,73 +252,19 @@ public final class GlooBackend extends EngineBackend<GlooOptions> {
                         RankNames.PLAIN,
                         secret));
             }
-            C10dJobNotes jobNotes = new C10dJobNotes(rendezvous.client().clone(), "cohort/" + runScope + "/note/");
-            notes = jobNotes;
+            org.bytedeco.pytorch.Store notesClient =
+                    LibTorch.retain(rendezvous.client().clone());
+            notesClient.setTimeout(new Milliseconds(NOTES_TIMEOUT.toMillis()));
+            noteIn(new StoreNotes(new PrefixStore("cohort/" + runScope + "/note/", new C10dStore(notesClient))));
             Rendezvous store = rendezvous;
             return new Connection(topology, world, node, () -> {
-                jobNotes.close();
+                LibTorch.release(notesClient);
                 store.close();
             });
         } catch (RuntimeException e) {
             rendezvous.close();
             throw e;
         }
-    }
-
-    /**
-     * The job's layout as the ranks' hosts say ({@link HostIdentity}): where the launch environment
-     * said nothing of it, this is the layout; where it did and the hosts disagree, rank by rank the
-     * disagreement is logged (WARNING) and the launch environment's layout is kept.
-     */
-    static Topology learnedLayout(Topology given, List<String> hosts, boolean layoutGiven) {
-        Topology learned = Topology.ofHosts(hosts, given.rank());
-        int hostCount = new HashSet<>(hosts).size();
-        if (!layoutGiven) {
-            if (given.rank() == 0) {
-                LOG.log(
-                        System.Logger.Level.INFO,
-                        "host layout learned at rendezvous: " + hostCount + " host(s); rank 0's " + "holds "
-                                + learned.localWorldSize() + " of the " + given.worldSize() + " ranks");
-            }
-            return learned;
-        }
-        if (learned.localWorldSize() != given.localWorldSize() || learned.localRank() != given.localRank()) {
-            LOG.log(
-                    System.Logger.Level.WARNING,
-                    "rank " + given.rank() + ": LOCAL_RANK=" + given.localRank()
-                            + " and LOCAL_WORLD_SIZE=" + given.localWorldSize()
-                            + " say one thing, the ranks' hosts another: "
-                            + learned.localWorldSize() + " rank(s) share this host, this one local rank "
-                            + learned.localRank()
-                            + " (ranks on " + hostCount + " host(s)); the launch environment's values are used");
-        }
-        return given;
-    }
-
-    /**
-     * Notes the ranks of this job leave each other in its store (see {@link JobNotes}); valid
-     * from {@link #initialize()} until {@link #close()}.
-     */
-    public JobNotes notes() {
-        JobNotes n = notes;
-        if (n == null) {
-            throw new IllegalStateException("the gloo backend is not initialized: call initialize() before notes()");
-        }
-        return n;
-    }
-
-    private GlooProcessGroup group(
-            String label,
-            Store store,
-            Device device,
-            int rank,
-            int size,
-            Duration timeout,
-            Duration connectTimeout,
-            Map<String, String> ranksByAddress,
-            Duration spin) {
-        return group(
-                label, store, device, rank, size, timeout, connectTimeout, ranksByAddress, spin, options.rankNames());
     }
 
     private GlooProcessGroup group(

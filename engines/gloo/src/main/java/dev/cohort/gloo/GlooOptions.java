@@ -1,7 +1,7 @@
 package dev.cohort.gloo;
 
 import dev.cohort.runtime.EngineOptions;
-import dev.cohort.tcp.algorithms.MeshRoute;
+import dev.cohort.tcp.TcpOptions;
 import dev.cohort.tcp.transport.PeerMesh;
 import java.time.Duration;
 import picocli.CommandLine.Option;
@@ -41,13 +41,7 @@ public final class GlooOptions extends EngineOptions<GlooOptions> {
                     + MeshRoute.WHOLE_MAX_BYTES + ").")
     int meshMaxBytes = (int) MeshRoute.MEASURED;
 
-    @Option(
-            names = "--gloo-spin-us",
-            paramLabel = "MICROSECONDS",
-            description = "How long a rank waiting for its peers' data keeps polling its connections before it "
-                    + "sleeps until data arrives; 0 never polls (default: 50 when this host runs no more ranks than "
-                    + "it has CPUs, else 0: polling would take the CPU a rank needs).")
-    Integer spinMicros;
+    private final Micros spin = microsOption("spin-us", TcpOptions.MESH_SPIN_HELP);
 
     private boolean agentStore;
 
@@ -59,13 +53,7 @@ public final class GlooOptions extends EngineOptions<GlooOptions> {
     String rendezvous = "env://";
 
     public GlooOptions() {
-        super(
-                "gloo",
-                new Help(
-                        "Timeout of each collective (default: 300).",
-                        "Time for all ranks to meet and connect (default: 60).",
-                        "A collective waiting longer than this is reported with the ranks that have not "
-                                + "issued it yet (default: 30; it still fails only at --gloo-timeout)."));
+        super("gloo", Help.ofNetworkEngine("gloo"));
     }
 
     public GlooOptions networkInterface(String name) {
@@ -108,15 +96,14 @@ public final class GlooOptions extends EngineOptions<GlooOptions> {
     }
 
     /** Polls this long before sleeping (see --gloo-spin-us); {@link Duration#ZERO} never polls. */
-    public GlooOptions spin(Duration spin) {
-        this.spinMicros = micros("spin-us", spin);
+    public GlooOptions spin(Duration time) {
+        spin.assign(time);
         return this;
     }
 
     /** The polling time of a rank whose host runs {@code ranksOnThisHost} ranks: as set, else {@link #defaultSpin}. */
     Duration spin(int ranksOnThisHost) {
-        Duration set = ofMicros("spin-us", spinMicros);
-        return set != null ? set : defaultSpin(ranksOnThisHost);
+        return spin.orElse(defaultSpin(ranksOnThisHost));
     }
 
     /** {@link PeerMesh#defaultSpin}: polling only where the host has a CPU for each of its ranks. */

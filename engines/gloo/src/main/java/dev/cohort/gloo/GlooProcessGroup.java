@@ -16,8 +16,8 @@ import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.runtime.CallQueue;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.Reduction;
+import dev.cohort.tcp.algorithms.Disagreement;
 import dev.cohort.tcp.algorithms.MeshCollectives;
-import dev.cohort.tcp.algorithms.MeshRoute;
 import dev.cohort.tcp.transport.PeerMesh;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -73,8 +73,8 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     private final CallQueue queue;
     /** Which calls {@link #overMesh} carries; the others go to Gloo once the mesh checked them. */
     private final MeshRoute route;
-    /** The first disagreement seen; Gloo's tags are out of step after it, so the group is unusable. */
-    private volatile CollectiveMismatchException mismatch;
+    /** The first time the ranks disagreed: every later call is refused. */
+    private final Disagreement disagreement = new Disagreement();
 
     private volatile StallWatch stallWatch;
     private final GlooWork.StallReport stallReport = new GlooWork.StallReport() {
@@ -153,12 +153,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
 
     @Override
     protected Work start(Collective call, Duration timeout) {
-        CollectiveMismatchException earlier = mismatch;
-        if (earlier != null) {
-            throw new CollectiveMismatchException(label + " " + who() + ": " + call.describe()
-                    + " refused: the group is unusable after ranks disagreed earlier (restart the job):\n"
-                    + earlier.getMessage());
-        }
+        disagreement.refuseIfSeen(label, who(), call);
         StallWatch watch = stallWatch;
         if (watch != null) {
             watch.issued(call.sequence());
@@ -183,8 +178,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                 }
                 overMesh.agree(call, deadline, what, meshStall);
             } catch (CollectiveMismatchException e) {
-                mismatch = e;
-                throw e;
+                throw disagreement.seen(e);
             }
             Duration left = Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime()));
             gloo = startData(call, left, left.toMillis());

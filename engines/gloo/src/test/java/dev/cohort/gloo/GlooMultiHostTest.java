@@ -1,9 +1,6 @@
 package dev.cohort.gloo;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import dev.cohort.testkit.JvmWorkers;
-import dev.cohort.testkit.JvmWorkers.Result;
 import dev.cohort.testkit.TwoHosts;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -24,33 +21,14 @@ class GlooMultiHostTest {
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void ranksNodesLocalBarrierAndCollectivesAcrossTwoHosts() {
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
-            int port = 29_400 + (int) (ProcessHandle.current().pid() % 500);
-            List<Result> results = JvmWorkers.run(
-                    4,
-                    r -> hosts.on(
-                            r / 2, JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("conformance-small"))),
-                    r -> Map.of(
-                            "MASTER_ADDR",
-                            TwoHosts.ADDRESS_A,
-                            "MASTER_PORT",
-                            Integer.toString(port),
-                            "RANK",
-                            Integer.toString(r),
-                            "WORLD_SIZE",
-                            "4",
-                            "LOCAL_RANK",
-                            Integer.toString(r % 2),
-                            "LOCAL_WORLD_SIZE",
-                            "2",
-                            "GROUP_RANK",
-                            Integer.toString(r / 2)),
+            List<JvmWorkers.Result> results = hosts.runTwoByTwo(
+                    JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("conformance-small")),
+                    TwoHosts.port(29_400),
+                    Map.of(),
                     tmp,
                     Duration.ofSeconds(160));
             GlooProcessesTest.assertAllOk(results);
-            assertThat(results.get(2).output())
-                    .contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
-            assertThat(results.get(0).output()).contains("NODE 0 RANKS [0, 1]");
-            assertThat(results.get(3).output()).contains("NODE 1 RANKS [2, 3]");
+            TwoHosts.assertTwoByTwo(results);
         }
     }
 }

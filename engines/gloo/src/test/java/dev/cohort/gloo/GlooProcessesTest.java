@@ -26,23 +26,9 @@ class GlooProcessesTest {
     Path tmp;
 
     static Map<String, String> env(int rank, int world, int port, int localWorld) {
-        return Map.of(
-                "MASTER_ADDR",
-                "127.0.0.1",
-                "MASTER_PORT",
-                Integer.toString(port),
-                "RANK",
-                Integer.toString(rank),
-                "WORLD_SIZE",
-                Integer.toString(world),
-                "LOCAL_RANK",
-                Integer.toString(rank % localWorld),
-                "LOCAL_WORLD_SIZE",
-                Integer.toString(localWorld),
-                "GROUP_RANK",
-                Integer.toString(rank / localWorld),
-                "COHORT_RUN_ID",
-                "test");
+        Map<String, String> env = JvmWorkers.launchEnv("127.0.0.1", port, rank, world, localWorld);
+        env.put("COHORT_RUN_ID", "test");
+        return env;
     }
 
     static void assertAllOk(List<Result> results) {

@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -41,24 +42,13 @@ class GlooStoreFuzzTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void strangersOnTheStorePortNeitherCrashNorHangTheJob() throws Exception {
         int port = JvmWorkers.freePort();
-        long seed = System.nanoTime();
-        System.out.println("fuzz seed " + seed);
+        long seed = announcedSeed("fuzz");
         AtomicBoolean stop = new AtomicBoolean();
         AtomicInteger attempts = new AtomicInteger();
         List<String> listeners = new ArrayList<>();
         CompletableFuture<Void> fuzzer =
                 CompletableFuture.runAsync(() -> fuzz(port, new Random(seed), stop, attempts, listeners));
-        List<Result> results;
-        try {
-            results = JvmWorkers.run(
-                    2,
-                    r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("steady", "6000")),
-                    r -> GlooProcessesTest.env(r, 2, port, 2),
-                    tmp,
-                    Duration.ofSeconds(90));
-        } finally {
-            stop.set(true);
-        }
+        List<Result> results = steadyJob(port, Map.of(), stop);
         fuzzer.get(30, TimeUnit.SECONDS);
         System.out.println("fuzzer connections: " + attempts.get() + " (seed " + seed + ")");
         GlooProcessesTest.assertAllOk(results);
@@ -74,8 +64,7 @@ class GlooStoreFuzzTest {
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void withASecretEveryStrangerIsRefusedAtTheGuardAndTheJobFinishes() throws Exception {
         int port = JvmWorkers.freePort();
-        long seed = System.nanoTime();
-        System.out.println("stranger seed " + seed);
+        long seed = announcedSeed("stranger");
         AtomicBoolean stop = new AtomicBoolean();
         List<Strangers.Outcome> outcomes = java.util.Collections.synchronizedList(new ArrayList<>());
         Random random = new Random(seed);
@@ -97,22 +86,7 @@ class GlooStoreFuzzTest {
                     },
                     pool));
         }
-        List<Result> results;
-        try {
-            results = JvmWorkers.run(
-                    2,
-                    r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("steady", "6000")),
-                    r -> {
-                        java.util.Map<String, String> env =
-                                new java.util.HashMap<>(GlooProcessesTest.env(r, 2, port, 2));
-                        env.put("COHORT_SECRET", "the fuzzed job's secret " + seed);
-                        return env;
-                    },
-                    tmp,
-                    Duration.ofSeconds(90));
-        } finally {
-            stop.set(true);
-        }
+        List<Result> results = steadyJob(port, Map.of("COHORT_SECRET", "the fuzzed job's secret " + seed), stop);
         CompletableFuture.allOf(visitors.toArray(new CompletableFuture[0])).get(60, TimeUnit.SECONDS);
         pool.shutdown();
         GlooProcessesTest.assertAllOk(results);
@@ -122,6 +96,34 @@ class GlooStoreFuzzTest {
                 .extracting(Strangers.Outcome::visit)
                 .containsAll(List.of(Strangers.Visit.values()));
         assertThat(results.get(0).output()).contains("store guard on", "refused a connection from");
+    }
+
+    /** A new seed, printed so that a failing run can be repeated. */
+    private static long announcedSeed(String what) {
+        long seed = System.nanoTime();
+        System.out.println(what + " seed " + seed);
+        return seed;
+    }
+
+    /**
+     * Runs a steady job of 2 ranks whose store is on {@code port}, with {@code more} in their
+     * environment, and sets {@code stop} once it ended.
+     */
+    private List<Result> steadyJob(int port, Map<String, String> more, AtomicBoolean stop) {
+        try {
+            return JvmWorkers.run(
+                    2,
+                    r -> JvmWorkers.javaCommand(GlooWorker.class, List.of(), List.of("steady", "6000")),
+                    r -> {
+                        Map<String, String> env = GlooProcessesTest.env(r, 2, port, 2);
+                        env.putAll(more);
+                        return env;
+                    },
+                    tmp,
+                    Duration.ofSeconds(90));
+        } finally {
+            stop.set(true);
+        }
     }
 
     /** Until {@code stop}: one bad connection after another; notes the store's listening addresses once. */

@@ -33,7 +33,7 @@ class HierMultiHostTest {
      */
     private List<Result> runOnTwoHostsAllOk(String what, int portOffset, String mode, int[] ranks, String... options) {
         String run = HierProcessesTest.runId(what);
-        int port = 29_400 + (int) (ProcessHandle.current().pid() % 500) + portOffset;
+        int port = TwoHosts.port(29_400) + portOffset;
         int world = ranks[0] + ranks[1];
         List<Result> results;
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
@@ -59,21 +59,14 @@ class HierMultiHostTest {
     @Test
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void conformanceAcrossTwoNamespacedHosts() {
-        List<Result> results = runOnTwoHostsAllOk("netns", 0, "conformance", new int[] {2, 2});
-        assertThat(results.get(2).output())
-                .contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
-        assertThat(results.get(0).output()).contains("NODE 0 RANKS [0, 1]");
-        assertThat(results.get(3).output()).contains("NODE 1 RANKS [2, 3]");
+        TwoHosts.assertTwoByTwo(runOnTwoHostsAllOk("netns", 0, "conformance", new int[] {2, 2}));
     }
 
     @Test
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void conformanceAcrossTwoNamespacedHostsWithCohortsTcpMeshBetween() {
-        List<Result> results =
-                runOnTwoHostsAllOk("netns-tcp", 2, "conformance", new int[] {2, 2}, "--hier-between", "tcp");
-        assertThat(results.get(2).output())
-                .contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
-        assertThat(results.get(3).output()).contains("NODE 1 RANKS [2, 3]");
+        TwoHosts.assertTwoByTwo(
+                runOnTwoHostsAllOk("netns-tcp", 2, "conformance", new int[] {2, 2}, "--hier-between", "tcp"));
     }
 
     @Test
@@ -87,16 +80,8 @@ class HierMultiHostTest {
                     HierWorker.class,
                     List.of("conformance", "--distributed-backend", "hier"),
                     Duration.ofSeconds(220));
-            assertThat(job.exitCode()).as(job.output()).isZero();
+            job.assertOkAcrossTwoHosts("BACKEND hier");
             assertThat(job.output()).contains("hier: 2 hosts, shared memory within each, mpi between their leaders");
-            assertThat(job.linesOf(2))
-                    .as(job.output())
-                    .contains(
-                            "BACKEND hier",
-                            "TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
-            for (int r = 0; r < 4; r++) {
-                assertThat(job.linesOf(r)).as(job.output()).anyMatch(l -> l.startsWith("OK rank "));
-            }
         }
     }
 

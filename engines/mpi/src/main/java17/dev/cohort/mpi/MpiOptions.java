@@ -29,13 +29,11 @@ public final class MpiOptions extends EngineOptions<MpiOptions> {
                     + " from the system's library path).")
     String library;
 
-    @Option(
-            names = "--mpi-spin-us",
-            paramLabel = "MICROSECONDS",
-            description = "How long a rank waiting for its peers' signatures polls MPI without yielding the CPU; "
-                    + "then it yields between polls, and after 2 ms more sleeps briefly between them (default: 1000 "
-                    + "when this host runs no more ranks than it has CPUs, else 0).")
-    Integer spinMicros;
+    private final Micros spin = microsOption(
+            "spin-us",
+            "How long a rank waiting for its peers' signatures polls MPI without yielding the CPU; then it yields "
+                    + "between polls, and after 2 ms more sleeps briefly between them (default: 1000 when this host "
+                    + "runs no more ranks than it has CPUs, else 0).");
 
     @Option(
             names = "--mpi-consistency-check",
@@ -65,8 +63,8 @@ public final class MpiOptions extends EngineOptions<MpiOptions> {
     }
 
     /** Polls this long before sleeping (see --mpi-spin-us); {@link Duration#ZERO} sleeps at once. */
-    public MpiOptions spin(Duration spin) {
-        this.spinMicros = micros("spin-us", spin);
+    public MpiOptions spin(Duration time) {
+        spin.assign(time);
         return this;
     }
 
@@ -81,10 +79,6 @@ public final class MpiOptions extends EngineOptions<MpiOptions> {
 
     /** The polling time of a rank whose host runs {@code ranksOnThisHost} ranks. */
     public Duration spin(int ranksOnThisHost) {
-        Duration set = ofMicros("spin-us", spinMicros);
-        if (set != null) {
-            return set;
-        }
-        return spinWhereCpusAllow(ranksOnThisHost, Duration.ofMillis(1));
+        return spin.orElse(spinWhereCpusAllow(ranksOnThisHost, Duration.ofMillis(1)));
     }
 }

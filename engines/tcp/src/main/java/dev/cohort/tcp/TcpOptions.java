@@ -22,22 +22,15 @@ public final class TcpOptions extends EngineOptions<TcpOptions> {
                     + ", else the interface that reaches MASTER_ADDR).")
     String networkInterface;
 
-    @Option(
-            names = "--tcp-spin-us",
-            paramLabel = "MICROSECONDS",
-            description = "How long a rank waiting for its peers' data keeps polling its connections before it "
-                    + "sleeps until data arrives; 0 never polls (default: 50 when this host runs no more ranks than "
-                    + "it has CPUs, else 0: polling would take the CPU a rank needs).")
-    Integer spinMicros;
+    /** The help of {@code --<engine>-spin-us} for any engine whose ranks wait for each other on the peer mesh. */
+    public static final String MESH_SPIN_HELP = "How long a rank waiting for its peers' data keeps polling its "
+            + "connections before it sleeps until data arrives; 0 never polls (default: 50 when this host runs no more "
+            + "ranks than it has CPUs, else 0: polling would take the CPU a rank needs).";
+
+    private final Micros spin = microsOption("spin-us", MESH_SPIN_HELP);
 
     public TcpOptions() {
-        super(
-                "tcp",
-                new Help(
-                        "Timeout of each collective (default: 300).",
-                        "Time for all ranks to meet and connect (default: 60).",
-                        "A collective waiting longer than this is reported with the ranks it waits for "
-                                + "(default: 30; it still fails only at --tcp-timeout)."));
+        super("tcp", Help.ofNetworkEngine("tcp"));
     }
 
     public TcpOptions networkInterface(String name) {
@@ -46,14 +39,13 @@ public final class TcpOptions extends EngineOptions<TcpOptions> {
     }
 
     /** Polls this long before sleeping (see --tcp-spin-us); {@link Duration#ZERO} never polls. */
-    public TcpOptions spin(Duration spin) {
-        this.spinMicros = micros("spin-us", spin);
+    public TcpOptions spin(Duration time) {
+        spin.assign(time);
         return this;
     }
 
     /** The polling time of a rank whose host runs {@code ranksOnThisHost} ranks: as set, else {@link PeerMesh#defaultSpin}. */
     Duration spin(int ranksOnThisHost) {
-        Duration set = ofMicros("spin-us", spinMicros);
-        return set != null ? set : PeerMesh.defaultSpin(ranksOnThisHost);
+        return spin.orElse(PeerMesh.defaultSpin(ranksOnThisHost));
     }
 }

@@ -5,8 +5,9 @@ import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.Work;
 import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.runtime.CallQueue;
+import dev.cohort.tcp.algorithms.Disagreement;
+import dev.cohort.tcp.algorithms.MeshCalls;
 import dev.cohort.tcp.algorithms.MeshCollectives;
-import dev.cohort.tcp.algorithms.MeshRoute;
 import dev.cohort.tcp.transport.PeerMesh;
 import java.time.Duration;
 
@@ -26,13 +27,12 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
     private final String label;
     private final PeerMesh mesh;
     private final MeshCollectives collectives;
-    /** Every call that moves bytes goes over the mesh; one that moves none only has its signature checked. */
-    private final MeshRoute everything;
 
     private final CallQueue queue;
     private final Duration stallTime;
     private final Runnable onClose;
-    private volatile CollectiveMismatchException mismatch;
+    /** The first time the ranks disagreed: every later call is refused. */
+    private final Disagreement disagreement = new Disagreement();
 
     private final PeerMesh.StallReport stall = new PeerMesh.StallReport() {
         @Override
@@ -71,7 +71,6 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
         this.stallTime = stallTime;
         this.onClose = onClose;
         this.collectives = new MeshCollectives(mesh, rank, size, label + " " + who());
-        this.everything = new MeshRoute(Long.MAX_VALUE, size);
         this.queue = new CallQueue(
                 "cohort-tcp-" + label.replace(' ', '-') + "-rank-" + rank,
                 c -> "waiting for its peers",
@@ -81,12 +80,7 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
 
     @Override
     protected Work start(Collective call, Duration timeout) {
-        CollectiveMismatchException earlier = mismatch;
-        if (earlier != null) {
-            throw new CollectiveMismatchException(label + " " + who() + ": " + call.describe()
-                    + " refused: the group is unusable after ranks disagreed earlier (restart the job):\n"
-                    + earlier.getMessage());
-        }
+        disagreement.refuseIfSeen(label, who(), call);
         return queue.submit(who(), call, timeout, this::run);
     }
 
@@ -95,14 +89,13 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
         Collective call = running.collective();
         String what = label + " " + who() + ": " + call.describe();
         try {
-            if (everything.overMesh(call)) {
+            if (MeshCalls.carried(call)) {
                 collectives.carry(call, running.deadline(), what, stall);
             } else {
                 collectives.agree(call, running.deadline(), what, stall);
             }
         } catch (CollectiveMismatchException e) {
-            mismatch = e;
-            throw e;
+            throw disagreement.seen(e);
         }
     }
 

@@ -8,7 +8,6 @@ import dev.cohort.testkit.JvmWorkers.Result;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -24,25 +23,24 @@ class TcpLearnedLayoutTest {
     @TempDir
     Path tmp;
 
+    /** Runs {@code main} with {@code args} as {@code world} ranks on this host, as a plain launcher starts them. */
+    private List<Result> launch(int world, Class<?> main, List<String> args) {
+        int port = JvmWorkers.freePort();
+        return JvmWorkers.run(
+                world,
+                r -> JvmWorkers.javaCommand(main, List.of(), args),
+                r -> JvmWorkers.launchEnv("127.0.0.1", port, r, world),
+                tmp,
+                Duration.ofSeconds(100));
+    }
+
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void ranksOfOneHostFindEachOther() {
-        int port = JvmWorkers.freePort();
-        List<String> args = List.of("conformance-small", "--distributed-backend", "tcp", "--tcp-timeout", "60");
-        List<Result> results = JvmWorkers.run(
+        List<Result> results = launch(
                 3,
-                r -> JvmWorkers.javaCommand(EngineWorker.class, List.of(), args),
-                r -> Map.of(
-                        "MASTER_ADDR",
-                        "127.0.0.1",
-                        "MASTER_PORT",
-                        Integer.toString(port),
-                        "RANK",
-                        Integer.toString(r),
-                        "WORLD_SIZE",
-                        "3"),
-                tmp,
-                Duration.ofSeconds(100));
+                EngineWorker.class,
+                List.of("conformance-small", "--distributed-backend", "tcp", "--tcp-timeout", "60"));
         JvmWorkers.assertAllOk(results, "BACKEND tcp");
         assertThat(results.get(0).output())
                 .contains("host layout learned at rendezvous: 1 host(s); rank 0's holds 3 of the 3 ranks");
@@ -53,21 +51,7 @@ class TcpLearnedLayoutTest {
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void loadsNoNativeLibrary() {
-        int port = JvmWorkers.freePort();
-        List<Result> results = JvmWorkers.run(
-                2,
-                r -> JvmWorkers.javaCommand(NativeFreeWorker.class, List.of(), List.of()),
-                r -> Map.of(
-                        "MASTER_ADDR",
-                        "127.0.0.1",
-                        "MASTER_PORT",
-                        Integer.toString(port),
-                        "RANK",
-                        Integer.toString(r),
-                        "WORLD_SIZE",
-                        "2"),
-                tmp,
-                Duration.ofSeconds(100));
+        List<Result> results = launch(2, NativeFreeWorker.class, List.of());
         for (Result r : results) {
             assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
             assertThat(r.output())

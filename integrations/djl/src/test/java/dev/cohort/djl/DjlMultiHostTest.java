@@ -29,30 +29,12 @@ class DjlMultiHostTest {
             int batch = 4;
             int steps = 5;
             Path together = tmp.resolve("together.txt");
-            int port = 30_400 + (int) (ProcessHandle.current().pid() % 500);
             List<String> args =
                     List.of("loop", Integer.toString(batch), Integer.toString(steps), "1", together.toString());
-            List<Result> results = JvmWorkers.run(
-                    4,
-                    r -> hosts.on(
-                            r / 2, JvmWorkers.javaCommand(DjlWorker.class, List.of("-Dai.djl.offline=true"), args)),
-                    r -> Map.of(
-                            "MASTER_ADDR",
-                            TwoHosts.ADDRESS_A,
-                            "MASTER_PORT",
-                            Integer.toString(port),
-                            "RANK",
-                            Integer.toString(r),
-                            "WORLD_SIZE",
-                            "4",
-                            "LOCAL_RANK",
-                            Integer.toString(r % 2),
-                            "LOCAL_WORLD_SIZE",
-                            "2",
-                            "GROUP_RANK",
-                            Integer.toString(r / 2),
-                            "COHORT_RUN_ID",
-                            "djl-two-hosts"),
+            List<Result> results = hosts.runTwoByTwo(
+                    JvmWorkers.javaCommand(DjlWorker.class, List.of("-Dai.djl.offline=true"), args),
+                    TwoHosts.port(30_400),
+                    Map.of("COHORT_RUN_ID", "djl-two-hosts"),
                     tmp.resolve("hosts"),
                     Duration.ofSeconds(240));
             JvmWorkers.assertAllOk(results);

@@ -9,6 +9,8 @@ import java.util.NoSuchElementException;
 public final class InMemoryStore implements Store {
 
     private final Map<String, String> values = new HashMap<>();
+    /** How many calls are inside {@link #await} now. */
+    private int waiting;
 
     @Override
     public synchronized void set(String key, String value) {
@@ -41,6 +43,31 @@ public final class InMemoryStore implements Store {
 
     @Override
     public synchronized void await(List<String> keys, long deadlineNanos) {
+        waiting++;
+        notifyAll();
+        try {
+            awaitKeys(keys, deadlineNanos);
+        } finally {
+            waiting--;
+        }
+    }
+
+    /**
+     * Returns true once {@code n} calls are inside {@link #await} at the same time, false at
+     * {@code deadlineNanos}: for a test that must know a wait began before it acts.
+     */
+    synchronized boolean awaitWaiting(int n, long deadlineNanos) throws InterruptedException {
+        while (waiting < n) {
+            long left = deadlineNanos - System.nanoTime();
+            if (left <= 0) {
+                return false;
+            }
+            wait(Math.max(1, left / 1_000_000));
+        }
+        return true;
+    }
+
+    private void awaitKeys(List<String> keys, long deadlineNanos) {
         while (!values.keySet().containsAll(keys)) {
             long left = deadlineNanos - System.nanoTime();
             if (left <= 0) {

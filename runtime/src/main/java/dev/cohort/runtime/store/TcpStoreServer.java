@@ -19,8 +19,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A {@link Store} served over TCP to {@link TcpStore} clients, as c10d's {@code TCPStore} server
@@ -51,7 +49,7 @@ public final class TcpStoreServer implements AutoCloseable {
 
     private final InMemoryStore values = new InMemoryStore();
     private final ServerSocket server;
-    private final Set<Socket> clients = ConcurrentHashMap.newKeySet();
+    private final OpenSockets clients = new OpenSockets();
     private final Optional<JobSecret> secret;
     private final Refusals refusals;
     private volatile boolean closed;
@@ -60,7 +58,10 @@ public final class TcpStoreServer implements AutoCloseable {
         this.server = server;
         this.secret = secret;
         this.refusals = new Refusals("job store on " + server.getLocalSocketAddress());
-        Daemons.start("cohort-store-accept-" + server.getLocalPort(), this::acceptLoop);
+        Acceptor.start("cohort-store-accept-" + server.getLocalPort(), server, s -> {
+            clients.add(s);
+            Daemons.start("cohort-store-client", () -> serve(s));
+        });
     }
 
     /**
@@ -90,19 +91,6 @@ public final class TcpStoreServer implements AutoCloseable {
     /** The port the store is served on. */
     public int port() {
         return server.getLocalPort();
-    }
-
-    private void acceptLoop() {
-        while (!closed) {
-            Socket s;
-            try {
-                s = server.accept();
-            } catch (IOException e) {
-                return; // closed
-            }
-            clients.add(s);
-            Daemons.start("cohort-store-client", () -> serve(s));
-        }
     }
 
     private void serve(Socket s) {
@@ -188,6 +176,11 @@ public final class TcpStoreServer implements AutoCloseable {
         }
     }
 
+    /** True once {@code n} clients' waits are pending here, false at {@code deadlineNanos} (for tests). */
+    boolean awaitWaiting(int n, long deadlineNanos) throws InterruptedException {
+        return values.awaitWaiting(n, deadlineNanos);
+    }
+
     /** How many connections were refused (no handshake, a wrong secret, not a store client). */
     public int refused() {
         return refusals.count();
@@ -197,17 +190,6 @@ public final class TcpStoreServer implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
-        try {
-            server.close();
-        } catch (IOException ignored) {
-            // closing anyway
-        }
-        for (Socket s : clients) {
-            try {
-                s.close();
-            } catch (IOException ignored) {
-                // closing anyway
-            }
-        }
+        clients.closeAll(server);
     }
 }

@@ -94,7 +94,7 @@ public final class Rendezvous implements AutoCloseable {
         TCPStoreOptions options = new TCPStoreOptions()
                 .isServer(false)
                 .numWorkers(new SizeTPointer(1).put(worldSize))
-                // The ranks wait for each other in Membership, which can stop early when one of
+                // The ranks wait for each other in JobJoin, which can stop early when one of
                 // them finds the job misconfigured; the store's own wait could not.
                 .waitWorkers(false)
                 .timeout(new Milliseconds(timeout.toMillis()));
@@ -165,7 +165,7 @@ public final class Rendezvous implements AutoCloseable {
     }
 
     /** How many other processes are connected to the store this process hosts (0 when it hosts none). */
-    int connectedClients() {
+    public int connectedClients() {
         return guard == null ? 0 : guard.connectedClients();
     }
 

@@ -6,14 +6,14 @@ import dev.cohort.runtime.auth.AuthenticationException;
 import dev.cohort.runtime.auth.Handshake;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.auth.Refusals;
+import dev.cohort.runtime.store.Acceptor;
+import dev.cohort.runtime.store.OpenSockets;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.time.Duration;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A rank's way to the job's c10d store when the job has a secret: c10d's client (which cannot
@@ -33,7 +33,7 @@ final class StoreRelay implements AutoCloseable {
     private final String who;
     private final Refusals refusals;
     private final Duration patience;
-    private final Set<Socket> open = ConcurrentHashMap.newKeySet();
+    private final OpenSockets open = new OpenSockets();
     private volatile String failure;
     private volatile boolean closed;
 
@@ -54,7 +54,7 @@ final class StoreRelay implements AutoCloseable {
         try {
             ServerSocket s = new ServerSocket(0, 64, InetAddress.getLoopbackAddress());
             StoreRelay relay = new StoreRelay(s, new InetSocketAddress(host, port), secret, patience, who);
-            Daemons.start("cohort-store-relay", relay::acceptLoop);
+            Acceptor.start("cohort-store-relay", s, relay::accepted);
             return relay;
         } catch (IOException e) {
             throw new GlooConnectException(who + ": cannot open a loopback port to relay to the job's store: " + e, e);
@@ -66,22 +66,15 @@ final class StoreRelay implements AutoCloseable {
         return server.getLocalPort();
     }
 
-    private void acceptLoop() {
-        while (!closed) {
-            Socket s;
-            try {
-                s = server.accept();
-            } catch (IOException e) {
-                return;
-            }
-            if (!LocalSockets.openedHere(s.getPort(), server.getLocalPort())) {
-                refusals.refused(s.getRemoteSocketAddress(), "not a connection of this process");
-                closeQuietly(s);
-                continue;
-            }
-            open.add(s);
-            Daemons.start("cohort-store-relay-conn", () -> relay(s));
+    /** A connection to the relay: served when it is this process's own (c10d's client), else refused. */
+    private void accepted(Socket s) {
+        if (!LocalSockets.openedHere(s.getPort(), server.getLocalPort())) {
+            refusals.refused(s.getRemoteSocketAddress(), "not a connection of this process");
+            closeQuietly(s);
+            return;
         }
+        open.add(s);
+        Daemons.start("cohort-store-relay-conn", () -> relay(s));
     }
 
     /** Why the store could not be reached through this relay, or null. */
@@ -145,24 +138,12 @@ final class StoreRelay implements AutoCloseable {
     }
 
     private void closeQuietly(Socket s) {
-        open.remove(s);
-        try {
-            s.close();
-        } catch (IOException ignored) {
-            // closing anyway
-        }
+        open.close(s);
     }
 
     @Override
     public void close() {
         closed = true;
-        try {
-            server.close();
-        } catch (IOException ignored) {
-            // closing anyway
-        }
-        for (Socket s : open) {
-            closeQuietly(s);
-        }
+        open.closeAll(server);
     }
 }

@@ -78,8 +78,7 @@ class C10dStoreServerTest {
                     store._wait(new StringVector("later"), new Milliseconds(20_000));
                     return store.get_to_str("later");
                 });
-                Thread.sleep(200);
-                assertThat(waited).isNotDone();
+                assertThat(waited).as("a wait for a key nobody set").isNotDone();
                 other.set("later", "here");
                 assertThat(waited.get(10, TimeUnit.SECONDS)).isEqualTo("here");
                 other.queuePush("q", new ByteVector((byte) 7));

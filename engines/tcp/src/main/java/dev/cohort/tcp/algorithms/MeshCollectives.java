@@ -94,7 +94,7 @@ public final class MeshCollectives {
         this.fromPeer = new ByteBuffer[size];
     }
 
-    /** Carries {@code call} over the mesh (one that {@link MeshRoute#overMesh} sends here). */
+    /** Carries {@code call} over the mesh (one that the group routes here: {@link MeshCalls}). */
     public void carry(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
         begin(deadlineNanos, what, stall);
         switch (call.kind()) {

@@ -16,14 +16,12 @@ final class MeshThreadsGroup extends AbstractProcessGroup {
 
     private final PeerMesh mesh;
     private final MeshCollectives collectives;
-    private final MeshRoute everything;
 
     /** {@code blocksFromBytes}: allreduces from this size on reduce-scatter, then allgather. */
     MeshThreadsGroup(PeerMesh mesh, int rank, int size, Duration timeout, long blocksFromBytes) {
         super(rank, size, timeout);
         this.mesh = mesh;
         this.collectives = new MeshCollectives(mesh, rank, size, "mesh " + who(), blocksFromBytes);
-        this.everything = new MeshRoute(Long.MAX_VALUE, size);
     }
 
     @Override
@@ -31,7 +29,7 @@ final class MeshThreadsGroup extends AbstractProcessGroup {
         long deadline = System.nanoTime() + timeout.toNanos();
         String what = "mesh " + who() + ": " + call.describe();
         synchronized (mesh) {
-            if (everything.overMesh(call)) {
+            if (MeshCalls.carried(call)) {
                 collectives.carry(call, deadline, what, null);
             } else {
                 collectives.agree(call, deadline, what, null);

@@ -1,7 +1,9 @@
-package dev.cohort.tcp.algorithms;
+package dev.cohort.gloo;
 
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.OpKind;
+import dev.cohort.tcp.algorithms.MeshCalls;
+import dev.cohort.tcp.algorithms.MeshCollectives;
 
 /**
  * The one place that decides which calls travel over the peer mesh ({@link MeshCollectives}) and
@@ -9,18 +11,18 @@ import dev.cohort.api.collective.OpKind;
  * {@code --gloo-direct-max-bytes} ("direct": over Cohort's own connections); inside it is the
  * mesh's byte limit. Every rank must route alike, so every rank needs the same limit.
  */
-public final class MeshRoute {
+final class MeshRoute {
 
     /** No limit set: the measured defaults ({@link #byDefault}). */
-    public static final long MEASURED = -1;
+    static final long MEASURED = -1;
     /** With more than 2 ranks, allreduces and broadcasts up to this size go over the mesh by default. */
-    public static final long WHOLE_MAX_BYTES = 256 * 1024;
+    static final long WHOLE_MAX_BYTES = 256 * 1024;
 
     private final long maxBytes;
     private final int size;
 
     /** {@code maxBytes}: calls up to this size go over the mesh (0: none but barriers), or {@link #MEASURED}. */
-    public MeshRoute(long maxBytes, int size) {
+    MeshRoute(long maxBytes, int size) {
         if (maxBytes < MEASURED) {
             throw new IllegalArgumentException("--gloo-direct-max-bytes must be >= 0, got " + maxBytes);
         }
@@ -33,14 +35,11 @@ public final class MeshRoute {
      * barrier), and so do calls on 16-bit floats and the kinds the group never gives Gloo; otherwise a call that moves no bytes never does
      * (it needs only the signature check).
      */
-    public boolean overMesh(Collective call) {
-        if (call.kind() == OpKind.BARRIER || !throughGloo(call.kind())) {
+    boolean overMesh(Collective call) {
+        if (MeshCalls.alwaysCarried(call)) {
             return true;
         }
-        if (call.dataType() != null && call.dataType().isHalfPrecision()) {
-            return true; // 16-bit floats: the mesh computes in float32 and rounds once
-        }
-        long bytes = bytes(call);
+        long bytes = MeshCalls.bytes(call);
         return bytes > 0 && (maxBytes >= 0 ? bytes <= maxBytes : byDefault(call.kind(), bytes, size));
     }
 
@@ -49,17 +48,8 @@ public final class MeshRoute {
      * gather(v), scatter(v) and all-to-all(v) always travel over the mesh, in one step (each
      * pair's bytes sent once), as measured against Gloo's own ({@code ./cohort bench collectives}).
      */
-    public static boolean throughGloo(OpKind kind) {
+    static boolean throughGloo(OpKind kind) {
         return kind.isCore() && kind != OpKind.BARRIER;
-    }
-
-    /** The bytes the limit counts: the output's for allgather(v), the input's otherwise. */
-    private static long bytes(Collective call) {
-        return switch (call.kind()) {
-            case ALLGATHER, ALLGATHERV -> call.output().byteSize();
-            case BARRIER -> 0;
-            default -> call.input().byteSize();
-        };
     }
 
     /**
