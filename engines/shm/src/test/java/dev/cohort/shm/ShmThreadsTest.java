@@ -270,14 +270,7 @@ class ShmThreadsTest {
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aStallReportTellsPeersThatHaveNotStartedTheOperationFromThoseStuckInsideIt() throws Exception {
         String run = "stall-" + ProcessHandle.current().pid();
-        List<ShmAttachment> regions = onRanks(
-                3,
-                r -> ShmAttachment.attach(
-                        SharedMemoryFiles.path(env(run, r, 3, 3)),
-                        r,
-                        new ShmLayout(3, 4096, 0),
-                        Duration.ofSeconds(20),
-                        "rank " + r));
+        List<ShmAttachment> regions = attachRegions(run, 3);
         try {
             SpinBarrier.Context allreduce3 =
                     barrierContext("shm world rank 0 of 3: allreduce #3 (float32[8] SUM)", 3, 0x1234);
@@ -312,14 +305,7 @@ class ShmThreadsTest {
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aWaitForAnAbsentRankReportsTheStallThenTimesOutOnTheBarriersClock() throws Exception {
         String run = "stepped-" + ProcessHandle.current().pid();
-        List<ShmAttachment> regions = onRanks(
-                2,
-                r -> ShmAttachment.attach(
-                        SharedMemoryFiles.path(env(run, r, 2, 2)),
-                        r,
-                        new ShmLayout(2, 4096, 0),
-                        Duration.ofSeconds(20),
-                        "rank " + r));
+        List<ShmAttachment> regions = attachRegions(run, 2);
         java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
         dev.cohort.runtime.WaitPolicy.Clock stepped = new dev.cohort.runtime.WaitPolicy.Clock() {
             @Override
@@ -380,14 +366,7 @@ class ShmThreadsTest {
     void aRankThatSleepsWaitingIsWokenByThePeerItWaitsFor() throws Exception {
         Assumptions.assumeTrue(Futex.AVAILABLE, "futexes are Linux's");
         String run = "futex-" + ProcessHandle.current().pid();
-        List<ShmAttachment> regions = onRanks(
-                2,
-                r -> ShmAttachment.attach(
-                        SharedMemoryFiles.path(env(run, r, 2, 2)),
-                        r,
-                        new ShmLayout(2, 4096, 0),
-                        Duration.ofSeconds(20),
-                        "rank " + r));
+        List<ShmAttachment> regions = attachRegions(run, 2);
         ExecutorService waiter = Executors.newSingleThreadExecutor();
         try {
             SpinBarrier.Context barrier = barrierContext("shm world rank 1 of 2: barrier #1", 1, 1);
@@ -424,6 +403,18 @@ class ShmThreadsTest {
             regions.forEach(ShmAttachment::close);
         }
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+
+    /** The regions of a group of {@code ranks} ranks (4 KiB of data each), attached on a thread per rank. */
+    private static List<ShmAttachment> attachRegions(String run, int ranks) throws Exception {
+        return onRanks(
+                ranks,
+                r -> ShmAttachment.attach(
+                        SharedMemoryFiles.path(env(run, r, ranks, ranks)),
+                        r,
+                        new ShmLayout(ranks, 4096, 0),
+                        Duration.ofSeconds(20),
+                        "rank " + r));
     }
 
     /** What a barrier's waiting rank says it was doing, for a barrier driven by hand. */
