@@ -5,7 +5,8 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * How a {@link CallQueue}'s engine waits between duty cycles, and how a submitter wakes it: the
  * idle strategy, pluggable so that a test can step the engine with
- * {@link CallQueue#doWork()} and a clock of its own instead of sleeping.
+ * {@link CallQueue#doWork()} and a clock of its own instead of sleeping. It parks on
+ * {@link WaitPolicy.Clock#SYSTEM}, as the engines' other waits do.
  */
 public interface EngineIdle {
 
@@ -13,7 +14,7 @@ public interface EngineIdle {
     EngineIdle PARKING = new EngineIdle() {
         @Override
         public void idle(long nanos) {
-            LockSupport.parkNanos(this, nanos);
+            WaitPolicy.Clock.SYSTEM.park(nanos);
         }
 
         @Override

@@ -66,8 +66,12 @@ class CallQueueTest {
 
     @Test
     void aQueueForCallersOnlyHasNoEngineThreadAndRunsEachCallOnTheThreadThatAwaitsIt() throws Exception {
+        long[] now = {0};
         CallQueue callers = new CallQueue(
-                "test-callers-only", c -> "inside the test body", failures::add, new CallQueue.Options().callersOnly());
+                "test-callers-only",
+                c -> "inside the test body",
+                failures::add,
+                new CallQueue.Options().clock(() -> now[0]).callersOnly());
         try {
             assertThat(Thread.getAllStackTraces().keySet())
                     .noneMatch(t -> t.getName().equals("test-callers-only"));
@@ -77,8 +81,8 @@ class CallQueueTest {
                     new Collective(OpKind.BARRIER, 0, null, null, null, -1, null),
                     Duration.ofSeconds(10),
                     c -> ranOn.set(Thread.currentThread()));
-            // Past the grace period and several of an engine's polls, nothing has run it...
-            Thread.sleep(TimeUnit.NANOSECONDS.toMillis(CallQueue.GRACE_NS + 2 * CallQueue.POLL_NS) + 1);
+            // Past the grace period and several of an engine's polls on the queue's clock, nothing has run it...
+            now[0] += CallQueue.GRACE_NS + 2 * CallQueue.POLL_NS + 1;
             assertThat(work.isDone()).isFalse();
             // ...until its caller awaits it, and runs it.
             work.await();
@@ -261,9 +265,13 @@ class CallQueueTest {
         runner.start();
         assertThat(inside.await(5, TimeUnit.SECONDS)).isTrue();
         Work queued = submit(c -> {});
+        Thread engine = Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().equals("test-queue"))
+                .findFirst()
+                .orElseThrow();
         Thread releaser = new Thread(() -> {
             try {
-                Thread.sleep(1_000); // long after close() began: the engine has stopped by then
+                engine.join(5_000); // close() stops the engine before it waits for the running call
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }

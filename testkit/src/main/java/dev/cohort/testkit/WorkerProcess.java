@@ -66,6 +66,16 @@ public final class WorkerProcess {
         }
     }
 
+    /** Sends this process {@code signal} ("STOP", "9") with kill(1), as a peer's fault would come. */
+    public static void signalSelf(String signal) throws java.io.IOException, InterruptedException {
+        new ProcessBuilder(
+                        "kill",
+                        "-" + signal,
+                        Long.toString(ProcessHandle.current().pid()))
+                .start()
+                .waitFor();
+    }
+
     /**
      * Runs the conformance suite for {@code mode} {@code conformance} (whole) or
      * {@code conformance-small} (without the 4 Mi cases), or the subgroup and message suites

@@ -9,12 +9,12 @@ import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.JoinException;
+import dev.cohort.runtime.WaitPolicy;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Map;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * Joins this process to the MPI job: the engine behind {@link MpiBackend} (loaded reflectively,
@@ -26,6 +26,10 @@ import java.util.concurrent.locks.LockSupport;
 public final class MpiEngine {
 
     private static final System.Logger LOG = System.getLogger(MpiEngine.class.getName());
+
+    /** Meeting the other ranks: sleeps from 1 µs, twice as long each time, up to 1 ms (a join is no hot path). */
+    private static final WaitPolicy MEETING =
+            new WaitPolicy(0, 0, 1_000, 1_000_000, Long.MAX_VALUE, WaitPolicy.Clock.SYSTEM);
 
     private MpiEngine() {}
 
@@ -46,12 +50,7 @@ public final class MpiEngine {
             MemorySegment host = mpi.splitByHost(world, rank);
             int localRank = mpi.rank(host);
             int localSize = mpi.size(host);
-            MpiProcessGroup.Settings settings = new MpiProcessGroup.Settings(
-                    options.timeout(),
-                    options.spin(localSize),
-                    options.stallTime(),
-                    options.consistencyCheck(),
-                    options.queueOptions());
+            MpiProcessGroup.Settings settings = MpiProcessGroup.Settings.of(options, localSize);
             groups[0] = new MpiProcessGroup(
                     mpi, "mpi world", mpi.dup(world), mpi.dup(world), rank, size, settings, () -> {});
             if (localSize == size) {
@@ -113,18 +112,16 @@ public final class MpiEngine {
             MemorySegment request = a.allocate(ADDRESS);
             MemorySegment flag = a.allocate(JAVA_INT);
             mpi.check(mpi.ibarrier(world, request), "MPI_Ibarrier");
-            long sleep = 1_000;
+            WaitPolicy.Wait wait = MEETING.newWait().begin(deadline);
             while (!mpi.testAll(1, request, flag)) {
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
+                if (wait.expired()) {
                     throw new JoinException(
                             who + ": not every rank of the MPI job entered the mpi backend within "
                                     + timeout.toSeconds()
                                     + " s (--mpi-connect-timeout); does every rank initialize it?",
                             null);
                 }
-                LockSupport.parkNanos(Math.min(sleep, left));
-                sleep = Math.min(2 * sleep, 1_000_000);
+                wait.idle();
             }
         }
     }

@@ -10,11 +10,11 @@ import dev.cohort.api.collective.CollectiveTimeoutException;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.OpKind;
 import dev.cohort.runtime.DeadlineWork;
+import dev.cohort.runtime.WaitPolicy;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * A send or recv through MPI's nonblocking point-to-point calls, on two communicators of the
@@ -47,10 +47,13 @@ final class MpiMessage extends DeadlineWork {
     private int stage;
 
     private boolean done;
+    /** How awaiting polls MPI (the group's). */
+    private final WaitPolicy waits;
 
     /**
      * @param inFlight the group's messages MPI may still use: this one stays there (and so does its
      *                 memory) until it settles, or for good after a timeout
+     * @param waits    how awaiting it polls MPI
      */
     MpiMessage(
             OpenMpi mpi,
@@ -59,8 +62,10 @@ final class MpiMessage extends DeadlineWork {
             MemorySegment payloads,
             Collective call,
             Duration timeout,
-            java.util.Set<MpiMessage> inFlight) {
+            java.util.Set<MpiMessage> inFlight,
+            WaitPolicy waits) {
         super(call, timeout);
+        this.waits = waits;
         this.inFlight = inFlight;
         inFlight.add(this);
         this.mpi = mpi;
@@ -126,19 +131,11 @@ final class MpiMessage extends DeadlineWork {
             if (stage == 0 && mpi.testAll(1, requests, flag)) {
                 long bytes = length.get(JAVA_LONG, 0);
                 stage = 1;
+                int count = data.count();
                 if (bytes != data.byteSize()) {
                     // take the elements off the wire, then refuse
                     elements = arena.allocate(Math.max(1, bytes), 64);
-                    mpi.check(
-                            mpi.irecv(
-                                    elements,
-                                    Math.toIntExact(bytes / data.dataType().byteSize()),
-                                    data.dataType(),
-                                    call.root(),
-                                    call.tag(),
-                                    payloads,
-                                    requests.asSlice(ADDRESS.byteSize(), ADDRESS.byteSize())),
-                            "MPI_Irecv");
+                    count = Math.toIntExact(bytes / data.dataType().byteSize());
                     mismatch = new CollectiveException(
                             who + ": " + call.describe() + ": rank " + call.root() + " sent "
                                     + bytes + " bytes with tag " + call.tag() + " but this receive's buffer holds "
@@ -150,17 +147,17 @@ final class MpiMessage extends DeadlineWork {
                             List.of(call.root()));
                 } else {
                     elements = staged(false);
-                    mpi.check(
-                            mpi.irecv(
-                                    elements,
-                                    data.count(),
-                                    data.dataType(),
-                                    call.root(),
-                                    call.tag(),
-                                    payloads,
-                                    requests.asSlice(ADDRESS.byteSize(), ADDRESS.byteSize())),
-                            "MPI_Irecv");
                 }
+                mpi.check(
+                        mpi.irecv(
+                                elements,
+                                count,
+                                data.dataType(),
+                                call.root(),
+                                call.tag(),
+                                payloads,
+                                requests.asSlice(ADDRESS.byteSize(), ADDRESS.byteSize())),
+                        "MPI_Irecv");
             }
             if (stage == 1 && mpi.testAll(1, requests.asSlice(ADDRESS.byteSize(), ADDRESS.byteSize()), flag)) {
                 if (mismatch == null && !data.isDirect()) {
@@ -194,37 +191,33 @@ final class MpiMessage extends DeadlineWork {
 
     @Override
     protected void awaitSettled(long requestedNanos) {
-        long start = System.nanoTime();
-        int idle = 0;
+        WaitPolicy.Wait wait = waits.newWait().begin(deadlineNanos());
         while (!progress()) {
-            long now = System.nanoTime();
-            if (now - deadlineNanos() >= 0) {
+            if (wait.expired()) {
                 synchronized (this) {
                     if (!done) {
                         done = true; // the requests stay with MPI, and so does their memory
-                        Collective c = collective();
-                        recordFailure(new CollectiveTimeoutException(
-                                who + ": " + c.describe() + " timed out: rank "
-                                        + c.root()
-                                        + (c.kind() == OpKind.SEND
-                                                ? " did not receive it"
-                                                : " sent no message with tag " + c.tag()),
-                                null,
-                                -1,
-                                c,
-                                List.of(c.root())));
+                        recordFailure(timedOut());
                     }
                 }
                 return;
             }
-            if (now - start >= requestedNanos) {
+            if (wait.waitedNanos() >= requestedNanos) {
                 throw stillRunning(requestedNanos);
             }
-            if (++idle > 1000) {
-                LockSupport.parkNanos(50_000);
-            } else {
-                Thread.onSpinWait();
-            }
+            wait.idle();
         }
+    }
+
+    private CollectiveTimeoutException timedOut() {
+        Collective c = collective();
+        return new CollectiveTimeoutException(
+                who + ": " + c.describe() + " timed out: rank "
+                        + c.root()
+                        + (c.kind() == OpKind.SEND ? " did not receive it" : " sent no message with tag " + c.tag()),
+                null,
+                -1,
+                c,
+                List.of(c.root()));
     }
 }

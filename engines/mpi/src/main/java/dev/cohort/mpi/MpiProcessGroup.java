@@ -18,12 +18,12 @@ import dev.cohort.runtime.CallQueue;
 import dev.cohort.runtime.Reduction;
 import dev.cohort.runtime.SignatureWords;
 import dev.cohort.runtime.Subgroup;
+import dev.cohort.runtime.WaitPolicy;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * A {@link dev.cohort.api.collective.ProcessGroup} over an MPI communicator. Each call:
@@ -47,9 +47,9 @@ final class MpiProcessGroup extends AbstractProcessGroup {
     private static final System.Logger LOG = System.getLogger(MpiProcessGroup.class.getName());
     private static final int SIGNATURE_TAG = 1;
     /** How long a waiting call yields between polls after its spin, before it sleeps between them. */
-    private static final long YIELD_NANOS = 2_000_000;
+    static final Duration YIELD = Duration.ofMillis(2);
     /** The longest sleep between two polls of a waiting call. */
-    private static final long MAX_SLEEP_NANOS = 50_000;
+    static final Duration LONGEST_SLEEP = Duration.ofNanos(50_000);
     /** How often the watchdog looks at the blocking call in progress. */
     private static final long WATCH_NANOS = 100_000_000;
 
@@ -90,12 +90,30 @@ final class MpiProcessGroup extends AbstractProcessGroup {
     /** Set when a call gave up with MPI requests outstanding: MPI may still use its memory, and peers may wait in it. */
     private volatile boolean abandoned;
 
+    /** The waiting of this group's calls (see {@link #await}). */
+    private final WaitPolicy.Wait wait;
+
     /**
-     * How a group's calls wait: each call's timeout, how long a waiting call polls MPI before it
-     * yields the CPU, when a wait is reported, and whether calls exchange their signatures first.
+     * How a group's calls wait: each call's timeout, how they poll MPI ({@link #waits(Duration,
+     * Duration)}: spin, yield, sleep, when a wait is reported), and whether calls exchange their
+     * signatures first.
      */
-    record Settings(
-            Duration timeout, Duration spin, Duration stallTime, boolean check, CallQueue.Options queueOptions) {}
+    record Settings(Duration timeout, WaitPolicy waits, boolean check, CallQueue.Options queueOptions) {
+
+        /** What {@code options} say, for a host of {@code ranksOnThisHost} ranks. */
+        static Settings of(MpiOptions options, int ranksOnThisHost) {
+            return new Settings(
+                    options.timeout(),
+                    MpiProcessGroup.waits(options.spin(ranksOnThisHost), options.stallTime()),
+                    options.consistencyCheck(),
+                    options.queueOptions());
+        }
+    }
+
+    /** Polling MPI: spinning for {@code spin}, then yielding for {@link #YIELD}, then sleeping up to {@link #LONGEST_SLEEP}. */
+    static WaitPolicy waits(Duration spin, Duration stallTime) {
+        return WaitPolicy.of(spin, spin.plus(YIELD), LONGEST_SLEEP, stallTime);
+    }
 
     /**
      * @param data   the communicator the collectives run on
@@ -120,6 +138,7 @@ final class MpiProcessGroup extends AbstractProcessGroup {
         this.payloads = mpi.dup(data);
         this.settings = settings;
         this.onClose = onClose;
+        this.wait = settings.waits().newWait();
         this.requests = arena.allocate(ADDRESS, 2L * size + 1);
         this.flag = arena.allocate(JAVA_INT);
         this.mine = arena.allocate(JAVA_LONG, SignatureWords.WORDS);
@@ -144,8 +163,7 @@ final class MpiProcessGroup extends AbstractProcessGroup {
         MemorySegment comm = queue.whileIdle(() -> mpi.split(data, spec.color(), spec.rank()))
                 .orElseThrow();
         // A subgroup's calls are the user's: it has an engine thread whatever this group has.
-        Settings own = new Settings(
-                settings.timeout(), settings.spin(), settings.stallTime(), settings.check(), new CallQueue.Options());
+        Settings own = new Settings(settings.timeout(), settings.waits(), settings.check(), new CallQueue.Options());
         return new MpiProcessGroup(
                 mpi, label + " " + spec.label(), comm, mpi.dup(comm), spec.rank(), spec.size(), own, () -> {});
     }
@@ -158,7 +176,7 @@ final class MpiProcessGroup extends AbstractProcessGroup {
             throw new CollectiveException(label + " " + who() + ": " + call.describe() + " refused: an earlier "
                     + "collective failed (restart the job):\n" + earlier.getMessage());
         }
-        return new MpiMessage(mpi, label + " " + who(), lengths, payloads, call, timeout, inFlight);
+        return new MpiMessage(mpi, label + " " + who(), lengths, payloads, call, timeout, inFlight, settings.waits());
     }
 
     @Override
@@ -463,7 +481,7 @@ final class MpiProcessGroup extends AbstractProcessGroup {
         while (!watcherStop) {
             String what;
             synchronized (watch) {
-                what = blockedIn != null && System.nanoTime() - blockedUntil >= 0 ? blockedIn : null;
+                what = blockedIn != null && settings.waits().clock().nanoTime() - blockedUntil >= 0 ? blockedIn : null;
             }
             if (what != null) {
                 abandoned = true;
@@ -476,41 +494,30 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                 mpi.abort(data, 1);
                 return;
             }
-            LockSupport.parkNanos(WATCH_NANOS);
+            settings.waits().clock().park(WATCH_NANOS);
         }
     }
 
     /**
      * Drives MPI until the first {@code count} requests complete, or {@code deadline}: MPI moves
-     * messages only while it is called, so this polls: spinning for {@code spin}, then yielding the
-     * CPU between polls, and after {@link #YIELD_NANOS} sleeping up to {@link #MAX_SLEEP_NANOS}
-     * between them (a rank that waits that long waits for a peer's computation, not for bytes);
-     * reports a wait longer than the stall time once.
+     * messages only while it is called, so this polls as the group's {@link WaitPolicy} says (a
+     * rank that waits long waits for a peer's computation, not for bytes); reports a wait longer
+     * than the stall time once.
      */
     private boolean await(int count, long deadline, String what, String waitingFor) {
-        long start = System.nanoTime();
-        long spinUntil = start + settings.spin().toNanos();
-        long yieldUntil = spinUntil + YIELD_NANOS;
-        long stallAt = start + settings.stallTime().toNanos();
+        wait.begin(deadline);
         while (!mpi.testAll(count, requests, flag)) {
-            long now = System.nanoTime();
-            if (now - deadline >= 0) {
+            if (wait.expired()) {
                 return false;
             }
-            if (now - stallAt >= 0) {
+            if (wait.stalled()) {
                 LOG.log(
                         System.Logger.Level.WARNING,
-                        what + " has waited " + settings.stallTime().toSeconds() + " s for " + waitingFor
+                        what + " has waited "
+                                + Duration.ofNanos(wait.policy().stallNanos()).toSeconds() + " s for " + waitingFor
                                 + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
-                stallAt = Long.MAX_VALUE / 2 + now;
             }
-            if (now - spinUntil < 0) {
-                Thread.onSpinWait();
-            } else if (now - yieldUntil < 0) {
-                Thread.yield();
-            } else {
-                LockSupport.parkNanos(Math.min(MAX_SLEEP_NANOS, deadline - now));
-            }
+            wait.idle();
         }
         return true;
     }

@@ -48,12 +48,7 @@ public final class MpiSubgroup implements AutoCloseable {
                 return new MpiSubgroup(mpi, null);
             }
             MemorySegment comm = members.get();
-            MpiProcessGroup.Settings settings = new MpiProcessGroup.Settings(
-                    options.timeout(),
-                    options.spin(ranksOnThisHost),
-                    options.stallTime(),
-                    options.consistencyCheck(),
-                    options.queueOptions());
+            MpiProcessGroup.Settings settings = MpiProcessGroup.Settings.of(options, ranksOnThisHost);
             return new MpiSubgroup(
                     mpi,
                     new MpiProcessGroup(

@@ -6,34 +6,35 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /** What the backend says about the MPI library it is given, before anything is initialized. */
+@Timeout(value = 30, unit = TimeUnit.SECONDS)
 class MpiBackendTest {
 
     private static MpiBackend with(String library) {
         return new MpiBackend(new MpiOptions().library(library), Map.of());
     }
 
-    @Test
-    void aLibraryThatIsNotOpenMpisIsRefusedByName() {
-        // Any shared library without Open MPI's globals stands for MPICH's, whose handles are integers.
-        MpiBackend backend = with("libc.so.6");
+    /**
+     * A library that is not Open MPI's (any shared library without its globals stands for MPICH's,
+     * whose handles are integers), and one that is missing, are refused by name, saying what to do.
+     */
+    @ParameterizedTest
+    @CsvSource(
+            delimiter = '|',
+            value = {
+                "libc.so.6                 | libc.so.6 is not Open MPI's library | MPICH                | --mpi-library",
+                "/nonexistent/libmpi.so.40 | /nonexistent/libmpi.so.40           | could not be loaded | apt-get install openmpi-bin"
+            })
+    void aLibraryThatIsNotOpenMpisOrIsMissingIsRefusedByName(String library, String names, String why, String fix) {
+        MpiBackend backend = with(library);
         assertThat(backend.isAvailable()).isFalse();
-        assertThat(backend.unavailableReason())
-                .contains("libc.so.6 is not Open MPI's library")
-                .contains("MPICH")
-                .contains("--mpi-library");
-    }
-
-    @Test
-    void aMissingLibraryIsNamedWithHowToInstallOpenMpi() {
-        MpiBackend backend = with("/nonexistent/libmpi.so.40");
-        assertThat(backend.isAvailable()).isFalse();
-        assertThat(backend.unavailableReason())
-                .contains("/nonexistent/libmpi.so.40")
-                .contains("could not be loaded")
-                .contains("apt-get install openmpi-bin");
+        assertThat(backend.unavailableReason()).contains(names).contains(why).contains(fix);
     }
 
     @Test

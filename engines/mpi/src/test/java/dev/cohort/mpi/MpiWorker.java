@@ -34,12 +34,7 @@ public final class MpiWorker {
                         Thread.sleep(300);
                         System.out.println("STOPPING");
                         System.out.flush();
-                        new ProcessBuilder(
-                                        "kill",
-                                        "-STOP",
-                                        Long.toString(ProcessHandle.current().pid()))
-                                .start()
-                                .waitFor();
+                        WorkerProcess.signalSelf("STOP");
                     } catch (Exception e) {
                         throw new IllegalStateException(e);
                     }
@@ -69,13 +64,7 @@ public final class MpiWorker {
                     System.out.flush();
                     Thread.sleep(60_000);
                 }
-                default ->
-                    new ProcessBuilder(
-                                    "kill",
-                                    "-9",
-                                    Long.toString(ProcessHandle.current().pid()))
-                            .start()
-                            .waitFor();
+                default -> WorkerProcess.signalSelf("9");
             }
             Thread.sleep(60_000);
         }

@@ -5,6 +5,8 @@ import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
 import dev.cohort.runtime.CallQueue;
 import dev.cohort.runtime.RankNames;
+import dev.cohort.runtime.WaitPolicy;
+import dev.cohort.runtime.WaitPolicy.Phase;
 import dev.cohort.shm.region.ShmLayout;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -12,7 +14,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * The group's barrier: one monotonic counter per rank on its own cache line. Entering phase
@@ -90,6 +91,9 @@ final class SpinBarrier {
     /** The futex timeout (a struct timespec), written before each sleep. */
     private final MemorySegment timespec = Arena.ofAuto().allocate(16, 8);
 
+    /** How a rank waits for a peer (past its first spins); parks where there is no futex. */
+    private final WaitPolicy.Wait wait;
+
     private long phase;
     private long stallReportedFor = -1;
 
@@ -99,7 +103,15 @@ final class SpinBarrier {
 
     /** A barrier whose futex sleeps last at most {@code sleepNanos} (tests lengthen them). */
     SpinBarrier(ShmLayout layout, int rank, Duration stallTime, RankNames names, long sleepNanos) {
+        this(layout, rank, stallTime, names, sleepNanos, WaitPolicy.Clock.SYSTEM);
+    }
+
+    /** A barrier whose deadlines, stall reports and parks are on {@code clock} (tests step it). */
+    SpinBarrier(
+            ShmLayout layout, int rank, Duration stallTime, RankNames names, long sleepNanos, WaitPolicy.Clock clock) {
         this.sleepNanos = sleepNanos;
+        this.wait = new WaitPolicy(SPIN_NS, YIELD_NS, PARK_NS, PARK_LONG_WAIT_NS, stallTime.toNanos(), clock).newWait();
+        this.contendedUntil = clock.nanoTime();
         this.layout = layout;
         this.names = names;
         this.rank = rank;
@@ -177,16 +189,14 @@ final class SpinBarrier {
     }
 
     /** Until when waits skip spinning: a yield showed another thread waiting for the CPU (see the class comment). */
-    private long contendedUntil = System.nanoTime();
+    private long contendedUntil;
 
     private void waitFor(int j, long p, long deadline, long timeoutNanos, Context context) {
-        long start = 0;
+        boolean begun = false;
         long nextCheck = 0;
         int spins = 0;
-        long park = PARK_NS;
         boolean patient = CallQueue.onEngineThread();
-        boolean contended = false;
-        boolean wary = System.nanoTime() - contendedUntil < 0;
+        boolean wary = wait.now() - contendedUntil < 0;
         long off = layout.counterOffset(j);
         while ((long) ShmLayout.LONG.getAcquire(layout.memory(), off) < p) {
             if (!patient && !wary) {
@@ -195,28 +205,33 @@ final class SpinBarrier {
                     continue;
                 }
             }
-            long now = System.nanoTime();
-            if (start == 0) {
-                start = now;
-                nextCheck = now + SPIN_NS;
-            }
-            long waited = now - start;
-            if (patient || contended || waited > YIELD_NS) {
-                if (futex) {
-                    sleep(j, p, Math.max(1_000, Math.min(sleepNanos, deadline - now)));
-                    now = System.nanoTime();
-                } else {
-                    LockSupport.parkNanos(park);
-                    park = Math.min(patient || contended ? PARK_MAX_NS : PARK_LONG_WAIT_NS, park * 2);
+            if (!begun) {
+                begun = true;
+                wait.begin(deadline, patient ? Phase.PARK : wary ? Phase.YIELD : Phase.SPIN);
+                if (patient) {
+                    wait.parkFromNow(PARK_MAX_NS);
                 }
-            } else if (wary || waited > SPIN_NS) {
-                long before = System.nanoTime();
-                Thread.yield();
-                contended = System.nanoTime() - before > CONTENDED_NS;
-                if (contended) {
-                    contendedUntil = before + CONTENDED_FOR_NS;
+                nextCheck = wait.now() + SPIN_NS;
+            }
+            switch (wait.phase()) {
+                case SPIN -> {} // spun above
+                case YIELD -> {
+                    long before = wait.now();
+                    Thread.yield();
+                    if (wait.now() - before > CONTENDED_NS) {
+                        contendedUntil = before + CONTENDED_FOR_NS;
+                        wait.parkFromNow(PARK_MAX_NS);
+                    }
+                }
+                case PARK -> {
+                    if (futex) {
+                        sleep(j, p, wait.sleepNanos(sleepNanos));
+                    } else {
+                        wait.idle();
+                    }
                 }
             }
+            long now = wait.now();
             if (now - nextCheck >= 0) {
                 check(deadline, timeoutNanos, context);
                 nextCheck = now + CHECK_NS;
@@ -268,7 +283,7 @@ final class SpinBarrier {
                 throw abandoned(j, context);
             }
         }
-        long now = System.nanoTime();
+        long now = wait.now();
         if (now - deadline >= 0) {
             throw new CollectiveTimeoutException(
                     context.describe() + ": timed out after " + Duration.ofNanos(timeoutNanos) + " waiting for rank(s) "

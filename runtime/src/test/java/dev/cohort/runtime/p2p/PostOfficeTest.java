@@ -53,51 +53,55 @@ class PostOfficeTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aPeerThatClosesFailsWhatWaitsForItNamingIt() {
-        ThreadsWorld threads = new ThreadsWorld(2, 2, Duration.ofSeconds(30));
-        Store store = new InMemoryStore();
-        threads.runAll(
-                rank -> {
-                    ProcessGroup g = new Letters(threads.group(rank), store, Duration.ofSeconds(30));
-                    if (rank == 0) {
-                        g.send(DenseBuffer.of(new float[] {1}), 1, 0).await(); // connects the pair
-                        g.barrier().await();
-                        g.close();
-                    } else {
-                        float[] one = new float[1];
-                        g.recv(DenseBuffer.of(one), 0, 0).await();
-                        Work never = g.recv(DenseBuffer.of(one), 0, 1);
-                        g.barrier().await();
-                        assertThatThrownBy(never::await)
-                                .isInstanceOf(CollectiveException.class)
-                                .hasMessageContaining("lost rank 0");
-                        assertThatThrownBy(
-                                        () -> g.send(DenseBuffer.of(one), 0, 2).await())
-                                .hasMessageContaining("lost rank 0");
-                    }
-                    return null;
-                },
-                Duration.ofSeconds(50));
+        onTwoRanks(Duration.ofSeconds(30), (rank, g) -> {
+            if (rank == 0) {
+                g.send(DenseBuffer.of(new float[] {1}), 1, 0).await(); // connects the pair
+                g.barrier().await();
+                g.close();
+            } else {
+                float[] one = new float[1];
+                g.recv(DenseBuffer.of(one), 0, 0).await();
+                Work never = g.recv(DenseBuffer.of(one), 0, 1);
+                g.barrier().await();
+                assertThatThrownBy(never::await)
+                        .isInstanceOf(CollectiveException.class)
+                        .hasMessageContaining("lost rank 0");
+                assertThatThrownBy(() -> g.send(DenseBuffer.of(one), 0, 2).await())
+                        .hasMessageContaining("lost rank 0");
+            }
+        });
     }
 
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aReceiveNothingAnswersTimesOutNamingThePeerAndTag() {
+        onTwoRanks(Duration.ofSeconds(2), (rank, g) -> {
+            if (rank == 1) {
+                g.send(DenseBuffer.of(new int[] {1}), 0, 5).await();
+            } else {
+                int[] x = new int[1];
+                g.recv(DenseBuffer.of(x), 1, 5).await();
+                assertThatThrownBy(() -> g.recv(DenseBuffer.of(x), 1, 6).await())
+                        .isInstanceOf(CollectiveTimeoutException.class)
+                        .hasMessageContaining("tag 6");
+            }
+            g.barrier().await();
+        });
+    }
+
+    /** What one rank does with its group. */
+    private interface RankBody {
+        void run(int rank, ProcessGroup group) throws Exception;
+    }
+
+    /** Runs {@code body} on 2 thread ranks whose groups' calls time out after {@code timeout}; closes the groups. */
+    private static void onTwoRanks(Duration timeout, RankBody body) {
         ThreadsWorld threads = new ThreadsWorld(2, 2, Duration.ofSeconds(30));
         Store store = new InMemoryStore();
         threads.runAll(
                 rank -> {
-                    try (ProcessGroup g = new Letters(threads.group(rank), store, Duration.ofSeconds(2))) {
-                        if (rank == 1) {
-                            g.send(DenseBuffer.of(new int[] {1}), 0, 5).await();
-                        } else {
-                            int[] x = new int[1];
-                            g.recv(DenseBuffer.of(x), 1, 5).await();
-                            assertThatThrownBy(() ->
-                                            g.recv(DenseBuffer.of(x), 1, 6).await())
-                                    .isInstanceOf(CollectiveTimeoutException.class)
-                                    .hasMessageContaining("tag 6");
-                        }
-                        g.barrier().await();
+                    try (ProcessGroup g = new Letters(threads.group(rank), store, timeout)) {
+                        body.run(rank, g);
                     }
                     return null;
                 },

@@ -104,8 +104,8 @@ public final class MeshCollectives {
             case REDUCE_SCATTER -> reduceScatter(call);
             case BARRIER -> agree(call);
             case REDUCE -> inMessages(call.input(), part -> reducePart(call, part));
-            case GATHER, GATHERV -> gather(call);
-            case SCATTER, SCATTERV -> scatter(call);
+            case GATHER, GATHERV -> rooted(call, true);
+            case SCATTER, SCATTERV -> rooted(call, false);
             case ALLTOALL -> alltoall(call);
             case ALLTOALLV -> alltoallv(call);
         }
@@ -330,38 +330,31 @@ public final class MeshCollectives {
         fold.progress();
     }
 
-    /** Every rank's input into the root's output, in rank order (gather and gatherv). */
-    private void gather(Collective call) {
-        long[] offsets = Blocks.offsets(call.counts(), call.input().count(), size);
-        DenseBuffer[] send = new DenseBuffer[size];
-        DenseBuffer[] receive = new DenseBuffer[size];
+    /**
+     * Gather (every rank's input into the root's output, in rank order) and scatter (block r of the
+     * root's input into rank r's output), with or without per-rank counts: the root's buffer is
+     * cut into one block per rank, and each other rank's own buffer meets its block.
+     */
+    private void rooted(Collective call, boolean gather) {
+        DenseBuffer own = gather ? call.input() : call.output();
+        long[] offsets = Blocks.offsets(call.counts(), own.count(), size);
+        DenseBuffer[] blocks = new DenseBuffer[size];
+        DenseBuffer[] single = new DenseBuffer[size];
         int root = call.root();
         if (rank == root) {
+            DenseBuffer whole = gather ? call.output() : call.input();
             for (int j = 0; j < size; j++) {
-                receive[j] = call.output().slice((int) offsets[j], (int) (offsets[j + 1] - offsets[j]));
+                blocks[j] = whole.slice((int) offsets[j], (int) (offsets[j + 1] - offsets[j]));
             }
-            receive[rank].copyFrom(call.input());
-        } else {
-            send[root] = call.input();
-        }
-        exchange(call, send, receive, (int) Blocks.longest(offsets));
-    }
-
-    /** Block r of the root's input into rank r's output (scatter and scatterv). */
-    private void scatter(Collective call) {
-        long[] offsets = Blocks.offsets(call.counts(), call.output().count(), size);
-        DenseBuffer[] send = new DenseBuffer[size];
-        DenseBuffer[] receive = new DenseBuffer[size];
-        int root = call.root();
-        if (rank == root) {
-            for (int j = 0; j < size; j++) {
-                send[j] = call.input().slice((int) offsets[j], (int) (offsets[j + 1] - offsets[j]));
+            if (gather) {
+                blocks[rank].copyFrom(own);
+            } else {
+                own.copyFrom(blocks[rank]);
             }
-            call.output().copyFrom(send[rank]);
         } else {
-            receive[root] = call.output();
+            single[root] = own;
         }
-        exchange(call, send, receive, (int) Blocks.longest(offsets));
+        exchange(call, gather ? single : blocks, gather ? blocks : single, (int) Blocks.longest(offsets));
     }
 
     private void alltoall(Collective call) {

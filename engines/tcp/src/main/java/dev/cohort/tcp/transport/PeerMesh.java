@@ -6,6 +6,7 @@ import dev.cohort.api.collective.JoinException;
 import dev.cohort.runtime.Daemons;
 import dev.cohort.runtime.EngineOptions;
 import dev.cohort.runtime.RankNames;
+import dev.cohort.runtime.WaitPolicy;
 import dev.cohort.runtime.auth.AuthenticationException;
 import dev.cohort.runtime.auth.Handshake;
 import dev.cohort.runtime.auth.JobSecret;
@@ -86,8 +87,11 @@ public final class PeerMesh implements AutoCloseable {
     private final ByteBuffer[] writePair = new ByteBuffer[2];
     private final ByteBuffer[] readPair = new ByteBuffer[2];
     private final Selector selector;
-    /** How long a rank polls its connections after the last byte moved before it sleeps in the selector. */
-    private final long spinNanos;
+    /**
+     * How a rank waits for its peers' bytes: it polls its connections for the spin time after the
+     * last byte moved, then sleeps in the selector (no yield phase; the parks are the selector's).
+     */
+    private final WaitPolicy.Wait wait;
 
     private int payloadMismatch = -1;
     /** How messages name the ranks. */
@@ -98,7 +102,9 @@ public final class PeerMesh implements AutoCloseable {
         this.rank = rank;
         this.names = names;
         this.headerWords = headerWords;
-        this.spinNanos = spin.toNanos();
+        this.wait = new WaitPolicy(
+                        spin.toNanos(), spin.toNanos(), 1_000, 1_000, Long.MAX_VALUE, WaitPolicy.Clock.SYSTEM)
+                .newWait();
         this.size = size;
         this.peers = peers;
         this.inbound = new ByteBuffer[size];
@@ -477,9 +483,8 @@ public final class PeerMesh implements AutoCloseable {
                 expected[j] = payloadIn[j].remaining();
             }
         }
-        long start = System.nanoTime();
-        long lastMoved = start;
-        boolean reported = false;
+        wait.begin(deadlineNanos)
+                .stallAfter(stall == null ? Long.MAX_VALUE : stall.after().toNanos());
         boolean agreed = false;
         payloadMismatch = -1;
         while (true) {
@@ -517,28 +522,21 @@ public final class PeerMesh implements AutoCloseable {
             if (!pending) {
                 return true;
             }
-            long now = System.nanoTime();
             if (moved) {
-                lastMoved = now;
+                wait.moved();
                 continue;
             }
-            if (now >= deadlineNanos) {
+            if (wait.expired()) {
                 throw new CollectiveTimeoutException(
                         what + " timed out: " + waitingFor(), null, rank, null, waitedFor());
             }
-            if (now - lastMoved < spinNanos) {
+            if (wait.phase() == WaitPolicy.Phase.SPIN) {
                 Thread.onSpinWait();
                 continue;
             }
-            long wake = deadlineNanos;
-            if (stall != null && !reported) {
-                long stallAt = start + stall.after().toNanos();
-                if (now >= stallAt) {
-                    reported = true;
-                    stall.report(what, waitingFor());
-                    continue;
-                }
-                wake = Math.min(wake, stallAt);
+            if (stall != null && wait.stalled()) {
+                stall.report(what, waitingFor());
+                continue;
             }
             try {
                 for (int j = 0; j < size; j++) {
@@ -547,7 +545,7 @@ public final class PeerMesh implements AutoCloseable {
                                 | (sending(j) ? SelectionKey.OP_WRITE : 0));
                     }
                 }
-                selector.select(Math.max(1, (wake - now) / 1_000_000));
+                selector.select(Math.max(1, wait.sleepNanos(Long.MAX_VALUE) / 1_000_000));
                 selector.selectedKeys().clear();
             } catch (IOException e) {
                 throw new CollectiveException(what + " failed waiting for its peers: " + e, e);
