@@ -5,7 +5,6 @@ import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
-import dev.cohort.libtorch.ScalarTypes;
 import java.util.ArrayList;
 import java.util.List;
 import org.bytedeco.pytorch.Tensor;
@@ -27,13 +26,13 @@ final class BucketLayout {
         GradientBucket open = null;
         for (int id : order) {
             Tensor p = params.get(id);
-            DataType type = ScalarTypes.dataType(p.scalar_type());
             long limit = buckets.size() == 1 ? firstBucketBytes : bucketBytes;
-            if (open == null || open.type != type || open.bytes >= limit) {
-                open = new GradientBucket(type);
+            if (open != null && open.holdsTypeOf(p) && open.bytes < limit) {
+                open.add(id, p);
+            } else {
+                open = new GradientBucket(id, p);
                 buckets.add(open);
             }
-            open.add(id, p);
         }
         return buckets;
     }

@@ -2,6 +2,7 @@ package dev.cohort.torch;
 
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.Work;
+import dev.cohort.libtorch.ScalarTypes;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -30,8 +31,15 @@ final class GradientBucket {
 
     Work work;
 
-    GradientBucket(DataType type) {
-        this.type = type;
+    /** A bucket of {@code first}'s type, holding it (id {@code firstId}) to begin with. */
+    GradientBucket(int firstId, Tensor first) {
+        this.type = ScalarTypes.dataType(first.scalar_type());
+        add(firstId, first);
+    }
+
+    /** Whether a parameter of {@code t}'s type belongs in a bucket of this one's. */
+    boolean holdsTypeOf(Tensor t) {
+        return ScalarTypes.dataType(t.scalar_type()) == type;
     }
 
     void add(int id, Tensor p) {

@@ -7,13 +7,11 @@ import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.checkpoint.TrainingPosition;
 import dev.cohort.libtorch.LibTorch;
-import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.JvmWorkers.Result;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import org.bytedeco.pytorch.LinearImpl;
@@ -230,16 +228,13 @@ class ZeroTest {
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void inProcessesStageTwoOnGlooSavesAndStageOneOnShmResumesOnThreeRanks() throws Exception {
-        boolean shm = Runtime.version().feature() >= 22 && EquivalenceTest.isOnClassPath("dev.cohort.shm.ShmBackend");
+        boolean shm = ProcessRanks.shmAvailable();
         Path checkpoint = tmp.resolve("ckpt.pt");
         List<Result> saved = workers(2, "gloo", "2", checkpoint, "save");
         List<Result> resumed = workers(3, shm ? "shm" : "gloo", "1", checkpoint, "resume");
         float[] reference = ZeroTraining.single("adamw", true, STEPS);
-        for (List<Result> results : List.of(saved, resumed)) {
-            for (Result r : results) {
-                assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
-            }
-        }
+        ProcessRanks.assertAllExitedZero(saved);
+        ProcessRanks.assertAllExitedZero(resumed);
         for (int r = 0; r < 3; r++) {
             float[] w = EquivalenceTest.parse(Files.readString(tmp.resolve("resume-rank-" + r + ".txt")));
             assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(1e-5);
@@ -250,24 +245,11 @@ class ZeroTest {
 
     private List<Result> workers(int world, String engine, String stage, Path checkpoint, String mode)
             throws Exception {
-        int port = JvmWorkers.freePort();
-        return JvmWorkers.run(
+        return ProcessRanks.run(
                 world,
-                r -> JvmWorkers.javaCommand(
-                        ZeroWorker.class,
-                        List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"),
-                        List.of(tmp.toString(), engine, stage, checkpoint.toString(), mode)),
-                r -> Map.of(
-                        "MASTER_ADDR",
-                        "127.0.0.1",
-                        "MASTER_PORT",
-                        Integer.toString(port),
-                        "RANK",
-                        Integer.toString(r),
-                        "WORLD_SIZE",
-                        Integer.toString(world),
-                        "COHORT_RUN_ID",
-                        "zero-" + ProcessHandle.current().pid() + "-" + mode),
+                ZeroWorker.class,
+                List.of(tmp.toString(), engine, stage, checkpoint.toString(), mode),
+                "zero-" + mode,
                 tmp.resolve("logs-" + mode),
                 Duration.ofSeconds(100));
     }
