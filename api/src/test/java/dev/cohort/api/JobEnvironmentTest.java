@@ -1,11 +1,11 @@
 package dev.cohort.api;
 
+import static dev.cohort.api.EnvVars.env;
 import static dev.cohort.api.EnvVars.vars;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.cohort.api.JobEnvironment.Launcher;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -15,14 +15,6 @@ import org.junit.jupiter.api.Timeout;
 /** Each launcher's variables, as its workers see them, read into Cohort's launch environment. */
 @Timeout(value = 10, unit = TimeUnit.SECONDS)
 class JobEnvironmentTest {
-
-    private static Map<String, String> env(String... kv) {
-        Map<String, String> m = new HashMap<>();
-        for (int i = 0; i < kv.length; i += 2) {
-            m.put(kv[i], kv[i + 1]);
-        }
-        return m;
-    }
 
     private static LaunchEnvironment launch(JobEnvironment job) {
         return LaunchEnvironment.parse(job.variables());

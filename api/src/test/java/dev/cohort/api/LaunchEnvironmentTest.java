@@ -1,25 +1,16 @@
 package dev.cohort.api;
 
+import static dev.cohort.api.EnvVars.env;
 import static dev.cohort.api.EnvVars.vars;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.util.HashMap;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 @Timeout(value = 10, unit = TimeUnit.SECONDS)
 class LaunchEnvironmentTest {
-
-    private static Map<String, String> env(String... kv) {
-        Map<String, String> m = new HashMap<>();
-        for (int i = 0; i < kv.length; i += 2) {
-            m.put(kv[i], kv[i + 1]);
-        }
-        return m;
-    }
 
     @Test
     void readsTorchrunsVariables() {
