@@ -45,8 +45,9 @@ class JobEnvironmentTest {
 
     @Test
     void kubernetesPodsWithoutLocalVariablesHaveAnUnknownLayout() {
-        JobEnvironment job = JobEnvironment.detect(vars(
-                "MASTER_ADDR=job-master-0 MASTER_PORT=23456 RANK=2 WORLD_SIZE=3 KUBERNETES_SERVICE_HOST=10.96.0.1"));
+        JobEnvironment job =
+                JobEnvironment.detect(vars("MASTER_ADDR=job-master-0 MASTER_PORT=23456 RANK=2 WORLD_SIZE=3 "
+                        + "KUBERNETES_SERVICE_HOST=10.96.0.1"));
         assertThat(job.launcher()).isEqualTo(Launcher.KUBERNETES);
         JobLayout layout = JobLayout.of(job.variables());
         assertThat(layout).isEqualTo(new JobLayout(3, 0, 0));
@@ -56,8 +57,8 @@ class JobEnvironmentTest {
         assertThat(job.describe()).contains("learned at rendezvous");
         // A pod that runs several workers says so, and is believed.
         JobEnvironment several = JobEnvironment.detect(
-                vars(
-                        "MASTER_ADDR=m MASTER_PORT=1 RANK=3 WORLD_SIZE=4 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 GROUP_RANK=1 KUBERNETES_SERVICE_HOST=10.96.0.1"));
+                vars("MASTER_ADDR=m MASTER_PORT=1 RANK=3 WORLD_SIZE=4 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 "
+                        + "GROUP_RANK=1 KUBERNETES_SERVICE_HOST=10.96.0.1"));
         assertThat(launch(several).topology()).isEqualTo(new Topology(3, 4, 1, 2, 1));
     }
 
@@ -72,8 +73,8 @@ class JobEnvironmentTest {
 
     @Test
     void openMpiGivesRanksAndTheHostFromItsLocalSize() {
-        Map<String, String> vars = vars(
-                "OMPI_COMM_WORLD_RANK=5 OMPI_COMM_WORLD_SIZE=8 OMPI_COMM_WORLD_LOCAL_RANK=1 OMPI_COMM_WORLD_LOCAL_SIZE=4 MASTER_ADDR=n0 MASTER_PORT=29500");
+        Map<String, String> vars = vars("OMPI_COMM_WORLD_RANK=5 OMPI_COMM_WORLD_SIZE=8 OMPI_COMM_WORLD_LOCAL_RANK=1 "
+                + "OMPI_COMM_WORLD_LOCAL_SIZE=4 MASTER_ADDR=n0 MASTER_PORT=29500");
         JobEnvironment job = JobEnvironment.detect(vars);
         assertThat(job.launcher()).isEqualTo(Launcher.OPEN_MPI);
         assertThat(launch(job).topology()).isEqualTo(new Topology(5, 8, 1, 4, 1));
@@ -104,8 +105,9 @@ class JobEnvironmentTest {
 
     @Test
     void slurmGivesRanksNodesAMasterAndAPort() {
-        Map<String, String> vars = vars(
-                "SLURM_PROCID=4 SLURM_NTASKS=5 SLURM_LOCALID=0 SLURM_NODEID=2 SLURM_NNODES=3 SLURM_STEP_TASKS_PER_NODE=2(x2),1 SLURM_STEP_NODELIST=gpu[07-08,12] SLURM_JOB_ID=123456 SLURM_STEP_ID=0");
+        Map<String, String> vars = vars("SLURM_PROCID=4 SLURM_NTASKS=5 SLURM_LOCALID=0 SLURM_NODEID=2 SLURM_NNODES=3 "
+                + "SLURM_STEP_TASKS_PER_NODE=2(x2),1 SLURM_STEP_NODELIST=gpu[07-08,12] "
+                + "SLURM_JOB_ID=123456 SLURM_STEP_ID=0");
         JobEnvironment job = JobEnvironment.detect(vars);
         assertThat(job.launcher()).isEqualTo(Launcher.SLURM);
         LaunchEnvironment e = launch(job);
@@ -137,21 +139,19 @@ class JobEnvironmentTest {
 
     @Test
     void variablesThatContradictTheLauncherAreNamed() {
-        assertThatThrownBy(
-                        () -> JobEnvironment.detect(
-                                vars(
-                                        "SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_LOCALID=1 SLURM_NODEID=0 SLURM_NNODES=1 SLURM_TASKS_PER_NODE=2 SLURM_JOB_NODELIST=n1 SLURM_JOB_ID=9 SLURM_STEP_ID=0 WORLD_SIZE=4")))
+        assertThatThrownBy(() -> JobEnvironment.detect(
+                        vars("SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_LOCALID=1 SLURM_NODEID=0 SLURM_NNODES=1 "
+                                + "SLURM_TASKS_PER_NODE=2 SLURM_JOB_NODELIST=n1 SLURM_JOB_ID=9 SLURM_STEP_ID=0 "
+                                + "WORLD_SIZE=4")))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("WORLD_SIZE=4 but Slurm says 2 (SLURM_NTASKS)");
-        assertThatThrownBy(
-                        () -> JobEnvironment.detect(
-                                vars(
-                                        "OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=2 LOCAL_WORLD_SIZE=1 MASTER_ADDR=h MASTER_PORT=1")))
+        assertThatThrownBy(() -> JobEnvironment.detect(
+                        vars("OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0 "
+                                + "OMPI_COMM_WORLD_LOCAL_SIZE=2 LOCAL_WORLD_SIZE=1 MASTER_ADDR=h MASTER_PORT=1")))
                 .hasMessageContaining("LOCAL_WORLD_SIZE=1 but Open MPI says 2 (OMPI_COMM_WORLD_LOCAL_SIZE)");
-        assertThatThrownBy(
-                        () -> JobEnvironment.detect(
-                                vars(
-                                        "MASTER_ADDR=h MASTER_PORT=1 RANK=0 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=x TORCHELASTIC_RESTART_COUNT=1 COHORT_RESTART_COUNT=0")))
+        assertThatThrownBy(() -> JobEnvironment.detect(
+                        vars("MASTER_ADDR=h MASTER_PORT=1 RANK=0 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=x "
+                                + "TORCHELASTIC_RESTART_COUNT=1 COHORT_RESTART_COUNT=0")))
                 .hasMessageContaining("COHORT_RESTART_COUNT=0 but torchrun says 1");
     }
 }

@@ -14,9 +14,9 @@ class LaunchEnvironmentTest {
 
     @Test
     void readsTorchrunsVariables() {
-        LaunchEnvironment e = LaunchEnvironment.parse(
-                vars(
-                        "MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 RANK=3 WORLD_SIZE=4 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 GROUP_RANK=1 COHORT_RESTART_COUNT=2 COHORT_RUN_ID=job-7"));
+        LaunchEnvironment e =
+                LaunchEnvironment.parse(vars("MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 RANK=3 WORLD_SIZE=4 LOCAL_RANK=1 "
+                        + "LOCAL_WORLD_SIZE=2 GROUP_RANK=1 COHORT_RESTART_COUNT=2 COHORT_RUN_ID=job-7"));
         assertThat(e.topology()).isEqualTo(new Topology(3, 4, 1, 2, 1));
         assertThat(e.restartCount()).isEqualTo(2);
         assertThat(e.runId()).isEqualTo("job-7");
@@ -58,10 +58,9 @@ class LaunchEnvironmentTest {
         assertThatThrownBy(() -> LaunchEnvironment.parse(
                         vars("MASTER_ADDR=h MASTER_PORT=5 RANK=0 WORLD_SIZE=4 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2")))
                 .hasMessageContaining("GROUP_RANK is not set");
-        assertThatThrownBy(
-                        () -> LaunchEnvironment.parse(
-                                vars(
-                                        "MASTER_ADDR=h MASTER_PORT=5 RANK=0 WORLD_SIZE=4 LOCAL_RANK=2 LOCAL_WORLD_SIZE=2 GROUP_RANK=0")))
+        assertThatThrownBy(() -> LaunchEnvironment.parse(
+                        vars("MASTER_ADDR=h MASTER_PORT=5 RANK=0 WORLD_SIZE=4 LOCAL_RANK=2 LOCAL_WORLD_SIZE=2 "
+                                + "GROUP_RANK=0")))
                 .hasMessageContaining("LOCAL_RANK='2' must be in [0, LOCAL_WORLD_SIZE=2)");
         assertThatThrownBy(() -> LaunchEnvironment.parse(env(
                         "MASTER_ADDR",

@@ -49,35 +49,34 @@ import picocli.CommandLine.Option;
         name = "collectives",
         mixinStandardHelpOptions = true,
         versionProvider = Commands.Version.class,
-        resourceBundle = "dev.cohort.bench.Collectives",
         description = "Collective latency and bandwidth, side by side with torch_collectives.py.")
 final class CollectivesBenchmark implements Callable<Integer> {
 
     static final List<Long> DEFAULT_SIZES =
             List.of(4 * Sizes.KIB, 64 * Sizes.KIB, Sizes.MIB, 16 * Sizes.MIB, 64 * Sizes.MIB, 256 * Sizes.MIB);
 
-    @Option(names = "--backend")
+    @Option(names = "--backend", descriptionKey = "collectives.backend")
     String backend = "gloo";
 
     @Option(names = "--sizes", description = "Allreduce sizes, e.g. 4K,1M,16M. Default: 4K,64K,1M,16M,64M,256M.")
     String sizes;
 
-    @Option(names = "--json", paramLabel = "FILE")
+    @Option(names = "--json", descriptionKey = "collectives.json", paramLabel = "FILE")
     Path json;
 
     @Option(names = "--no-chart", description = "With --json, no chart beside it.")
     boolean noChart;
 
-    @Option(names = "--timeout", paramLabel = "SECONDS")
+    @Option(names = "--timeout", descriptionKey = "collectives.timeout", paramLabel = "SECONDS")
     int timeoutSeconds = 900;
 
-    @Option(names = "--engine-option", paramLabel = "OPTION")
+    @Option(names = "--engine-option", descriptionKey = "collectives.engine-option", paramLabel = "OPTION")
     List<String> engineOptions = new ArrayList<>();
 
-    @Option(names = "--warmup-ms", paramLabel = "MS")
+    @Option(names = "--warmup-ms", descriptionKey = "collectives.warmup-ms", paramLabel = "MS")
     int warmupMs = 6000;
 
-    @Option(names = "--in-place")
+    @Option(names = "--in-place", descriptionKey = "collectives.in-place")
     boolean inPlace;
 
     @Mixin

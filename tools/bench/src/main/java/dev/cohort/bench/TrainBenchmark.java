@@ -45,7 +45,6 @@ import picocli.CommandLine.Option;
         name = "train",
         mixinStandardHelpOptions = true,
         versionProvider = Commands.Version.class,
-        resourceBundle = "dev.cohort.bench.Train",
         description = "Training throughput, side by side with torch_ddp.py.")
 final class TrainBenchmark implements Callable<Integer> {
 
