@@ -48,7 +48,10 @@ final class FlatBuffer {
         return allocate(type, like.stream().mapToLong(Tensor::numel).sum(), like);
     }
 
-    /** Over {@code buffer}, which {@code lender} lent (given back by {@link #release()}), or direct memory when null. */
+    /**
+     * Over {@code buffer}, which {@code lender} lent (given back by {@link #release()}); {@code
+     * lender} is null for ordinary direct memory.
+     */
     static FlatBuffer over(DenseBuffer buffer, BufferAllocator lender, List<Tensor> like) {
         return new FlatBuffer(buffer, lender, like);
     }
