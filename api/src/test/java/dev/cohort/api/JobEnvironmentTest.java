@@ -1,10 +1,11 @@
 package dev.cohort.api;
 
+import static dev.cohort.api.EnvVars.env;
+import static dev.cohort.api.EnvVars.vars;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.cohort.api.JobEnvironment.Launcher;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -14,14 +15,6 @@ import org.junit.jupiter.api.Timeout;
 /** Each launcher's variables, as its workers see them, read into Cohort's launch environment. */
 @Timeout(value = 10, unit = TimeUnit.SECONDS)
 class JobEnvironmentTest {
-
-    private static Map<String, String> env(String... kv) {
-        Map<String, String> m = new HashMap<>();
-        for (int i = 0; i < kv.length; i += 2) {
-            m.put(kv[i], kv[i + 1]);
-        }
-        return m;
-    }
 
     private static LaunchEnvironment launch(JobEnvironment job) {
         return LaunchEnvironment.parse(job.variables());
@@ -38,33 +31,9 @@ class JobEnvironmentTest {
     @Test
     void torchrunsWorkersJoinItsAgentStoreUnderItsRunAndRestarts() {
         // What torchrun (PyTorch 1.13) sets, measured: see the issue.
-        JobEnvironment job = JobEnvironment.detect(env(
-                "MASTER_ADDR",
-                "127.0.0.1",
-                "MASTER_PORT",
-                "29500",
-                "RANK",
-                "1",
-                "WORLD_SIZE",
-                "4",
-                "LOCAL_RANK",
-                "1",
-                "LOCAL_WORLD_SIZE",
-                "2",
-                "GROUP_RANK",
-                "0",
-                "GROUP_WORLD_SIZE",
-                "2",
-                "ROLE_RANK",
-                "1",
-                "TORCHELASTIC_RESTART_COUNT",
-                "3",
-                "TORCHELASTIC_RUN_ID",
-                "job/7",
-                "TORCHELASTIC_USE_AGENT_STORE",
-                "True",
-                "TORCHELASTIC_MAX_RESTARTS",
-                "3"));
+        JobEnvironment job = JobEnvironment.detect(
+                vars(
+                        "MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 RANK=1 WORLD_SIZE=4 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 GROUP_RANK=0 GROUP_WORLD_SIZE=2 ROLE_RANK=1 TORCHELASTIC_RESTART_COUNT=3 TORCHELASTIC_RUN_ID=job/7 TORCHELASTIC_USE_AGENT_STORE=True TORCHELASTIC_MAX_RESTARTS=3"));
         assertThat(job.launcher()).isEqualTo(Launcher.TORCHRUN);
         LaunchEnvironment e = launch(job);
         assertThat(e.topology()).isEqualTo(new Topology(1, 4, 1, 2, 0));
@@ -76,17 +45,9 @@ class JobEnvironmentTest {
 
     @Test
     void kubernetesPodsWithoutLocalVariablesHaveAnUnknownLayout() {
-        JobEnvironment job = JobEnvironment.detect(env(
-                "MASTER_ADDR",
-                "job-master-0",
-                "MASTER_PORT",
-                "23456",
-                "RANK",
-                "2",
-                "WORLD_SIZE",
-                "3",
-                "KUBERNETES_SERVICE_HOST",
-                "10.96.0.1"));
+        JobEnvironment job =
+                JobEnvironment.detect(vars("MASTER_ADDR=job-master-0 MASTER_PORT=23456 RANK=2 WORLD_SIZE=3 "
+                        + "KUBERNETES_SERVICE_HOST=10.96.0.1"));
         assertThat(job.launcher()).isEqualTo(Launcher.KUBERNETES);
         JobLayout layout = JobLayout.of(job.variables());
         assertThat(layout).isEqualTo(new JobLayout(3, 0, 0));
@@ -95,29 +56,15 @@ class JobEnvironmentTest {
         assertThat(layout.sharedHosts()).isFalse();
         assertThat(job.describe()).contains("learned at rendezvous");
         // A pod that runs several workers says so, and is believed.
-        JobEnvironment several = JobEnvironment.detect(env(
-                "MASTER_ADDR",
-                "m",
-                "MASTER_PORT",
-                "1",
-                "RANK",
-                "3",
-                "WORLD_SIZE",
-                "4",
-                "LOCAL_RANK",
-                "1",
-                "LOCAL_WORLD_SIZE",
-                "2",
-                "GROUP_RANK",
-                "1",
-                "KUBERNETES_SERVICE_HOST",
-                "10.96.0.1"));
+        JobEnvironment several = JobEnvironment.detect(
+                vars("MASTER_ADDR=m MASTER_PORT=1 RANK=3 WORLD_SIZE=4 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 "
+                        + "GROUP_RANK=1 KUBERNETES_SERVICE_HOST=10.96.0.1"));
         assertThat(launch(several).topology()).isEqualTo(new Topology(3, 4, 1, 2, 1));
     }
 
     @Test
     void plainVariablesAreReadAsTheyAre() {
-        Map<String, String> vars = env("MASTER_ADDR", "h", "MASTER_PORT", "1", "RANK", "0", "WORLD_SIZE", "2");
+        Map<String, String> vars = vars("MASTER_ADDR=h MASTER_PORT=1 RANK=0 WORLD_SIZE=2");
         JobEnvironment job = JobEnvironment.detect(vars);
         assertThat(job.launcher()).isEqualTo(Launcher.VARIABLES);
         assertThat(job.variables()).isEqualTo(vars);
@@ -126,19 +73,8 @@ class JobEnvironmentTest {
 
     @Test
     void openMpiGivesRanksAndTheHostFromItsLocalSize() {
-        Map<String, String> vars = env(
-                "OMPI_COMM_WORLD_RANK",
-                "5",
-                "OMPI_COMM_WORLD_SIZE",
-                "8",
-                "OMPI_COMM_WORLD_LOCAL_RANK",
-                "1",
-                "OMPI_COMM_WORLD_LOCAL_SIZE",
-                "4",
-                "MASTER_ADDR",
-                "n0",
-                "MASTER_PORT",
-                "29500");
+        Map<String, String> vars = vars("OMPI_COMM_WORLD_RANK=5 OMPI_COMM_WORLD_SIZE=8 OMPI_COMM_WORLD_LOCAL_RANK=1 "
+                + "OMPI_COMM_WORLD_LOCAL_SIZE=4 MASTER_ADDR=n0 MASTER_PORT=29500");
         JobEnvironment job = JobEnvironment.detect(vars);
         assertThat(job.launcher()).isEqualTo(Launcher.OPEN_MPI);
         assertThat(launch(job).topology()).isEqualTo(new Topology(5, 8, 1, 4, 1));
@@ -169,25 +105,9 @@ class JobEnvironmentTest {
 
     @Test
     void slurmGivesRanksNodesAMasterAndAPort() {
-        Map<String, String> vars = env(
-                "SLURM_PROCID",
-                "4",
-                "SLURM_NTASKS",
-                "5",
-                "SLURM_LOCALID",
-                "0",
-                "SLURM_NODEID",
-                "2",
-                "SLURM_NNODES",
-                "3",
-                "SLURM_STEP_TASKS_PER_NODE",
-                "2(x2),1",
-                "SLURM_STEP_NODELIST",
-                "gpu[07-08,12]",
-                "SLURM_JOB_ID",
-                "123456",
-                "SLURM_STEP_ID",
-                "0");
+        Map<String, String> vars = vars("SLURM_PROCID=4 SLURM_NTASKS=5 SLURM_LOCALID=0 SLURM_NODEID=2 SLURM_NNODES=3 "
+                + "SLURM_STEP_TASKS_PER_NODE=2(x2),1 SLURM_STEP_NODELIST=gpu[07-08,12] "
+                + "SLURM_JOB_ID=123456 SLURM_STEP_ID=0");
         JobEnvironment job = JobEnvironment.detect(vars);
         assertThat(job.launcher()).isEqualTo(Launcher.SLURM);
         LaunchEnvironment e = launch(job);
@@ -219,60 +139,19 @@ class JobEnvironmentTest {
 
     @Test
     void variablesThatContradictTheLauncherAreNamed() {
-        assertThatThrownBy(() -> JobEnvironment.detect(env(
-                        "SLURM_PROCID",
-                        "1",
-                        "SLURM_NTASKS",
-                        "2",
-                        "SLURM_LOCALID",
-                        "1",
-                        "SLURM_NODEID",
-                        "0",
-                        "SLURM_NNODES",
-                        "1",
-                        "SLURM_TASKS_PER_NODE",
-                        "2",
-                        "SLURM_JOB_NODELIST",
-                        "n1",
-                        "SLURM_JOB_ID",
-                        "9",
-                        "SLURM_STEP_ID",
-                        "0",
-                        "WORLD_SIZE",
-                        "4")))
+        assertThatThrownBy(() -> JobEnvironment.detect(
+                        vars("SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_LOCALID=1 SLURM_NODEID=0 SLURM_NNODES=1 "
+                                + "SLURM_TASKS_PER_NODE=2 SLURM_JOB_NODELIST=n1 SLURM_JOB_ID=9 SLURM_STEP_ID=0 "
+                                + "WORLD_SIZE=4")))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("WORLD_SIZE=4 but Slurm says 2 (SLURM_NTASKS)");
-        assertThatThrownBy(() -> JobEnvironment.detect(env(
-                        "OMPI_COMM_WORLD_RANK",
-                        "0",
-                        "OMPI_COMM_WORLD_SIZE",
-                        "2",
-                        "OMPI_COMM_WORLD_LOCAL_RANK",
-                        "0",
-                        "OMPI_COMM_WORLD_LOCAL_SIZE",
-                        "2",
-                        "LOCAL_WORLD_SIZE",
-                        "1",
-                        "MASTER_ADDR",
-                        "h",
-                        "MASTER_PORT",
-                        "1")))
+        assertThatThrownBy(() -> JobEnvironment.detect(
+                        vars("OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0 "
+                                + "OMPI_COMM_WORLD_LOCAL_SIZE=2 LOCAL_WORLD_SIZE=1 MASTER_ADDR=h MASTER_PORT=1")))
                 .hasMessageContaining("LOCAL_WORLD_SIZE=1 but Open MPI says 2 (OMPI_COMM_WORLD_LOCAL_SIZE)");
-        assertThatThrownBy(() -> JobEnvironment.detect(env(
-                        "MASTER_ADDR",
-                        "h",
-                        "MASTER_PORT",
-                        "1",
-                        "RANK",
-                        "0",
-                        "WORLD_SIZE",
-                        "2",
-                        "TORCHELASTIC_RUN_ID",
-                        "x",
-                        "TORCHELASTIC_RESTART_COUNT",
-                        "1",
-                        "COHORT_RESTART_COUNT",
-                        "0")))
+        assertThatThrownBy(() -> JobEnvironment.detect(
+                        vars("MASTER_ADDR=h MASTER_PORT=1 RANK=0 WORLD_SIZE=2 TORCHELASTIC_RUN_ID=x "
+                                + "TORCHELASTIC_RESTART_COUNT=1 COHORT_RESTART_COUNT=0")))
                 .hasMessageContaining("COHORT_RESTART_COUNT=0 but torchrun says 1");
     }
 }

@@ -1,10 +1,10 @@
 package dev.cohort.api;
 
+import static dev.cohort.api.EnvVars.env;
+import static dev.cohort.api.EnvVars.vars;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.util.HashMap;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -12,35 +12,11 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 10, unit = TimeUnit.SECONDS)
 class LaunchEnvironmentTest {
 
-    private static Map<String, String> env(String... kv) {
-        Map<String, String> m = new HashMap<>();
-        for (int i = 0; i < kv.length; i += 2) {
-            m.put(kv[i], kv[i + 1]);
-        }
-        return m;
-    }
-
     @Test
     void readsTorchrunsVariables() {
-        LaunchEnvironment e = LaunchEnvironment.parse(env(
-                "MASTER_ADDR",
-                "10.0.0.1",
-                "MASTER_PORT",
-                "29500",
-                "RANK",
-                "3",
-                "WORLD_SIZE",
-                "4",
-                "LOCAL_RANK",
-                "1",
-                "LOCAL_WORLD_SIZE",
-                "2",
-                "GROUP_RANK",
-                "1",
-                "COHORT_RESTART_COUNT",
-                "2",
-                "COHORT_RUN_ID",
-                "job-7"));
+        LaunchEnvironment e =
+                LaunchEnvironment.parse(vars("MASTER_ADDR=10.0.0.1 MASTER_PORT=29500 RANK=3 WORLD_SIZE=4 LOCAL_RANK=1 "
+                        + "LOCAL_WORLD_SIZE=2 GROUP_RANK=1 COHORT_RESTART_COUNT=2 COHORT_RUN_ID=job-7"));
         assertThat(e.topology()).isEqualTo(new Topology(3, 4, 1, 2, 1));
         assertThat(e.restartCount()).isEqualTo(2);
         assertThat(e.runId()).isEqualTo("job-7");
@@ -62,8 +38,7 @@ class LaunchEnvironmentTest {
 
     @Test
     void defaultsToOneNode() {
-        LaunchEnvironment e =
-                LaunchEnvironment.parse(env("MASTER_ADDR", "h", "MASTER_PORT", "1", "RANK", "1", "WORLD_SIZE", "2"));
+        LaunchEnvironment e = LaunchEnvironment.parse(vars("MASTER_ADDR=h MASTER_PORT=1 RANK=1 WORLD_SIZE=2"));
         assertThat(e.topology()).isEqualTo(new Topology(1, 2, 1, 2, 0));
         assertThat(e.runId()).isEqualTo("cohort");
     }
@@ -72,47 +47,20 @@ class LaunchEnvironmentTest {
     void errorsNameTheVariableAndItsValue() {
         assertThatThrownBy(() -> LaunchEnvironment.parse(env("MASTER_PORT", "1", "RANK", "0", "WORLD_SIZE", "1")))
                 .hasMessageContaining("MASTER_ADDR is not set");
-        assertThatThrownBy(() -> LaunchEnvironment.parse(
-                        env("MASTER_ADDR", "h", "MASTER_PORT", "x", "RANK", "0", "WORLD_SIZE", "1")))
+        assertThatThrownBy(() -> LaunchEnvironment.parse(vars("MASTER_ADDR=h MASTER_PORT=x RANK=0 WORLD_SIZE=1")))
                 .hasMessageContaining("MASTER_PORT='x' is not an integer");
-        assertThatThrownBy(() -> LaunchEnvironment.parse(
-                        env("MASTER_ADDR", "h", "MASTER_PORT", "70000", "RANK", "0", "WORLD_SIZE", "1")))
+        assertThatThrownBy(() -> LaunchEnvironment.parse(vars("MASTER_ADDR=h MASTER_PORT=70000 RANK=0 WORLD_SIZE=1")))
                 .hasMessageContaining("MASTER_PORT='70000'");
-        assertThatThrownBy(() -> LaunchEnvironment.parse(
-                        env("MASTER_ADDR", "h", "MASTER_PORT", "5", "RANK", "4", "WORLD_SIZE", "4")))
+        assertThatThrownBy(() -> LaunchEnvironment.parse(vars("MASTER_ADDR=h MASTER_PORT=5 RANK=4 WORLD_SIZE=4")))
                 .hasMessageContaining("RANK='4' must be in [0, WORLD_SIZE=4)");
-        assertThatThrownBy(() -> LaunchEnvironment.parse(
-                        env("MASTER_ADDR", "h", "MASTER_PORT", "5", "RANK", "0", "WORLD_SIZE", "0")))
+        assertThatThrownBy(() -> LaunchEnvironment.parse(vars("MASTER_ADDR=h MASTER_PORT=5 RANK=0 WORLD_SIZE=0")))
                 .hasMessageContaining("WORLD_SIZE='0' must be >= 1");
-        assertThatThrownBy(() -> LaunchEnvironment.parse(env(
-                        "MASTER_ADDR",
-                        "h",
-                        "MASTER_PORT",
-                        "5",
-                        "RANK",
-                        "0",
-                        "WORLD_SIZE",
-                        "4",
-                        "LOCAL_RANK",
-                        "0",
-                        "LOCAL_WORLD_SIZE",
-                        "2")))
+        assertThatThrownBy(() -> LaunchEnvironment.parse(
+                        vars("MASTER_ADDR=h MASTER_PORT=5 RANK=0 WORLD_SIZE=4 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2")))
                 .hasMessageContaining("GROUP_RANK is not set");
-        assertThatThrownBy(() -> LaunchEnvironment.parse(env(
-                        "MASTER_ADDR",
-                        "h",
-                        "MASTER_PORT",
-                        "5",
-                        "RANK",
-                        "0",
-                        "WORLD_SIZE",
-                        "4",
-                        "LOCAL_RANK",
-                        "2",
-                        "LOCAL_WORLD_SIZE",
-                        "2",
-                        "GROUP_RANK",
-                        "0")))
+        assertThatThrownBy(() -> LaunchEnvironment.parse(
+                        vars("MASTER_ADDR=h MASTER_PORT=5 RANK=0 WORLD_SIZE=4 LOCAL_RANK=2 LOCAL_WORLD_SIZE=2 "
+                                + "GROUP_RANK=0")))
                 .hasMessageContaining("LOCAL_RANK='2' must be in [0, LOCAL_WORLD_SIZE=2)");
         assertThatThrownBy(() -> LaunchEnvironment.parse(env(
                         "MASTER_ADDR",

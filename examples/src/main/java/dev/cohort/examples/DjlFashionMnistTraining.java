@@ -190,39 +190,22 @@ public final class DjlFashionMnistTraining {
                                             "reading the training batches failed: " + e.getMessage(), e);
                                 }
                                 int count = batchesPerEpoch() - firstBatch;
-                                return new TrainingLoop.Steps() {
-                                    private int taken;
-
-                                    @Override
-                                    public boolean hasNext() {
-                                        return it.hasNext();
-                                    }
-
-                                    @Override
-                                    public int remaining() {
-                                        return count - taken;
-                                    }
-
-                                    @Override
-                                    public TrainingLoop.StepResult train(long step, long totalSteps) {
-                                        try (Batch b = it.next()) {
-                                            taken++;
-                                            double loss;
-                                            try (GradientCollector collector = trainer.newGradientCollector()) {
-                                                NDList predicted = trainer.forward(b.getData());
-                                                NDArray batchLoss =
-                                                        trainer.getLoss().evaluate(b.getLabels(), predicted);
-                                                collector.backward(batchLoss);
-                                                try (NDArray averaged =
-                                                        DistributedArrays.averageAll(backend, batchLoss)) {
-                                                    loss = averaged.getFloat();
-                                                }
+                                return TrainingLoop.steps(it, count, (next, step, totalSteps) -> {
+                                    try (Batch b = next.get()) {
+                                        double loss;
+                                        try (GradientCollector collector = trainer.newGradientCollector()) {
+                                            NDList predicted = trainer.forward(b.getData());
+                                            NDArray batchLoss =
+                                                    trainer.getLoss().evaluate(b.getLabels(), predicted);
+                                            collector.backward(batchLoss);
+                                            try (NDArray averaged = DistributedArrays.averageAll(backend, batchLoss)) {
+                                                loss = averaged.getFloat();
                                             }
-                                            trainer.step();
-                                            return new TrainingLoop.StepResult(loss, b.getSize());
                                         }
+                                        trainer.step();
+                                        return new TrainingLoop.StepResult(loss, b.getSize());
                                     }
-                                };
+                                });
                             }
 
                             @Override

@@ -28,22 +28,22 @@ public final class DjlModels {
 
     /** As {@link SmallCnn}: conv 5x5 32 - ReLU - pool 2 - conv 5x5 64 - ReLU - pool 2 - linear 128 - ReLU - linear 10. */
     public static Block cnn() {
-        return new SequentialBlock()
-                .add(Conv2d.builder()
-                        .setKernelShape(new Shape(5, 5))
-                        .setFilters(32)
-                        .build())
-                .add(Activation::relu)
-                .add(Pool.maxPool2dBlock(new Shape(2, 2), new Shape(2, 2)))
-                .add(Conv2d.builder()
-                        .setKernelShape(new Shape(5, 5))
-                        .setFilters(64)
-                        .build())
-                .add(Activation::relu)
-                .add(Pool.maxPool2dBlock(new Shape(2, 2), new Shape(2, 2)))
-                .add(Blocks.batchFlattenBlock())
+        SequentialBlock block = new SequentialBlock();
+        addConvReluPool(block, 32);
+        addConvReluPool(block, 64);
+        return block.add(Blocks.batchFlattenBlock())
                 .add(Linear.builder().setUnits(128).build())
                 .add(Activation::relu)
                 .add(Linear.builder().setUnits(FashionMnist.CLASSES).build());
+    }
+
+    /** Adds conv 5x5 of {@code filters} channels - ReLU - max pool 2 to {@code block} (flat, not nested). */
+    private static void addConvReluPool(SequentialBlock block, int filters) {
+        block.add(Conv2d.builder()
+                        .setKernelShape(new Shape(5, 5))
+                        .setFilters(filters)
+                        .build())
+                .add(Activation::relu)
+                .add(Pool.maxPool2dBlock(new Shape(2, 2), new Shape(2, 2)));
     }
 }

@@ -33,6 +33,7 @@ import picocli.CommandLine.Option;
         mixinStandardHelpOptions = true,
         sortOptions = false,
         versionProvider = Commands.Version.class,
+        resourceBundle = "dev.cohort.examples.Trainer",
         description = "Trains a classifier on Fashion-MNIST with data-parallel workers.",
         exitCodeListHeading = "%nExit codes:%n",
         exitCodeList = {
@@ -61,67 +62,34 @@ public final class FashionMnistTrainer implements Callable<Integer> {
                     + FashionMnist.DEBIAN_PACKAGE + ")")
     Path dataDir;
 
-    @Option(
-            names = "--model",
-            paramLabel = "mlp|cnn",
-            defaultValue = "mlp",
-            description =
-                    "mlp (784-512-256-10) or cnn (two 5x5 conv layers, 32 and 64 channels) (default: ${DEFAULT-VALUE})")
+    @Option(names = "--model", paramLabel = "mlp|cnn", defaultValue = "mlp")
     String model;
 
-    @Option(
-            names = "--grad-compression",
-            paramLabel = "none|bf16|fp16",
-            defaultValue = "none",
-            description =
-                    "Send float32 gradients as 16-bit floats, half the bytes (--framework torch; default: ${DEFAULT-VALUE})")
+    @Option(names = "--grad-compression", paramLabel = "none|bf16|fp16", defaultValue = "none")
     String gradCompression;
 
-    @Option(
-            names = "--zero",
-            paramLabel = "0|1|2",
-            defaultValue = "0",
-            description = "ZeRO stage: 1 shards the optimizer state across workers, 2 also the averaged gradients "
-                    + "(--framework torch; default: ${DEFAULT-VALUE})")
+    @Option(names = "--zero", paramLabel = "0|1|2", defaultValue = "0")
     int zeroStage;
 
-    @Option(
-            names = "--framework",
-            paramLabel = "torch|djl",
-            defaultValue = "torch",
-            description =
-                    "torch: JavaCPP's PyTorch with Cohort's distribute(); djl: DJL's PyTorch engine with Cohort's "
-                            + "DistributedTrainer, on an engine that loads no libtorch of its own (tcp, shm) (default: ${DEFAULT-VALUE})")
+    @Option(names = "--framework", paramLabel = "torch|djl", defaultValue = "torch")
     String framework;
 
     @Option(names = "--epochs", paramLabel = "N", defaultValue = "4", description = "(default: ${DEFAULT-VALUE})")
     int epochs;
 
-    @Option(
-            names = "--batch-size",
-            paramLabel = "N",
-            defaultValue = "64",
-            description = "examples per step per worker (default: ${DEFAULT-VALUE})")
+    @Option(names = "--batch-size", paramLabel = "N", defaultValue = "64")
     int batchSize;
 
     @Option(names = "--lr", paramLabel = "X", description = "SGD learning rate (default: 0.05)")
     Double lr;
 
-    @Option(
-            names = "--lr-schedule",
-            paramLabel = "linear|constant",
-            defaultValue = "linear",
-            description = "linear: decay to 0 over the planned steps; constant (default: ${DEFAULT-VALUE})")
+    @Option(names = "--lr-schedule", paramLabel = "linear|constant", defaultValue = "linear")
     String schedule;
 
     @Option(names = "--momentum", paramLabel = "X", defaultValue = "0.9", description = "(default: ${DEFAULT-VALUE})")
     double momentum;
 
-    @Option(
-            names = "--seed",
-            paramLabel = "N",
-            defaultValue = "42",
-            description = "seeds the weights and the data order (default: ${DEFAULT-VALUE})")
+    @Option(names = "--seed", paramLabel = "N", defaultValue = "42")
     long seed;
 
     @Option(
@@ -130,45 +98,22 @@ public final class FashionMnistTrainer implements Callable<Integer> {
             description = "compute threads of this worker (default: $" + THREADS_ENV + ", else 1)")
     Integer threads;
 
-    @Option(
-            names = "--max-steps",
-            paramLabel = "N",
-            defaultValue = "0",
-            description = "stop after N steps in all, 0 = no limit (default: ${DEFAULT-VALUE})")
+    @Option(names = "--max-steps", paramLabel = "N", defaultValue = "0")
     long maxSteps;
 
-    @Option(
-            names = "--checkpoint-dir",
-            paramLabel = "DIR",
-            description = "save checkpoints there (root only): after each epoch and every --checkpoint-every steps")
+    @Option(names = "--checkpoint-dir", paramLabel = "DIR")
     Path checkpointDir;
 
-    @Option(
-            names = "--checkpoint-every",
-            paramLabel = "STEPS",
-            defaultValue = "0",
-            description = "also save every STEPS steps; 0 = at epoch ends only (default: ${DEFAULT-VALUE})")
+    @Option(names = "--checkpoint-every", paramLabel = "STEPS", defaultValue = "0")
     int checkpointEvery;
 
     @Option(names = "--resume", description = "continue from the latest checkpoint in --checkpoint-dir, if any")
     boolean resume;
 
-    @Option(
-            names = "--elastic-batch",
-            paramLabel = "per-worker|global",
-            defaultValue = "per-worker",
-            description =
-                    "when an elastic run (cohort run --elastic) loses a worker: keep each worker's batch and scale "
-                            + "the learning rate with the number of workers (per-worker, the default), or keep the global batch "
-                            + "(global: it must divide among the workers left)")
+    @Option(names = "--elastic-batch", paramLabel = "per-worker|global", defaultValue = "per-worker")
     String elasticBatch;
 
-    @Option(
-            names = "--json",
-            paramLabel = "FILE",
-            description =
-                    "write the summary there (root only): workers, epochs, test_accuracy, samples_per_s, seconds, "
-                            + "epochs_detail; and its chart (loss, accuracy, samples/s per epoch) beside it, FILE.json -> FILE.png")
+    @Option(names = "--json", paramLabel = "FILE")
     Path json;
 
     /** How long an elastic run's survivors wait for the launcher's next generation and its group to connect. */
@@ -287,21 +232,11 @@ public final class FashionMnistTrainer implements Callable<Integer> {
             }
             return 0;
         } catch (DataFileException e) {
-            err.println("fashion-mnist: bad data: " + e.getMessage());
-            JobEnvironment.recordFailure(e);
-            return 1;
-        } catch (IOException e) {
-            err.println("fashion-mnist: " + e.getMessage());
-            JobEnvironment.recordFailure(e);
-            return 1;
-        } catch (BackendUnavailableException e) {
-            err.println("fashion-mnist: " + e.getMessage());
-            JobEnvironment.recordFailure(e);
-            return 1;
+            return failed("bad data: " + e.getMessage(), e, 1);
+        } catch (IOException | BackendUnavailableException e) {
+            return failed(e.getMessage(), e, 1);
         } catch (IllegalArgumentException e) {
-            err.println("fashion-mnist: " + e.getMessage());
-            JobEnvironment.recordFailure(e);
-            return 2;
+            return failed(e.getMessage(), e, 2);
         } catch (RuntimeException e) {
             // A collective failed (a lost peer, a timeout) or something else went wrong: said here,
             // before the end is signalled, so that a worker being stopped still prints it.
@@ -317,6 +252,13 @@ public final class FashionMnistTrainer implements Callable<Integer> {
                 // The JVM is shutting down; the hook is running or has run.
             }
         }
+    }
+
+    /** Says {@code message} as this program, records {@code e} for the launcher, and returns {@code exitCode}. */
+    private int failed(String message, Exception e, int exitCode) {
+        err.println("fashion-mnist: " + message);
+        JobEnvironment.recordFailure(e);
+        return exitCode;
     }
 
     private void awaitEnd(CountDownLatch ended) {

@@ -182,39 +182,22 @@ public final class FashionMnistTraining {
                         trained.train(true);
                         Iterator<MiniBatch> it = loader.epoch(epoch, firstBatch).iterator();
                         int count = loader.batchesPerEpoch() - firstBatch;
-                        return new TrainingLoop.Steps() {
-                            private int taken;
-
-                            @Override
-                            public boolean hasNext() {
-                                return it.hasNext();
+                        return TrainingLoop.steps(it, count, (next, step, totalSteps) -> {
+                            // The scope frees the step's native temporaries at once (not at the next GC).
+                            try (PointerScope scope = new PointerScope()) {
+                                MiniBatch b = next.get();
+                                setLearningRate(
+                                        optimizer, lrScale * TrainingLoop.learningRate(config, step, totalSteps));
+                                optimizer.zero_grad();
+                                Tensor loss = cross_entropy(trained.forward(b.inputs()), b.targets());
+                                loss.backward();
+                                optimizer.step();
+                                return new TrainingLoop.StepResult(
+                                        TorchCollectives.averageAll(backend, loss)
+                                                .item_float(),
+                                        b.size());
                             }
-
-                            @Override
-                            public int remaining() {
-                                return count - taken;
-                            }
-
-                            @Override
-                            @SuppressWarnings("try") // the scope acts by existing, not by being referenced
-                            public TrainingLoop.StepResult train(long step, long totalSteps) {
-                                // The scope frees the step's native temporaries at once (not at the next GC).
-                                try (PointerScope scope = new PointerScope()) {
-                                    MiniBatch b = it.next();
-                                    taken++;
-                                    setLearningRate(
-                                            optimizer, lrScale * TrainingLoop.learningRate(config, step, totalSteps));
-                                    optimizer.zero_grad();
-                                    Tensor loss = cross_entropy(trained.forward(b.inputs()), b.targets());
-                                    loss.backward();
-                                    optimizer.step();
-                                    return new TrainingLoop.StepResult(
-                                            TorchCollectives.averageAll(backend, loss)
-                                                    .item_float(),
-                                            b.size());
-                                }
-                            }
-                        };
+                        });
                     }
 
                     @Override

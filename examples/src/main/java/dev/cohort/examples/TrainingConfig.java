@@ -109,6 +109,19 @@ public record TrainingConfig(
     }
 
     public TrainingConfig withMaxSteps(long steps) {
+        return copy(steps, checkpointDir, checkpointEvery, resume, zeroStage);
+    }
+
+    public TrainingConfig withCheckpoints(Path dir, int every, boolean resumeFromLatest) {
+        return copy(maxSteps, dir, every, resumeFromLatest, zeroStage);
+    }
+
+    public TrainingConfig withZeroStage(int stage) {
+        return copy(maxSteps, checkpointDir, checkpointEvery, resume, stage);
+    }
+
+    /** This configuration with the settings the {@code with} methods change replaced. */
+    private TrainingConfig copy(long steps, Path dir, int every, boolean resumeFromLatest, int stage) {
         return new TrainingConfig(
                 model,
                 epochs,
@@ -119,47 +132,9 @@ public record TrainingConfig(
                 seed,
                 threads,
                 steps,
-                checkpointDir,
-                checkpointEvery,
-                resume,
-                gradCompression,
-                zeroStage,
-                elasticBatch);
-    }
-
-    public TrainingConfig withCheckpoints(Path dir, int every, boolean resumeFromLatest) {
-        return new TrainingConfig(
-                model,
-                epochs,
-                batchSize,
-                lr,
-                schedule,
-                momentum,
-                seed,
-                threads,
-                maxSteps,
                 dir,
                 every,
                 resumeFromLatest,
-                gradCompression,
-                zeroStage,
-                elasticBatch);
-    }
-
-    public TrainingConfig withZeroStage(int stage) {
-        return new TrainingConfig(
-                model,
-                epochs,
-                batchSize,
-                lr,
-                schedule,
-                momentum,
-                seed,
-                threads,
-                maxSteps,
-                checkpointDir,
-                checkpointEvery,
-                resume,
                 gradCompression,
                 stage,
                 elasticBatch);

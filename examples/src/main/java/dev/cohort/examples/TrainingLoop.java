@@ -14,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
@@ -104,6 +105,37 @@ final class TrainingLoop {
 
     /** A trained batch: the loss averaged over workers, and this worker's samples. */
     record StepResult(double loss, long samples) {}
+
+    /** Trains one batch as global step {@code step} of {@code totalSteps}. */
+    interface BatchStep<B> {
+        /**
+         * @param next gives the batch: call it once, inside whatever scope is to own the batch's memory
+         */
+        StepResult train(java.util.function.Supplier<B> next, long step, long totalSteps);
+    }
+
+    /** The {@code count} steps over {@code batches}, each batch trained by {@code train}. */
+    static <B> Steps steps(Iterator<B> batches, int count, BatchStep<B> train) {
+        return new Steps() {
+            private int taken;
+
+            @Override
+            public boolean hasNext() {
+                return batches.hasNext();
+            }
+
+            @Override
+            public int remaining() {
+                return count - taken;
+            }
+
+            @Override
+            public StepResult train(long step, long totalSteps) {
+                taken++;
+                return train.train(batches::next, step, totalSteps);
+            }
+        };
+    }
 
     private static final int CHECKPOINTS_KEPT = 2;
     private static final PrintStream NO_OUTPUT = new PrintStream(java.io.OutputStream.nullOutputStream());

@@ -255,6 +255,8 @@ class ElasticRunTest {
         Path secret = dir.resolve("secret");
         JobSecret.generate().writeTo(secret);
         List<Process> nodes = new ArrayList<>();
+        java.util.concurrent.CompletableFuture<Boolean> node0Said = new java.util.concurrent.CompletableFuture<>();
+        Thread node0Copier = null;
         for (int node = 0; node < 2; node++) {
             List<String> cmd = new ArrayList<>(List.of(
                     Path.of(System.getProperty("java.home"), "bin", "java").toString(),
@@ -279,23 +281,27 @@ class ElasticRunTest {
             cmd.add("--");
             cmd.addAll(program);
             if (node == 1 && node1After != null) {
-                long until = System.nanoTime() + 120_000_000_000L;
-                while (!Files.readString(dir.resolve("node-0.log")).contains(node1After)
-                        && System.nanoTime() < until
-                        && nodes.get(0).isAlive()) {
-                    Thread.sleep(100);
-                }
+                // node 0's marker, or the end of its output: then node 1 starts (and the assertions tell which)
+                node0Said.get(120, java.util.concurrent.TimeUnit.SECONDS);
             }
-            nodes.add(new ProcessBuilder(hosts.on(node, cmd))
-                    .redirectErrorStream(true)
-                    .redirectOutput(dir.resolve("node-" + node + ".log").toFile())
-                    .start());
+            Path log = dir.resolve("node-" + node + ".log");
+            ProcessBuilder builder = new ProcessBuilder(hosts.on(node, cmd)).redirectErrorStream(true);
+            if (node == 0 && node1After != null) {
+                Process started = builder.start();
+                node0Copier = copyWatching(started, log, node1After, node0Said);
+                nodes.add(started);
+            } else {
+                nodes.add(builder.redirectOutput(log.toFile()).start());
+            }
         }
         for (Process p : nodes) {
             if (!p.waitFor(180, java.util.concurrent.TimeUnit.SECONDS)) {
                 nodes.forEach(Process::destroyForcibly);
                 p.waitFor();
             }
+        }
+        if (node0Copier != null) {
+            node0Copier.join(10_000); // the output ended with the process: the log is whole
         }
         Nodes run = new Nodes(
                 nodes.get(0).exitValue(),
@@ -304,6 +310,37 @@ class ElasticRunTest {
                 Files.readString(dir.resolve("node-1.log")));
         System.out.println(run.both());
         return run;
+    }
+
+    /**
+     * Copies {@code process}'s output into {@code log} line by line on a thread of its own;
+     * completes {@code said} with true at the first line containing {@code marker}, or with false
+     * at the end of the output. Join the thread before reading the log whole.
+     */
+    private static Thread copyWatching(
+            Process process, Path log, String marker, java.util.concurrent.CompletableFuture<Boolean> said) {
+        Thread copier = new Thread(
+                () -> {
+                    try (var in = process.inputReader(StandardCharsets.UTF_8);
+                            var out = Files.newBufferedWriter(log, StandardCharsets.UTF_8)) {
+                        for (String line = in.readLine(); line != null; line = in.readLine()) {
+                            out.write(line);
+                            out.newLine();
+                            out.flush();
+                            if (line.contains(marker)) {
+                                said.complete(true);
+                            }
+                        }
+                    } catch (java.io.IOException e) {
+                        said.completeExceptionally(e);
+                    } finally {
+                        said.complete(false);
+                    }
+                },
+                "copy-" + log.getFileName());
+        copier.setDaemon(true);
+        copier.start();
+        return copier;
     }
 
     /** Node 0 succeeded, and each of {@code survivors} kept its process into generation 1 and finished there. */

@@ -43,17 +43,7 @@ class BackendsTest {
     }
 
     private static Map<String, String> layout(int world, int perHost) {
-        return Map.of(
-                "RANK",
-                "0",
-                "WORLD_SIZE",
-                Integer.toString(world),
-                "LOCAL_RANK",
-                "0",
-                "LOCAL_WORLD_SIZE",
-                Integer.toString(perHost),
-                "GROUP_RANK",
-                "0");
+        return vars("RANK=0 WORLD_SIZE=" + world + " LOCAL_RANK=0 LOCAL_WORLD_SIZE=" + perHost + " GROUP_RANK=0");
     }
 
     /** An engine that declares itself to auto as the real ones do (gloo, shm, hier). */
@@ -113,20 +103,10 @@ class BackendsTest {
     /** An engine whose ranks meet at MASTER_ADDR:MASTER_PORT (as gloo, tcp, hier), or not (as shm, mpi). */
     private static DistributedBackend meeting(
             String name, boolean needsAddress, Predicate<JobLayout> suits, int preference) {
-        return new DistributedBackend() {
+        return new DistributedBackend() { // available, as the default says
             @Override
             public String name() {
                 return name;
-            }
-
-            @Override
-            public boolean isAvailable() {
-                return true;
-            }
-
-            @Override
-            public String unavailableReason() {
-                return "";
             }
 
             @Override
@@ -243,19 +223,7 @@ class BackendsTest {
         assertThat(Backends.select(
                         null,
                         all,
-                        Map.of(
-                                "COHORT_BACKEND",
-                                "AUTO",
-                                "RANK",
-                                "1",
-                                "WORLD_SIZE",
-                                "4",
-                                "LOCAL_RANK",
-                                "1",
-                                "LOCAL_WORLD_SIZE",
-                                "2",
-                                "GROUP_RANK",
-                                "0")))
+                        vars("COHORT_BACKEND=AUTO RANK=1 WORLD_SIZE=4 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 GROUP_RANK=0")))
                 .isSameAs(sharedMemoryJdk ? all.get("hier") : all.get("gloo"));
         Map<String, DistributedBackend> none = engines(false);
         none.put("hier", engine("hier", 22, false, JobLayout::sharedHosts, 20));
@@ -274,7 +242,7 @@ class BackendsTest {
         assertThat(Backends.select(null, all, layout(1, 1)).name()).isEqualTo("none");
         assertThat(Backends.select(null, all, Map.of()).name()).isEqualTo("none");
         // No LOCAL_*: which workers share a host is unknown, so nothing that needs shared memory.
-        Map<String, String> unknown = Map.of("RANK", "0", "WORLD_SIZE", "2", "MASTER_ADDR", "h", "MASTER_PORT", "1");
+        Map<String, String> unknown = vars("RANK=0 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=1");
         assertThat(Backends.select(null, all, unknown).name()).isEqualTo("gloo");
         assertThat(Backends.auto(unknown, 25, all.values()).reason())
                 .contains("does not say which workers share a host");
@@ -368,5 +336,12 @@ class BackendsTest {
                 .hasMessageStartingWith("backend 'tcp' (from --distributed-backend) is not on the class path: add the "
                         + "Maven artifact dev.cohort:cohort-tcp");
         assertThatThrownBy(() -> Backends.select("tcp")).hasMessageStartingWith("backend 'tcp' (from the program)");
+    }
+
+    /** {@code "K=V K=V ..."} as a map: launcher variables written compactly. */
+    private static Map<String, String> vars(String spec) {
+        return java.util.Arrays.stream(spec.split(" "))
+                .map(kv -> kv.split("=", 2))
+                .collect(java.util.stream.Collectors.toMap(kv -> kv[0], kv -> kv[1]));
     }
 }

@@ -31,34 +31,20 @@ class CheckpointsTest {
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void aResumedJobEndsBitIdenticalToTheUninterruptedOne(String optimizer) {
         Path checkpoint = tmp.resolve("checkpoint-" + optimizer + ".djl");
-        float[] straight = DjlRuns.train(
-                tmp,
-                2,
-                "loop",
-                BATCH,
-                STEPS,
-                1,
-                "optimizer=" + optimizer,
-                "epochs=2",
-                "shuffle=true",
-                "save=8:" + checkpoint);
+        float[] straight = DjlRuns.train(tmp, 2, "loop", BATCH, STEPS, 1, twoEpochs(optimizer, "save=8:" + checkpoint));
         assertThat(checkpoint).isRegularFile();
         assertThat(tmp).isDirectoryNotContaining(p -> p.getFileName().toString().contains(".tmp-"));
-        DjlRuns.Run resumed = DjlRuns.run(
-                tmp,
-                2,
-                "loop",
-                BATCH,
-                STEPS,
-                1,
-                "optimizer=" + optimizer,
-                "epochs=2",
-                "shuffle=true",
-                "resume=" + checkpoint);
+        DjlRuns.Run resumed =
+                DjlRuns.run(tmp, 2, "loop", BATCH, STEPS, 1, twoEpochs(optimizer, "resume=" + checkpoint));
         for (Result r : resumed.results()) {
             assertThat(r.output()).contains("RESUMED AT TrainingPosition[epoch=1, batchInEpoch=2, step=8]");
         }
         assertThat(DjlRuns.read(resumed.params())).containsExactly(straight);
+    }
+
+    /** The options of a two-epoch shuffled run with {@code optimizer}, then {@code saveOrResume}. */
+    private static String[] twoEpochs(String optimizer, String saveOrResume) {
+        return new String[] {"optimizer=" + optimizer, "epochs=2", "shuffle=true", saveOrResume};
     }
 
     @Test

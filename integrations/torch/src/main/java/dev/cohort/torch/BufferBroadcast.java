@@ -2,7 +2,6 @@ package dev.cohort.torch;
 
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.DataType;
-import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.libtorch.LibTorch;
 import java.util.ArrayList;
@@ -54,34 +53,20 @@ final class BufferBroadcast {
         try (PointerScope temporaries = new PointerScope()) {
             for (Packed p : packs) {
                 if (root) {
-                    for (int i = 0; i < p.buffers.size(); i++) {
-                        p.views.get(i).copy_(p.buffers.get(i));
-                    }
+                    p.flat.packAll(p.buffers);
                 }
-                group.broadcast(p.flat, DistributedBackend.ROOT_RANK).await();
+                group.broadcast(p.flat.buffer, DistributedBackend.ROOT_RANK).await();
                 if (!root) {
-                    for (int i = 0; i < p.buffers.size(); i++) {
-                        p.buffers.get(i).copy_(p.views.get(i));
-                    }
+                    p.flat.unpackAll(p.buffers);
                 }
             }
         }
     }
 
-    /** The buffers of one element type and their places in one flat direct buffer. */
-    private static final class Packed {
-        final List<Tensor> buffers;
-        final DenseBuffer flat;
-        final List<Tensor> views;
-
+    /** The buffers of one element type and their places in one flat buffer. */
+    private record Packed(List<Tensor> buffers, FlatBuffer flat) {
         Packed(DataType type, List<Tensor> buffers) {
-            this.buffers = buffers;
-            long count = 0;
-            for (Tensor b : buffers) {
-                count += b.numel();
-            }
-            this.flat = DenseBuffer.allocateDirect(type, Math.toIntExact(count));
-            this.views = TensorBuffers.flatViews(LibTorch.retain(TensorBuffers.tensor(flat)), buffers);
+            this(buffers, FlatBuffer.packing(type, buffers));
         }
     }
 }

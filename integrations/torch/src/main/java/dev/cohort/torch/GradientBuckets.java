@@ -8,11 +8,9 @@ import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.api.collective.Work;
 import dev.cohort.libtorch.LibTorch;
-import dev.cohort.libtorch.ScalarTypes;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Optional;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorBase;
@@ -98,11 +96,10 @@ final class GradientBuckets implements GradientAverager {
     private final ProcessGroup group;
     private final long bucketBytes;
     private final boolean overlap;
-    private final boolean findUnused;
+    private final UnusedParameters unused;
     /** The 16-bit type float32 buckets travel as, or null to send them as they are. */
     private final DataType compression;
 
-    private boolean toldOfUnused;
     /** Run before the first bucket of an iteration starts (see {@link #announceBefore}), or null. */
     private Runnable announce;
 
@@ -110,7 +107,7 @@ final class GradientBuckets implements GradientAverager {
     /** The parameters that take gradients, in reverse registration order; a parameter's index here is its id. */
     private final List<Tensor> params = new ArrayList<>();
 
-    private List<Bucket> buckets = new ArrayList<>();
+    private List<GradientBucket> buckets = new ArrayList<>();
     /** Where each parameter id lives: its bucket and its slot there. */
     private int[] bucketOf;
 
@@ -155,7 +152,7 @@ final class GradientBuckets implements GradientAverager {
         this.group = group;
         this.bucketBytes = bucketBytes;
         this.overlap = overlap;
-        this.findUnused = findUnused;
+        this.unused = new UnusedParameters(findUnused, group.rank());
         if (group.size() == 1) {
             readyOrder = null;
             return; // nothing to average
@@ -180,76 +177,20 @@ final class GradientBuckets implements GradientAverager {
     }
 
     /** Buckets for the parameters in {@code order} (ids), with their storage; sets where each parameter lives. */
-    private List<Bucket> layOut(int[] order) {
-        List<Bucket> laidOut = new ArrayList<>();
+    private List<GradientBucket> layOut(int[] order) {
+        long first = overlap ? Math.min(FIRST_BUCKET_BYTES, bucketBytes) : bucketBytes;
+        List<GradientBucket> laidOut = BucketLayout.cut(params, order, first, bucketBytes);
         bucketOf = new int[params.size()];
         slotOf = new int[params.size()];
-        Bucket open = null;
-        for (int id : order) {
-            Tensor p = params.get(id);
-            DataType type = ScalarTypes.dataType(p.scalar_type());
-            long limit = overlap && laidOut.size() == 1 ? Math.min(FIRST_BUCKET_BYTES, bucketBytes) : bucketBytes;
-            if (open == null || open.type != type || open.bytes >= limit) {
-                open = new Bucket(type);
-                laidOut.add(open);
+        for (int b = 0; b < laidOut.size(); b++) {
+            List<Integer> ids = laidOut.get(b).ids;
+            for (int slot = 0; slot < ids.size(); slot++) {
+                bucketOf[ids.get(slot)] = b;
+                slotOf[ids.get(slot)] = slot;
             }
-            bucketOf[id] = laidOut.size() - 1;
-            slotOf[id] = open.params.size();
-            open.add(id, p, p.numel() * type.byteSize());
         }
-        allocateStorage(laidOut, group.allocator());
+        sharedBuckets = BucketLayout.allocate(group, laidOut, compression);
         return laidOut;
-    }
-
-    /**
-     * Takes each bucket's buffer from {@code allocator} where every rank has room for it, else
-     * from ordinary direct memory; then makes the bucket tensors over it.
-     */
-    private void allocateStorage(List<Bucket> laidOut, Optional<BufferAllocator> allocator) {
-        sharedBuckets = 0;
-        if (allocator.isPresent()) {
-            BufferAllocator shared = allocator.get();
-            int[] everywhere = new int[laidOut.size()];
-            for (int i = 0; i < laidOut.size(); i++) {
-                Bucket b = laidOut.get(i);
-                b.buffer = shared.allocate(b.type, b.count()).orElse(null);
-                everywhere[i] = b.buffer == null ? 0 : 1;
-            }
-            group.allreduce(DenseBuffer.of(everywhere), ReduceOp.MIN).await();
-            long missedBytes = 0;
-            int missed = 0;
-            for (int i = 0; i < laidOut.size(); i++) {
-                Bucket b = laidOut.get(i);
-                if (everywhere[i] == 0) {
-                    if (b.buffer != null) {
-                        shared.release(b.buffer);
-                        b.buffer = null;
-                    }
-                    missed++;
-                    missedBytes += b.bytes;
-                } else {
-                    b.allocator = shared;
-                    sharedBuckets++;
-                }
-            }
-            if (missed > 0 && group.rank() == 0) {
-                LOG.log(
-                        System.Logger.Level.WARNING,
-                        String.format(
-                                "%d of %d gradient buckets (%.1f MiB) do not fit on "
-                                        + "every rank in %s; their allreduces copy in and out",
-                                missed, laidOut.size(), missedBytes / 1048576.0, shared.describe()));
-            }
-        }
-        laidOut.forEach(Bucket::allocate);
-        if (compression != null) {
-            for (Bucket b : laidOut) {
-                if (b.type == DataType.FLOAT32) {
-                    b.wire = DenseBuffer.allocateDirect(compression, b.count());
-                    b.wireFlat = LibTorch.retain(TensorBuffers.tensor(b.wire));
-                }
-            }
-        }
     }
 
     int bucketCount() {
@@ -296,7 +237,7 @@ final class GradientBuckets implements GradientAverager {
     synchronized int[] parameterOrder() {
         int[] order = new int[params.size()];
         int n = 0;
-        for (Bucket b : buckets) {
+        for (GradientBucket b : buckets) {
             for (int id : b.ids) {
                 order[n++] = id;
             }
@@ -307,8 +248,8 @@ final class GradientBuckets implements GradientAverager {
     /** The bytes one step's allreduces carry per rank: the buckets', or their 16-bit copies' where compressed. */
     synchronized long bytesPerStep() {
         long bytes = 0;
-        for (Bucket b : buckets) {
-            bytes += b.wire != null ? b.wire.byteSize() : b.buffer.byteSize();
+        for (GradientBucket b : buckets) {
+            bytes += b.wireBytes();
         }
         return bytes;
     }
@@ -328,16 +269,16 @@ final class GradientBuckets implements GradientAverager {
     synchronized void retire() {
         paused++;
         try (PointerScope temporaries = new PointerScope()) {
-            for (Bucket b : buckets) {
+            for (GradientBucket b : buckets) {
                 for (int i = 0; i < b.params.size(); i++) {
                     Tensor p = b.params.get(i);
-                    if (sameMemory(p.grad(), b.views.get(i))) {
-                        p.mutable_grad().put(b.views.get(i).clone());
+                    if (FlatBuffer.sameMemory(p.grad(), b.view(i))) {
+                        p.mutable_grad().put(b.view(i).clone());
                     }
                 }
             }
         }
-        for (Bucket b : buckets) {
+        for (GradientBucket b : buckets) {
             try {
                 b.free();
             } catch (RuntimeException e) {
@@ -372,8 +313,8 @@ final class GradientBuckets implements GradientAverager {
     @Override
     public synchronized void scaleAveraged(double factor) {
         try (PointerScope temporaries = new PointerScope()) {
-            for (Bucket b : buckets) {
-                b.flat.mul_(new org.bytedeco.pytorch.Scalar(factor));
+            for (GradientBucket b : buckets) {
+                b.storage.flat.mul_(new org.bytedeco.pytorch.Scalar(factor));
             }
         }
     }
@@ -397,15 +338,15 @@ final class GradientBuckets implements GradientAverager {
             return;
         }
         long began = System.nanoTime();
-        for (Bucket b : buckets) {
+        for (GradientBucket b : buckets) {
             if (b.work != null && !b.stale && b.work.isDone()) {
                 finishedDuringBackward++;
             }
         }
         try (PointerScope temporaries = new PointerScope()) {
-            int[] used = usedHere();
+            int[] used = unused.usedHere(buckets, params.size());
             for (int i = 0; i < buckets.size(); i++) {
-                Bucket b = buckets.get(i);
+                GradientBucket b = buckets.get(i);
                 if (b.work != null && b.stale) {
                     b.work.await(); // superseded by accumulated gradients: redo it
                     b.work = null;
@@ -418,7 +359,7 @@ final class GradientBuckets implements GradientAverager {
                     }
                 }
             }
-            Work usedAnywhere = findUnused ? group.allreduce(DenseBuffer.of(used), ReduceOp.MAX) : null;
+            Work usedAnywhere = unused.find ? group.allreduce(DenseBuffer.of(used), ReduceOp.MAX) : null;
             // The last bucket first: a caller that awaits runs every queued call up to its own on
             // its own thread, rather than leaving the earlier ones to the engine's thread.
             if (usedAnywhere != null) {
@@ -427,11 +368,11 @@ final class GradientBuckets implements GradientAverager {
             for (int i = buckets.size() - 1; overlap && i >= 0; i--) {
                 finish(buckets.get(i)); // without overlap each was finished as it started
             }
-            for (Bucket b : buckets) {
-                b.pointGradients(findUnused ? used : null);
+            for (GradientBucket b : buckets) {
+                b.pointGradients(unused.find ? used : null);
             }
         } finally {
-            for (Bucket b : buckets) {
+            for (GradientBucket b : buckets) {
                 b.reset();
             }
             nextToStart = 0;
@@ -444,10 +385,10 @@ final class GradientBuckets implements GradientAverager {
     }
 
     /** Waits for {@code b}'s average and widens a compressed one back into the bucket. */
-    private void finish(Bucket b) {
+    private void finish(GradientBucket b) {
         b.work.await();
         if (b.wire != null) {
-            b.flat.copy_(b.wireFlat); // back to float32, exactly
+            b.storage.flat.copy_(b.wire.flat); // back to float32, exactly
         }
     }
 
@@ -455,53 +396,18 @@ final class GradientBuckets implements GradientAverager {
      * Starts the average of {@code b}: as it is, or compressed: divided by the world size in
      * float32 (so 16-bit sums cannot overflow), rounded to 16 bits once, then summed.
      */
-    private Work start(Bucket b) {
+    private Work start(GradientBucket b) {
         if (announce != null && !announced) {
             announced = true;
             announce.run();
         }
         if (b.wire == null) {
-            return group.allreduce(b.buffer, ReduceOp.AVG);
+            return group.allreduce(b.storage.buffer, ReduceOp.AVG);
         }
         try (PointerScope temporaries = new PointerScope()) {
-            b.flat.div_(new org.bytedeco.pytorch.Scalar((double) group.size()));
-            b.wireFlat.copy_(b.flat);
+            b.wire.takeShare(b.storage.flat, group.size());
         }
-        return group.allreduce(b.wire, ReduceOp.SUM);
-    }
-
-    /**
-     * 1 for each parameter (by id) that has a gradient on this rank in this iteration, else 0;
-     * logs the first parameter without one, once (and then, without {@code findUnused}, looks no more: null).
-     */
-    private int[] usedHere() {
-        if (!findUnused && toldOfUnused) {
-            return null;
-        }
-        int[] used = new int[params.size()];
-        for (Bucket b : buckets) {
-            for (int i = 0; i < b.params.size(); i++) {
-                used[b.ids.get(i)] = b.ready[i] || b.params.get(i).grad().defined() ? 1 : 0;
-            }
-        }
-        if (!toldOfUnused) {
-            for (int id = 0; id < used.length; id++) {
-                if (used[id] == 0) {
-                    toldOfUnused = true;
-                    int unused = id;
-                    LOG.log(
-                            System.Logger.Level.INFO,
-                            () -> "rank " + group.rank() + ": parameter " + unused + " (reverse "
-                                    + "registration order) has no gradient in this step: "
-                                    + (findUnused
-                                            ? "where no rank has one it keeps none"
-                                            : "averaged as zeros, which optimizers with momentum "
-                                                    + "or weight decay still apply (option findUnusedParameters leaves parameters no rank used alone)"));
-                    break;
-                }
-            }
-        }
-        return used;
+        return group.allreduce(b.wire.buffer, ReduceOp.SUM);
     }
 
     /**
@@ -532,12 +438,11 @@ final class GradientBuckets implements GradientAverager {
         if (same) {
             return;
         }
-        List<Bucket> old = buckets;
+        List<GradientBucket> old = buckets;
         buckets = layOut(order);
         try (PointerScope temporaries = new PointerScope()) {
             for (int id = 0; id < params.size(); id++) {
-                Bucket b = buckets.get(bucketOf[id]);
-                Tensor view = b.views.get(slotOf[id]);
+                Tensor view = buckets.get(bucketOf[id]).view(slotOf[id]);
                 Tensor grad = params.get(id).grad();
                 if (grad.defined()) { // not a parameter that no rank used
                     view.copy_(grad);
@@ -545,7 +450,7 @@ final class GradientBuckets implements GradientAverager {
                 }
             }
         }
-        old.forEach(Bucket::free);
+        old.forEach(GradientBucket::free);
         LOG.log(
                 System.Logger.Level.DEBUG,
                 () -> "gradient buckets rebuilt in the order backward produced gradients: " + buckets.size()
@@ -572,16 +477,16 @@ final class GradientBuckets implements GradientAverager {
         if (readyOrder != null && !readyOrder.contains(id)) {
             readyOrder.add(id);
         }
-        Bucket bucket = buckets.get(bucketOf[id]);
+        GradientBucket bucket = buckets.get(bucketOf[id]);
         int slot = slotOf[id];
         if (bucket.work != null) {
             bucket.stale = true; // accumulation without a step: the step redoes it
             return;
         }
-        Tensor view = bucket.views.get(slot);
+        Tensor view = bucket.view(slot);
         Tensor accumulated = params.get(id).grad();
         if (accumulated.defined()) {
-            if (sameMemory(accumulated, view)) {
+            if (FlatBuffer.sameMemory(accumulated, view)) {
                 return; // autograd adds into the view after this hook: the step starts the bucket
             }
             view.copy_(accumulated);
@@ -589,133 +494,15 @@ final class GradientBuckets implements GradientAverager {
         } else {
             view.copy_(grad);
         }
-        if (!bucket.ready[slot]) {
-            bucket.ready[slot] = true;
-            bucket.readyCount++;
-        }
+        bucket.markReady(slot);
         while (nextToStart < buckets.size() && buckets.get(nextToStart).isFull()) {
-            Bucket next = buckets.get(nextToStart++);
+            GradientBucket next = buckets.get(nextToStart++);
             long began = System.nanoTime();
             next.work = start(next);
             long waited = System.nanoTime() - began;
             waitedNanos += waited;
             waitedInHooksNanos += waited;
             startedDuringBackward++;
-        }
-    }
-
-    /**
-     * Whether {@code grad} is (a detached alias of) {@code view}: the same memory, where autograd
-     * would accumulate in place. ({@code is_same} misses the aliases {@code detach()} makes, as
-     * {@code Module.zero_grad(false)} does.)
-     */
-    private static boolean sameMemory(Tensor grad, Tensor view) {
-        return grad.defined() && grad.data_ptr().address() == view.data_ptr().address() && grad.numel() == view.numel();
-    }
-
-    /** One flat buffer and the parameters laid out in it. */
-    private static final class Bucket {
-        final DataType type;
-        final List<Tensor> params = new ArrayList<>();
-        /** Each parameter's id (its index in the buckets' parameter list). */
-        final List<Integer> ids = new ArrayList<>();
-
-        final List<long[]> ranges = new ArrayList<>(); // {offset, count} in elements
-        final List<Tensor> views = new ArrayList<>();
-        long bytes;
-        DenseBuffer buffer;
-        /** Where {@link #buffer} came from, when it is not ordinary direct memory. */
-        BufferAllocator allocator;
-
-        Tensor flat;
-        /** The 16-bit copy that travels instead of {@link #buffer} when gradients are compressed, and its tensor. */
-        DenseBuffer wire;
-
-        Tensor wireFlat;
-        boolean[] ready;
-        int readyCount;
-        boolean stale;
-        Work work;
-
-        Bucket(DataType type) {
-            this.type = type;
-        }
-
-        void add(int id, Tensor p, long paramBytes) {
-            ids.add(id);
-            ranges.add(new long[] {bytes / type.byteSize(), p.numel()});
-            params.add(p);
-            bytes += paramBytes;
-        }
-
-        int count() {
-            return Math.toIntExact(bytes / type.byteSize());
-        }
-
-        /** Makes the bucket tensors over {@code buffer}, first allocating it as direct memory if it has none. */
-        void allocate() {
-            if (buffer == null) {
-                buffer = DenseBuffer.allocateDirect(type, count());
-            }
-            flat = LibTorch.retain(TensorBuffers.tensor(buffer));
-            views.addAll(TensorBuffers.flatViews(flat, params)); // end to end, as add() laid out the ranges
-            ready = new boolean[params.size()];
-        }
-
-        /** Gives the storage back (after a rebuild; no parameter points into it any more). */
-        void free() {
-            views.forEach(LibTorch::release);
-            LibTorch.release(flat);
-            if (wireFlat != null) {
-                LibTorch.release(wireFlat);
-            }
-            if (allocator != null) {
-                allocator.release(buffer);
-            }
-        }
-
-        boolean isFull() {
-            return readyCount == params.size();
-        }
-
-        /** Fills the slots no hook filled this iteration from {@code .grad} (zeros when undefined). */
-        void packMissing() {
-            for (int i = 0; i < params.size(); i++) {
-                if (ready[i] && !stale) {
-                    continue;
-                }
-                Tensor grad = params.get(i).grad();
-                if (!grad.defined()) {
-                    views.get(i).zero_();
-                } else if (!sameMemory(grad, views.get(i))) {
-                    views.get(i).copy_(grad);
-                }
-            }
-        }
-
-        /**
-         * Makes each parameter's {@code .grad} its view into the bucket (no copy); with
-         * {@code usedAnywhere}, a parameter no rank had a gradient for keeps none.
-         */
-        void pointGradients(int[] usedAnywhere) {
-            for (int i = 0; i < params.size(); i++) {
-                Tensor p = params.get(i);
-                Tensor view = views.get(i);
-                if (usedAnywhere != null && usedAnywhere[ids.get(i)] == 0) {
-                    if (p.grad().defined()) {
-                        p.mutable_grad().put(new Tensor());
-                    }
-                } else if (!sameMemory(p.grad(), view)) {
-                    p.mutable_grad().put(view);
-                }
-            }
-        }
-
-        void reset() {
-            Arrays.fill(ready, false);
-            readyCount = 0;
-            stale = false;
-            work = null;
         }
     }
 }

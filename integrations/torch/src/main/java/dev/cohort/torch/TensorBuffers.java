@@ -63,19 +63,4 @@ final class TensorBuffers {
         Pointer p = new Pointer(direct.view());
         return torch.from_blob(p, new long[] {direct.count()}, new TensorOptions(ScalarTypes.of(direct.dataType())));
     }
-
-    /**
-     * Views into {@code flat} (a 1-d tensor), one per tensor of {@code like}, each of that tensor's
-     * shape, laid end to end from element 0; retained (see {@code LibTorch.retain}).
-     */
-    static java.util.List<Tensor> flatViews(Tensor flat, java.util.List<Tensor> like) {
-        java.util.List<Tensor> views = new java.util.ArrayList<>(like.size());
-        long at = 0;
-        for (Tensor t : like) {
-            views.add(dev.cohort.libtorch.LibTorch.retain(
-                    flat.narrow(0, at, t.numel()).view(t.sizes().vec().get())));
-            at += t.numel();
-        }
-        return views;
-    }
 }

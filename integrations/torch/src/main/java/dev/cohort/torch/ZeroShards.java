@@ -150,23 +150,16 @@ final class ZeroShards implements GradientAverager {
         List<Work> works = new ArrayList<>();
         for (Partition p : partitions) {
             for (int i = 0; i < p.params.size(); i++) {
-                Tensor slot = p.gradsFlat.narrow(0, p.layout.offsets()[i], p.layout.count(i));
-                Tensor g = p.params.get(i).grad();
-                if (g.defined()) {
-                    slot.copy_(g.reshape(-1));
-                } else {
-                    slot.zero_();
-                }
+                p.grads.pack(i, p.params.get(i).grad());
             }
             if (group.size() == 1) {
-                p.shardGrad.copy_(p.gradsFlat); // one rank's gradients are the average
+                p.shardGrad.copy_(p.grads.flat); // one rank's gradients are the average
                 works.add(null);
             } else if (p.wire == null) {
-                works.add(group.reduceScatter(p.grads, p.shardGradData, ReduceOp.AVG));
+                works.add(group.reduceScatter(p.grads.buffer, p.shardGradData, ReduceOp.AVG));
             } else {
-                p.gradsFlat.div_(new Scalar((double) group.size())); // so that 16-bit sums cannot overflow
-                p.wireFlat.copy_(p.gradsFlat);
-                works.add(group.reduceScatter(p.wire, p.wireReduced, ReduceOp.SUM));
+                p.wire.takeShare(p.grads.flat, group.size());
+                works.add(group.reduceScatter(p.wire.buffer, p.wireReduced.buffer, ReduceOp.SUM));
             }
         }
         for (int k = 0; k < partitions.size(); k++) {
@@ -176,7 +169,7 @@ final class ZeroShards implements GradientAverager {
             }
             works.get(k).await();
             if (p.wire != null) {
-                p.shardGrad.copy_(p.wireReducedFlat);
+                p.shardGrad.copy_(p.wireReduced.flat);
             }
         }
     }
@@ -304,13 +297,10 @@ final class ZeroShards implements GradientAverager {
         final DenseBuffer gathered;
         final long gatheredAddress;
         /** Stage 2: every parameter's gradient flat (padded to slice x ranks), and 16-bit copies when compressed. */
-        DenseBuffer grads;
+        FlatBuffer grads;
 
-        Tensor gradsFlat;
-        DenseBuffer wire;
-        DenseBuffer wireReduced;
-        Tensor wireFlat;
-        Tensor wireReducedFlat;
+        FlatBuffer wire;
+        FlatBuffer wireReduced;
 
         Partition(int index, TensorVector groupParams) {
             layout = FlatLayout.of(groupParams);
@@ -338,7 +328,6 @@ final class ZeroShards implements GradientAverager {
             OptimizerArchives.Span mine = layout.shardSpan(index, group.rank(), ranks);
             start = mine.start();
             count = mine.count();
-            int sliceInt = Math.toIntExact(slice);
             int all = Math.toIntExact(slice * ranks);
             // Storage libtorch owns: the parameters keep it alive for as long as they point into it.
             org.bytedeco.pytorch.TensorOptions options = new org.bytedeco.pytorch.TensorOptions(ScalarTypes.of(type));
@@ -360,13 +349,10 @@ final class ZeroShards implements GradientAverager {
                 pointIntoGathered(i);
             }
             if (stage == 2) {
-                grads = DenseBuffer.allocateDirect(type, all);
-                gradsFlat = LibTorch.retain(TensorBuffers.tensor(grads));
+                grads = FlatBuffer.allocate(type, all, params); // laid out as the layout's offsets
                 if (compression != null && type == DataType.FLOAT32) {
-                    wire = DenseBuffer.allocateDirect(compression, all);
-                    wireReduced = DenseBuffer.allocateDirect(compression, sliceInt);
-                    wireFlat = LibTorch.retain(TensorBuffers.tensor(wire));
-                    wireReducedFlat = LibTorch.retain(TensorBuffers.tensor(wireReduced));
+                    wire = FlatBuffer.allocate(compression, all, List.of());
+                    wireReduced = FlatBuffer.allocate(compression, slice, List.of());
                 }
             }
         }

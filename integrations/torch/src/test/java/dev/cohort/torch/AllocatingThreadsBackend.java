@@ -6,9 +6,9 @@ import dev.cohort.api.collective.BufferAllocator;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
-import dev.cohort.api.collective.ReduceOp;
-import dev.cohort.api.collective.Work;
 import dev.cohort.runtime.threads.ThreadsBackend;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -70,124 +70,25 @@ final class AllocatingThreadsBackend extends DistributedBackend {
                 return "the test allocator";
             }
         };
-        return new Connection(inner.topology(), new WithAllocator(inner.group(), allocator), inner.nodeGroup(), inner);
+        return new Connection(inner.topology(), withAllocator(inner.group(), allocator), inner.nodeGroup(), inner);
     }
 
-    /** A group that offers {@code allocator}; everything else is the wrapped group's. */
-    private record WithAllocator(ProcessGroup group, BufferAllocator shared) implements ProcessGroup {
-        @Override
-        public int rank() {
-            return group.rank();
-        }
-
-        @Override
-        public int size() {
-            return group.size();
-        }
-
-        @Override
-        public Duration timeout() {
-            return group.timeout();
-        }
-
-        @Override
-        public ProcessGroup withTimeout(Duration t) {
-            return new WithAllocator(group.withTimeout(t), shared);
-        }
-
-        @Override
-        public Work allreduce(DenseBuffer d, ReduceOp op) {
-            return group.allreduce(d, op);
-        }
-
-        @Override
-        public Work broadcast(DenseBuffer d, int root) {
-            return group.broadcast(d, root);
-        }
-
-        @Override
-        public Work allgather(DenseBuffer i, DenseBuffer o) {
-            return group.allgather(i, o);
-        }
-
-        @Override
-        public Work allgatherv(DenseBuffer i, DenseBuffer o, int[] c) {
-            return group.allgatherv(i, o, c);
-        }
-
-        @Override
-        public Work reduceScatter(DenseBuffer i, DenseBuffer o, ReduceOp op) {
-            return group.reduceScatter(i, o, op);
-        }
-
-        @Override
-        public Work barrier() {
-            return group.barrier();
-        }
-
-        @Override
-        public Work reduce(DenseBuffer d, ReduceOp op, int root) {
-            return group.reduce(d, op, root);
-        }
-
-        @Override
-        public Work gather(DenseBuffer i, DenseBuffer o, int root) {
-            return group.gather(i, o, root);
-        }
-
-        @Override
-        public Work gatherv(DenseBuffer i, DenseBuffer o, int[] c, int root) {
-            return group.gatherv(i, o, c, root);
-        }
-
-        @Override
-        public Work scatter(DenseBuffer i, DenseBuffer o, int root) {
-            return group.scatter(i, o, root);
-        }
-
-        @Override
-        public Work scatterv(DenseBuffer i, DenseBuffer o, int[] c, int root) {
-            return group.scatterv(i, o, c, root);
-        }
-
-        @Override
-        public Work alltoall(DenseBuffer i, DenseBuffer o) {
-            return group.alltoall(i, o);
-        }
-
-        @Override
-        public Work alltoallv(DenseBuffer i, int[] s, DenseBuffer o, int[] r) {
-            return group.alltoallv(i, s, o, r);
-        }
-
-        @Override
-        public Work send(DenseBuffer d, int peer, int tag) {
-            return group.send(d, peer, tag);
-        }
-
-        @Override
-        public Work recv(DenseBuffer d, int peer, int tag) {
-            return group.recv(d, peer, tag);
-        }
-
-        @Override
-        public Optional<ProcessGroup> split(int color, int key) {
-            return group.split(color, key);
-        }
-
-        @Override
-        public Optional<ProcessGroup> newGroup(int... ranks) {
-            return group.newGroup(ranks);
-        }
-
-        @Override
-        public Optional<BufferAllocator> allocator() {
-            return Optional.of(shared);
-        }
-
-        @Override
-        public void close() {
-            group.close();
-        }
+    /** {@code group} offering {@code shared} as its allocator; every other call is the wrapped group's. */
+    private static ProcessGroup withAllocator(ProcessGroup group, BufferAllocator shared) {
+        return (ProcessGroup) Proxy.newProxyInstance(
+                ProcessGroup.class.getClassLoader(), new Class<?>[] {ProcessGroup.class}, (proxy, method, args) -> {
+                    switch (method.getName()) {
+                        case "allocator":
+                            return Optional.of(shared);
+                        case "withTimeout":
+                            return withAllocator(group.withTimeout((Duration) args[0]), shared);
+                        default:
+                            try {
+                                return method.invoke(group, args);
+                            } catch (InvocationTargetException e) {
+                                throw e.getCause();
+                            }
+                    }
+                });
     }
 }

@@ -5,13 +5,11 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.cohort.runtime.threads.ThreadsBackend;
 import dev.cohort.runtime.threads.ThreadsWorld;
-import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.JvmWorkers.Result;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -21,6 +19,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
@@ -60,15 +59,7 @@ class EquivalenceTest {
     }
 
     @ParameterizedTest(name = "threads engine, world 3, {0}")
-    @ValueSource(
-            strings = {
-                "no overlap",
-                "small buckets",
-                "accumulation in noSync",
-                "accumulation without noSync",
-                "gradients zeroed in place",
-                "parameters registered backwards"
-            })
+    @MethodSource("dev.cohort.torch.TinyTraining#variants")
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void bucketingOverlapAndAccumulationDoNotChangeTheResult(String variant) {
         List<float[]> weights = new ThreadsWorld(3, 3, Duration.ofSeconds(30))
@@ -76,31 +67,7 @@ class EquivalenceTest {
                         rank -> {
                             try (ThreadsBackend backend = new ThreadsBackend()) {
                                 backend.initialize();
-                                return switch (variant) {
-                                    case "no overlap" -> TinyTraining.distributed(backend, 25L << 20, false, 1, false);
-                                    case "small buckets" -> TinyTraining.distributed(backend, 100, true, 1, false);
-                                    case "accumulation in noSync" ->
-                                        TinyTraining.distributed(backend, 100, true, 2, true);
-                                    case "accumulation without noSync" ->
-                                        TinyTraining.distributed(backend, 100, true, 2, false);
-                                    case "gradients zeroed in place" ->
-                                        TinyTraining.distributed(
-                                                backend, 100, true, 1, false, TinyTraining.Variant.ZEROED_IN_PLACE);
-                                    default -> {
-                                        float[] w = TinyTraining.distributed(
-                                                backend,
-                                                100,
-                                                true,
-                                                1,
-                                                false,
-                                                TinyTraining.Variant.REGISTERED_BACKWARDS);
-                                        // Reverse registration order put fc1 (ids 0, 1) first; backward made fc2's (2,
-                                        // 3) first.
-                                        assertThat(java.util.Arrays.copyOf(TinyTraining.lastOrder.get(), 2))
-                                                .containsExactlyInAnyOrder(2, 3);
-                                        yield w;
-                                    }
-                                };
+                                return TinyTraining.variant(backend, variant);
                             }
                         },
                         Duration.ofSeconds(50));
@@ -145,25 +112,10 @@ class EquivalenceTest {
     @ValueSource(ints = {1, 2, 3})
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void glooEngineMatchesSingleProcess(int world) throws Exception {
-        int port = JvmWorkers.freePort();
-        List<Result> results = JvmWorkers.run(
-                world,
-                r -> JvmWorkers.javaCommand(TinyTrainingWorker.class, List.of(), List.of(tmp.toString())),
-                r -> Map.of(
-                        "MASTER_ADDR",
-                        "127.0.0.1",
-                        "MASTER_PORT",
-                        Integer.toString(port),
-                        "RANK",
-                        Integer.toString(r),
-                        "WORLD_SIZE",
-                        Integer.toString(world)),
-                tmp.resolve("logs"),
-                Duration.ofSeconds(100));
+        List<Result> results = trainInProcesses(world, "gloo", 25L << 20, "none");
         for (Result r : results) {
-            assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
-            float[] w = parse(Files.readString(tmp.resolve("rank-" + r.rank() + ".txt")));
-            assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(1e-5);
+            assertThat(TinyTraining.maxRelativeDifference(weights(r.rank(), null), reference))
+                    .isLessThan(1e-5);
         }
     }
 
@@ -171,43 +123,17 @@ class EquivalenceTest {
     @CsvSource({"2, 26214400", "3, 100"})
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void shmEngineWithBucketsInItsArenaMatchesSingleProcess(int world, long bucketBytes) throws Exception {
-        assumeTrue(
-                Runtime.version().feature() >= 22 && isOnClassPath("dev.cohort.shm.ShmBackend"),
-                "the shm engine needs JDK 22+ (the jdk22-plus profile puts it on the test class path)");
-        int port = JvmWorkers.freePort();
-        String runId = "equivalence-" + ProcessHandle.current().pid() + "-" + world;
-        List<Result> results = JvmWorkers.run(
-                world,
-                r -> JvmWorkers.javaCommand(
-                        TinyTrainingWorker.class,
-                        List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"),
-                        List.of(tmp.toString(), "shm", Long.toString(bucketBytes))),
-                r -> Map.of(
-                        "MASTER_ADDR",
-                        "127.0.0.1",
-                        "MASTER_PORT",
-                        Integer.toString(port),
-                        "RANK",
-                        Integer.toString(r),
-                        "WORLD_SIZE",
-                        Integer.toString(world),
-                        "COHORT_RUN_ID",
-                        runId),
-                tmp.resolve("logs"),
-                Duration.ofSeconds(100));
-        float[] first = null;
+        assumeTrue(ProcessRanks.shmAvailable(), "the shm engine needs JDK 22+ (the jdk22-plus profile)");
+        List<Result> results = trainInProcesses(world, "shm", bucketBytes, "none");
+        float[] first = weights(0, null);
         for (Result r : results) {
-            assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
             // Every bucket lives in the shm arena: the allreduces read and write them in place.
             Matcher buckets = Pattern.compile("BUCKETS (\\d+) OF (\\d+)").matcher(r.output());
             assertThat(buckets.find()).as(r.output()).isTrue();
             assertThat(buckets.group(1)).isEqualTo(buckets.group(2));
             assertThat(Integer.parseInt(buckets.group(2))).isGreaterThanOrEqualTo(bucketBytes < 1000 ? 2 : 1);
-            float[] w = parse(Files.readString(tmp.resolve("rank-" + r.rank() + ".txt")));
+            float[] w = weights(r.rank(), null);
             assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(1e-5);
-            if (first == null) {
-                first = w;
-            }
             assertThat(w).containsExactly(first); // every rank holds the same bits
         }
     }
@@ -218,43 +144,55 @@ class EquivalenceTest {
     void compressedGradientsKeepEveryProcessInStepNearSingleProcessTraining(String engine, String compression)
             throws Exception {
         assumeTrue(
-                engine.equals("gloo")
-                        || Runtime.version().feature() >= 22 && isOnClassPath("dev.cohort.shm.ShmBackend"),
-                "the shm engine needs JDK 22+ (the jdk22-plus profile puts it on the test class path)");
-        int port = JvmWorkers.freePort();
-        String runId = "compressed-" + ProcessHandle.current().pid() + "-" + engine;
-        List<Result> results = JvmWorkers.run(
-                2,
-                r -> JvmWorkers.javaCommand(
-                        TinyTrainingWorker.class,
-                        List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"),
-                        List.of(tmp.toString(), engine, Long.toString(256), compression)),
-                r -> Map.of(
-                        "MASTER_ADDR",
-                        "127.0.0.1",
-                        "MASTER_PORT",
-                        Integer.toString(port),
-                        "RANK",
-                        Integer.toString(r),
-                        "WORLD_SIZE",
-                        "2",
-                        "COHORT_RUN_ID",
-                        runId),
-                tmp.resolve("logs"),
-                Duration.ofSeconds(100));
-        float[] first = null;
+                engine.equals("gloo") || ProcessRanks.shmAvailable(),
+                "the shm engine needs JDK 22+ (the jdk22-plus profile)");
+        List<Result> results = trainInProcesses(2, engine, 256, compression);
+        float[] first = weights(0, null);
         for (Result r : results) {
-            assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
-            float[] w = parse(Files.readString(tmp.resolve("rank-" + r.rank() + ".txt")));
+            float[] w = weights(r.rank(), null);
             // 16-bit gradients: near the float32 result, not equal to it.
             assertThat(TinyTraining.maxRelativeDifference(w, reference))
                     .isLessThan(2e-2)
                     .isGreaterThan(0);
-            if (first == null) {
-                first = w;
-            }
             assertThat(w).containsExactly(first); // every rank holds the same bits
         }
+    }
+
+    /**
+     * Trains on {@code world} processes of {@code engine} and asserts that each exited 0; at world
+     * 3 the same processes then run every variant (no overlap, small buckets, accumulation, ...),
+     * each of which must match one process within 1e-5 too.
+     */
+    private List<Result> trainInProcesses(int world, String engine, long bucketBytes, String compression)
+            throws Exception {
+        boolean variants = world == 3;
+        List<Result> results = ProcessRanks.run(
+                world,
+                TinyTrainingWorker.class,
+                List.of(
+                        tmp.toString(),
+                        engine,
+                        Long.toString(bucketBytes),
+                        compression,
+                        variants ? "variants" : "plain"),
+                "equivalence-" + engine + "-" + world + "-" + compression,
+                tmp.resolve("logs"),
+                Duration.ofSeconds(100));
+        ProcessRanks.assertAllExitedZero(results);
+        for (int rank = 0; variants && rank < world; rank++) {
+            for (String variant : TinyTraining.VARIANTS) {
+                assertThat(TinyTraining.maxRelativeDifference(weights(rank, variant), reference))
+                        .as("%s, rank %d, %s", engine, rank, variant)
+                        .isLessThan(1e-5);
+            }
+        }
+        return results;
+    }
+
+    /** The weights rank {@code rank} wrote after the plain run (variant null) or {@code variant}. */
+    private float[] weights(int rank, String variant) throws Exception {
+        String file = variant == null ? "rank-" + rank + ".txt" : TinyTrainingWorker.fileName(rank, variant);
+        return parse(Files.readString(tmp.resolve(file)));
     }
 
     /** Whether {@code className} is on the test class path (the jdk22-plus profile adds the shm and hier engines). */

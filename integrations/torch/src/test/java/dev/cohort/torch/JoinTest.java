@@ -3,13 +3,11 @@ package dev.cohort.torch;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.cohort.libtorch.LibTorch;
-import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.JvmWorkers.Result;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -69,32 +67,16 @@ class JoinTest {
     @Test
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void inProcessesOnGlooAndShm() throws Exception {
-        boolean shm = Runtime.version().feature() >= 22 && EquivalenceTest.isOnClassPath("dev.cohort.shm.ShmBackend");
         JoinTraining.Outcome reference = JoinTraining.single("sgd", false, JoinTraining.BATCHES);
-        for (String engine : shm ? List.of("gloo", "shm") : List.of("gloo")) {
-            int port = JvmWorkers.freePort();
-            List<Result> results = JvmWorkers.run(
+        for (String engine : ProcessRanks.glooAndShm()) {
+            List<Result> results = ProcessRanks.run(
                     3,
-                    r -> JvmWorkers.javaCommand(
-                            JoinWorker.class,
-                            List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"),
-                            List.of(tmp.toString(), engine)),
-                    r -> Map.of(
-                            "MASTER_ADDR",
-                            "127.0.0.1",
-                            "MASTER_PORT",
-                            Integer.toString(port),
-                            "RANK",
-                            Integer.toString(r),
-                            "WORLD_SIZE",
-                            "3",
-                            "COHORT_RUN_ID",
-                            "join-" + engine + "-" + ProcessHandle.current().pid()),
+                    JoinWorker.class,
+                    List.of(tmp.toString(), engine),
+                    "join-" + engine,
                     tmp.resolve("logs-" + engine),
                     Duration.ofSeconds(120));
-            for (Result r : results) {
-                assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
-            }
+            ProcessRanks.assertAllExitedZero(results);
             for (int r = 0; r < 3; r++) {
                 float[] w = EquivalenceTest.parse(Files.readString(tmp.resolve(engine + "-rank-" + r + ".txt")));
                 assertThat(TinyTraining.maxRelativeDifference(w, reference.weights()))

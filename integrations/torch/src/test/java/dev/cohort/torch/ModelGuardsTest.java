@@ -38,6 +38,12 @@ class ModelGuardsTest {
         return ThreadRanks.run(2, Duration.ofSeconds(50), body);
     }
 
+    /** This rank's {@link TinyTraining.Net} (its own start) with SGD, through the typed distribute(). */
+    private static TorchTraining<TinyTraining.Net, Object> distributedNet(DistributedBackend backend) {
+        TinyTraining.Net net = new TinyTraining.Net(backend.rank());
+        return TorchTraining.distribute(backend, net, TinyTraining.sgd(net), null);
+    }
+
     private static Tensor loss(TinyTraining.Net net, MiniBatch b) {
         return torch.cross_entropy(net.forward(b.inputs()), b.targets());
     }
@@ -75,9 +81,7 @@ class ModelGuardsTest {
     @Test
     void accumulationAndChangesInsideNoSyncPassTheGuard() {
         List<float[]> weights = onRanks(backend -> {
-            TinyTraining.Net net = new TinyTraining.Net(backend.rank());
-            TorchTraining<TinyTraining.Net, Object> t =
-                    TorchTraining.distribute(backend, net, TinyTraining.sgd(net), null);
+            TorchTraining<TinyTraining.Net, Object> t = distributedNet(backend);
             for (int s = 0; s < 3; s++) {
                 t.optimizer().zero_grad();
                 try (var unsynced = t.optimizer().noSync()) {
@@ -167,9 +171,7 @@ class ModelGuardsTest {
     @Test
     void typedPartsTrainAsTheUntypedOnesDo() {
         List<float[]> typed = onRanks(backend -> {
-            TinyTraining.Net net = new TinyTraining.Net(backend.rank());
-            TorchTraining<TinyTraining.Net, Object> t =
-                    TorchTraining.distribute(backend, net, TinyTraining.sgd(net), null);
+            TorchTraining<TinyTraining.Net, Object> t = distributedNet(backend);
             TinyTraining.Net model = t.model();
             DistributedOptimizer optimizer = t.optimizer();
             for (int s = 0; s < TinyTraining.STEPS; s++) {

@@ -5,12 +5,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.cohort.runtime.threads.ThreadsBackend;
 import dev.cohort.runtime.threads.ThreadsWorld;
-import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.JvmWorkers.Result;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -62,30 +60,26 @@ class OverlapTest {
     @ValueSource(strings = {"gloo", "shm", "hier"})
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void processEngines(String engine) throws Exception {
-        boolean jdk22 = Runtime.version().feature() >= 22;
         assumeTrue(
                 engine.equals("gloo")
-                        || jdk22
+                        || Runtime.version().feature() >= 22
                                 && EquivalenceTest.isOnClassPath("dev.cohort." + engine + "."
                                         + (engine.equals("shm") ? "ShmBackend" : "HierBackend")),
                 "the " + engine + " engine needs JDK 22+ (the jdk22-plus profile)");
-        String runId = "overlap-" + engine + "-" + ProcessHandle.current().pid();
-        List<String> jvm = jdk22
-                ? List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED")
-                : List.of();
         int[] attempt = {0};
         assertOverlappedInOneOf(ATTEMPTS, () -> {
-            String run = runId + "-" + attempt[0]++;
-            int port = JvmWorkers.freePort();
-            List<Result> results = JvmWorkers.run(
+            String run = "overlap-" + engine + "-" + attempt[0]++;
+            List<Result> results = ProcessRanks.run(
                     2,
-                    r -> JvmWorkers.javaCommand(OverlapWorker.class, jvm, List.of(engine)),
-                    r -> env(port, r, run, engine),
+                    OverlapWorker.class,
+                    List.of(engine),
+                    run,
                     tmp.resolve("logs-" + run),
-                    Duration.ofSeconds(55));
+                    Duration.ofSeconds(55),
+                    r -> engine.equals("hier") ? oneRankPerHost(r) : Map.of());
             List<OverlapTraining.Overlap> seen = new ArrayList<>();
+            ProcessRanks.assertAllExitedZero(results);
             for (Result r : results) {
-                assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
                 seen.add(OverlapTraining.Overlap.parse(r.output()));
             }
             return seen;
@@ -123,22 +117,8 @@ class OverlapTest {
         assertThat(o.hookShare()).as(o.describe()).isLessThanOrEqualTo(HOOKS_AT_MOST);
     }
 
-    /** Two ranks; for hier, two simulated hosts of one rank each, so its stage between hosts carries the buckets. */
-    private static Map<String, String> env(int port, int rank, String runId, String engine) {
-        Map<String, String> env = new HashMap<>(Map.of(
-                "MASTER_ADDR",
-                "127.0.0.1",
-                "MASTER_PORT",
-                Integer.toString(port),
-                "RANK",
-                Integer.toString(rank),
-                "WORLD_SIZE",
-                "2",
-                "COHORT_RUN_ID",
-                runId));
-        if (engine.equals("hier")) {
-            env.putAll(Map.of("LOCAL_RANK", "0", "LOCAL_WORLD_SIZE", "1", "GROUP_RANK", Integer.toString(rank)));
-        }
-        return env;
+    /** For hier: two simulated hosts of one rank each, so its stage between hosts carries the buckets. */
+    private static Map<String, String> oneRankPerHost(int rank) {
+        return Map.of("LOCAL_RANK", "0", "LOCAL_WORLD_SIZE", "1", "GROUP_RANK", Integer.toString(rank));
     }
 }

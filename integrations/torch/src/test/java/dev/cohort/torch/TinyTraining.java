@@ -124,7 +124,7 @@ final class TinyTraining {
      */
     static float[] distributed(
             DistributedBackend backend, long bucketBytes, boolean overlap, int microBatches, boolean noSync) {
-        return distributed(backend, bucketBytes, overlap, microBatches, noSync, Variant.PLAIN);
+        return distributed(backend, bucketBytes, overlap, microBatches, noSync, Variant.PLAIN, "none");
     }
 
     /** How a run departs from the plain one, beyond buckets, overlap and accumulation. */
@@ -136,20 +136,50 @@ final class TinyTraining {
         REGISTERED_BACKWARDS
     }
 
+    /** The equivalence variants {@link #variant} runs; each must end where the plain run ends. */
+    static final java.util.List<String> VARIANTS = java.util.List.of(
+            "no overlap",
+            "small buckets",
+            "accumulation in noSync",
+            "accumulation without noSync",
+            "gradients zeroed in place",
+            "parameters registered backwards");
+
+    static java.util.List<String> variants() {
+        return VARIANTS;
+    }
+
+    /** The run on this rank in variant {@code name} (one of {@link #VARIANTS}); returns the final weights. */
+    static float[] variant(DistributedBackend backend, String name) {
+        return switch (name) {
+            case "no overlap" -> distributed(backend, 25L << 20, false, 1, false);
+            case "small buckets" -> distributed(backend, 100, true, 1, false);
+            case "accumulation in noSync" -> distributed(backend, 100, true, 2, true);
+            case "accumulation without noSync" -> distributed(backend, 100, true, 2, false);
+            case "gradients zeroed in place" ->
+                distributed(backend, 100, true, 1, false, Variant.ZEROED_IN_PLACE, "none");
+            case "parameters registered backwards" -> {
+                float[] w = distributed(backend, 100, true, 1, false, Variant.REGISTERED_BACKWARDS, "none");
+                // Reverse registration order put fc1 (ids 0, 1) first; backward made fc2's (2, 3) first.
+                int[] firstTwo = java.util.Arrays.copyOf(lastOrder.get(), 2);
+                java.util.Arrays.sort(firstTwo);
+                if (!java.util.Arrays.equals(firstTwo, new int[] {2, 3})) {
+                    throw new AssertionError("the buckets were not rebuilt in backward's order: "
+                            + java.util.Arrays.toString(lastOrder.get()));
+                }
+                yield w;
+            }
+            default -> throw new IllegalArgumentException("unknown variant '" + name + "'; one of " + VARIANTS);
+        };
+    }
+
     /** After {@link #distributed} on this thread: the parameter order of the final bucket layout. */
     static final ThreadLocal<int[]> lastOrder = ThreadLocal.withInitial(() -> new int[0]);
 
-    static float[] distributed(
-            DistributedBackend backend,
-            long bucketBytes,
-            boolean overlap,
-            int microBatches,
-            boolean noSync,
-            Variant variant) {
-        return distributed(backend, bucketBytes, overlap, microBatches, noSync, variant, "none");
-    }
-
-    /** As above, the gradients sent as {@code compression} ({@link TorchDistributor#GRAD_COMPRESSION}). */
+    /**
+     * As above, in {@code variant}, the gradients sent as {@code compression} ({@link
+     * TorchDistributor#GRAD_COMPRESSION}).
+     */
     static float[] distributed(
             DistributedBackend backend,
             long bucketBytes,

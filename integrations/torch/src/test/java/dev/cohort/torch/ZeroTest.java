@@ -4,18 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.cohort.api.DistributeRequest;
-import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.checkpoint.TrainingPosition;
 import dev.cohort.libtorch.LibTorch;
-import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.JvmWorkers.Result;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Function;
 import org.bytedeco.pytorch.LinearImpl;
 import org.bytedeco.pytorch.Module;
 import org.bytedeco.pytorch.Optimizer;
@@ -48,9 +44,8 @@ class ZeroTest {
         torch.set_num_threads(1);
     }
 
-    private static <R> List<R> onRanks(int world, Function<DistributedBackend, R> body) {
-        return ThreadRanks.run(world, Duration.ofSeconds(80), body);
-    }
+    /** How long a threads-engine world of this test may take. */
+    private static final Duration RANKS_LIMIT = Duration.ofSeconds(80);
 
     @ParameterizedTest(name = "stage {0}, {1}, world {2}, clipped {3}")
     @CsvSource({
@@ -63,8 +58,9 @@ class ZeroTest {
     })
     void shardedTrainingEqualsOneProcessOnTheWholeBatch(int stage, String kind, int world, boolean clip) {
         float[] reference = ZeroTraining.single(kind, clip, STEPS);
-        List<float[]> weights = onRanks(
+        List<float[]> weights = ThreadRanks.run(
                 world,
+                RANKS_LIMIT,
                 backend -> ZeroTraining.distributed(backend, ZeroTraining.Run.of(kind, stage, "none", clip, STEPS)));
         for (float[] w : weights) {
             assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(1e-5);
@@ -75,8 +71,10 @@ class ZeroTest {
     @Test
     void stageTwoCompressedIsNearTheFloat32Result() {
         float[] reference = ZeroTraining.single("sgd", false, STEPS);
-        List<float[]> weights = onRanks(
-                2, backend -> ZeroTraining.distributed(backend, ZeroTraining.Run.of("sgd", 2, "bf16", false, STEPS)));
+        List<float[]> weights = ThreadRanks.run(
+                2,
+                RANKS_LIMIT,
+                backend -> ZeroTraining.distributed(backend, ZeroTraining.Run.of("sgd", 2, "bf16", false, STEPS)));
         for (float[] w : weights) {
             assertThat(TinyTraining.maxRelativeDifference(w, reference))
                     .isLessThan(2e-2)
@@ -108,7 +106,7 @@ class ZeroTest {
     void eachRankHoldsItsShareOfTheOptimizerState(int stage) {
         long whole = 2L * Float.BYTES * (4 * 16 * 16 + 4 * 16); // Adam: two moments per element
         for (int world : new int[] {1, 2, 4}) {
-            List<long[]> held = onRanks(world, backend -> {
+            List<long[]> held = ThreadRanks.run(world, RANKS_LIMIT, backend -> {
                 Wide model = new Wide();
                 DistributedOptimizer optimizer = (DistributedOptimizer) backend.distribute(DistributeRequest.of(
                                         (Module) model, ZeroTraining.optimizer("adam", model.parameters()), null, null)
@@ -140,12 +138,14 @@ class ZeroTest {
     void aShardedCheckpointResumesExactlyOnTheSameWorld() throws Exception {
         Path checkpoint = tmp.resolve("ckpt.pt");
         ZeroTraining.Run uninterrupted = new ZeroTraining.Run("adam", 2, "none", true, checkpoint, -1, 3, STEPS);
-        List<float[]> straight = onRanks(2, backend -> ZeroTraining.distributed(backend, uninterrupted));
+        List<float[]> straight =
+                ThreadRanks.run(2, RANKS_LIMIT, backend -> ZeroTraining.distributed(backend, uninterrupted));
         assertThat(checkpoint).exists();
         assertThat(Checkpoints.shardFile(checkpoint, 3, 0, 2)).exists();
         assertThat(Checkpoints.shardFile(checkpoint, 3, 1, 2)).exists();
-        List<float[]> resumed = onRanks(
+        List<float[]> resumed = ThreadRanks.run(
                 2,
+                RANKS_LIMIT,
                 backend -> ZeroTraining.distributed(
                         backend, new ZeroTraining.Run("adam", 2, "none", true, checkpoint, 3, -1, STEPS)));
         for (int r = 0; r < 2; r++) {
@@ -157,11 +157,12 @@ class ZeroTest {
     @CsvSource({"2, 2, 3, 1", "3, 1, 2, 2", "2, 1, 1, 0", "2, 0, 2, 2"})
     void aCheckpointResumesOnAnotherWorldOrStageReSharded(int savedWorld, int savedStage, int world, int stage) {
         Path checkpoint = tmp.resolve("ckpt.pt");
-        onRanks(
+        ThreadRanks.run(
                 savedWorld,
+                RANKS_LIMIT,
                 backend -> ZeroTraining.distributed(
                         backend, new ZeroTraining.Run("adam", savedStage, "none", false, checkpoint, -1, 3, 3)));
-        List<Long> stateBytes = onRanks(world, backend -> {
+        List<Long> stateBytes = ThreadRanks.run(world, RANKS_LIMIT, backend -> {
             ZeroTraining.distributed(backend, new ZeroTraining.Run("adam", stage, "none", false, checkpoint, 3, -1, 3));
             return ZeroTraining.lastStateBytes.get();
         });
@@ -172,8 +173,9 @@ class ZeroTest {
                 .isEqualTo(stage == 0 ? 8L * elements * world : 8L * slice * world);
 
         float[] reference = ZeroTraining.single("adam", false, STEPS);
-        List<float[]> weights = onRanks(
+        List<float[]> weights = ThreadRanks.run(
                 world,
+                RANKS_LIMIT,
                 backend -> ZeroTraining.distributed(
                         backend, new ZeroTraining.Run("adam", stage, "none", false, checkpoint, 3, -1, STEPS)));
         for (float[] w : weights) {
@@ -183,7 +185,7 @@ class ZeroTest {
 
     @Test
     void whatZeroCannotDoIsRefusedWithWhatToDo() {
-        onRanks(2, backend -> {
+        ThreadRanks.run(2, RANKS_LIMIT, backend -> {
             TinyTraining.Net model = new TinyTraining.Net(0);
             Optimizer plain = ZeroTraining.optimizer("sgd", model.parameters());
             assertThatThrownBy(() -> backend.distribute(DistributeRequest.of((Module) model, plain, null, null)
@@ -230,16 +232,13 @@ class ZeroTest {
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void inProcessesStageTwoOnGlooSavesAndStageOneOnShmResumesOnThreeRanks() throws Exception {
-        boolean shm = Runtime.version().feature() >= 22 && EquivalenceTest.isOnClassPath("dev.cohort.shm.ShmBackend");
+        boolean shm = ProcessRanks.shmAvailable();
         Path checkpoint = tmp.resolve("ckpt.pt");
         List<Result> saved = workers(2, "gloo", "2", checkpoint, "save");
         List<Result> resumed = workers(3, shm ? "shm" : "gloo", "1", checkpoint, "resume");
         float[] reference = ZeroTraining.single("adamw", true, STEPS);
-        for (List<Result> results : List.of(saved, resumed)) {
-            for (Result r : results) {
-                assertThat(r.exitCode()).as(JvmWorkers.describe(results)).isZero();
-            }
-        }
+        ProcessRanks.assertAllExitedZero(saved);
+        ProcessRanks.assertAllExitedZero(resumed);
         for (int r = 0; r < 3; r++) {
             float[] w = EquivalenceTest.parse(Files.readString(tmp.resolve("resume-rank-" + r + ".txt")));
             assertThat(TinyTraining.maxRelativeDifference(w, reference)).isLessThan(1e-5);
@@ -250,24 +249,11 @@ class ZeroTest {
 
     private List<Result> workers(int world, String engine, String stage, Path checkpoint, String mode)
             throws Exception {
-        int port = JvmWorkers.freePort();
-        return JvmWorkers.run(
+        return ProcessRanks.run(
                 world,
-                r -> JvmWorkers.javaCommand(
-                        ZeroWorker.class,
-                        List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"),
-                        List.of(tmp.toString(), engine, stage, checkpoint.toString(), mode)),
-                r -> Map.of(
-                        "MASTER_ADDR",
-                        "127.0.0.1",
-                        "MASTER_PORT",
-                        Integer.toString(port),
-                        "RANK",
-                        Integer.toString(r),
-                        "WORLD_SIZE",
-                        Integer.toString(world),
-                        "COHORT_RUN_ID",
-                        "zero-" + ProcessHandle.current().pid() + "-" + mode),
+                ZeroWorker.class,
+                List.of(tmp.toString(), engine, stage, checkpoint.toString(), mode),
+                "zero-" + mode,
                 tmp.resolve("logs-" + mode),
                 Duration.ofSeconds(100));
     }

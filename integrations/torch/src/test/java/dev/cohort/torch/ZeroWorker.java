@@ -1,12 +1,8 @@
 package dev.cohort.torch;
 
-import dev.cohort.api.Backends;
-import dev.cohort.api.DistributedBackend;
-import dev.cohort.testkit.WorkerProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
-import org.bytedeco.pytorch.global.torch;
 
 /**
  * A worker process of the ZeRO test: AdamW with clipping at ZeRO stage {@code args[2]} on the
@@ -17,27 +13,22 @@ import org.bytedeco.pytorch.global.torch;
 public final class ZeroWorker {
 
     public static void main(String[] args) {
-        WorkerProcess.main(() -> {
-            try (DistributedBackend backend = Backends.select(args[1])) {
-                backend.initialize();
-                torch.set_num_threads(1);
-                Path checkpoint = Path.of(args[3]);
-                boolean save = args[4].equals("save");
-                int half = TinyTraining.STEPS / 2;
-                float[] w = ZeroTraining.distributed(
-                        backend,
-                        new ZeroTraining.Run(
-                                "adamw",
-                                Integer.parseInt(args[2]),
-                                "none",
-                                true,
-                                checkpoint,
-                                save ? -1 : half,
-                                save ? half : -1,
-                                TinyTraining.STEPS));
-                Files.writeString(Path.of(args[0], args[4] + "-rank-" + backend.rank() + ".txt"), Arrays.toString(w));
-                backend.barrier();
-            }
+        ProcessRanks.asRank(args[1], backend -> {
+            Path checkpoint = Path.of(args[3]);
+            boolean save = args[4].equals("save");
+            int half = TinyTraining.STEPS / 2;
+            float[] w = ZeroTraining.distributed(
+                    backend,
+                    new ZeroTraining.Run(
+                            "adamw",
+                            Integer.parseInt(args[2]),
+                            "none",
+                            true,
+                            checkpoint,
+                            save ? -1 : half,
+                            save ? half : -1,
+                            TinyTraining.STEPS));
+            Files.writeString(Path.of(args[0], args[4] + "-rank-" + backend.rank() + ".txt"), Arrays.toString(w));
         });
     }
 }

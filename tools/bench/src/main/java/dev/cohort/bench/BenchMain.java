@@ -9,6 +9,7 @@ import picocli.CommandLine.Command;
         name = "cohort bench",
         mixinStandardHelpOptions = true,
         versionProvider = Commands.Version.class,
+        resourceBundle = "dev.cohort.bench.Options",
         description = "Benchmarks with JSON output, shaped like the peers' in shared/peers, and charts of them.",
         subcommands = {
             CollectivesBenchmark.class,

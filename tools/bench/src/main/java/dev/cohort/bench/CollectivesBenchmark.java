@@ -55,55 +55,28 @@ final class CollectivesBenchmark implements Callable<Integer> {
     static final List<Long> DEFAULT_SIZES =
             List.of(4 * Sizes.KIB, 64 * Sizes.KIB, Sizes.MIB, 16 * Sizes.MIB, 64 * Sizes.MIB, 256 * Sizes.MIB);
 
-    @Option(
-            names = "--backend",
-            description =
-                    "gloo, tcp, shm, hier or mpi (one process per rank; mpi through mpirun; for hier on one machine add "
-                            + "--engine-option=--hier-ranks-per-host=K to make hosts of K ranks) or threads (one JVM). "
-                            + "Default: ${DEFAULT-VALUE}.")
+    @Option(names = "--backend", descriptionKey = "collectives.backend")
     String backend = "gloo";
-
-    @Option(names = "--world", description = "Number of ranks. Default: ${DEFAULT-VALUE}.")
-    int world = 2;
 
     @Option(names = "--sizes", description = "Allreduce sizes, e.g. 4K,1M,16M. Default: 4K,64K,1M,16M,64M,256M.")
     String sizes;
 
-    @Option(
-            names = "--json",
-            paramLabel = "FILE",
-            description = "Write the results as JSON (the peers' shape), and "
-                    + "their chart beside it: FILE.json -> FILE.png (see cohort bench chart).")
+    @Option(names = "--json", descriptionKey = "collectives.json", paramLabel = "FILE")
     Path json;
 
     @Option(names = "--no-chart", description = "With --json, no chart beside it.")
     boolean noChart;
 
-    @Option(
-            names = "--timeout",
-            paramLabel = "SECONDS",
-            description = "Limit for the whole run. Default: ${DEFAULT-VALUE}.")
+    @Option(names = "--timeout", descriptionKey = "collectives.timeout", paramLabel = "SECONDS")
     int timeoutSeconds = 900;
 
-    @Option(
-            names = "--engine-option",
-            paramLabel = "OPTION",
-            description = "An option for the engine in each worker, e.g. --engine-option=--no-gloo-consistency-check "
-                    + "(repeatable; see the backend's options).")
+    @Option(names = "--engine-option", descriptionKey = "collectives.engine-option", paramLabel = "OPTION")
     List<String> engineOptions = new ArrayList<>();
 
-    @Option(
-            names = "--warmup-ms",
-            paramLabel = "MS",
-            description =
-                    "At most this long of untimed repetitions of each "
-                            + "measured operation, until it stops getting faster (JIT steady state). Default: ${DEFAULT-VALUE}.")
+    @Option(names = "--warmup-ms", descriptionKey = "collectives.warmup-ms", paramLabel = "MS")
     int warmupMs = 6000;
 
-    @Option(
-            names = "--in-place",
-            description = "Allreduce buffers from the group's allocator (the shm engine's "
-                    + "arena, reduced in place: nothing copied in or out).")
+    @Option(names = "--in-place", descriptionKey = "collectives.in-place")
     boolean inPlace;
 
     @Mixin
@@ -111,9 +84,7 @@ final class CollectivesBenchmark implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (world < 1) {
-            throw new IllegalArgumentException("--world must be >= 1, got " + world);
-        }
+        int world = nodes.world();
         List<Long> sizeList = sizes == null ? DEFAULT_SIZES : Sizes.parse(sizes);
         Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-collectives", ".json");
         String name = backend.toLowerCase(Locale.ROOT);

@@ -10,6 +10,9 @@ import picocli.CommandLine.Option;
  */
 final class Nodes {
 
+    @Option(names = "--world", description = "Ranks in all, over every node. Default: ${DEFAULT-VALUE}.")
+    int world = 2;
+
     @Option(
             names = "--nnodes",
             description = "Hosts the ranks are spread over; start the same command on each, "
@@ -35,6 +38,14 @@ final class Nodes {
             description = "Rank 0's port (required with --nnodes > 1; "
                     + "the launchers' control channel uses the next one).")
     int masterPort;
+
+    /** {@code --world}, checked. */
+    int world() {
+        if (world < 1) {
+            throw new IllegalArgumentException("--world must be >= 1, got " + world);
+        }
+        return world;
+    }
 
     /** This node's workers out of {@code world}, after checking the options together. */
     int workersHere(int world) {

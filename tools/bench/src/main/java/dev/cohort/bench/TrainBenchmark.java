@@ -48,161 +48,27 @@ import picocli.CommandLine.Option;
         description = "Training throughput, side by side with torch_ddp.py.")
 final class TrainBenchmark implements Callable<Integer> {
 
-    @Option(names = "--backend", description = "Engine of the workers. Default: ${DEFAULT-VALUE}.")
-    String backend = "gloo";
-
-    @Option(names = "--world", description = "Workers. Default: ${DEFAULT-VALUE}.")
-    int world = 2;
-
-    @Option(names = "--steps", description = "Timed steps. Default: ${DEFAULT-VALUE}.")
-    int steps = 1000;
-
-    @Option(names = "--warm", description = "Untimed warm-up steps. Default: ${DEFAULT-VALUE}.")
-    int warm = 20;
-
-    @Option(names = "--batch", description = "Batch per worker. Default: ${DEFAULT-VALUE}.")
-    int batch = 64;
-
-    @Option(
-            names = "--hidden",
-            description = "Width of the two hidden layers (torch_ddp.py's --hidden): 1024 gives "
-                    + "1.86 M parameters, 4096 gives 20.0 M. Default: ${DEFAULT-VALUE}.")
-    int hidden = 1024;
-
-    @Option(
-            names = "--model",
-            description = "mlp: MLP 784-H-H-10 (H: --hidden), as torch_ddp.py; demo-mlp, demo-cnn: "
-                    + "the demo's models (./cohort demo --model mlp|cnn). Default: ${DEFAULT-VALUE}.")
-    String model = "mlp";
-
-    @Option(
-            names = "--framework",
-            description =
-                    "torch: JavaCPP's PyTorch with distribute(); djl: DJL's PyTorch engine "
-                            + "with DistributedTrainer (on an engine that loads no libtorch: shm, tcp, none). Default: ${DEFAULT-VALUE}.")
-    String framework = "torch";
-
     @Option(names = "--json", paramLabel = "FILE", description = "Write the result as JSON (torch_ddp.py's shape).")
     Path json;
 
-    @Option(
-            names = "--overlap",
-            negatable = true,
-            description = "Average gradients during backward (--overlap) or "
-                    + "only at the step (--no-overlap). Default: as distribute() decides (overlap where the ranks' compute threads "
-                    + "leave a CPU free).")
-    Boolean overlap;
-
-    @Option(
-            names = "--engine-option",
-            paramLabel = "OPTION",
-            description = "An option for the engine in each worker, e.g. --engine-option=--gloo-spin-us=0 "
-                    + "(repeatable; see the backend's options).")
-    List<String> engineOptions = new ArrayList<>();
-
-    @Option(
-            names = "--grad-compression",
-            paramLabel = "TYPE",
-            description = "bf16 or fp16: float32 gradients travel as "
-                    + "16-bit floats (half the bytes; --framework torch). Default: ${DEFAULT-VALUE}.")
-    String gradCompression = "none";
-
-    @Option(
-            names = "--zero",
-            paramLabel = "STAGE",
-            description = "ZeRO stage 1 or 2: optimizer state (and at 2 the "
-                    + "averaged gradients) sharded across workers (--framework torch). Default: ${DEFAULT-VALUE}.")
-    int zero = 0;
-
-    @Option(
-            names = "--optimizer",
-            paramLabel = "NAME",
-            description = "sgd (lr 0.01, no state: torch_ddp.py's), "
-                    + "sgd-momentum (momentum 0.9: one buffer per parameter) or adam (lr 0.001: two moments per parameter). "
-                    + "Default: ${DEFAULT-VALUE}.")
-    String optimizer = "sgd";
-
-    @Option(
-            names = "--sync-only",
-            description = "Do not distribute the model: each rank trains on its own and the ranks "
-                    + "allreduce one float after every step. Compute plus the wait for the slowest rank, the floor under any "
-                    + "gradient averaging on the same layout.")
-    boolean syncOnly;
+    @Mixin
+    TrainSettings settings = new TrainSettings();
 
     @Mixin
     Nodes nodes = new Nodes();
 
     @Override
     public Integer call() throws Exception {
-        if (world < 1 || steps < 1 || warm < 0 || batch < 1 || hidden < 1) {
-            throw new IllegalArgumentException("--world, --steps, --batch and --hidden must be >= 1 and --warm >= 0");
-        }
-        if (!List.of("torch", "djl").contains(framework)) {
-            throw new IllegalArgumentException("--framework must be torch or djl, got '" + framework + "'");
-        }
-        if (framework.equals("djl") && overlap != null && overlap) {
-            throw new IllegalArgumentException("--overlap: DJL has no hook that fires as backward produces a gradient; "
-                    + "with --framework djl gradients are averaged at the step");
-        }
-        if (!List.of("none", "bf16", "fp16").contains(gradCompression)) {
-            throw new IllegalArgumentException(
-                    "--grad-compression must be bf16, fp16 or none, got '" + gradCompression + "'");
-        }
-        if (framework.equals("djl") && !gradCompression.equals("none")) {
-            throw new IllegalArgumentException("--grad-compression: only with --framework torch");
-        }
-        if (zero < 0 || zero > 2) {
-            throw new IllegalArgumentException("--zero must be 0, 1 or 2, got " + zero);
-        }
-        if (!List.of("sgd", "sgd-momentum", "adam").contains(optimizer)) {
-            throw new IllegalArgumentException(
-                    "--optimizer must be sgd, sgd-momentum or adam, got '" + optimizer + "'");
-        }
-        if (framework.equals("djl") && (zero != 0 || !optimizer.equals("sgd"))) {
-            throw new IllegalArgumentException("--zero and --optimizer: only with --framework torch");
-        }
-        if (syncOnly && (framework.equals("djl") || zero != 0 || !gradCompression.equals("none") || overlap != null)) {
-            throw new IllegalArgumentException(
-                    "--sync-only distributes nothing: only with --framework torch and without "
-                            + "--zero, --grad-compression and --overlap");
-        }
-        if (!List.of("mlp", "demo-mlp", "demo-cnn").contains(model)) {
-            throw new IllegalArgumentException("--model must be mlp, demo-mlp or demo-cnn, got '" + model + "'");
-        }
+        int world = nodes.world();
+        settings.check();
         Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-train", ".json");
-        List<String> workerArgs = new ArrayList<>(List.of(
-                "train-worker",
-                "--backend",
-                backend,
-                "--steps",
-                Integer.toString(steps),
-                "--warm",
-                Integer.toString(warm),
-                "--batch",
-                Integer.toString(batch),
-                "--hidden",
-                Integer.toString(hidden),
-                "--model",
-                model,
-                "--framework",
-                framework,
-                "--json",
-                out.toString()));
-        if (overlap != null) {
-            workerArgs.add("--overlap=" + overlap);
-        }
-        engineOptions.forEach(o -> workerArgs.add("--engine-option=" + o));
-        workerArgs.add("--grad-compression=" + gradCompression);
-        workerArgs.add("--zero=" + zero);
-        workerArgs.add("--optimizer=" + optimizer);
-        if (syncOnly) {
-            workerArgs.add("--sync-only");
-        }
+        List<String> workerArgs = new ArrayList<>(List.of("train-worker", "--json", out.toString()));
+        workerArgs.addAll(settings.asArgs());
         int rc = Workers.launch(world, nodes, false, workerArgs);
         if (rc != 0 || !nodes.reports()) {
             return rc;
         }
-        Result r = backend.equals("none") && world > 1
+        Result r = settings.backend.equals("none") && world > 1
                 ? Result.independent(out, world)
                 : new ObjectMapper().readValue(out.toFile(), Result.class);
         System.out.printf(
@@ -404,54 +270,18 @@ final class TrainBenchmark implements Callable<Integer> {
 
     @Command(name = "train-worker", hidden = true)
     static final class Worker implements Callable<Integer> {
-        @Option(names = "--backend", required = true)
-        String backend;
-
-        @Option(names = "--steps", required = true)
-        int steps;
-
-        @Option(names = "--warm", required = true)
-        int warm;
-
-        @Option(names = "--batch", required = true)
-        int batch;
-
-        @Option(names = "--hidden", required = true)
-        int hidden;
-
-        @Option(names = "--model", required = true)
-        String modelName;
+        @Mixin
+        TrainSettings s = new TrainSettings();
 
         @Option(names = "--json", required = true)
         Path json;
 
-        @Option(names = "--framework")
-        String framework = "torch";
-
-        @Option(names = "--overlap", arity = "1")
-        Boolean overlap;
-
-        @Option(names = "--engine-option")
-        List<String> engineOptions = new ArrayList<>();
-
-        @Option(names = "--grad-compression")
-        String gradCompression = "none";
-
-        @Option(names = "--zero")
-        int zero = 0;
-
-        @Option(names = "--optimizer")
-        String optimizerName = "sgd";
-
-        @Option(names = "--sync-only")
-        boolean syncOnly;
-
         @Override
         public Integer call() throws Exception {
-            if (framework.equals("djl")) {
-                Result r = DjlTrainWorker.run(backend, engineOptions, steps, warm, batch, hidden, modelName);
+            if (s.framework.equals("djl")) {
+                Result r = DjlTrainWorker.run(s.backend, s.engineOptions, s.steps, s.warm, s.batch, s.hidden, s.model);
                 if (r != null) {
-                    boolean alone = backend.equals("none")
+                    boolean alone = s.backend.equals("none")
                             && Integer.parseInt(System.getenv().getOrDefault("WORLD_SIZE", "1")) > 1;
                     Path file =
                             resultFile(json, Integer.parseInt(System.getenv().getOrDefault("RANK", "0")), alone);
@@ -461,30 +291,30 @@ final class TrainBenchmark implements Callable<Integer> {
             }
             LibTorch.load();
             torch.set_num_threads(1);
-            try (DistributedBackend b = Engines.open(backend, engineOptions)) {
+            try (DistributedBackend b = Engines.open(s.backend, s.engineOptions)) {
                 b.initialize();
                 torch.manual_seed(b.rank());
-                Classifier model = model(modelName, hidden);
+                Classifier model = model(s.model, s.hidden);
                 DistributeRequest<Module, Optimizer, Object, Object> request = DistributeRequest.of(
-                                (Module) model, optimizer(optimizerName, model.parameters()), null, null)
-                        .withOption(TorchDistributor.GRAD_COMPRESSION, gradCompression)
-                        .withOption(TorchDistributor.ZERO_STAGE, zero);
-                Optimizer optimizer = syncOnly
+                                (Module) model, optimizer(s.optimizer, model.parameters()), null, null)
+                        .withOption(TorchDistributor.GRAD_COMPRESSION, s.gradCompression)
+                        .withOption(TorchDistributor.ZERO_STAGE, s.zero);
+                Optimizer optimizer = s.syncOnly
                         ? request.optimizer()
                         : b.distribute(
-                                        overlap == null
+                                        s.overlap == null
                                                 ? request
-                                                : request.withOption(TorchDistributor.OVERLAP, overlap))
+                                                : request.withOption(TorchDistributor.OVERLAP, s.overlap))
                                 .optimizer();
-                Runnable sync = syncOnly ? syncStep(b) : () -> {};
+                Runnable sync = s.syncOnly ? syncStep(b) : () -> {};
                 int nb = 16;
                 Tensor[] xs = new Tensor[nb];
                 Tensor[] ys = new Tensor[nb];
                 for (int i = 0; i < nb; i++) {
-                    xs[i] = torch.randn(batch, 1, 28, 28);
-                    ys[i] = torch.randint(0, 10, new long[] {batch});
+                    xs[i] = torch.randn(s.batch, 1, 28, 28);
+                    ys[i] = torch.randint(0, 10, new long[] {s.batch});
                 }
-                for (int i = 0; i < warm; i++) {
+                for (int i = 0; i < s.warm; i++) {
                     step(model, optimizer, xs[i % nb], ys[i % nb]);
                     sync.run();
                 }
@@ -493,7 +323,7 @@ final class TrainBenchmark implements Callable<Integer> {
                 long cpu0 = processCpuNanos();
                 long t0 = System.nanoTime();
                 long synced = 0;
-                for (int i = 0; i < steps; i++) {
+                for (int i = 0; i < s.steps; i++) {
                     step(model, optimizer, xs[i % nb], ys[i % nb]);
                     long s0 = System.nanoTime();
                     sync.run();
@@ -530,24 +360,24 @@ final class TrainBenchmark implements Callable<Integer> {
                     }
                     int n = b.worldSize();
                     Result r = new Result(
-                            "cohort-" + b.name() + (syncOnly ? "-sync-only" : "")
-                                    + (overlap == null ? "" : overlap ? "-overlap" : "-no-overlap")
-                                    + (zero == 0 ? "" : "-zero" + zero)
-                                    + (gradCompression.equals("none") ? "" : "-" + gradCompression),
-                            modelName,
+                            "cohort-" + b.name() + (s.syncOnly ? "-sync-only" : "")
+                                    + (s.overlap == null ? "" : s.overlap ? "-overlap" : "-no-overlap")
+                                    + (s.zero == 0 ? "" : "-zero" + s.zero)
+                                    + (s.gradCompression.equals("none") ? "" : "-" + s.gradCompression),
+                            s.model,
                             computeVersion(),
                             n,
                             torch.get_num_threads(),
-                            steps,
-                            batch,
+                            s.steps,
+                            s.batch,
                             count,
                             seconds,
-                            steps / seconds,
-                            (double) steps * batch * n / seconds,
+                            s.steps / seconds,
+                            (double) s.steps * s.batch * n / seconds,
                             loadedBlas(),
                             share,
-                            syncOnly ? null : new Memory(zero, optimizerName, stateBytes, rss),
-                            cpuKnown ? cpuEveryRank / 1e6 / steps : null);
+                            s.syncOnly ? null : new Memory(s.zero, s.optimizer, stateBytes, rss),
+                            cpuKnown ? cpuEveryRank / 1e6 / s.steps : null);
                     Path file =
                             resultFile(json, Integer.parseInt(System.getenv().getOrDefault("RANK", "0")), alone);
                     new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(file.toFile(), r);

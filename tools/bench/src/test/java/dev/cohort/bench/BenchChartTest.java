@@ -162,36 +162,17 @@ class BenchChartTest {
     @Test
     void collectivesWritesItsChartBesideItsJson() throws IOException {
         Path json = dir.resolve("threads.json");
-        Run run = bench(
-                "collectives",
-                "--backend",
-                "threads",
-                "--world",
-                "2",
-                "--sizes",
-                "4K,64K",
-                "--warmup-ms",
-                "0",
-                "--json",
-                json.toString());
+        Run run = bench(BenchJvm.words(
+                "collectives --backend threads --world 2 --sizes 4K,64K --warmup-ms 0 --json", json.toString()));
         assertThat(run.code).as(run.err).isZero();
         assertThat(json).exists();
         assertIsPng(dir.resolve("threads.png"), BenchChart.WIDTH, BenchChart.HEIGHT);
 
         Path quiet = dir.resolve("quiet.json");
-        run = bench(
-                "collectives",
-                "--backend",
-                "threads",
-                "--world",
-                "2",
-                "--sizes",
-                "4K",
-                "--warmup-ms",
-                "0",
-                "--json",
+        run = bench(BenchJvm.words(
+                "collectives --backend threads --world 2 --sizes 4K --warmup-ms 0 --json",
                 quiet.toString(),
-                "--no-chart");
+                "--no-chart"));
         assertThat(run.code).as(run.err).isZero();
         assertThat(quiet).exists();
         assertThat(dir.resolve("quiet.png")).doesNotExist();

@@ -49,4 +49,10 @@ final class BenchJvm {
             p.destroyForcibly();
         }
     }
+
+    /** The words of {@code line} (split at spaces), then {@code more}: a command line written compactly. */
+    static String[] words(String line, String... more) {
+        return java.util.stream.Stream.concat(java.util.Arrays.stream(line.split(" ")), java.util.Arrays.stream(more))
+                .toArray(String[]::new);
+    }
 }

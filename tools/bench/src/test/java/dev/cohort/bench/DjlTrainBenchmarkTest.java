@@ -21,22 +21,9 @@ class DjlTrainBenchmarkTest {
         Path log = dir.resolve("bench.log");
         int exit = BenchJvm.run(
                 log,
-                List.of(
-                        "train",
-                        "--framework",
-                        "djl",
-                        "--backend",
-                        "tcp",
-                        "--world",
-                        "2",
-                        "--steps",
-                        "5",
-                        "--warm",
-                        "1",
-                        "--batch",
-                        "8",
-                        "--json",
-                        json.toString()));
+                List.of(BenchJvm.words(
+                        "train --framework djl --backend tcp --world 2 --steps 5 --warm 1 --batch 8 --json",
+                        json.toString())));
         assertThat(exit).as(Files.readString(log)).isZero();
         JsonNode result = new ObjectMapper().readTree(Files.readString(json));
         assertThat(result.get("engine").asText()).isEqualTo("cohort-djl-tcp");

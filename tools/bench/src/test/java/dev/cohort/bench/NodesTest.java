@@ -62,24 +62,10 @@ class NodesTest {
             port = s.getLocalPort();
         }
         Path json = dir.resolve("two-nodes.json");
-        List<String> common = List.of(
-                "train",
-                "--backend",
-                "gloo",
-                "--world",
-                "2",
-                "--steps",
-                "3",
-                "--warm",
-                "1",
-                "--batch",
-                "8",
-                "--nnodes",
-                "2",
-                "--master-addr",
-                "127.0.0.1",
-                "--master-port",
-                Integer.toString(port));
+        List<String> common = List.of(BenchJvm.words(
+                "train --backend gloo --world 2 --steps 3 --warm 1 --batch 8 --nnodes 2 "
+                        + "--master-addr 127.0.0.1 --master-port",
+                Integer.toString(port)));
         Process node1 = start(dir.resolve("node1.log"), common, "--node-rank", "1");
         Process node0 = start(dir.resolve("node0.log"), common, "--node-rank", "0", "--json", json.toString());
         try {

@@ -25,19 +25,9 @@ class TrainBenchmarkTest {
         Path log = dir.resolve("bench.log");
         assertThat(bench(
                         log,
-                        "--backend",
-                        "tcp",
-                        "--world",
-                        "2",
-                        "--steps",
-                        "6",
-                        "--warm",
-                        "1",
-                        "--batch",
-                        "8",
-                        "--sync-only",
-                        "--json",
-                        json.toString()))
+                        BenchJvm.words(
+                                "--backend tcp --world 2 --steps 6 --warm 1 --batch 8 --sync-only --json",
+                                json.toString())))
                 .as(Files.readString(log))
                 .isZero();
         JsonNode result = new ObjectMapper().readTree(Files.readString(json));
@@ -59,7 +49,7 @@ class TrainBenchmarkTest {
     @Timeout(60)
     void syncOnlyRefusesOptionsThatDistribute(@TempDir Path dir) throws Exception {
         Path log = dir.resolve("bench.log");
-        assertThat(bench(log, "--backend", "tcp", "--world", "2", "--sync-only", "--zero", "1"))
+        assertThat(bench(log, BenchJvm.words("--backend tcp --world 2 --sync-only --zero 1")))
                 .isNotZero();
         assertThat(Files.readString(log)).contains("--sync-only distributes nothing");
     }
@@ -75,19 +65,7 @@ class TrainBenchmarkTest {
         Path json = dir.resolve("host.json");
         Path log = dir.resolve("host.log");
         List<String> args = List.of(
-                "train",
-                "--backend",
-                "none",
-                "--world",
-                "1",
-                "--steps",
-                "3",
-                "--warm",
-                "1",
-                "--batch",
-                "8",
-                "--json",
-                json.toString());
+                BenchJvm.words("train --backend none --world 1 --steps 3 --warm 1 --batch 8 --json", json.toString()));
         assertThat(BenchJvm.run(log, args, Map.of("COHORT_BLAS", "system")))
                 .as(Files.readString(log))
                 .isZero();

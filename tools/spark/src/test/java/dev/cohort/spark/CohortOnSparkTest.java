@@ -122,23 +122,18 @@ class CohortOnSparkTest {
     @Test
     void layoutFollowsTheTasksHosts() {
         assertThat(RankTask.layout(List.of("a", "b", "a", "b"), 2))
-                .isEqualTo(Map.of(
-                        "RANK",
-                        "2",
-                        "WORLD_SIZE",
-                        "4",
-                        "LOCAL_RANK",
-                        "1",
-                        "LOCAL_WORLD_SIZE",
-                        "2",
-                        "GROUP_RANK",
-                        "0",
-                        "GROUP_WORLD_SIZE",
-                        "2"));
+                .isEqualTo(vars("RANK=2 WORLD_SIZE=4 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 GROUP_RANK=0 GROUP_WORLD_SIZE=2"));
         assertThat(RankTask.layout(List.of("a", "b"), 1))
                 .containsEntry("LOCAL_WORLD_SIZE", "1")
                 .containsEntry("GROUP_RANK", "1");
         assertThat(RankTask.hostOf("10.0.0.7:41234")).isEqualTo("10.0.0.7");
         assertThatThrownBy(() -> SparkJob.of(0, "x")).hasMessageContaining("workers must be >= 1");
+    }
+
+    /** {@code "K=V K=V ..."} as a map: launcher variables written compactly. */
+    private static Map<String, String> vars(String spec) {
+        return java.util.Arrays.stream(spec.split(" "))
+                .map(kv -> kv.split("=", 2))
+                .collect(java.util.stream.Collectors.toMap(kv -> kv[0], kv -> kv[1]));
     }
 }
