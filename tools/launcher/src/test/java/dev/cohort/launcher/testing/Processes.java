@@ -9,8 +9,15 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardWatchEventKinds;
+import java.nio.file.WatchKey;
+import java.nio.file.WatchService;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
@@ -56,23 +63,44 @@ public final class Processes {
 
     /** The pid of rank {@code rank} in restart {@code restart}, waiting for it to be recorded. */
     public static long awaitPid(Path dir, int rank, int restart, long timeoutMillis) throws InterruptedException {
-        long deadline = System.currentTimeMillis() + timeoutMillis;
         String prefix = "pid-" + rank + "-" + restart + "-";
-        while (System.currentTimeMillis() < deadline) {
-            try (Stream<Path> files = Files.isDirectory(dir) ? Files.list(dir) : Stream.empty()) {
-                List<String> names = files.map(p -> p.getFileName().toString())
-                        .filter(n -> n.startsWith(prefix))
-                        .collect(Collectors.toList());
-                if (!names.isEmpty()) {
-                    return Long.parseLong(names.get(0).substring(prefix.length()));
+        String name = awaitFile(dir, n -> n.startsWith(prefix), Duration.ofMillis(timeoutMillis))
+                .orElseThrow(() -> new AssertionError(
+                        "rank " + rank + " (restart " + restart + ") did not start within " + timeoutMillis + " ms"));
+        return Long.parseLong(name.substring(prefix.length()));
+    }
+
+    /**
+     * The name of a file in {@code dir} (created if missing) that {@code matches}, waiting up to
+     * {@code timeout} for another process to create one: woken by the file system's events.
+     */
+    public static Optional<String> awaitFile(Path dir, Predicate<String> matches, Duration timeout)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        try {
+            Files.createDirectories(dir);
+            try (WatchService watch = dir.getFileSystem().newWatchService()) {
+                dir.register(watch, StandardWatchEventKinds.ENTRY_CREATE);
+                while (true) {
+                    try (Stream<Path> files = Files.list(dir)) {
+                        Optional<String> found = files.map(p -> p.getFileName().toString())
+                                .filter(matches)
+                                .findFirst();
+                        long left = deadline - System.nanoTime();
+                        if (found.isPresent() || left <= 0) {
+                            return found;
+                        }
+                        WatchKey key = watch.poll(left, TimeUnit.NANOSECONDS);
+                        if (key != null) {
+                            key.pollEvents();
+                            key.reset();
+                        }
+                    }
                 }
-            } catch (IOException e) {
-                throw new IllegalStateException(e);
             }
-            Thread.sleep(50);
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot watch " + dir + ": " + e.getMessage(), e);
         }
-        throw new AssertionError(
-                "rank " + rank + " (restart " + restart + ") did not start within " + timeoutMillis + " ms");
     }
 
     /** Alive and not a zombie (a container's pid 1 may never reap re-parented orphans). */

@@ -6,6 +6,7 @@ import dev.cohort.runtime.SharedMemoryFiles;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -33,6 +34,7 @@ import java.util.Map;
  *                               group), print "JOINED backend" and exit 0
  * rendezvous DIR                rank 0 accepts every other rank on MASTER_PORT and prints "RENDEZVOUS n";
  *                               the others connect to MASTER_ADDR:MASTER_PORT; then like env
+ * await DIR                     wait (up to 2 minutes) until the test creates DIR/go; then like env
  * </pre>
  */
 public final class TestWorker {
@@ -104,6 +106,13 @@ public final class TestWorker {
                 rendezvous(env, rank);
                 printEnv(env);
             }
+            case "await" -> {
+                if (Processes.awaitFile(dir, "go"::equals, Duration.ofMinutes(2))
+                        .isEmpty()) {
+                    throw new IllegalStateException(dir.resolve("go") + " did not appear within 2 minutes");
+                }
+                printEnv(env);
+            }
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
     }
@@ -126,7 +135,8 @@ public final class TestWorker {
             "MKL_NUM_THREADS",
             "COHORT_COMPUTE_THREADS",
             "COHORT_BACKEND",
-            "COHORT_OLDEST_JDK"
+            "COHORT_OLDEST_JDK",
+            "COHORT_ELASTIC_STORE"
         }) {
             sb.append(' ').append(k).append('=').append(env.get(k));
         }
