@@ -143,8 +143,14 @@ public final class LauncherMain implements Callable<Integer> {
             paramLabel = "FILE",
             description = "the job's secret (first line of FILE, 16+ characters), the same file on every node: every "
                     + "connection of the job proves it (default: $COHORT_SECRET or $COHORT_SECRET_FILE; with one node, "
-                    + "a new secret for each run)")
+                    + "a new secret for each run; with several, one of these is required)")
     Path secretFile;
+
+    @Option(
+            names = "--insecure-no-secret",
+            description = "with several nodes, run without a job secret: every process that can reach the job's "
+                    + "ports is trusted (see docs/SECURITY.md)")
+    boolean insecureNoSecret;
 
     @Option(
             names = "--backend",
@@ -168,13 +174,36 @@ public final class LauncherMain implements Callable<Integer> {
     @Parameters(paramLabel = "PROGRAM", arity = "0..*", description = "after --: the program and its arguments")
     List<String> program = new ArrayList<>();
 
-    /** --secret-file, else the environment's, else (one node) a new one; none for several nodes without one. */
+    /**
+     * --secret-file, else the environment's, else (one node) a new one. Several nodes without one
+     * are refused unless --insecure-no-secret: the launcher cannot hand a secret it made to the
+     * other nodes over the network it is meant to protect.
+     */
     private Optional<JobSecret> secret(int nodes) {
         if (secretFile != null) {
+            if (insecureNoSecret) {
+                throw new IllegalArgumentException("--insecure-no-secret and --secret-file contradict; give one");
+            }
             return Optional.of(JobSecret.read(secretFile));
         }
         Optional<JobSecret> given = JobSecret.from(System.getenv());
-        return given.isPresent() || nodes > 1 ? given : Optional.of(JobSecret.generate());
+        if (given.isPresent()) {
+            return given;
+        }
+        if (nodes == 1) {
+            return Optional.of(JobSecret.generate());
+        }
+        if (!insecureNoSecret) {
+            throw new IllegalArgumentException("--nnodes " + nnodes + " needs a job secret that every node shares, "
+                    + "and cohort run cannot send one to the other nodes safely: make one with "
+                    + "`(umask 077; openssl rand -hex 32 > job.secret)`, copy it to every node and pass "
+                    + "--secret-file job.secret on each (or set " + JobSecret.ENV + " or " + JobSecret.FILE_ENV
+                    + "); or, on a network you trust, pass --insecure-no-secret on each node");
+        }
+        err().println(spec.qualifiedName() + ": WARNING: no job secret (--insecure-no-secret): every process "
+                + "that can reach this job's ports is trusted; see docs/SECURITY.md");
+        err().flush();
+        return Optional.empty();
     }
 
     public static void main(String[] args) {
@@ -182,7 +211,6 @@ public final class LauncherMain implements Callable<Integer> {
         System.exit(run(args));
     }
 
-    /** Parses {@code args} and runs the launcher; returns the exit code. */
     /**
      * {@code name} as {@value Backends#ENV_BACKEND} for the workers, lower-case: one of Cohort's
      * engines, one on this class path, or {@value Backends#AUTO}.
@@ -202,6 +230,7 @@ public final class LauncherMain implements Callable<Integer> {
                 "--backend must name an engine: one of " + String.join(", ", known) + "; got '" + name + "'");
     }
 
+    /** Parses {@code args} and runs the launcher; returns the exit code. */
     public static int run(String... args) {
         return command().execute(args);
     }

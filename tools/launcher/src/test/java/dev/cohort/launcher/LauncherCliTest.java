@@ -7,17 +7,22 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.cohort.launcher.testing.Processes;
 import dev.cohort.launcher.testing.TestWorker;
+import dev.cohort.runtime.auth.JobSecret;
 import java.io.File;
 import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
 
 /** {@code ./cohort run}'s code path: LauncherMain in a child JVM, signalled like a user would. */
 class LauncherCliTest {
@@ -202,7 +207,8 @@ class LauncherCliTest {
         assertThat(LauncherMain.run(with(program, "--nproc-per-node", "two"))).isEqualTo(2);
         assertThat(LauncherMain.run(with(program, "--nproc-per-node", "-1"))).isEqualTo(2);
         assertThat(LauncherMain.run(with(program, "--max-restarts", "-3"))).isEqualTo(2);
-        assertThat(LauncherMain.run(with(program, "--nnodes", "2", "--node-rank", "2", "--master-addr", "h")))
+        assertThat(LauncherMain.run(with(
+                        program, "--nnodes", "2", "--node-rank", "2", "--master-addr", "h", "--insecure-no-secret")))
                 .isEqualTo(2);
         assertThat(LauncherMain.run(with(program, "--master-port", "65536"))).isEqualTo(2);
         assertThat(LauncherMain.run("--master-port", "0", "--", "com.example.NoSuchMain"))
@@ -211,6 +217,27 @@ class LauncherCliTest {
             assertThat(LauncherMain.run(with(program, "--master-port", Integer.toString(taken.getLocalPort()))))
                     .as("master port taken")
                     .isEqualTo(2);
+        }
+        assertThat(new File(marker)).doesNotExist();
+    }
+
+    @Test
+    @Timeout(30)
+    void severalNodesWithoutASecretAreRefusedSayingWhatToDo() {
+        Assumptions.assumeTrue(JobSecret.from(System.getenv()).isEmpty(), "this test's environment names a job secret");
+        String marker = dir.resolve("started").toString();
+        for (String nodes : List.of("2", "1:2")) {
+            StringWriter err = new StringWriter();
+            CommandLine cli = LauncherMain.command();
+            cli.setErr(new PrintWriter(err, true));
+            int code = cli.execute("--nnodes", nodes, "--master-addr", "127.0.0.1", "--", "sh", "-c", ": > " + marker);
+            assertThat(code).as(err.toString()).isEqualTo(2);
+            assertThat(err.toString())
+                    .contains(
+                            "--nnodes " + nodes + " needs a job secret that every node shares",
+                            "--secret-file job.secret on each",
+                            "--insecure-no-secret",
+                            "nothing was started");
         }
         assertThat(new File(marker)).doesNotExist();
     }

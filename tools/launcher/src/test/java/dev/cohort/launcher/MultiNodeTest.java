@@ -6,10 +6,13 @@ import static dev.cohort.launcher.testing.Processes.pids;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.cohort.api.Backends;
+import dev.cohort.launcher.testing.Processes;
 import dev.cohort.launcher.testing.TestWorker;
+import dev.cohort.runtime.auth.JobSecret;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -76,7 +79,10 @@ class MultiNodeTest {
         return node(ns, nodeRank, WorkerProgram.javaExecutable(), 2, options, workerArgs);
     }
 
-    /** A node's launcher of {@code workers} workers, run by {@code java} (its workers run on the same JDK). */
+    /**
+     * A node's launcher of {@code workers} workers, run by {@code java} (its workers run on the same
+     * JDK); with this test's secret file unless {@code options} name a secret or none.
+     */
     private Process node(String ns, int nodeRank, String java, int workers, List<String> options, String... workerArgs)
             throws IOException {
         List<String> cmd = new ArrayList<>(List.of(
@@ -105,12 +111,24 @@ class MultiNodeTest {
                 "--run-id",
                 "multi"));
         cmd.addAll(options);
+        if (!options.contains("--secret-file") && !options.contains("--insecure-no-secret")) {
+            cmd.addAll(List.of("--secret-file", secretFile().toString()));
+        }
         cmd.addAll(List.of("--", TestWorker.class.getName()));
         cmd.addAll(List.of(workerArgs));
         return new ProcessBuilder(cmd)
                 .redirectErrorStream(true)
                 .redirectOutput(log(nodeRank).toFile())
                 .start();
+    }
+
+    /** The secret file every node of a test shares. */
+    private Path secretFile() {
+        Path file = dir.resolve("job.secret");
+        if (!Files.exists(file)) {
+            JobSecret.generate().writeTo(file);
+        }
+        return file;
     }
 
     private Path log(int nodeRank) {
@@ -131,10 +149,9 @@ class MultiNodeTest {
 
     @Test
     void nodesWithTheSameSecretFileJoinAndANodeWithAnotherIsRefusedNamingWhy() throws Exception {
-        Path secret = dir.resolve("job.secret");
+        Path secret = secretFile();
         Path other = dir.resolve("other.secret");
-        dev.cohort.runtime.auth.JobSecret.generate().writeTo(secret);
-        dev.cohort.runtime.auth.JobSecret.generate().writeTo(other);
+        JobSecret.generate().writeTo(other);
         Process n1 = node(NS1, 1, List.of("--secret-file", secret.toString()), "rendezvous", dir.toString());
         Process n0 = node(NS0, 0, List.of("--secret-file", secret.toString()), "rendezvous", dir.toString());
         assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isZero();
@@ -148,11 +165,9 @@ class MultiNodeTest {
                     .as("node 1 exit; output:\n%s", output(1))
                     .isNotZero();
             assertThat(output(1)).contains("failed authentication", "does not know this job's secret");
-            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            while (!output(0).contains("refused a connection from /192.0.2.2") && System.nanoTime() < end) {
-                Thread.sleep(100);
-            }
-            assertThat(output(0)).contains("refused a connection from /192.0.2.2");
+            assertThat(Processes.awaitText(log(0), "refused a connection from /192.0.2.2", Duration.ofSeconds(20)))
+                    .as("node 0 logs the refusal; output:\n%s", output(0))
+                    .isTrue();
         } finally {
             s0.destroy();
             s0.waitFor(20, TimeUnit.SECONDS);
@@ -160,11 +175,15 @@ class MultiNodeTest {
     }
 
     @Test
-    void twoNodesFormOneGroupWithConsistentRanks() throws Exception {
-        Process n1 = node(NS1, 1, List.of(), "rendezvous", dir.toString());
-        Process n0 = node(NS0, 0, List.of(), "rendezvous", dir.toString());
+    void twoNodesFormOneGroupWithConsistentRanksWithoutASecretWhenToldSo() throws Exception {
+        List<String> insecure = List.of("--insecure-no-secret");
+        Process n1 = node(NS1, 1, insecure, "rendezvous", dir.toString());
+        Process n0 = node(NS0, 0, insecure, "rendezvous", dir.toString());
         assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isZero();
         assertThat(awaitExit(n1, 1)).as("node 1 exit; output:\n%s", output(1)).isZero();
+        for (int node = 0; node < 2; node++) {
+            assertThat(output(node)).contains("WARNING: no job secret (--insecure-no-secret)");
+        }
 
         assertThat(output(0)).contains("[rank 0] RENDEZVOUS 3");
         assertThat(output(1))

@@ -72,7 +72,7 @@ public final class Processes {
 
     /**
      * The name of a file in {@code dir} (created if missing) that {@code matches}, waiting up to
-     * {@code timeout} for another process to create one: woken by the file system's events.
+     * {@code timeout} for another process to create or write one: woken by the file system's events.
      */
     public static Optional<String> awaitFile(Path dir, Predicate<String> matches, Duration timeout)
             throws InterruptedException {
@@ -80,7 +80,7 @@ public final class Processes {
         try {
             Files.createDirectories(dir);
             try (WatchService watch = dir.getFileSystem().newWatchService()) {
-                dir.register(watch, StandardWatchEventKinds.ENTRY_CREATE);
+                dir.register(watch, StandardWatchEventKinds.ENTRY_CREATE, StandardWatchEventKinds.ENTRY_MODIFY);
                 while (true) {
                     try (Stream<Path> files = Files.list(dir)) {
                         Optional<String> found = files.map(p -> p.getFileName().toString())
@@ -100,6 +100,24 @@ public final class Processes {
             }
         } catch (IOException e) {
             throw new IllegalStateException("cannot watch " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Whether {@code file}, written by another process, comes to contain {@code text} within
+     * {@code timeout}: woken by the file system's events.
+     */
+    public static boolean awaitText(Path file, String text, Duration timeout) throws InterruptedException {
+        return awaitFile(
+                        file.getParent(), n -> n.equals(file.getFileName().toString()) && contains(file, text), timeout)
+                .isPresent();
+    }
+
+    private static boolean contains(Path file, String text) {
+        try {
+            return Files.readString(file).contains(text);
+        } catch (IOException e) {
+            return false;
         }
     }
 
