@@ -3,7 +3,7 @@ package dev.cohort.launcher;
 import static dev.cohort.launcher.testing.Processes.awaitPid;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.cohort.launcher.testing.TestWorker;
+import dev.cohort.launcher.testing.LauncherProcess;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.Strangers;
@@ -13,7 +13,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -41,8 +40,8 @@ class LauncherStrangersTest {
         int controlPort = JvmWorkers.freePort();
         long seed = System.nanoTime();
         List<Strangers.Outcome> outcomes;
-        Process node0;
-        Process node1;
+        LauncherProcess node0;
+        LauncherProcess node1;
         try (Strangers strangers = Strangers.visitChildren(seed)) {
             node0 = node(0, masterPort, controlPort, secret, work);
             node1 = node(1, masterPort, controlPort, secret, work);
@@ -52,73 +51,32 @@ class LauncherStrangersTest {
             outcomes = strangers.finish();
         }
         Files.createFile(work.resolve("go"));
-        assertThat(awaitExit(node0, 0))
-                .as("node 0 exit; output:\n%s", output(0))
+        assertThat(node0.awaitExit(60))
+                .as("node 0 exit; output:\n%s", node0.output())
                 .isZero();
-        assertThat(awaitExit(node1, 1))
-                .as("node 1 exit; output:\n%s", output(1))
+        assertThat(node1.awaitExit(60))
+                .as("node 1 exit; output:\n%s", node1.output())
                 .isZero();
 
-        int storePort = elasticStorePort(output(0));
+        int storePort = elasticStorePort(node0.output());
         Map<Integer, List<String>> byPort = Strangers.byPort(outcomes);
         assertThat(byPort).as("ports visited (seed %d): %s", seed, byPort).containsKeys(controlPort, storePort);
         assertThat(outcomes).as("visits (seed %d): %s", seed, byPort).allMatch(Strangers.Outcome::refused);
-        assertThat(output(0))
+        assertThat(node0.output())
                 .contains("control channel on port " + controlPort + ": refused a connection from")
                 .contains(":" + storePort + ": refused a connection from");
-        for (int rank = 0; rank < 2; rank++) {
-            assertThat(output(rank)).contains("[rank " + rank + "] ENV ", "WORLD_SIZE=2", "COHORT_RESTART_COUNT=0");
-        }
+        assertThat(node0.output()).contains("[rank 0] ENV ", "WORLD_SIZE=2", "COHORT_RESTART_COUNT=0");
+        assertThat(node1.output()).contains("[rank 1] ENV ", "WORLD_SIZE=2", "COHORT_RESTART_COUNT=0");
     }
 
-    private Process node(int nodeRank, int masterPort, int controlPort, Path secret, Path work) throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(
-                WorkerProgram.javaExecutable(),
-                "-cp",
-                System.getProperty("java.class.path"),
-                LauncherMain.class.getName(),
-                "--nnodes",
-                "2",
-                "--node-rank",
-                Integer.toString(nodeRank),
-                "--master-addr",
-                "127.0.0.1",
-                "--master-port",
-                Integer.toString(masterPort),
-                "--control-port",
-                Integer.toString(controlPort),
-                "--elastic",
-                "1",
-                "--secret-file",
-                secret.toString(),
-                "--run-id",
-                "strangers",
-                "--grace-period",
-                "2",
-                "--",
-                TestWorker.class.getName(),
-                "await",
-                work.toString()));
-        return new ProcessBuilder(cmd)
-                .redirectErrorStream(true)
-                .redirectOutput(log(nodeRank).toFile())
-                .start();
-    }
-
-    private Path log(int nodeRank) {
-        return dir.resolve("node" + nodeRank + ".out");
-    }
-
-    private String output(int nodeRank) throws IOException {
-        return Files.readString(log(nodeRank));
-    }
-
-    private int awaitExit(Process p, int nodeRank) throws Exception {
-        if (!p.waitFor(60, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError("node " + nodeRank + " did not exit; output:\n" + output(nodeRank));
-        }
-        return p.exitValue();
+    private LauncherProcess node(int nodeRank, int masterPort, int controlPort, Path secret, Path work)
+            throws IOException {
+        List<String> args = new ArrayList<>(List.of("--nnodes", "2", "--node-rank", Integer.toString(nodeRank)));
+        args.addAll(List.of("--master-addr", "127.0.0.1", "--master-port", Integer.toString(masterPort)));
+        args.addAll(List.of("--control-port", Integer.toString(controlPort), "--elastic", "1"));
+        args.addAll(List.of("--secret-file", secret.toString(), "--run-id", "strangers"));
+        args.addAll(LauncherProcess.testWorker("await", work));
+        return LauncherProcess.start(List.of(), args, dir.resolve("node" + nodeRank + ".out"));
     }
 
     /** The generation store's port, as node 0's worker was told it. */

@@ -145,6 +145,19 @@ public final class Processes {
                 .isEmpty();
     }
 
+    /**
+     * Waits up to {@code timeout} for every process of {@code pids} to die, then asserts none is
+     * alive. Polls /proc: nothing tells a process that another, not its child, died (or became a
+     * zombie that nobody reaps).
+     */
+    public static void awaitNoneAlive(List<Long> pids, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline && pids.stream().anyMatch(Processes::alive)) {
+            Thread.sleep(20);
+        }
+        assertNoneAlive(pids);
+    }
+
     /** Sends {@code signal} (e.g. "STOP", "KILL") with kill(1). */
     public static void signal(long pid, String signal) throws IOException, InterruptedException {
         int rc = new ProcessBuilder("kill", "-" + signal, Long.toString(pid))
