@@ -263,11 +263,11 @@ public final class Launcher implements AutoCloseable {
                         }
                         BiConsumer<Integer, Integer> onExit =
                                 (local, code) -> events.add(new WorkerExited(r, local, code));
+                        WorkerGroup.Round starting =
+                                new WorkerGroup.Round(options, masterPort, program, round, env, console, guard, onExit);
                         group = throughMpirun(env)
-                                ? WorkerGroup.startThroughMpirun(
-                                        options, masterPort, program, round, env, console, guard, onExit)
-                                : WorkerGroup.start(
-                                        options, placement, masterPort, program, round, env, console, guard, onExit);
+                                ? WorkerGroup.startThroughMpirun(starting)
+                                : WorkerGroup.start(starting, placement);
                     }
                 } catch (IOException e) {
                     console.message(e.getMessage());
