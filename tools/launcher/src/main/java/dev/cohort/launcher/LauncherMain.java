@@ -18,26 +18,13 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 /** {@code ./cohort run [options] -- PROGRAM [ARGS...]}: see {@link Launcher}. Exit code 2 = bad input. */
-// Each option's description is in LauncherMain.properties, under its longest name without dashes.
+// The usage text (description, exit codes, each option under its longest name) is in LauncherMain.properties.
 @Command(
         name = "cohort run",
         resourceBundle = "dev.cohort.launcher.LauncherMain",
         mixinStandardHelpOptions = true,
         sortOptions = false,
-        versionProvider = Commands.Version.class,
-        description = {
-            "Starts a group of workers with the launch environment (MASTER_ADDR, MASTER_PORT, RANK, "
-                    + "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, COHORT_RESTART_COUNT, COHORT_RUN_ID), "
-                    + "prefixes their output with the rank, stops them all when one fails and restarts the group "
-                    + "up to --max-restarts times.",
-            "PROGRAM is a main class on Cohort's class path, a .jar, or any command."
-        },
-        exitCodeListHeading = "%nExit codes:%n",
-        exitCodeList = {
-            "0:every worker finished cleanly",
-            "2:bad input (nothing started)",
-            "N:the failed worker's exit code (128 + signal when killed by a signal)"
-        })
+        versionProvider = Commands.Version.class)
 public final class LauncherMain implements Callable<Integer> {
 
     /** The variable a user's class path comes from when {@code --classpath} is not given. */

@@ -248,6 +248,7 @@ class LauncherCliTest {
                         .isNotBlank());
         assertThat(cli.getUsageMessage())
                 .contains("workers on this node; auto = the number of cores", "(default: 29500)")
+                .contains("Starts a group of workers", "Exit codes:", "bad input (nothing started)")
                 .contains("--insecure-no-secret");
     }
 
