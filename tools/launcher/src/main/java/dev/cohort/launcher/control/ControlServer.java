@@ -78,16 +78,10 @@ public final class ControlServer implements AutoCloseable {
      *
      * @throws IllegalArgumentException when the port is taken or {@code host} is not an address of this host
      */
-    public ControlServer(
-            String host,
-            int port,
-            String runId,
-            int minNodes,
-            int nodes,
-            int maxRestarts,
-            int elastic,
-            Duration joinTimeout,
-            Optional<JobSecret> secret) {
+    public ControlServer(Channel channel, String runId, int minNodes, int nodes, int maxRestarts, int elastic) {
+        String host = channel.host();
+        int port = channel.port();
+        Optional<JobSecret> secret = channel.secret();
         try {
             server = new ServerSocket();
             server.setReuseAddress(true);
@@ -113,7 +107,7 @@ public final class ControlServer implements AutoCloseable {
         }
         this.timer = Executors.newSingleThreadScheduledExecutor(Daemons.named("cohort-control-timer"));
         timer.scheduleAtFixedRate(this::ping, Wire.PING_MILLIS, Wire.PING_MILLIS, TimeUnit.MILLISECONDS);
-        timer.schedule(this::joinDeadline, joinTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        timer.schedule(this::joinDeadline, channel.joinTimeout().toMillis(), TimeUnit.MILLISECONDS);
         Daemons.start("cohort-control-accept", this::acceptLoop);
     }
 
