@@ -19,7 +19,9 @@ import java.util.function.Consumer;
  */
 public final class ControlClient implements Coordinator {
 
+    /** One connection attempt's limit; attempts repeat every {@link #RETRY_MILLIS} until the join timeout. */
     private static final int CONNECT_MILLIS = 2000;
+
     private static final int RETRY_MILLIS = 250;
 
     private final Channel channel;
