@@ -11,6 +11,11 @@ import java.util.Optional;
  */
 public record Channel(String host, int port, Duration joinTimeout, Optional<JobSecret> secret) {
 
+    /** A node's one attempt to connect; attempts repeat every {@link #RETRY_MILLIS} until the join timeout. */
+    static final int CONNECT_MILLIS = 2000;
+
+    static final int RETRY_MILLIS = 250;
+
     public Channel {
         Objects.requireNonNull(host, "host");
         Objects.requireNonNull(joinTimeout, "joinTimeout");

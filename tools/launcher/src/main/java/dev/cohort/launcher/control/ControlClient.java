@@ -19,11 +19,6 @@ import java.util.function.Consumer;
  */
 public final class ControlClient implements Coordinator {
 
-    /** One connection attempt's limit; attempts repeat every {@link #RETRY_MILLIS} until the join timeout. */
-    private static final int CONNECT_MILLIS = 2000;
-
-    private static final int RETRY_MILLIS = 250;
-
     private final Channel channel;
     private final String hello;
     private volatile boolean closed;
@@ -59,7 +54,7 @@ public final class ControlClient implements Coordinator {
                 && !Thread.currentThread().isInterrupted()) {
             Socket s = new Socket();
             try {
-                s.connect(new InetSocketAddress(channel.host(), channel.port()), CONNECT_MILLIS);
+                s.connect(new InetSocketAddress(channel.host(), channel.port()), Channel.CONNECT_MILLIS);
                 if (channel.secret().isPresent()) {
                     Handshake.asClient(s, channel.secret().get(), ControlServer.PURPOSE, ControlServer.HANDSHAKE);
                 }
@@ -72,7 +67,7 @@ public final class ControlClient implements Coordinator {
             } catch (IOException e) {
                 last = e;
                 s.close();
-                sleep(RETRY_MILLIS);
+                sleep(Channel.RETRY_MILLIS);
             }
         }
         if (wire == null) {
