@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntSupplier;
+import java.util.function.LongSupplier;
 import me.tongfei.progressbar.ProgressBar;
 import me.tongfei.progressbar.ProgressBarBuilder;
 import me.tongfei.progressbar.ProgressBarConsumer;
@@ -38,6 +39,9 @@ public final class Console {
     private final boolean terminal;
     private final long plainIntervalNanos;
     private final IntSupplier columns;
+    /** Nanoseconds, as {@link System#nanoTime()}; tests step it. */
+    private final LongSupplier clock;
+
     private final Object lock = new Object();
     /** Under {@link #lock}: the live line shown at the bottom of the terminal, null when none. */
     private String live;
@@ -63,15 +67,22 @@ public final class Console {
 
     /** With a live progress line on {@code out} when {@code terminal}, plain progress lines otherwise. */
     public Console(PrintStream out, PrintStream err, boolean terminal) {
-        this(out, err, terminal, ProgressReporter.PLAIN_INTERVAL_MILLIS, TerminalWidth::columns);
+        this(out, err, terminal, ProgressReporter.PLAIN_INTERVAL_MILLIS, TerminalWidth::columns, System::nanoTime);
     }
 
-    Console(PrintStream out, PrintStream err, boolean terminal, long plainIntervalMillis, IntSupplier columns) {
+    Console(
+            PrintStream out,
+            PrintStream err,
+            boolean terminal,
+            long plainIntervalMillis,
+            IntSupplier columns,
+            LongSupplier clock) {
         this.out = Objects.requireNonNull(out, "out");
         this.err = Objects.requireNonNull(err, "err");
         this.terminal = terminal;
         this.plainIntervalNanos = TimeUnit.MILLISECONDS.toNanos(plainIntervalMillis);
         this.columns = columns;
+        this.clock = clock;
     }
 
     /** The launcher's process streams; a live progress line when stdout is an interactive terminal. */
@@ -120,7 +131,7 @@ public final class Console {
 
     private void showPlain(Update update) {
         synchronized (lock) {
-            long now = System.nanoTime();
+            long now = clock.getAsLong();
             if (plainShown && now - lastPlain < plainIntervalNanos) {
                 return;
             }
@@ -137,7 +148,7 @@ public final class Console {
             }
             boolean fresh = bar == null;
             if (fresh) {
-                barLine = new LiveLine(Math.max(20, columns.getAsInt() - 1));
+                barLine = new LiveLine();
                 bar = new ProgressBarBuilder()
                         .setTaskName(update.task())
                         .setInitialMax(update.total() > 0 ? update.total() : -1)
@@ -175,11 +186,8 @@ public final class Console {
 
     /** Where progressbar draws: the live line, kept below the other output. */
     private final class LiveLine implements ProgressBarConsumer {
-        private final int width;
-
-        LiveLine(int width) {
-            this.width = width;
-        }
+        /** The terminal's width when the bar starts, one column kept free (at least 20). */
+        private final int width = Math.max(20, columns.getAsInt() - 1);
 
         @Override
         public int getMaxRenderedLength() {

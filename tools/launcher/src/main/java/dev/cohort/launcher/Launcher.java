@@ -4,6 +4,7 @@ import dev.cohort.api.Backends;
 import dev.cohort.api.JoinRecord;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.ProgressReporter;
+import dev.cohort.launcher.control.Channel;
 import dev.cohort.launcher.control.Command;
 import dev.cohort.launcher.control.ControlClient;
 import dev.cohort.launcher.control.ControlServer;
@@ -114,15 +115,12 @@ public final class Launcher implements AutoCloseable {
             }
             if (options.nnodes() > 1) {
                 server = new ControlServer(
-                        options.masterAddr(),
-                        options.controlPort(),
+                        channel(),
                         options.runId(),
                         options.minNodes(),
                         options.nnodes(),
                         options.maxRestarts(),
-                        options.elastic(),
-                        options.joinTimeout(),
-                        options.secret());
+                        options.elastic());
             }
         }
         guard = OrphanGuard.start();
@@ -136,14 +134,7 @@ public final class Launcher implements AutoCloseable {
                         options.masterAddr(),
                         options.secret())
                 : new ControlClient(
-                        options.masterAddr(),
-                        options.controlPort(),
-                        options.runId(),
-                        options.nodeRank(),
-                        options.nnodesSpec(),
-                        options.nprocPerNode(),
-                        options.joinTimeout(),
-                        options.secret());
+                        channel(), options.runId(), options.nodeRank(), options.nnodesSpec(), options.nprocPerNode());
         try {
             if (program.isJava()) {
                 joinRecords = java.nio.file.Files.createTempDirectory("cohort-joined-");
@@ -168,6 +159,11 @@ public final class Launcher implements AutoCloseable {
                 // The JVM is shutting down; the hook runs anyway.
             }
         }
+    }
+
+    /** Node 0's control channel, with more than one node. */
+    private Channel channel() {
+        return new Channel(options.masterAddr(), options.controlPort(), options.joinTimeout(), options.secret());
     }
 
     private LaunchResult loop(Coordinator coordinator, int masterPort) {
@@ -263,11 +259,11 @@ public final class Launcher implements AutoCloseable {
                         }
                         BiConsumer<Integer, Integer> onExit =
                                 (local, code) -> events.add(new WorkerExited(r, local, code));
+                        WorkerGroup.Round starting =
+                                new WorkerGroup.Round(options, masterPort, program, round, env, console, guard, onExit);
                         group = throughMpirun(env)
-                                ? WorkerGroup.startThroughMpirun(
-                                        options, masterPort, program, round, env, console, guard, onExit)
-                                : WorkerGroup.start(
-                                        options, placement, masterPort, program, round, env, console, guard, onExit);
+                                ? WorkerGroup.startThroughMpirun(starting)
+                                : WorkerGroup.start(starting, placement);
                     }
                 } catch (IOException e) {
                     console.message(e.getMessage());

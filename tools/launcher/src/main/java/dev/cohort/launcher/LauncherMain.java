@@ -18,24 +18,13 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 /** {@code ./cohort run [options] -- PROGRAM [ARGS...]}: see {@link Launcher}. Exit code 2 = bad input. */
+// The usage text (description, exit codes, each option under its longest name) is in LauncherMain.properties.
 @Command(
         name = "cohort run",
+        resourceBundle = "dev.cohort.launcher.LauncherMain",
         mixinStandardHelpOptions = true,
         sortOptions = false,
-        versionProvider = Commands.Version.class,
-        description = {
-            "Starts a group of workers with the launch environment (MASTER_ADDR, MASTER_PORT, RANK, "
-                    + "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, COHORT_RESTART_COUNT, COHORT_RUN_ID), "
-                    + "prefixes their output with the rank, stops them all when one fails and restarts the group "
-                    + "up to --max-restarts times.",
-            "PROGRAM is a main class on Cohort's class path, a .jar, or any command."
-        },
-        exitCodeListHeading = "%nExit codes:%n",
-        exitCodeList = {
-            "0:every worker finished cleanly",
-            "2:bad input (nothing started)",
-            "N:the failed worker's exit code (128 + signal when killed by a signal)"
-        })
+        versionProvider = Commands.Version.class)
 public final class LauncherMain implements Callable<Integer> {
 
     /** The variable a user's class path comes from when {@code --classpath} is not given. */
@@ -50,116 +39,57 @@ public final class LauncherMain implements Callable<Integer> {
     /** The exit code for bad input: nothing was started. */
     public static final int BAD_INPUT = Commands.BAD_INPUT;
 
-    @Option(
-            names = "--nproc-per-node",
-            paramLabel = "N|auto",
-            defaultValue = "1",
-            description = "workers on this node; auto = the number of cores (default: ${DEFAULT-VALUE})")
+    @Option(names = "--nproc-per-node", paramLabel = "N|auto", defaultValue = "1")
     String nprocPerNode;
 
-    @Option(
-            names = "--nnodes",
-            paramLabel = "N|MIN:MAX",
-            defaultValue = "1",
-            description = "nodes; MIN:MAX starts with MIN or more once the join timeout passes without all MAX, and is "
-                    + "elastic (default: ${DEFAULT-VALUE})")
+    @Option(names = "--nnodes", paramLabel = "N|MIN:MAX", defaultValue = "1")
     String nnodes;
 
-    @Option(
-            names = "--node-rank",
-            paramLabel = "K",
-            defaultValue = "0",
-            description = "this node's index in [0, nnodes) (default: ${DEFAULT-VALUE})")
+    @Option(names = "--node-rank", paramLabel = "K", defaultValue = "0")
     String nodeRank;
 
-    @Option(
-            names = "--master-addr",
-            paramLabel = "HOST",
-            description = "address of node 0, where rank 0 listens (default: 127.0.0.1; required with --nnodes > 1)")
+    @Option(names = "--master-addr", paramLabel = "HOST")
     String masterAddr;
 
-    @Option(
-            names = "--master-port",
-            paramLabel = "PORT",
-            defaultValue = "29500",
-            description = "rank 0's port; 0 = pick a free one (single node) (default: ${DEFAULT-VALUE})")
+    @Option(names = "--master-port", paramLabel = "PORT", defaultValue = "29500")
     String masterPort;
 
-    @Option(
-            names = "--control-port",
-            paramLabel = "PORT",
-            defaultValue = "0",
-            description = "node 0's launcher control channel with --nnodes > 1 (default: master port + 1)")
+    @Option(names = "--control-port", paramLabel = "PORT", defaultValue = "0")
     String controlPort;
 
-    @Option(
-            names = "--max-restarts",
-            paramLabel = "N",
-            defaultValue = "0",
-            description = "restarts of the whole group after a failure (default: ${DEFAULT-VALUE})")
+    @Option(names = "--max-restarts", paramLabel = "N", defaultValue = "0")
     String maxRestarts;
 
-    @Option(
-            names = "--run-id",
-            paramLabel = "ID",
-            defaultValue = "cohort",
-            description = "names the run (COHORT_RUN_ID); all nodes must agree (default: ${DEFAULT-VALUE})")
+    @Option(names = "--run-id", paramLabel = "ID", defaultValue = "cohort")
     String runId;
 
-    @Option(names = "--log-dir", paramLabel = "DIR", description = "also write each rank's output to DIR/rank-R.log")
+    @Option(names = "--log-dir", paramLabel = "DIR")
     Path logDir;
 
-    @Option(
-            names = "--bind-cores",
-            description = "Pin each worker to its share of the cores with taskset "
-                    + "(when there are no more workers than cores); recommended for the shm engine.")
+    @Option(names = "--bind-cores")
     boolean bindCores;
 
-    @Option(
-            names = "--grace-period",
-            paramLabel = "SECONDS",
-            defaultValue = "5",
-            description = "between SIGTERM and SIGKILL when stopping workers (default: ${DEFAULT-VALUE})")
+    @Option(names = "--grace-period", paramLabel = "SECONDS", defaultValue = "5")
     String gracePeriod;
 
-    @Option(
-            names = "--join-timeout",
-            paramLabel = "SECONDS",
-            defaultValue = "60",
-            description = "how long nodes wait for each other with --nnodes > 1 (default: ${DEFAULT-VALUE})")
+    @Option(names = "--join-timeout", paramLabel = "SECONDS", defaultValue = "60")
     String joinTimeout;
 
-    @Option(
-            names = "--elastic",
-            paramLabel = "MIN",
-            defaultValue = "0",
-            description = "elastic: when a worker or a node other than node 0 is lost, the others re-form the group "
-                    + "without a restart and go on, while at least MIN workers of all nodes live (the program uses "
-                    + "ElasticJob; give every node the same MIN)")
+    @Option(names = "--elastic", paramLabel = "MIN", defaultValue = "0")
     String elastic;
 
-    @Option(
-            names = "--secret-file",
-            paramLabel = "FILE",
-            description = "the job's secret (first line of FILE, 16+ characters), the same file on every node: every "
-                    + "connection of the job proves it (default: $COHORT_SECRET or $COHORT_SECRET_FILE; with one node, "
-                    + "a new secret for each run)")
+    @Option(names = "--secret-file", paramLabel = "FILE")
     Path secretFile;
 
-    @Option(
-            names = "--backend",
-            paramLabel = "NAME",
-            description =
-                    "the engine the workers use, without touching the program's arguments: sets COHORT_BACKEND=NAME "
-                            + "(auto, none, threads, tcp, gloo, shm, hier or mpi), which a program's own --distributed-backend "
-                            + "overrides (default: $COHORT_BACKEND, else auto)")
+    @Option(names = "--insecure-no-secret")
+    boolean insecureNoSecret;
+
+    @Option(names = "--backend", paramLabel = "NAME")
     String backend;
 
     @Option(
             names = {"-cp", "--classpath", "--class-path"},
-            paramLabel = "PATH",
-            description = "the program's classes and jars, separated by ':' (DIR/* = every jar in DIR), ahead of "
-                    + "Cohort's own on the workers' class path; for a main class (default: $COHORT_CLASSPATH)")
+            paramLabel = "PATH")
     String classPath;
 
     @Spec
@@ -168,13 +98,36 @@ public final class LauncherMain implements Callable<Integer> {
     @Parameters(paramLabel = "PROGRAM", arity = "0..*", description = "after --: the program and its arguments")
     List<String> program = new ArrayList<>();
 
-    /** --secret-file, else the environment's, else (one node) a new one; none for several nodes without one. */
+    /**
+     * --secret-file, else the environment's, else (one node) a new one. Several nodes without one
+     * are refused unless --insecure-no-secret: the launcher cannot hand a secret it made to the
+     * other nodes over the network it is meant to protect.
+     */
     private Optional<JobSecret> secret(int nodes) {
         if (secretFile != null) {
+            if (insecureNoSecret) {
+                throw new IllegalArgumentException("--insecure-no-secret and --secret-file contradict; give one");
+            }
             return Optional.of(JobSecret.read(secretFile));
         }
         Optional<JobSecret> given = JobSecret.from(System.getenv());
-        return given.isPresent() || nodes > 1 ? given : Optional.of(JobSecret.generate());
+        if (given.isPresent()) {
+            return given;
+        }
+        if (nodes == 1) {
+            return Optional.of(JobSecret.generate());
+        }
+        if (!insecureNoSecret) {
+            throw new IllegalArgumentException("--nnodes " + nnodes + " needs a job secret that every node shares, "
+                    + "and cohort run cannot send one to the other nodes safely: make one with "
+                    + "`(umask 077; openssl rand -hex 32 > job.secret)`, copy it to every node and pass "
+                    + "--secret-file job.secret on each (or set " + JobSecret.ENV + " or " + JobSecret.FILE_ENV
+                    + "); or, on a network you trust, pass --insecure-no-secret on each node");
+        }
+        err().println(spec.qualifiedName() + ": WARNING: no job secret (--insecure-no-secret): every process "
+                + "that can reach this job's ports is trusted; see docs/SECURITY.md");
+        err().flush();
+        return Optional.empty();
     }
 
     public static void main(String[] args) {
@@ -182,7 +135,6 @@ public final class LauncherMain implements Callable<Integer> {
         System.exit(run(args));
     }
 
-    /** Parses {@code args} and runs the launcher; returns the exit code. */
     /**
      * {@code name} as {@value Backends#ENV_BACKEND} for the workers, lower-case: one of Cohort's
      * engines, one on this class path, or {@value Backends#AUTO}.
@@ -202,6 +154,7 @@ public final class LauncherMain implements Callable<Integer> {
                 "--backend must name an engine: one of " + String.join(", ", known) + "; got '" + name + "'");
     }
 
+    /** Parses {@code args} and runs the launcher; returns the exit code. */
     public static int run(String... args) {
         return command().execute(args);
     }

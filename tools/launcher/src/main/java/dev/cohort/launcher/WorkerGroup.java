@@ -37,6 +37,28 @@ final class WorkerGroup {
     private record Worker(
             int rank, Process process, OutputPump out, OutputPump err, OutputPump.LastLines last, Writer log) {}
 
+    /**
+     * What one round's workers are started with: this node's options, rank 0's port, the program,
+     * the round ({@code COHORT_RESTART_COUNT}), variables beyond the launch contract, where their
+     * lines go, the guard that kills them if the launcher dies, and what to call when one exits
+     * (local rank, exit code; from a JDK thread).
+     */
+    record Round(
+            LaunchOptions options,
+            int masterPort,
+            WorkerProgram program,
+            int restart,
+            Map<String, String> env,
+            Console console,
+            OrphanGuard guard,
+            BiConsumer<Integer, Integer> onExit) {
+
+        /** The launch contract of the worker at {@code topology}. */
+        LaunchEnvironment contract(Topology topology) {
+            return new LaunchEnvironment(options.masterAddr(), masterPort, topology, restart, options.runId());
+        }
+    }
+
     private WorkerGroup(List<Worker> workers, Map<String, String> contract, Console console) {
         this.workers = workers;
         this.contract = contract;
@@ -47,66 +69,53 @@ final class WorkerGroup {
      * Starts {@code options.nprocPerNode()} workers for round {@code restart}. When one fails to
      * start, those already started are stopped and the exception is thrown.
      */
-    static WorkerGroup start(
-            LaunchOptions options,
-            NodePlacement placement,
-            int masterPort,
-            WorkerProgram program,
-            int restart,
-            Map<String, String> extraEnv,
-            Console console,
-            OrphanGuard guard,
-            BiConsumer<Integer, Integer> onExit)
-            throws IOException {
+    static WorkerGroup start(Round round, NodePlacement placement) throws IOException {
+        LaunchOptions options = round.options();
         List<Worker> started = new ArrayList<>();
-        Map<String, String> runContract = new LaunchEnvironment(
-                        options.masterAddr(),
-                        masterPort,
-                        new Topology(0, placement.worldSize(), 0, options.nprocPerNode(), placement.groupRank()),
-                        restart,
-                        options.runId())
+        Map<String, String> runContract = round.contract(
+                        new Topology(0, placement.worldSize(), 0, options.nprocPerNode(), placement.groupRank()))
                 .toMap();
         try {
             for (int local = 0; local < options.nprocPerNode(); local++) {
                 int rank = placement.globalRank(local);
                 Topology topology =
                         new Topology(rank, placement.worldSize(), local, options.nprocPerNode(), placement.groupRank());
-                LaunchEnvironment contract =
-                        new LaunchEnvironment(options.masterAddr(), masterPort, topology, restart, options.runId());
+                LaunchEnvironment contract = round.contract(topology);
                 List<String> command = new ArrayList<>(ProcessTreeKiller.sessionWrapper());
                 command.addAll(CoreBinding.prefix(options, local));
-                command.addAll(program.command());
+                command.addAll(round.program().command());
                 ProcessBuilder pb = new ProcessBuilder(command);
                 Map<String, String> env = pb.environment();
-                env.putAll(extraEnv);
+                env.putAll(round.env());
                 env.putAll(contract.toMap());
                 if (NO_INPUT.exists()) {
                     pb.redirectInput(NO_INPUT);
                 }
-                Writer log = openLog(options.logDir(), rank, restart);
+                Writer log = openLog(options.logDir(), rank, round.restart());
                 Process process;
                 try {
                     process = pb.start();
                 } catch (IOException e) {
                     closeQuietly(log);
                     throw new IOException(
-                            "cannot start rank " + rank + " (" + program.description() + "): " + e.getMessage(), e);
+                            "cannot start rank " + rank + " (" + round.program().description() + "): " + e.getMessage(),
+                            e);
                 }
                 if (!ProcessTreeKiller.sessionWrapper().isEmpty()) {
-                    guard.watch(process.pid());
+                    round.guard().watch(process.pid());
                 }
                 OutputPump.LastLines last = new OutputPump.LastLines(LAST_LINES);
-                OutputPump out = OutputPump.start(process.getInputStream(), rank, false, console, log, last);
-                OutputPump err = OutputPump.start(process.getErrorStream(), rank, true, console, log, last);
+                OutputPump out = OutputPump.start(process.getInputStream(), rank, false, round.console(), log, last);
+                OutputPump err = OutputPump.start(process.getErrorStream(), rank, true, round.console(), log, last);
                 started.add(new Worker(rank, process, out, err, last, log));
                 int localRank = local;
-                process.onExit().thenAccept(p -> onExit.accept(localRank, p.exitValue()));
+                process.onExit().thenAccept(p -> round.onExit().accept(localRank, p.exitValue()));
             }
         } catch (IOException | RuntimeException e) {
-            new WorkerGroup(started, runContract, console).stop(Duration.ZERO, guard);
+            new WorkerGroup(started, runContract, round.console()).stop(Duration.ZERO, round.guard());
             throw e;
         }
-        return new WorkerGroup(started, runContract, console);
+        return new WorkerGroup(started, runContract, round.console());
     }
 
     /** Where mpirun says which rank ended the job. */
@@ -123,24 +132,15 @@ final class WorkerGroup {
      * exits with its code, or every rank with 0. Ranks are not bound to cores unless
      * {@code --bind-cores} (Open MPI binds by default, which would put a JVM's threads on one core).
      */
-    static WorkerGroup startThroughMpirun(
-            LaunchOptions options,
-            int masterPort,
-            WorkerProgram program,
-            int restart,
-            Map<String, String> extraEnv,
-            Console console,
-            OrphanGuard guard,
-            BiConsumer<Integer, Integer> onExit)
-            throws IOException {
+    static WorkerGroup startThroughMpirun(Round round) throws IOException {
+        LaunchOptions options = round.options();
         if (options.nnodes() > 1) {
             throw new IOException("the launcher starts an MPI job on one node only; across nodes start mpirun yourself "
                     + "with your hostfile (mpirun -np N --hostfile FILE java ... --distributed-backend mpi)");
         }
         int n = options.nprocPerNode();
-        Map<String, String> runContract = new LaunchEnvironment(
-                        options.masterAddr(), masterPort, new Topology(0, n, 0, n, 0), restart, options.runId())
-                .toMap();
+        Map<String, String> runContract =
+                round.contract(new Topology(0, n, 0, n, 0)).toMap();
         List<String> command = new ArrayList<>(ProcessTreeKiller.sessionWrapper());
         command.addAll(List.of(
                 mpirun(),
@@ -153,7 +153,7 @@ final class WorkerGroup {
         if ("root".equals(System.getProperty("user.name"))) {
             command.add("--allow-run-as-root");
         }
-        Map<String, String> env = new java.util.LinkedHashMap<>(extraEnv);
+        Map<String, String> env = new java.util.LinkedHashMap<>(round.env());
         for (String name : JOB_WIDE) {
             if (runContract.containsKey(name)) {
                 env.put(name, runContract.get(name));
@@ -163,9 +163,9 @@ final class WorkerGroup {
             command.add("-x");
             command.add(name);
         }
-        // Through sh: mpirun rewrites a command line whose program is java (for Open MPI's own Java bindings).
+        // Through sh: mpirun rewrites a command line whose round.program() is java (for Open MPI's own Java bindings).
         command.addAll(List.of("/bin/sh", "-c", "exec \"$0\" \"$@\""));
-        command.addAll(argumentFile(program.command()));
+        command.addAll(argumentFile(round.program().command()));
         ProcessBuilder pb = new ProcessBuilder(command);
         pb.environment().putAll(env);
         if (NO_INPUT.exists()) {
@@ -174,7 +174,7 @@ final class WorkerGroup {
         Writer[] logs = new Writer[n];
         OutputPump.LastLines[] lasts = new OutputPump.LastLines[n];
         for (int r = 0; r < n; r++) {
-            logs[r] = openLog(options.logDir(), r, restart);
+            logs[r] = openLog(options.logDir(), r, round.restart());
             lasts[r] = new OutputPump.LastLines(LAST_LINES);
         }
         Process process;
@@ -190,11 +190,11 @@ final class WorkerGroup {
                     e);
         }
         if (!ProcessTreeKiller.sessionWrapper().isEmpty()) {
-            guard.watch(process.pid());
+            round.guard().watch(process.pid());
         }
         java.util.concurrent.atomic.AtomicInteger named = new java.util.concurrent.atomic.AtomicInteger(-1);
         java.util.function.Consumer<String> mpirunLine = line -> {
-            console.workerLine(0, true, "mpirun: " + line);
+            round.console().workerLine(0, true, "mpirun: " + line);
             java.util.regex.Matcher m = MPIRUN_NAMES_RANK.matcher(line);
             if (m.find()) {
                 String rank = m.group(1) != null ? m.group(1) : m.group(2) != null ? m.group(2) : m.group(3);
@@ -204,8 +204,10 @@ final class WorkerGroup {
                 last.add("mpirun: " + line);
             }
         };
-        OutputPump out = OutputPump.startTagged(process.getInputStream(), false, console, logs, lasts, mpirunLine);
-        OutputPump err = OutputPump.startTagged(process.getErrorStream(), true, console, logs, lasts, mpirunLine);
+        OutputPump out =
+                OutputPump.startTagged(process.getInputStream(), false, round.console(), logs, lasts, mpirunLine);
+        OutputPump err =
+                OutputPump.startTagged(process.getErrorStream(), true, round.console(), logs, lasts, mpirunLine);
         List<Worker> workers = new ArrayList<>();
         for (int r = 0; r < n; r++) {
             workers.add(new Worker(r, process, out, err, lasts[r], logs[r]));
@@ -214,7 +216,7 @@ final class WorkerGroup {
             int code = p.exitValue();
             if (code == 0) {
                 for (int r = 0; r < n; r++) {
-                    onExit.accept(r, 0);
+                    round.onExit().accept(r, 0);
                 }
                 return;
             }
@@ -222,9 +224,9 @@ final class WorkerGroup {
             out.await(OutputPump.millisLeft(deadline));
             err.await(OutputPump.millisLeft(deadline));
             int rank = named.get();
-            onExit.accept(rank >= 0 && rank < n ? rank : 0, code);
+            round.onExit().accept(rank >= 0 && rank < n ? rank : 0, code);
         });
-        return new WorkerGroup(workers, runContract, console);
+        return new WorkerGroup(workers, runContract, round.console());
     }
 
     /**

@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
 import dev.cohort.api.Backends;
+import dev.cohort.api.LaunchEnvironment;
+import dev.cohort.api.Topology;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -14,18 +16,10 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
 class AutoChoiceTest {
 
+    /** What the launcher gives rank 0 of {@code world} workers, {@code perHost} on each host. */
     private static Map<String, String> layout(int world, int perHost) {
-        return new HashMap<>(Map.of(
-                "RANK",
-                "0",
-                "WORLD_SIZE",
-                Integer.toString(world),
-                "LOCAL_RANK",
-                "0",
-                "LOCAL_WORLD_SIZE",
-                Integer.toString(perHost),
-                "GROUP_RANK",
-                "0"));
+        return new HashMap<>(
+                new LaunchEnvironment("127.0.0.1", 29500, new Topology(0, world, 0, perHost, 0), 0, "auto").toMap());
     }
 
     @Test

@@ -8,6 +8,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -15,8 +16,38 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 20, unit = TimeUnit.SECONDS)
 class ConsoleTest {
 
-    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    /** What is written, and a wait for a text that progressbar's thread writes. */
+    private static final class Written extends ByteArrayOutputStream {
+        @Override
+        public synchronized void write(byte[] b, int off, int len) {
+            super.write(b, off, len);
+            notifyAll();
+        }
+
+        @Override
+        public synchronized void write(int b) {
+            super.write(b);
+            notifyAll();
+        }
+
+        synchronized String text() {
+            return toString(StandardCharsets.UTF_8);
+        }
+
+        synchronized void await(String text) throws InterruptedException {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (!text().contains(text)) {
+                long left = deadline - System.nanoTime();
+                assertThat(left).as("waiting for '" + text + "' in:\n" + text()).isPositive();
+                TimeUnit.NANOSECONDS.timedWait(this, left);
+            }
+        }
+    }
+
+    private final Written out = new Written();
     private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+    /** The console's clock, in nanoseconds: the tests step it. */
+    private final AtomicLong now = new AtomicLong();
 
     private Console console(boolean terminal, long plainIntervalMillis) {
         return new Console(
@@ -24,13 +55,12 @@ class ConsoleTest {
                 new PrintStream(err, true, StandardCharsets.UTF_8),
                 terminal,
                 plainIntervalMillis,
-                () -> 100);
+                () -> 100,
+                now::get);
     }
 
     private String out() {
-        synchronized (out) {
-            return out.toString(StandardCharsets.UTF_8);
-        }
+        return out.text();
     }
 
     private static Update step(long current) {
@@ -44,7 +74,7 @@ class ConsoleTest {
         console.progress(0, step(2));
         console.workerLine(0, false, "an ordinary line");
         console.progress(1, step(3)); // another rank's: never shown
-        Thread.sleep(400);
+        now.addAndGet(TimeUnit.MILLISECONDS.toNanos(300));
         console.progress(0, step(4));
         console.progress(0, new Finished());
 
@@ -63,7 +93,7 @@ class ConsoleTest {
         console.workerLine(1, false, "a line from rank 1");
         console.message("a message");
         console.progress(0, step(7));
-        Thread.sleep(500); // the bar redraws itself every 200 ms
+        awaitOutput("loss 0.7"); // the bar redraws itself every 200 ms
         console.progress(0, new Finished());
 
         String text = out();
@@ -101,12 +131,6 @@ class ConsoleTest {
     }
 
     private void awaitOutput(String text) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-        while (!out().contains(text)) {
-            assertThat(System.nanoTime())
-                    .as("waiting for '" + text + "' in:\n" + out())
-                    .isLessThan(deadline);
-            Thread.sleep(10);
-        }
+        out.await(text);
     }
 }

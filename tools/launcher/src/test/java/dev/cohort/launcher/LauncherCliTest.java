@@ -5,19 +5,25 @@ import static dev.cohort.launcher.testing.Processes.awaitPid;
 import static dev.cohort.launcher.testing.Processes.pids;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.cohort.launcher.testing.LauncherProcess;
 import dev.cohort.launcher.testing.Processes;
 import dev.cohort.launcher.testing.TestWorker;
+import dev.cohort.runtime.auth.JobSecret;
 import java.io.File;
 import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
 
 /** {@code ./cohort run}'s code path: LauncherMain in a child JVM, signalled like a user would. */
 class LauncherCliTest {
@@ -25,53 +31,40 @@ class LauncherCliTest {
     @TempDir
     Path dir;
 
-    private Process launcher(String... args) throws IOException {
-        return launcher(List.of(), args);
+    /** LauncherMain with {@code --master-port 0} and {@code args}, in a child JVM. */
+    private LauncherProcess launcher(String... args) throws IOException {
+        return launcher(List.of(), List.of(args));
     }
 
-    private Process launcher(List<String> jvmOptions, String... args) throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(WorkerProgram.javaExecutable()));
-        cmd.addAll(jvmOptions);
-        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), LauncherMain.class.getName()));
-        cmd.addAll(List.of(args));
-        return new ProcessBuilder(cmd)
-                .redirectErrorStream(true)
-                .redirectOutput(dir.resolve("launcher.out").toFile())
-                .start();
+    private LauncherProcess launcher(List<String> jvmOptions, List<String> args) throws IOException {
+        List<String> all = new ArrayList<>(List.of("--master-port", "0"));
+        all.addAll(args);
+        return LauncherProcess.start(jvmOptions, all, dir.resolve("launcher.out"));
+    }
+
+    /** A launcher of TestWorkers in {@code mode} (their folder: this test's), with {@code options}. */
+    private LauncherProcess testWorkers(List<String> jvmOptions, String mode, String... options) throws IOException {
+        List<String> args = new ArrayList<>(List.of(options));
+        args.addAll(LauncherProcess.testWorker(mode, dir));
+        return launcher(jvmOptions, args);
     }
 
     private String output() throws IOException {
         return Files.readString(dir.resolve("launcher.out"));
     }
 
-    private int awaitExit(Process p, int seconds) throws Exception {
-        if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError("launcher did not exit within " + seconds + " s; output:\n" + output());
-        }
-        return p.exitValue();
-    }
-
     @Test
     @Timeout(60)
     void sigtermToTheLauncherStopsEveryWorkerEvenAStoppedOne() throws Exception {
         Path pidDir = dir.resolve("pids");
-        Process p = launcher(
-                "--nproc-per-node",
-                "2",
-                "--master-port",
-                "0",
-                "--grace-period",
-                "2",
-                "--",
-                TestWorker.class.getName(),
-                "sleep",
-                pidDir.toString());
+        List<String> args = new ArrayList<>(List.of("--nproc-per-node", "2", "--grace-period", "2"));
+        args.addAll(LauncherProcess.testWorker("sleep", pidDir));
+        LauncherProcess p = launcher(List.of(), args);
         awaitPid(pidDir, 0, 0, 20_000);
         Processes.signal(awaitPid(pidDir, 1, 0, 20_000), "STOP");
 
-        p.destroy();
-        int code = awaitExit(p, 20);
+        p.process().destroy();
+        int code = p.awaitExit(20);
 
         assertThat(code).as("launcher exit code after SIGTERM").isEqualTo(143);
         assertThat(pids(pidDir)).hasSize(2);
@@ -85,12 +78,12 @@ class LauncherCliTest {
         // does the launcher started from it: Ctrl-C cannot reach it there, as intended.
         org.junit.jupiter.api.Assumptions.assumeFalse(sigintIgnored(), "SIGINT is ignored in this process tree");
         String script = "sleep 300 & : > " + dir + "/pid-$RANK-child-$!; : > " + dir + "/pid-$RANK-0-$$; wait";
-        Process p = launcher("--nproc-per-node", "2", "--master-port", "0", "--", "sh", "-c", script);
+        LauncherProcess p = launcher("--nproc-per-node", "2", "--", "sh", "-c", script);
         awaitPid(dir, 0, 0, 20_000);
         awaitPid(dir, 1, 0, 20_000);
 
-        Processes.signal(p.pid(), "INT");
-        awaitExit(p, 20);
+        Processes.signal(p.process().pid(), "INT");
+        p.awaitExit(20);
 
         assertThat(pids(dir)).hasSize(4);
         assertNoneAlive(pids(dir));
@@ -100,39 +93,25 @@ class LauncherCliTest {
     @Timeout(60)
     void workersDieEvenWhenTheLauncherIsKilledBySigkill() throws Exception {
         String script = "sleep 300 & : > " + dir + "/pid-$RANK-child-$!; : > " + dir + "/pid-$RANK-0-$$; wait";
-        Process p = launcher("--nproc-per-node", "2", "--master-port", "0", "--", "sh", "-c", script);
+        LauncherProcess p = launcher("--nproc-per-node", "2", "--", "sh", "-c", script);
         awaitPid(dir, 0, 0, 20_000);
         awaitPid(dir, 1, 0, 20_000);
-        Thread.sleep(200); // both children recorded too
+        // Each rank recorded its child before itself.
 
-        p.destroyForcibly();
-        awaitExit(p, 10);
+        p.process().destroyForcibly();
+        p.awaitExit(10);
 
         List<Long> pids = pids(dir);
         assertThat(pids).hasSize(4);
-        long deadline = System.currentTimeMillis() + 5_000;
-        while (System.currentTimeMillis() < deadline && pids.stream().anyMatch(Processes::alive)) {
-            Thread.sleep(100);
-        }
-        assertNoneAlive(pids);
+        Processes.awaitNoneAlive(pids, Duration.ofSeconds(5));
     }
 
     @Test
     @Timeout(60)
     void exitCodeIsTheFailedWorkersForAMainClassAndForACommand() throws Exception {
-        Process java = launcher(
-                "--nproc-per-node",
-                "2",
-                "--master-port",
-                "0",
-                "--",
-                TestWorker.class.getName(),
-                "fail-after",
-                dir.toString(),
-                "300",
-                "6",
-                "0");
-        assertThat(awaitExit(java, 30)).isEqualTo(6);
+        List<String> args = new ArrayList<>(List.of("--nproc-per-node", "2"));
+        args.addAll(LauncherProcess.testWorker("fail-after", dir, "300", "6", "0"));
+        assertThat(launcher(List.of(), args).awaitExit(30)).isEqualTo(6);
         assertThat(output())
                 .contains(
                         "cohort: rank 0 exited with code 6; stopping the other workers",
@@ -140,22 +119,21 @@ class LauncherCliTest {
                         "cohort: run failed (exit 6): rank 0 exited with code 6");
         assertNoneAlive(pids(dir));
 
-        Process shell = launcher(
-                "--nproc-per-node", "2", "--master-port", "0", "--", "sh", "-c", "echo hi from $RANK; kill -KILL $$");
-        assertThat(awaitExit(shell, 30)).isEqualTo(137);
+        LauncherProcess shell =
+                launcher("--nproc-per-node", "2", "--", "sh", "-c", "echo hi from $RANK; kill -KILL $$");
+        assertThat(shell.awaitExit(30)).isEqualTo(137);
         assertThat(output()).contains("[rank 0] hi from 0", "killed by SIGKILL (exit 137)");
 
-        Process clean = launcher("--nproc-per-node", "2", "--master-port", "0", "--", "sh", "-c", "echo $RANK");
-        assertThat(awaitExit(clean, 30)).isZero();
+        LauncherProcess clean = launcher("--nproc-per-node", "2", "--", "sh", "-c", "echo $RANK");
+        assertThat(clean.awaitExit(30)).isZero();
         assertThat(output()).contains("[rank 0] 0", "[rank 1] 1", "run finished");
     }
 
     @Test
     @Timeout(60)
     void aJavaWorkersLogRecordsAreOnePlainLineEach() throws Exception {
-        Process p = launcher(
-                "--nproc-per-node", "1", "--master-port", "0", "--", TestWorker.class.getName(), "log", dir.toString());
-        assertThat(awaitExit(p, 30)).isZero();
+        assertThat(testWorkers(List.of(), "log", "--nproc-per-node", "1").awaitExit(30))
+                .isZero();
         List<String> lines = output().lines().toList();
         assertThat(lines)
                 .contains(
@@ -176,17 +154,9 @@ class LauncherCliTest {
         Path quiet = Files.writeString(
                 dir.resolve("quiet.properties"),
                 "handlers = java.util.logging.ConsoleHandler\ndev.cohort.level = OFF\n");
-        Process p = launcher(
-                List.of("-Djava.util.logging.config.file=" + quiet),
-                "--nproc-per-node",
-                "1",
-                "--master-port",
-                "0",
-                "--",
-                TestWorker.class.getName(),
-                "log",
-                dir.toString());
-        assertThat(awaitExit(p, 30)).isZero();
+        LauncherProcess p =
+                testWorkers(List.of("-Djava.util.logging.config.file=" + quiet), "log", "--nproc-per-node", "1");
+        assertThat(p.awaitExit(30)).isZero();
         assertThat(output())
                 .contains("[rank 0] LOGGED")
                 .doesNotContain("backend auto")
@@ -202,7 +172,8 @@ class LauncherCliTest {
         assertThat(LauncherMain.run(with(program, "--nproc-per-node", "two"))).isEqualTo(2);
         assertThat(LauncherMain.run(with(program, "--nproc-per-node", "-1"))).isEqualTo(2);
         assertThat(LauncherMain.run(with(program, "--max-restarts", "-3"))).isEqualTo(2);
-        assertThat(LauncherMain.run(with(program, "--nnodes", "2", "--node-rank", "2", "--master-addr", "h")))
+        assertThat(LauncherMain.run(with(
+                        program, "--nnodes", "2", "--node-rank", "2", "--master-addr", "h", "--insecure-no-secret")))
                 .isEqualTo(2);
         assertThat(LauncherMain.run(with(program, "--master-port", "65536"))).isEqualTo(2);
         assertThat(LauncherMain.run("--master-port", "0", "--", "com.example.NoSuchMain"))
@@ -216,27 +187,39 @@ class LauncherCliTest {
     }
 
     @Test
+    @Timeout(30)
+    void severalNodesWithoutASecretAreRefusedSayingWhatToDo() {
+        Assumptions.assumeTrue(JobSecret.from(System.getenv()).isEmpty(), "this test's environment names a job secret");
+        String marker = dir.resolve("started").toString();
+        for (String nodes : List.of("2", "1:2")) {
+            StringWriter err = new StringWriter();
+            CommandLine cli = LauncherMain.command();
+            cli.setErr(new PrintWriter(err, true));
+            int code = cli.execute("--nnodes", nodes, "--master-addr", "127.0.0.1", "--", "sh", "-c", ": > " + marker);
+            assertThat(code).as(err.toString()).isEqualTo(2);
+            assertThat(err.toString())
+                    .contains(
+                            "--nnodes " + nodes + " needs a job secret that every node shares",
+                            "--secret-file job.secret on each",
+                            "--insecure-no-secret",
+                            "nothing was started");
+        }
+        assertThat(new File(marker)).doesNotExist();
+    }
+
+    @Test
     @Timeout(60)
     void backendChoosesTheWorkersEngineWithoutTouchingTheProgramsArguments() throws Exception {
-        Process p = launcher(
-                "--backend",
-                "TCP",
-                "--nproc-per-node",
-                "1",
-                "--master-port",
-                "0",
-                "--",
-                "sh",
-                "-c",
-                "echo backend=$COHORT_BACKEND args=$#");
-        assertThat(awaitExit(p, 30)).isZero();
+        LauncherProcess p = launcher(
+                "--backend", "TCP", "--nproc-per-node", "1", "--", "sh", "-c", "echo backend=$COHORT_BACKEND args=$#");
+        assertThat(p.awaitExit(30)).isZero();
         assertThat(output())
                 .contains(
                         "[rank 0] backend=tcp args=0",
                         "workers that choose no --distributed-backend use COHORT_BACKEND=tcp (--backend)");
 
-        Process bad = launcher("--backend", "nccl", "--", "sh", "-c", "true");
-        assertThat(awaitExit(bad, 30)).isEqualTo(2);
+        assertThat(launcher("--backend", "nccl", "--", "sh", "-c", "true").awaitExit(30))
+                .isEqualTo(2);
         assertThat(output())
                 .contains(
                         "--backend must name an engine: one of ",
@@ -255,30 +238,33 @@ class LauncherCliTest {
                 .contains("COHORT_BACKEND");
     }
 
+    @Test
+    @Timeout(30)
+    void everyOptionHasItsDescriptionFromTheResourceBundle() {
+        CommandLine cli = LauncherMain.command();
+        assertThat(cli.getCommandSpec().options())
+                .allSatisfy(o -> assertThat(String.join(" ", o.description()))
+                        .as(o.longestName())
+                        .isNotBlank());
+        assertThat(cli.getUsageMessage())
+                .contains("workers on this node; auto = the number of cores", "(default: 29500)")
+                .contains("Starts a group of workers", "Exit codes:", "bad input (nothing started)")
+                .contains("--insecure-no-secret");
+    }
+
     /** The distribution gives its workers lib/ only (not the command's own lib/tools/: DJL, an SLF4J binding). */
     @Test
     @Timeout(60)
     void theWorkersClassPathIsTheOneTheCommandNames() throws Exception {
-        Process p = launcher(
-                List.of("-D" + LauncherMain.WORKERS_CLASSPATH + "=" + dir),
-                "--master-port",
-                "0",
-                "--",
-                TestWorker.class.getName(),
-                "env",
-                dir.toString());
-        assertThat(awaitExit(p, 30)).isEqualTo(2);
+        assertThat(testWorkers(List.of("-D" + LauncherMain.WORKERS_CLASSPATH + "=" + dir), "env")
+                        .awaitExit(30))
+                .isEqualTo(2);
         assertThat(output()).contains("main class " + TestWorker.class.getName() + " does not exist on the class path");
 
-        Process q = launcher(
-                List.of("-D" + LauncherMain.WORKERS_CLASSPATH + "=" + System.getProperty("java.class.path")),
-                "--master-port",
-                "0",
-                "--",
-                TestWorker.class.getName(),
-                "env",
-                dir.toString());
-        assertThat(awaitExit(q, 30)).isZero();
+        String classPath = System.getProperty("java.class.path");
+        assertThat(testWorkers(List.of("-D" + LauncherMain.WORKERS_CLASSPATH + "=" + classPath), "env")
+                        .awaitExit(30))
+                .isZero();
     }
 
     private static String[] with(String[] program, String... options) {

@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.cohort.launcher.testing.Processes;
 import dev.cohort.launcher.testing.TestWorker;
 import dev.cohort.runtime.SharedMemoryFiles;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -38,6 +39,14 @@ class LauncherTest {
         return new Launcher(options, WorkerProgram.mainClass(TestWorker.class.getName(), List.of(args)))
                 .console(console.console)
                 .cores(4);
+    }
+
+    /** Runs {@code workers} TestWorkers in {@code mode} (their folder: this test's); they all exit 0. */
+    private void runToTheEnd(int workers, String mode) throws IOException {
+        assertThat(javaWorkers(options(workers).build(), mode, dir.toString())
+                        .run()
+                        .exitCode())
+                .isZero();
     }
 
     private Launcher shellWorkers(LaunchOptions options, String script) {
@@ -114,10 +123,7 @@ class LauncherTest {
     @Test
     @Timeout(60)
     void aRunWhoseWorkersNeverJoinedAGroupEndsWithAWarning() throws Exception {
-        LaunchResult result =
-                javaWorkers(options(2).build(), "env", dir.toString()).run();
-
-        assertThat(result.exitCode()).isZero();
+        runToTheEnd(2, "env");
         List<String> lines = console.err().lines().toList();
         assertThat(lines.get(lines.size() - 1))
                 .startsWith(
@@ -145,20 +151,14 @@ class LauncherTest {
 
     @Test
     void oneWorkerThatJoinsNoGroupTrainsAloneWithoutAWarning() throws Exception {
-        LaunchResult result =
-                javaWorkers(options(1).build(), "env", dir.toString()).run();
-
-        assertThat(result.exitCode()).isZero();
+        runToTheEnd(1, "env");
         assertThat(console.err()).doesNotContain("no worker joined");
     }
 
     @Test
     @Timeout(60)
     void aRunWhoseWorkersJoinedFinishesPlainly() throws Exception {
-        LaunchResult result =
-                javaWorkers(options(1).build(), "join", dir.toString()).run();
-
-        assertThat(result.exitCode()).isZero();
+        runToTheEnd(1, "join");
         assertThat(console.out()).contains("[rank 0] JOINED none");
         assertThat(console.err())
                 .contains("cohort: run finished: all workers finished")
@@ -315,7 +315,7 @@ class LauncherTest {
         }
     }
 
-    private static Path shmFile(String runId, int restart, int port) throws java.io.IOException {
+    private static Path shmFile(String runId, int restart, int port) throws IOException {
         Map<String, String> env = Map.of(
                 "COHORT_RUN_ID",
                 runId,

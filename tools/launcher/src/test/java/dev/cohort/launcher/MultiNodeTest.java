@@ -6,10 +6,14 @@ import static dev.cohort.launcher.testing.Processes.pids;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.cohort.api.Backends;
+import dev.cohort.launcher.testing.LauncherProcess;
+import dev.cohort.launcher.testing.Processes;
 import dev.cohort.launcher.testing.TestWorker;
+import dev.cohort.runtime.auth.JobSecret;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -72,45 +76,45 @@ class MultiNodeTest {
         return p.waitFor() == 0 ? "" : (out.isEmpty() ? "exit " + p.exitValue() : out);
     }
 
-    private Process node(String ns, int nodeRank, List<String> options, String... workerArgs) throws IOException {
+    private LauncherProcess node(String ns, int nodeRank, List<String> options, String... workerArgs)
+            throws IOException {
         return node(ns, nodeRank, WorkerProgram.javaExecutable(), 2, options, workerArgs);
     }
 
-    /** A node's launcher of {@code workers} workers, run by {@code java} (its workers run on the same JDK). */
-    private Process node(String ns, int nodeRank, String java, int workers, List<String> options, String... workerArgs)
+    /**
+     * A node's launcher of {@code workers} workers, run by {@code java} (its workers run on the same
+     * JDK); with this test's secret file unless {@code options} name a secret or none. Workers:
+     * TestWorker with {@code workerArgs}, a mode and its arguments.
+     */
+    private LauncherProcess node(
+            String ns, int nodeRank, String java, int workers, List<String> options, String... workerArgs)
             throws IOException {
-        List<String> cmd = new ArrayList<>(List.of(
-                "ip",
-                "netns",
-                "exec",
-                ns,
-                java,
-                "-cp",
-                System.getProperty("java.class.path"),
-                LauncherMain.class.getName(),
+        List<String> args = new ArrayList<>(List.of(
                 "--nnodes",
                 "2",
                 "--node-rank",
                 Integer.toString(nodeRank),
                 "--nproc-per-node",
-                Integer.toString(workers),
-                "--master-addr",
-                MASTER,
-                "--master-port",
-                "29500",
-                "--grace-period",
-                "2",
-                "--join-timeout",
-                "30",
-                "--run-id",
-                "multi"));
-        cmd.addAll(options);
-        cmd.addAll(List.of("--", TestWorker.class.getName()));
-        cmd.addAll(List.of(workerArgs));
-        return new ProcessBuilder(cmd)
-                .redirectErrorStream(true)
-                .redirectOutput(log(nodeRank).toFile())
-                .start();
+                Integer.toString(workers)));
+        args.addAll(List.of("--master-addr", MASTER, "--master-port", "29500", "--grace-period", "2"));
+        args.addAll(List.of("--join-timeout", "30", "--run-id", "multi"));
+        args.addAll(options);
+        if (!options.contains("--secret-file") && !options.contains("--insecure-no-secret")) {
+            args.addAll(List.of("--secret-file", secretFile().toString()));
+        }
+        args.add("--");
+        args.add(TestWorker.class.getName());
+        args.addAll(List.of(workerArgs));
+        return LauncherProcess.start(List.of("ip", "netns", "exec", ns), java, List.of(), args, log(nodeRank));
+    }
+
+    /** The secret file every node of a test shares. */
+    private Path secretFile() {
+        Path file = dir.resolve("job.secret");
+        if (!Files.exists(file)) {
+            JobSecret.generate().writeTo(file);
+        }
+        return file;
     }
 
     private Path log(int nodeRank) {
@@ -121,50 +125,47 @@ class MultiNodeTest {
         return Files.readString(log(nodeRank));
     }
 
-    private int awaitExit(Process p, int nodeRank) throws Exception {
-        if (!p.waitFor(60, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError("node " + nodeRank + " did not exit; output:\n" + output(nodeRank));
-        }
-        return p.exitValue();
+    private static int awaitExit(LauncherProcess p, int nodeRank) throws Exception {
+        return p.awaitExit(60); // its output names the node (the log's file name) when it fails
     }
 
     @Test
     void nodesWithTheSameSecretFileJoinAndANodeWithAnotherIsRefusedNamingWhy() throws Exception {
-        Path secret = dir.resolve("job.secret");
+        Path secret = secretFile();
         Path other = dir.resolve("other.secret");
-        dev.cohort.runtime.auth.JobSecret.generate().writeTo(secret);
-        dev.cohort.runtime.auth.JobSecret.generate().writeTo(other);
-        Process n1 = node(NS1, 1, List.of("--secret-file", secret.toString()), "rendezvous", dir.toString());
-        Process n0 = node(NS0, 0, List.of("--secret-file", secret.toString()), "rendezvous", dir.toString());
+        JobSecret.generate().writeTo(other);
+        LauncherProcess n1 = node(NS1, 1, List.of("--secret-file", secret.toString()), "rendezvous", dir.toString());
+        LauncherProcess n0 = node(NS0, 0, List.of("--secret-file", secret.toString()), "rendezvous", dir.toString());
         assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isZero();
         assertThat(awaitExit(n1, 1)).as("node 1 exit; output:\n%s", output(1)).isZero();
         assertThat(output(1)).contains("[rank 2] CONNECTED", "[rank 3] CONNECTED");
 
-        Process s0 = node(NS0, 0, List.of("--secret-file", secret.toString()), "rendezvous", dir.toString());
-        Process s1 = node(NS1, 1, List.of("--secret-file", other.toString()), "rendezvous", dir.toString());
+        LauncherProcess s0 = node(NS0, 0, List.of("--secret-file", secret.toString()), "rendezvous", dir.toString());
+        LauncherProcess s1 = node(NS1, 1, List.of("--secret-file", other.toString()), "rendezvous", dir.toString());
         try {
             assertThat(awaitExit(s1, 1))
                     .as("node 1 exit; output:\n%s", output(1))
                     .isNotZero();
             assertThat(output(1)).contains("failed authentication", "does not know this job's secret");
-            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            while (!output(0).contains("refused a connection from /192.0.2.2") && System.nanoTime() < end) {
-                Thread.sleep(100);
-            }
-            assertThat(output(0)).contains("refused a connection from /192.0.2.2");
+            assertThat(Processes.awaitText(log(0), "refused a connection from /192.0.2.2", Duration.ofSeconds(20)))
+                    .as("node 0 logs the refusal; output:\n%s", output(0))
+                    .isTrue();
         } finally {
-            s0.destroy();
-            s0.waitFor(20, TimeUnit.SECONDS);
+            s0.process().destroy();
+            s0.process().waitFor(20, TimeUnit.SECONDS);
         }
     }
 
     @Test
-    void twoNodesFormOneGroupWithConsistentRanks() throws Exception {
-        Process n1 = node(NS1, 1, List.of(), "rendezvous", dir.toString());
-        Process n0 = node(NS0, 0, List.of(), "rendezvous", dir.toString());
+    void twoNodesFormOneGroupWithConsistentRanksWithoutASecretWhenToldSo() throws Exception {
+        List<String> insecure = List.of("--insecure-no-secret");
+        LauncherProcess n1 = node(NS1, 1, insecure, "rendezvous", dir.toString());
+        LauncherProcess n0 = node(NS0, 0, insecure, "rendezvous", dir.toString());
         assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isZero();
         assertThat(awaitExit(n1, 1)).as("node 1 exit; output:\n%s", output(1)).isZero();
+        for (int node = 0; node < 2; node++) {
+            assertThat(output(node)).contains("WARNING: no job secret (--insecure-no-secret)");
+        }
 
         assertThat(output(0)).contains("[rank 0] RENDEZVOUS 3");
         assertThat(output(1))
@@ -193,8 +194,8 @@ class MultiNodeTest {
         String old = javaOfJdk(17, 21);
         String recent = javaOfJdk(22, 999);
         Assumptions.assumeTrue(old != null && recent != null, "needs a JDK 17-21 and a JDK >= 22 under /usr/lib/jvm");
-        Process n1 = node(NS1, 1, old, 2, List.of(), "auto", dir.toString());
-        Process n0 = node(NS0, 0, recent, 2, List.of(), "auto", dir.toString());
+        LauncherProcess n1 = node(NS1, 1, old, 2, List.of(), "auto", dir.toString());
+        LauncherProcess n0 = node(NS0, 0, recent, 2, List.of(), "auto", dir.toString());
         assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isZero();
         assertThat(awaitExit(n1, 1)).as("node 1 exit; output:\n%s", output(1)).isZero();
 
@@ -221,8 +222,8 @@ class MultiNodeTest {
     void nodesWithDifferentNumbersOfWorkersFormOneGroup() throws Exception {
         // As torchrun allows: node 0 runs 2 workers, node 1 one; node 0 numbers the ranks, and
         // auto picks hier on both (JDK >= 22; it learns the number of hosts from GROUP_WORLD_SIZE).
-        Process n1 = node(NS1, 1, WorkerProgram.javaExecutable(), 1, List.of(), "auto", dir.toString());
-        Process n0 = node(NS0, 0, WorkerProgram.javaExecutable(), 2, List.of(), "auto", dir.toString());
+        LauncherProcess n1 = node(NS1, 1, WorkerProgram.javaExecutable(), 1, List.of(), "auto", dir.toString());
+        LauncherProcess n0 = node(NS0, 0, WorkerProgram.javaExecutable(), 2, List.of(), "auto", dir.toString());
         assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isZero();
         assertThat(awaitExit(n1, 1)).as("node 1 exit; output:\n%s", output(1)).isZero();
 
@@ -276,8 +277,8 @@ class MultiNodeTest {
 
     @Test
     void aFailureOnOneNodeRestartsBothNodes() throws Exception {
-        Process n0 = node(NS0, 0, List.of("--max-restarts", "1"), "fail-until", dir.toString(), "1", "4", "3");
-        Process n1 = node(NS1, 1, List.of("--max-restarts", "1"), "fail-until", dir.toString(), "1", "4", "3");
+        LauncherProcess n0 = node(NS0, 0, List.of("--max-restarts", "1"), "fail-until", dir.toString(), "1", "4", "3");
+        LauncherProcess n1 = node(NS1, 1, List.of("--max-restarts", "1"), "fail-until", dir.toString(), "1", "4", "3");
         assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isZero();
         assertThat(awaitExit(n1, 1)).as("node 1 exit; output:\n%s", output(1)).isZero();
 
@@ -291,12 +292,12 @@ class MultiNodeTest {
 
     @Test
     void whenOneNodesLauncherIsStoppedTheOtherNodeStopsToo() throws Exception {
-        Process n0 = node(NS0, 0, List.of(), "sleep", dir.toString());
-        Process n1 = node(NS1, 1, List.of(), "sleep", dir.toString());
+        LauncherProcess n0 = node(NS0, 0, List.of(), "sleep", dir.toString());
+        LauncherProcess n1 = node(NS1, 1, List.of(), "sleep", dir.toString());
         for (int rank = 0; rank < 4; rank++) {
             awaitPid(dir, rank, 0, 30_000);
         }
-        n1.destroy();
+        n1.process().destroy();
         assertThat(awaitExit(n1, 1)).isEqualTo(143);
         assertThat(awaitExit(n0, 0)).as("node 0 exit; output:\n%s", output(0)).isEqualTo(1);
         assertThat(output(0)).contains("lost contact with the launcher of node 1");

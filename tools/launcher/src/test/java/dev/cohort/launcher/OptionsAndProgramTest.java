@@ -20,6 +20,10 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(10)
 class OptionsAndProgramTest {
 
+    /** Every pool's variable, each set to one thread. */
+    private static final Map<String, String> ONE_THREAD_PER_POOL = Map.of(
+            "OMP_NUM_THREADS", "1", "OPENBLAS_NUM_THREADS", "1", "MKL_NUM_THREADS", "1", "COHORT_COMPUTE_THREADS", "1");
+
     private static final String CP = System.getProperty("java.class.path");
 
     @Test
@@ -188,16 +192,7 @@ class OptionsAndProgramTest {
         assertThat(ComputeThreads.variables(Map.of("MKL_NUM_THREADS", "7")))
                 .containsExactlyInAnyOrderEntriesOf(
                         Map.of("OMP_NUM_THREADS", "1", "OPENBLAS_NUM_THREADS", "1", "COHORT_COMPUTE_THREADS", "1"));
-        assertThat(ComputeThreads.variables(Map.of(
-                        "OMP_NUM_THREADS",
-                        "1",
-                        "OPENBLAS_NUM_THREADS",
-                        "1",
-                        "MKL_NUM_THREADS",
-                        "1",
-                        "COHORT_COMPUTE_THREADS",
-                        "1")))
-                .isEmpty();
+        assertThat(ComputeThreads.variables(ONE_THREAD_PER_POOL)).isEmpty();
     }
 
     /**
@@ -206,16 +201,7 @@ class OptionsAndProgramTest {
      */
     @Test
     void computeThreadsDefaultToOneThreadPerPool() {
-        assertThat(ComputeThreads.variables(Map.of()))
-                .containsExactlyInAnyOrderEntriesOf(Map.of(
-                        "OMP_NUM_THREADS",
-                        "1",
-                        "OPENBLAS_NUM_THREADS",
-                        "1",
-                        "MKL_NUM_THREADS",
-                        "1",
-                        "COHORT_COMPUTE_THREADS",
-                        "1"));
+        assertThat(ComputeThreads.variables(Map.of())).containsExactlyInAnyOrderEntriesOf(ONE_THREAD_PER_POOL);
         assertThat(ComputeThreads.describe(ComputeThreads.variables(Map.of()), 16, 2))
                 .isEqualTo("compute threads per worker: OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, MKL_NUM_THREADS=1, "
                         + "COHORT_COMPUTE_THREADS=1 (16 cores / 2 workers on this node: OMP_NUM_THREADS × "

@@ -3,13 +3,10 @@ package dev.cohort.launcher.control;
 import dev.cohort.runtime.Daemons;
 import dev.cohort.runtime.auth.AuthenticationException;
 import dev.cohort.runtime.auth.Handshake;
-import dev.cohort.runtime.auth.JobSecret;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
-import java.time.Duration;
-import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -22,36 +19,23 @@ import java.util.function.Consumer;
  */
 public final class ControlClient implements Coordinator {
 
-    private static final int CONNECT_MILLIS = 2000;
-    private static final int RETRY_MILLIS = 250;
-
-    private final String host;
-    private final int port;
+    private final Channel channel;
     private final String hello;
-    private final Duration joinTimeout;
-    private final Optional<JobSecret> secret;
     private volatile boolean closed;
+    /** The link to node 0, once {@link #open} joined. */
     private Wire wire;
+
     private Consumer<Command> commands;
     private ScheduledExecutorService pinger;
+    /** The elastic run's generation store, as node 0's JOB said. */
     private volatile String elasticStore = "";
 
-    public ControlClient(
-            String host,
-            int port,
-            String runId,
-            int node,
-            String nodes,
-            int nprocPerNode,
-            Duration joinTimeout,
-            Optional<JobSecret> secret) {
-        this.secret = secret;
-        this.host = host;
-        this.port = port;
+    /** Joins {@code channel} as node {@code node} of {@code nodes} ({@code --nnodes}) with {@code nprocPerNode} workers. */
+    public ControlClient(Channel channel, String runId, int node, String nodes, int nprocPerNode) {
+        this.channel = channel;
         // The workers run on this JVM's JDK (WorkerProgram uses java.home).
         this.hello = "HELLO " + runId + " " + node + " " + nodes + " " + nprocPerNode + " "
                 + Runtime.version().feature();
-        this.joinTimeout = joinTimeout;
     }
 
     /**
@@ -63,33 +47,33 @@ public final class ControlClient implements Coordinator {
     @Override
     public void open(Consumer<Command> commands) throws IOException {
         this.commands = commands;
-        long deadline = System.nanoTime() + joinTimeout.toNanos();
+        long deadline = System.nanoTime() + channel.joinTimeout().toNanos();
         IOException last = null;
         while (System.nanoTime() < deadline
                 && !closed
                 && !Thread.currentThread().isInterrupted()) {
             Socket s = new Socket();
             try {
-                s.connect(new InetSocketAddress(host, port), CONNECT_MILLIS);
-                if (secret.isPresent()) {
-                    Handshake.asClient(s, secret.get(), ControlServer.PURPOSE, ControlServer.HANDSHAKE);
+                s.connect(new InetSocketAddress(channel.host(), channel.port()), Channel.CONNECT_MILLIS);
+                if (channel.secret().isPresent()) {
+                    Handshake.asClient(s, channel.secret().get(), ControlServer.PURPOSE, ControlServer.HANDSHAKE);
                 }
                 wire = new Wire(s);
                 break;
             } catch (AuthenticationException e) {
                 s.close();
-                throw new IOException("node 0's control channel at " + host + ":" + port + " failed authentication: "
+                throw new IOException("node 0's control channel at " + channel.where() + " failed authentication: "
                         + e.getMessage() + "; give every node the same --secret-file (or COHORT_SECRET)");
             } catch (IOException e) {
                 last = e;
                 s.close();
-                sleep(RETRY_MILLIS);
+                sleep(Channel.RETRY_MILLIS);
             }
         }
         if (wire == null) {
             throw new IOException(
-                    "cannot reach node 0's control channel at " + host + ":" + port + " within "
-                            + joinTimeout.toSeconds() + " s (" + (last == null ? "closed" : last.getMessage())
+                    "cannot reach node 0's control channel at " + channel.where() + " within "
+                            + channel.joinTimeout().toSeconds() + " s (" + (last == null ? "closed" : last.getMessage())
                             + "); is the "
                             + "--node-rank 0 launcher running, and is --master-addr an address of it that this host can reach?");
         }
@@ -102,7 +86,7 @@ public final class ControlClient implements Coordinator {
         }
         if (reply == null || !reply.equals("OK")) {
             wire.close();
-            throw new IOException("node 0 at " + host + ":" + port + " refused this node: "
+            throw new IOException("node 0 at " + channel.where() + " refused this node: "
                     + (reply == null ? "no answer" : reply.replaceFirst("^ERROR ", "")));
         }
         pinger = Executors.newSingleThreadScheduledExecutor(Daemons.named("cohort-control-ping"));
@@ -153,7 +137,7 @@ public final class ControlClient implements Coordinator {
         if (!closed) {
             commands.accept(new Command.Exit(
                     1,
-                    "lost contact with node 0's launcher at " + host + ":" + port + " (" + why
+                    "lost contact with node 0's launcher at " + channel.where() + " (" + why
                             + "); stopped this node's workers"));
         }
     }

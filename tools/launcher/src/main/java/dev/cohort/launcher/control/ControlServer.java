@@ -18,6 +18,7 @@ import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -25,7 +26,9 @@ import java.util.concurrent.TimeUnit;
  * HELLO, and then reports its rounds; the {@link Referee} decides and this server sends its
  * commands to every node. A node that does not join within the join timeout, or whose link
  * goes silent, ends the run on every node with a message that names it. With a job secret, a
- * connection must pass the {@link Handshake} before its first line is read.
+ * connection must pass the {@link Handshake} before its first line is read. At most
+ * {@link #UNPROVEN} connections at a time may be on their way to a HELLO; more are closed at once,
+ * so a flood of strangers costs a bounded number of threads.
  */
 public final class ControlServer implements AutoCloseable {
 
@@ -33,6 +36,11 @@ public final class ControlServer implements AutoCloseable {
     static final String PURPOSE = "cohort launcher control";
 
     static final Duration HANDSHAKE = Duration.ofSeconds(10);
+
+    /** Connections that may be between accept and their HELLO's answer at once. */
+    static final int UNPROVEN = 64;
+
+    private final Semaphore unproven = new Semaphore(UNPROVEN);
 
     private final ServerSocket server;
     private final String runId;
@@ -70,16 +78,10 @@ public final class ControlServer implements AutoCloseable {
      *
      * @throws IllegalArgumentException when the port is taken or {@code host} is not an address of this host
      */
-    public ControlServer(
-            String host,
-            int port,
-            String runId,
-            int minNodes,
-            int nodes,
-            int maxRestarts,
-            int elastic,
-            Duration joinTimeout,
-            Optional<JobSecret> secret) {
+    public ControlServer(Channel channel, String runId, int minNodes, int nodes, int maxRestarts, int elastic) {
+        String host = channel.host();
+        int port = channel.port();
+        Optional<JobSecret> secret = channel.secret();
         try {
             server = new ServerSocket();
             server.setReuseAddress(true);
@@ -105,11 +107,11 @@ public final class ControlServer implements AutoCloseable {
         }
         this.timer = Executors.newSingleThreadScheduledExecutor(Daemons.named("cohort-control-timer"));
         timer.scheduleAtFixedRate(this::ping, Wire.PING_MILLIS, Wire.PING_MILLIS, TimeUnit.MILLISECONDS);
-        timer.schedule(this::joinDeadline, joinTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        timer.schedule(this::joinDeadline, channel.joinTimeout().toMillis(), TimeUnit.MILLISECONDS);
         Daemons.start("cohort-control-accept", this::acceptLoop);
     }
 
-    private static void closeQuietly(ServerSocket s) {
+    private static void closeQuietly(java.io.Closeable s) {
         try {
             s.close();
         } catch (IOException e) {
@@ -125,7 +127,12 @@ public final class ControlServer implements AutoCloseable {
         while (!server.isClosed()) {
             try {
                 Socket s = server.accept();
-                Daemons.start("cohort-control-" + s.getRemoteSocketAddress(), () -> serve(s));
+                if (unproven.tryAcquire()) {
+                    Daemons.start("cohort-control-" + s.getRemoteSocketAddress(), () -> serve(s));
+                } else {
+                    refusals.refused(s.getRemoteSocketAddress(), UNPROVEN + " other connections await their HELLO");
+                    closeQuietly(s);
+                }
             } catch (IOException e) {
                 // Closed, or a failed accept; the loop condition decides.
             }
@@ -133,28 +140,18 @@ public final class ControlServer implements AutoCloseable {
     }
 
     private void serve(Socket socket) {
-        if (secret.isPresent()) {
-            try {
-                Handshake.asServer(socket, secret.get(), PURPOSE, HANDSHAKE);
-            } catch (AuthenticationException | IOException e) {
-                refusals.refused(socket.getRemoteSocketAddress(), e.getMessage());
-                try {
-                    socket.close();
-                } catch (IOException ignored) {
-                    // closing anyway
-                }
-                return;
-            }
-        }
-        Wire wire;
-        try {
-            wire = new Wire(socket);
-        } catch (IOException e) {
-            return;
-        }
+        Wire wire = null;
         int node = -1;
         try {
-            node = hello(wire, wire.read());
+            try {
+                if (secret.isPresent()) {
+                    Handshake.asServer(socket, secret.get(), PURPOSE, HANDSHAKE);
+                }
+                wire = new Wire(socket);
+                node = hello(wire, wire.read());
+            } finally {
+                unproven.release();
+            }
             if (node < 0) {
                 wire.close();
                 return;
@@ -164,6 +161,9 @@ public final class ControlServer implements AutoCloseable {
                 onReport(Wire.parseReport(line, node));
             }
             lost(node, "it closed the connection");
+        } catch (AuthenticationException e) {
+            refusals.refused(socket.getRemoteSocketAddress(), e.getMessage());
+            closeQuietly(socket);
         } catch (IOException | RuntimeException e) {
             if (node >= 0) {
                 lost(
@@ -171,8 +171,10 @@ public final class ControlServer implements AutoCloseable {
                         e instanceof java.net.SocketTimeoutException
                                 ? "silent for " + Wire.SILENCE_MILLIS / 1000 + " s"
                                 : String.valueOf(e.getMessage()));
+            } else {
+                refusals.refused(socket.getRemoteSocketAddress(), "no HELLO (" + e.getMessage() + ")");
             }
-            wire.close();
+            closeQuietly(socket);
         }
     }
 
@@ -182,7 +184,8 @@ public final class ControlServer implements AutoCloseable {
         String why;
         int node = -1;
         if (f.length != 6 || !f[0].equals("HELLO") || !f[5].matches("[0-9]{1,4}")) {
-            why = "expected HELLO from a cohort launcher, got '" + line + "'";
+            why = "expected HELLO from a cohort launcher, got '"
+                    + (line == null || line.length() <= 80 ? line : line.substring(0, 80) + "...") + "'";
         } else if (!f[1].equals(runId)) {
             why = "--run-id " + f[1] + " differs from node 0's --run-id " + runId;
         } else if (!f[3].equals(nodesSpec)) {
@@ -230,6 +233,7 @@ public final class ControlServer implements AutoCloseable {
                 }
             }
         }
+        refusals.refused(wire.peer(), why);
         wire.send("ERROR " + why);
         return -1;
     }

@@ -1,8 +1,9 @@
 package dev.cohort.launcher.control;
 
-import java.io.BufferedReader;
+import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStreamReader;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
@@ -14,6 +15,7 @@ import java.util.stream.Collectors;
  * One end of the control channel: a line of UTF-8 text per message, words separated by spaces,
  * the last field (a message) may contain spaces. Both ends send {@code PING} every
  * {@link #PING_MILLIS}; a read that sees nothing for {@link #SILENCE_MILLIS} means the peer is gone.
+ * A line longer than {@link #MAX_LINE_BYTES} is not Cohort's: the read fails.
  *
  * <pre>
  * node → node 0: HELLO runId node nnodes nprocPerNode jdk | DONE r | FAILED r code summary | STOPPED r
@@ -27,16 +29,17 @@ final class Wire implements AutoCloseable {
 
     static final int PING_MILLIS = 1000;
     static final int SILENCE_MILLIS = 10_000;
+    static final int MAX_LINE_BYTES = 64 * 1024;
 
     private final Socket socket;
-    private final BufferedReader in;
+    private final InputStream in;
     private final OutputStream out;
 
     Wire(Socket socket) throws IOException {
         this.socket = socket;
         socket.setSoTimeout(SILENCE_MILLIS);
         socket.setTcpNoDelay(true);
-        this.in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
+        this.in = new BufferedInputStream(socket.getInputStream());
         this.out = socket.getOutputStream();
     }
 
@@ -44,9 +47,22 @@ final class Wire implements AutoCloseable {
     String read() throws IOException {
         String line;
         do {
-            line = in.readLine();
+            line = readLine();
         } while (line != null && line.equals("PING"));
         return line;
+    }
+
+    /** The next line without its newline; null at end of stream. */
+    private String readLine() throws IOException {
+        ByteArrayOutputStream line = new ByteArrayOutputStream();
+        int b;
+        while ((b = in.read()) >= 0 && b != '\n') {
+            if (line.size() == MAX_LINE_BYTES) {
+                throw new IOException("a line longer than " + MAX_LINE_BYTES + " bytes: not a cohort launcher");
+            }
+            line.write(b);
+        }
+        return b < 0 && line.size() == 0 ? null : line.toString(StandardCharsets.UTF_8);
     }
 
     synchronized void send(String line) throws IOException {

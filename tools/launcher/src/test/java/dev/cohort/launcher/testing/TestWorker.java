@@ -3,18 +3,22 @@ package dev.cohort.launcher.testing;
 import dev.cohort.api.Backends;
 import dev.cohort.api.ProgressReporter;
 import dev.cohort.runtime.SharedMemoryFiles;
+import dev.cohort.runtime.auth.JobSecret;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Pattern;
 
 /**
  * A worker for the launcher's tests. Every mode first records its pid as a file
  * {@code DIR/pid-RANK-RESTART-PID}, so that tests can signal it and check it is gone.
  *
  * <pre>
- * env DIR                       print "ENV k=v ..." (the launch contract and threads) and exit 0
+ * env DIR                       print "ENV k=v ..." (the launch contract, COHORT_*, threads; by name) and exit 0
  * fail-start DIR CODE           print "starting", exit CODE at once
  * fail-after DIR MILLIS CODE R  rank R exits CODE after MILLIS; the others sleep until stopped
  * fail-until DIR RESTART CODE R rank R exits CODE while COHORT_RESTART_COUNT &lt; RESTART; else like env
@@ -33,6 +37,7 @@ import java.util.Map;
  *                               group), print "JOINED backend" and exit 0
  * rendezvous DIR                rank 0 accepts every other rank on MASTER_PORT and prints "RENDEZVOUS n";
  *                               the others connect to MASTER_ADDR:MASTER_PORT; then like env
+ * await DIR                     wait (up to 2 minutes) until the test creates DIR/go; then like env
  * </pre>
  */
 public final class TestWorker {
@@ -104,32 +109,27 @@ public final class TestWorker {
                 rendezvous(env, rank);
                 printEnv(env);
             }
+            case "await" -> {
+                if (Processes.awaitFile(dir, "go"::equals, Duration.ofMinutes(2))
+                        .isEmpty()) {
+                    throw new IllegalStateException(dir.resolve("go") + " did not appear within 2 minutes");
+                }
+                printEnv(env);
+            }
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
     }
 
+    /** The variables {@code env DIR} prints: the launch contract, Cohort's (but its secret) and the compute threads. */
+    private static final Pattern SHOWN = Pattern.compile("MASTER_.*|.*RANK|.*WORLD_SIZE|COHORT_.*|.*_NUM_THREADS");
+
     private static void printEnv(Map<String, String> env) {
         StringBuilder sb = new StringBuilder("ENV");
-        for (String k : new String[] {
-            "MASTER_ADDR",
-            "MASTER_PORT",
-            "RANK",
-            "WORLD_SIZE",
-            "LOCAL_RANK",
-            "LOCAL_WORLD_SIZE",
-            "GROUP_RANK",
-            "GROUP_WORLD_SIZE",
-            "COHORT_RESTART_COUNT",
-            "COHORT_RUN_ID",
-            "OMP_NUM_THREADS",
-            "OPENBLAS_NUM_THREADS",
-            "MKL_NUM_THREADS",
-            "COHORT_COMPUTE_THREADS",
-            "COHORT_BACKEND",
-            "COHORT_OLDEST_JDK"
-        }) {
-            sb.append(' ').append(k).append('=').append(env.get(k));
-        }
+        new TreeMap<>(env).forEach((name, value) -> {
+            if (SHOWN.matcher(name).matches() && !name.equals(JobSecret.ENV)) {
+                sb.append(' ').append(name).append('=').append(value);
+            }
+        });
         System.out.println(sb);
     }
 
