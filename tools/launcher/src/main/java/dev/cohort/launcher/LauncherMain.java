@@ -17,8 +17,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
-/** {@code ./cohort run [options] -- PROGRAM [ARGS...]}: see {@link Launcher}. Exit code 2 = bad input. */
 // The usage text (description, exit codes, each option under its longest name) is in LauncherMain.properties.
+/** {@code ./cohort run [options] -- PROGRAM [ARGS...]}: see {@link Launcher}. Exit code 2 = bad input. */
 @Command(
         name = "cohort run",
         resourceBundle = "dev.cohort.launcher.LauncherMain",
