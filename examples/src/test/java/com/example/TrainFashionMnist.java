@@ -37,7 +37,7 @@ public final class TrainFashionMnist {
 
     public static void main(String[] args) throws IOException, TranslateException {
         int epochs = 1, batchSize = 64, limit = 60_000, seed = 7;
-        Path data = Path.of("/usr/share/datasets/fashion-mnist"); // apt-get install dataset-fashion-mnist
+        Path data = Path.of("/usr/share/datasets/fashion-mnist");    // apt-get install dataset-fashion-mnist
         Path save = null;
         for (int i = 0; i < args.length; i += 2) {
             if (i + 1 == args.length) {
@@ -58,14 +58,13 @@ public final class TrainFashionMnist {
         try (DistributedBackend backend = Backends.select(null)) {
             backend.initialize();
             if (batchSize % backend.worldSize() != 0) {
-                throw new IllegalArgumentException(
-                        "--batch-size " + batchSize + " must be a multiple of the " + backend.worldSize() + " workers");
+                throw new IllegalArgumentException("--batch-size " + batchSize + " must be a multiple of the "
+                        + backend.worldSize() + " workers");
             }
             int batchPerWorker = batchSize / backend.worldSize();
-            Engine engine = DjlEngines.load("PyTorch"); // Engine.getEngine, one process at a time on a fresh host
+            Engine engine = DjlEngines.load("PyTorch");    // Engine.getEngine, one process at a time on a fresh host
             engine.setRandomSeed(seed);
-            try (NDManager manager = engine.newBaseManager();
-                    Model model = Model.newInstance("mlp", "PyTorch")) {
+            try (NDManager manager = engine.newBaseManager(); Model model = Model.newInstance("mlp", "PyTorch")) {
                 float[] pixels = new float[limit * 784];
                 byte[] bytes = read(data.resolve("train-images-idx3-ubyte.gz"), 16, limit * 784);
                 for (int i = 0; i < pixels.length; i++) {
@@ -80,16 +79,11 @@ public final class TrainFashionMnist {
                 ArrayDataset dataset = new ArrayDataset.Builder()
                         .setData(manager.create(pixels, new Shape(limit, 784)))
                         .optLabels(manager.create(labels, new Shape(limit)))
-                        .setSampling(new DistributedSampler(backend, batchPerWorker, true, seed))
-                        .build();
-                model.setBlock(new SequentialBlock()
-                        .add(Linear.builder().setUnits(128).build())
-                        .add(Activation::relu)
+                        .setSampling(new DistributedSampler(backend, batchPerWorker, true, seed)).build();
+                model.setBlock(new SequentialBlock().add(Linear.builder().setUnits(128).build()).add(Activation::relu)
                         .add(Linear.builder().setUnits(10).build()));
                 DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
-                        .optOptimizer(Optimizer.sgd()
-                                .setLearningRateTracker(Tracker.fixed(0.1f))
-                                .build());
+                        .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.1f)).build());
                 // Cohort 3: the trainer, where model.newTrainer(config) was.
                 try (Trainer trainer = DistributedTrainer.of(backend, model, config)) {
                     trainer.initialize(new Shape(batchPerWorker, 784));
