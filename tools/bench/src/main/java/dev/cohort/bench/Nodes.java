@@ -1,6 +1,7 @@
 package dev.cohort.bench;
 
 import dev.cohort.launcher.LaunchOptions;
+import java.nio.file.Path;
 import picocli.CommandLine.Option;
 
 /**
@@ -39,6 +40,18 @@ final class Nodes {
                     + "the launchers' control channel uses the next one).")
     int masterPort;
 
+    @Option(
+            names = "--secret-file",
+            paramLabel = "FILE",
+            description = "The job's secret, the same file on every host (required with --nnodes > 1 "
+                    + "unless COHORT_SECRET or COHORT_SECRET_FILE is set, or --insecure-no-secret).")
+    Path secretFile;
+
+    @Option(
+            names = "--insecure-no-secret",
+            description = "Run across hosts without a secret: every process that reaches the ports is trusted.")
+    boolean insecureNoSecret;
+
     /** {@code --world}, checked. */
     int world() {
         if (world < 1) {
@@ -74,7 +87,9 @@ final class Nodes {
 
     /** The launcher's options for this node's share of {@code world}. */
     LaunchOptions.Builder launchOptions(int world) {
-        LaunchOptions.Builder options = LaunchOptions.builder().nprocPerNode(workersHere(world));
+        LaunchOptions.Builder options = LaunchOptions.builder()
+                .nprocPerNode(workersHere(world))
+                .secret(LaunchOptions.secretFor(nnodes, secretFile, insecureNoSecret, System.getenv()));
         if (nnodes == 1) {
             return options.masterPort(0);
         }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.cohort.runtime.auth.JobSecret;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -50,6 +51,29 @@ class NodesTest {
                 .hasMessageContaining("--node-rank must be in [0, --nnodes)");
     }
 
+    /** Across hosts a benchmark proves a shared secret as {@code cohort run} does, or is told not to. */
+    @Test
+    void severalNodesNeedASecretOrTheExplicitOptOut(@TempDir Path dir) {
+        List<String> twoNodes = List.of("--nnodes", "2", "--master-addr", "10.0.0.1", "--master-port", "29400");
+        assertThatThrownBy(() -> parse(twoNodes.toArray(String[]::new)).launchOptions(2))
+                .hasMessageContaining("a run over 2 nodes needs a job secret that every node shares")
+                .hasMessageContaining("--secret-file");
+        Path secret = dir.resolve("job.secret");
+        JobSecret.generate().writeTo(secret);
+        List<String> withSecret = new ArrayList<>(twoNodes);
+        withSecret.addAll(List.of("--secret-file", secret.toString()));
+        assertThat(parse(withSecret.toArray(String[]::new))
+                        .launchOptions(2)
+                        .build()
+                        .secret()
+                        .map(JobSecret::text))
+                .contains(JobSecret.read(secret).text());
+        List<String> optOut = new ArrayList<>(twoNodes);
+        optOut.add("--insecure-no-secret");
+        assertThat(parse(optOut.toArray(String[]::new)).launchOptions(2).build().secret())
+                .isEmpty();
+    }
+
     /**
      * Two launcher processes on loopback as nodes 0 and 1 of one gloo job, as on two hosts: one
      * result, written by node 0, for a world of 2.
@@ -62,9 +86,13 @@ class NodesTest {
             port = s.getLocalPort();
         }
         Path json = dir.resolve("two-nodes.json");
+        Path secret = dir.resolve("job.secret");
+        JobSecret.generate().writeTo(secret);
         List<String> common = List.of(BenchJvm.words(
                 "train --backend gloo --world 2 --steps 3 --warm 1 --batch 8 --nnodes 2 "
-                        + "--master-addr 127.0.0.1 --master-port",
+                        + "--master-addr 127.0.0.1 --secret-file",
+                secret.toString(),
+                "--master-port",
                 Integer.toString(port)));
         Process node1 = start(dir.resolve("node1.log"), common, "--node-rank", "1");
         Process node0 = start(dir.resolve("node0.log"), common, "--node-rank", "0", "--json", json.toString());

@@ -58,6 +58,41 @@ public record LaunchOptions(
         int minNodes) {
 
     public static final int DEFAULT_MASTER_PORT = 29500;
+
+    /**
+     * The secret of a run over {@code nodes} nodes: {@code secretFile}'s, else the environment's
+     * ({@value JobSecret#ENV} or {@value JobSecret#FILE_ENV}), else on one node a new one. Several
+     * nodes without one are refused unless {@code insecureNoSecret} (then empty): a launcher cannot
+     * hand a secret it made to the other nodes over the network the secret is meant to protect.
+     *
+     * @throws IllegalArgumentException saying how to give every node the same secret
+     */
+    public static Optional<JobSecret> secretFor(
+            int nodes, Path secretFile, boolean insecureNoSecret, Map<String, String> env) {
+        if (secretFile != null) {
+            if (insecureNoSecret) {
+                throw new IllegalArgumentException("--insecure-no-secret and --secret-file contradict; give one");
+            }
+            return Optional.of(JobSecret.read(secretFile));
+        }
+        Optional<JobSecret> given = JobSecret.from(env);
+        if (given.isPresent()) {
+            return given;
+        }
+        if (nodes == 1) {
+            return Optional.of(JobSecret.generate());
+        }
+        if (!insecureNoSecret) {
+            throw new IllegalArgumentException(
+                    "a run over " + nodes + " nodes needs a job secret that every node shares, "
+                            + "and a launcher cannot send one to the other nodes safely: make one with "
+                            + "`(umask 077; openssl rand -hex 32 > job.secret)`, copy it to every node and pass "
+                            + "--secret-file job.secret on each (or set " + JobSecret.ENV + " or " + JobSecret.FILE_ENV
+                            + "); or, on a network you trust, pass --insecure-no-secret on each node");
+        }
+        return Optional.empty();
+    }
+
     public static final String DEFAULT_MASTER_ADDR = "127.0.0.1";
     public static final Duration DEFAULT_JOIN_TIMEOUT = Duration.ofSeconds(60);
 

@@ -98,36 +98,15 @@ public final class LauncherMain implements Callable<Integer> {
     @Parameters(paramLabel = "PROGRAM", arity = "0..*", description = "after --: the program and its arguments")
     List<String> program = new ArrayList<>();
 
-    /**
-     * --secret-file, else the environment's, else (one node) a new one. Several nodes without one
-     * are refused unless --insecure-no-secret: the launcher cannot hand a secret it made to the
-     * other nodes over the network it is meant to protect.
-     */
+    /** The run's secret (see {@link LaunchOptions#secretFor}), warning when there is knowingly none. */
     private Optional<JobSecret> secret(int nodes) {
-        if (secretFile != null) {
-            if (insecureNoSecret) {
-                throw new IllegalArgumentException("--insecure-no-secret and --secret-file contradict; give one");
-            }
-            return Optional.of(JobSecret.read(secretFile));
+        Optional<JobSecret> secret = LaunchOptions.secretFor(nodes, secretFile, insecureNoSecret, System.getenv());
+        if (secret.isEmpty()) {
+            err().println(spec.qualifiedName() + ": WARNING: no job secret (--insecure-no-secret): every process "
+                    + "that can reach this job's ports is trusted; see docs/SECURITY.md");
+            err().flush();
         }
-        Optional<JobSecret> given = JobSecret.from(System.getenv());
-        if (given.isPresent()) {
-            return given;
-        }
-        if (nodes == 1) {
-            return Optional.of(JobSecret.generate());
-        }
-        if (!insecureNoSecret) {
-            throw new IllegalArgumentException("--nnodes " + nnodes + " needs a job secret that every node shares, "
-                    + "and cohort run cannot send one to the other nodes safely: make one with "
-                    + "`(umask 077; openssl rand -hex 32 > job.secret)`, copy it to every node and pass "
-                    + "--secret-file job.secret on each (or set " + JobSecret.ENV + " or " + JobSecret.FILE_ENV
-                    + "); or, on a network you trust, pass --insecure-no-secret on each node");
-        }
-        err().println(spec.qualifiedName() + ": WARNING: no job secret (--insecure-no-secret): every process "
-                + "that can reach this job's ports is trusted; see docs/SECURITY.md");
-        err().flush();
-        return Optional.empty();
+        return secret;
     }
 
     public static void main(String[] args) {

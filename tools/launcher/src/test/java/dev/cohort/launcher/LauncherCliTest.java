@@ -199,7 +199,7 @@ class LauncherCliTest {
             assertThat(code).as(err.toString()).isEqualTo(2);
             assertThat(err.toString())
                     .contains(
-                            "--nnodes " + nodes + " needs a job secret that every node shares",
+                            "a run over 2 nodes needs a job secret that every node shares",
                             "--secret-file job.secret on each",
                             "--insecure-no-secret",
                             "nothing was started");
