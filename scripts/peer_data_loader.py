@@ -26,6 +26,7 @@ import torch.nn as nn
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch_models import mlp  # the demo's MLP, as the training peer builds it
 
 MEAN, STD = 0.2860, 0.3530  # the demo's normalization of Fashion-MNIST's training pixels
 
@@ -96,8 +97,7 @@ def train(rank, args, port, out):
     torch.set_num_threads(1)
     torch.manual_seed(7)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=args.world)
-    model = nn.parallel.DistributedDataParallel(
-        nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10)))
+    model = nn.parallel.DistributedDataParallel(mlp(784, 512, 256, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     lossf = nn.CrossEntropyLoss()
     it = batches(args, rank, args.world)
