@@ -9,6 +9,7 @@ import dev.cohort.api.collective.JoinException;
 import dev.cohort.gloo.rendezvous.C10dStore;
 import dev.cohort.gloo.rendezvous.Rendezvous;
 import dev.cohort.libtorch.LibTorch;
+import dev.cohort.runtime.GroupMeeting;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.SubgroupMaker;
 import dev.cohort.runtime.auth.JobSecret;
@@ -77,16 +78,16 @@ public final class GlooBackend extends StoreMeetingBackend<GlooOptions> {
         super(NAME, options, environment);
     }
 
-    private GlooBackend(GlooOptions options, LaunchEnvironment group) {
+    private GlooBackend(GlooOptions options, GroupMeeting group) {
         super(NAME, options, group);
     }
 
     /**
      * A Gloo group that is part of another backend (hier's group of the hosts' leaders): its ranks
-     * meet at {@code group}'s master address as {@code group}'s topology says, whatever this
-     * process's own launch environment is. The network interface comes from {@code options} only.
+     * meet as {@code group} says, whatever this process's own launch environment is, on one node
+     * (no node group, no layout learned). The network interface comes from {@code options} only.
      */
-    public static GlooBackend forGroup(LaunchEnvironment group, GlooOptions options) {
+    public static GlooBackend forGroup(GroupMeeting group, GlooOptions options) {
         return new GlooBackend(options, group);
     }
 
@@ -130,25 +131,25 @@ public final class GlooBackend extends StoreMeetingBackend<GlooOptions> {
             }
             device = device(null, 0);
         } else {
-            LaunchEnvironment launch = launch();
-            topology = launch.topology();
-            runScope = launch.runId() + "/" + launch.restartCount();
-            device = device(launch.masterAddr(), launch.masterPort());
+            GroupMeeting meeting = meeting();
+            topology = given();
+            runScope = meeting.scope();
+            device = device(meeting.address(), meeting.port());
             if (secret.isEmpty() && topology.rank() == 0) {
-                JobSecret.warnIfExposed(launch.masterAddr());
+                JobSecret.warnIfExposed(meeting.address());
             }
             rendezvous = options.agentStore() || "1".equals(env().get(JobEnvironment.AGENT_STORE))
                     ? Rendezvous.agent(
-                            launch.masterAddr(),
-                            launch.masterPort(),
+                            meeting.address(),
+                            meeting.port(),
                             topology.rank(),
                             topology.worldSize(),
-                            launch.restartCount(),
+                            meeting.attempt(),
                             connectTimeout,
                             secret)
                     : Rendezvous.tcp(
-                            launch.masterAddr(),
-                            launch.masterPort(),
+                            meeting.address(),
+                            meeting.port(),
                             topology.rank(),
                             topology.worldSize(),
                             connectTimeout,

@@ -6,6 +6,7 @@ import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.JoinException;
 import dev.cohort.api.collective.ObjectCollectives;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.gloo.GlooBackend;
@@ -14,6 +15,7 @@ import dev.cohort.hier.HierOptions.Between;
 import dev.cohort.mpi.MpiOptions;
 import dev.cohort.mpi.MpiSubgroup;
 import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.GroupMeeting;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.SharedMemoryFiles;
 import dev.cohort.runtime.SubgroupMaker;
@@ -24,11 +26,9 @@ import dev.cohort.runtime.store.JobNotes;
 import dev.cohort.shm.ShmEngine;
 import dev.cohort.shm.ShmOptions;
 import dev.cohort.tcp.TcpBackend;
+import dev.cohort.tcp.TcpGroups;
 import dev.cohort.tcp.TcpOptions;
-import dev.cohort.tcp.transport.LocalAddress;
-import dev.cohort.tcp.transport.PeerMesh;
 import java.net.InetAddress;
-import java.net.NetworkInterface;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
@@ -48,36 +48,6 @@ import java.util.function.Supplier;
  * (gathered within each host, then between the leaders, then broadcast within each host).
  */
 public final class HierEngine {
-
-    /**
-     * The address other hosts reach this rank at: the interface {@code COHORT_TCP_IFNAME} names,
-     * else the one that reaches {@code MASTER_ADDR}, else (under mpirun) the first IPv4 address of
-     * an interface that is up and not loopback.
-     */
-    private static InetAddress acrossHosts(Map<String, String> env) {
-        String ifname = env.get("COHORT_TCP_IFNAME");
-        if (ifname != null && !ifname.isBlank()) {
-            return LocalAddress.ofInterface(ifname, "COHORT_TCP_IFNAME");
-        }
-        String master = env.get(LaunchEnvironment.MASTER_ADDR);
-        if (master != null && !master.isBlank()) {
-            return LocalAddress.towards(master, 1);
-        }
-        try {
-            for (NetworkInterface nic : java.util.Collections.list(NetworkInterface.getNetworkInterfaces())) {
-                if (nic.isUp() && !nic.isLoopback()) {
-                    for (InetAddress a : java.util.Collections.list(nic.getInetAddresses())) {
-                        if (a instanceof java.net.Inet4Address) {
-                            return a;
-                        }
-                    }
-                }
-            }
-        } catch (java.net.SocketException e) {
-            // loopback below
-        }
-        return InetAddress.getLoopbackAddress();
-    }
 
     private static final System.Logger LOG = System.getLogger(HierEngine.class.getName());
 
@@ -111,8 +81,7 @@ public final class HierEngine {
                     shmOptions(options).awaitedAtOnce(true),
                     names.withinHost());
         } catch (RuntimeException e) {
-            throw new IllegalStateException(
-                    who + ": could not join the shm group of host " + host + ": " + e.getMessage(), e);
+            throw new JoinException(who + ": could not join the shm group of host " + host + ": " + e.getMessage(), e);
         }
         Between between;
         LeadersGroup[] leaders = new LeadersGroup[1];
@@ -124,7 +93,7 @@ public final class HierEngine {
             }
         } catch (RuntimeException e) {
             hostGroup.close();
-            throw e;
+            throw joinFailure(who, e);
         }
         if (topology.rank() == 0 && hosts > 1) {
             LOG.log(
@@ -149,7 +118,7 @@ public final class HierEngine {
             SubgroupMaker withinHost = ShmEngine.subgroups(env, shmOptions(options));
             group.makesSubgroups(withinHost, "world");
             ((AbstractProcessGroup) group.hostView()).makesSubgroups(withinHost, "host-" + host);
-            InetAddress across = hosts == 1 ? InetAddress.getLoopbackAddress() : acrossHosts(env);
+            InetAddress across = hosts == 1 ? InetAddress.getLoopbackAddress() : TcpGroups.addressAcrossHosts(env);
             Optional<JobSecret> secret = JobSecret.from(env);
             group.listenOn(across, secret);
             // Messages between any two ranks: a post office of each rank's, its address gathered now.
@@ -171,8 +140,21 @@ public final class HierEngine {
             if (leaders[0] != null) {
                 leaders[0].abandon().accept(e.getMessage());
             }
-            throw e;
+            throw joinFailure(who, e);
         }
+    }
+
+    /**
+     * {@code e} as a failure to join: a {@link JoinException} as it is, and misuse (this process's
+     * own options or launch environment) as it is; anything else, such as a stage that failed while
+     * the ranks exchanged where they live, as a {@link JoinException} naming this rank.
+     */
+    private static RuntimeException joinFailure(String who, RuntimeException e) {
+        if (e instanceof JoinException || e instanceof IllegalArgumentException) {
+            return e;
+        }
+        String message = String.valueOf(e.getMessage());
+        return new JoinException(message.startsWith(who) ? message : who + ": could not join: " + message, e);
     }
 
     /** The shm options hier's groups within a host start from: its timeouts. */
@@ -241,9 +223,8 @@ public final class HierEngine {
     }
 
     /**
-     * The leaders' group, on the engine {@code between} names: a gloo or tcp backend whose launch
-     * environment holds only the leaders, leader k as rank k on a single "node" (so the engine
-     * builds no second group).
+     * The leaders' group, on the engine {@code between} names: a gloo or tcp group of the leaders,
+     * leader k as rank k, meeting where the job's rank 0 hosts the store.
      */
     private static LeadersGroup connectLeaders(
             Between between,
@@ -255,20 +236,16 @@ public final class HierEngine {
             GlobalRanks names) {
         LaunchEnvironment launch = LaunchEnvironment.parse(env);
         // One rank per host, leader k of host k, meeting where the job's rank 0 listens.
-        LaunchEnvironment leadersGroup = new LaunchEnvironment(
-                launch.masterAddr(),
-                launch.masterPort(),
-                new Topology(host, hosts, host, hosts, 0),
-                launch.restartCount(),
-                launch.runId());
+        GroupMeeting meeting = new GroupMeeting(
+                launch.masterAddr(), launch.masterPort(), launch.runId(), launch.restartCount(), host, hosts);
         // By default the leaders poll where their host has a CPU per rank; the leaders' own layout
         // (one per host, all on one "node") says nothing about that.
         Duration spin = options.leadersSpin()
-                .orElseGet(() -> PeerMesh.defaultSpin(launch.topology().localWorldSize()));
+                .orElseGet(() -> TcpGroups.defaultSpin(launch.topology().localWorldSize()));
         String joinsAs = "the hier backend's group of host leaders";
         if (between == Between.GLOO) {
             GlooBackend gloo = GlooBackend.forGroup(
-                    leadersGroup,
+                    meeting,
                     new GlooOptions()
                             .timeout(options.timeout())
                             .connectTimeout(left)
@@ -282,7 +259,7 @@ public final class HierEngine {
             return joined(gloo, gloo::notes);
         }
         TcpBackend tcp = TcpBackend.forGroup(
-                leadersGroup,
+                meeting,
                 new TcpOptions()
                         .timeout(options.timeout())
                         .connectTimeout(left)
@@ -335,8 +312,10 @@ public final class HierEngine {
                 total += sizes[k];
             }
             if (total != topology.worldSize()) {
-                throw new IllegalArgumentException(stages.who + ": the hosts run " + java.util.Arrays.toString(sizes)
-                        + " ranks, " + total + " in all, not WORLD_SIZE=" + topology.worldSize());
+                throw new JoinException(
+                        stages.who + ": the hosts run " + java.util.Arrays.toString(sizes) + " ranks, " + total
+                                + " in all, not WORLD_SIZE=" + topology.worldSize(),
+                        null);
             }
             System.arraycopy(sizes, 0, layout, 0, hosts);
             g.allgatherv(DenseBuffer.of(hostRanks), DenseBuffer.of(layout, hosts, topology.worldSize()), counts)
@@ -349,7 +328,7 @@ public final class HierEngine {
             return HostLayout.of(
                     java.util.Arrays.copyOf(layout, hosts), java.util.Arrays.copyOfRange(layout, hosts, layout.length));
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(stages.who + ": inconsistent launch environments: " + e.getMessage(), e);
+            throw new JoinException(stages.who + ": inconsistent launch environments: " + e.getMessage(), e);
         }
     }
 }

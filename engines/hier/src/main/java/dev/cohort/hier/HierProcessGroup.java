@@ -18,15 +18,11 @@ import dev.cohort.runtime.Subgroup;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.p2p.Directory;
 import dev.cohort.runtime.p2p.PostOffice;
-import dev.cohort.runtime.store.InMemoryStore;
-import dev.cohort.tcp.TcpProcessGroup;
-import dev.cohort.tcp.algorithms.MeshCollectives;
-import dev.cohort.tcp.transport.PeerMesh;
-import java.io.IOException;
+import dev.cohort.tcp.TcpGroups;
 import java.net.InetAddress;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
@@ -149,60 +145,39 @@ final class HierProcessGroup extends AbstractProcessGroup {
         }
         String label = "hier " + spec.label();
         String who = label + " rank " + spec.rank() + " of " + spec.size();
-        ServerSocketChannel server;
+        TcpGroups.Listening mesh;
         try {
-            server = PeerMesh.listen(listen, spec.size());
-        } catch (IOException e) {
+            mesh = TcpGroups.listen(listen, spec.size(), who);
+        } catch (JoinException e) {
             gatherAddresses(new byte[0]);
-            throw new JoinException(who + ": could not listen on " + listen + ": " + e, e);
+            throw e;
         }
         Directory.Gathered letters = Directory.gathered();
         PostOffice office = new PostOffice(spec.rank(), spec.size(), listen, letters, who, spec.names(), secret);
-        String[] both;
+        List<String> meshAddresses = new ArrayList<>();
+        List<byte[]> officeAddresses = new ArrayList<>();
         try {
-            List<byte[]> all = gatherAddresses(
-                    (PeerMesh.addressOf(server) + "|" + new String(letters.mine(), StandardCharsets.UTF_8))
+            List<byte[]> all =
+                    gatherAddresses((mesh.address() + "|" + new String(letters.mine(), StandardCharsets.UTF_8))
                             .getBytes(StandardCharsets.UTF_8));
-            both = new String[spec.size()];
-            for (int i = 0; i < spec.size(); i++) {
-                both[i] = new String(all.get(spec.members()[i]), StandardCharsets.UTF_8);
+            for (int member : spec.members()) {
+                String[] both = new String(all.get(member), StandardCharsets.UTF_8).split("\\|", 2);
+                meshAddresses.add(both[0]);
+                officeAddresses.add(both[1].getBytes(StandardCharsets.UTF_8));
             }
         } catch (RuntimeException e) {
             office.close();
-            try {
-                server.close();
-            } catch (IOException ignored) {
-                // failing anyway
-            }
+            mesh.close();
             throw e;
-        }
-        InMemoryStore meshAddresses = new InMemoryStore();
-        List<byte[]> officeAddresses = new java.util.ArrayList<>();
-        for (int i = 0; i < spec.size(); i++) {
-            String[] parts = both[i].split("\\|", 2);
-            meshAddresses.set(Integer.toString(i), parts[0]);
-            officeAddresses.add(parts[1].getBytes(StandardCharsets.UTF_8));
         }
         letters.fill(officeAddresses);
-        PeerMesh mesh;
+        AbstractProcessGroup group;
         try {
-            mesh = PeerMesh.connect(
-                    server,
-                    meshAddresses,
-                    spec.rank(),
-                    spec.size(),
-                    MeshCollectives.HEADER_WORDS,
-                    spec.timeout(),
-                    Duration.ZERO,
-                    who,
-                    spec.names(),
-                    secret);
+            group = mesh.connect(meshAddresses, spec.rank(), spec.timeout(), STALL_TIME, label, spec.names(), secret);
         } catch (RuntimeException e) {
             office.close();
             throw e;
         }
-        TcpProcessGroup group =
-                new TcpProcessGroup(label, mesh, spec.rank(), spec.size(), spec.timeout(), STALL_TIME, () -> {});
         group.messagesThrough(office);
         return group;
     }

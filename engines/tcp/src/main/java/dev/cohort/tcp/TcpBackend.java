@@ -2,10 +2,10 @@ package dev.cohort.tcp;
 
 import dev.cohort.api.Connection;
 import dev.cohort.api.JobLayout;
-import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
 import dev.cohort.api.collective.JoinException;
 import dev.cohort.runtime.CallQueue;
+import dev.cohort.runtime.GroupMeeting;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.SubgroupMaker;
 import dev.cohort.runtime.auth.JobSecret;
@@ -67,17 +67,16 @@ public final class TcpBackend extends StoreMeetingBackend<TcpOptions> {
         super(NAME, options, environment);
     }
 
-    private TcpBackend(TcpOptions options, LaunchEnvironment group) {
+    private TcpBackend(TcpOptions options, GroupMeeting group) {
         super(NAME, options, group);
     }
 
     /**
      * A tcp group that is part of another backend (hier's group of the hosts' leaders): its ranks
-     * meet at {@code group}'s master address as {@code group}'s topology says, whatever this
-     * process's own launch environment is; the layout is {@code group}'s, never learned. The
-     * network interface comes from {@code options} only.
+     * meet as {@code group} says, whatever this process's own launch environment is, on one node
+     * (no node group, no layout learned). The network interface comes from {@code options} only.
      */
-    public static TcpBackend forGroup(LaunchEnvironment group, TcpOptions options) {
+    public static TcpBackend forGroup(GroupMeeting group, TcpOptions options) {
         return new TcpBackend(options, group);
     }
 
@@ -100,11 +99,11 @@ public final class TcpBackend extends StoreMeetingBackend<TcpOptions> {
 
     @Override
     protected Connection connect() {
-        LaunchEnvironment launch = launch();
-        Topology given = launch.topology();
+        GroupMeeting meeting = meeting();
+        Topology given = given();
         Duration connectTimeout = options.connectTimeout();
         long deadline = System.nanoTime() + connectTimeout.toNanos();
-        String scope = "cohort/" + launch.runId() + "/" + launch.restartCount() + "/";
+        String scope = "cohort/" + meeting.scope() + "/";
         String who = "tcp rank " + given.rank() + " of " + given.worldSize();
         TcpStoreServer server = null;
         TcpStore client = null;
@@ -112,22 +111,18 @@ public final class TcpBackend extends StoreMeetingBackend<TcpOptions> {
         try {
             Optional<JobSecret> secret = secret();
             if (secret.isEmpty() && given.rank() == 0) {
-                JobSecret.warnIfExposed(launch.masterAddr());
+                JobSecret.warnIfExposed(meeting.address());
             }
             server = given.rank() == 0
-                    ? TcpStoreServer.start(masterAddress(launch, who), launch.masterPort(), secret)
+                    ? TcpStoreServer.start(masterAddress(meeting, who), meeting.port(), secret)
                     : null;
-            client = TcpStore.connect(launch.masterAddr(), launch.masterPort(), deadline, connectTimeout, secret);
-            InetAddress address = listenAddress(launch);
+            client = TcpStore.connect(meeting.address(), meeting.port(), deadline, connectTimeout, secret);
+            InetAddress address = listenAddress(meeting);
             JobJoin.Members members = new JobJoin(
                             client, "the job's store at " + client.address(), new JobJoin.Linger(LINGER, () -> 0))
                     .join(
                             new JobJoin.Newcomer(
-                                    given,
-                                    launch.runId() + "/" + launch.restartCount(),
-                                    options.joinsAs(),
-                                    address.getHostAddress(),
-                                    who),
+                                    given, meeting.scope(), options.joinsAs(), address.getHostAddress(), who),
                             deadline,
                             connectTimeout);
             Store store = new PrefixStore(scope, client);
@@ -261,22 +256,22 @@ public final class TcpBackend extends StoreMeetingBackend<TcpOptions> {
     private static final Duration LINGER = Duration.ofSeconds(3);
 
     /** The interface named by option or {@link TcpOptions#ENV_INTERFACE}, else the address that reaches the master. */
-    private InetAddress listenAddress(LaunchEnvironment launch) {
+    private InetAddress listenAddress(GroupMeeting meeting) {
         String ifname =
                 options.networkInterface != null ? options.networkInterface : env().get(TcpOptions.ENV_INTERFACE);
         if (ifname != null && !ifname.isBlank()) {
             return LocalAddress.ofInterface(
                     ifname, options.networkInterface != null ? "--tcp-interface" : TcpOptions.ENV_INTERFACE);
         }
-        return LocalAddress.towards(launch.masterAddr(), launch.masterPort());
+        return LocalAddress.towards(meeting.address(), meeting.port());
     }
 
-    private static InetAddress masterAddress(LaunchEnvironment launch, String who) {
+    private static InetAddress masterAddress(GroupMeeting meeting, String who) {
         try {
-            return InetAddress.getByName(launch.masterAddr());
+            return InetAddress.getByName(meeting.address());
         } catch (java.net.UnknownHostException e) {
             throw new JoinException(
-                    who + ": MASTER_ADDR='" + launch.masterAddr() + "' does not resolve: " + e.getMessage(), e);
+                    who + ": MASTER_ADDR='" + meeting.address() + "' does not resolve: " + e.getMessage(), e);
         }
     }
 

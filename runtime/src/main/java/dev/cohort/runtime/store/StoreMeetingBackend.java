@@ -5,6 +5,7 @@ import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
 import dev.cohort.runtime.EngineBackend;
 import dev.cohort.runtime.EngineOptions;
+import dev.cohort.runtime.GroupMeeting;
 import java.util.Map;
 import java.util.Objects;
 
@@ -20,7 +21,7 @@ public abstract class StoreMeetingBackend<O extends EngineOptions<O>> extends En
     private static final System.Logger LOG = System.getLogger(StoreMeetingBackend.class.getName());
 
     /** The group this backend joins when it is part of another backend; null: the launch environment's. */
-    private final LaunchEnvironment group;
+    private final GroupMeeting group;
 
     private volatile JobNotes notes;
 
@@ -37,11 +38,10 @@ public abstract class StoreMeetingBackend<O extends EngineOptions<O>> extends En
     }
 
     /**
-     * A group that is part of another backend: its ranks meet at {@code group}'s master address
-     * as {@code group}'s topology says, whatever this process's own launch environment is; the
-     * layout is {@code group}'s, never learned.
+     * A group that is part of another backend: its ranks meet as {@code group} says, whatever this
+     * process's own launch environment is, all on one node (no node group, no layout learned).
      */
-    protected StoreMeetingBackend(String name, O options, LaunchEnvironment group) {
+    protected StoreMeetingBackend(String name, O options, GroupMeeting group) {
         super(name, options, Map.of());
         this.group = Objects.requireNonNull(group, "group");
     }
@@ -58,9 +58,14 @@ public abstract class StoreMeetingBackend<O extends EngineOptions<O>> extends En
                 + ": " + how;
     }
 
-    /** Where the ranks meet: the group's launch environment, else this process's. */
-    protected final LaunchEnvironment launch() {
-        return group != null ? group : LaunchEnvironment.parse(env());
+    /** Where and as whom this rank meets the others: as the group says, else as this process's launch environment does. */
+    protected final GroupMeeting meeting() {
+        return group != null ? group : GroupMeeting.of(LaunchEnvironment.parse(env()));
+    }
+
+    /** This rank's place before the ranks meet: the group's (one node), else the launch environment's. */
+    protected final Topology given() {
+        return group != null ? group.topology() : LaunchEnvironment.parseTopology(env());
     }
 
     /** The job's layout once the ranks met: the group's as given, else as {@link JobJoin#layout} learns it. */
