@@ -17,12 +17,18 @@ import java.util.Optional;
  * an allgather, scatter a broadcast of the root's whole input, and all-to-all an allgather of
  * every input, from which each rank keeps its blocks; all-to-all-v first gathers every rank's
  * counts (awaited at the call) so that every rank checks every pair.
+ *
+ * <p>The parts do not say what they compose: a reduce and an allreduce, or gathers to different
+ * roots, issue the same parts, which the engine's own check cannot tell apart. So every composed
+ * call first gathers every rank's {@link SignatureWords} (awaited at the call) and fails on every
+ * rank, naming each rank's call, where they differ.
  */
 final class ComposedCollectives {
 
     private ComposedCollectives() {}
 
     static Work start(AbstractProcessGroup group, Collective call, Duration timeout) {
+        agree(group, call, timeout);
         int n = group.size();
         int me = group.rank();
         boolean root = me == call.root();
@@ -108,6 +114,49 @@ final class ComposedCollectives {
                 blockOfI += sent[i];
             }
         });
+    }
+
+    /**
+     * Gathers every rank's signature of its call; throws a {@link CollectiveMismatchException}
+     * naming each rank's call where they differ (every rank sees all of them, so every rank throws).
+     */
+    static void agree(AbstractProcessGroup group, Collective call, Duration timeout) {
+        int n = group.size();
+        long[] mine = new long[SignatureWords.WORDS];
+        SignatureWords.encode(call, mine, 0);
+        long[] every = new long[SignatureWords.WORDS * n];
+        group.startAllgather(DenseBuffer.of(mine), DenseBuffer.of(every), timeout)
+                .await();
+        String disagreement = disagreement(every, n);
+        if (disagreement != null) {
+            throw new CollectiveMismatchException(
+                    group.who() + ": " + call.describe() + ": the ranks issued different collectives: " + disagreement,
+                    null,
+                    group.rank(),
+                    call,
+                    List.of());
+        }
+    }
+
+    /** Null where the {@code n} ranks' signatures in {@code every} agree, else each distinct call and its ranks. */
+    static String disagreement(long[] every, int n) {
+        java.util.Map<String, List<Integer>> ranksByCall = new java.util.LinkedHashMap<>();
+        for (int r = 0; r < n; r++) {
+            int at = r * SignatureWords.WORDS;
+            String described = SignatureWords.describe(every, at) + " (call " + every[at + 3] + ")";
+            ranksByCall
+                    .computeIfAbsent(described, k -> new java.util.ArrayList<>())
+                    .add(r);
+        }
+        if (ranksByCall.size() == 1) {
+            return null;
+        }
+        StringBuilder out = new StringBuilder();
+        ranksByCall.forEach((described, ranks) -> out.append(out.length() == 0 ? "" : "; ")
+                .append(ranks.size() == 1 ? "rank " + ranks.get(0) : "ranks " + ranks)
+                .append(": ")
+                .append(described));
+        return out.toString();
     }
 
     private static int[] uniform(int n, int count) {

@@ -174,6 +174,36 @@ class HierProcessesTest {
                 .contains("NODE 1 RANKS [2, 3]");
     }
 
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"reduce-beside-allreduce", "gathers-to-two-roots"})
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void composedCallsThatDifferAcrossHostsFailOnEveryRank(String mode) {
+        // 2 simulated hosts x 2 ranks: host 0's ranks issue one composed call, host 1's another
+        // whose parts look alike; every rank fails, none goes on with mixed data.
+        String run = runId(mode);
+        int port = JvmWorkers.freePort();
+        List<Result> results = JvmWorkers.run(
+                4,
+                r -> command(mode, "--hier-ranks-per-host", "2", "--hier-between", "tcp"),
+                r -> env(run, port, r, 4, 4, 0, r),
+                tmp,
+                Duration.ofSeconds(100));
+        for (Result r : results) {
+            assertThat(r.output()).as("rank " + r.rank()).contains("MISMATCH").doesNotContain("UNDETECTED");
+        }
+        if (mode.equals("gathers-to-two-roots")) {
+            // Every host's ranks see every rank's call.
+            for (Result r : results) {
+                assertThat(r.output())
+                        .as("rank " + r.rank())
+                        .contains("MISMATCH CollectiveMismatchException")
+                        .contains("the ranks issued different collectives: ranks [0, 1]: gather float32[1] root=0")
+                        .contains("ranks [2, 3]: gather float32[1] root=1");
+            }
+        }
+        assertThat(leftovers(run)).isEmpty();
+    }
+
     @Test
     @Timeout(value = 200, unit = TimeUnit.SECONDS)
     void oneHostNeedsNoLeadersGroup() {

@@ -20,7 +20,10 @@ import dev.cohort.testkit.EngineWorker;
  * {@code absent:R}, for the test to SIGKILL it, and host 0's ranks start the fourth broadcast 3 s
  * late, so the leader of R's host waits between hosts while R dies and meets the loss only when it
  * relays its verdict), {@code engine-threads} (one allreduce, then an {@code ENGINE THREADS [...]} line
- * naming the live threads of the engines' call queues).
+ * naming the live threads of the engines' call queues), {@code reduce-beside-allreduce} (host 0's
+ * ranks reduce to rank 0, the other hosts' allreduce) and {@code gathers-to-two-roots} (host 0's
+ * ranks gather to rank 0, the others to rank 1): each prints {@code MISMATCH <exception>: <message>}
+ * when the call fails, else {@code UNDETECTED}.
  * Prints {@code TOPOLOGY}, {@code NODE k RANKS [...]}, {@code OK rank R} and
  * {@code FAILED after X s} lines.
  */
@@ -38,6 +41,10 @@ public final class HierWorker {
                         Integer.parseInt(mode.substring(mode.indexOf(':') + 1)));
                 return true;
             }
+            if (mode.equals("reduce-beside-allreduce") || mode.equals("gathers-to-two-roots")) {
+                mismatched(backend, mode);
+                return true;
+            }
             if (mode.equals("engine-threads")) {
                 backend.group()
                         .allreduce(DenseBuffer.of(new float[] {1}), ReduceOp.SUM)
@@ -53,6 +60,26 @@ public final class HierWorker {
             }
             return false;
         });
+    }
+
+    /** One call that host 0 issues differently from the other hosts (see the modes); reports whether it failed. */
+    private static void mismatched(DistributedBackend backend, String mode) {
+        boolean hostZero = backend.nodeRank() == 0;
+        DenseBuffer data = DenseBuffer.of(new float[] {backend.rank()});
+        try {
+            if (mode.equals("reduce-beside-allreduce")) {
+                (hostZero
+                                ? backend.group().reduce(data, ReduceOp.SUM, 0)
+                                : backend.group().allreduce(data, ReduceOp.SUM))
+                        .await();
+            } else {
+                DenseBuffer all = DenseBuffer.of(new float[backend.worldSize()]);
+                backend.group().gather(data, all, hostZero ? 0 : 1).await();
+            }
+            System.out.println("UNDETECTED");
+        } catch (CollectiveException e) {
+            System.out.println("MISMATCH " + e.getClass().getSimpleName() + ": " + e.getMessage());
+        }
     }
 
     /** Allreduces until one fails; reports how long the failing one took and its message. */
