@@ -37,6 +37,7 @@ public abstract class ProcessConformanceTest {
         private Consumer<String> afterRun = runId -> {};
         private int subgroupWorld = 4;
         private int strangersWorld;
+        private java.util.regex.Pattern strangersRefusedBy;
 
         private Engine(String backend) {
             this.backend = Objects.requireNonNull(backend, "backend");
@@ -89,6 +90,15 @@ public abstract class ProcessConformanceTest {
          */
         public Engine strangersAt(int world) {
             this.strangersWorld = world;
+            return this;
+        }
+
+        /**
+         * A refusal that the run among strangers must log (a port of the engine's own that must
+         * have been visited), matched against each line of the workers' output.
+         */
+        public Engine strangersRefusedBy(String regex) {
+            this.strangersRefusedBy = java.util.regex.Pattern.compile(regex);
             return this;
         }
 
@@ -160,8 +170,15 @@ public abstract class ProcessConformanceTest {
         long seed = System.nanoTime();
         List<Strangers.Outcome> outcomes;
         try (Strangers strangers = Strangers.visitChildren(seed)) {
-            run("subgroups", world, seconds, Map.of("COHORT_SECRET", "a test job's secret " + seed));
+            List<Result> results =
+                    run("subgroups", world, seconds, Map.of("COHORT_SECRET", "a test job's secret " + seed));
             outcomes = strangers.finish();
+            if (engine.strangersRefusedBy != null) {
+                assertThat(results.stream().flatMap(r -> r.output().lines()))
+                        .as(JvmWorkers.describe(results))
+                        .anyMatch(
+                                line -> engine.strangersRefusedBy.matcher(line).find());
+            }
         }
         Map<Integer, List<String>> byPort = Strangers.byPort(outcomes);
         assertThat(byPort).as("ports visited (seed %d): %s", seed, byPort).hasSizeGreaterThanOrEqualTo(world);
@@ -172,7 +189,7 @@ public abstract class ProcessConformanceTest {
         run(mode, world, seconds, Map.of());
     }
 
-    private void run(String mode, int world, int seconds, Map<String, String> extraEnv) {
+    private List<Result> run(String mode, int world, int seconds, Map<String, String> extraEnv) {
         String runId = engine.backend + "-" + mode + "-" + world + "-"
                 + ProcessHandle.current().pid() + "-" + System.nanoTime() % 100_000;
         int port = JvmWorkers.freePort();
@@ -206,5 +223,6 @@ public abstract class ProcessConformanceTest {
                     .contains("NODE " + host + " RANKS " + hostRanks);
         }
         engine.afterRun.accept(runId);
+        return results;
     }
 }
