@@ -1,7 +1,6 @@
 package dev.cohort.runtime;
 
 import dev.cohort.api.Timeouts;
-import dev.cohort.api.collective.BufferAllocator;
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.OpKind;
@@ -26,13 +25,14 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
 
     private final int size;
     private final Duration timeout;
-    private final AtomicLong sequence = new AtomicLong();
+    /** Validates and numbers this rank's calls. */
+    private final CallChecks calls;
+
     private final AtomicLong subgroups = new AtomicLong();
     /** Each rank's global rank, for a subgroup; null where they are the ranks here. */
     private volatile int[] globalRanks;
 
     private volatile SubgroupMaker subgroupMaker;
-    private final AtomicLong messages = new AtomicLong();
     private volatile java.util.function.Supplier<PostOffice> postOfficeFactory;
     private PostOffice postOffice;
     private volatile String subgroupScope;
@@ -48,6 +48,7 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
         this.rank = rank;
         this.size = size;
         this.rankOfSize = "rank " + rank + " of " + size;
+        this.calls = new CallChecks(rank, size);
         this.timeout = checkTimeout(timeout);
     }
 
@@ -174,105 +175,61 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
 
     final Work startAllreduce(DenseBuffer data, ReduceOp op, Duration timeout) {
         checkOpen("allreduce");
-        checkWritable("allreduce", "data", data);
-        Objects.requireNonNull(op, "allreduce: reduce op is null");
-        return start(new Collective(OpKind.ALLREDUCE, sequence.getAndIncrement(), data, null, op, -1, null), timeout);
+        return start(calls.allreduce(data, op), timeout);
     }
 
     final Work startBroadcast(DenseBuffer data, int root, Duration timeout) {
         checkOpen("broadcast");
-        Objects.requireNonNull(data, "broadcast: data buffer is null");
-        if (root < 0 || root >= size) {
-            throw new IllegalArgumentException("broadcast: root must be in [0, " + size + "), got " + root);
-        }
-        if (rank != root) {
-            checkWritable("broadcast", "data", data);
-        }
-        return start(
-                new Collective(OpKind.BROADCAST, sequence.getAndIncrement(), data, null, null, root, null), timeout);
+        return start(calls.broadcast(data, root), timeout);
     }
 
     final Work startAllgather(DenseBuffer input, DenseBuffer output, Duration timeout) {
         checkOpen("allgather");
-        Objects.requireNonNull(input, "allgather: input buffer is null");
-        checkWritable("allgather", "output", output);
-        checkSameType("allgather", input, output);
-        if ((long) input.count() * size != output.count()) {
-            throw new IllegalArgumentException("allgather: output must hold world size x input = " + size + " x "
-                    + input.count() + " = " + (long) input.count() * size + " elements, got " + output.count());
-        }
-        return start(
-                new Collective(OpKind.ALLGATHER, sequence.getAndIncrement(), input, output, null, -1, null), timeout);
+        return start(calls.allgather(input, output), timeout);
     }
 
     final Work startAllgatherv(DenseBuffer input, DenseBuffer output, int[] counts, Duration timeout) {
         checkOpen("allgatherv");
-        Objects.requireNonNull(input, "allgatherv: input buffer is null");
-        checkWritable("allgatherv", "output", output);
-        checkSameType("allgatherv", input, output);
-        Objects.requireNonNull(counts, "allgatherv: counts is null");
-        if (counts.length != size) {
-            throw new IllegalArgumentException(
-                    "allgatherv: counts must have one entry per rank (" + size + "), got " + counts.length);
-        }
-        long total = 0;
-        for (int r = 0; r < size; r++) {
-            if (counts[r] < 0) {
-                throw new IllegalArgumentException("allgatherv: counts[" + r + "] is negative: " + counts[r]);
-            }
-            total += counts[r];
-        }
-        if (counts[rank] != input.count()) {
-            throw new IllegalArgumentException("allgatherv: counts[" + rank + "] (this rank) is " + counts[rank]
-                    + " but the input holds " + input.count() + " elements");
-        }
-        if (total != output.count()) {
-            throw new IllegalArgumentException(
-                    "allgatherv: output must hold the sum of counts (" + total + ") elements, got " + output.count());
-        }
-        return start(
-                new Collective(OpKind.ALLGATHERV, sequence.getAndIncrement(), input, output, null, -1, counts.clone()),
-                timeout);
+        return start(calls.allgatherv(input, output, counts), timeout);
     }
 
     final Work startReduceScatter(DenseBuffer input, DenseBuffer output, ReduceOp op, Duration timeout) {
         checkOpen("reduce-scatter");
-        Objects.requireNonNull(input, "reduce-scatter: input buffer is null");
-        checkWritable("reduce-scatter", "output", output);
-        checkSameType("reduce-scatter", input, output);
-        Objects.requireNonNull(op, "reduce-scatter: reduce op is null");
-        if ((long) output.count() * size != input.count()) {
-            throw new IllegalArgumentException("reduce-scatter: input must hold world size x output = " + size
-                    + " x " + output.count() + " = " + (long) output.count() * size + " elements, got "
-                    + input.count());
-        }
-        return start(
-                new Collective(OpKind.REDUCE_SCATTER, sequence.getAndIncrement(), input, output, op, -1, null),
-                timeout);
+        return start(calls.reduceScatter(input, output, op), timeout);
     }
 
     final Work startBarrier(Duration timeout) {
         checkOpen("barrier");
-        return start(new Collective(OpKind.BARRIER, sequence.getAndIncrement(), null, null, null, -1, null), timeout);
+        return start(calls.barrier(), timeout);
     }
 
     final Work startPointToPoint(OpKind kind, DenseBuffer data, int peer, int tag, Duration timeout) {
-        String op = kind.label();
-        checkOpen(op);
-        if (kind == OpKind.RECV) {
-            checkWritable(op, "data", data);
-        } else {
-            Objects.requireNonNull(data, () -> op + ": data buffer is null");
-        }
-        if (peer < 0 || peer >= size || peer == rank) {
-            throw new IllegalArgumentException(op + ": peer must be another rank of this group of " + size
-                    + " (this is " + rank + "), got " + peer);
-        }
-        if (tag < 0) {
-            throw new IllegalArgumentException(op + ": tag must be >= 0, got " + tag);
-        }
-        return pointToPoint(
-                new Collective(kind, messages.getAndIncrement(), data, null, null, peer, new int[] {tag}), timeout);
+        checkOpen(kind.label());
+        return pointToPoint(calls.pointToPoint(kind, data, peer, tag), timeout);
+    }
+
+    final Work startReduce(DenseBuffer data, ReduceOp op, int root, Duration timeout) {
+        checkOpen("reduce");
+        return begin(calls.reduce(data, op, root), timeout);
+    }
+
+    /** gather ({@code counts == null}) and gatherv. */
+    final Work startGather(DenseBuffer input, DenseBuffer output, int[] counts, int root, Duration timeout) {
+        checkOpen(counts == null ? "gather" : "gatherv");
+        return begin(calls.gather(input, output, counts, root), timeout);
+    }
+
+    /** scatter ({@code counts == null}) and scatterv. */
+    final Work startScatter(DenseBuffer input, DenseBuffer output, int[] counts, int root, Duration timeout) {
+        checkOpen(counts == null ? "scatter" : "scatterv");
+        return begin(calls.scatter(input, output, counts, root), timeout);
+    }
+
+    /** alltoall ({@code sendCounts == null}) and alltoallv. */
+    final Work startAlltoall(
+            DenseBuffer input, int[] sendCounts, DenseBuffer output, int[] receiveCounts, Duration timeout) {
+        checkOpen(sendCounts == null ? "alltoall" : "alltoallv");
+        return begin(calls.alltoall(input, sendCounts, output, receiveCounts), timeout);
     }
 
     /**
@@ -308,120 +265,6 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
         this.postOfficeFactory = Objects.requireNonNull(factory, "factory");
     }
 
-    final Work startReduce(DenseBuffer data, ReduceOp op, int root, Duration timeout) {
-        checkOpen("reduce");
-        checkRoot("reduce", root);
-        Objects.requireNonNull(op, "reduce: reduce op is null");
-        if (rank == root) {
-            checkWritable("reduce", "data", data);
-        } else {
-            Objects.requireNonNull(data, "reduce: data buffer is null");
-        }
-        return begin(new Collective(OpKind.REDUCE, sequence.getAndIncrement(), data, null, op, root, null), timeout);
-    }
-
-    /** gather ({@code counts == null}) and gatherv. */
-    final Work startGather(DenseBuffer input, DenseBuffer output, int[] counts, int root, Duration timeout) {
-        String op = counts == null ? "gather" : "gatherv";
-        checkOpen(op);
-        checkRoot(op, root);
-        Objects.requireNonNull(input, () -> op + ": input buffer is null");
-        long total = counts == null ? (long) input.count() * size : checkCounts(op, counts, input.count(), "input");
-        if (rank == root) {
-            checkWritable(op, "output", output);
-            checkSameType(op, input, output);
-            if (total != output.count()) {
-                throw new IllegalArgumentException(op + ": the root's output must hold "
-                        + (counts == null
-                                ? "world size x input = " + size + " x " + input.count() + " = "
-                                : "the sum of counts (")
-                        + total + (counts == null ? "" : ")") + " elements, got " + output.count());
-            }
-        }
-        OpKind kind = counts == null ? OpKind.GATHER : OpKind.GATHERV;
-        return begin(
-                new Collective(
-                        kind,
-                        sequence.getAndIncrement(),
-                        input,
-                        rank == root ? output : null,
-                        null,
-                        root,
-                        counts == null ? null : counts.clone()),
-                timeout);
-    }
-
-    /** scatter ({@code counts == null}) and scatterv. */
-    final Work startScatter(DenseBuffer input, DenseBuffer output, int[] counts, int root, Duration timeout) {
-        String op = counts == null ? "scatter" : "scatterv";
-        checkOpen(op);
-        checkRoot(op, root);
-        checkWritable(op, "output", output);
-        long total = counts == null ? (long) output.count() * size : checkCounts(op, counts, output.count(), "output");
-        if (rank == root) {
-            Objects.requireNonNull(input, () -> op + ": the root's input buffer is null");
-            checkSameType(op, input, output);
-            if (total != input.count()) {
-                throw new IllegalArgumentException(op + ": the root's input must hold "
-                        + (counts == null
-                                ? "world size x output = " + size + " x " + output.count() + " = "
-                                : "the sum of counts (")
-                        + total + (counts == null ? "" : ")") + " elements, got " + input.count());
-            }
-        }
-        OpKind kind = counts == null ? OpKind.SCATTER : OpKind.SCATTERV;
-        return begin(
-                new Collective(
-                        kind,
-                        sequence.getAndIncrement(),
-                        rank == root ? input : null,
-                        output,
-                        null,
-                        root,
-                        counts == null ? null : counts.clone()),
-                timeout);
-    }
-
-    /** alltoall ({@code sendCounts == null}) and alltoallv. */
-    final Work startAlltoall(
-            DenseBuffer input, int[] sendCounts, DenseBuffer output, int[] receiveCounts, Duration timeout) {
-        String op = sendCounts == null ? "alltoall" : "alltoallv";
-        checkOpen(op);
-        Objects.requireNonNull(input, () -> op + ": input buffer is null");
-        checkWritable(op, "output", output);
-        checkSameType(op, input, output);
-        if (sendCounts == null) {
-            if (input.count() % size != 0 || input.count() != output.count()) {
-                throw new IllegalArgumentException(op + ": input and output must both hold world size (" + size
-                        + ") blocks of equal length, got " + input.count() + " and " + output.count() + " elements");
-            }
-            return begin(
-                    new Collective(OpKind.ALLTOALL, sequence.getAndIncrement(), input, output, null, -1, null),
-                    timeout);
-        }
-        long sent = sumOf(op, "sendCounts", sendCounts);
-        long received = sumOf(op, "receiveCounts", receiveCounts);
-        if (sent != input.count()) {
-            throw new IllegalArgumentException(
-                    op + ": input must hold the sum of sendCounts (" + sent + ") elements, got " + input.count());
-        }
-        if (received != output.count()) {
-            throw new IllegalArgumentException(op + ": output must hold the sum of receiveCounts (" + received
-                    + ") elements, got " + output.count());
-        }
-        return begin(
-                new Collective(
-                        OpKind.ALLTOALLV,
-                        sequence.getAndIncrement(),
-                        input,
-                        output,
-                        null,
-                        -1,
-                        sendCounts.clone(),
-                        receiveCounts.clone()),
-                timeout);
-    }
-
     /**
      * Whether this engine runs {@code kind} itself; kinds it does not run are composed from the
      * ones it does by {@link ComposedCollectives}. True for every kind unless an engine says otherwise.
@@ -432,37 +275,6 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
 
     private Work begin(Collective call, Duration timeout) {
         return runsNatively(call.kind()) ? start(call, timeout) : ComposedCollectives.start(this, call, timeout);
-    }
-
-    /** Validates per-rank counts (one per rank, none negative, this rank's {@code mine}); returns their sum. */
-    private long checkCounts(String op, int[] counts, int mine, String buffer) {
-        long total = sumOf(op, "counts", counts);
-        if (counts[rank] != mine) {
-            throw new IllegalArgumentException(op + ": counts[" + rank + "] (this rank) is " + counts[rank]
-                    + " but the " + buffer + " holds " + mine + " elements");
-        }
-        return total;
-    }
-
-    private long sumOf(String op, String name, int[] counts) {
-        if (counts.length != size) {
-            throw new IllegalArgumentException(
-                    op + ": " + name + " must have one entry per rank (" + size + "), got " + counts.length);
-        }
-        long total = 0;
-        for (int r = 0; r < size; r++) {
-            if (counts[r] < 0) {
-                throw new IllegalArgumentException(op + ": " + name + "[" + r + "] is negative: " + counts[r]);
-            }
-            total += counts[r];
-        }
-        return total;
-    }
-
-    private void checkRoot(String op, int root) {
-        if (root < 0 || root >= size) {
-            throw new IllegalArgumentException(op + ": root must be in [0, " + size + "), got " + root);
-        }
     }
 
     /**
@@ -589,160 +401,8 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
         }
     }
 
-    private static void checkWritable(String op, String name, DenseBuffer buffer) {
-        Objects.requireNonNull(buffer, () -> op + ": " + name + " buffer is null");
-        if (buffer.isReadOnly()) {
-            throw new IllegalArgumentException(
-                    op + ": " + name + " buffer " + buffer.describe() + " is read-only but receives the result");
-        }
-    }
-
-    private static void checkSameType(String op, DenseBuffer input, DenseBuffer output) {
-        if (input.dataType() != output.dataType()) {
-            throw new IllegalArgumentException(
-                    op + ": input is " + input.dataType().label() + " but output is "
-                            + output.dataType().label());
-        }
-    }
-
     static Duration checkTimeout(Duration timeout) {
         return Timeouts.requirePositive(timeout);
-    }
-
-    /** The group seen with another timeout; shares everything else, closing it closes the group. */
-    private static final class TimeoutView implements ProcessGroup {
-        private final AbstractProcessGroup group;
-        private final Duration timeout;
-
-        TimeoutView(AbstractProcessGroup group, Duration timeout) {
-            this.group = group;
-            this.timeout = timeout;
-        }
-
-        @Override
-        public int rank() {
-            return group.rank();
-        }
-
-        @Override
-        public int size() {
-            return group.size();
-        }
-
-        @Override
-        public Duration timeout() {
-            return timeout;
-        }
-
-        @Override
-        public ProcessGroup withTimeout(Duration t) {
-            return new TimeoutView(group, checkTimeout(t));
-        }
-
-        @Override
-        public Work allreduce(DenseBuffer d, ReduceOp op) {
-            return group.startAllreduce(d, op, timeout);
-        }
-
-        @Override
-        public Work broadcast(DenseBuffer d, int root) {
-            return group.startBroadcast(d, root, timeout);
-        }
-
-        @Override
-        public Work allgather(DenseBuffer i, DenseBuffer o) {
-            return group.startAllgather(i, o, timeout);
-        }
-
-        @Override
-        public Work allgatherv(DenseBuffer i, DenseBuffer o, int[] c) {
-            return group.startAllgatherv(i, o, c, timeout);
-        }
-
-        @Override
-        public Work reduceScatter(DenseBuffer i, DenseBuffer o, ReduceOp op) {
-            return group.startReduceScatter(i, o, op, timeout);
-        }
-
-        @Override
-        public Work barrier() {
-            return group.startBarrier(timeout);
-        }
-
-        @Override
-        public Work send(DenseBuffer d, int peer, int tag) {
-            return group.startPointToPoint(OpKind.SEND, d, peer, tag, timeout);
-        }
-
-        @Override
-        public Work recv(DenseBuffer d, int peer, int tag) {
-            return group.startPointToPoint(OpKind.RECV, d, peer, tag, timeout);
-        }
-
-        @Override
-        public Work reduce(DenseBuffer d, ReduceOp op, int root) {
-            return group.startReduce(d, op, root, timeout);
-        }
-
-        @Override
-        public Work gather(DenseBuffer i, DenseBuffer o, int root) {
-            return group.startGather(i, o, null, root, timeout);
-        }
-
-        @Override
-        public Work gatherv(DenseBuffer i, DenseBuffer o, int[] c, int root) {
-            return group.startGather(i, o, Objects.requireNonNull(c, "gatherv: counts is null"), root, timeout);
-        }
-
-        @Override
-        public Work scatter(DenseBuffer i, DenseBuffer o, int root) {
-            return group.startScatter(i, o, null, root, timeout);
-        }
-
-        @Override
-        public Work scatterv(DenseBuffer i, DenseBuffer o, int[] c, int root) {
-            return group.startScatter(i, o, Objects.requireNonNull(c, "scatterv: counts is null"), root, timeout);
-        }
-
-        @Override
-        public Work alltoall(DenseBuffer i, DenseBuffer o) {
-            return group.startAlltoall(i, null, o, null, timeout);
-        }
-
-        @Override
-        public Work alltoallv(DenseBuffer i, int[] s, DenseBuffer o, int[] r) {
-            return group.startAlltoall(
-                    i,
-                    Objects.requireNonNull(s, "alltoallv: sendCounts is null"),
-                    o,
-                    Objects.requireNonNull(r, "alltoallv: receiveCounts is null"),
-                    timeout);
-        }
-
-        @Override
-        public Optional<ProcessGroup> split(int color, int key) {
-            return group.split(color, key);
-        }
-
-        @Override
-        public Optional<ProcessGroup> newGroup(int... ranks) {
-            return group.newGroup(ranks);
-        }
-
-        @Override
-        public java.util.Optional<BufferAllocator> allocator() {
-            return group.allocator();
-        }
-
-        @Override
-        public void close() {
-            group.close();
-        }
-
-        @Override
-        public String toString() {
-            return group + " (timeout " + timeout + ")";
-        }
     }
 
     @Override
