@@ -117,23 +117,10 @@ final class CallChecks {
         if (rank == root) {
             checkWritable(op, "output", output);
             checkSameType(op, input, output);
-            if (total != output.count()) {
-                throw new IllegalArgumentException(op + ": the root's output must hold "
-                        + (counts == null
-                                ? "world size x input = " + size + " x " + input.count() + " = "
-                                : "the sum of counts (")
-                        + total + (counts == null ? "" : ")") + " elements, got " + output.count());
-            }
+            checkRootHolds(op, "output", output, total, counts, "input", input);
         }
-        OpKind kind = counts == null ? OpKind.GATHER : OpKind.GATHERV;
-        return new Collective(
-                kind,
-                sequence.getAndIncrement(),
-                input,
-                rank == root ? output : null,
-                null,
-                root,
-                counts == null ? null : counts.clone());
+        return rooted(
+                counts == null ? OpKind.GATHER : OpKind.GATHERV, input, rank == root ? output : null, root, counts);
     }
 
     /** scatter ({@code counts == null}) and scatterv. */
@@ -145,23 +132,32 @@ final class CallChecks {
         if (rank == root) {
             Objects.requireNonNull(input, () -> op + ": the root's input buffer is null");
             checkSameType(op, input, output);
-            if (total != input.count()) {
-                throw new IllegalArgumentException(op + ": the root's input must hold "
-                        + (counts == null
-                                ? "world size x output = " + size + " x " + output.count() + " = "
-                                : "the sum of counts (")
-                        + total + (counts == null ? "" : ")") + " elements, got " + input.count());
-            }
+            checkRootHolds(op, "input", input, total, counts, "output", output);
         }
-        OpKind kind = counts == null ? OpKind.SCATTER : OpKind.SCATTERV;
+        return rooted(
+                counts == null ? OpKind.SCATTER : OpKind.SCATTERV, rank == root ? input : null, output, root, counts);
+    }
+
+    /**
+     * The root's buffer of every rank's block ({@code whole}, its {@code name}) holds {@code total}
+     * elements: world size x this rank's block ({@code mine}, its {@code mineName}), or the sum of
+     * {@code counts}.
+     */
+    private void checkRootHolds(
+            String op, String name, DenseBuffer whole, long total, int[] counts, String mineName, DenseBuffer mine) {
+        if (total != whole.count()) {
+            throw new IllegalArgumentException(op + ": the root's " + name + " must hold "
+                    + (counts == null
+                            ? "world size x " + mineName + " = " + size + " x " + mine.count() + " = "
+                            : "the sum of counts (")
+                    + total + (counts == null ? "" : ")") + " elements, got " + whole.count());
+        }
+    }
+
+    /** A gather(v) or scatter(v), numbered. */
+    private Collective rooted(OpKind kind, DenseBuffer input, DenseBuffer output, int root, int[] counts) {
         return new Collective(
-                kind,
-                sequence.getAndIncrement(),
-                rank == root ? input : null,
-                output,
-                null,
-                root,
-                counts == null ? null : counts.clone());
+                kind, sequence.getAndIncrement(), input, output, null, root, counts == null ? null : counts.clone());
     }
 
     /** alltoall ({@code sendCounts == null}) and alltoallv. */

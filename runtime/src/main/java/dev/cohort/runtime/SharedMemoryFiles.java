@@ -45,6 +45,16 @@ public final class SharedMemoryFiles {
 
     private SharedMemoryFiles() {}
 
+    /** The files of run {@code runId} still in {@link #DIRECTORY} (what a finished run should not leave). */
+    public static List<Path> leftovers(String runId) {
+        try (java.util.stream.Stream<Path> files = Files.list(DIRECTORY)) {
+            return files.filter(p -> p.getFileName().toString().startsWith(PREFIX + runId + "-"))
+                    .toList();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     /**
      * The file that the shm group of workers started with {@code env} maps (run id, restart count,
      * and the scope from {@code MASTER_ADDR} and {@code MASTER_PORT}, empty when unset).

@@ -92,36 +92,41 @@ class CollectiveMisuseTest {
 
     @Test
     void ranksThatDisagreeAllFailAndNothingIsWritten() {
-        ThreadsWorld world = new ThreadsWorld(3, 3, Duration.ofSeconds(10));
-        world.runAll(
-                rank -> {
-                    ProcessGroup g = world.group(rank);
-                    float[] data = {rank};
-                    Work w = rank == 2
-                            ? g.broadcast(DenseBuffer.of(data), 0)
-                            : g.allreduce(DenseBuffer.of(data), ReduceOp.SUM);
-                    assertThatThrownBy(w::await)
-                            .isInstanceOf(CollectiveMismatchException.class)
-                            .hasMessageContaining("rank 0: allreduce float32[1] SUM")
-                            .hasMessageContaining("rank 2: broadcast float32[1] root=0");
-                    assertThat(data[0]).isEqualTo(rank);
-                    assertThatThrownBy(() -> g.barrier().await()).isInstanceOf(CollectiveMismatchException.class);
-                    return null;
-                },
-                Duration.ofSeconds(20));
+        onRanks(3, (g, rank) -> {
+            float[] data = {rank};
+            Work w = rank == 2 ? g.broadcast(DenseBuffer.of(data), 0) : g.allreduce(DenseBuffer.of(data), ReduceOp.SUM);
+            assertThatThrownBy(w::await)
+                    .isInstanceOf(CollectiveMismatchException.class)
+                    .hasMessageContaining("rank 0: allreduce float32[1] SUM")
+                    .hasMessageContaining("rank 2: broadcast float32[1] root=0");
+            assertThat(data[0]).isEqualTo(rank);
+            assertThatThrownBy(() -> g.barrier().await()).isInstanceOf(CollectiveMismatchException.class);
+        });
     }
 
     @Test
     void differentLengthsAreAMismatch() {
-        ThreadsWorld world = new ThreadsWorld(2, 2, Duration.ofSeconds(10));
+        onRanks(
+                2,
+                (g, rank) -> assertThatThrownBy(() -> g.allreduce(DenseBuffer.of(new double[rank + 1]), ReduceOp.MAX)
+                                .await())
+                        .isInstanceOf(CollectiveMismatchException.class)
+                        .hasMessageContaining("float64[1]")
+                        .hasMessageContaining("float64[2]"));
+    }
+
+    /** What one rank does with its group. */
+    @FunctionalInterface
+    private interface RankBody {
+        void run(ProcessGroup group, int rank);
+    }
+
+    /** Runs {@code body} on {@code n} thread ranks of one group (10 s timeout), each with its group and rank. */
+    private static void onRanks(int n, RankBody body) {
+        ThreadsWorld world = new ThreadsWorld(n, n, Duration.ofSeconds(10));
         world.runAll(
                 rank -> {
-                    ProcessGroup g = world.group(rank);
-                    assertThatThrownBy(() -> g.allreduce(DenseBuffer.of(new double[rank + 1]), ReduceOp.MAX)
-                                    .await())
-                            .isInstanceOf(CollectiveMismatchException.class)
-                            .hasMessageContaining("float64[1]")
-                            .hasMessageContaining("float64[2]");
+                    body.run(world.group(rank), rank);
                     return null;
                 },
                 Duration.ofSeconds(20));

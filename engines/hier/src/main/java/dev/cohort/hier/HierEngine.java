@@ -15,6 +15,7 @@ import dev.cohort.hier.HierOptions.Between;
 import dev.cohort.mpi.MpiOptions;
 import dev.cohort.mpi.MpiSubgroup;
 import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.EngineOptions;
 import dev.cohort.runtime.GroupMeeting;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.SharedMemoryFiles;
@@ -242,34 +243,35 @@ public final class HierEngine {
         // (one per host, all on one "node") says nothing about that.
         Duration spin = options.leadersSpin()
                 .orElseGet(() -> TcpGroups.defaultSpin(launch.topology().localWorldSize()));
-        String joinsAs = "the hier backend's group of host leaders";
         if (between == Between.GLOO) {
             GlooBackend gloo = GlooBackend.forGroup(
                     meeting,
-                    new GlooOptions()
-                            .timeout(options.timeout())
-                            .connectTimeout(left)
-                            .stallTime(options.stallTime())
-                            .joinsAs(joinsAs)
+                    asLeaders(new GlooOptions(), options, left, names)
                             .networkInterface(env.get(GlooBackend.ENV_INTERFACE))
-                            .rankNames(names.betweenHosts())
                             .agentStore("1".equals(env.get(JobEnvironment.AGENT_STORE)))
-                            .spin(spin)
-                            .awaitedAtOnce(true));
+                            .spin(spin));
             return joined(gloo, gloo::notes);
         }
         TcpBackend tcp = TcpBackend.forGroup(
                 meeting,
-                new TcpOptions()
-                        .timeout(options.timeout())
-                        .connectTimeout(left)
-                        .stallTime(options.stallTime())
-                        .joinsAs(joinsAs)
+                asLeaders(new TcpOptions(), options, left, names)
                         .networkInterface(env.get(TcpOptions.ENV_INTERFACE))
-                        .rankNames(names.betweenHosts())
-                        .spin(spin)
-                        .awaitedAtOnce(true));
+                        .spin(spin));
         return joined(tcp, tcp::notes);
+    }
+
+    /**
+     * {@code engine}'s options for the leaders' group: hier's timeouts (the time {@code left} to
+     * connect), its name in messages, global ranks, and calls awaited at once (no engine thread).
+     */
+    private static <O extends EngineOptions<O>> O asLeaders(
+            O engine, HierOptions options, Duration left, GlobalRanks names) {
+        return engine.timeout(options.timeout())
+                .connectTimeout(left)
+                .stallTime(options.stallTime())
+                .joinsAs("the hier backend's group of host leaders")
+                .rankNames(names.betweenHosts())
+                .awaitedAtOnce(true);
     }
 
     /** Initializes {@code backend}, then holds its group and its {@code notes}; closes it when it fails. */

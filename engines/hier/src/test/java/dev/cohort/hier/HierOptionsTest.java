@@ -12,6 +12,13 @@ import org.junit.jupiter.api.Test;
 /** How long the hosts' leaders poll (the default of the engine between hosts unless set), and which engine that is. */
 class HierOptionsTest {
 
+    /** Rank 0 of 4 under mpirun, 2 per host: Open MPI's variables. */
+    private static final Map<String, String> MPIRUN_TWO_HOSTS = Map.of(
+            "OMPI_COMM_WORLD_RANK", "0",
+            "OMPI_COMM_WORLD_SIZE", "4",
+            "OMPI_COMM_WORLD_LOCAL_RANK", "0",
+            "OMPI_COMM_WORLD_LOCAL_SIZE", "2");
+
     @Test
     void unsetMeansTheGlooDefaultForTheHost() {
         assertThat(new HierOptions().parse().leadersSpin()).isEmpty();
@@ -54,15 +61,7 @@ class HierOptionsTest {
 
     @Test
     void autoBetweenHostsIsMpiWhereMpirunStartedTheJobAndNeedsNoAddressThere() {
-        Map<String, String> mpirun = Map.of(
-                "OMPI_COMM_WORLD_RANK",
-                "0",
-                "OMPI_COMM_WORLD_SIZE",
-                "4",
-                "OMPI_COMM_WORLD_LOCAL_RANK",
-                "0",
-                "OMPI_COMM_WORLD_LOCAL_SIZE",
-                "2");
+        Map<String, String> mpirun = MPIRUN_TWO_HOSTS;
         assumeTrue(new dev.cohort.mpi.MpiBackend().isAvailable(), "Open MPI is not installed");
         assertThat(HierBackend.betweenHosts(new HierOptions(), mpirun)).isEqualTo(Between.MPI);
         assertThat(new HierBackend(new HierOptions(), mpirun).needsRendezvousAddress())
@@ -78,15 +77,7 @@ class HierOptionsTest {
     @Test
     void underMpirunAcrossHostsAutoPrefersOpenMpiToHierAndShmOnOneHost() {
         // Measured across two namespaced hosts: Open MPI's own collectives ahead of hier over it.
-        Map<String, String> twoHosts = Map.of(
-                "OMPI_COMM_WORLD_RANK",
-                "0",
-                "OMPI_COMM_WORLD_SIZE",
-                "4",
-                "OMPI_COMM_WORLD_LOCAL_RANK",
-                "0",
-                "OMPI_COMM_WORLD_LOCAL_SIZE",
-                "2");
+        Map<String, String> twoHosts = MPIRUN_TWO_HOSTS;
         dev.cohort.api.JobLayout acrossHosts = new dev.cohort.api.JobLayout(4, 2, 2);
         dev.cohort.api.JobLayout oneHost = new dev.cohort.api.JobLayout(4, 4, 1);
         int hier = new HierBackend(new HierOptions(), twoHosts)

@@ -5,9 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.cohort.runtime.SharedMemoryFiles;
 import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.JvmWorkers.Result;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -15,11 +12,11 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
@@ -72,12 +69,7 @@ class HierProcessesTest {
 
     /** The mapping files of {@code runId} still in /dev/shm. */
     static List<Path> leftovers(String runId) {
-        try (Stream<Path> files = Files.list(SharedMemoryFiles.DIRECTORY)) {
-            return files.filter(p -> p.getFileName().toString().startsWith(SharedMemoryFiles.PREFIX + runId + "-"))
-                    .toList();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return SharedMemoryFiles.leftovers(runId);
     }
 
     /** The launch environment of rank {@code rank} of run {@code run}, rank 0's store at {@code port}. */
@@ -147,27 +139,16 @@ class HierProcessesTest {
                 .contains("TOPOLOGY Topology[rank=2, worldSize=3, localRank=1, localWorldSize=2, nodeRank=1]");
     }
 
-    @Test
-    @Timeout(value = 200, unit = TimeUnit.SECONDS)
-    void hostsSimulatedWithRanksPerHostOnALaunchOfOneNode() {
-        List<Result> results = runAllOk(
-                "simulated",
-                4,
-                command("conformance-small", "--hier-ranks-per-host", "2"),
-                (run, port, r) -> env(run, port, r, 4, 4, 0, r));
-        assertThat(results.get(2).output())
-                .contains("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]")
-                .contains("NODE 1 RANKS [2, 3]");
-    }
-
-    @Test
+    @ParameterizedTest(name = "{0} with {1} between hosts")
+    @CsvSource({"conformance-small, auto", "conformance, tcp"})
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
-    void theWholeSuiteWithCohortsTcpMeshBetweenSimulatedHosts() {
-        // The leaders' group on the tcp engine (no libtorch between hosts), 2 simulated hosts x 2 ranks.
+    void hostsSimulatedWithRanksPerHostOnALaunchOfOneNode(String mode, String between) {
+        // 2 simulated hosts x 2 ranks: the small suite with the default engine between hosts, the
+        // whole suite with Cohort's TCP mesh there (no libtorch between hosts).
         List<Result> results = runAllOk(
-                "tcp-between",
+                "simulated-" + between,
                 4,
-                command("conformance", "--hier-ranks-per-host", "2", "--hier-between", "tcp"),
+                command(mode, "--hier-ranks-per-host", "2", "--hier-between", between),
                 (run, port, r) -> env(run, port, r, 4, 4, 0, r));
         assertThat(results.get(3).output())
                 .contains("TOPOLOGY Topology[rank=3, worldSize=4, localRank=1, localWorldSize=2, nodeRank=1]")

@@ -16,20 +16,10 @@ import java.util.List;
  * allgather(v), gather(v), scatter(v) and all-to-all(v) (see {@link ShmProcessGroup} for how each
  * goes).
  */
-final class ShmMoves {
-
-    private final ShmSteps steps;
-    /** This rank's arena, or null when --shm-arena-mib is 0. */
-    private final ShmArena arena;
-
-    private final int n;
-    private final int me;
+final class ShmMoves extends ShmAlgorithms {
 
     ShmMoves(ShmSteps steps, ShmArena arena) {
-        this.steps = steps;
-        this.arena = arena;
-        this.n = steps.n;
-        this.me = steps.me;
+        super(steps, arena);
     }
 
     void broadcast(CallQueue.Call t) {

@@ -10,20 +10,10 @@ import java.lang.foreign.ValueLayout;
  * The shm algorithms that reduce: allreduce (small, segmented, in place), reduce-scatter and
  * reduce to a root (see {@link ShmProcessGroup} for how each goes).
  */
-final class ShmReductions {
-
-    private final ShmSteps steps;
-    /** This rank's arena, or null when --shm-arena-mib is 0. */
-    private final ShmArena arena;
-
-    private final int n;
-    private final int me;
+final class ShmReductions extends ShmAlgorithms {
 
     ShmReductions(ShmSteps steps, ShmArena arena) {
-        this.steps = steps;
-        this.arena = arena;
-        this.n = steps.n;
-        this.me = steps.me;
+        super(steps, arena);
     }
 
     /** Start (in elements) of part j of a segment of {@code full} elements, clipped to {@code len}. */

@@ -44,79 +44,87 @@ class ShmArenaTest {
     @ValueSource(ints = {1, 2, 3, 4})
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void allreduceOfArenaBuffersCopiesNothingAndGivesTheCopyingPathsBits(int world) throws Exception {
-        String run = "arena" + world + "-" + ProcessHandle.current().pid();
-        List<Integer> compared = onRanks(world, r -> {
-            // 4 KiB segments: the copying path takes many pipeline segments; the in-place one needs none.
-            try (ShmBackend b =
-                    backend(run, r, world, new ShmOptions().segmentKib(4).arenaMib(8))) {
-                b.initialize();
-                ShmProcessGroup group = (ShmProcessGroup) b.group();
-                BufferAllocator arena = group.allocator().orElseThrow();
-                int checks = 0;
-                for (DataType type : DataType.values()) {
-                    for (ReduceOp op : ReduceOp.values()) {
-                        for (int size : SIZES) {
-                            DenseBuffer shared = arena.allocate(type, size).orElseThrow();
-                            DenseBuffer direct = DenseBuffer.allocateDirect(type, size);
-                            fill(shared, r, checks);
-                            fill(direct, r, checks);
-                            group.allreduce(direct, op).await();
-                            check(
-                                    group,
-                                    () -> group.allreduce(shared, op).await(),
-                                    0,
-                                    shared,
-                                    direct,
-                                    "allreduce " + type + " " + op + " " + size);
-                            arena.release(shared);
-                            checks++;
-                        }
+        List<Integer> compared = onArenaRanks("arena", world, (r, group, arena) -> {
+            int checks = 0;
+            for (DataType type : DataType.values()) {
+                for (ReduceOp op : ReduceOp.values()) {
+                    for (int size : SIZES) {
+                        DenseBuffer shared = arena.allocate(type, size).orElseThrow();
+                        DenseBuffer direct = DenseBuffer.allocateDirect(type, size);
+                        fill(shared, r, checks);
+                        fill(direct, r, checks);
+                        group.allreduce(direct, op).await();
+                        check(
+                                group,
+                                () -> group.allreduce(shared, op).await(),
+                                0,
+                                shared,
+                                direct,
+                                "allreduce " + type + " " + op + " " + size);
+                        arena.release(shared);
+                        checks++;
                     }
                 }
-                return checks;
             }
+            return checks;
         });
         assertThat(compared).allMatch(c -> c == DataType.values().length * ReduceOp.values().length * SIZES.length);
-        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
 
     @ParameterizedTest(name = "world {0}")
     @ValueSource(ints = {1, 2, 3})
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void broadcastOfArenaBuffersCopiesOnceIntoEachOtherRankAndGivesTheRootsBits(int world) throws Exception {
-        String run = "arenabc" + world + "-" + ProcessHandle.current().pid();
-        List<Integer> compared = onRanks(world, r -> {
+        List<Integer> compared = onArenaRanks("arenabc", world, (r, group, arena) -> {
+            int checks = 0;
+            for (DataType type : DataType.values()) {
+                for (int size : SIZES) {
+                    for (int root = 0; root < world; root++) {
+                        DenseBuffer shared = arena.allocate(type, size).orElseThrow();
+                        DenseBuffer rootsBits = DenseBuffer.allocateDirect(type, size);
+                        fill(shared, r, checks);
+                        fill(rootsBits, root, checks);
+                        int from = root;
+                        check(
+                                group,
+                                () -> group.broadcast(shared, from).await(),
+                                r == root ? 0 : shared.byteSize(),
+                                shared,
+                                rootsBits,
+                                "rank " + r + ": broadcast " + type + " " + size + " from " + root);
+                        arena.release(shared);
+                        checks++;
+                    }
+                }
+            }
+            return checks;
+        });
+        assertThat(compared).allMatch(c -> c == DataType.values().length * SIZES.length * world);
+    }
+
+    /** What one rank checks on its group's arena; returns how many checks it made. */
+    @FunctionalInterface
+    private interface ArenaChecks {
+        int run(int rank, ShmProcessGroup group, BufferAllocator arena);
+    }
+
+    /**
+     * Runs {@code checks} on {@code world} ranks of a group with 4 KiB segments (the copying path
+     * takes many pipeline segments; the in-place one needs none) and an 8 MiB arena; returns each
+     * rank's count, once the run left nothing in /dev/shm.
+     */
+    private static List<Integer> onArenaRanks(String what, int world, ArenaChecks checks) throws Exception {
+        String run = what + world + "-" + ProcessHandle.current().pid();
+        List<Integer> counts = onRanks(world, r -> {
             try (ShmBackend b =
                     backend(run, r, world, new ShmOptions().segmentKib(4).arenaMib(8))) {
                 b.initialize();
                 ShmProcessGroup group = (ShmProcessGroup) b.group();
-                BufferAllocator arena = group.allocator().orElseThrow();
-                int checks = 0;
-                for (DataType type : DataType.values()) {
-                    for (int size : SIZES) {
-                        for (int root = 0; root < world; root++) {
-                            DenseBuffer shared = arena.allocate(type, size).orElseThrow();
-                            DenseBuffer rootsBits = DenseBuffer.allocateDirect(type, size);
-                            fill(shared, r, checks);
-                            fill(rootsBits, root, checks);
-                            int from = root;
-                            check(
-                                    group,
-                                    () -> group.broadcast(shared, from).await(),
-                                    r == root ? 0 : shared.byteSize(),
-                                    shared,
-                                    rootsBits,
-                                    "rank " + r + ": broadcast " + type + " " + size + " from " + root);
-                            arena.release(shared);
-                            checks++;
-                        }
-                    }
-                }
-                return checks;
+                return checks.run(r, group, group.allocator().orElseThrow());
             }
         });
-        assertThat(compared).allMatch(c -> c == DataType.values().length * SIZES.length * world);
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+        return counts;
     }
 
     /** Runs {@code call}, then checks that it copied {@code copies} bytes and left {@code expected}'s bits in {@code result}. */

@@ -82,14 +82,15 @@ public final class TcpGroups {
     public static final class Listening implements AutoCloseable {
 
         private final ServerSocketChannel server;
+        /** This rank, as its messages name it. */
         private final String who;
 
         private Listening(ServerSocketChannel server, String who) {
-            this.server = server;
-            this.who = who;
+            this.server = java.util.Objects.requireNonNull(server, "server");
+            this.who = java.util.Objects.requireNonNull(who, "who");
         }
 
-        /** Where the other ranks reach this one ("host:port"). */
+        /** Where the other ranks reach this one, as {@link #connect} takes it from them. */
         public String address() {
             return PeerMesh.addressOf(server);
         }
