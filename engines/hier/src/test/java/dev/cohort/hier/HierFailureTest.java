@@ -72,22 +72,24 @@ class HierFailureTest {
         // Rank 2 leads host 1: rank 3 loses it within the host, rank 0 between hosts, and rank 1
         // hears it from its leader, rank 0.
         List<Result> results = killDuringCalls(HierProcessesTest.runId("kill-leader"), 2);
-        String all = JvmWorkers.describe(results);
-        assertThat(results.get(3).output())
-                .as(all)
-                .contains("hier rank 3 of 4 (host 1, local rank 1)")
-                .contains("within host 1 (shm)")
-                .contains("lost peer rank 0 (global rank 2)");
-        assertThat(results.get(0).output())
-                .as(all)
-                .contains("hier rank 0 of 4 (host 0, local rank 0)")
-                .contains("between hosts")
-                .contains("global rank 2 (leader of host 1)");
-        assertThat(results.get(1).output())
-                .as(all)
-                .contains("hier rank 1 of 4 (host 0, local rank 1)")
-                .contains("on this host's leader (global rank 0)")
-                .contains("global rank 2 (leader of host 1)");
+        assertSays(
+                results,
+                3,
+                "hier rank 3 of 4 (host 1, local rank 1)",
+                "within host 1 (shm)",
+                "lost peer rank 0 (global rank 2)");
+        assertSays(
+                results,
+                0,
+                "hier rank 0 of 4 (host 0, local rank 0)",
+                "between hosts",
+                "global rank 2 (leader of host 1)");
+        assertSays(
+                results,
+                1,
+                "hier rank 1 of 4 (host 0, local rank 1)",
+                "on this host's leader (global rank 0)",
+                "global rank 2 (leader of host 1)");
     }
 
     @Test
@@ -104,14 +106,15 @@ class HierFailureTest {
                 tmp,
                 Duration.ofSeconds(100));
         String all = JvmWorkers.describe(results);
-        assertThat(results.get(2).output())
-                .as(all)
-                .contains("CollectiveTimeoutException")
-                .contains("within host 1 (shm)")
-                .contains("waiting for rank(s) [1] (global rank 3)");
+        assertSays(
+                results,
+                2,
+                "CollectiveTimeoutException",
+                "within host 1 (shm)",
+                "waiting for rank(s) [1] (global rank 3)");
         assertThat(JvmWorkers.failedAfter(results.get(2).output())).as(all).isBetween(3.9, 6.0);
-        assertThat(results.get(0).output()).as(all).contains("between hosts").contains("leader of host 1");
-        assertThat(results.get(1).output()).as(all).contains("on this host's leader (global rank 0)");
+        assertSays(results, 0, "between hosts", "leader of host 1");
+        assertSays(results, 1, "on this host's leader (global rank 0)");
         for (int r = 0; r < 3; r++) {
             assertThat(results.get(r).exitCode()).as(all).isEqualTo(3);
             // The timeout, plus at most twice the verdict's grace for ranks that wait on their leader.
@@ -177,19 +180,9 @@ class HierFailureTest {
         // Rank 2 leads host 1: host 0's leader loses its tcp peer, named by its global rank.
         List<Result> results =
                 killDuringCalls(HierProcessesTest.runId("kill-leader-tcp"), "victim:2", 2, "--hier-between", "tcp");
-        String all = JvmWorkers.describe(results);
-        assertThat(results.get(3).output())
-                .as(all)
-                .contains("within host 1 (shm)")
-                .contains("lost peer rank 0 (global rank 2)");
-        assertThat(results.get(0).output())
-                .as(all)
-                .contains("between hosts (tcp among the hosts' leaders)")
-                .contains("global rank 2 (leader of host 1)");
-        assertThat(results.get(1).output())
-                .as(all)
-                .contains("on this host's leader (global rank 0)")
-                .contains("global rank 2 (leader of host 1)");
+        assertSays(results, 3, "within host 1 (shm)", "lost peer rank 0 (global rank 2)");
+        assertSays(results, 0, "between hosts (tcp among the hosts' leaders)", "global rank 2 (leader of host 1)");
+        assertSays(results, 1, "on this host's leader (global rank 0)", "global rank 2 (leader of host 1)");
     }
 
     @Test
@@ -241,18 +234,20 @@ class HierFailureTest {
     }
 
     private static void assertHost1LostRank3(List<Result> results) {
-        String all = JvmWorkers.describe(results);
-        assertThat(results.get(2).output())
-                .as(all)
-                .contains("within host 1 (shm)")
-                .contains("lost peer rank 1 (global rank 3)");
+        assertSays(results, 2, "within host 1 (shm)", "lost peer rank 1 (global rank 3)");
         for (int r = 0; r < 2; r++) {
-            assertThat(results.get(r).output())
-                    .as(all)
-                    .contains("between hosts")
-                    .contains("leader of host 1")
-                    .contains("the leader of host 1 had failed within its host")
-                    .contains("lost peer rank 1 (global rank 3)");
+            assertSays(
+                    results,
+                    r,
+                    "between hosts",
+                    "leader of host 1",
+                    "the leader of host 1 had failed within its host",
+                    "lost peer rank 1 (global rank 3)");
         }
+    }
+
+    /** Rank {@code rank}'s output says each of {@code parts} (every rank's output shown when not). */
+    private static void assertSays(List<Result> results, int rank, String... parts) {
+        assertThat(results.get(rank).output()).as(JvmWorkers.describe(results)).contains(parts);
     }
 }
