@@ -21,6 +21,8 @@ import dev.cohort.runtime.store.StoreMeetingBackend;
 import dev.cohort.runtime.store.StoreNotes;
 import dev.cohort.tcp.algorithms.MeshCollectives;
 import dev.cohort.tcp.transport.LocalAddress;
+import dev.cohort.tcp.transport.MeshConnector;
+import dev.cohort.tcp.transport.MeshSpec;
 import dev.cohort.tcp.transport.PeerMesh;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
@@ -294,17 +296,18 @@ public final class GlooBackend extends StoreMeetingBackend<GlooOptions> {
         PeerMesh mesh = null;
         if (options.consistencyCheck() && size > 1) {
             try {
-                mesh = PeerMesh.connect(
+                mesh = MeshConnector.connect(
                         new PrefixStore("peer-mesh/", new C10dStore(store)),
-                        rank,
-                        size,
-                        MeshCollectives.HEADER_WORDS,
                         meshAddress(device),
-                        connectTimeout,
-                        spin,
-                        label + " rank " + rank + " of " + size,
-                        names,
-                        secret());
+                        new MeshSpec(
+                                rank,
+                                size,
+                                MeshCollectives.HEADER_WORDS,
+                                connectTimeout,
+                                spin,
+                                label + " rank " + rank + " of " + size,
+                                names,
+                                secret()));
             } catch (JoinException e) {
                 LibTorch.release(pg);
                 throw new GlooConnectException(e.getMessage(), e);

@@ -168,15 +168,14 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     private void runChecked(CallQueue.Call running) {
         Collective call = running.collective();
         long deadline = running.deadline();
-        String what = label + " " + who() + ": " + call.describe();
         Work gloo;
         synchronized (mesh) {
             try {
                 if (route.overMesh(call)) {
-                    overMesh.carry(call, deadline, what, meshStall);
+                    overMesh.carry(call, deadline, meshStall);
                     return;
                 }
-                overMesh.agree(call, deadline, what, meshStall);
+                overMesh.agree(call, deadline, meshStall);
             } catch (CollectiveMismatchException e) {
                 throw disagreement.seen(e);
             }

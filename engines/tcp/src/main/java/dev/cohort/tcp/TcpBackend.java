@@ -20,6 +20,8 @@ import dev.cohort.runtime.store.TcpStore;
 import dev.cohort.runtime.store.TcpStoreServer;
 import dev.cohort.tcp.algorithms.MeshCollectives;
 import dev.cohort.tcp.transport.LocalAddress;
+import dev.cohort.tcp.transport.MeshConnector;
+import dev.cohort.tcp.transport.MeshSpec;
 import dev.cohort.tcp.transport.PeerMesh;
 import java.net.InetAddress;
 import java.time.Duration;
@@ -128,33 +130,35 @@ public final class TcpBackend extends StoreMeetingBackend<TcpOptions> {
             Store store = new PrefixStore(scope, client);
             Topology topology = layout(given, members);
             Duration spin = options.spin(topology.localWorldSize());
-            PeerMesh worldMesh = PeerMesh.connect(
+            PeerMesh worldMesh = MeshConnector.connect(
                     new PrefixStore("world/", store),
-                    topology.rank(),
-                    topology.worldSize(),
-                    MeshCollectives.HEADER_WORDS,
                     address,
-                    remaining(deadline),
-                    spin,
-                    who,
-                    options.rankNames(),
-                    secret);
+                    new MeshSpec(
+                            topology.rank(),
+                            topology.worldSize(),
+                            MeshCollectives.HEADER_WORDS,
+                            remaining(deadline),
+                            spin,
+                            who,
+                            options.rankNames(),
+                            secret));
             opened.add(worldMesh);
             boolean oneNode = topology.localWorldSize() == topology.worldSize();
             PeerMesh nodeMesh = oneNode
                     ? null
-                    : PeerMesh.connect(
+                    : MeshConnector.connect(
                             new PrefixStore("node-" + topology.nodeRank() + "/", store),
-                            topology.localRank(),
-                            topology.localWorldSize(),
-                            MeshCollectives.HEADER_WORDS,
                             address,
-                            remaining(deadline),
-                            spin,
-                            "tcp node " + topology.nodeRank() + " rank " + topology.localRank() + " of "
-                                    + topology.localWorldSize(),
-                            RankNames.PLAIN,
-                            secret);
+                            new MeshSpec(
+                                    topology.localRank(),
+                                    topology.localWorldSize(),
+                                    MeshCollectives.HEADER_WORDS,
+                                    remaining(deadline),
+                                    spin,
+                                    "tcp node " + topology.nodeRank() + " rank " + topology.localRank() + " of "
+                                            + topology.localWorldSize(),
+                                    RankNames.PLAIN,
+                                    secret));
             // Connected: from now on the store only carries notes, each of which waits briefly.
             noteIn(new StoreNotes(new PrefixStore(scope + "note/", client.timeout(NOTES_TIMEOUT))));
             TcpStore storeClient = client;
@@ -171,17 +175,18 @@ public final class TcpBackend extends StoreMeetingBackend<TcpOptions> {
                 String subWho = "tcp " + name + " rank " + spec.rank() + " of " + spec.size();
                 TcpProcessGroup g = new TcpProcessGroup(
                         "tcp " + spec.label(),
-                        PeerMesh.connect(
+                        MeshConnector.connect(
                                 new PrefixStore(name + "/", sub),
-                                spec.rank(),
-                                spec.size(),
-                                MeshCollectives.HEADER_WORDS,
                                 address,
-                                spec.timeout(),
-                                spin,
-                                subWho,
-                                spec.names(),
-                                secret),
+                                new MeshSpec(
+                                        spec.rank(),
+                                        spec.size(),
+                                        MeshCollectives.HEADER_WORDS,
+                                        spec.timeout(),
+                                        spin,
+                                        subWho,
+                                        spec.names(),
+                                        secret)),
                         spec.rank(),
                         spec.size(),
                         spec.timeout(),

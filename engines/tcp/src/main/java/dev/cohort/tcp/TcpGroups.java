@@ -8,6 +8,8 @@ import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.store.InMemoryStore;
 import dev.cohort.tcp.algorithms.MeshCollectives;
 import dev.cohort.tcp.transport.LocalAddress;
+import dev.cohort.tcp.transport.MeshConnector;
+import dev.cohort.tcp.transport.MeshSpec;
 import dev.cohort.tcp.transport.PeerMesh;
 import java.io.IOException;
 import java.net.Inet4Address;
@@ -72,7 +74,7 @@ public final class TcpGroups {
      */
     public static Listening listen(InetAddress address, int size, String who) {
         try {
-            return new Listening(PeerMesh.listen(address, size), who);
+            return new Listening(MeshConnector.listen(address, size), who);
         } catch (IOException e) {
             throw new JoinException(who + ": could not listen on " + address + ": " + e, e);
         }
@@ -92,7 +94,7 @@ public final class TcpGroups {
 
         /** Where the other ranks reach this one, as {@link #connect} takes it from them. */
         public String address() {
-            return PeerMesh.addressOf(server);
+            return MeshConnector.addressOf(server);
         }
 
         /**
@@ -113,17 +115,18 @@ public final class TcpGroups {
             for (int i = 0; i < addresses.size(); i++) {
                 meshAddresses.set(Integer.toString(i), addresses.get(i));
             }
-            PeerMesh mesh = PeerMesh.connect(
+            PeerMesh mesh = MeshConnector.connect(
                     server,
                     meshAddresses,
-                    rank,
-                    addresses.size(),
-                    MeshCollectives.HEADER_WORDS,
-                    timeout,
-                    Duration.ZERO,
-                    who,
-                    names,
-                    secret);
+                    new MeshSpec(
+                            rank,
+                            addresses.size(),
+                            MeshCollectives.HEADER_WORDS,
+                            timeout,
+                            Duration.ZERO,
+                            who,
+                            names,
+                            secret));
             return new TcpProcessGroup(label, mesh, rank, addresses.size(), timeout, stallTime, () -> {});
         }
 

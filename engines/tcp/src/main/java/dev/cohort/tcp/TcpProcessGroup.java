@@ -87,12 +87,11 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
     /** On the queue: the call over the mesh, to the end. */
     private void run(CallQueue.Call running) {
         Collective call = running.collective();
-        String what = label + " " + who() + ": " + call.describe();
         try {
             if (MeshCalls.carried(call)) {
-                collectives.carry(call, running.deadline(), what, stall);
+                collectives.carry(call, running.deadline(), stall);
             } else {
-                collectives.agree(call, running.deadline(), what, stall);
+                collectives.agree(call, running.deadline(), stall);
             }
         } catch (CollectiveMismatchException e) {
             throw disagreement.seen(e);

@@ -12,6 +12,7 @@ import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.auth.AuthenticationException;
 import dev.cohort.runtime.auth.Handshake;
 import dev.cohort.runtime.auth.JobSecret;
+import dev.cohort.runtime.auth.PeerHello;
 import dev.cohort.runtime.auth.Refusals;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -49,7 +50,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  */
 public final class PostOffice implements AutoCloseable {
 
-    private static final long HELLO = 0x436f686f72745032L; // "CohortP2"
+    private static final long MAGIC = 0x436f686f72745032L; // "CohortP2"
     private static final int HEADER_BYTES = 16;
     /** How long dialing a peer that published its address may take. */
     private static final int CONNECT_MILLIS = 30_000;
@@ -65,6 +66,8 @@ public final class PostOffice implements AutoCloseable {
     private final Directory directory;
     private final Optional<JobSecret> secret;
     private final Refusals refusals;
+    /** What this rank says first on a connection it dials, and what it expects on one it accepts. */
+    private final PeerHello peerHello;
     /** Accepted connections that have not said which rank dialed yet (the selector thread's). */
     private final ArrayDeque<Hello> hellos = new ArrayDeque<>();
 
@@ -90,6 +93,7 @@ public final class PostOffice implements AutoCloseable {
         this.rank = rank;
         this.secret = secret;
         this.size = size;
+        this.peerHello = new PeerHello(MAGIC, size);
         this.who = who;
         this.names = names;
         this.directory = directory;
@@ -238,7 +242,7 @@ public final class PostOffice implements AutoCloseable {
 
     /**
      * An accepted connection until it says which rank dialed: with a secret, first the handshake
-     * (its hello, our answer, its proof), then the 16-byte hello.
+     * (its hello, our answer, its proof), then the rank's {@link PeerHello}.
      */
     private final class Hello implements Channel {
         final SocketChannel ch;
@@ -249,8 +253,7 @@ public final class PostOffice implements AutoCloseable {
         /** 0: the handshake's hello, 1: its proof, 2: the rank's hello. */
         int phase = handshake == null ? 2 : 0;
 
-        ByteBuffer in = ByteBuffer.allocate(handshake == null ? 16 : Handshake.HELLO_BYTES)
-                .order(ByteOrder.BIG_ENDIAN);
+        ByteBuffer in = handshake == null ? PeerHello.buffer() : ByteBuffer.allocate(Handshake.HELLO_BYTES);
 
         Hello(SocketChannel ch) {
             this.ch = ch;
@@ -283,7 +286,7 @@ public final class PostOffice implements AutoCloseable {
                 if (phase == 1) {
                     handshake.check(in.array());
                     phase = 2;
-                    in = ByteBuffer.allocate(16).order(ByteOrder.BIG_ENDIAN);
+                    in = PeerHello.buffer();
                     return;
                 }
             } catch (AuthenticationException e) {
@@ -293,11 +296,10 @@ public final class PostOffice implements AutoCloseable {
                 refuse(e.toString());
                 return;
             }
-            long magic = in.getLong(0);
-            int from = in.getInt(8);
-            if (magic != HELLO || from < 0 || from >= rank || peers[from].channel != null) {
+            int from = peerHello.rankIn(in);
+            if (from < 0 || from >= rank || peers[from].channel != null) {
                 refuse(
-                        magic != HELLO
+                        from < 0
                                 ? "no hello of a rank of this group"
                                 : "rank " + from + " may not dial here (only ranks below " + rank + ", once each)");
                 return;
@@ -381,15 +383,7 @@ public final class PostOffice implements AutoCloseable {
                         return;
                     }
                 }
-                ByteBuffer hello = ByteBuffer.allocate(16)
-                        .order(ByteOrder.BIG_ENDIAN)
-                        .putLong(HELLO)
-                        .putInt(rank)
-                        .putInt(0)
-                        .flip();
-                while (hello.hasRemaining()) {
-                    ch.write(hello);
-                }
+                peerHello.send(ch, rank);
                 ch.configureBlocking(false);
                 attach(ch, ch.register(selector, SelectionKey.OP_READ));
             } catch (IOException e) {

@@ -13,6 +13,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
  * Collectives carried over the {@link PeerMesh} with the consistency check built in: a rank's
@@ -74,10 +75,12 @@ public final class MeshCollectives {
     private final ByteBuffer[] toPeer;
     private final ByteBuffer[] fromPeer;
     private ByteBuffer sendStore = ByteBuffer.allocateDirect(0);
-    // The call in progress (callers serialize calls): its deadline, its name in errors, whom to tell of a stall.
+    // The call in progress (callers serialize calls): the call, its deadline, whom to tell of a stall.
+    private Collective current;
     private long deadlineNanos;
-    private String what;
     private PeerMesh.StallReport stall;
+    /** The call in progress as errors and stall reports name it; built only when one needs it. */
+    private final Supplier<String> what = this::describeCurrent;
 
     public MeshCollectives(PeerMesh mesh, int rank, int size, String who) {
         this(mesh, rank, size, who, BLOCKS_FROM_BYTES);
@@ -95,8 +98,8 @@ public final class MeshCollectives {
     }
 
     /** Carries {@code call} over the mesh (one that the group routes here: {@link MeshCalls}). */
-    public void carry(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
-        begin(deadlineNanos, what, stall);
+    public void carry(Collective call, long deadlineNanos, PeerMesh.StallReport stall) {
+        begin(call, deadlineNanos, stall);
         switch (call.kind()) {
             case ALLREDUCE -> inMessages(call.input(), part -> allreducePart(call, part));
             case BROADCAST -> inMessages(call.input(), part -> broadcastPart(call, part));
@@ -112,15 +115,19 @@ public final class MeshCollectives {
     }
 
     /** Exchanges {@code call}'s signature only: returns when every rank issued the same call (a barrier). */
-    public void agree(Collective call, long deadlineNanos, String what, PeerMesh.StallReport stall) {
-        begin(deadlineNanos, what, stall);
+    public void agree(Collective call, long deadlineNanos, PeerMesh.StallReport stall) {
+        begin(call, deadlineNanos, stall);
         agree(call);
     }
 
-    private void begin(long deadlineNanos, String what, PeerMesh.StallReport stall) {
+    private void begin(Collective call, long deadlineNanos, PeerMesh.StallReport stall) {
+        this.current = call;
         this.deadlineNanos = deadlineNanos;
-        this.what = what;
         this.stall = stall;
+    }
+
+    private String describeCurrent() {
+        return who + ": " + current.describe();
     }
 
     private void agree(Collective call) {
@@ -397,7 +404,7 @@ public final class MeshCollectives {
         for (int c : all) {
             longest = Math.max(longest, c);
         }
-        String disagreement = AlltoallCounts.disagreement(what, all, size);
+        String disagreement = AlltoallCounts.disagreement(what.get(), all, size);
         if (disagreement != null) {
             throw new CollectiveMismatchException(disagreement);
         }
@@ -495,7 +502,7 @@ public final class MeshCollectives {
             throw new CollectiveMismatchException(
                     check.disagreement != null
                             ? check.disagreement
-                            : what + ": rank " + mesh.payloadMismatch()
+                            : what.get() + ": rank " + mesh.payloadMismatch()
                                     + " sent its data another way; start every rank "
                                     + "with the same --gloo-direct-max-bytes");
         }

@@ -2,30 +2,20 @@ package dev.cohort.tcp.transport;
 
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
-import dev.cohort.api.collective.JoinException;
-import dev.cohort.runtime.Daemons;
 import dev.cohort.runtime.EngineOptions;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.WaitPolicy;
-import dev.cohort.runtime.auth.AuthenticationException;
-import dev.cohort.runtime.auth.Handshake;
-import dev.cohort.runtime.auth.JobSecret;
-import dev.cohort.runtime.auth.Refusals;
-import dev.cohort.runtime.store.Store;
 import java.io.IOException;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
+import java.util.function.Supplier;
 
 /**
  * A full mesh of plain TCP connections between the ranks of a group. Each exchange sends every
@@ -39,12 +29,7 @@ import java.util.Optional;
  * polling avoids (measured: docs/lab/PERFORMANCE-LOG.md). Polling takes the CPU, so it is off by default where a
  * host runs more ranks than it has CPUs: a rank polling there would take the CPU its peer needs.
  *
- * <p>Wiring: each rank listens on an ephemeral port of the given address, publishes it in the
- * group's store, connects to every lower rank and accepts every higher one. With a job secret a
- * connection first passes the {@link Handshake}; then it opens with a hello (a magic number, the
- * group's size and the sender's rank), and anything else is closed, logged and ignored. Without a
- * secret the hello only keeps out strangers that do not speak the protocol. The listening socket
- * is closed as soon as the mesh is complete.
+ * <p>{@link MeshConnector} connects the ranks; this class only exchanges over the connections.
  */
 public final class PeerMesh implements AutoCloseable {
 
@@ -55,11 +40,6 @@ public final class PeerMesh implements AutoCloseable {
      */
     public static final Duration DEFAULT_SPIN = Duration.ofNanos(50_000);
 
-    private static final long MAGIC = 0x436f686f72745347L; // "CohortSG"
-    /** What both ends name in the {@link Handshake}. */
-    private static final String PURPOSE = "cohort peer mesh";
-
-    private static final long HELLO_MILLIS = 5_000;
     private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0);
 
     /** Names what a rank still waits for, once, after the stall time. */
@@ -97,7 +77,7 @@ public final class PeerMesh implements AutoCloseable {
     /** How messages name the ranks. */
     private final RankNames names;
 
-    private PeerMesh(int rank, int size, int headerWords, SocketChannel[] peers, Duration spin, RankNames names)
+    PeerMesh(int rank, int size, int headerWords, SocketChannel[] peers, Duration spin, RankNames names)
             throws IOException {
         this.rank = rank;
         this.names = names;
@@ -134,308 +114,6 @@ public final class PeerMesh implements AutoCloseable {
     }
 
     /**
-     * Connects this rank to every other rank of the group, listening on {@code address}; the
-     * addresses meet in {@code store} under each rank's number. Messages carry {@code headerWords}
-     * longs of header; its messages name ranks with {@code names}. Fails with a
-     * {@link JoinException} after {@code timeout}.
-     */
-    public static PeerMesh connect(
-            Store store,
-            int rank,
-            int size,
-            int headerWords,
-            InetAddress address,
-            Duration timeout,
-            Duration spin,
-            String who,
-            RankNames names,
-            Optional<JobSecret> secret) {
-        ServerSocketChannel server;
-        try {
-            server = listen(address, size);
-            store.set(Integer.toString(rank), addressOf(server));
-        } catch (IOException | RuntimeException e) {
-            throw new JoinException(who + ": could not listen for the peer mesh on " + address + ": " + e, e);
-        }
-        return connect(server, store, rank, size, headerWords, timeout, spin, who, names, secret);
-    }
-
-    /** A server socket for {@link #connect(ServerSocketChannel, Store, int, int, int, Duration, Duration, String, RankNames, Optional)}, on {@code address}. */
-    public static ServerSocketChannel listen(InetAddress address, int size) throws IOException {
-        ServerSocketChannel server = ServerSocketChannel.open();
-        try {
-            server.bind(new InetSocketAddress(address, 0), size);
-            return server;
-        } catch (IOException e) {
-            server.close();
-            throw e;
-        }
-    }
-
-    /** {@code server}'s address as the mesh's store holds it. */
-    public static String addressOf(ServerSocketChannel server) {
-        try {
-            InetSocketAddress local = (InetSocketAddress) server.getLocalAddress();
-            return local.getAddress().getHostAddress() + " " + local.getPort();
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
-    }
-
-    /**
-     * As {@link #connect(Store, int, int, int, InetAddress, Duration, Duration, String, RankNames, Optional)},
-     * with this rank listening on {@code server} already and its address ({@link #addressOf}) in
-     * {@code store} or about to be: for groups whose ranks exchange addresses some other way.
-     * Closes {@code server}.
-     */
-    public static PeerMesh connect(
-            ServerSocketChannel server,
-            Store store,
-            int rank,
-            int size,
-            int headerWords,
-            Duration timeout,
-            Duration spin,
-            String who,
-            RankNames names,
-            Optional<JobSecret> secret) {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        SocketChannel[] peers = new SocketChannel[size];
-        try (server) {
-            for (int j = 0; j < rank; j++) {
-                peers[j] = dial(store, j, rank, size, deadline, who, secret);
-            }
-            accept(server, peers, rank, size, deadline, who, secret);
-            return new PeerMesh(rank, size, headerWords, peers, spin, names);
-        } catch (IOException | RuntimeException e) {
-            for (SocketChannel p : peers) {
-                closeQuietly(p);
-            }
-            if (e instanceof JoinException g) {
-                throw g;
-            }
-            throw new JoinException(who + ": could not connect the peer mesh within " + timeout + ": " + e, e);
-        }
-    }
-
-    private static SocketChannel dial(
-            Store store, int peer, int rank, int size, long deadline, String who, Optional<JobSecret> secret)
-            throws IOException {
-        String key = Integer.toString(peer);
-        try {
-            store.await(List.of(key), deadline);
-        } catch (RuntimeException e) {
-            throw new JoinException(who + ": rank " + peer + " did not publish its peer-mesh address in time", e);
-        }
-        String[] hostPort = store.get(key).split(" ");
-        SocketChannel ch = SocketChannel.open();
-        try {
-            ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
-            ch.socket().connect(new InetSocketAddress(hostPort[0], Integer.parseInt(hostPort[1])), (int)
-                    Math.min(Integer.MAX_VALUE, remainingMillis(deadline)));
-            if (secret.isPresent()) {
-                try {
-                    Handshake.asClient(
-                            ch.socket(),
-                            secret.get(),
-                            PURPOSE,
-                            Duration.ofMillis(Math.max(1, Math.min(HELLO_MILLIS, remainingMillis(deadline)))));
-                } catch (AuthenticationException e) {
-                    ch.close();
-                    throw new JoinException(
-                            who + ": the peer-mesh address rank " + peer + " published (" + hostPort[0] + ":"
-                                    + hostPort[1] + ") failed authentication: " + e.getMessage(),
-                            null);
-                }
-            }
-            ByteBuffer hello = ByteBuffer.allocate(3 * Long.BYTES)
-                    .order(ByteOrder.LITTLE_ENDIAN)
-                    .putLong(MAGIC)
-                    .putLong(size)
-                    .putLong(rank)
-                    .flip();
-            while (hello.hasRemaining()) {
-                ch.write(hello);
-            }
-            return ch;
-        } catch (IOException e) {
-            ch.close();
-            throw new JoinException(
-                    who + ": could not reach rank " + peer + " at " + hostPort[0] + ":" + hostPort[1]
-                            + " for the peer mesh: " + e.getMessage(),
-                    e);
-        }
-    }
-
-    /**
-     * Accepts the higher ranks; a connection without a valid handshake and hello is closed, logged
-     * and ignored. Each connection says who it is on a thread of its own, so strangers that connect
-     * and wait cannot keep a rank waiting behind them; at most {@value #MAX_WAITING} wait at once.
-     */
-    private static void accept(
-            ServerSocketChannel server,
-            SocketChannel[] peers,
-            int rank,
-            int size,
-            long deadline,
-            String who,
-            Optional<JobSecret> secret)
-            throws IOException {
-        int expected = size - 1 - rank;
-        if (expected == 0) {
-            return;
-        }
-        Refusals refusals = new Refusals(who + ": peer mesh on " + server.getLocalAddress());
-        Arrivals arrivals = new Arrivals();
-        Daemons.start("cohort-mesh-accept", () -> {
-            while (server.isOpen()) {
-                SocketChannel ch;
-                try {
-                    ch = server.accept();
-                } catch (IOException e) {
-                    return; // closed: the mesh is complete, or failed
-                }
-                if (!arrivals.admit()) {
-                    refusals.refused(remoteOf(ch), MAX_WAITING + " connections are waiting to say who they are");
-                    closeQuietly(ch);
-                    continue;
-                }
-                Daemons.start("cohort-mesh-hello", () -> arrivals.arrived(ch, introduce(ch, size, deadline, secret)));
-            }
-        });
-        try {
-            while (expected > 0) {
-                Arrival a = arrivals.next(remainingMillis(deadline));
-                if (a == null) {
-                    List<Integer> missing = new ArrayList<>();
-                    for (int j = rank + 1; j < size; j++) {
-                        if (peers[j] == null) {
-                            missing.add(j);
-                        }
-                    }
-                    throw new JoinException(
-                            who + ": rank(s) " + missing + " did not connect the peer mesh in time", null);
-                }
-                if (a.refusal() != null || a.peer() <= rank || peers[a.peer()] != null) {
-                    refusals.refused(
-                            remoteOf(a.channel()),
-                            a.refusal() != null
-                                    ? a.refusal()
-                                    : "rank " + a.peer() + " may not connect here (only ranks above " + rank
-                                            + ", once each)");
-                    closeQuietly(a.channel());
-                    continue;
-                }
-                a.channel().setOption(StandardSocketOptions.TCP_NODELAY, true);
-                peers[a.peer()] = a.channel();
-                expected--;
-            }
-        } finally {
-            arrivals.closeLate();
-        }
-    }
-
-    /** At most this many accepted connections may be saying who they are at once. */
-    private static final int MAX_WAITING = 256;
-
-    /** An accepted connection that said who it is: its rank, or why it is refused. */
-    private record Arrival(SocketChannel channel, int peer, String refusal) {}
-
-    /** Authenticates (with a secret) and reads the hello of an accepted connection. */
-    private static Arrival introduce(SocketChannel ch, int size, long deadline, Optional<JobSecret> secret) {
-        long helloMillis = Math.max(1, Math.min(HELLO_MILLIS, remainingMillis(deadline)));
-        if (secret.isPresent()) {
-            try {
-                Handshake.asServer(ch.socket(), secret.get(), PURPOSE, Duration.ofMillis(helloMillis));
-            } catch (AuthenticationException | IOException e) {
-                return new Arrival(ch, -1, e.getMessage());
-            }
-        }
-        int peer = readHello(ch, size, helloMillis);
-        return new Arrival(ch, peer, peer < 0 ? "no valid hello of this group" : null);
-    }
-
-    /** Connections that said who they are, handed from their threads to the accepting rank. */
-    private static final class Arrivals {
-        private final java.util.ArrayDeque<Arrival> queue = new java.util.ArrayDeque<>();
-        private int waiting;
-        private boolean late;
-
-        synchronized boolean admit() {
-            if (waiting >= MAX_WAITING) {
-                return false;
-            }
-            waiting++;
-            return true;
-        }
-
-        synchronized void arrived(SocketChannel ch, Arrival a) {
-            waiting--;
-            if (late) {
-                closeQuietly(ch); // the mesh no longer waits for anyone
-                return;
-            }
-            queue.add(a);
-            notifyAll();
-        }
-
-        /** The next arrival, or null after {@code millis}. */
-        synchronized Arrival next(long millis) {
-            long end = System.nanoTime() + millis * 1_000_000;
-            while (queue.isEmpty()) {
-                long left = (end - System.nanoTime()) / 1_000_000;
-                if (left <= 0) {
-                    return null;
-                }
-                try {
-                    wait(left);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    return null;
-                }
-            }
-            return queue.poll();
-        }
-
-        /** From now on arrivals are closed; those not taken yet too. */
-        synchronized void closeLate() {
-            late = true;
-            for (Arrival a : queue) {
-                closeQuietly(a.channel());
-            }
-            queue.clear();
-        }
-    }
-
-    private static Object remoteOf(SocketChannel ch) {
-        try {
-            return ch.getRemoteAddress();
-        } catch (IOException e) {
-            return "?";
-        }
-    }
-
-    /** The rank in a valid hello, or -1 (wrong magic or size, too short, too slow). */
-    private static int readHello(SocketChannel ch, int size, long timeoutMillis) {
-        try {
-            ch.socket().setSoTimeout((int) Math.max(1, timeoutMillis));
-            byte[] hello = ch.socket().getInputStream().readNBytes(3 * Long.BYTES);
-            if (hello.length < 3 * Long.BYTES) {
-                return -1;
-            }
-            ByteBuffer b = ByteBuffer.wrap(hello).order(ByteOrder.LITTLE_ENDIAN);
-            if (b.getLong() != MAGIC || b.getLong() != size) {
-                return -1;
-            }
-            long r = b.getLong();
-            ch.socket().setSoTimeout(0);
-            return r < 0 || r >= size ? -1 : (int) r;
-        } catch (IOException e) {
-            return -1;
-        }
-    }
-
-    /**
      * What one exchange does with the bytes that arrive: the mesh calls {@link #headersArrived}
      * once every peer's header is in, and {@link #progress} whenever payload bytes moved after
      * that (the receive buffers' positions say how far each peer's payload has come).
@@ -467,7 +145,7 @@ public final class PeerMesh implements AutoCloseable {
             ByteBuffer[] fromPeer,
             boolean guardPayload,
             long deadlineNanos,
-            String what,
+            Supplier<String> what,
             StallReport stall,
             Transfer transfer) {
         for (int j = 0; j < size; j++) {
@@ -528,14 +206,14 @@ public final class PeerMesh implements AutoCloseable {
             }
             if (wait.expired()) {
                 throw new CollectiveTimeoutException(
-                        what + " timed out: " + waitingFor(), null, rank, null, waitedFor());
+                        what.get() + " timed out: " + waitingFor(), null, rank, null, waitedFor());
             }
             if (wait.phase() == WaitPolicy.Phase.SPIN) {
                 Thread.onSpinWait();
                 continue;
             }
             if (stall != null && wait.stalled()) {
-                stall.report(what, waitingFor());
+                stall.report(what.get(), waitingFor());
                 continue;
             }
             try {
@@ -548,7 +226,7 @@ public final class PeerMesh implements AutoCloseable {
                 selector.select(Math.max(1, wait.sleepNanos(Long.MAX_VALUE) / 1_000_000));
                 selector.selectedKeys().clear();
             } catch (IOException e) {
-                throw new CollectiveException(what + " failed waiting for its peers: " + e, e);
+                throw new CollectiveException(what.get() + " failed waiting for its peers: " + e, e);
             }
         }
     }
@@ -599,7 +277,7 @@ public final class PeerMesh implements AutoCloseable {
     }
 
     /** Writes what the socket takes; true when some bytes went out. */
-    private boolean send(int j, String what) {
+    private boolean send(int j, Supplier<String> what) {
         try {
             writePair[0] = headerOut[j];
             writePair[1] = payloadOut[j];
@@ -610,7 +288,7 @@ public final class PeerMesh implements AutoCloseable {
     }
 
     /** Reads what peer {@code j} sent (its payload only when {@code payloadToo}); true when some bytes came. */
-    private boolean receive(int j, boolean payloadToo, String what) {
+    private boolean receive(int j, boolean payloadToo, Supplier<String> what) {
         try {
             ByteBuffer header = inbound[j];
             long n;
@@ -672,7 +350,7 @@ public final class PeerMesh implements AutoCloseable {
     }
 
     /** The error for a broken connection, worded like Gloo's lost-peer errors: "lost peer ADDRESS (rank(s) J)". */
-    private CollectiveException lost(int peer, String what, IOException e) {
+    private CollectiveException lost(int peer, Supplier<String> what, IOException e) {
         String address;
         try {
             address = ((InetSocketAddress) peers[peer].getRemoteAddress())
@@ -682,7 +360,7 @@ public final class PeerMesh implements AutoCloseable {
             address = "?";
         }
         return new CollectiveException(
-                what + " failed; lost peer " + address + " (rank(s) " + peer + ")"
+                what.get() + " failed; lost peer " + address + " (rank(s) " + peer + ")"
                         + names.after(List.of(peer)) + ": its connection "
                         + (e == null ? "closed" : "failed: " + e.getMessage())
                         + " (the process is gone or unreachable)",
@@ -692,11 +370,7 @@ public final class PeerMesh implements AutoCloseable {
                 List.of(peer));
     }
 
-    private static long remainingMillis(long deadline) {
-        return Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
-    }
-
-    private static void closeQuietly(SocketChannel ch) {
+    static void closeQuietly(SocketChannel ch) {
         if (ch != null) {
             try {
                 ch.close();

@@ -6,6 +6,8 @@ import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.runtime.store.InMemoryStore;
 import dev.cohort.runtime.store.PrefixStore;
 import dev.cohort.runtime.store.Store;
+import dev.cohort.tcp.transport.MeshConnector;
+import dev.cohort.tcp.transport.MeshSpec;
 import dev.cohort.tcp.transport.PeerMesh;
 import dev.cohort.testkit.ConformanceSuite;
 import java.net.InetAddress;
@@ -48,17 +50,19 @@ class MeshThreadsConformanceTest {
             for (int r = 0; r < world; r++) {
                 int rank = r;
                 checks.add(ranks.submit(() -> {
-                    PeerMesh mesh = PeerMesh.connect(
+                    PeerMesh mesh = MeshConnector.connect(
                             store,
-                            rank,
-                            world,
-                            MeshCollectives.HEADER_WORDS,
                             InetAddress.getLoopbackAddress(),
-                            TIMEOUT,
-                            Duration.ZERO,
-                            "rank " + rank + " of " + world,
-                            dev.cohort.runtime.RankNames.PLAIN,
-                            java.util.Optional.of(dev.cohort.runtime.auth.JobSecret.of("mesh conformance secret")));
+                            new MeshSpec(
+                                    rank,
+                                    world,
+                                    MeshCollectives.HEADER_WORDS,
+                                    TIMEOUT,
+                                    Duration.ZERO,
+                                    "rank " + rank + " of " + world,
+                                    dev.cohort.runtime.RankNames.PLAIN,
+                                    java.util.Optional.of(
+                                            dev.cohort.runtime.auth.JobSecret.of("mesh conformance secret"))));
                     try (ProcessGroup group = new MeshThreadsGroup(mesh, rank, world, TIMEOUT, blocksFromBytes)) {
                         return ConformanceSuite.run(group);
                     }

@@ -27,12 +27,11 @@ final class MeshThreadsGroup extends AbstractProcessGroup {
     @Override
     protected Work start(Collective call, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
-        String what = "mesh " + who() + ": " + call.describe();
         synchronized (mesh) {
             if (MeshCalls.carried(call)) {
-                collectives.carry(call, deadline, what, null);
+                collectives.carry(call, deadline, null);
             } else {
-                collectives.agree(call, deadline, what, null);
+                collectives.agree(call, deadline, null);
             }
         }
         PendingWork done = new PendingWork(call, timeout, w -> null);
