@@ -1,5 +1,7 @@
 package dev.cohort.shm;
 
+import dev.cohort.runtime.CallQueue;
+
 /**
  * What the shm algorithms of one rank share: the steps they take ({@link ShmSteps}), this rank's
  * arena, and the group's size and this rank.
@@ -18,5 +20,17 @@ abstract class ShmAlgorithms {
         this.arena = arena;
         this.n = steps.n;
         this.me = steps.me;
+    }
+
+    /**
+     * Whether {@code t} has no data to move between ranks (no elements, or a group of one); it
+     * is then only a synchronising step, taken here.
+     */
+    final boolean onlySynchronises(CallQueue.Call t) {
+        if (t.collective().input().count() == 0 || n == 1) {
+            steps.sync(t, true);
+            return true;
+        }
+        return false;
     }
 }

@@ -26,8 +26,7 @@ final class ShmMoves extends ShmAlgorithms {
         DenseBuffer data = t.collective().input();
         long count = data.count();
         int root = t.collective().root();
-        if (count == 0 || n == 1) {
-            steps.sync(t, true);
+        if (onlySynchronises(t)) {
             return;
         }
         int e = data.dataType().byteSize();

@@ -28,8 +28,7 @@ final class ShmReductions extends ShmAlgorithms {
     void allreduce(CallQueue.Call t, MemorySegment user) {
         DenseBuffer data = t.collective().input();
         long count = data.count();
-        if (count == 0 || n == 1) {
-            steps.sync(t, true);
+        if (onlySynchronises(t)) {
             return;
         }
         int e = data.dataType().byteSize();
@@ -195,8 +194,7 @@ final class ShmReductions extends ShmAlgorithms {
     void reduceToRoot(CallQueue.Call t) {
         DenseBuffer data = t.collective().input();
         long count = data.count();
-        if (count == 0 || n == 1) {
-            steps.sync(t, true);
+        if (onlySynchronises(t)) {
             return;
         }
         int root = t.collective().root();
