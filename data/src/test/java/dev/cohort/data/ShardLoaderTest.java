@@ -1,0 +1,118 @@
+package dev.cohort.data;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+@Timeout(120)
+class ShardLoaderTest {
+
+    @TempDir
+    Path dir;
+
+    private static List<int[]> epoch(ParquetDataset data, LoaderOptions options, DataPosition from) {
+        List<int[]> batches = new ArrayList<>();
+        try (ShardLoader loader = data.loader(options, from)) {
+            while (loader.hasNext()) {
+                batches.add(Shards.labelsChecked(loader.next()));
+            }
+            assertThat(loader.waitTime().isNegative()).isFalse();
+        }
+        return batches;
+    }
+
+    @Test
+    void ranksReadEveryExampleOnceAsThePlanOrdersItWithAnyNumberOfReaders() {
+        List<String> files = Shards.write(dir, 300, 16, 70);
+        assertThat(files).hasSize(5);
+        ParquetDataset data =
+                ParquetDataset.open(List.of(dir + "/part-*.parquet"), ColumnMapping.list("features", "label"));
+        assertThat(data.examples()).isEqualTo(300);
+        assertThat(data.width()).isEqualTo(Shards.WIDTH);
+        assertThat(data.files()).hasSize(5);
+        int world = 3;
+        int[] seen = new int[300];
+        for (int rank = 0; rank < world; rank++) {
+            LoaderOptions options = new LoaderOptions()
+                    .rank(rank, world)
+                    .batchSize(7)
+                    .seed(11)
+                    .shuffleBuffer(20)
+                    .remainder(Remainder.DROP);
+            List<int[]> one = epoch(data, options, DataPosition.start(0));
+            List<int[]> four = epoch(data, options.readers(4).queueDepth(1), DataPosition.start(0));
+            assertThat(four).containsExactlyElementsOf(one);
+            EpochPlan plan =
+                    EpochPlan.compute(data.rowGroupRows(), 11, Remainder.DROP, 20, DataPosition.start(0), world, rank);
+            int[] expected = IntStream.range(0, plan.perRank())
+                    .map(j -> plan.input[plan.order[j]])
+                    .toArray();
+            assertThat(one.stream().flatMapToInt(Arrays::stream).toArray()).containsExactly(expected);
+            assertThat(one).hasSize(plan.stepsLeft(7));
+            one.forEach(b -> Arrays.stream(b).forEach(id -> seen[id]++));
+        }
+        assertThat(Arrays.stream(seen).min().getAsInt()).isEqualTo(1);
+        assertThat(Arrays.stream(seen).max().getAsInt()).isEqualTo(1);
+    }
+
+    @Test
+    void aLoaderStartedFromABatchsPositionHandsOutTheRestOfTheUninterruptedEpoch() {
+        Shards.write(dir, 200, 13, 200);
+        ParquetDataset data = ParquetDataset.open(List.of(dir.toString()), ColumnMapping.list("features", "label"));
+        LoaderOptions options =
+                new LoaderOptions().rank(1, 2).batchSize(8).seed(3).shuffleBuffer(50);
+        List<int[]> whole = new ArrayList<>();
+        List<DataPosition> after = new ArrayList<>();
+        try (ShardLoader loader = data.loader(options, DataPosition.start(5))) {
+            while (loader.hasNext()) {
+                Batch b = loader.next();
+                whole.add(Shards.labelsChecked(b));
+                after.add(DataPosition.fromBytes(b.positionAfter().toBytes()));
+                assertThat(loader.position()).isEqualTo(b.positionAfter());
+            }
+        }
+        for (int k : new int[] {0, 1, 5, whole.size() - 1}) {
+            assertThat(epoch(data, options, after.get(k)))
+                    .containsExactlyElementsOf(whole.subList(k + 1, whole.size()));
+        }
+    }
+
+    @Test
+    void scalarColumnsStackIntoOneVector() {
+        List<String> columns = List.of("a", "b", "c", "d", "e");
+        ColumnMapping mapping = ColumnMapping.scalars(columns, "y");
+        Shards.write(dir.toString(), 40, 9, 40, mapping);
+        ParquetDataset data = ParquetDataset.open(List.of(dir.toString()), mapping);
+        assertThat(data.width()).isEqualTo(5);
+        List<int[]> batches = epoch(data, new LoaderOptions().batchSize(40).shuffleBuffer(0), DataPosition.start(0));
+        assertThat(batches).hasSize(1);
+        assertThat(batches.get(0)).hasSize(40);
+    }
+
+    @Test
+    void closingMidEpochStopsEveryThread() {
+        Shards.write(dir, 500, 10, 100);
+        ParquetDataset data = ParquetDataset.open(List.of(dir.toString()), ColumnMapping.list("features", "label"));
+        try (ShardLoader loader =
+                data.loader(new LoaderOptions().readers(3).batchSize(4).queueDepth(2), DataPosition.start(0))) {
+            loader.next();
+            assertThat(dataThreads()).isNotEmpty();
+        }
+        assertThat(dataThreads()).isEmpty();
+    }
+
+    static List<String> dataThreads() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(Thread::isAlive)
+                .map(Thread::getName)
+                .filter(n -> n.startsWith("cohort-data-"))
+                .toList();
+    }
+}
