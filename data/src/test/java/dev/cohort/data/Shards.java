@@ -19,19 +19,29 @@ final class Shards {
     }
 
     static List<String> write(String dir, int examples, int rowsPerRowGroup, int rowsPerFile, ColumnMapping columns) {
+        return writer(dir, rowsPerRowGroup, rowsPerFile)
+                .columns(columns)
+                .write(features(examples), WIDTH, labels(examples));
+    }
+
+    static ShardWriter writer(String dir, int rowsPerRowGroup, int rowsPerFile) {
+        return ShardWriter.to(dir).rowsPerRowGroup(rowsPerRowGroup).rowsPerFile(rowsPerFile);
+    }
+
+    static float[] features(int examples) {
         float[] features = new float[examples * WIDTH];
-        int[] labels = new int[examples];
         for (int i = 0; i < examples; i++) {
-            labels[i] = i;
             for (int k = 0; k < WIDTH; k++) {
                 features[i * WIDTH + k] = feature(i, k);
             }
         }
-        return ShardWriter.to(dir)
-                .columns(columns)
-                .rowsPerRowGroup(rowsPerRowGroup)
-                .rowsPerFile(rowsPerFile)
-                .write(features, WIDTH, labels);
+        return features;
+    }
+
+    static int[] labels(int examples) {
+        int[] labels = new int[examples];
+        java.util.Arrays.setAll(labels, i -> i);
+        return labels;
     }
 
     /** The labels of a batch, after checking that each row's features are its label's. */
