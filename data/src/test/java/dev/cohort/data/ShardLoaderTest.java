@@ -85,6 +85,46 @@ class ShardLoaderTest {
     }
 
     @Test
+    void afterAnElasticReformTheNewRanksReadWhatIsLeftOfTheEpochAndNothingTwice() {
+        Shards.write(dir, 250, 12, 100);
+        ParquetDataset data = ParquetDataset.open(List.of(dir.toString()), ColumnMapping.list("features", "label"));
+        int[] seen = new int[250];
+        DataPosition saved = null;
+        for (int rank = 0; rank < 3; rank++) {
+            LoaderOptions options = new LoaderOptions()
+                    .rank(rank, 3)
+                    .batchSize(7)
+                    .seed(2)
+                    .shuffleBuffer(30)
+                    .remainder(Remainder.DROP);
+            try (ShardLoader loader = data.loader(options, DataPosition.start(0))) {
+                for (int step = 0; step < 4; step++) {
+                    Arrays.stream(Shards.labelsChecked(loader.next())).forEach(id -> seen[id]++);
+                }
+                assertThat(saved == null || saved.equals(loader.position())).isTrue();
+                saved = loader.position();
+            }
+        }
+        assertThat(saved).hasToString("epoch 0: 3x28");
+        int steps = -1;
+        for (int rank = 0; rank < 2; rank++) {
+            LoaderOptions options = new LoaderOptions()
+                    .rank(rank, 2)
+                    .batchSize(5)
+                    .seed(2)
+                    .shuffleBuffer(30)
+                    .remainder(Remainder.DROP);
+            List<int[]> rest = epoch(data, options, saved);
+            assertThat(steps == -1 || steps == rest.size()).isTrue();
+            steps = rest.size();
+            rest.forEach(b -> Arrays.stream(b).forEach(id -> seen[id]++));
+        }
+        assertThat(Arrays.stream(seen).max().getAsInt()).isEqualTo(1);
+        // 3 x 83 = 249 in the first segment's shares, 84 consumed: 166 left, even, so none dropped
+        assertThat(Arrays.stream(seen).sum()).isEqualTo(250);
+    }
+
+    @Test
     void scalarColumnsStackIntoOneVector() {
         List<String> columns = List.of("a", "b", "c", "d", "e");
         ColumnMapping mapping = ColumnMapping.scalars(columns, "y");
