@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -148,10 +147,7 @@ class DataErrorsTest {
                 .hasMessageContaining(cut + ": not a Parquet file, or truncated");
 
         ParquetDataset data = ParquetDataset.open(List.of(file), MAPPING);
-        try (RandomAccessFile raw = new RandomAccessFile(file, "rw")) {
-            raw.seek(4); // the first page header, right after the magic bytes
-            raw.write(new byte[] {(byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF});
-        }
+        Shards.corruptFirstPage(file);
         try (ShardLoader loader =
                 data.loader(new LoaderOptions().shuffleBuffer(0).batchSize(20), DataPosition.start(0))) {
             assertThatThrownBy(loader::next)

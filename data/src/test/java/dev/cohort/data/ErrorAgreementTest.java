@@ -3,7 +3,6 @@ package dev.cohort.data;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.cohort.runtime.threads.ThreadsWorld;
-import java.io.RandomAccessFile;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
@@ -18,24 +17,24 @@ class ErrorAgreementTest {
     @TempDir
     Path dir;
 
+    /** Two files of one row group of 50 rows each in {@code dir}, the second's first page corrupt; returns its path. */
+    static String twoFilesTheSecondCorrupt(Path dir) throws java.io.IOException {
+        String bad = Shards.write(dir, 100, 50, 50).get(1).replace("file:", "");
+        Shards.corruptFirstPage(bad);
+        return bad;
+    }
+
+    /** The rank (of 2) whose share holds the second file, with seed 9, DROP and no shuffle buffer. */
+    static int rankOfTheSecondFile() {
+        EpochPlan plan = EpochPlan.compute(new long[] {50, 50}, 9, Remainder.DROP, 0, DataPosition.start(0), 2, 0);
+        return Arrays.stream(plan.input).anyMatch(id -> id >= 50) ? 0 : 1;
+    }
+
     @Test
     void aReadErrorOnOneRankIsThrownOnEveryRankNamingThatRank() throws Exception {
-        List<String> files = Shards.write(dir, 100, 50, 50);
-        String bad = files.get(1).replace("file:", "");
-        try (RandomAccessFile raw = new RandomAccessFile(bad, "rw")) {
-            raw.seek(4); // the first page header
-            raw.write(new byte[] {(byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF});
-        }
+        String bad = twoFilesTheSecondCorrupt(dir);
         ParquetDataset data = ParquetDataset.open(List.of(dir.toString()), ColumnMapping.list("features", "label"));
-        int failing = -1;
-        for (int r = 0; r < 2; r++) {
-            EpochPlan plan = EpochPlan.compute(data.rowGroupRows(), 9, Remainder.DROP, 0, DataPosition.start(0), 2, r);
-            if (Arrays.stream(plan.input).anyMatch(id -> id >= 50)) {
-                failing = r;
-            }
-        }
-        assertThat(failing).as("the corrupt row group is in one rank's share").isNotNegative();
-        int failingRank = failing;
+        int failingRank = rankOfTheSecondFile();
         ThreadsWorld world = new ThreadsWorld(2, 2, Duration.ofSeconds(20));
         List<RuntimeException> errors = world.runAll(
                 rank -> {

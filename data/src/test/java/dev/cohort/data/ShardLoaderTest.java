@@ -84,6 +84,15 @@ class ShardLoaderTest {
         }
     }
 
+    private static LoaderOptions dropping(int rank, int world, int batch) {
+        return new LoaderOptions()
+                .rank(rank, world)
+                .batchSize(batch)
+                .seed(2)
+                .shuffleBuffer(30)
+                .remainder(Remainder.DROP);
+    }
+
     @Test
     void afterAnElasticReformTheNewRanksReadWhatIsLeftOfTheEpochAndNothingTwice() {
         Shards.write(dir, 250, 12, 100);
@@ -91,12 +100,7 @@ class ShardLoaderTest {
         int[] seen = new int[250];
         DataPosition saved = null;
         for (int rank = 0; rank < 3; rank++) {
-            LoaderOptions options = new LoaderOptions()
-                    .rank(rank, 3)
-                    .batchSize(7)
-                    .seed(2)
-                    .shuffleBuffer(30)
-                    .remainder(Remainder.DROP);
+            LoaderOptions options = dropping(rank, 3, 7);
             try (ShardLoader loader = data.loader(options, DataPosition.start(0))) {
                 for (int step = 0; step < 4; step++) {
                     Arrays.stream(Shards.labelsChecked(loader.next())).forEach(id -> seen[id]++);
@@ -108,12 +112,7 @@ class ShardLoaderTest {
         assertThat(saved).hasToString("epoch 0: 3x28");
         int steps = -1;
         for (int rank = 0; rank < 2; rank++) {
-            LoaderOptions options = new LoaderOptions()
-                    .rank(rank, 2)
-                    .batchSize(5)
-                    .seed(2)
-                    .shuffleBuffer(30)
-                    .remainder(Remainder.DROP);
+            LoaderOptions options = dropping(rank, 2, 5);
             List<int[]> rest = epoch(data, options, saved);
             assertThat(steps == -1 || steps == rest.size()).isTrue();
             steps = rest.size();

@@ -44,6 +44,14 @@ final class Shards {
         return labels;
     }
 
+    /** Overwrites the start of {@code file}'s first page header (right after the magic bytes) with garbage. */
+    static void corruptFirstPage(String file) throws java.io.IOException {
+        try (java.io.RandomAccessFile raw = new java.io.RandomAccessFile(file, "rw")) {
+            raw.seek(4);
+            raw.write(new byte[] {(byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF});
+        }
+    }
+
     /** The labels of a batch, after checking that each row's features are its label's. */
     static int[] labelsChecked(Batch batch) {
         int[] labels = new int[batch.rows()];
