@@ -96,6 +96,22 @@ public final class LoaderOptions {
         return rank(group.rank(), group.size());
     }
 
+    /** A copy, so that a loader is not changed by later calls on the options it was given. */
+    LoaderOptions copy() {
+        LoaderOptions c = new LoaderOptions();
+        c.rank = rank;
+        c.worldSize = worldSize;
+        c.batchSize = batchSize;
+        c.seed = seed;
+        c.remainder = remainder;
+        c.shuffleBuffer = shuffleBuffer;
+        c.readers = readers;
+        c.queueDepth = queueDepth;
+        c.timeout = timeout;
+        c.group = group;
+        return c;
+    }
+
     static int positive(int value, String name) {
         if (value < 1) {
             throw new IllegalArgumentException(name + " must be >= 1, not " + value);

@@ -44,7 +44,6 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
     private final ParquetDataset dataset;
     private final EpochPlan plan;
     private final LoaderOptions options;
-    private final int batchSize;
     private final int steps;
     private final boolean[] pending;
     private final List<Unit> units;
@@ -64,8 +63,7 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
 
     ShardLoader(ParquetDataset dataset, LoaderOptions options, DataPosition from) {
         this.dataset = dataset;
-        this.options = options;
-        this.batchSize = options.batchSize;
+        this.options = options.copy();
         this.plan = EpochPlan.compute(
                 dataset.rowGroupRows(),
                 options.seed,
@@ -75,7 +73,7 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
                 options.worldSize,
                 options.rank);
         this.position = plan.position;
-        this.steps = plan.stepsLeft(batchSize);
+        this.steps = plan.stepsLeft(options.batchSize);
         this.pending = new boolean[plan.perRank()];
         Arrays.fill(pending, true);
         for (int j = 0; j < plan.consumed; j++) {
@@ -86,7 +84,7 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
         this.ready = new ArrayBlockingQueue<>(buffers);
         this.free = new ArrayBlockingQueue<>(buffers);
         for (int i = 0; i < buffers; i++) {
-            free.add(new Batch(batchSize, dataset.width(), dataset.longLabels()));
+            free.add(new Batch(options.batchSize, dataset.width(), dataset.longLabels()));
         }
         String name = "cohort-data-rank" + options.rank;
         for (int i = 0; i < options.readers; i++) {
@@ -290,8 +288,8 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
                 if (batch == null) {
                     return;
                 }
-                int from = plan.consumed + step * batchSize;
-                int to = Math.min(from + batchSize, plan.perRank());
+                int from = plan.consumed + step * options.batchSize;
+                int to = Math.min(from + options.batchSize, plan.perRank());
                 for (int j = from; j < to; j++) {
                     int p = plan.order[j];
                     while (slotOf[p] < 0) {

@@ -2,6 +2,7 @@ package dev.cohort.data;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.runtime.threads.ThreadsWorld;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -30,6 +31,16 @@ class ErrorAgreementTest {
         return Arrays.stream(plan.input).anyMatch(id -> id >= 50) ? 0 : 1;
     }
 
+    /** The options of both tests: errors agreed on, seed 9, DROP, no shuffle buffer, batches of 10. */
+    static LoaderOptions agreeing(ProcessGroup group) {
+        return new LoaderOptions()
+                .agreeOnErrors(group)
+                .batchSize(10)
+                .seed(9)
+                .shuffleBuffer(0)
+                .remainder(Remainder.DROP);
+    }
+
     @Test
     void aReadErrorOnOneRankIsThrownOnEveryRankNamingThatRank() throws Exception {
         String bad = twoFilesTheSecondCorrupt(dir);
@@ -38,13 +49,7 @@ class ErrorAgreementTest {
         ThreadsWorld world = new ThreadsWorld(2, 2, Duration.ofSeconds(20));
         List<RuntimeException> errors = world.runAll(
                 rank -> {
-                    LoaderOptions options = new LoaderOptions()
-                            .agreeOnErrors(world.group(rank))
-                            .batchSize(10)
-                            .seed(9)
-                            .shuffleBuffer(0)
-                            .remainder(Remainder.DROP);
-                    try (ShardLoader loader = data.loader(options, DataPosition.start(0))) {
+                    try (ShardLoader loader = data.loader(agreeing(world.group(rank)), DataPosition.start(0))) {
                         while (loader.hasNext()) {
                             loader.next();
                         }

@@ -21,13 +21,8 @@ public final class TrainingWorker {
                     new TcpBackend(new TcpOptions().timeout(Duration.ofSeconds(60)), System.getenv())) {
                 backend.initialize();
                 ParquetDataset data = ParquetDataset.open(List.of(args[0]), ColumnMapping.list("features", "label"));
-                LoaderOptions options = new LoaderOptions()
-                        .agreeOnErrors(backend.group())
-                        .batchSize(10)
-                        .seed(9)
-                        .shuffleBuffer(0)
-                        .remainder(Remainder.DROP);
-                try (ShardLoader loader = data.loader(options, DataPosition.start(0))) {
+                try (ShardLoader loader =
+                        data.loader(ErrorAgreementTest.agreeing(backend.group()), DataPosition.start(0))) {
                     while (loader.hasNext()) {
                         Batch batch = loader.next();
                         float[] gradient = {batch.features().get(0)};
