@@ -9,7 +9,7 @@ import java.util.Objects;
  * inputs (seed, remainder, shuffle buffer, world size) must be the same on every rank, and the
  * same when a run resumes from a {@link DataPosition}, or the ranks' shares will not fit together.
  */
-public final class LoaderOptions {
+public final class LoaderOptions implements Cloneable {
 
     int rank = 0;
     int worldSize = 1;
@@ -98,18 +98,11 @@ public final class LoaderOptions {
 
     /** A copy, so that a loader is not changed by later calls on the options it was given. */
     LoaderOptions copy() {
-        LoaderOptions c = new LoaderOptions();
-        c.rank = rank;
-        c.worldSize = worldSize;
-        c.batchSize = batchSize;
-        c.seed = seed;
-        c.remainder = remainder;
-        c.shuffleBuffer = shuffleBuffer;
-        c.readers = readers;
-        c.queueDepth = queueDepth;
-        c.timeout = timeout;
-        c.group = group;
-        return c;
+        try {
+            return (LoaderOptions) super.clone(); // every field is a value or immutable (the group is shared)
+        } catch (CloneNotSupportedException e) {
+            throw new AssertionError(e);
+        }
     }
 
     static int positive(int value, String name) {
