@@ -60,6 +60,7 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
     private Batch held;
     private long waitNanos;
     private DataPosition position;
+    private volatile int peakHeld;
 
     ShardLoader(ParquetDataset dataset, LoaderOptions options, DataPosition from) {
         this.dataset = dataset;
@@ -110,6 +111,11 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
     /** How long the training thread waited in {@link #next()} so far, in all. */
     public Duration waitTime() {
         return Duration.ofNanos(waitNanos);
+    }
+
+    /** The most examples the batcher held at once (in the shuffle buffer or waiting to enter it): for tests. */
+    int peakHeldExamples() {
+        return peakHeld;
     }
 
     @Override
@@ -300,6 +306,7 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
                         for (int k = 0; k < block.positions().length; k++) {
                             slotOf[block.positions()[k]] = slots.store(block.features(), k, block.labels()[k]);
                         }
+                        peakHeld = slots.peak();
                     }
                     batch.put(j - from, slots.features(), slotOf[p], slots.label(slotOf[p]));
                     slots.release(slotOf[p]);

@@ -15,6 +15,7 @@ final class ShuffleSlots {
     private int[] free;
     private int freeCount;
     private int capacity;
+    private int peak;
 
     ShuffleSlots(int width, int initial) {
         this.width = width;
@@ -31,6 +32,7 @@ final class ShuffleSlots {
             grow(capacity * 2);
         }
         int slot = free[--freeCount];
+        peak = Math.max(peak, capacity - freeCount);
         System.arraycopy(source, row * width, features, slot * width, width);
         labels[slot] = label;
         return slot;
@@ -42,6 +44,11 @@ final class ShuffleSlots {
 
     long label(int slot) {
         return labels[slot];
+    }
+
+    /** The most examples held at once so far. */
+    int peak() {
+        return peak;
     }
 
     void release(int slot) {

@@ -32,8 +32,13 @@ class DataErrorsTest {
     @TempDir
     Path dir;
 
-    /** Writes {@code rows} rows of {@code schema} to {@code name}, each filled by {@code fill(row, i)}. */
     private String write(String name, String schema, int rows, BiConsumer<Group, Integer> fill) throws IOException {
+        return write(dir, name, schema, rows, fill);
+    }
+
+    /** Writes {@code rows} rows of {@code schema} to {@code dir/name} in row groups of 10, row i filled by {@code fill(row, i)}. */
+    static String write(Path dir, String name, String schema, int rows, BiConsumer<Group, Integer> fill)
+            throws IOException {
         MessageType type = MessageTypeParser.parseMessageType(schema);
         SimpleGroupFactory groups = new SimpleGroupFactory(type);
         org.apache.hadoop.fs.Path file =

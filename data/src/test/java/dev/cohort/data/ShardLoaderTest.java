@@ -1,6 +1,7 @@
 package dev.cohort.data;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -133,6 +134,67 @@ class ShardLoaderTest {
         List<int[]> batches = epoch(data, new LoaderOptions().batchSize(40).shuffleBuffer(0), DataPosition.start(0));
         assertThat(batches).hasSize(1);
         assertThat(batches.get(0)).hasSize(40);
+    }
+
+    @Test
+    void listsOfDoublesOrIntsBecomeFloatsAndInt64LabelsComeAsLongs() throws Exception {
+        String doubles = DataErrorsTest.write(
+                dir,
+                "d.parquet",
+                "message m { required group f (LIST) { repeated group list {"
+                        + " required double element; } } required int64 y; }",
+                30,
+                (row, i) -> {
+                    org.apache.parquet.example.data.Group list = row.addGroup("f");
+                    for (int k = 0; k < 3; k++) {
+                        list.addGroup("list").append("element", i + k / 4.0);
+                    }
+                    row.append("y", 10_000_000_000L + i);
+                });
+        ParquetDataset data = ParquetDataset.open(List.of(doubles), ColumnMapping.list("f", "y"));
+        assertThat(data.longLabels()).isTrue();
+        try (ShardLoader loader =
+                data.loader(new LoaderOptions().batchSize(30).shuffleBuffer(0).seed(4), DataPosition.start(0))) {
+            Batch batch = loader.next();
+            assertThat(batch.hasLongLabels()).isTrue();
+            assertThatThrownBy(batch::intLabels).isInstanceOf(IllegalStateException.class);
+            for (int r = 0; r < 30; r++) {
+                int i = (int) (batch.longLabels().get(r) - 10_000_000_000L);
+                assertThat(batch.features().get(r * 3 + 2)).isEqualTo(i + 0.5f);
+            }
+        }
+        String ints = DataErrorsTest.write(
+                dir,
+                "i.parquet",
+                "message m { required group f (LIST) { repeated group list {"
+                        + " required int32 element; } } required int32 y; }",
+                10,
+                (row, i) -> {
+                    org.apache.parquet.example.data.Group list = row.addGroup("f");
+                    list.addGroup("list").append("element", -i);
+                    row.append("y", i);
+                });
+        data = ParquetDataset.open(List.of(ints), ColumnMapping.list("f", "y"));
+        try (ShardLoader loader =
+                data.loader(new LoaderOptions().batchSize(10).shuffleBuffer(0), DataPosition.start(0))) {
+            Batch batch = loader.next();
+            for (int r = 0; r < 10; r++) {
+                assertThat(batch.features().get(r)).isEqualTo(-batch.intLabels().get(r));
+            }
+        }
+    }
+
+    @Test
+    void theShuffleBufferAndOneRowGroupBoundWhatTheLoaderHolds() {
+        Shards.write(dir, 2000, 50, 2000);
+        ParquetDataset data = ParquetDataset.open(List.of(dir.toString()), ColumnMapping.list("features", "label"));
+        try (ShardLoader loader =
+                data.loader(new LoaderOptions().batchSize(16).shuffleBuffer(100).readers(3), DataPosition.start(0))) {
+            while (loader.hasNext()) {
+                Shards.labelsChecked(loader.next());
+            }
+            assertThat(loader.peakHeldExamples()).isBetween(100, 100 + 50);
+        }
     }
 
     @Test
