@@ -32,10 +32,10 @@ public final class ParquetDataset {
     /** One row group: its file, its index there, its rows and its first example's id. */
     record RowGroup(int file, int index, long rows, long firstExample) {}
 
-    private final Configuration conf;
+    final Configuration conf;
     private final List<String> files;
-    private final MessageType schema;
-    private final ColumnMapping columns;
+    final MessageType schema;
+    final ColumnMapping columns;
     private final List<ColumnDescriptor> featureLeaves;
     private final ColumnDescriptor labelLeaf;
     private final int width;
@@ -169,18 +169,6 @@ public final class ParquetDataset {
             }
         }
         return lo;
-    }
-
-    Configuration conf() {
-        return conf;
-    }
-
-    MessageType schema() {
-        return schema;
-    }
-
-    ColumnMapping columns() {
-        return columns;
     }
 
     List<ColumnDescriptor> featureLeaves() {

@@ -34,11 +34,11 @@ final class RowGroupReader implements AutoCloseable {
     RowGroupReader(ParquetDataset dataset) {
         this.dataset = dataset;
         List<Type> fields = new ArrayList<>();
-        for (String c : dataset.columns().featureColumns()) {
-            fields.add(dataset.schema().getType(c));
+        for (String c : dataset.columns.featureColumns()) {
+            fields.add(dataset.schema.getType(c));
         }
-        fields.add(dataset.schema().getType(dataset.columns().labelColumn()));
-        this.projection = new MessageType(dataset.schema().getName(), fields);
+        fields.add(dataset.schema.getType(dataset.columns.labelColumn()));
+        this.projection = new MessageType(dataset.schema.getName(), fields);
         // The column readers ask for a converter tree but call it only on writeCurrentValueToConverter,
         // which this class never does.
         this.converter = new GroupRecordConverter(projection).getRootConverter();
@@ -70,10 +70,10 @@ final class RowGroupReader implements AutoCloseable {
         long[] labels = new long[rows];
         List<ColumnDescriptor> leaves = dataset.featureLeaves();
         for (int c = 0; c < leaves.size(); c++) {
-            String column = dataset.columns().featureColumns().get(c);
+            String column = dataset.columns.featureColumns().get(c);
             ColumnReader reader = columnReader(store, leaves.get(c), file, group, column);
             try {
-                if (dataset.columns().stacked()) {
+                if (dataset.columns.stacked()) {
                     readScalars(reader, rows, features, c, width, file, group, column);
                 } else {
                     readLists(reader, rows, features, width, file, group, column);
@@ -84,7 +84,7 @@ final class RowGroupReader implements AutoCloseable {
                 throw new DataException(file, group.index(), column, "cannot decode the column (corrupt?): " + e, e);
             }
         }
-        String labelColumn = dataset.columns().labelColumn();
+        String labelColumn = dataset.columns.labelColumn();
         ColumnReader label = columnReader(store, dataset.labelLeaf(), file, group, labelColumn);
         try {
             boolean int64 = dataset.longLabels();
@@ -194,7 +194,7 @@ final class RowGroupReader implements AutoCloseable {
             close();
             String name = dataset.files().get(file);
             try {
-                open = ParquetFileReader.open(HadoopInputFile.fromPath(new Path(name), dataset.conf()));
+                open = ParquetFileReader.open(HadoopInputFile.fromPath(new Path(name), dataset.conf));
             } catch (IOException | RuntimeException e) {
                 throw new DataException(name, -1, null, "cannot open it (missing, or not Parquet): " + e, e);
             }

@@ -18,6 +18,10 @@ class ShardLoaderTest {
     @TempDir
     Path dir;
 
+    private ParquetDataset openDir() {
+        return ParquetDataset.open(List.of(dir.toString()), ColumnMapping.list("features", "label"));
+    }
+
     private static List<int[]> epoch(ParquetDataset data, LoaderOptions options, DataPosition from) {
         List<int[]> batches = new ArrayList<>();
         try (ShardLoader loader = data.loader(options, from)) {
@@ -66,7 +70,7 @@ class ShardLoaderTest {
     @Test
     void aLoaderStartedFromABatchsPositionHandsOutTheRestOfTheUninterruptedEpoch() {
         Shards.write(dir, 200, 13, 200);
-        ParquetDataset data = ParquetDataset.open(List.of(dir.toString()), ColumnMapping.list("features", "label"));
+        ParquetDataset data = openDir();
         LoaderOptions options =
                 new LoaderOptions().rank(1, 2).batchSize(8).seed(3).shuffleBuffer(50);
         List<int[]> whole = new ArrayList<>();
@@ -97,7 +101,7 @@ class ShardLoaderTest {
     @Test
     void afterAnElasticReformTheNewRanksReadWhatIsLeftOfTheEpochAndNothingTwice() {
         Shards.write(dir, 250, 12, 100);
-        ParquetDataset data = ParquetDataset.open(List.of(dir.toString()), ColumnMapping.list("features", "label"));
+        ParquetDataset data = openDir();
         int[] seen = new int[250];
         DataPosition saved = null;
         for (int rank = 0; rank < 3; rank++) {
@@ -136,13 +140,32 @@ class ShardLoaderTest {
         assertThat(batches.get(0)).hasSize(40);
     }
 
+    /**
+     * Writes {@code rows} rows of a list column {@code f} of {@code element} and a label column
+     * {@code y} of {@code label} (filled by {@code fill}), then checks the one batch of them.
+     */
+    private void checkOneBatch(
+            String element,
+            String label,
+            int rows,
+            java.util.function.BiConsumer<org.apache.parquet.example.data.Group, Integer> fill,
+            java.util.function.Consumer<Batch> check)
+            throws Exception {
+        String schema = "message m { required group f (LIST) { repeated group list { required " + element
+                + " element; } } required " + label + " y; }";
+        String file = DataErrorsTest.write(dir, element + ".parquet", schema, rows, fill);
+        ParquetDataset data = ParquetDataset.open(List.of(file), ColumnMapping.list("f", "y"));
+        try (ShardLoader loader =
+                data.loader(new LoaderOptions().batchSize(rows).shuffleBuffer(0).seed(4), DataPosition.start(0))) {
+            check.accept(loader.next());
+        }
+    }
+
     @Test
     void listsOfDoublesOrIntsBecomeFloatsAndInt64LabelsComeAsLongs() throws Exception {
-        String doubles = DataErrorsTest.write(
-                dir,
-                "d.parquet",
-                "message m { required group f (LIST) { repeated group list {"
-                        + " required double element; } } required int64 y; }",
+        checkOneBatch(
+                "double",
+                "int64",
                 30,
                 (row, i) -> {
                     org.apache.parquet.example.data.Group list = row.addGroup("f");
@@ -150,44 +173,35 @@ class ShardLoaderTest {
                         list.addGroup("list").append("element", i + k / 4.0);
                     }
                     row.append("y", 10_000_000_000L + i);
+                },
+                batch -> {
+                    assertThat(batch.hasLongLabels()).isTrue();
+                    assertThatThrownBy(batch::intLabels).isInstanceOf(IllegalStateException.class);
+                    for (int r = 0; r < 30; r++) {
+                        int i = (int) (batch.longLabels().get(r) - 10_000_000_000L);
+                        assertThat(batch.features().get(r * 3 + 2)).isEqualTo(i + 0.5f);
+                    }
                 });
-        ParquetDataset data = ParquetDataset.open(List.of(doubles), ColumnMapping.list("f", "y"));
-        assertThat(data.longLabels()).isTrue();
-        try (ShardLoader loader =
-                data.loader(new LoaderOptions().batchSize(30).shuffleBuffer(0).seed(4), DataPosition.start(0))) {
-            Batch batch = loader.next();
-            assertThat(batch.hasLongLabels()).isTrue();
-            assertThatThrownBy(batch::intLabels).isInstanceOf(IllegalStateException.class);
-            for (int r = 0; r < 30; r++) {
-                int i = (int) (batch.longLabels().get(r) - 10_000_000_000L);
-                assertThat(batch.features().get(r * 3 + 2)).isEqualTo(i + 0.5f);
-            }
-        }
-        String ints = DataErrorsTest.write(
-                dir,
-                "i.parquet",
-                "message m { required group f (LIST) { repeated group list {"
-                        + " required int32 element; } } required int32 y; }",
+        checkOneBatch(
+                "int32",
+                "int32",
                 10,
                 (row, i) -> {
-                    org.apache.parquet.example.data.Group list = row.addGroup("f");
-                    list.addGroup("list").append("element", -i);
+                    row.addGroup("f").addGroup("list").append("element", -i);
                     row.append("y", i);
+                },
+                batch -> {
+                    for (int r = 0; r < 10; r++) {
+                        assertThat(batch.features().get(r))
+                                .isEqualTo(-batch.intLabels().get(r));
+                    }
                 });
-        data = ParquetDataset.open(List.of(ints), ColumnMapping.list("f", "y"));
-        try (ShardLoader loader =
-                data.loader(new LoaderOptions().batchSize(10).shuffleBuffer(0), DataPosition.start(0))) {
-            Batch batch = loader.next();
-            for (int r = 0; r < 10; r++) {
-                assertThat(batch.features().get(r)).isEqualTo(-batch.intLabels().get(r));
-            }
-        }
     }
 
     @Test
     void theShuffleBufferAndOneRowGroupBoundWhatTheLoaderHolds() {
         Shards.write(dir, 2000, 50, 2000);
-        ParquetDataset data = ParquetDataset.open(List.of(dir.toString()), ColumnMapping.list("features", "label"));
+        ParquetDataset data = openDir();
         try (ShardLoader loader =
                 data.loader(new LoaderOptions().batchSize(16).shuffleBuffer(100).readers(3), DataPosition.start(0))) {
             while (loader.hasNext()) {
@@ -200,7 +214,7 @@ class ShardLoaderTest {
     @Test
     void closingMidEpochStopsEveryThread() {
         Shards.write(dir, 500, 10, 100);
-        ParquetDataset data = ParquetDataset.open(List.of(dir.toString()), ColumnMapping.list("features", "label"));
+        ParquetDataset data = openDir();
         try (ShardLoader loader =
                 data.loader(new LoaderOptions().readers(3).batchSize(4).queueDepth(2), DataPosition.start(0))) {
             loader.next();
