@@ -28,9 +28,9 @@ import org.bytedeco.pytorch.global.torch;
  * {@code distribute()} for JavaCPP PyTorch: for a {@link Module}, the root's parameters and
  * buffers are broadcast to every rank; an {@link Optimizer} gets the root's state (Horovod's
  * {@code broadcast_optimizer_state}) and comes back as a {@link DistributedOptimizer}; a
- * {@link ShardedLoader} comes back over this rank's shard ({@link ShardSampler}); any other
- * training data is refused (it would reach every rank whole); the learning-rate scheduler is passed
- * through.
+ * {@link ShardedLoader} or a {@link ShardedMnistLoader} (libtorch's own MNIST loader) comes back
+ * over this rank's shard ({@link ShardSampler}); any other training data is refused (it would reach
+ * every rank whole); the learning-rate scheduler is passed through.
  *
  * <p>The parameters whose gradients are averaged are the request's {@code modelParameters} when
  * given (a {@code TensorVector}, a {@code Tensor}, an array or an {@code Iterable} of tensors: the
@@ -118,7 +118,9 @@ public final class TorchDistributor implements Distributor {
     public boolean supports(DistributeRequest<?, ?, ?, ?> request) {
         return isTorchType(request.model())
                 || isTorchType(request.optimizer())
-                || request.trainingData() instanceof ShardedLoader;
+                || isTorchType(request.trainingData())
+                || request.trainingData() instanceof ShardedLoader
+                || request.trainingData() instanceof ShardedMnistLoader;
     }
 
     private static boolean isTorchType(Object o) {
@@ -168,7 +170,14 @@ public final class TorchDistributor implements Distributor {
                             + model.getClass().getName());
         }
         D data = request.trainingData();
-        if (data != null && !(data instanceof ShardedLoader)) {
+        if (data instanceof org.bytedeco.pytorch.MNISTRandomDataLoader && !(data instanceof ShardedMnistLoader)
+                || data instanceof org.bytedeco.pytorch.MNISTMapDataset) {
+            throw new IllegalArgumentException("libtorch's MNISTRandomDataLoader keeps its dataset and sampler out of "
+                    + "reach, so it cannot be sharded: in place of new MNISTRandomDataLoader(data, new RandomSampler(...), "
+                    + "options) pass ShardedMnistLoader.of(data, options, seed), an MNISTRandomDataLoader whose loop stays "
+                    + "the same");
+        }
+        if (data != null && !(data instanceof ShardedLoader) && !(data instanceof ShardedMnistLoader)) {
             throw new IllegalArgumentException("the torch integration shards training data given as a "
                     + ShardedLoader.class.getName() + "; a " + data.getClass().getName()
                     + " would reach every rank whole, "
@@ -209,6 +218,8 @@ public final class TorchDistributor implements Distributor {
             optimizer = (O) new DistributedOptimizer(local, buckets, zero, buffers, bypass, divergence);
         }
         if (data instanceof ShardedLoader loader) {
+            data = (D) loader.sharded(backend.worldSize(), backend.rank(), dropLast);
+        } else if (data instanceof ShardedMnistLoader loader) {
             data = (D) loader.sharded(backend.worldSize(), backend.rank(), dropLast);
         }
         return new Distributed<>(request.model(), optimizer, data, request.lrScheduler());
