@@ -151,6 +151,16 @@ class ShardedMnistLoaderTest {
         }
     }
 
+    @Test
+    void libtorchsWorkerThreadsLoadTheSameShardInTheSameOrder() {
+        DataLoaderOptions options = new DataLoaderOptions(500);
+        options.workers().put(2);
+        ShardedMnistLoader shard = ShardedMnistLoader.of(data, options, 5).sharded(2, 1, false);
+        for (int e = 0; e < 2; e++) {
+            assertThat(epoch(shard)).isEqualTo(list(new ShardSampler(SIZE, 2, 1, true, 5, false).indices(e)));
+        }
+    }
+
     /** What a step trains: the images without pixel 0 (it holds the index). */
     static Tensor inputs(Tensor images) {
         return images.reshape(images.size(0), 784).narrow(1, 1, 783);
