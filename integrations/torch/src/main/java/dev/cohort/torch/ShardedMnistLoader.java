@@ -28,7 +28,11 @@ import org.bytedeco.pytorch.global.torch;
  */
 public final class ShardedMnistLoader extends MNISTRandomDataLoader {
 
-    /** Loaders in one process draw from the one default generator: one at a time. */
+    /**
+     * Loaders in one process draw from the one default generator: one at a time. Another thread
+     * drawing from it between the prediction and the sampler's draw (ranks as threads of one JVM
+     * initializing models) changes only the order inside this shard, never which examples it holds.
+     */
     private static final Object GENERATOR = new Object();
 
     private final MNISTMapDataset dataset;
