@@ -35,6 +35,9 @@ Trains a classifier on Fashion-MNIST with N workers (default 2), started by ./co
   --json FILE        where the summary goes (default out/demo-summary.json); its chart
                      (loss, accuracy, samples/s per epoch) goes beside it, FILE.json -> FILE.png
   --data-dir DIR     the four IDX files (default /usr/share/datasets/fashion-mnist)
+  --data DIR|URI     train from Parquet shards instead (a directory, glob or hdfs:// URI, as
+                     dev.cohort.data.Convert writes them), each worker streaming its share; the
+                     test set stays --data-dir's (--framework torch)
   --spark MASTER     train as one barrier stage of a Spark job instead (cohort-spark), e.g.
                      --spark 'local[2]' or --spark spark://host:7077; --workers tasks
 Any other option goes to the trainer (dev.cohort.examples.FashionMnistTrainer --help), e.g.

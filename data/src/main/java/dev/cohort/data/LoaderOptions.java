@@ -96,8 +96,8 @@ public final class LoaderOptions implements Cloneable {
         return rank(group.rank(), group.size());
     }
 
-    /** A copy, so that a loader is not changed by later calls on the options it was given. */
-    LoaderOptions copy() {
+    /** A copy: what a loader keeps, so that later calls on the options given to it do not change it. */
+    public LoaderOptions copy() {
         try {
             return (LoaderOptions) super.clone(); // every field is a value or immutable (the group is shared)
         } catch (CloneNotSupportedException e) {

@@ -6,10 +6,14 @@ import dev.cohort.api.JobEnvironment;
 import dev.cohort.cli.BackendChoice;
 import dev.cohort.cli.BackendOptions;
 import dev.cohort.cli.Commands;
+import dev.cohort.data.ColumnMapping;
+import dev.cohort.data.DataException;
+import dev.cohort.data.ParquetDataset;
 import dev.cohort.runtime.elastic.ElasticJob;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -61,6 +65,9 @@ public final class FashionMnistTrainer implements Callable<Integer> {
             description = "directory of the four IDX files, .gz or not (default: ${DEFAULT-VALUE}, Debian's "
                     + FashionMnist.DEBIAN_PACKAGE + ")")
     Path dataDir;
+
+    @Option(names = "--data", paramLabel = "DIR|URI")
+    String parquetData;
 
     @Option(names = "--model", paramLabel = "mlp|cnn", defaultValue = "mlp")
     String model;
@@ -168,6 +175,10 @@ public final class FashionMnistTrainer implements Callable<Integer> {
                         "--grad-compression: only with --framework torch (DJL's trainer sends "
                                 + "gradients as they are)");
             }
+            if (djl && parquetData != null) {
+                throw new IllegalArgumentException("--data: only with --framework torch for now (DJL's trainer "
+                        + "reads the IDX files of --data-dir)");
+            }
             if (djl && config.zeroStage() > 0) {
                 throw new IllegalArgumentException("--zero: only with --framework torch (DJL's trainer keeps the whole "
                         + "optimizer state on every worker)");
@@ -199,12 +210,36 @@ public final class FashionMnistTrainer implements Callable<Integer> {
                         "cohort run --elastic: only with --framework torch (DJL's trainer cannot "
                                 + "go on in a re-formed group)");
             }
+            if (job.isElastic() && parquetData != null) {
+                throw new IllegalArgumentException(
+                        "cohort run --elastic: not with --data yet (the trainer re-shards the IDX files "
+                                + "in a re-formed group); drop --data, or --elastic");
+            }
             if (job.isElastic() && config.zeroStage() > 0) {
                 throw new IllegalArgumentException(
                         "cohort run --elastic: only with --zero 0 (under ZeRO a lost worker's "
                                 + "shard of the optimizer state is gone)");
             }
             long start = System.nanoTime();
+            if (parquetData != null) {
+                ParquetDataset train =
+                        ParquetDataset.open(List.of(parquetData), ColumnMapping.list("features", "label"));
+                FashionMnist.Split test = FashionMnist.loadSplit(dataDir, "t10k");
+                if (job.backend().isRootWorker()) {
+                    out.printf(
+                            Locale.ROOT,
+                            "opened %s (%d training examples in %d Parquet file(s), %d row groups) and the %d test "
+                                    + "images of %s in %.1f s%n",
+                            parquetData,
+                            train.examples(),
+                            train.files().size(),
+                            train.rowGroups(),
+                            test.count(),
+                            dataDir,
+                            (System.nanoTime() - start) / 1e9);
+                }
+                return summarize(FashionMnistTraining.train(job, config, train, test, out), job);
+            }
             FashionMnist data = FashionMnist.load(dataDir);
             if (job.backend().isRootWorker()) {
                 out.printf(
@@ -215,23 +250,12 @@ public final class FashionMnistTrainer implements Callable<Integer> {
                         data.test().count(),
                         (System.nanoTime() - start) / 1e9);
             }
-            TrainingSummary summary = djl
-                    ? DjlFashionMnistTraining.train(job, config, data, out)
-                    : FashionMnistTraining.train(job, config, data, out);
-            if (json != null && job.backend().isRootWorker()) {
-                summary.writeJson(json);
-                out.println("summary written to " + json.toAbsolutePath());
-                Path chart = TrainingChart.pathFor(json);
-                try {
-                    TrainingChart.write(summary, chart);
-                } catch (IOException | RuntimeException e) {
-                    err.println("fashion-mnist: cannot draw the training chart " + chart.toAbsolutePath() + ": " + e);
-                    return 1;
-                }
-                out.println("chart written to " + chart.toAbsolutePath());
-            }
-            return 0;
-        } catch (DataFileException e) {
+            return summarize(
+                    djl
+                            ? DjlFashionMnistTraining.train(job, config, data, out)
+                            : FashionMnistTraining.train(job, config, data, out),
+                    job);
+        } catch (DataFileException | DataException e) {
             return failed("bad data: " + e.getMessage(), e, 1);
         } catch (IOException | BackendUnavailableException e) {
             return failed(e.getMessage(), e, 1);
@@ -252,6 +276,23 @@ public final class FashionMnistTrainer implements Callable<Integer> {
                 // The JVM is shutting down; the hook is running or has run.
             }
         }
+    }
+
+    /** With {@code --json}, the root writes the summary and its chart; returns the exit code. */
+    private int summarize(TrainingSummary summary, ElasticJob job) throws IOException {
+        if (json != null && job.backend().isRootWorker()) {
+            summary.writeJson(json);
+            out.println("summary written to " + json.toAbsolutePath());
+            Path chart = TrainingChart.pathFor(json);
+            try {
+                TrainingChart.write(summary, chart);
+            } catch (IOException | RuntimeException e) {
+                err.println("fashion-mnist: cannot draw the training chart " + chart.toAbsolutePath() + ": " + e);
+                return 1;
+            }
+            out.println("chart written to " + chart.toAbsolutePath());
+        }
+        return 0;
     }
 
     /** Says {@code message} as this program, records {@code e} for the launcher, and returns {@code exitCode}. */

@@ -7,11 +7,15 @@ import dev.cohort.api.Distributed;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.ProgressReporter;
 import dev.cohort.api.checkpoint.TrainingPosition;
+import dev.cohort.data.DataPosition;
+import dev.cohort.data.LoaderOptions;
+import dev.cohort.data.ParquetDataset;
 import dev.cohort.libtorch.LibTorch;
 import dev.cohort.runtime.elastic.ElasticJob;
 import dev.cohort.torch.Checkpoints;
 import dev.cohort.torch.DistributedOptimizer;
 import dev.cohort.torch.MiniBatch;
+import dev.cohort.torch.ParquetLoader;
 import dev.cohort.torch.ShardedLoader;
 import dev.cohort.torch.TensorSamples;
 import dev.cohort.torch.TorchCollectives;
@@ -27,6 +31,7 @@ import org.bytedeco.pytorch.Optimizer;
 import org.bytedeco.pytorch.OptimizerParamGroupVector;
 import org.bytedeco.pytorch.SGD;
 import org.bytedeco.pytorch.SGDOptions;
+import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 
@@ -36,7 +41,8 @@ import org.bytedeco.pytorch.global.torch;
  *
  * <ol>
  *   <li>{@code checkBatchSize} with the global batch (per-worker batch times workers);</li>
- *   <li>build the model, the SGD optimizer and a shuffling loader over the whole training set;</li>
+ *   <li>build the model, the SGD optimizer and a shuffling loader over the whole training set (its
+ *       tensors, or with {@code --data} a {@link ParquetLoader} streaming the Parquet shards);</li>
  *   <li>{@code distribute}: the root's weights go to every worker, the optimizer averages
  *       gradients before each step, the loader yields this worker's shard;</li>
  *   <li>with {@code --resume}, every worker loads the latest checkpoint (the same file);</li>
@@ -50,6 +56,8 @@ import org.bytedeco.pytorch.global.torch;
 public final class FashionMnistTraining {
 
     private static final int EVAL_BATCH = 1000;
+    /** Examples each worker mixes its Parquet share through (about 12 MiB of pixels). */
+    private static final int PARQUET_SHUFFLE_BUFFER = 4096;
 
     private final ElasticJob job;
     /** The current generation's backend (another after an elastic run re-formed its group). */
@@ -58,10 +66,17 @@ public final class FashionMnistTraining {
     private final TrainingConfig config;
     private final PrintStream out;
     // What training holds across generations.
-    private DistributeRequest<Classifier, Optimizer, ShardedLoader, Object> request;
+    private DistributeRequest<Classifier, Optimizer, Object, Object> request;
     private Classifier trained;
     private Optimizer optimizer;
+    /** This worker's shard: of the IDX tensors, or (with {@code --data}) of the Parquet files. */
     private ShardedLoader shard;
+
+    private ParquetLoader parquet;
+    /** The Parquet epoch being trained, and where a checkpoint said to go on in its epoch. */
+    private ParquetLoader.Epoch parquetEpoch;
+
+    private DataPosition resumeAt;
     private double lrScale = 1.0;
 
     private FashionMnistTraining(ElasticJob job, TrainingConfig config, PrintStream out) {
@@ -78,10 +93,38 @@ public final class FashionMnistTraining {
      * @throws IllegalArgumentException when the batch cannot be split among the workers
      */
     public static TrainingSummary train(ElasticJob job, TrainingConfig config, FashionMnist data, PrintStream out) {
-        return new FashionMnistTraining(job, config, out).run(data);
+        return new FashionMnistTraining(job, config, out).run(data.train(), null, data.test());
     }
 
-    private TrainingSummary run(FashionMnist data) {
+    /**
+     * {@link #train(ElasticJob, TrainingConfig, FashionMnist, PrintStream)} from Parquet shards of
+     * the training set ({@code Convert.idx}'s columns: {@code features}, 784 pixels in [0, 1], and
+     * {@code label}), streamed through a {@link ParquetLoader}; {@code test} scores the accuracy.
+     * Checkpoints carry the data position, so {@code --resume} goes on with the batches the saved
+     * run had left.
+     */
+    public static TrainingSummary train(
+            ElasticJob job, TrainingConfig config, ParquetDataset train, FashionMnist.Split test, PrintStream out) {
+        if (train.width() != FashionMnist.PIXELS) {
+            throw new IllegalArgumentException("--data: its examples have " + train.width() + " features; "
+                    + "Fashion-MNIST's images have " + FashionMnist.PIXELS + " (28 x 28)");
+        }
+        return new FashionMnistTraining(job, config, out).run(null, train, test);
+    }
+
+    /** Trains from {@code idxTrain}, or from {@code parquetTrain} where that is given; scores on {@code test}. */
+    private TrainingSummary run(FashionMnist.Split idxTrain, ParquetDataset parquetTrain, FashionMnist.Split test) {
+        try {
+            return trainFrom(idxTrain, parquetTrain, test);
+        } finally {
+            if (parquetEpoch != null) {
+                parquetEpoch.close();
+            }
+        }
+    }
+
+    private TrainingSummary trainFrom(
+            FashionMnist.Split idxTrain, ParquetDataset parquetTrain, FashionMnist.Split test) {
         long started = System.nanoTime();
         int workers = backend.worldSize();
         backend.checkBatchSize(config.batchSize() * workers);
@@ -89,18 +132,25 @@ public final class FashionMnistTraining {
         torch.set_num_threads(config.threads());
         torch.manual_seed(config.seed());
 
-        Tensor trainImages = images(data.train());
-        Tensor trainLabels =
-                Tensor.create(data.train().longLabels(), data.train().count());
-        Tensor testImages = images(data.test());
-        Tensor testLabels = Tensor.create(data.test().longLabels(), data.test().count());
+        Tensor testImages = images(test);
+        Tensor testLabels = Tensor.create(test.longLabels(), test.count());
 
         Classifier model = config.model().create();
         SGDOptions options = new SGDOptions(config.lr());
         options.momentum().put(config.momentum());
         Optimizer sgd = new SGD(model.parameters(), options);
-        ShardedLoader loader =
-                ShardedLoader.of(new TensorSamples(trainImages, trainLabels), config.batchSize(), true, config.seed());
+        Object loader = parquetTrain != null
+                ? ParquetLoader.of(
+                        parquetTrain,
+                        new LoaderOptions()
+                                .batchSize(config.batchSize())
+                                .seed(config.seed())
+                                .shuffleBuffer(PARQUET_SHUFFLE_BUFFER))
+                : ShardedLoader.of(
+                        new TensorSamples(images(idxTrain), Tensor.create(idxTrain.longLabels(), idxTrain.count())),
+                        config.batchSize(),
+                        true,
+                        config.seed());
 
         request = DistributeRequest.of(model, (Optimizer) sgd, loader, (Object) null)
                 .withOption(TorchDistributor.GRAD_COMPRESSION, config.gradCompression())
@@ -119,7 +169,7 @@ public final class FashionMnistTraining {
 
                     @Override
                     public int batchesPerEpoch() {
-                        return shard.batchesPerEpoch();
+                        return FashionMnistTraining.this.batchesPerEpoch();
                     }
 
                     @Override
@@ -132,7 +182,7 @@ public final class FashionMnistTraining {
                                         workers,
                                         backend.name(),
                                         config.epochs(),
-                                        shard.batchesPerEpoch(),
+                                        FashionMnistTraining.this.batchesPerEpoch(),
                                         workers,
                                         config.batchSize(),
                                         config.lr(),
@@ -142,12 +192,39 @@ public final class FashionMnistTraining {
                                 + (config.gradCompression().equals("none")
                                         ? ""
                                         : ", gradients sent as " + config.gradCompression())
-                                + (config.zeroStage() == 0 ? "" : ", ZeRO stage " + config.zeroStage());
+                                + (config.zeroStage() == 0 ? "" : ", ZeRO stage " + config.zeroStage())
+                                + (parquet == null
+                                        ? ""
+                                        : ", streamed from "
+                                                + parquet.dataset().files().size() + " Parquet file(s)");
                     }
 
                     @Override
                     public TrainingLoop.Steps epoch(int epoch, int firstBatch) {
-                        return steps(shard, epoch, firstBatch);
+                        if (parquet != null) {
+                            return parquetSteps(epoch, firstBatch);
+                        }
+                        Iterator<MiniBatch> it = shard.epoch(epoch, firstBatch).iterator();
+                        return steps(it, shard.batchesPerEpoch() - firstBatch);
+                    }
+
+                    /** This worker's Parquet batches of {@code epoch}: from its start, or from the checkpoint's position. */
+                    private TrainingLoop.Steps parquetSteps(int epoch, int firstBatch) {
+                        DataPosition from = DataPosition.start(epoch);
+                        if (firstBatch > 0) {
+                            if (resumeAt == null || resumeAt.epoch() != epoch) {
+                                throw new IllegalStateException(
+                                        "the checkpoint stopped at step " + (firstBatch + 1)
+                                                + " of epoch " + (epoch + 1) + " but holds no data position for it"
+                                                + " (saved by a run without --data?): resume it without --data, or start afresh");
+                            }
+                            from = resumeAt;
+                        }
+                        if (parquetEpoch != null) {
+                            parquetEpoch.close();
+                        }
+                        parquetEpoch = parquet.epoch(from);
+                        return steps(parquetEpoch.iterator(), parquetEpoch.steps());
                     }
 
                     @Override
@@ -162,26 +239,21 @@ public final class FashionMnistTraining {
                             DistributedBackend now, int epoch, long examplesDone, int batchSize, double scale) {
                         backend = now;
                         lrScale = scale;
-                        request =
-                                request.withTrainingData(request.trainingData().withBatchSize(batchSize));
+                        request = request.withTrainingData(idxLoader().withBatchSize(batchSize));
                         distribute();
-                        ShardedLoader rest =
-                                request.trainingData().sharded(now.worldSize(), now.rank(), false, examplesDone);
-                        return steps(rest, epoch, 0);
+                        ShardedLoader rest = idxLoader().sharded(now.worldSize(), now.rank(), false, examplesDone);
+                        return steps(rest.epoch(epoch).iterator(), rest.batchesPerEpoch());
                     }
 
                     @Override
                     public void joinAt(int batchSize, double scale) {
                         lrScale = scale;
-                        request =
-                                request.withTrainingData(request.trainingData().withBatchSize(batchSize));
-                        shard = request.trainingData().sharded(backend.worldSize(), backend.rank(), false, 0);
+                        request = request.withTrainingData(idxLoader().withBatchSize(batchSize));
+                        shard = idxLoader().sharded(backend.worldSize(), backend.rank(), false, 0);
                     }
 
-                    private TrainingLoop.Steps steps(ShardedLoader loader, int epoch, int firstBatch) {
+                    private TrainingLoop.Steps steps(Iterator<MiniBatch> it, int count) {
                         trained.train(true);
-                        Iterator<MiniBatch> it = loader.epoch(epoch, firstBatch).iterator();
-                        int count = loader.batchesPerEpoch() - firstBatch;
                         return TrainingLoop.steps(it, count, (next, step, totalSteps) -> {
                             // The scope frees the step's native temporaries at once (not at the next GC).
                             try (PointerScope scope = new PointerScope()) {
@@ -189,7 +261,7 @@ public final class FashionMnistTraining {
                                 setLearningRate(
                                         optimizer, lrScale * TrainingLoop.learningRate(config, step, totalSteps));
                                 optimizer.zero_grad();
-                                Tensor loss = cross_entropy(trained.forward(b.inputs()), b.targets());
+                                Tensor loss = cross_entropy(trained.forward(inputs(b)), b.targets());
                                 loss.backward();
                                 optimizer.step();
                                 return new TrainingLoop.StepResult(
@@ -216,17 +288,22 @@ public final class FashionMnistTraining {
                         // The scope frees the archives and temporaries at once; left to the GC, the native memory they
                         // hold piled up between old-generation collections (scripts/soak.sh: rank 0 grew ~1 MiB/s).
                         try (PointerScope scope = new PointerScope()) {
+                            // With --data, where the data stands after the last batch trained (the epoch's end at its
+                            // end).
+                            DataPosition data = parquetEpoch == null ? null : parquetEpoch.position();
                             if (config.zeroStage() > 0) {
-                                Checkpoints.saveSharded(file, trained, optimizer, position);
+                                Checkpoints.saveSharded(file, trained, optimizer, position, data);
                             } else {
-                                Checkpoints.save(file, trained, optimizer, position);
+                                Checkpoints.save(file, trained, optimizer, position, data);
                             }
                         }
                     }
 
                     @Override
                     public TrainingPosition load(Path file) {
-                        return Checkpoints.load(file, trained, optimizer);
+                        Checkpoints.Loaded loaded = Checkpoints.loadWithData(file, trained, optimizer);
+                        resumeAt = loaded.data();
+                        return loaded.position();
                     }
                 })
                 .run(started);
@@ -234,10 +311,52 @@ public final class FashionMnistTraining {
 
     /** Distributes the model, optimizer and data on the current backend: the root's state to every worker. */
     private void distribute() {
-        Distributed<Classifier, Optimizer, ShardedLoader, Object> distributed = backend.distribute(request);
+        Distributed<Classifier, Optimizer, Object, Object> distributed = backend.distribute(request);
         trained = distributed.model();
         optimizer = distributed.optimizer();
-        shard = distributed.trainingData();
+        if (distributed.trainingData() instanceof ParquetLoader p) {
+            parquet = p;
+        } else {
+            shard = (ShardedLoader) distributed.trainingData();
+        }
+    }
+
+    /**
+     * The IDX loader to shard anew in an elastic run (re-formed or joined); from Parquet an elastic
+     * run is refused before training ({@link FashionMnistTrainer}).
+     */
+    private ShardedLoader idxLoader() {
+        if (!(request.trainingData() instanceof ShardedLoader loader)) {
+            throw new UnsupportedOperationException("an elastic run trains from the IDX files, not from --data");
+        }
+        return loader;
+    }
+
+    /**
+     * This worker's batches in an epoch, the same on every worker: from Parquet, its share of the
+     * examples (padded: {@code ceil(examples / workers)}) in batches of {@code --batch-size}.
+     */
+    private int batchesPerEpoch() {
+        if (parquet == null) {
+            return shard.batchesPerEpoch();
+        }
+        long workers = backend.worldSize();
+        long perWorker = (parquet.dataset().examples() + workers - 1) / workers;
+        return (int) ((perWorker + config.batchSize() - 1) / config.batchSize());
+    }
+
+    /**
+     * A batch's images as the model takes them: the IDX tensors are normalized already; Parquet's
+     * pixels (in [0, 1], 784 a row) are normalized here as the IDX ones were.
+     */
+    private Tensor inputs(MiniBatch batch) {
+        if (parquet == null) {
+            return batch.inputs();
+        }
+        return batch.inputs()
+                .sub_(new Scalar(FashionMnist.MEAN))
+                .div_(new Scalar(FashionMnist.STD))
+                .reshape(batch.size(), 1, FashionMnist.ROWS, FashionMnist.COLUMNS);
     }
 
     private static void setLearningRate(Optimizer optimizer, double lr) {

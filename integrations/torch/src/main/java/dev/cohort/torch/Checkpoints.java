@@ -4,6 +4,7 @@ import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.checkpoint.CheckpointFile;
 import dev.cohort.api.checkpoint.TrainingPosition;
 import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.data.DataPosition;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -26,7 +27,9 @@ import org.bytedeco.pytorch.global.torch;
  * random initialization; the root's state, restored on every rank), in one libtorch archive,
  * written atomically and durably ({@link CheckpointFile}).
  * Data order and any randomness are functions of (seed, epoch), so the position is all a resumed
- * run needs to continue exactly as the uninterrupted run would.
+ * run needs to continue exactly as the uninterrupted run would. A {@link ParquetLoader}'s
+ * {@link DataPosition} goes in too where given ({@link #loadWithData} reads it back), so a resumed
+ * run streams exactly the batches the saved one had left, at its world size or another.
  *
  * <p>Under ZeRO ({@link TorchDistributor#ZERO_STAGE}) each rank holds only its shard of the
  * optimizer state: {@link #saveSharded} (on every rank) writes each rank's shard beside the
@@ -47,13 +50,22 @@ public final class Checkpoints {
      *                                  {@link #saveSharded} on every rank
      */
     public static void save(Path file, Module model, Optimizer optimizer, TrainingPosition position) {
+        save(file, model, optimizer, position, null);
+    }
+
+    /**
+     * {@link #save(Path, Module, Optimizer, TrainingPosition)} with where the data stands: the
+     * {@link ParquetLoader.Epoch#position()} after the last batch trained on (null for none).
+     */
+    public static void save(
+            Path file, Module model, Optimizer optimizer, TrainingPosition position, DataPosition data) {
         ZeroShards zero = optimizer instanceof DistributedOptimizer d ? d.shards() : null;
         if (zero != null) {
             throw new IllegalArgumentException(
                     "the optimizer's state is sharded across " + zero.group().size() + " rank(s) (ZeRO stage "
                             + zero.stage() + "): call Checkpoints.saveSharded on every rank");
         }
-        writeMain(file, model, optimizer, position, null);
+        writeMain(file, model, optimizer, position, data, null);
     }
 
     /**
@@ -66,6 +78,12 @@ public final class Checkpoints {
      * @throws IllegalArgumentException unless {@code optimizer} is a {@link DistributedOptimizer} with ZeRO
      */
     public static void saveSharded(Path file, Module model, Optimizer optimizer, TrainingPosition position) {
+        saveSharded(file, model, optimizer, position, null);
+    }
+
+    /** {@link #saveSharded(Path, Module, Optimizer, TrainingPosition)} with where the data stands (null for none). */
+    public static void saveSharded(
+            Path file, Module model, Optimizer optimizer, TrainingPosition position, DataPosition data) {
         ZeroShards zero = optimizer instanceof DistributedOptimizer d ? d.shards() : null;
         if (zero == null) {
             throw new IllegalArgumentException("saveSharded is for an optimizer distributed with option "
@@ -86,7 +104,7 @@ public final class Checkpoints {
             for (int g = 0; g < zero.layouts().size(); g++) {
                 layout[g + 1] = zero.layouts().get(g).total();
             }
-            writeMain(file, model, null, position, layout);
+            writeMain(file, model, null, position, data, layout);
             removeShardsBefore(file, position.step());
         }
         group.barrier().await();
@@ -127,7 +145,7 @@ public final class Checkpoints {
      * {@code shards} giving their number and each parameter group's elements.
      */
     private static void writeMain(
-            Path file, Module model, Optimizer optimizer, TrainingPosition position, long[] shards) {
+            Path file, Module model, Optimizer optimizer, TrainingPosition position, DataPosition data, long[] shards) {
         CheckpointFile.write(file, tmp -> {
             try {
                 OutputArchive archive = new OutputArchive();
@@ -145,6 +163,9 @@ public final class Checkpoints {
                         "position",
                         torch.tensor(new long[] {position.epoch(), position.batchInEpoch(), position.step()}));
                 archive.write("rng", torch.getDefaultCPUGenerator().get_state());
+                if (data != null) {
+                    archive.write("data", torch.tensor(widened(data.toBytes())));
+                }
                 archive.save_to(tmp.toString());
             } catch (RuntimeException e) {
                 throw new IllegalStateException("saving checkpoint " + file + " failed: " + e.getMessage(), e);
@@ -158,6 +179,20 @@ public final class Checkpoints {
      * sharded over any number of ranks, or unsharded.
      */
     public static TrainingPosition load(Path file, Module model, Optimizer optimizer) {
+        return loadWithData(file, model, optimizer).position();
+    }
+
+    /**
+     * A loaded checkpoint's positions.
+     *
+     * @param position where training goes on
+     * @param data     where the data goes on ({@link ParquetLoader#epoch(DataPosition)}), or null when the
+     *                 checkpoint holds none
+     */
+    public record Loaded(TrainingPosition position, DataPosition data) {}
+
+    /** {@link #load}, returning the data position too. */
+    public static Loaded loadWithData(Path file, Module model, Optimizer optimizer) {
         if (!Files.isRegularFile(file)) {
             throw new IllegalArgumentException("checkpoint " + file + " does not exist");
         }
@@ -174,14 +209,36 @@ public final class Checkpoints {
             if (archive.try_read("rng", rng)) {
                 torch.getDefaultCPUGenerator().set_state(rng);
             }
-            return new TrainingPosition(
-                    (int) position.get(0).item_long(),
-                    (int) position.get(1).item_long(),
-                    position.get(2).item_long());
+            Tensor data = new Tensor();
+            return new Loaded(
+                    new TrainingPosition(
+                            (int) position.get(0).item_long(),
+                            (int) position.get(1).item_long(),
+                            position.get(2).item_long()),
+                    archive.try_read("data", data) ? DataPosition.fromBytes(narrowed(data)) : null);
         } catch (RuntimeException e) {
             throw new IllegalStateException(
                     "checkpoint " + file + " is unreadable or does not match this model: " + e.getMessage(), e);
         }
+    }
+
+    /** Bytes as int64 elements, one each: the data position is a few dozen bytes of text. */
+    private static long[] widened(byte[] bytes) {
+        long[] out = new long[bytes.length];
+        for (int i = 0; i < bytes.length; i++) {
+            out[i] = bytes[i];
+        }
+        return out;
+    }
+
+    private static byte[] narrowed(Tensor widened) {
+        long[] values = new long[(int) widened.numel()];
+        widened.contiguous().data_ptr_long().get(values);
+        byte[] out = new byte[values.length];
+        for (int i = 0; i < values.length; i++) {
+            out[i] = (byte) values[i];
+        }
+        return out;
     }
 
     /** The optimizer's state: all of it, or under ZeRO this rank's shards, from the file or from its shards. */

@@ -29,7 +29,8 @@ import org.bytedeco.pytorch.global.torch;
  * buffers are broadcast to every rank; an {@link Optimizer} gets the root's state (Horovod's
  * {@code broadcast_optimizer_state}) and comes back as a {@link DistributedOptimizer}; a
  * {@link ShardedLoader} or a {@link ShardedMnistLoader} (libtorch's own MNIST loader) comes back
- * over this rank's shard ({@link ShardSampler}); any other training data is refused (it would reach
+ * over this rank's shard ({@link ShardSampler}), a {@link ParquetLoader} over this rank's share of
+ * its Parquet files, agreeing on read errors with the other ranks; any other training data is refused (it would reach
  * every rank whole); the learning-rate scheduler is passed through.
  *
  * <p>The parameters whose gradients are averaged are the request's {@code modelParameters} when
@@ -120,7 +121,8 @@ public final class TorchDistributor implements Distributor {
                 || isTorchType(request.optimizer())
                 || isTorchType(request.trainingData())
                 || request.trainingData() instanceof ShardedLoader
-                || request.trainingData() instanceof ShardedMnistLoader;
+                || request.trainingData() instanceof ShardedMnistLoader
+                || request.trainingData() instanceof ParquetLoader;
     }
 
     private static boolean isTorchType(Object o) {
@@ -177,9 +179,13 @@ public final class TorchDistributor implements Distributor {
                     + "options) pass ShardedMnistLoader.of(data, options, seed), an MNISTRandomDataLoader whose loop stays "
                     + "the same");
         }
-        if (data != null && !(data instanceof ShardedLoader) && !(data instanceof ShardedMnistLoader)) {
+        if (data != null
+                && !(data instanceof ShardedLoader)
+                && !(data instanceof ShardedMnistLoader)
+                && !(data instanceof ParquetLoader)) {
             throw new IllegalArgumentException("the torch integration shards training data given as a "
-                    + ShardedLoader.class.getName() + "; a " + data.getClass().getName()
+                    + ShardedLoader.class.getName() + " or a " + ParquetLoader.class.getName() + "; a "
+                    + data.getClass().getName()
                     + " would reach every rank whole, "
                     + "and each would train on all of it: pass ShardedLoader.of(dataset, batchSize, shuffle, seed), or pass "
                     + "no training data and shard it yourself with a ShardSampler");
@@ -221,6 +227,9 @@ public final class TorchDistributor implements Distributor {
             data = (D) loader.sharded(backend.worldSize(), backend.rank(), dropLast);
         } else if (data instanceof ShardedMnistLoader loader) {
             data = (D) loader.sharded(backend.worldSize(), backend.rank(), dropLast);
+        } else if (data instanceof ParquetLoader loader) {
+            data = (D) loader.sharded(
+                    backend.worldSize(), backend.rank(), dropLast, backend.worldSize() > 1 ? group : null);
         }
         return new Distributed<>(request.model(), optimizer, data, request.lrScheduler());
     }
