@@ -118,15 +118,7 @@ class FashionMnistTrainingTest {
         }
         // Rank threads share libtorch's generator, so no two runs start from the same weights: the
         // run resumed at step 60 is compared with one that went on from step 50 without stopping.
-        Path fromFifty = dir.resolve("ckpt-50");
-        Files.createDirectories(fromFifty);
-        try (var files = Files.list(checkpoints)) {
-            for (Path p : files.toList()) {
-                if (!p.getFileName().toString().startsWith("checkpoint-step-000000060")) {
-                    Files.copy(p, fromFifty.resolve(p.getFileName()));
-                }
-            }
-        }
+        Path fromFifty = copyLeavingOut(checkpoints, "checkpoint-step-000000060", dir.resolve("ckpt-50"));
         TrainingSummary resumed = train(
                         config.withMaxSteps(80).withCheckpoints(checkpoints, 0, true), new ByteArrayOutputStream())
                 .get(0);
@@ -164,6 +156,19 @@ class FashionMnistTrainingTest {
         TrainingSummary fresh = train(first.withMaxSteps(5), log).get(0);
         assertThat(fresh.stepsRedone()).isZero();
         assertThat(ProgressMarker.read(checkpoints, System.err)).contains(new ProgressMarker.State(5, 0));
+    }
+
+    /** A copy of {@code checkpoints} in {@code to}, without the files whose names start with {@code leftOut}. */
+    static Path copyLeavingOut(Path checkpoints, String leftOut, Path to) throws IOException {
+        Files.createDirectories(to);
+        try (var files = Files.list(checkpoints)) {
+            for (Path p : files.toList()) {
+                if (!p.getFileName().toString().startsWith(leftOut)) {
+                    Files.copy(p, to.resolve(p.getFileName()));
+                }
+            }
+        }
+        return to;
     }
 
     /**

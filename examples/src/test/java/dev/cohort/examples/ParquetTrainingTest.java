@@ -63,15 +63,8 @@ class ParquetTrainingTest {
         train(config.withMaxSteps(30).withCheckpoints(checkpoints, 10, false), new ByteArrayOutputStream());
         // Rank threads share libtorch's generator, so no two runs start from the same weights: the run
         // resumed at step 30 is compared with one that went on from step 20 without stopping.
-        Path fromTwenty = dir.resolve("ckpt-20");
-        Files.createDirectories(fromTwenty);
-        try (var files = Files.list(checkpoints)) {
-            for (Path p : files.toList()) {
-                if (!p.getFileName().toString().startsWith("checkpoint-step-000000030")) {
-                    Files.copy(p, fromTwenty.resolve(p.getFileName()));
-                }
-            }
-        }
+        Path fromTwenty = FashionMnistTrainingTest.copyLeavingOut(
+                checkpoints, "checkpoint-step-000000030", dir.resolve("ckpt-20"));
         ByteArrayOutputStream log = new ByteArrayOutputStream();
         TrainingSummary resumed = train(config.withMaxSteps(40).withCheckpoints(checkpoints, 0, true), log);
         TrainingSummary straight =

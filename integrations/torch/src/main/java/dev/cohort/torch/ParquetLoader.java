@@ -45,12 +45,13 @@ import org.bytedeco.pytorch.global.torch;
  */
 public final class ParquetLoader {
 
-    private final ParquetDataset dataset;
-    private final LoaderOptions options;
     /** Set once distribute() sharded this loader: its epochs are refused from then on. */
     private volatile boolean handedToDistribute;
     /** The epoch started last: ended when another starts. */
     private Epoch open;
+
+    private final ParquetDataset dataset;
+    private final LoaderOptions options;
 
     private ParquetLoader(ParquetDataset dataset, LoaderOptions options) {
         this.dataset = dataset;
