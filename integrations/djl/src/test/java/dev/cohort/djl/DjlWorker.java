@@ -180,15 +180,32 @@ public final class DjlWorker {
         }
     }
 
-    /** {@code records} inputs from a fixed seed, labelled by a fixed random linear map's largest output. */
+    /** The {@link #synthetic} examples as a DJL dataset that {@code sampler} shards. */
     static ArrayDataset dataset(NDManager manager, int records, DistributedSampler sampler) {
+        Synthetic data = synthetic(records);
+        float[] y = new float[records];
+        for (int r = 0; r < records; r++) {
+            y[r] = data.labels()[r];
+        }
+        return new ArrayDataset.Builder()
+                .setData(manager.create(data.features(), new Shape(records, FEATURES)))
+                .optLabels(manager.create(y, new Shape(records)))
+                .setSampling(sampler)
+                .build();
+    }
+
+    /** {@code records} examples of {@link #FEATURES} features, row after row, and their classes. */
+    record Synthetic(float[] features, int[] labels) {}
+
+    /** {@code records} inputs from a fixed seed, labelled by a fixed random linear map's largest output. */
+    static Synthetic synthetic(int records) {
         Random random = new Random(42);
         float[] x = new float[records * FEATURES];
         float[] w = new float[FEATURES * CLASSES];
         for (int i = 0; i < w.length; i++) {
             w[i] = (float) random.nextGaussian();
         }
-        float[] y = new float[records];
+        int[] y = new int[records];
         for (int r = 0; r < records; r++) {
             float best = Float.NEGATIVE_INFINITY;
             for (int f = 0; f < FEATURES; f++) {
@@ -205,10 +222,6 @@ public final class DjlWorker {
                 }
             }
         }
-        return new ArrayDataset.Builder()
-                .setData(manager.create(x, new Shape(records, FEATURES)))
-                .optLabels(manager.create(y, new Shape(records)))
-                .setSampling(sampler)
-                .build();
+        return new Synthetic(x, y);
     }
 }
