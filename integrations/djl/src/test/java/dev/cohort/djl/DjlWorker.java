@@ -138,13 +138,7 @@ public final class DjlWorker {
             sampler.resumeAt(position);
             System.out.println("RESUMED AT " + position);
         }
-        long saveAt = -1;
-        Path saveTo = null;
-        if (options.containsKey("save")) {
-            String[] at = options.get("save").split(":", 2);
-            saveAt = Long.parseLong(at[0]);
-            saveTo = Path.of(at[1]);
-        }
+        SaveAt save = SaveAt.of(options);
         long step = position.step();
         for (int epoch = position.epoch(); epoch < epochs; epoch++) {
             if (epoch != position.epoch()) {
@@ -152,11 +146,7 @@ public final class DjlWorker {
             }
             int batch = epoch == position.epoch() ? position.batchInEpoch() : 0;
             for (Batch b : trainer.iterateDataset(data)) {
-                try (GradientCollector collector = trainer.newGradientCollector()) {
-                    NDArray pred = trainer.forward(b.getData()).singletonOrThrow();
-                    collector.backward(trainer.getLoss().evaluate(b.getLabels(), new NDList(pred)));
-                }
-                trainer.step();
+                trainStep(trainer, b);
                 b.close();
                 batch++;
                 step++;
@@ -168,9 +158,9 @@ public final class DjlWorker {
                     System.out.println("CHANGED "
                             + trainer.getModel().getBlock().getParameters().keyAt(1) + " after step " + step);
                 }
-                if (step == saveAt && trainer.backend().isRootWorker()) {
+                if (step == save.step() && trainer.backend().isRootWorker()) {
                     Checkpoints.save(
-                            saveTo,
+                            save.file(),
                             trainer,
                             batch == batchesPerEpoch
                                     ? new TrainingPosition(epoch + 1, 0, step)
@@ -178,6 +168,26 @@ public final class DjlWorker {
                 }
             }
         }
+    }
+
+    /** The {@code save=STEP:FILE} option: after which step the root checkpoints, and where (step -1: never). */
+    record SaveAt(long step, Path file) {
+        static SaveAt of(Map<String, String> options) {
+            if (!options.containsKey("save")) {
+                return new SaveAt(-1, null);
+            }
+            String[] at = options.get("save").split(":", 2);
+            return new SaveAt(Long.parseLong(at[0]), Path.of(at[1]));
+        }
+    }
+
+    /** One training step on {@code b}: forward, backward, then the trainer's step. */
+    static void trainStep(DistributedTrainer trainer, Batch b) {
+        try (GradientCollector collector = trainer.newGradientCollector()) {
+            NDArray pred = trainer.forward(b.getData()).singletonOrThrow();
+            collector.backward(trainer.getLoss().evaluate(b.getLabels(), new NDList(pred)));
+        }
+        trainer.step();
     }
 
     /** The {@link #synthetic} examples as a DJL dataset that {@code sampler} shards. */

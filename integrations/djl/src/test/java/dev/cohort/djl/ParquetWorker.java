@@ -12,7 +12,6 @@ import ai.djl.nn.SequentialBlock;
 import ai.djl.nn.core.Linear;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.EasyTrain;
-import ai.djl.training.GradientCollector;
 import ai.djl.training.dataset.Batch;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
@@ -101,8 +100,8 @@ public final class ParquetWorker {
                     }
                     Files.write(Path.of(out + ".params"), lines);
                 }
+                System.out.println("OK rank " + backend.rank());
             }
-            System.out.println("OK");
         });
     }
 
@@ -143,32 +142,22 @@ public final class ParquetWorker {
             position = Checkpoints.load(Path.of(options.get("resume")), trainer, data);
             System.out.println("RESUMED AT " + position + ", data " + data.position());
         }
-        long saveAt = -1;
-        Path saveTo = null;
-        if (options.containsKey("save")) {
-            String[] at = options.get("save").split(":", 2);
-            saveAt = Long.parseLong(at[0]);
-            saveTo = Path.of(at[1]);
-        }
+        DjlWorker.SaveAt save = DjlWorker.SaveAt.of(options);
         List<String> lines = new ArrayList<>();
         long step = position.step();
         int batch = position.batchInEpoch();
         for (int epoch = position.epoch(); epoch < epochs; epoch++, batch = 0) {
             for (Batch b : trainer.iterateDataset(data)) {
-                try (GradientCollector collector = trainer.newGradientCollector()) {
-                    NDArray pred = trainer.forward(b.getData()).singletonOrThrow();
-                    collector.backward(trainer.getLoss().evaluate(b.getLabels(), new NDList(pred)));
-                }
-                trainer.step();
+                DjlWorker.trainStep(trainer, b);
                 lines.add(Arrays.toString(b.getLabels().head().toLongArray()) + " "
                         + Arrays.toString(b.getData().head().get(":, 0").toFloatArray()));
                 b.close();
                 step++;
                 batch++;
-                if (step == saveAt && trainer.backend().isRootWorker()) {
+                if (step == save.step() && trainer.backend().isRootWorker()) {
                     boolean epochDone = data.position().epoch() > epoch;
                     Checkpoints.save(
-                            saveTo,
+                            save.file(),
                             trainer,
                             epochDone
                                     ? new TrainingPosition(epoch + 1, 0, step)
