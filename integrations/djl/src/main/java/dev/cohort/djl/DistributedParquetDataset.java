@@ -126,6 +126,7 @@ public final class DistributedParquetDataset implements Dataset, AutoCloseable {
         private final ShardLoader loader;
         private final int epoch;
         private int handedOut;
+        private RuntimeException failure;
 
         Epoch(NDManager manager, ProcessGroup group) {
             close();
@@ -143,6 +144,10 @@ public final class DistributedParquetDataset implements Dataset, AutoCloseable {
 
         @Override
         public boolean hasNext() {
+            if (failure != null) {
+                throw new IllegalStateException(
+                        "epoch " + epoch + " failed after " + handedOut + " batches: " + failure.getMessage(), failure);
+            }
             if (open != this && loader.hasNext()) {
                 throw new IllegalStateException("this iteration of epoch " + epoch + " was abandoned after " + handedOut
                         + " batches (the dataset was iterated again, resumed or closed)");
@@ -159,6 +164,7 @@ public final class DistributedParquetDataset implements Dataset, AutoCloseable {
             try {
                 batch = loader.next();
             } catch (RuntimeException e) {
+                failure = e;
                 close();
                 throw e;
             }

@@ -242,6 +242,56 @@ class DistributedParquetDatasetTest {
         assertThat(dataThreads()).isEmpty();
     }
 
+    /**
+     * A row group whose first page is overwritten fails the iteration with the data module's error
+     * (naming the file); the position stays after the last good batch, the loader is closed, and the
+     * iteration then says it failed.
+     */
+    @Test
+    void aReadErrorEndsTheIterationAndLeavesThePositionAfterTheLastGoodBatch(@TempDir Path bad) throws Exception {
+        float[] features = new float[100 * WIDTH];
+        int[] labels = new int[100];
+        List<String> files = ShardWriter.to(bad.toString())
+                .rowsPerRowGroup(50)
+                .rowsPerFile(50)
+                .write(features, WIDTH, labels);
+        String corrupt = files.get(1).replace("file:", "");
+        try (java.io.RandomAccessFile raw = new java.io.RandomAccessFile(corrupt, "rw")) {
+            raw.seek(4);
+            raw.write(new byte[] {-1, -1, -1, -1, -1, -1});
+        }
+        Path file = Path.of(corrupt);
+        // Hadoop's checksum beside it would refuse the whole (small) file at open; the page is what breaks here.
+        java.nio.file.Files.delete(file.resolveSibling("." + file.getFileName() + ".crc"));
+        ParquetDataset broken = ParquetDataset.open(List.of(bad.toString()), ColumnMapping.list("features", "label"));
+        try (NDManager manager = NDManager.newBaseManager();
+                DistributedParquetDataset dataset = DistributedParquetDataset.of(
+                        broken, new LoaderOptions().batchSize(10).shuffleBuffer(0))) {
+            Iterator<Batch> epoch = dataset.getData(manager).iterator();
+            DataPosition lastGood = dataset.position();
+            int good = 0;
+            RuntimeException failure = null;
+            while (failure == null) {
+                try {
+                    epoch.next().close();
+                    lastGood = dataset.position();
+                    good++;
+                } catch (RuntimeException e) {
+                    failure = e;
+                }
+            }
+            assertThat(failure)
+                    .isInstanceOf(dev.cohort.data.DataException.class)
+                    .hasMessageContaining(corrupt);
+            assertThat(good).isLessThan(10);
+            assertThat(dataset.position()).isEqualTo(lastGood);
+            assertThat(dataThreads()).isEmpty();
+            assertThatThrownBy(epoch::hasNext)
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("epoch 0 failed after " + good + " batches: ");
+        }
+    }
+
     /** The data module's loader threads still alive. */
     static List<String> dataThreads() {
         return Thread.getAllStackTraces().keySet().stream()
