@@ -28,13 +28,31 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@link Checkpoints} with a {@link DistributedParquetDataset}, on one process: the data position
- * travels in the file, and the misuses are refused, naming what to do.
+ * travels in the file, the misuses are refused, naming what to do, and a format-1 file still loads.
  */
 @Timeout(60)
 class ParquetCheckpointsTest {
 
     @TempDir
     Path tmp;
+
+    /** {@code file} (format 2, saved without a dataset) as format 1 wrote it: version 1, no data section. */
+    private Path formatOne(Path file) throws java.io.IOException {
+        byte[] two = java.nio.file.Files.readAllBytes(file);
+        java.nio.ByteBuffer bytes = java.nio.ByteBuffer.wrap(two);
+        int version = 2 + bytes.getShort(0); // after the magic, in writeUTF's form
+        assertThat(bytes.getInt(version)).isEqualTo(2);
+        int order = version + 4;
+        int flag = order + 2 + bytes.getShort(order) + 4 + 4 + 8; // after the byte order and the position
+        assertThat(two[flag]).as("no data section").isZero();
+        byte[] one = new byte[two.length - 1];
+        System.arraycopy(two, 0, one, 0, flag);
+        System.arraycopy(two, flag + 1, one, flag, two.length - flag - 1);
+        java.nio.ByteBuffer.wrap(one).putInt(version, 1);
+        Path v1 = tmp.resolve("format-1.djl");
+        java.nio.file.Files.write(v1, one);
+        return v1;
+    }
 
     @Test
     void theDataPositionTravelsInTheCheckpointAndMisuseIsRefused() throws Exception {
@@ -87,6 +105,7 @@ class ParquetCheckpointsTest {
                         .hasMessageContaining(
                                 "was saved at world size 1 with batches of 8 per rank, this dataset's are of 16");
                 assertThat(wider.position()).hasToString("epoch 0:");
+                assertThat(Checkpoints.load(formatOne(without), trainer)).isEqualTo(at);
             }
         }
         assertThat(DistributedParquetDatasetTest.dataThreads())
