@@ -86,6 +86,9 @@ public final class Checkpoints {
     /**
      * Loads {@code file} into the trainer's (initialized) model and optimizer, on every rank, and
      * returns where to continue.
+     *
+     * @throws IllegalArgumentException when the checkpoint holds a data position (load it with the
+     *     dataset), or is of another model or optimizer
      */
     public static TrainingPosition load(Path file, DistributedTrainer trainer) {
         return load(file, trainer, null);
