@@ -38,6 +38,11 @@ public final class LoaderOptions implements Cloneable {
         return this;
     }
 
+    /** Examples per batch on each rank. */
+    public int batchSize() {
+        return batchSize;
+    }
+
     /** The seed of the row-group permutation and the shuffle buffers (default 0). */
     public LoaderOptions seed(long seed) {
         this.seed = seed;

@@ -5,6 +5,7 @@ import ai.djl.nn.ParameterList;
 import ai.djl.util.Pair;
 import dev.cohort.api.checkpoint.CheckpointFile;
 import dev.cohort.api.checkpoint.TrainingPosition;
+import dev.cohort.data.DataPosition;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
@@ -25,7 +26,9 @@ import java.util.Map;
  * TrainingPosition}, in one file written atomically and durably ({@link CheckpointFile}). The root
  * saves; every rank loads the same file, so all continue from the same state. With the data order
  * a function of (seed, epoch) — {@link DistributedSampler#resumeAt} — a resumed run takes the same
- * steps as the uninterrupted one, bit for bit.
+ * steps as the uninterrupted one, bit for bit. Training from a {@link DistributedParquetDataset},
+ * save and load with the dataset: the checkpoint then holds its {@link DataPosition} too, with the
+ * world size and batch size it was saved at.
  *
  * <p>Not saved: DJL's engine random generator, which DJL does not expose. Training that draws
  * random numbers after the start (dropout) resumes correctly but not bit-identically; reseed the
@@ -35,12 +38,22 @@ import java.util.Map;
 public final class Checkpoints {
 
     private static final String MAGIC = "cohort-djl-checkpoint";
-    private static final int VERSION = 1;
+    /** 2 added the data section (a flag, then the data position, world size and batch size); 1 is read too. */
+    private static final int VERSION = 2;
 
     private Checkpoints() {}
 
     /** Saves the trainer's model and optimizer state at {@code position}; call on the root worker only. */
     public static void save(Path file, DistributedTrainer trainer, TrainingPosition position) {
+        save(file, trainer, position, null);
+    }
+
+    /**
+     * Saves as {@link #save(Path, DistributedTrainer, TrainingPosition)}, with {@code dataset}'s
+     * {@link DistributedParquetDataset#position()}: call it after a batch's step, before the next batch.
+     */
+    public static void save(
+            Path file, DistributedTrainer trainer, TrainingPosition position, DistributedParquetDataset dataset) {
         ParameterList parameters = initializedParameters(trainer, "saving");
         Map<String, String> names = new HashMap<>();
         for (Pair<String, Parameter> p : parameters) {
@@ -54,6 +67,12 @@ public final class Checkpoints {
                 out.writeInt(position.epoch());
                 out.writeInt(position.batchInEpoch());
                 out.writeLong(position.step());
+                out.writeBoolean(dataset != null);
+                if (dataset != null) {
+                    out.writeUTF(dataset.position().toString());
+                    out.writeInt(trainer.backend().worldSize());
+                    out.writeInt(dataset.batchSize());
+                }
                 out.writeInt(parameters.size());
                 for (Pair<String, Parameter> p : parameters) {
                     out.writeUTF(p.getKey());
@@ -67,8 +86,24 @@ public final class Checkpoints {
     /**
      * Loads {@code file} into the trainer's (initialized) model and optimizer, on every rank, and
      * returns where to continue.
+     *
+     * @throws IllegalArgumentException when the checkpoint holds a data position (load it with the
+     *     dataset), or is of another model or optimizer
      */
     public static TrainingPosition load(Path file, DistributedTrainer trainer) {
+        return load(file, trainer, null);
+    }
+
+    /**
+     * Loads as {@link #load(Path, DistributedTrainer)} and resumes {@code dataset} at the data
+     * position the checkpoint holds: at the world size it was saved at, exactly where the saved run
+     * stood (which needs the same batch size); at another, the rest of the epoch re-split among
+     * the ranks.
+     *
+     * @throws IllegalArgumentException when the checkpoint holds no data position, or was saved at
+     *     this world size with another batch size
+     */
+    public static TrainingPosition load(Path file, DistributedTrainer trainer, DistributedParquetDataset dataset) {
         if (!Files.isRegularFile(file)) {
             throw new IllegalArgumentException("checkpoint " + file + " does not exist");
         }
@@ -83,9 +118,9 @@ public final class Checkpoints {
                 throw new IllegalArgumentException(source + " is not a Cohort DJL checkpoint");
             }
             int version = in.readInt();
-            if (version != VERSION) {
+            if (version != 1 && version != VERSION) {
                 throw new IllegalArgumentException(
-                        source + " has format " + version + "; this Cohort reads format " + VERSION);
+                        source + " has format " + version + "; this Cohort reads formats 1 and " + VERSION);
             }
             String order = in.readUTF();
             if (!order.equals(ByteOrder.nativeOrder().toString())) {
@@ -93,6 +128,17 @@ public final class Checkpoints {
                         source + " was written on a " + order + " host, this one is " + ByteOrder.nativeOrder());
             }
             TrainingPosition position = new TrainingPosition(in.readInt(), in.readInt(), in.readLong());
+            DataPosition data = version > 1 && in.readBoolean()
+                    ? checkedDataPosition(in, source, trainer.backend().worldSize(), dataset)
+                    : null;
+            if (data == null && dataset != null) {
+                throw new IllegalArgumentException(source + " holds no data position (it was saved without a dataset): "
+                        + "load it with Checkpoints.load(file, trainer)");
+            }
+            if (data != null && dataset == null) {
+                throw new IllegalArgumentException(source + " holds a data position (" + data + "): load it with "
+                        + "Checkpoints.load(file, trainer, dataset), so the dataset continues from there");
+            }
             int count = in.readInt();
             if (count != byName.size()) {
                 throw new IllegalArgumentException(source + " holds " + count + " parameters, this model has "
@@ -108,12 +154,30 @@ public final class Checkpoints {
                 ArrayCodec.readInto(in, p.getArray(), "parameter '" + name + "'", source);
             }
             OptimizerState.read(in, trainer.optimizer(), byName, source);
+            if (dataset != null) {
+                dataset.resumeAt(data);
+            }
             return position;
         } catch (EOFException e) {
             throw new IllegalArgumentException(source + " is truncated", e);
         } catch (IOException e) {
             throw new UncheckedIOException("reading " + source + " failed: " + e.getMessage(), e);
         }
+    }
+
+    /** The data section's position, once its batch size is checked against {@code dataset}'s. */
+    private static DataPosition checkedDataPosition(
+            DataInputStream in, String source, int worldSize, DistributedParquetDataset dataset) throws IOException {
+        DataPosition data = DataPosition.parse(in.readUTF());
+        int savedWorld = in.readInt();
+        int savedBatch = in.readInt();
+        if (dataset != null && savedWorld == worldSize && savedBatch != dataset.batchSize()) {
+            throw new IllegalArgumentException(source + " was saved at world size " + worldSize + " with batches of "
+                    + savedBatch + " per rank, this dataset's are of " + dataset.batchSize()
+                    + ": a run resumed at the same world size sees the saved run's batches only with the same batch "
+                    + "size (LoaderOptions.batchSize(" + savedBatch + "))");
+        }
+        return data;
     }
 
     private static ParameterList initializedParameters(DistributedTrainer trainer, String doing) {

@@ -6,6 +6,8 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.Trainer;
 import ai.djl.training.TrainingConfig;
+import ai.djl.training.dataset.Batch;
+import ai.djl.training.dataset.Dataset;
 import ai.djl.training.evaluator.Evaluator;
 import ai.djl.training.initializer.Initializer;
 import ai.djl.training.listener.LoggingTrainingListener;
@@ -15,6 +17,7 @@ import ai.djl.training.listener.TimeMeasureTrainingListener;
 import ai.djl.training.listener.TrainingListener;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
+import ai.djl.translate.TranslateException;
 import ai.djl.util.Pair;
 import ai.djl.util.PairList;
 import dev.cohort.api.DistributedBackend;
@@ -24,6 +27,7 @@ import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.api.collective.Work;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.DoubleBuffer;
@@ -32,8 +36,11 @@ import java.nio.IntBuffer;
 import java.nio.LongBuffer;
 import java.nio.ShortBuffer;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.function.Predicate;
 
@@ -70,6 +77,9 @@ import java.util.function.Predicate;
  *     every 100th; {@code COHORT_DIVERGENCE_CHECK} sets the interval, 0 turns it off) the ranks
  *     compare one fingerprint per parameter, and a rank whose model differs makes every rank throw
  *     {@link DivergenceCheck.ModelsDivergedException} naming the parameter and the step.
+ * <li><b>Sharded data.</b> A {@link DistributedParquetDataset} it iterates gives each rank its
+ *     share of every epoch, read errors agreed on across the ranks; its loader is closed with the
+ *     trainer.
  * </ul>
  * Gradients that a step did not produce (parameters unused by the batch) count as zeros.
  */
@@ -89,6 +99,8 @@ public final class DistributedTrainer extends Trainer {
     private long updates;
 
     private long communicationNanos;
+    /** The Parquet datasets this trainer iterated, whose loaders {@link #close()} closes. */
+    private final Set<DistributedParquetDataset> parquetDatasets = Collections.newSetFromMap(new IdentityHashMap<>());
 
     private DistributedTrainer(
             DistributedBackend backend, Model model, TrainingConfig config, int accumulation, long bucketBytes) {
@@ -198,6 +210,29 @@ public final class DistributedTrainer extends Trainer {
     public void initialize(Shape... shapes) {
         super.initialize(shapes);
         broadcastParameters();
+    }
+
+    /**
+     * A {@link DistributedParquetDataset}'s next epoch, this rank's share of it; any other dataset
+     * as DJL iterates it (shard a {@code RandomAccessDataset} with a {@link DistributedSampler}).
+     */
+    @Override
+    public Iterable<Batch> iterateDataset(Dataset dataset) throws IOException, TranslateException {
+        if (dataset instanceof DistributedParquetDataset parquet) {
+            parquetDatasets.add(parquet);
+            return parquet.getData(getManager(), backend.group());
+        }
+        return super.iterateDataset(dataset);
+    }
+
+    /** Closes the loaders of the Parquet datasets it iterated, then the trainer as DJL does. */
+    @Override
+    public void close() {
+        for (DistributedParquetDataset d : parquetDatasets) {
+            d.close();
+        }
+        parquetDatasets.clear();
+        super.close();
     }
 
     /**

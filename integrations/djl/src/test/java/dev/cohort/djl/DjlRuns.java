@@ -55,7 +55,6 @@ final class DjlRuns {
             String... options) {
         int id = RUNS.incrementAndGet();
         Path out = tmp.resolve("params-" + id + ".txt");
-        int port = JvmWorkers.freePort();
         List<String> args = new ArrayList<>(List.of(
                 mode,
                 Integer.toString(batch),
@@ -63,9 +62,24 @@ final class DjlRuns {
                 Integer.toString(accumulation),
                 out.toString()));
         args.addAll(List.of(options));
-        List<Result> results = JvmWorkers.run(
+        return new Run(out, processes(tmp, env, world, DjlWorker.class, args, id));
+    }
+
+    /** A fresh run id, for {@link #processes}. */
+    static int nextId() {
+        return RUNS.incrementAndGet();
+    }
+
+    /**
+     * {@code world} JVMs running {@code main} with {@code args}, ranks of one tcp job (run id
+     * {@code djl-<id>}), with {@code env} added to every rank's environment; whatever their exit codes.
+     */
+    static List<Result> processes(
+            Path tmp, Map<String, String> env, int world, Class<?> main, List<String> args, int id) {
+        int port = JvmWorkers.freePort();
+        return JvmWorkers.run(
                 world,
-                r -> JvmWorkers.javaCommand(DjlWorker.class, List.of("-Dai.djl.offline=true"), args),
+                r -> JvmWorkers.javaCommand(main, List.of("-Dai.djl.offline=true"), args),
                 r -> {
                     Map<String, String> vars = new java.util.HashMap<>(env);
                     vars.putAll(Map.of(
@@ -83,7 +97,6 @@ final class DjlRuns {
                 },
                 tmp.resolve("logs-" + id),
                 Duration.ofSeconds(150));
-        return new Run(out, results);
     }
 
     /** The parameter values a {@link DjlWorker} root wrote, one per line. */

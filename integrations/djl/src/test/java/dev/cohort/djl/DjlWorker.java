@@ -138,13 +138,7 @@ public final class DjlWorker {
             sampler.resumeAt(position);
             System.out.println("RESUMED AT " + position);
         }
-        long saveAt = -1;
-        Path saveTo = null;
-        if (options.containsKey("save")) {
-            String[] at = options.get("save").split(":", 2);
-            saveAt = Long.parseLong(at[0]);
-            saveTo = Path.of(at[1]);
-        }
+        SaveAt save = SaveAt.of(options);
         long step = position.step();
         for (int epoch = position.epoch(); epoch < epochs; epoch++) {
             if (epoch != position.epoch()) {
@@ -152,11 +146,7 @@ public final class DjlWorker {
             }
             int batch = epoch == position.epoch() ? position.batchInEpoch() : 0;
             for (Batch b : trainer.iterateDataset(data)) {
-                try (GradientCollector collector = trainer.newGradientCollector()) {
-                    NDArray pred = trainer.forward(b.getData()).singletonOrThrow();
-                    collector.backward(trainer.getLoss().evaluate(b.getLabels(), new NDList(pred)));
-                }
-                trainer.step();
+                trainStep(trainer, b);
                 b.close();
                 batch++;
                 step++;
@@ -168,9 +158,9 @@ public final class DjlWorker {
                     System.out.println("CHANGED "
                             + trainer.getModel().getBlock().getParameters().keyAt(1) + " after step " + step);
                 }
-                if (step == saveAt && trainer.backend().isRootWorker()) {
+                if (step == save.step() && trainer.backend().isRootWorker()) {
                     Checkpoints.save(
-                            saveTo,
+                            save.file(),
                             trainer,
                             batch == batchesPerEpoch
                                     ? new TrainingPosition(epoch + 1, 0, step)
@@ -180,15 +170,52 @@ public final class DjlWorker {
         }
     }
 
-    /** {@code records} inputs from a fixed seed, labelled by a fixed random linear map's largest output. */
+    /** The {@code save=STEP:FILE} option: after which step the root checkpoints, and where (step -1: never). */
+    record SaveAt(long step, Path file) {
+        static SaveAt of(Map<String, String> options) {
+            if (!options.containsKey("save")) {
+                return new SaveAt(-1, null);
+            }
+            String[] at = options.get("save").split(":", 2);
+            return new SaveAt(Long.parseLong(at[0]), Path.of(at[1]));
+        }
+    }
+
+    /** One training step on {@code b}: forward, backward, then the trainer's step. */
+    static void trainStep(DistributedTrainer trainer, Batch b) {
+        try (GradientCollector collector = trainer.newGradientCollector()) {
+            NDArray pred = trainer.forward(b.getData()).singletonOrThrow();
+            collector.backward(trainer.getLoss().evaluate(b.getLabels(), new NDList(pred)));
+        }
+        trainer.step();
+    }
+
+    /** The {@link #synthetic} examples as a DJL dataset that {@code sampler} shards. */
     static ArrayDataset dataset(NDManager manager, int records, DistributedSampler sampler) {
+        Synthetic data = synthetic(records);
+        float[] y = new float[records];
+        for (int r = 0; r < records; r++) {
+            y[r] = data.labels()[r];
+        }
+        return new ArrayDataset.Builder()
+                .setData(manager.create(data.features(), new Shape(records, FEATURES)))
+                .optLabels(manager.create(y, new Shape(records)))
+                .setSampling(sampler)
+                .build();
+    }
+
+    /** {@code records} examples of {@link #FEATURES} features, row after row, and their classes. */
+    record Synthetic(float[] features, int[] labels) {}
+
+    /** {@code records} inputs from a fixed seed, labelled by a fixed random linear map's largest output. */
+    static Synthetic synthetic(int records) {
         Random random = new Random(42);
         float[] x = new float[records * FEATURES];
         float[] w = new float[FEATURES * CLASSES];
         for (int i = 0; i < w.length; i++) {
             w[i] = (float) random.nextGaussian();
         }
-        float[] y = new float[records];
+        int[] y = new int[records];
         for (int r = 0; r < records; r++) {
             float best = Float.NEGATIVE_INFINITY;
             for (int f = 0; f < FEATURES; f++) {
@@ -205,10 +232,6 @@ public final class DjlWorker {
                 }
             }
         }
-        return new ArrayDataset.Builder()
-                .setData(manager.create(x, new Shape(records, FEATURES)))
-                .optLabels(manager.create(y, new Shape(records)))
-                .setSampling(sampler)
-                .build();
+        return new Synthetic(x, y);
     }
 }
