@@ -306,6 +306,7 @@ public final class ShardWriter {
         }
 
         @Override
+        @SuppressWarnings("deprecation") // still the one abstract init of Parquet's WriteSupport
         public WriteContext init(Configuration configuration) {
             return new WriteContext(schema, Map.of());
         }
