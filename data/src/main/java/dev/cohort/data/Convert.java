@@ -5,7 +5,8 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Writes Parquet shards from other formats: the entry point of {@code cohort data convert}.
+ * Writes Parquet shards from IDX files: what {@code cohort data convert idx} runs ({@link CsvShards}
+ * converts CSV files).
  *
  * <pre>
  * java dev.cohort.data.Convert idx IMAGES LABELS OUT [--rows-per-row-group N] [--rows-per-file N]

@@ -32,6 +32,9 @@ public final class ParquetDataset {
     /** One row group: its file, its index there, its rows and its first example's id. */
     record RowGroup(int file, int index, long rows, long firstExample) {}
 
+    /** One file's row groups, rows and bytes (of its row groups, compressed): for {@link #describe}. */
+    private record FileSummary(String file, int rowGroups, long rows, long bytes) {}
+
     final Configuration conf;
     private final List<String> files;
     final MessageType schema;
@@ -40,6 +43,7 @@ public final class ParquetDataset {
     private final ColumnDescriptor labelLeaf;
     private final int width;
     private final List<RowGroup> rowGroups;
+    private final List<FileSummary> summaries;
 
     private ParquetDataset(
             Configuration conf,
@@ -47,7 +51,8 @@ public final class ParquetDataset {
             MessageType schema,
             ColumnMapping columns,
             int width,
-            List<RowGroup> rowGroups) {
+            List<RowGroup> rowGroups,
+            List<FileSummary> summaries) {
         this.conf = conf;
         this.files = List.copyOf(files);
         this.schema = schema;
@@ -59,6 +64,7 @@ public final class ParquetDataset {
         this.labelLeaf = leaf(schema, columns.labelColumn(), files.get(0));
         this.width = width;
         this.rowGroups = List.copyOf(rowGroups);
+        this.summaries = List.copyOf(summaries);
     }
 
     /** Opens {@code sources} with Hadoop's default configuration. */
@@ -82,6 +88,7 @@ public final class ParquetDataset {
         MessageType schema = null;
         String schemaFile = null;
         List<RowGroup> groups = new ArrayList<>();
+        List<FileSummary> summaries = new ArrayList<>();
         int width = columns.stacked() ? columns.featureColumns().size() : -1;
         long first = 0;
         for (int f = 0; f < files.size(); f++) {
@@ -96,6 +103,8 @@ public final class ParquetDataset {
                 checkSameSchema(schemaFile, schema, file, fileSchema);
             }
             List<BlockMetaData> blocks = footer.getBlocks();
+            long fileRows = 0;
+            long fileBytes = 0;
             for (int g = 0; g < blocks.size(); g++) {
                 BlockMetaData block = blocks.get(g);
                 if (!columns.stacked() && block.getRowCount() > 0) {
@@ -103,12 +112,15 @@ public final class ParquetDataset {
                 }
                 groups.add(new RowGroup(f, g, block.getRowCount(), first));
                 first += block.getRowCount();
+                fileRows += block.getRowCount();
+                fileBytes += block.getCompressedSize();
             }
+            summaries.add(new FileSummary(file, blocks.size(), fileRows, fileBytes));
         }
         if (width < 0) {
             throw new DataException(files.get(0), -1, columns.featureColumns().get(0), "no rows in any file");
         }
-        return new ParquetDataset(conf, files, schema, columns, width, groups);
+        return new ParquetDataset(conf, files, schema, columns, width, groups, summaries);
     }
 
     /** The files, in the order their row groups are numbered. */
@@ -132,6 +144,37 @@ public final class ParquetDataset {
     /** The number of features of an example. */
     public int width() {
         return width;
+    }
+
+    /** The bytes of all row groups, as stored (compressed). */
+    public long bytes() {
+        return summaries.stream().mapToLong(FileSummary::bytes).sum();
+    }
+
+    /**
+     * What {@code cohort data inspect} prints: the examples, their width, columns and bytes, and
+     * then a line per file.
+     */
+    public String describe() {
+        StringBuilder s = new StringBuilder()
+                .append(String.format(
+                        "%d examples of %d features in %d row groups of %d files, %s%n",
+                        examples(), width, rowGroups(), files.size(), mebibytes(bytes())))
+                .append(String.format(
+                        "  features: %s %s; label: %s (%s)%n",
+                        columns.stacked() ? "scalar columns" : "list column",
+                        columns.featureColumns(),
+                        columns.labelColumn(),
+                        longLabels() ? "int64" : "int32"));
+        for (FileSummary f : summaries) {
+            s.append(String.format(
+                    "  %s: %d row groups, %d rows, %s%n", f.file(), f.rowGroups(), f.rows(), mebibytes(f.bytes())));
+        }
+        return s.toString();
+    }
+
+    private static String mebibytes(long bytes) {
+        return String.format("%.1f MiB", bytes / (1024.0 * 1024.0));
     }
 
     /** Whether labels are int64 (else int32). */

@@ -10,7 +10,7 @@ import picocli.CommandLine.Command;
 
 /**
  * {@code cohort}: the command of the distribution ({@code bin/cohort}) and of {@code ./cohort} in
- * the checkout for {@code run}, {@code bench}, {@code completion} and {@code --version}.
+ * the checkout for {@code run}, {@code bench}, {@code data}, {@code completion} and {@code --version}.
  */
 @Command(
         name = "cohort",
@@ -31,6 +31,7 @@ public final class CohortCommand implements Runnable {
         CommandLine cli = new CohortCommand().self;
         cli.addSubcommand(named("run", LauncherMain.command()));
         cli.addSubcommand(named("bench", BenchMain.command()));
+        cli.addSubcommand(DataCommand.command());
         CommandLine completion = new CommandLine(new AutoComplete.GenerateCompletion());
         completion
                 .getCommandSpec()
