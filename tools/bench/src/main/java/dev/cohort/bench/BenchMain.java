@@ -16,6 +16,8 @@ import picocli.CommandLine.Command;
             CollectivesBenchmark.Worker.class,
             TrainBenchmark.class,
             TrainBenchmark.Worker.class,
+            DataBenchmark.class,
+            DataBenchmark.Worker.class,
             BenchChart.class
         })
 public final class BenchMain implements Runnable {
