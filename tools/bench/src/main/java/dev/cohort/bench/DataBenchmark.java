@@ -81,24 +81,75 @@ final class DataBenchmark implements Callable<Integer> {
                 description = "Timed epochs (the median is reported). Default: ${DEFAULT-VALUE}.")
         int epochs = 3;
 
-        @Option(names = "--backend", description = "Engine that gathers the ranks' figures. Default: ${DEFAULT-VALUE}.")
-        String backend = "tcp";
+        @Option(
+                names = "--backend",
+                description = "Engine of the workers. Default: tcp (it loads no libtorch, so the loader's memory is "
+                        + "what peak RSS shows), gloo with --train.")
+        String backend;
+
+        @Option(
+                names = "--train",
+                description = "Train the demo's MLP (784-512-256-10, SGD lr 0.05 momentum 0.9, distribute()) from the "
+                        + "Parquet files with ParquetLoader, and from the same examples held in memory (TensorSamples, "
+                        + "the demo's way), alternately --repeats times: samples/s and the wait for data per step, as "
+                        + "peer_data_loader.py --mode train measures DDP with a DataLoader.")
+        boolean train;
+
+        @Option(
+                names = "--steps",
+                paramLabel = "N",
+                description = "With --train: timed steps per run. Default: ${DEFAULT-VALUE}.")
+        int steps = 400;
+
+        @Option(
+                names = "--warm",
+                paramLabel = "N",
+                description = "With --train: untimed steps first. Default: ${DEFAULT-VALUE}.")
+        int warm = 20;
+
+        @Option(
+                names = "--repeats",
+                paramLabel = "N",
+                description = "With --train: runs of each source. Default: ${DEFAULT-VALUE}.")
+        int repeats = 3;
+
+        @Option(names = "--source", hidden = true)
+        String source = "parquet";
+
+        String backend() {
+            return backend != null ? backend : train ? "gloo" : "tcp";
+        }
 
         void check() {
-            if (readers < 1 || batch < 1 || epochs < 1 || rowsPerRowGroup < 1 || shuffleBuffer < 0) {
+            if (readers < 1
+                    || batch < 1
+                    || epochs < 1
+                    || rowsPerRowGroup < 1
+                    || shuffleBuffer < 0
+                    || steps < 1
+                    || warm < 0
+                    || repeats < 1) {
                 throw new IllegalArgumentException(
-                        "--readers, --batch, --epochs and --rows-per-row-group must be >= 1, --shuffle-buffer >= 0");
+                        "--readers, --batch, --epochs, --rows-per-row-group, --steps and --repeats must be >= 1, "
+                                + "--shuffle-buffer and --warm >= 0");
             }
         }
 
         List<String> asArgs() {
-            return List.of(
+            List<String> args = new ArrayList<>(List.of(
                     "--data", data,
                     "--readers", Integer.toString(readers),
                     "--batch", Integer.toString(batch),
                     "--shuffle-buffer", Integer.toString(shuffleBuffer),
                     "--epochs", Integer.toString(epochs),
-                    "--backend", backend);
+                    "--backend", backend(),
+                    "--steps", Integer.toString(steps),
+                    "--warm", Integer.toString(warm),
+                    "--source", source));
+            if (train) {
+                args.add("--train");
+            }
+            return args;
         }
     }
 
@@ -119,6 +170,9 @@ final class DataBenchmark implements Callable<Integer> {
             settings.data = converted.toString();
         }
         try {
+            if (settings.train) {
+                return DataTraining.compare(settings, nodes, world, json);
+            }
             Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-data", ".json");
             List<String> workerArgs = new ArrayList<>(List.of("data-worker", "--json", out.toString()));
             workerArgs.addAll(settings.asArgs());
@@ -193,7 +247,11 @@ final class DataBenchmark implements Callable<Integer> {
 
         @Override
         public Integer call() throws Exception {
-            try (DistributedBackend b = Engines.open(s.backend, List.of())) {
+            if (s.train) {
+                DataTraining.run(s, json);
+                return 0;
+            }
+            try (DistributedBackend b = Engines.open(s.backend(), List.of())) {
                 b.initialize();
                 ParquetDataset dataset = ParquetDataset.open(List.of(s.data), ColumnMapping.list("features", "label"));
                 LoaderOptions options = new LoaderOptions()

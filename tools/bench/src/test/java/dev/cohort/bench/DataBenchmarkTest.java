@@ -18,18 +18,9 @@ class DataBenchmarkTest {
     @Test
     @Timeout(120)
     void twoRanksReadTheirSharesAndReportRateWaitAndMemory(@TempDir Path dir) throws Exception {
-        int rows = 3_000;
-        int width = 16;
-        float[] features = new float[rows * width];
-        int[] labels = new int[rows];
-        for (int i = 0; i < rows; i++) {
-            features[i * width] = i;
-            labels[i] = i % 10;
-        }
-        Path data = dir.resolve("shards");
-        ShardWriter.to(data.toString()).rowsPerRowGroup(250).rowsPerFile(1_000).write(features, width, labels);
-
+        Path data = shards(dir, 16);
         Path json = dir.resolve("data.json");
+
         Path log = dir.resolve("bench.log");
         List<String> args = List.of(BenchJvm.words(
                 "data --world 2 --batch 32 --epochs 2 --data", data.toString(), "--json", json.toString()));
@@ -38,7 +29,7 @@ class DataBenchmarkTest {
         JsonNode r = new ObjectMapper().readTree(Files.readString(json));
         assertThat(r.get("engine").asText()).isEqualTo("cohort-data");
         assertThat(r.get("world").asInt()).isEqualTo(2);
-        assertThat(r.get("examples").asLong()).isEqualTo(rows);
+        assertThat(r.get("examples").asLong()).isEqualTo(ROWS);
         assertThat(r.get("row_groups").asInt()).isEqualTo(12);
         assertThat(r.get("dataset_bytes").asLong()).isPositive();
         assertThat(r.get("runs_samples_per_s")).as("2 ranks x 2 epochs").hasSize(4);
@@ -51,5 +42,49 @@ class DataBenchmarkTest {
         assertThat(r.get("peak_rss_bytes")).hasSize(2);
         assertThat(r.get("peak_rss_bytes").get(1).asLong()).isGreaterThan(16L << 20);
         assertThat(Files.readString(log)).contains("cohort-data world=2 readers/rank=1 batch=32 examples=3000");
+    }
+
+    /** --train: the demo MLP trained from the files and from memory in turn; both runs and their ratio reported. */
+    @Test
+    @Timeout(180)
+    void trainingFromTheFilesIsComparedWithTrainingFromMemory(@TempDir Path dir) throws Exception {
+        Path data = shards(dir, 784);
+        Path json = dir.resolve("train.json");
+        Path log = dir.resolve("train.log");
+        List<String> args = List.of(BenchJvm.words(
+                "data --train --backend tcp --world 2 --batch 16 --steps 6 --warm 2 --repeats 1 --data",
+                data.toString(),
+                "--json",
+                json.toString()));
+        assertThat(BenchJvm.run(log, args)).as(Files.readString(log)).isZero();
+
+        JsonNode r = new ObjectMapper().readTree(Files.readString(json));
+        assertThat(r.get("engine").asText()).isEqualTo("cohort-data-train");
+        assertThat(r.get("examples").asLong()).isEqualTo(ROWS);
+        assertThat(r.get("runs")).hasSize(2);
+        assertThat(r.get("runs").get(0).get("source").asText()).isEqualTo("memory");
+        assertThat(r.get("runs").get(1).get("source").asText()).isEqualTo("parquet");
+        double parquet = r.get("parquet_samples_per_s").asDouble();
+        double memory = r.get("memory_samples_per_s").asDouble();
+        assertThat(parquet).isPositive();
+        assertThat(memory).isPositive();
+        assertThat(r.get("ratio").asDouble()).isCloseTo(parquet / memory, org.assertj.core.data.Offset.offset(1e-9));
+        assertThat(r.get("parquet_wait_ms_per_step").asDouble()).isNotNegative();
+        assertThat(Files.readString(log)).contains("median samples/s: parquet ");
+    }
+
+    private static final int ROWS = 3_000;
+
+    /** {@value #ROWS} examples of {@code width} features (the first is the example's index) in 12 row groups of 3 files. */
+    private static Path shards(Path dir, int width) {
+        float[] features = new float[ROWS * width];
+        int[] labels = new int[ROWS];
+        for (int i = 0; i < ROWS; i++) {
+            features[i * width] = i;
+            labels[i] = i % 10;
+        }
+        Path data = dir.resolve("shards");
+        ShardWriter.to(data.toString()).rowsPerRowGroup(250).rowsPerFile(1_000).write(features, width, labels);
+        return data;
     }
 }
