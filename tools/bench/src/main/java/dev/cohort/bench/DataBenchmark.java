@@ -49,68 +49,37 @@ final class DataBenchmark implements Callable<Integer> {
 
     /** The options the command hands on, unchanged, to each {@code data-worker}. */
     static final class Settings {
-        @Option(
-                names = "--data",
-                paramLabel = "DIR|URI",
-                description = "Parquet files (a directory, glob or hdfs:// URI) with a list column 'features' "
-                        + "and an int label 'label'. Default: Fashion-MNIST's training set, converted into a "
-                        + "temporary directory (rows per row group: --rows-per-row-group).")
+        @Option(names = "--data", paramLabel = "DIR|URI", descriptionKey = "data.data")
         String data;
 
-        @Option(names = "--rows-per-row-group", paramLabel = "N", description = "Default: ${DEFAULT-VALUE}.")
+        @Option(names = "--rows-per-row-group", paramLabel = "N", descriptionKey = "data.rows-per-row-group")
         int rowsPerRowGroup = 10_000;
 
-        @Option(
-                names = "--readers",
-                paramLabel = "N",
-                description = "Reader threads per rank. Default: ${DEFAULT-VALUE}.")
+        @Option(names = "--readers", paramLabel = "N", descriptionKey = "data.readers")
         int readers = 1;
 
-        @Option(names = "--batch", paramLabel = "N", description = "Batch per rank. Default: ${DEFAULT-VALUE}.")
+        @Option(names = "--batch", paramLabel = "N", descriptionKey = "data.batch")
         int batch = 64;
 
-        @Option(
-                names = "--shuffle-buffer",
-                paramLabel = "N",
-                description = "Examples in each rank's shuffle buffer. Default: ${DEFAULT-VALUE}.")
+        @Option(names = "--shuffle-buffer", paramLabel = "N", descriptionKey = "data.shuffle-buffer")
         int shuffleBuffer = 4096;
 
-        @Option(
-                names = "--epochs",
-                paramLabel = "N",
-                description = "Timed epochs (the median is reported). Default: ${DEFAULT-VALUE}.")
+        @Option(names = "--epochs", paramLabel = "N", descriptionKey = "data.epochs")
         int epochs = 3;
 
-        @Option(
-                names = "--backend",
-                description = "Engine of the workers. Default: tcp (it loads no libtorch, so the loader's memory is "
-                        + "what peak RSS shows), gloo with --train.")
+        @Option(names = "--backend", descriptionKey = "data.backend")
         String backend;
 
-        @Option(
-                names = "--train",
-                description = "Train the demo's MLP (784-512-256-10, SGD lr 0.05 momentum 0.9, distribute()) from the "
-                        + "Parquet files with ParquetLoader, and from the same examples held in memory (TensorSamples, "
-                        + "the demo's way), alternately --repeats times: samples/s and the wait for data per step, as "
-                        + "peer_data_loader.py --mode train measures DDP with a DataLoader.")
+        @Option(names = "--train", descriptionKey = "data.train")
         boolean train;
 
-        @Option(
-                names = "--steps",
-                paramLabel = "N",
-                description = "With --train: timed steps per run. Default: ${DEFAULT-VALUE}.")
+        @Option(names = "--steps", paramLabel = "N", descriptionKey = "data.steps")
         int steps = 400;
 
-        @Option(
-                names = "--warm",
-                paramLabel = "N",
-                description = "With --train: untimed steps first. Default: ${DEFAULT-VALUE}.")
+        @Option(names = "--warm", paramLabel = "N", descriptionKey = "data.warm")
         int warm = 20;
 
-        @Option(
-                names = "--repeats",
-                paramLabel = "N",
-                description = "With --train: runs of each source. Default: ${DEFAULT-VALUE}.")
+        @Option(names = "--repeats", paramLabel = "N", descriptionKey = "data.repeats")
         int repeats = 3;
 
         @Option(names = "--source", hidden = true)
