@@ -49,21 +49,21 @@ class ParquetTrainingTest {
     @BeforeAll
     static void convert() throws IOException {
         assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
-        shards = dir.resolve("train").toString();
-        Convert.idx(
-                RealData.DIR.resolve("train-images-idx3-ubyte.gz"),
-                RealData.DIR.resolve("train-labels-idx1-ubyte.gz"),
-                shards,
-                2000,
-                20_000);
-        smallShards = dir.resolve("small").toString();
-        Convert.idx(
-                RealData.DIR.resolve("t10k-images-idx3-ubyte.gz"),
-                RealData.DIR.resolve("t10k-labels-idx1-ubyte.gz"),
-                smallShards,
-                500,
-                5000);
+        shards = convert("train", 2000, 20_000);
+        smallShards = convert("t10k", 500, 5000);
         test = FashionMnist.loadSplit(RealData.DIR, "t10k");
+    }
+
+    /** Fashion-MNIST's {@code split} as Parquet shards in a directory of that name; returns its path. */
+    private static String convert(String split, int rowGroup, int perFile) throws IOException {
+        String out = dir.resolve(split).toString();
+        Convert.idx(
+                RealData.DIR.resolve(split + "-images-idx3-ubyte.gz"),
+                RealData.DIR.resolve(split + "-labels-idx1-ubyte.gz"),
+                out,
+                rowGroup,
+                perFile);
+        return out;
     }
 
     @Test
