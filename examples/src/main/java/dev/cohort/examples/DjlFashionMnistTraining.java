@@ -10,14 +10,19 @@ import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.GradientCollector;
 import ai.djl.training.dataset.ArrayDataset;
 import ai.djl.training.dataset.Batch;
+import ai.djl.training.dataset.Dataset;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import ai.djl.translate.TranslateException;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.checkpoint.TrainingPosition;
+import dev.cohort.data.DataPosition;
+import dev.cohort.data.LoaderOptions;
+import dev.cohort.data.ParquetDataset;
 import dev.cohort.djl.Checkpoints;
 import dev.cohort.djl.DistributedArrays;
+import dev.cohort.djl.DistributedParquetDataset;
 import dev.cohort.djl.DistributedSampler;
 import dev.cohort.djl.DistributedTrainer;
 import dev.cohort.djl.DjlEngines;
@@ -102,10 +107,24 @@ public final class DjlFashionMnistTraining {
     /** Trains on {@code data} with the job's initialized backend; the summary is the same on every worker. */
     public static TrainingSummary train(ElasticJob job, TrainingConfig config, FashionMnist data, PrintStream out) {
         checkBackend(job.backend().name());
-        return new DjlFashionMnistTraining(job, config, out).run(data);
+        return new DjlFashionMnistTraining(job, config, out).run(data.train(), null, data.test());
     }
 
-    private TrainingSummary run(FashionMnist data) {
+    /**
+     * {@link #train(ElasticJob, TrainingConfig, FashionMnist, PrintStream)} from Parquet shards of
+     * the training set (as {@code Convert.idx} writes them), streamed through a
+     * {@link DistributedParquetDataset}; {@code test} scores the accuracy. Checkpoints carry the
+     * data position, so {@code --resume} goes on with the batches the saved run had left.
+     */
+    public static TrainingSummary train(
+            ElasticJob job, TrainingConfig config, ParquetDataset train, FashionMnist.Split test, PrintStream out) {
+        checkBackend(job.backend().name());
+        FashionMnistTraining.checkWidth(train);
+        return new DjlFashionMnistTraining(job, config, out).run(null, train, test);
+    }
+
+    /** Trains from {@code idxTrain}, or from {@code parquetTrain} where that is given; scores on {@code test}. */
+    private TrainingSummary run(FashionMnist.Split idxTrain, ParquetDataset parquetTrain, FashionMnist.Split test) {
         long started = System.nanoTime();
         int workers = backend.worldSize();
         backend.checkBatchSize(config.batchSize() * workers);
@@ -113,22 +132,29 @@ public final class DjlFashionMnistTraining {
         engine.setRandomSeed((int) config.seed());
         boolean cnn = config.model() == Classifier.Kind.CNN;
         try (NDManager manager = engine.newBaseManager();
-                Model model = Model.newInstance("fashion-mnist", engine.getEngineName())) {
+                Model model = Model.newInstance("fashion-mnist", engine.getEngineName());
+                DistributedParquetDataset parquet = parquetTrain == null
+                        ? null
+                        : DistributedParquetDataset.of(
+                                parquetTrain,
+                                new LoaderOptions()
+                                        .batchSize(config.batchSize())
+                                        .seed(config.seed())
+                                        .shuffleBuffer(FashionMnistTraining.PARQUET_SHUFFLE_BUFFER))) {
             Shape image = cnn ? new Shape(1, FashionMnist.ROWS, FashionMnist.COLUMNS) : new Shape(FashionMnist.PIXELS);
-            NDArray trainX = manager.create(
-                    data.train().normalizedPixels(), prepend(data.train().count(), image));
-            NDArray trainY = manager.create(labels(data.train()));
-            NDArray testX = manager.create(
-                    data.test().normalizedPixels(), prepend(data.test().count(), image));
-            NDArray testY = manager.create(labels(data.test()));
+            NDArray testX = manager.create(test.normalizedPixels(), prepend(test.count(), image));
+            NDArray testY = manager.create(labels(test));
             DistributedSampler sampler = new DistributedSampler(backend, config.batchSize(), true, config.seed());
-            ArrayDataset train = new ArrayDataset.Builder()
-                    .setData(trainX)
-                    .optLabels(trainY)
-                    .setSampling(sampler)
-                    .build();
-            int batches = (data.train().count() + workers - 1) / workers;
-            int batchesPerEpoch = (batches + config.batchSize() - 1) / config.batchSize();
+            Dataset train = parquet != null
+                    ? parquet
+                    : new ArrayDataset.Builder()
+                            .setData(manager.create(idxTrain.normalizedPixels(), prepend(idxTrain.count(), image)))
+                            .optLabels(manager.create(labels(idxTrain)))
+                            .setSampling(sampler)
+                            .build();
+            long examples = parquet != null ? parquetTrain.examples() : idxTrain.count();
+            long perWorker = (examples + workers - 1) / workers;
+            int batchesPerEpoch = (int) ((perWorker + config.batchSize() - 1) / config.batchSize());
             long totalSteps = (long) config.epochs() * batchesPerEpoch;
             model.setBlock(cnn ? DjlModels.cnn() : DjlModels.mlp(512, 256));
             // DJL counts updates from 1 (restored with the optimizer's state on resume): update 1 is step 0.
@@ -159,29 +185,41 @@ public final class DjlFashionMnistTraining {
                             @Override
                             public String describe() {
                                 return String.format(
-                                        Locale.ROOT,
-                                        "training %s on %d worker(s) (%s) through DJL %s (%s %s): "
-                                                + "%d epochs, %d steps per epoch of %d x %d examples, lr %s (%s), momentum %s, "
-                                                + "%d compute thread(s) per worker",
-                                        config.model().label(),
-                                        workers,
-                                        backend.name(),
-                                        Engine.getDjlVersion(),
-                                        engine.getEngineName(),
-                                        engine.getVersion(),
-                                        config.epochs(),
-                                        batchesPerEpoch,
-                                        workers,
-                                        config.batchSize(),
-                                        config.lr(),
-                                        config.schedule().label(),
-                                        config.momentum(),
-                                        config.threads());
+                                                Locale.ROOT,
+                                                "training %s on %d worker(s) (%s) through DJL %s (%s %s): "
+                                                        + "%d epochs, %d steps per epoch of %d x %d examples, lr %s (%s), momentum %s, "
+                                                        + "%d compute thread(s) per worker",
+                                                config.model().label(),
+                                                workers,
+                                                backend.name(),
+                                                Engine.getDjlVersion(),
+                                                engine.getEngineName(),
+                                                engine.getVersion(),
+                                                config.epochs(),
+                                                batchesPerEpoch,
+                                                workers,
+                                                config.batchSize(),
+                                                config.lr(),
+                                                config.schedule().label(),
+                                                config.momentum(),
+                                                config.threads())
+                                        + (parquet == null
+                                                ? ""
+                                                : ", streamed from "
+                                                        + parquetTrain.files().size() + " Parquet file(s)");
                             }
 
                             @Override
                             public TrainingLoop.Steps epoch(int epoch, int firstBatch) {
-                                sampler.startAt(epoch, firstBatch);
+                                if (parquet == null) {
+                                    sampler.startAt(epoch, firstBatch);
+                                } else if (firstBatch == 0) {
+                                    parquet.resumeAt(DataPosition.start(epoch));
+                                } else if (parquet.position().epoch() != epoch) {
+                                    throw new IllegalStateException("the checkpoint stopped at step " + (firstBatch + 1)
+                                            + " of epoch " + (epoch + 1) + " but its data position is in epoch "
+                                            + (parquet.position().epoch() + 1) + ": start afresh");
+                                }
                                 Iterator<Batch> it;
                                 try {
                                     it = trainer.iterateDataset(train).iterator();
@@ -194,7 +232,8 @@ public final class DjlFashionMnistTraining {
                                     try (Batch b = next.get()) {
                                         double loss;
                                         try (GradientCollector collector = trainer.newGradientCollector()) {
-                                            NDList predicted = trainer.forward(b.getData());
+                                            NDList predicted =
+                                                    trainer.forward(inputs(b.getData(), parquet != null, image));
                                             NDArray batchLoss =
                                                     trainer.getLoss().evaluate(b.getLabels(), predicted);
                                             collector.backward(batchLoss);
@@ -215,17 +254,35 @@ public final class DjlFashionMnistTraining {
 
                             @Override
                             public void save(Path file, TrainingPosition position) {
-                                Checkpoints.save(file, trainer, position);
+                                // With --data, where the data stands after the last batch trained.
+                                Checkpoints.save(file, trainer, position, parquet);
                             }
 
                             @Override
                             public TrainingPosition load(Path file) {
-                                return Checkpoints.load(file, trainer);
+                                return parquet == null
+                                        ? Checkpoints.load(file, trainer)
+                                        : Checkpoints.load(file, trainer, parquet);
                             }
                         })
                         .run(started);
             }
         }
+    }
+
+    /**
+     * A batch's images as the model takes them: the IDX arrays are normalized and shaped already;
+     * Parquet's pixels (in [0, 1], 784 a row) are normalized here as the IDX ones were, in the
+     * batch's manager.
+     */
+    private static NDList inputs(NDList data, boolean fromParquet, Shape image) {
+        if (!fromParquet) {
+            return data;
+        }
+        NDArray x = data.singletonOrThrow();
+        return new NDList(x.sub(FashionMnist.MEAN)
+                .div(FashionMnist.STD)
+                .reshape(prepend(x.getShape().get(0), image)));
     }
 
     /** Accuracy on the whole test set: worker r scores the r-th slice, the counts are averaged over workers. */

@@ -175,10 +175,6 @@ public final class FashionMnistTrainer implements Callable<Integer> {
                         "--grad-compression: only with --framework torch (DJL's trainer sends "
                                 + "gradients as they are)");
             }
-            if (djl && parquetData != null) {
-                throw new IllegalArgumentException("--data: only with --framework torch for now (DJL's trainer "
-                        + "reads the IDX files of --data-dir)");
-            }
             if (djl && config.zeroStage() > 0) {
                 throw new IllegalArgumentException("--zero: only with --framework torch (DJL's trainer keeps the whole "
                         + "optimizer state on every worker)");
@@ -210,11 +206,6 @@ public final class FashionMnistTrainer implements Callable<Integer> {
                         "cohort run --elastic: only with --framework torch (DJL's trainer cannot "
                                 + "go on in a re-formed group)");
             }
-            if (job.isElastic() && parquetData != null) {
-                throw new IllegalArgumentException(
-                        "cohort run --elastic: not with --data yet (the trainer re-shards the IDX files "
-                                + "in a re-formed group); drop --data, or --elastic");
-            }
             if (job.isElastic() && config.zeroStage() > 0) {
                 throw new IllegalArgumentException(
                         "cohort run --elastic: only with --zero 0 (under ZeRO a lost worker's "
@@ -238,7 +229,11 @@ public final class FashionMnistTrainer implements Callable<Integer> {
                             dataDir,
                             (System.nanoTime() - start) / 1e9);
                 }
-                return summarize(FashionMnistTraining.train(job, config, train, test, out), job);
+                return summarize(
+                        djl
+                                ? DjlFashionMnistTraining.train(job, config, train, test, out)
+                                : FashionMnistTraining.train(job, config, train, test, out),
+                        job);
             }
             FashionMnist data = FashionMnist.load(dataDir);
             if (job.backend().isRootWorker()) {

@@ -7,6 +7,7 @@ import dev.cohort.api.Distributed;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.ProgressReporter;
 import dev.cohort.api.checkpoint.TrainingPosition;
+import dev.cohort.api.collective.ObjectCollectives;
 import dev.cohort.data.DataPosition;
 import dev.cohort.data.LoaderOptions;
 import dev.cohort.data.ParquetDataset;
@@ -57,7 +58,7 @@ public final class FashionMnistTraining {
 
     private static final int EVAL_BATCH = 1000;
     /** Examples each worker mixes its Parquet share through (about 12 MiB of pixels). */
-    private static final int PARQUET_SHUFFLE_BUFFER = 4096;
+    static final int PARQUET_SHUFFLE_BUFFER = 4096;
 
     private final ElasticJob job;
     /** The current generation's backend (another after an elastic run re-formed its group). */
@@ -77,6 +78,11 @@ public final class FashionMnistTraining {
     private ParquetLoader.Epoch parquetEpoch;
 
     private DataPosition resumeAt;
+    /** Examples a Parquet batch holds on each worker (another after a re-form with --elastic-batch global). */
+    private int parquetBatchSize;
+    /** Where the Parquet epoch stood after the last step every worker finished (an elastic re-form goes on from it). */
+    private DataPosition trainedTo;
+
     private double lrScale = 1.0;
 
     private FashionMnistTraining(ElasticJob job, TrainingConfig config, PrintStream out) {
@@ -105,11 +111,16 @@ public final class FashionMnistTraining {
      */
     public static TrainingSummary train(
             ElasticJob job, TrainingConfig config, ParquetDataset train, FashionMnist.Split test, PrintStream out) {
+        checkWidth(train);
+        return new FashionMnistTraining(job, config, out).run(null, train, test);
+    }
+
+    /** Refuses {@code --data} whose examples are not Fashion-MNIST's 784 pixels. */
+    static void checkWidth(ParquetDataset train) {
         if (train.width() != FashionMnist.PIXELS) {
             throw new IllegalArgumentException("--data: its examples have " + train.width() + " features; "
                     + "Fashion-MNIST's images have " + FashionMnist.PIXELS + " (28 x 28)");
         }
-        return new FashionMnistTraining(job, config, out).run(null, train, test);
     }
 
     /** Trains from {@code idxTrain}, or from {@code parquetTrain} where that is given; scores on {@code test}. */
@@ -140,12 +151,7 @@ public final class FashionMnistTraining {
         options.momentum().put(config.momentum());
         Optimizer sgd = new SGD(model.parameters(), options);
         Object loader = parquetTrain != null
-                ? ParquetLoader.of(
-                        parquetTrain,
-                        new LoaderOptions()
-                                .batchSize(config.batchSize())
-                                .seed(config.seed())
-                                .shuffleBuffer(PARQUET_SHUFFLE_BUFFER))
+                ? parquetLoader(parquetTrain, config.batchSize())
                 : ShardedLoader.of(
                         new TensorSamples(images(idxTrain), Tensor.create(idxTrain.longLabels(), idxTrain.count())),
                         config.batchSize(),
@@ -156,6 +162,9 @@ public final class FashionMnistTraining {
                 .withOption(TorchDistributor.GRAD_COMPRESSION, config.gradCompression())
                 .withOption(TorchDistributor.ZERO_STAGE, config.zeroStage());
         distribute();
+        if (job.joined() && parquet != null) {
+            agreedPosition(); // the members' regroup agrees on one too
+        }
         return new TrainingLoop(job, config, out, new TrainingLoop.Framework() {
                     @Override
                     public String name() {
@@ -220,10 +229,16 @@ public final class FashionMnistTraining {
                             }
                             from = resumeAt;
                         }
+                        return parquetSteps(from);
+                    }
+
+                    /** This worker's Parquet batches from {@code from} on. */
+                    private TrainingLoop.Steps parquetSteps(DataPosition from) {
                         if (parquetEpoch != null) {
                             parquetEpoch.close();
                         }
                         parquetEpoch = parquet.epoch(from);
+                        trainedTo = from;
                         return steps(parquetEpoch.iterator(), parquetEpoch.steps());
                     }
 
@@ -239,6 +254,14 @@ public final class FashionMnistTraining {
                             DistributedBackend now, int epoch, long examplesDone, int batchSize, double scale) {
                         backend = now;
                         lrScale = scale;
+                        if (parquet != null) {
+                            // The rest of the epoch from where the root's last finished step left it, re-split
+                            // among the workers now (the failed step's examples included).
+                            request = request.withTrainingData(parquetLoader(parquet.dataset(), batchSize));
+                            distribute();
+                            DataPosition from = agreedPosition();
+                            return parquetSteps(from.epoch() == epoch ? from : DataPosition.start(epoch));
+                        }
                         request = request.withTrainingData(idxLoader().withBatchSize(batchSize));
                         distribute();
                         ShardedLoader rest = idxLoader().sharded(now.worldSize(), now.rank(), false, examplesDone);
@@ -248,6 +271,14 @@ public final class FashionMnistTraining {
                     @Override
                     public void joinAt(int batchSize, double scale) {
                         lrScale = scale;
+                        if (parquet != null) {
+                            if (batchSize != parquetBatchSize) {
+                                throw new UnsupportedOperationException("a worker joining a run with --data trains "
+                                        + parquetBatchSize + " examples a batch, the members " + batchSize
+                                        + ": use --elastic-batch per-worker with --data");
+                            }
+                            return; // distribute() sharded the loader among the workers now
+                        }
                         request = request.withTrainingData(idxLoader().withBatchSize(batchSize));
                         shard = idxLoader().sharded(backend.worldSize(), backend.rank(), false, 0);
                     }
@@ -264,10 +295,12 @@ public final class FashionMnistTraining {
                                 Tensor loss = cross_entropy(trained.forward(inputs(b)), b.targets());
                                 loss.backward();
                                 optimizer.step();
-                                return new TrainingLoop.StepResult(
-                                        TorchCollectives.averageAll(backend, loss)
-                                                .item_float(),
-                                        b.size());
+                                float averaged = TorchCollectives.averageAll(backend, loss)
+                                        .item_float();
+                                if (parquetEpoch != null) {
+                                    trainedTo = parquetEpoch.position();
+                                }
+                                return new TrainingLoop.StepResult(averaged, b.size());
                             }
                         });
                     }
@@ -309,6 +342,23 @@ public final class FashionMnistTraining {
                 .run(started);
     }
 
+    /** An undistributed loader of {@code dataset}, {@code batchSize} examples a batch per worker. */
+    private ParquetLoader parquetLoader(ParquetDataset dataset, int batchSize) {
+        parquetBatchSize = batchSize;
+        return ParquetLoader.of(
+                dataset,
+                new LoaderOptions().batchSize(batchSize).seed(config.seed()).shuffleBuffer(PARQUET_SHUFFLE_BUFFER));
+    }
+
+    /** The root's {@link #trainedTo} on every worker (a joiner, which has none, takes the root's). */
+    private DataPosition agreedPosition() {
+        byte[] root = ObjectCollectives.broadcastBytes(
+                backend.group(),
+                (trainedTo == null ? DataPosition.start(0) : trainedTo).toBytes(),
+                DistributedBackend.ROOT_RANK);
+        return DataPosition.fromBytes(root);
+    }
+
     /** Distributes the model, optimizer and data on the current backend: the root's state to every worker. */
     private void distribute() {
         Distributed<Classifier, Optimizer, Object, Object> distributed = backend.distribute(request);
@@ -321,10 +371,7 @@ public final class FashionMnistTraining {
         }
     }
 
-    /**
-     * The IDX loader to shard anew in an elastic run (re-formed or joined); from Parquet an elastic
-     * run is refused before training ({@link FashionMnistTrainer}).
-     */
+    /** The IDX loader to shard anew in an elastic run (re-formed or joined); Parquet's is made anew. */
     private ShardedLoader idxLoader() {
         if (!(request.trainingData() instanceof ShardedLoader loader)) {
             throw new UnsupportedOperationException("an elastic run trains from the IDX files, not from --data");
@@ -342,7 +389,7 @@ public final class FashionMnistTraining {
         }
         long workers = backend.worldSize();
         long perWorker = (parquet.dataset().examples() + workers - 1) / workers;
-        return (int) ((perWorker + config.batchSize() - 1) / config.batchSize());
+        return (int) ((perWorker + parquetBatchSize - 1) / parquetBatchSize);
     }
 
     /**

@@ -274,6 +274,8 @@ final class TrainingLoop {
                 long epochStart = System.nanoTime();
                 long epochSamples = 0;
                 long epochSteps = 0;
+                // Over all workers, each step at the world size it ran at (a re-form changes it).
+                long epochExamples = 0;
                 double epochLossSum = 0;
                 Steps steps = framework.epoch(epoch, batch);
                 while (steps.hasNext()) {
@@ -325,6 +327,7 @@ final class TrainingLoop {
                     }
                     lastLoss = result.loss();
                     epochSamples += result.samples();
+                    epochExamples += result.samples() * workers;
                     epochSteps++;
                     epochLossSum += lastLoss;
                     step++;
@@ -360,6 +363,7 @@ final class TrainingLoop {
                             epoch + 1,
                             epochsTrained,
                             epochSteps,
+                            epochExamples,
                             epochLossSum / epochSteps,
                             accuracy,
                             epochSamples * workers / (epochNanos / 1e9),

@@ -76,6 +76,7 @@ public record TrainingSummary(
      * @param epochsDone       epochs trained at its end, counting from the start of training
      *                         (fractional when it stopped mid-epoch)
      * @param steps            the steps this run took in it
+     * @param examples         the training examples of those steps over all workers (padding included)
      * @param trainLoss        the mean training loss of those steps, averaged over workers
      * @param testAccuracy     accuracy on the whole test set at its end
      * @param samplesPerSecond training examples per second over all workers in it (training only)
@@ -85,6 +86,7 @@ public record TrainingSummary(
             int epoch,
             double epochsDone,
             long steps,
+            long examples,
             double trainLoss,
             double testAccuracy,
             double samplesPerSecond,
@@ -119,6 +121,7 @@ public record TrainingSummary(
             d.put("epoch", e.epoch());
             number(d, "epochs_done", e.epochsDone());
             d.put("steps", e.steps());
+            d.put("examples", e.examples());
             number(d, "train_loss", e.trainLoss());
             number(d, "test_accuracy", e.testAccuracy());
             number(d, "samples_per_s", e.samplesPerSecond());

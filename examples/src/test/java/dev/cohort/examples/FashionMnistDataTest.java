@@ -99,15 +99,17 @@ class FashionMnistDataTest {
 
     /** Two whole epochs, as a summary or a checkpoint holds them. */
     private static final TrainingSummary.EpochResult FIRST_EPOCH =
-            new TrainingSummary.EpochResult(1, 1, 469, 0.61, 0.84, 5000.5, 12.0);
+            new TrainingSummary.EpochResult(1, 1, 469, 60_000, 0.61, 0.84, 5000.5, 12.0);
 
     private static final TrainingSummary.EpochResult SECOND_EPOCH =
-            new TrainingSummary.EpochResult(2, 2, 469, 0.41, 0.87, 5100, 11.8);
+            new TrainingSummary.EpochResult(2, 2, 469, 60_000, 0.41, 0.87, 5100, 11.8);
 
     @Test
     void summaryJsonHasTheIssuesFieldsAndEachEpoch() throws IOException {
         List<TrainingSummary.EpochResult> epochs = List.of(
-                FIRST_EPOCH, SECOND_EPOCH, new TrainingSummary.EpochResult(3, 3, 469, 0.35, 0.8871, 5123.456, 11.7));
+                FIRST_EPOCH,
+                SECOND_EPOCH,
+                new TrainingSummary.EpochResult(3, 3, 469, 60_000, 0.35, 0.8871, 5123.456, 11.7));
         TrainingSummary s = new TrainingSummary(
                 "mlp",
                 "torch",
@@ -144,6 +146,7 @@ class FashionMnistDataTest {
         assertThat(second.get("epoch").asInt()).isEqualTo(2);
         assertThat(second.get("epochs_done").asDouble()).isEqualTo(2);
         assertThat(second.get("steps").asLong()).isEqualTo(469);
+        assertThat(second.get("examples").asLong()).isEqualTo(60_000);
         assertThat(second.get("train_loss").asDouble()).isEqualTo(0.41);
         assertThat(second.get("test_accuracy").asDouble()).isEqualTo(0.87);
         assertThat(second.get("samples_per_s").asDouble()).isEqualTo(5100);
@@ -188,8 +191,8 @@ class FashionMnistDataTest {
 
     @Test
     void theEpochHistoryKeepsWhatACheckpointHadFinished() throws IOException {
-        List<TrainingSummary.EpochResult> epochs =
-                List.of(FIRST_EPOCH, SECOND_EPOCH, new TrainingSummary.EpochResult(3, 2.5, 235, 0.36, 0.88, 5050, 6.1));
+        List<TrainingSummary.EpochResult> epochs = List.of(
+                FIRST_EPOCH, SECOND_EPOCH, new TrainingSummary.EpochResult(3, 2.5, 235, 30_080, 0.36, 0.88, 5050, 6.1));
         ByteArrayOutputStream warnings = new ByteArrayOutputStream();
         PrintStream warn = new PrintStream(warnings, true, StandardCharsets.UTF_8);
         assertThat(EpochHistory.read(dir, 5, warn)).isEmpty(); // none yet

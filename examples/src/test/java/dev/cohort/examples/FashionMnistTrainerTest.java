@@ -356,7 +356,7 @@ class FashionMnistTrainerTest {
                 "--tcp-timeout",
                 Integer.toString(GLOO_TIMEOUT_S));
         TimedConsole console = new TimedConsole();
-        JsonNode recovered = killedAtStep50EndsAsUninterrupted(djl, "djl", "0", console);
+        JsonNode recovered = killedAtStep50EndsAsUninterrupted(djl, dir, "djl", "0", console);
         assertThat(console.text())
                 .contains("resuming from " + dir.resolve("djl-b").resolve("checkpoint-step-000000040.djl"));
         assertThat(recovered.get("framework").asText()).isEqualTo("djl");
@@ -376,7 +376,7 @@ class FashionMnistTrainerTest {
         assumeTrue(Files.isExecutable(Path.of("/usr/bin/mpirun")), "Open MPI is not installed");
         List<String> mpi = List.of("--distributed-backend", "mpi", "--mpi-timeout", Integer.toString(GLOO_TIMEOUT_S));
         TimedConsole console = new TimedConsole();
-        JsonNode recovered = killedAtStep50EndsAsUninterrupted(mpi, "mpi", "1", console);
+        JsonNode recovered = killedAtStep50EndsAsUninterrupted(mpi, dir, "mpi", "1", console);
         assertThat(console.text())
                 .contains("mpirun noticed that process rank 1")
                 .contains("cohort: rank 1 killed by SIGKILL (exit 137)");
@@ -385,11 +385,11 @@ class FashionMnistTrainerTest {
 
     /**
      * Trains with {@code options} uninterrupted, then again with rank {@code rank} killed at step
-     * 50 (in {@code name}-a and {@code name}-b); asserts that the second resumed from step 40 after
+     * 50 (in {@code dir}'s {@code name}-a and {@code name}-b); asserts that the second resumed from step 40 after
      * one restart, redid 10 steps and ended as the first, bit for bit. Returns the second's summary.
      */
-    private JsonNode killedAtStep50EndsAsUninterrupted(
-            List<String> options, String name, String rank, TimedConsole console) throws IOException {
+    static JsonNode killedAtStep50EndsAsUninterrupted(
+            List<String> options, Path dir, String name, String rank, TimedConsole console) throws IOException {
         JsonNode straight = train(
                 options, dir.resolve(name + "-a"), dir.resolve(name + "-a.json"), 0, Map.of(), new TimedConsole());
         JsonNode recovered = train(
