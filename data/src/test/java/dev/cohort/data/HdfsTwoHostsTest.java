@@ -1,0 +1,153 @@
+package dev.cohort.data;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.cohort.testkit.JvmWorkers;
+import dev.cohort.testkit.JvmWorkers.Result;
+import dev.cohort.testkit.TwoHosts;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * HDFS on one host, a rank on each of two: an {@link HdfsServer} process in host A's network
+ * namespace serving at {@value TwoHosts#ADDRESS_A}, and two ranks on the tcp engine, rank 0 on A and
+ * rank 1 on B, reading their shares over {@code hdfs://} for two epochs (errors agreed on) and
+ * averaging after each batch. Skipped where network namespaces cannot be made.
+ */
+// Above the sum of the deadlines below (45 + 45 + 30 s), so that they, which kill what they wait
+// for, always come first.
+@Timeout(value = 150, unit = TimeUnit.SECONDS)
+class HdfsTwoHostsTest {
+
+    private static final int EXAMPLES = 400;
+    private static final int EPOCHS = 2;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void ranksOnTwoHostsReadTheirSharesFromHdfsOnTheFirstAndSeeEveryExampleOncePerEpoch() throws Exception {
+        try (TwoHosts hosts = TwoHosts.createOrSkip();
+                Server hdfs = Server.start(hosts.on(
+                        0,
+                        JvmWorkers.javaCommand(
+                                HdfsServer.class,
+                                List.of(),
+                                List.of(
+                                        dir.resolve("hdfs").toString(),
+                                        TwoHosts.ADDRESS_A,
+                                        Integer.toString(EXAMPLES)))))) {
+            String root = hdfs.awaitReady(Duration.ofSeconds(45));
+            assertThat(root).startsWith("hdfs://" + TwoHosts.ADDRESS_A + ":");
+            List<String> args = new ArrayList<>(List.of(root + "/part-*.parquet", Integer.toString(EPOCHS)));
+            HdfsServer.CLIENT_CONF.forEach((key, value) -> args.add(key + "=" + value));
+            List<Result> results = JvmWorkers.run(
+                    2,
+                    r -> hosts.on(r, JvmWorkers.javaCommand(TrainingWorker.class, List.of(), args)),
+                    r -> JvmWorkers.launchEnv(TwoHosts.ADDRESS_A, TwoHosts.port(29_600), r, 2),
+                    dir.resolve("logs"),
+                    Duration.ofSeconds(45));
+
+            String all = JvmWorkers.describe(results);
+            for (Result r : results) {
+                assertThat(r.exitCode()).as(all).isZero();
+                // The sum, over the batches of both epochs, of the two ranks' mean id: half of all ids, twice.
+                assertThat(r.output()).as(all).contains("DONE AVERAGED " + (double) EXAMPLES * (EXAMPLES - 1) / 2);
+            }
+            for (int epoch = 0; epoch < EPOCHS; epoch++) {
+                List<Integer> both = new ArrayList<>();
+                for (Result r : results) {
+                    List<Integer> mine = idsOf(r.output(), epoch);
+                    assertThat(mine).as("rank %d, epoch %d", r.rank(), epoch).hasSize(EXAMPLES / 2);
+                    both.addAll(mine);
+                }
+                assertThat(both).as("epoch %d", epoch).hasSize(EXAMPLES).doesNotHaveDuplicates();
+            }
+            assertThat(idsOf(results.get(0).output(), 0))
+                    .isNotEqualTo(idsOf(results.get(0).output(), 1));
+        }
+    }
+
+    /** The ids a {@link TrainingWorker} saw in {@code epoch}, from its {@code EPOCH e IDS ...} line. */
+    private static List<Integer> idsOf(String output, int epoch) {
+        Matcher m = Pattern.compile("EPOCH " + epoch + " IDS ([0-9,]+)").matcher(output);
+        if (!m.find()) {
+            throw new AssertionError("no 'EPOCH " + epoch + " IDS' line in:\n" + output);
+        }
+        return Arrays.stream(m.group(1).split(",")).map(Integer::valueOf).toList();
+    }
+
+    /** The {@link HdfsServer} process: its output collected as it comes, stopped (or killed) on close. */
+    private static final class Server implements AutoCloseable {
+
+        private final Process process;
+        private final StringBuffer output = new StringBuffer();
+        private final CompletableFuture<String> ready = new CompletableFuture<>();
+
+        private Server(Process process) {
+            this.process = process;
+        }
+
+        static Server start(List<String> command) throws IOException {
+            Server server = new Server(
+                    new ProcessBuilder(command).redirectErrorStream(true).start());
+            Thread reader = new Thread(server::readOutput, "hdfs-server-output");
+            reader.setDaemon(true);
+            reader.start();
+            return server;
+        }
+
+        private void readOutput() {
+            try (BufferedReader lines =
+                    new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line = lines.readLine(); line != null; line = lines.readLine()) {
+                    output.append(line).append('\n');
+                    if (line.startsWith("HDFS READY ")) {
+                        ready.complete(line.split(" ")[2]);
+                    }
+                }
+            } catch (IOException e) {
+                // the process is gone; said below
+            }
+            ready.completeExceptionally(
+                    new AssertionError("the HDFS server exited before it was ready; its output:\n" + output));
+        }
+
+        /** The dataset's root URI, once the server printed it. */
+        String awaitReady(Duration within) throws InterruptedException {
+            try {
+                return ready.get(within.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (TimeoutException e) {
+                throw new AssertionError("the HDFS server was not ready within " + within + "; its output:\n" + output);
+            } catch (ExecutionException e) {
+                throw e.getCause() instanceof AssertionError failed ? failed : new AssertionError(e.getCause());
+            }
+        }
+
+        @Override
+        public void close() throws Exception {
+            process.getOutputStream().close();
+            if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                process.toHandle().descendants().forEach(ProcessHandle::destroyForcibly);
+                process.destroyForcibly();
+                process.waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+    }
+}
