@@ -29,9 +29,11 @@ import org.bytedeco.pytorch.global.torch;
 public final class ShardedMnistLoader extends MNISTRandomDataLoader {
 
     /**
-     * Loaders in one process draw from the one default generator: one at a time. Another thread
-     * drawing from it between the prediction and the sampler's draw (ranks as threads of one JVM
-     * initializing models) changes only the order inside this shard, never which examples it holds.
+     * Loaders in one process draw from the one default generator: one at a time, both a sampler's
+     * construction (libtorch's {@code RandomSampler} draws a permutation as it is made) and an
+     * epoch's prediction and draw. Another thread drawing from it between the prediction and the
+     * sampler's draw (ranks as threads of one JVM initializing models) changes only the order
+     * inside this shard, never which examples it holds.
      */
     private static final Object GENERATOR = new Object();
 
@@ -45,13 +47,27 @@ public final class ShardedMnistLoader extends MNISTRandomDataLoader {
 
     private ShardedMnistLoader(
             MNISTMapDataset dataset, DataLoaderOptions options, long seed, ShardSampler sampler, Shard shard) {
-        super(shard.dataset, new RandomSampler(sampler.length()), options);
+        super(shard.dataset, newSampler(sampler.length()), options);
         this.dataset = dataset;
         this.options = options;
         this.seed = seed;
         this.sampler = sampler;
         this.images = shard.images;
         this.targets = shard.targets;
+    }
+
+    /**
+     * libtorch's sampler over {@code size} examples; the permutation its constructor draws leaves
+     * the default generator as it was, so making a loader changes no program's random stream.
+     */
+    private static RandomSampler newSampler(long size) {
+        synchronized (GENERATOR) {
+            Generator generator = torch.getDefaultCPUGenerator();
+            Tensor before = generator.get_state();
+            RandomSampler sampler = new RandomSampler(size);
+            generator.set_state(before);
+            return sampler;
+        }
     }
 
     /**
