@@ -8,16 +8,22 @@ import org.apache.parquet.column.ColumnDescriptor;
 import org.apache.parquet.column.ColumnReader;
 import org.apache.parquet.column.impl.ColumnReadStoreImpl;
 import org.apache.parquet.column.page.PageReadStore;
+import org.apache.parquet.column.page.PageReader;
 import org.apache.parquet.example.data.simple.convert.GroupRecordConverter;
 import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.BlockMetaData;
+import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
+import org.apache.parquet.hadoop.metadata.ColumnPath;
 import org.apache.parquet.hadoop.util.HadoopInputFile;
 import org.apache.parquet.io.api.GroupConverter;
 import org.apache.parquet.schema.MessageType;
 import org.apache.parquet.schema.Type;
 
 /**
- * Decodes whole row groups of a dataset's files with Parquet's column API straight into primitive
- * arrays: the ColumnReader's getFloat/getInteger/... per value, never a record or a boxed value.
+ * Decodes whole row groups of a dataset's files straight into primitive arrays, never a record or
+ * a boxed value: in bulk with {@link ChunkDecoder} where the footer announces only the encodings it
+ * decodes (plain and dictionary values, RLE levels: what Parquet's writers use by default), else
+ * with Parquet's ColumnReader, a value at a time.
  * One per reader thread: it keeps the last file open and reads only the mapped columns.
  */
 final class RowGroupReader implements AutoCloseable {
@@ -28,6 +34,7 @@ final class RowGroupReader implements AutoCloseable {
     private final ParquetDataset dataset;
     private final MessageType projection;
     private final GroupConverter converter;
+    private final ChunkDecoder decoder = new ChunkDecoder();
     private ParquetFileReader open;
     private int openFile = -1;
 
@@ -48,6 +55,18 @@ final class RowGroupReader implements AutoCloseable {
     Decoded read(int g) {
         ParquetDataset.RowGroup group = dataset.rowGroup(g);
         String file = dataset.files().get(group.file());
+        PageReadStore pages = pages(group, file);
+        if (inBulk(group)) {
+            try {
+                return decodeInBulk(pages, file, group);
+            } catch (ChunkDecoder.Unsupported e) {
+                pages = pages(group, file); // a page the footer did not announce: read it all again
+            }
+        }
+        return decodeByValue(pages, file, group);
+    }
+
+    private PageReadStore pages(ParquetDataset.RowGroup group, String file) {
         PageReadStore pages;
         try {
             pages = reader(group.file()).readRowGroup(group.index());
@@ -63,6 +82,93 @@ final class RowGroupReader implements AutoCloseable {
                     "the row group is missing or holds " + (pages == null ? 0 : pages.getRowCount())
                             + " rows where the footer says " + group.rows());
         }
+        return pages;
+    }
+
+    /** Whether the footer announces only encodings that {@link ChunkDecoder} decodes, for every mapped column. */
+    private boolean inBulk(ParquetDataset.RowGroup group) {
+        List<ColumnDescriptor> leaves = new ArrayList<>(dataset.featureLeaves());
+        leaves.add(dataset.labelLeaf());
+        for (ColumnDescriptor leaf : leaves) {
+            ColumnChunkMetaData chunk = chunk(open.getRowGroups().get(group.index()), leaf);
+            if (chunk == null || !ChunkDecoder.decodes(chunk, leaf)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static ColumnChunkMetaData chunk(BlockMetaData block, ColumnDescriptor leaf) {
+        ColumnPath path = ColumnPath.get(leaf.getPath());
+        for (ColumnChunkMetaData c : block.getColumns()) {
+            if (c.getPath().equals(path)) {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    private Decoded decodeInBulk(PageReadStore pages, String file, ParquetDataset.RowGroup group)
+            throws ChunkDecoder.Unsupported {
+        int rows = Math.toIntExact(group.rows());
+        int width = dataset.width();
+        float[] features = new float[Math.multiplyExact(rows, width)];
+        long[] labels = new long[rows];
+        List<ColumnDescriptor> leaves = dataset.featureLeaves();
+        for (int c = 0; c < leaves.size(); c++) {
+            ChunkDecoder.Where where = new ChunkDecoder.Where(
+                    file, group.index(), dataset.columns.featureColumns().get(c));
+            PageReader chunk = pages.getPageReader(leaves.get(c));
+            if (dataset.columns.stacked()) {
+                int at = c;
+                bulk(chunk, leaves.get(c), rows, 1, false, where, (d, first, count) -> {
+                    for (int k = 0; k < count; k++) {
+                        features[(first + k) * width + at] = d.floats[k];
+                    }
+                });
+            } else {
+                bulk(
+                        chunk,
+                        leaves.get(c),
+                        rows,
+                        width,
+                        false,
+                        where,
+                        (d, first, count) -> System.arraycopy(d.floats, 0, features, first, count));
+            }
+        }
+        ChunkDecoder.Where where = new ChunkDecoder.Where(file, group.index(), dataset.columns.labelColumn());
+        bulk(
+                pages.getPageReader(dataset.labelLeaf()),
+                dataset.labelLeaf(),
+                rows,
+                1,
+                true,
+                where,
+                (d, first, count) -> System.arraycopy(d.longs, 0, labels, first, count));
+        return new Decoded(rows, features, labels);
+    }
+
+    private void bulk(
+            PageReader chunk,
+            ColumnDescriptor leaf,
+            int rows,
+            int width,
+            boolean asLongs,
+            ChunkDecoder.Where where,
+            ChunkDecoder.Sink sink)
+            throws ChunkDecoder.Unsupported {
+        try {
+            decoder.decode(chunk, leaf, rows, width, asLongs, sink, where);
+        } catch (DataException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            throw where.error("cannot decode the column (corrupt?): " + e);
+        }
+    }
+
+    /** The ColumnReader's way, a value at a time: any encoding Parquet reads. */
+    private Decoded decodeByValue(PageReadStore pages, String file, ParquetDataset.RowGroup group) {
         ColumnReadStoreImpl store = new ColumnReadStoreImpl(pages, converter, projection, null);
         int rows = Math.toIntExact(group.rows());
         int width = dataset.width();
