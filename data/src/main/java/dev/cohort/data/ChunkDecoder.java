@@ -273,19 +273,10 @@ final class ChunkDecoder {
                     floats[i] = (float) in.getDouble(in.position() + 8 * i);
                 }
             }
-            case INT32 -> {
+            case INT32, INT64 -> {
+                boolean wide = type == PrimitiveTypeName.INT64;
                 for (int i = 0; i < n; i++) {
-                    int value = in.getInt(in.position() + 4 * i);
-                    if (asLongs) {
-                        longs[i] = value;
-                    } else {
-                        floats[i] = value;
-                    }
-                }
-            }
-            case INT64 -> {
-                for (int i = 0; i < n; i++) {
-                    long value = in.getLong(in.position() + 8 * i);
+                    long value = wide ? in.getLong(in.position() + 8 * i) : in.getInt(in.position() + 4 * i);
                     if (asLongs) {
                         longs[i] = value;
                     } else {

@@ -29,7 +29,11 @@ import org.apache.parquet.schema.Type;
 final class RowGroupReader implements AutoCloseable {
 
     /** A decoded row group: {@code rows x width} features, row after row, and a label per row. */
-    record Decoded(int rows, float[] features, long[] labels) {}
+    record Decoded(int rows, float[] features, long[] labels) {
+        static Decoded allocate(int rows, int width) {
+            return new Decoded(rows, new float[Math.multiplyExact(rows, width)], new long[rows]);
+        }
+    }
 
     private final ParquetDataset dataset;
     private final MessageType projection;
@@ -112,8 +116,8 @@ final class RowGroupReader implements AutoCloseable {
             throws ChunkDecoder.Unsupported {
         int rows = Math.toIntExact(group.rows());
         int width = dataset.width();
-        float[] features = new float[Math.multiplyExact(rows, width)];
-        long[] labels = new long[rows];
+        Decoded decoded = Decoded.allocate(rows, width);
+        float[] features = decoded.features();
         List<ColumnDescriptor> leaves = dataset.featureLeaves();
         for (int c = 0; c < leaves.size(); c++) {
             ChunkDecoder.Where where = new ChunkDecoder.Where(
@@ -145,8 +149,8 @@ final class RowGroupReader implements AutoCloseable {
                 1,
                 true,
                 where,
-                (d, first, count) -> System.arraycopy(d.longs, 0, labels, first, count));
-        return new Decoded(rows, features, labels);
+                (d, first, count) -> System.arraycopy(d.longs, 0, decoded.labels(), first, count));
+        return decoded;
     }
 
     private void bulk(
@@ -170,10 +174,11 @@ final class RowGroupReader implements AutoCloseable {
     /** The ColumnReader's way, a value at a time: any encoding Parquet reads. */
     private Decoded decodeByValue(PageReadStore pages, String file, ParquetDataset.RowGroup group) {
         ColumnReadStoreImpl store = new ColumnReadStoreImpl(pages, converter, projection, null);
-        int rows = Math.toIntExact(group.rows());
+        Decoded decoded = Decoded.allocate(Math.toIntExact(group.rows()), dataset.width());
+        int rows = decoded.rows();
         int width = dataset.width();
-        float[] features = new float[Math.multiplyExact(rows, width)];
-        long[] labels = new long[rows];
+        float[] features = decoded.features();
+        long[] labels = decoded.labels();
         List<ColumnDescriptor> leaves = dataset.featureLeaves();
         for (int c = 0; c < leaves.size(); c++) {
             String column = dataset.columns.featureColumns().get(c);
@@ -204,7 +209,7 @@ final class RowGroupReader implements AutoCloseable {
         } catch (RuntimeException e) {
             throw new DataException(file, group.index(), labelColumn, "cannot decode the column (corrupt?): " + e, e);
         }
-        return new Decoded(rows, features, labels);
+        return decoded;
     }
 
     private static ColumnReader columnReader(
