@@ -232,19 +232,12 @@ final class ChunkDecoder {
             plain(in, n, type, asLongs);
             return;
         }
-        int size = asLongs
-                ? (longDictionary == null ? -1 : longDictionary.length)
-                : (floatDictionary == null ? -1 : floatDictionary.length);
-        if (!valueEncoding.usesDictionary() || size < 0) {
+        if (!valueEncoding.usesDictionary() || (asLongs ? longDictionary : floatDictionary) == null) {
             throw new Unsupported(valueEncoding + " values");
         }
         ids = grow(ids, n);
         hybrid(in, in.get() & 0xff, ids, n);
-        for (int i = 0; i < n; i++) {
-            if (ids[i] < 0 || ids[i] >= size) {
-                throw where.error("cannot decode the column (corrupt?): dictionary id " + ids[i] + " of " + size);
-            }
-        }
+        // An id past the dictionary (a corrupt page) fails the array access: a DataException for the caller.
         if (asLongs) {
             for (int i = 0; i < n; i++) {
                 longs[i] = longDictionary[ids[i]];
