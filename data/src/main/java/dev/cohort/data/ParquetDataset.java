@@ -82,6 +82,7 @@ public final class ParquetDataset {
      *     files differ, or a row group's lists are not of one length
      */
     public static ParquetDataset open(List<String> sources, ColumnMapping columns, Map<String, String> hadoopConf) {
+        HadoopNotes.quiet();
         Configuration conf = new Configuration();
         hadoopConf.forEach(conf::set);
         List<String> files = resolve(sources, conf);

@@ -49,6 +49,7 @@ public final class ShardWriter {
 
     /** A writer into {@code directory}: a local path or a file system URI. */
     public static ShardWriter to(String directory) {
+        HadoopNotes.quiet();
         return new ShardWriter(directory);
     }
 
