@@ -67,7 +67,10 @@ public final class ParquetDataset {
         this.summaries = List.copyOf(summaries);
     }
 
-    /** Opens {@code sources} with Hadoop's default configuration. */
+    /**
+     * Opens {@code sources} with Hadoop's defaults and, where {@code HADOOP_CONF_DIR} is set, the
+     * cluster's {@code core-site.xml} and {@code hdfs-site.xml} from that directory.
+     */
     public static ParquetDataset open(List<String> sources, ColumnMapping columns) {
         return open(sources, columns, Map.of());
     }
@@ -76,15 +79,13 @@ public final class ParquetDataset {
      * Opens {@code sources} (paths, globs, directories, file system URIs; see the class comment)
      * and reads every file's footer.
      *
-     * @param hadoopConf Hadoop settings over the defaults, e.g. {@code fs.defaultFS}
+     * @param hadoopConf Hadoop settings over the defaults and {@code HADOOP_CONF_DIR}'s, e.g. {@code fs.defaultFS}
      * @throws DataException naming the file (and column) when a source matches no file, a file is
      *     not Parquet or is truncated, a mapped column is missing or not numeric, the schemas of two
      *     files differ, or a row group's lists are not of one length
      */
     public static ParquetDataset open(List<String> sources, ColumnMapping columns, Map<String, String> hadoopConf) {
-        HadoopNotes.quiet();
-        Configuration conf = new Configuration();
-        hadoopConf.forEach(conf::set);
+        Configuration conf = HadoopSettings.of(hadoopConf);
         List<String> files = resolve(sources, conf);
         MessageType schema = null;
         String schemaFile = null;

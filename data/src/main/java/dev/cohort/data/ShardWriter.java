@@ -49,7 +49,6 @@ public final class ShardWriter {
 
     /** A writer into {@code directory}: a local path or a file system URI. */
     public static ShardWriter to(String directory) {
-        HadoopNotes.quiet();
         return new ShardWriter(directory);
     }
 
@@ -106,8 +105,7 @@ public final class ShardWriter {
             throw new IllegalArgumentException("the mapping names "
                     + columns.featureColumns().size() + " feature columns for examples of " + width);
         }
-        Configuration conf = new Configuration();
-        hadoopConf.forEach(conf::set);
+        Configuration conf = HadoopSettings.of(hadoopConf);
         Path dir = new Path(directory);
         FileSystem fs;
         try {

@@ -5,19 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.JvmWorkers.Result;
 import dev.cohort.testkit.TwoHosts;
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -44,7 +37,7 @@ class HdfsTwoHostsTest {
     @Test
     void ranksOnTwoHostsReadTheirSharesFromHdfsOnTheFirstAndSeeEveryExampleOncePerEpoch() throws Exception {
         try (TwoHosts hosts = TwoHosts.createOrSkip();
-                Server hdfs = Server.start(hosts.on(
+                HdfsServer.Running hdfs = HdfsServer.Running.start(hosts.on(
                         0,
                         JvmWorkers.javaCommand(
                                 HdfsServer.class,
@@ -91,63 +84,5 @@ class HdfsTwoHostsTest {
             throw new AssertionError("no 'EPOCH " + epoch + " IDS' line in:\n" + output);
         }
         return Arrays.stream(m.group(1).split(",")).map(Integer::valueOf).toList();
-    }
-
-    /** The {@link HdfsServer} process: its output collected as it comes, stopped (or killed) on close. */
-    private static final class Server implements AutoCloseable {
-
-        private final Process process;
-        private final StringBuffer output = new StringBuffer();
-        private final CompletableFuture<String> ready = new CompletableFuture<>();
-
-        private Server(Process process) {
-            this.process = process;
-        }
-
-        static Server start(List<String> command) throws IOException {
-            Server server = new Server(
-                    new ProcessBuilder(command).redirectErrorStream(true).start());
-            Thread reader = new Thread(server::readOutput, "hdfs-server-output");
-            reader.setDaemon(true);
-            reader.start();
-            return server;
-        }
-
-        private void readOutput() {
-            try (BufferedReader lines =
-                    new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                for (String line = lines.readLine(); line != null; line = lines.readLine()) {
-                    output.append(line).append('\n');
-                    if (line.startsWith("HDFS READY ")) {
-                        ready.complete(line.split(" ")[2]);
-                    }
-                }
-            } catch (IOException e) {
-                // the process is gone; said below
-            }
-            ready.completeExceptionally(
-                    new AssertionError("the HDFS server exited before it was ready; its output:\n" + output));
-        }
-
-        /** The dataset's root URI, once the server printed it. */
-        String awaitReady(Duration within) throws InterruptedException {
-            try {
-                return ready.get(within.toMillis(), TimeUnit.MILLISECONDS);
-            } catch (TimeoutException e) {
-                throw new AssertionError("the HDFS server was not ready within " + within + "; its output:\n" + output);
-            } catch (ExecutionException e) {
-                throw e.getCause() instanceof AssertionError failed ? failed : new AssertionError(e.getCause());
-            }
-        }
-
-        @Override
-        public void close() throws Exception {
-            process.getOutputStream().close();
-            if (!process.waitFor(20, TimeUnit.SECONDS)) {
-                process.toHandle().descendants().forEach(ProcessHandle::destroyForcibly);
-                process.destroyForcibly();
-                process.waitFor(10, TimeUnit.SECONDS);
-            }
-        }
     }
 }
