@@ -1,5 +1,7 @@
 package dev.cohort.data;
 
+import dev.cohort.testkit.JvmWorkers;
+import dev.cohort.testkit.TwoHosts;
 import dev.cohort.testkit.WorkerProcess;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -123,6 +125,19 @@ public final class HdfsServer {
 
         private Running(Process process) {
             this.process = process;
+        }
+
+        /**
+         * The server on {@code hosts}' host A, its cluster under {@code base}: serving {@code
+         * examples} {@link Shards} examples, or the Parquet files of {@code local} when not null.
+         */
+        public static Running onHostA(TwoHosts hosts, Path base, int examples, Path local) throws IOException {
+            List<String> args =
+                    new java.util.ArrayList<>(List.of(base.toString(), TwoHosts.ADDRESS_A, Integer.toString(examples)));
+            if (local != null) {
+                args.add(local.toString());
+            }
+            return start(hosts.on(0, JvmWorkers.javaCommand(HdfsServer.class, List.of(), args)));
         }
 
         public static Running start(List<String> command) throws IOException {

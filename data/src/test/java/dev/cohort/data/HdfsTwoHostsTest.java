@@ -37,15 +37,7 @@ class HdfsTwoHostsTest {
     @Test
     void ranksOnTwoHostsReadTheirSharesFromHdfsOnTheFirstAndSeeEveryExampleOncePerEpoch() throws Exception {
         try (TwoHosts hosts = TwoHosts.createOrSkip();
-                HdfsServer.Running hdfs = HdfsServer.Running.start(hosts.on(
-                        0,
-                        JvmWorkers.javaCommand(
-                                HdfsServer.class,
-                                List.of(),
-                                List.of(
-                                        dir.resolve("hdfs").toString(),
-                                        TwoHosts.ADDRESS_A,
-                                        Integer.toString(EXAMPLES)))))) {
+                HdfsServer.Running hdfs = HdfsServer.Running.onHostA(hosts, dir.resolve("hdfs"), EXAMPLES, null)) {
             String root = hdfs.awaitReady(Duration.ofSeconds(45));
             assertThat(root).startsWith("hdfs://" + TwoHosts.ADDRESS_A + ":");
             List<String> args = new ArrayList<>(List.of(root + "/part-*.parquet", Integer.toString(EPOCHS)));

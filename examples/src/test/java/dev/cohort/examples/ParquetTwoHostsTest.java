@@ -55,16 +55,7 @@ class ParquetTwoHostsTest {
         Files.writeString(conf.resolve("hdfs-site.xml"), site.append("</configuration>\n"));
 
         try (TwoHosts hosts = TwoHosts.createOrSkip();
-                HdfsServer.Running hdfs = HdfsServer.Running.start(hosts.on(
-                        0,
-                        JvmWorkers.javaCommand(
-                                HdfsServer.class,
-                                List.of(),
-                                List.of(
-                                        dir.resolve("hdfs").toString(),
-                                        TwoHosts.ADDRESS_A,
-                                        "0",
-                                        shards.toString()))))) {
+                HdfsServer.Running hdfs = HdfsServer.Running.onHostA(hosts, dir.resolve("hdfs"), 0, shards)) {
             String root = hdfs.awaitReady(Duration.ofSeconds(60));
             assertThat(root).startsWith("hdfs://" + TwoHosts.ADDRESS_A + ":");
             int port = 31_000;
