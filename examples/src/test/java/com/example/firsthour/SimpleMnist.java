@@ -51,7 +51,7 @@ public class SimpleMnist {
                     mnist.images().narrow(0, 0, examples), mnist.targets().narrow(0, 0, examples));
             Net net = new Net();
             SGD sgd = new SGD(net.parameters(), new SGDOptions(0.05));
-            TorchTraining<Net, Object> training =
+            TorchTraining<Net, ShardedLoader, Object> training =
                     TorchTraining.distribute(backend, net, sgd, ShardedLoader.of(trainSet, batchPerWorker, true, 42));
             for (int epoch = 1; epoch <= 2; epoch++) {
                 double lossSum = 0;

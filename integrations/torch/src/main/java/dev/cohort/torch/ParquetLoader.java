@@ -35,7 +35,7 @@ import org.bytedeco.pytorch.global.torch;
  * <pre>{@code
  * ParquetLoader data = ParquetLoader.of(ParquetDataset.open(List.of("hdfs://nn/fashion"),
  *         ColumnMapping.list("features", "label")), new LoaderOptions().batchSize(64).seed(42));
- * Distributed<Net, Optimizer, ParquetLoader, Object> d = backend.distribute(DistributeRequest.of(net, sgd, data, null));
+ * TorchTraining<Net, ParquetLoader, Object> d = TorchTraining.distribute(backend, net, sgd, data);
  * try (ParquetLoader.Epoch epoch = d.trainingData().epoch(from)) { // from: DataPosition.start(e), or a checkpoint's
  *     for (MiniBatch b : epoch) {
  *         // ... a step; a checkpoint records epoch.position()

@@ -39,7 +39,7 @@ class ModelGuardsTest {
     }
 
     /** This rank's {@link TinyTraining.Net} (its own start) with SGD, through the typed distribute(). */
-    private static TorchTraining<TinyTraining.Net, Object> distributedNet(DistributedBackend backend) {
+    private static TorchTraining<TinyTraining.Net, Object, Object> distributedNet(DistributedBackend backend) {
         TinyTraining.Net net = new TinyTraining.Net(backend.rank());
         return TorchTraining.distribute(backend, net, TinyTraining.sgd(net), null);
     }
@@ -81,7 +81,7 @@ class ModelGuardsTest {
     @Test
     void accumulationAndChangesInsideNoSyncPassTheGuard() {
         List<float[]> weights = onRanks(backend -> {
-            TorchTraining<TinyTraining.Net, Object> t = distributedNet(backend);
+            TorchTraining<TinyTraining.Net, Object, Object> t = distributedNet(backend);
             for (int s = 0; s < 3; s++) {
                 t.optimizer().zero_grad();
                 try (var unsynced = t.optimizer().noSync()) {
@@ -128,7 +128,7 @@ class ModelGuardsTest {
             TinyTraining.step(net, first, shard(backend, 0));
             first.release();
             first = null;
-            TorchTraining<TinyTraining.Net, Object> t = TorchTraining.distribute(backend, net, sgd, null);
+            TorchTraining<TinyTraining.Net, Object, Object> t = TorchTraining.distribute(backend, net, sgd, null);
             System.gc();
             org.bytedeco.javacpp.Pointer.deallocateReferences();
             for (int s = 1; s < 4; s++) {
@@ -142,7 +142,7 @@ class ModelGuardsTest {
     void ranksWhoseModelsDifferFailTheCheckNamingTheStepAndTheParameter() {
         List<String> failures = onRanks(backend -> {
             TinyTraining.Net net = new TinyTraining.Net(backend.rank());
-            TorchTraining<TinyTraining.Net, Object> t = TorchTraining.distribute(
+            TorchTraining<TinyTraining.Net, ShardedLoader, Object> t = TorchTraining.distribute(
                     backend,
                     DistributeRequest.of(net, TinyTraining.sgd(net), (ShardedLoader) null, null)
                             .withOption(TorchDistributor.DIVERGENCE_CHECK, 2));
@@ -171,7 +171,7 @@ class ModelGuardsTest {
     @Test
     void typedPartsTrainAsTheUntypedOnesDo() {
         List<float[]> typed = onRanks(backend -> {
-            TorchTraining<TinyTraining.Net, Object> t = distributedNet(backend);
+            TorchTraining<TinyTraining.Net, Object, Object> t = distributedNet(backend);
             TinyTraining.Net model = t.model();
             DistributedOptimizer optimizer = t.optimizer();
             for (int s = 0; s < TinyTraining.STEPS; s++) {
