@@ -167,7 +167,6 @@ public final class DjlFashionMnistTraining {
             try (DistributedTrainer trainer = DistributedTrainer.of(backend, model, trainingConfig)) {
                 trainer.initialize(prepend(config.batchSize(), image));
                 return new TrainingLoop(job, config, out, new TrainingLoop.Framework(TrainingLoop.Library.DJL) {
-
                             @Override
                             public int batchesPerEpoch() {
                                 return batchesPerEpoch;

@@ -165,7 +165,6 @@ public final class FashionMnistTraining {
             agreedPosition(); // the members' regroup agrees on one too
         }
         return new TrainingLoop(job, config, out, new TrainingLoop.Framework(TrainingLoop.Library.TORCH) {
-
                     @Override
                     public int batchesPerEpoch() {
                         return FashionMnistTraining.this.batchesPerEpoch();

@@ -31,7 +31,10 @@ import java.util.stream.Stream;
  */
 final class TrainingLoop {
 
-    /** The libraries a {@link Framework} trains with: the summary's {@code framework} and the extension of its checkpoint files. */
+    /**
+     * The libraries a {@link Framework} trains with: the summary's {@code framework} and the
+     * extension of its checkpoint files.
+     */
     enum Library {
         TORCH("torch", "pt"),
         DJL("djl", "djl");

@@ -211,7 +211,7 @@ class FashionMnistTrainerTest {
         return launch(console, options, List.of(commandLine.split(" ")));
     }
 
-    /** Runs the trainer with {@code args} through the launcher with {@code options}, its output into {@code console}. */
+    /** Runs the trainer with {@code args} through the launcher with {@code options}; output into {@code console}. */
     static LaunchResult launch(TimedConsole console, LaunchOptions options, List<String> args) throws IOException {
         WorkerProgram program = WorkerProgram.mainClass(FashionMnistTrainer.class.getName(), args);
         try (Launcher launcher = new Launcher(options, program).console(console.console())) {

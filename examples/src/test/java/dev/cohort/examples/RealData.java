@@ -23,7 +23,7 @@ final class RealData {
         return FashionMnist.load(DIR);
     }
 
-    /** On a test class ({@code @ExtendWith(RealData.Required.class)}): the class is skipped where the data is not installed. */
+    /** On a test class ({@code @ExtendWith(RealData.Required.class)}): skips it where the data is not installed. */
     static final class Required implements BeforeAllCallback {
         @Override
         public void beforeAll(ExtensionContext context) throws IOException {
