@@ -46,32 +46,19 @@ TXT
 }
 
 workers=2 epochs=5 model=mlp framework=torch backend=auto max_restarts=0 elastic=0 json="$ROOT/out/demo-summary.json" data_dir="" spark="" extra=()
+# The options that take a value (--NAME VALUE or --NAME=VALUE); each sets the variable of its name
+# with - as _ (--max-restarts: max_restarts).
+value_option() { case "$1" in --workers|--epochs|--model|--framework|--backend|--max-restarts|--json|--spark|--data-dir) ;; *) return 1 ;; esac; }
+set_option() { local name="${1#--}"; printf -v "${name//-/_}" '%s' "$2"; }
 need_value() { [ "$#" -ge 2 ] && [ -n "$2" ] || { echo "cohort demo: $1 needs a value" >&2; exit 2; }; }
 while [ "$#" -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
     -V|--version) exec "$ROOT/cohort" --version ;;
-    --workers) need_value "$@"; workers="$2"; shift 2 ;;
-    --workers=*) workers="${1#*=}"; shift ;;
-    --epochs) need_value "$@"; epochs="$2"; shift 2 ;;
-    --epochs=*) epochs="${1#*=}"; shift ;;
-    --model) need_value "$@"; model="$2"; shift 2 ;;
-    --model=*) model="${1#*=}"; shift ;;
-    --framework) need_value "$@"; framework="$2"; shift 2 ;;
-    --framework=*) framework="${1#*=}"; shift ;;
-    --backend) need_value "$@"; backend="$2"; shift 2 ;;
-    --backend=*) backend="${1#*=}"; shift ;;
-    --max-restarts) need_value "$@"; max_restarts="$2"; shift 2 ;;
-    --max-restarts=*) max_restarts="${1#*=}"; shift ;;
     --elastic) if [ "$#" -ge 2 ] && [ -n "$2" ] && [ -z "${2//[0-9]/}" ]; then elastic="$2"; shift 2; else elastic=1; shift; fi ;;
     --elastic=*) elastic="${1#*=}"; shift ;;
-    --json) need_value "$@"; json="$2"; shift 2 ;;
-    --json=*) json="${1#*=}"; shift ;;
-    --spark) need_value "$@"; spark="$2"; shift 2 ;;
-    --spark=*) spark="${1#*=}"; shift ;;
-    --data-dir) need_value "$@"; data_dir="$2"; shift 2 ;;
-    --data-dir=*) data_dir="${1#*=}"; shift ;;
-    *) extra+=("$1"); shift ;;
+    --*=*) if value_option "${1%%=*}"; then set_option "${1%%=*}" "${1#*=}"; else extra+=("$1"); fi; shift ;;
+    *) if value_option "$1"; then need_value "$@"; set_option "$1" "$2"; shift 2; else extra+=("$1"); shift; fi ;;
   esac
 done
 case "$workers" in ''|*[!0-9]*|0) echo "cohort demo: --workers must be a whole number >= 1, got '$workers'" >&2; exit 2 ;; esac

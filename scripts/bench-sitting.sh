@@ -82,10 +82,7 @@ BLAS_DEFAULT="${COHORT_BLAS:-bundled}"   # libtorch's OpenBLAS for runs not name
 echo "WORLD=$WORLD PER_HOST=$PER_HOST SIZES=$SIZES RUNS=$RUNS rounds=$ROUNDS, $(getconf _NPROCESSORS_ONLN) CPUs online, COHORT_BLAS=$BLAS_DEFAULT OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(auto)}, $(date -Is)" > "$OUT/sitting.txt"
 for ((i = 1; i <= ROUNDS; i++)); do
   for run in $RUNS; do
-    echo "== round $i of $ROUNDS: $run" >&2
-    # RUN-host-blas: RUN with libtorch on the host's OpenBLAS (COHORT_BLAS=system), the peer's library
-    base="${run%-host-blas}"
-    if [ "$base" != "$run" ]; then export COHORT_BLAS=system; else export COHORT_BLAS="$BLAS_DEFAULT"; fi
+    start_run "$i" "$run"
     case "$base" in
       shm-copy)    cohort --backend shm --json "$OUT/$run-$i.json" ;;
       shm-inplace) cohort --backend shm --in-place --json "$OUT/$run-$i.json" ;;

@@ -145,10 +145,7 @@ mpi_pair() {
 }
 for ((i = 1; i <= ROUNDS; i++)); do
   for run in $RUNS; do
-    echo "== round $i of $ROUNDS: $run" >&2
-    # RUN-host-blas: RUN with libtorch on the host's OpenBLAS (COHORT_BLAS=system), the peer's library
-    base="${run%-host-blas}"
-    if [ "$base" != "$run" ]; then export COHORT_BLAS=system; else export COHORT_BLAS="$BLAS_DEFAULT"; fi
+    start_run "$i" "$run"
     case "$base" in
       hier|gloo|tcp) alone cohort_pair "$run" $((31000 + 10 * i)) "$OUT/$run-$i.json" ;;
       train-hier|train-gloo|train-tcp) alone train_pair "${base#train-}" $((31001 + 10 * i)) "$OUT/$run-$i.json" ;;

@@ -134,14 +134,11 @@ def main():
     p.add_argument("--idx", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--arrays", metavar="DIR")
     p.add_argument("--mode", choices=["loader", "train"], default="loader")
-    p.add_argument("--world", type=int, default=2)
-    p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--prefetch", type=int, default=2, help="batches each worker prepares ahead")
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--steps", type=int, default=400)
-    p.add_argument("--warm", type=int, default=20)
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--port", type=int, default=29611)
+    for name, default, text in (("--world", 2, None), ("--workers", 1, None),
+                                ("--prefetch", 2, "batches each worker prepares ahead"), ("--batch", 64, None),
+                                ("--steps", 400, None), ("--warm", 20, None), ("--repeats", 5, None),
+                                ("--port", 29611, None)):
+        p.add_argument(name, type=int, default=default, help=text)
     p.add_argument("--out")
     args = p.parse_args()
     if args.write:

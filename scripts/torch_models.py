@@ -53,10 +53,8 @@ def mlp(*sizes):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", choices=["demo-mlp", "demo-cnn", "mlp"], required=True)
-    ap.add_argument("--hidden", type=int, default=1024)
-    ap.add_argument("--steps", type=int, default=500)
-    ap.add_argument("--warm", type=int, default=20)
-    ap.add_argument("--batch", type=int, default=64)
+    for name, default in (("--hidden", 1024), ("--steps", 500), ("--warm", 20), ("--batch", 64)):
+        ap.add_argument(name, type=int, default=default)
     ap.add_argument("--out")
     a = ap.parse_args()
     torch.set_num_threads(1)

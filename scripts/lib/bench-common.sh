@@ -11,3 +11,11 @@ bench_args() {
   ROUNDS="${2:-3}"
   OUT="${3:-$ROOT/out/$1-$(date +%Y%m%d-%H%M%S)}"
 }
+# start_run I RUN: says that round I's RUN starts, sets base to RUN without a -host-blas suffix, and
+# exports COHORT_BLAS for it: RUN-host-blas is RUN with libtorch on the host's OpenBLAS
+# (COHORT_BLAS=system), the peers' library; any other run uses $BLAS_DEFAULT (the script sets it).
+start_run() {
+  echo "== round $1 of $ROUNDS: $2" >&2
+  base="${2%-host-blas}"
+  if [ "$base" != "$2" ]; then export COHORT_BLAS=system; else export COHORT_BLAS="$BLAS_DEFAULT"; fi
+}

@@ -166,47 +166,27 @@ public final class DjlFashionMnistTraining {
                             .build());
             try (DistributedTrainer trainer = DistributedTrainer.of(backend, model, trainingConfig)) {
                 trainer.initialize(prepend(config.batchSize(), image));
-                return new TrainingLoop(job, config, out, new TrainingLoop.Framework() {
-                            @Override
-                            public String name() {
-                                return "djl";
-                            }
-
-                            @Override
-                            public String checkpointExtension() {
-                                return "djl";
-                            }
-
+                return new TrainingLoop(job, config, out, new TrainingLoop.Framework(TrainingLoop.Library.DJL) {
                             @Override
                             public int batchesPerEpoch() {
                                 return batchesPerEpoch;
                             }
 
                             @Override
-                            public String describe() {
+                            public String computesWith() {
                                 return String.format(
-                                                Locale.ROOT,
-                                                "training %s on %d worker(s) (%s) through DJL %s (%s %s): "
-                                                        + "%d epochs, %d steps per epoch of %d x %d examples, lr %s (%s), momentum %s, "
-                                                        + "%d compute thread(s) per worker",
-                                                config.model().label(),
-                                                workers,
-                                                backend.name(),
-                                                Engine.getDjlVersion(),
-                                                engine.getEngineName(),
-                                                engine.getVersion(),
-                                                config.epochs(),
-                                                batchesPerEpoch,
-                                                workers,
-                                                config.batchSize(),
-                                                config.lr(),
-                                                config.schedule().label(),
-                                                config.momentum(),
-                                                config.threads())
-                                        + (parquet == null
-                                                ? ""
-                                                : ", streamed from "
-                                                        + parquetTrain.files().size() + " Parquet file(s)");
+                                        Locale.ROOT,
+                                        " through DJL %s (%s %s)",
+                                        Engine.getDjlVersion(),
+                                        engine.getEngineName(),
+                                        engine.getVersion());
+                            }
+
+                            @Override
+                            public int parquetFiles() {
+                                return parquet == null
+                                        ? 0
+                                        : parquetTrain.files().size();
                             }
 
                             @Override

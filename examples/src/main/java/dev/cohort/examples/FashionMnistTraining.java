@@ -24,7 +24,6 @@ import dev.cohort.torch.TorchDistributor;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Iterator;
-import java.util.Locale;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.LongOptional;
 import org.bytedeco.pytorch.NoGradGuard;
@@ -165,47 +164,23 @@ public final class FashionMnistTraining {
         if (job.joined() && parquet != null) {
             agreedPosition(); // the members' regroup agrees on one too
         }
-        return new TrainingLoop(job, config, out, new TrainingLoop.Framework() {
-                    @Override
-                    public String name() {
-                        return "torch";
-                    }
-
-                    @Override
-                    public String checkpointExtension() {
-                        return "pt";
-                    }
-
+        return new TrainingLoop(job, config, out, new TrainingLoop.Framework(TrainingLoop.Library.TORCH) {
                     @Override
                     public int batchesPerEpoch() {
                         return FashionMnistTraining.this.batchesPerEpoch();
                     }
 
                     @Override
-                    public String describe() {
-                        return String.format(
-                                        Locale.ROOT,
-                                        "training %s on %d worker(s) (%s): %d epochs, %d steps per epoch of "
-                                                + "%d x %d examples, lr %s (%s), momentum %s, %d compute thread(s) per worker",
-                                        config.model().label(),
-                                        workers,
-                                        backend.name(),
-                                        config.epochs(),
-                                        FashionMnistTraining.this.batchesPerEpoch(),
-                                        workers,
-                                        config.batchSize(),
-                                        config.lr(),
-                                        config.schedule().label(),
-                                        config.momentum(),
-                                        config.threads())
-                                + (config.gradCompression().equals("none")
+                    public String gradients() {
+                        return (config.gradCompression().equals("none")
                                         ? ""
                                         : ", gradients sent as " + config.gradCompression())
-                                + (config.zeroStage() == 0 ? "" : ", ZeRO stage " + config.zeroStage())
-                                + (parquet == null
-                                        ? ""
-                                        : ", streamed from "
-                                                + parquet.dataset().files().size() + " Parquet file(s)");
+                                + (config.zeroStage() == 0 ? "" : ", ZeRO stage " + config.zeroStage());
+                    }
+
+                    @Override
+                    public int parquetFiles() {
+                        return parquet == null ? 0 : parquet.dataset().files().size();
                     }
 
                     @Override

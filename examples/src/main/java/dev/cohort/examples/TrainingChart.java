@@ -3,11 +3,8 @@ package dev.cohort.examples;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Locale;
-import org.jfree.chart.ChartUtils;
 import org.jfree.chart.JFreeChart;
 import org.jfree.chart.axis.NumberAxis;
 import org.jfree.chart.plot.CombinedDomainXYPlot;
@@ -83,13 +80,7 @@ final class TrainingChart {
                 summary.steps(),
                 summary.globalBatchSize(),
                 summary.seconds())));
-        chart.setBackgroundPaint(Color.WHITE);
-
-        Path abs = png.toAbsolutePath();
-        Files.createDirectories(abs.getParent());
-        Path tmp = abs.resolveSibling(abs.getFileName() + ".tmp");
-        ChartUtils.saveChartAsPNG(tmp.toFile(), chart, WIDTH, HEIGHT);
-        Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        ChartFiles.writePng(chart, png, WIDTH, HEIGHT);
     }
 
     private static XYPlot panel(XYSeries series, String label, Color color, boolean fromZero) {

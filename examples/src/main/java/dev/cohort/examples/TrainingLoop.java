@@ -31,43 +31,71 @@ import java.util.stream.Stream;
  */
 final class TrainingLoop {
 
+    /**
+     * The libraries a {@link Framework} trains with: the summary's {@code framework} and the
+     * extension of its checkpoint files.
+     */
+    enum Library {
+        TORCH("torch", "pt"),
+        DJL("djl", "djl");
+
+        final String label;
+        final String checkpointExtension;
+
+        Library(String label, String checkpointExtension) {
+            this.label = label;
+            this.checkpointExtension = checkpointExtension;
+        }
+    }
+
     /** What a framework supplies: its steps, its evaluation and its checkpoints. */
-    interface Framework {
+    abstract static class Framework {
 
-        /** The summary's {@code framework}. */
-        String name();
+        /** What it trains with. */
+        final Library library;
 
-        /** The extension of its checkpoint files. */
-        String checkpointExtension();
+        Framework(Library library) {
+            this.library = library;
+        }
 
         /** This worker's batches in one epoch (the same on every worker). */
-        int batchesPerEpoch();
+        public abstract int batchesPerEpoch();
 
-        /** The line the root prints before training. */
-        String describe();
+        /** What the plan line says after the engine, e.g. the library's version; nothing by default. */
+        public String computesWith() {
+            return "";
+        }
+
+        /** What the plan line says of how gradients travel, e.g. {@code ", ZeRO stage 1"}; nothing by default. */
+        public String gradients() {
+            return "";
+        }
+
+        /** The Parquet files the training examples stream from; 0 where they are in memory (the IDX files). */
+        public abstract int parquetFiles();
 
         /** This worker's batches of {@code epoch}, from batch {@code firstBatch}. */
-        Steps epoch(int epoch, int firstBatch);
+        public abstract Steps epoch(int epoch, int firstBatch);
 
         /** Test accuracy over the whole test set (each worker scores a slice), the same on every worker. */
-        double evaluate();
+        public abstract double evaluate();
 
         /** Saves a checkpoint (called on the root only, or on every worker where {@link #savesOnEveryWorker()}). */
-        void save(Path file, TrainingPosition position);
+        public abstract void save(Path file, TrainingPosition position);
 
         /** Whether every worker takes part in {@link #save} (a sharded optimizer state), not the root alone. */
-        default boolean savesOnEveryWorker() {
+        public boolean savesOnEveryWorker() {
             return false;
         }
 
         /** Loads a checkpoint (on every worker) and returns where to continue. */
-        TrainingPosition load(Path file);
+        public abstract TrainingPosition load(Path file);
 
         /**
          * Before an elastic run's group is re-formed (a worker was lost): lets go of what lives in
          * the old group (gradient buckets in its memory). Nothing by default.
          */
-        default void release() {}
+        public void release() {}
 
         /**
          * In an elastic run's re-formed group on {@code backend}: every worker takes the root's
@@ -77,8 +105,9 @@ final class TrainingLoop {
          *
          * @throws UnsupportedOperationException where the framework cannot go on in a re-formed group
          */
-        default Steps regroup(DistributedBackend backend, int epoch, long examplesDone, int batchSize, double lrScale) {
-            throw new UnsupportedOperationException("the " + name() + " trainer cannot go on in a re-formed group");
+        public Steps regroup(DistributedBackend backend, int epoch, long examplesDone, int batchSize, double lrScale) {
+            throw new UnsupportedOperationException(
+                    "the " + library.label + " trainer cannot go on in a re-formed group");
         }
 
         /**
@@ -86,8 +115,8 @@ final class TrainingLoop {
          * it: trains with {@code batchSize} examples per worker and the learning rate times
          * {@code lrScale}, as the members do (no collective).
          */
-        default void joinAt(int batchSize, double lrScale) {
-            throw new UnsupportedOperationException("the " + name() + " trainer cannot join a running group");
+        public void joinAt(int batchSize, double lrScale) {
+            throw new UnsupportedOperationException("the " + library.label + " trainer cannot join a running group");
         }
     }
 
@@ -164,7 +193,31 @@ final class TrainingLoop {
         this.batchSize = config.batchSize();
         this.framework = framework;
         this.checkpointName =
-                Pattern.compile("checkpoint-step-(\\d+)\\." + Pattern.quote(framework.checkpointExtension()));
+                Pattern.compile("checkpoint-step-(\\d+)\\." + Pattern.quote(framework.library.checkpointExtension));
+    }
+
+    /** The line the root prints before training on {@code workers}. */
+    private String plan(int workers) {
+        return String.format(
+                        Locale.ROOT,
+                        "training %s on %d worker(s) (%s)%s: %d epochs, %d steps per epoch of %d x %d examples, lr %s "
+                                + "(%s), momentum %s, %d compute thread(s) per worker",
+                        config.model().label(),
+                        workers,
+                        backend.name(),
+                        framework.computesWith(),
+                        config.epochs(),
+                        framework.batchesPerEpoch(),
+                        workers,
+                        config.batchSize(),
+                        config.lr(),
+                        config.schedule().label(),
+                        config.momentum(),
+                        config.threads())
+                + framework.gradients()
+                + (framework.parquetFiles() == 0
+                        ? ""
+                        : ", streamed from " + framework.parquetFiles() + " Parquet file(s)");
     }
 
     /** Trains, from the latest checkpoint with {@code --resume}; {@code started} is when the run began. */
@@ -190,7 +243,7 @@ final class TrainingLoop {
                 say("no checkpoint in " + config.checkpointDir() + "; starting from scratch");
             }
         }
-        say(framework.describe());
+        say(plan(workers));
 
         List<Double> accuracies = new ArrayList<>();
         // Every worker reads the history, as every worker loads the checkpoint: the summary is the same everywhere.
@@ -393,7 +446,7 @@ final class TrainingLoop {
         double samplesPerSecond = trainNanos > 0 ? trainedSamples / (trainNanos / 1e9) : 0;
         TrainingSummary summary = new TrainingSummary(
                 config.model().label(),
-                framework.name(),
+                framework.library.label,
                 backend.name(),
                 workers,
                 epochsTrained,
@@ -534,7 +587,10 @@ final class TrainingLoop {
         Path dir = config.checkpointDir();
         framework.save(
                 dir.resolve(String.format(
-                        Locale.ROOT, "checkpoint-step-%09d.%s", position.step(), framework.checkpointExtension())),
+                        Locale.ROOT,
+                        "checkpoint-step-%09d.%s",
+                        position.step(),
+                        framework.library.checkpointExtension)),
                 position);
         if (!root) {
             return;

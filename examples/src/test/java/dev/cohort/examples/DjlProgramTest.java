@@ -15,9 +15,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.assertj.core.data.Offset;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -27,17 +27,13 @@ import org.junit.jupiter.api.io.TempDir;
  * and JavaCPP's libtorch beside DJL. The program initializes the backend before it loads DJL's
  * engine, the order that crashed while initializing a backend loaded JavaCPP's libtorch.
  */
+@ExtendWith(RealData.Required.class)
 class DjlProgramTest {
 
     private static final String PROGRAM = "src/test/java/com/example/TrainFashionMnist.java";
 
     @TempDir
     Path dir;
-
-    @BeforeAll
-    static void data() throws IOException {
-        RealData.loadOrSkip();
-    }
 
     /** 20 steps of batch 64 (2 × 32 on two workers), the same shuffled order in both runs. */
     @Test

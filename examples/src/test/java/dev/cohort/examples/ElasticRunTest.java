@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.assertj.core.api.AbstractStringAssert;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -97,10 +98,10 @@ class ElasticRunTest {
                     lost.equals("worker") ? "3" : "launcher-of-2");
             if (lost.equals("worker")) {
                 assertThat(run.exit1()).as(run.both()).isZero();
-                assertThat(run.log0()).as(run.both()).contains("after: rank 3 on node 1 killed by SIGKILL");
+                run.assertLog0().contains("after: rank 3 on node 1 killed by SIGKILL");
                 survivorsWentOn(run, List.of("0", "1", "2"));
             } else {
-                assertThat(run.log0()).as(run.both()).contains("after: lost contact with the launcher of node 1");
+                run.assertLog0().contains("after: lost contact with the launcher of node 1");
                 survivorsWentOn(run, List.of("0", "1"));
             }
         }
@@ -116,8 +117,7 @@ class ElasticRunTest {
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
             Nodes run = twoNodes(
                     hosts, dir, "gloo", List.of("--nnodes", "2:3", "--elastic", "3", "--join-timeout", "5"), "3");
-            assertThat(run.log0())
-                    .as(run.both())
+            run.assertLog0()
                     .contains("the run starts with nodes [0, 1] of --nnodes 2:3")
                     .contains("starting 2 worker(s) (ranks 0..1 of 4)")
                     .contains("GROUPS worker 0 of 2");
@@ -143,16 +143,12 @@ class ElasticRunTest {
                     "none",
                     List.of("4"),
                     "START worker 0");
-            assertThat(run.exit0()).as(run.both()).isZero();
-            assertThat(run.exit1()).as(run.both()).isZero();
-            assertThat(run.log0())
-                    .as(run.both())
+            run.bothSucceeded();
+            run.assertLog0()
                     .contains("the run starts with nodes [0] of --nnodes 1:2")
                     .contains("go on as generation 1 of the group (elastic) after: node 1 joins with 2 worker(s)")
                     .contains("run finished: all workers finished (4 of them in generation 1)");
-            assertThat(run.log1())
-                    .as(run.both())
-                    .contains("joining the running group (elastic): starting 2 worker(s) " + "(ranks 2..3)");
+            run.assertLog1().contains("joining the running group (elastic): starting 2 worker(s) " + "(ranks 2..3)");
             String all = run.log0() + run.log1();
             for (String member : List.of("0", "1")) {
                 String started = find(all, "START worker " + member + " pid (\\d+)");
@@ -199,15 +195,12 @@ class ElasticRunTest {
                             "--json",
                             json.toString()),
                     "epoch 1/8 done");
-            assertThat(run.exit0()).as(run.both()).isZero();
-            assertThat(run.exit1()).as(run.both()).isZero();
-            assertThat(run.log0())
-                    .as(run.both())
+            run.bothSucceeded();
+            run.assertLog0()
                     .containsPattern("workers joined: going on with 4 workers as generation 1 "
                             + "from step \\d+, 1024 examples per worker")
                     .contains("the group re-formed 1 time(s) without a " + "restart; 2 worker(s) started, 4 finished");
-            assertThat(run.log1())
-                    .as(run.both())
+            run.assertLog1()
                     .containsPattern("joined the running group as rank 2 of 4 "
                             + "\\(generation 1\\) at epoch [2-8], step \\d+");
             com.fasterxml.jackson.databind.JsonNode summary =
@@ -222,6 +215,22 @@ class ElasticRunTest {
     private record Nodes(int exit0, int exit1, String log0, String log1) {
         String both() {
             return "node 0:\n" + log0 + "\nnode 1:\n" + log1;
+        }
+
+        /** Asserts that both nodes' launchers exited 0, showing both logs where not. */
+        void bothSucceeded() {
+            assertThat(exit0).as(both()).isZero();
+            assertThat(exit1).as(both()).isZero();
+        }
+
+        /** Node 0's log, to assert on; a failure shows both logs. */
+        AbstractStringAssert<?> assertLog0() {
+            return assertThat(log0).as(both());
+        }
+
+        /** Node 1's log, to assert on; a failure shows both logs. */
+        AbstractStringAssert<?> assertLog1() {
+            return assertThat(log1).as(both());
         }
     }
 
@@ -346,8 +355,7 @@ class ElasticRunTest {
     /** Node 0 succeeded, and each of {@code survivors} kept its process into generation 1 and finished there. */
     private static void survivorsWentOn(Nodes run, List<String> survivors) {
         assertThat(run.exit0()).as(run.both()).isZero();
-        assertThat(run.log0())
-                .as(run.both())
+        run.assertLog0()
                 .contains("go on as generation 1 of the group (elastic) after: ")
                 .contains("run finished: all workers finished")
                 .doesNotContain("restarting the group");

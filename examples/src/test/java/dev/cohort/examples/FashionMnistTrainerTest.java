@@ -90,26 +90,11 @@ class FashionMnistTrainerTest {
     void twoGlooWorkersThroughTheLauncherWriteTheSummaryAndItsChart() throws IOException {
         assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
         Path json = dir.resolve("summary.json");
-        LaunchOptions options =
-                LaunchOptions.builder().nprocPerNode(2).masterPort(0).build();
-        WorkerProgram program = WorkerProgram.mainClass(
-                FashionMnistTrainer.class.getName(),
-                List.of(
-                        "--distributed-backend",
-                        "gloo",
-                        "--model",
-                        "mlp",
-                        "--epochs",
-                        "1",
-                        "--max-steps",
-                        "40",
-                        "--json",
-                        json.toString()));
-        LaunchResult result;
         TimedConsole console = new TimedConsole();
-        try (Launcher launcher = new Launcher(options, program).console(console.console())) {
-            result = launcher.run();
-        }
+        LaunchResult result = launch(
+                console,
+                LaunchOptions.builder().nprocPerNode(2).masterPort(0).build(),
+                "--distributed-backend gloo --model mlp --epochs 1 --max-steps 40 --json " + json);
         assertThat(result.exitCode()).as(result.message()).isZero();
         // Rank 0's progress reaches the console as progress (plain here: not a terminal), never as a marker.
         assertThat(console.text()).doesNotContain("cohort-progress");
@@ -212,9 +197,23 @@ class FashionMnistTrainerTest {
     }
 
     private static LaunchResult launch(TimedConsole console, int workers, String... args) throws IOException {
-        LaunchOptions options =
-                LaunchOptions.builder().nprocPerNode(workers).masterPort(0).build();
-        WorkerProgram program = WorkerProgram.mainClass(FashionMnistTrainer.class.getName(), List.of(args));
+        return launch(
+                console,
+                LaunchOptions.builder().nprocPerNode(workers).masterPort(0).build(),
+                List.of(args));
+    }
+
+    /**
+     * Runs the trainer through the launcher with {@code options}, its output into {@code console};
+     * {@code commandLine}: the trainer's arguments as typed, separated by spaces (none within one).
+     */
+    static LaunchResult launch(TimedConsole console, LaunchOptions options, String commandLine) throws IOException {
+        return launch(console, options, List.of(commandLine.split(" ")));
+    }
+
+    /** Runs the trainer with {@code args} through the launcher with {@code options}; output into {@code console}. */
+    static LaunchResult launch(TimedConsole console, LaunchOptions options, List<String> args) throws IOException {
+        WorkerProgram program = WorkerProgram.mainClass(FashionMnistTrainer.class.getName(), args);
         try (Launcher launcher = new Launcher(options, program).console(console.console())) {
             return launcher.run();
         }
@@ -279,11 +278,7 @@ class FashionMnistTrainerTest {
                 "--resume",
                 "--json",
                 json.toString()));
-        WorkerProgram program = WorkerProgram.mainClass(FashionMnistTrainer.class.getName(), args);
-        LaunchResult result;
-        try (Launcher launcher = new Launcher(options.build(), program).console(console.console())) {
-            result = launcher.run();
-        }
+        LaunchResult result = launch(console, options.build(), args);
         assertThat(result.exitCode()).as(result.message()).isZero();
         assertThat(result.restarts()).isEqualTo(env.isEmpty() ? 0 : 1);
         return new ObjectMapper().readTree(json.toFile());
@@ -305,26 +300,12 @@ class FashionMnistTrainerTest {
                 .addEnvironment(FaultDrill.AT_STEP, "30")
                 .addEnvironment(FaultDrill.RANK, "0");
         Path json = dir.resolve("elastic.json");
-        WorkerProgram program = WorkerProgram.mainClass(
-                FashionMnistTrainer.class.getName(),
-                List.of(
-                        "--distributed-backend",
-                        "tcp",
-                        "--model",
-                        "mlp",
-                        "--epochs",
-                        "1",
-                        "--max-steps",
-                        "60",
-                        "--elastic-batch",
-                        "global",
-                        "--json",
-                        json.toString()));
         TimedConsole console = new TimedConsole();
-        LaunchResult result;
-        try (Launcher launcher = new Launcher(options.build(), program).console(console.console())) {
-            result = launcher.run();
-        }
+        LaunchResult result = launch(
+                console,
+                options.build(),
+                "--distributed-backend tcp --model mlp --epochs 1 --max-steps 60 --elastic-batch global --json "
+                        + json);
         assertThat(result.exitCode()).as(console.text()).isZero();
         assertThat(result.restarts()).isZero();
         assertThat(console.text())

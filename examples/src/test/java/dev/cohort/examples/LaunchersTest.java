@@ -18,9 +18,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -29,6 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
  * them. Each trains 2 ranks on the real data for a few dozen steps and must say it trained on 2
  * workers (never alone) and learn. Skipped where the launcher is not installed (CI installs them).
  */
+@ExtendWith(RealData.Required.class)
 @Timeout(value = 240, unit = TimeUnit.SECONDS)
 class LaunchersTest {
 
@@ -37,11 +38,6 @@ class LaunchersTest {
 
     @TempDir
     Path dir;
-
-    @BeforeAll
-    static void data() throws IOException {
-        RealData.loadOrSkip();
-    }
 
     @Test
     void trainsUnderTorchrun() throws Exception {
@@ -178,20 +174,10 @@ class LaunchersTest {
 
     /** {@code command} as rank r of 2 in pod r, told only MASTER_ADDR/PORT, RANK and WORLD_SIZE. */
     private Run inPods(TwoHosts hosts, List<String> command) throws Exception {
-        String port = Integer.toString(freePort());
+        int port = freePort();
         return ranks(
                 r -> pod(hosts, r, command),
-                r -> Map.of(
-                        "MASTER_ADDR",
-                        hosts.address(0),
-                        "MASTER_PORT",
-                        port,
-                        "RANK",
-                        Integer.toString(r),
-                        "WORLD_SIZE",
-                        "2",
-                        "KUBERNETES_SERVICE_HOST",
-                        "10.96.0.1"));
+                r -> RankEnvironment.of(hosts.address(0), port, r, 2, Map.of("KUBERNETES_SERVICE_HOST", "10.96.0.1")));
     }
 
     /** Two ranks started by this test as a launcher would: rank r runs {@code command(r)} with {@code env(r)} added. */

@@ -31,19 +31,8 @@ class LibTorchOnDemandTest {
                         TensorFirstWorker.class,
                         List.of("-Dorg.bytedeco.javacpp.cachedir=" + dir.resolve("javacpp-cache")),
                         List.of()),
-                r -> Map.of(
-                        "MASTER_ADDR",
-                        "127.0.0.1",
-                        "MASTER_PORT",
-                        Integer.toString(port),
-                        "RANK",
-                        Integer.toString(r),
-                        "WORLD_SIZE",
-                        "2",
-                        "COHORT_BACKEND",
-                        "tcp",
-                        "COHORT_RUN_ID",
-                        "tensor-first"),
+                r -> RankEnvironment.of(
+                        "127.0.0.1", port, r, 2, Map.of("COHORT_BACKEND", "tcp", "COHORT_RUN_ID", "tensor-first")),
                 dir.resolve("logs"),
                 Duration.ofSeconds(120));
         JvmWorkers.assertAllOk(results);

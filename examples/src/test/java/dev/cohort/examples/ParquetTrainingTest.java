@@ -126,21 +126,8 @@ class ParquetTrainingTest {
                 .addEnvironment(FaultDrill.AT_STEP, "20")
                 .addEnvironment(FaultDrill.RANK, "0")
                 .build();
-        WorkerProgram program = WorkerProgram.mainClass(
-                FashionMnistTrainer.class.getName(),
-                List.of(
-                        "--distributed-backend",
-                        "tcp",
-                        "--data",
-                        smallShards,
-                        "--epochs",
-                        "1",
-                        "--json",
-                        json.toString()));
-        LaunchResult result;
-        try (Launcher launcher = new Launcher(options, program).console(console.console())) {
-            result = launcher.run();
-        }
+        LaunchResult result = FashionMnistTrainerTest.launch(
+                console, options, "--distributed-backend tcp --data " + smallShards + " --epochs 1 --json " + json);
         assertThat(result.exitCode()).as(console.text()).isZero();
         assertThat(result.restarts()).isZero();
         assertThat(console.text())

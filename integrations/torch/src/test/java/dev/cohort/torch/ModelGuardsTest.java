@@ -54,6 +54,11 @@ class ModelGuardsTest {
         return TinyTraining.batch(s, backend.rank() * half, half);
     }
 
+    /** Asserts that each rank's failure begins with {@code start} and says each of {@code says}. */
+    private static void assertEveryRankFailed(List<String> failures, String start, String... says) {
+        assertThat(failures).allSatisfy(f -> assertThat(f).startsWith(start).contains(says));
+    }
+
     @Test
     void steppingTheOptimizerPassedToDistributeFailsAtTheNextBackwardPass() {
         List<String> failures = onRanks(backend -> {
@@ -71,11 +76,11 @@ class ModelGuardsTest {
             }
             return "no failure";
         });
-        assertThat(failures)
-                .allSatisfy(f -> assertThat(f)
-                        .startsWith("step 1: ")
-                        .contains("stepped the optimizer it passed to distribute()")
-                        .contains("Step the optimizer distribute() returned"));
+        assertEveryRankFailed(
+                failures,
+                "step 1: ",
+                "stepped the optimizer it passed to distribute()",
+                "Step the optimizer distribute() returned");
     }
 
     @Test
@@ -162,10 +167,7 @@ class ModelGuardsTest {
             }
             return "no failure";
         });
-        assertThat(failures)
-                .allSatisfy(f -> assertThat(f)
-                        .startsWith("4 fc1.weight: ")
-                        .contains("differ at step 4 (they were the same at step 2)"));
+        assertEveryRankFailed(failures, "4 fc1.weight: ", "differ at step 4 (they were the same at step 2)");
     }
 
     @Test

@@ -1,13 +1,13 @@
 package dev.cohort.bench;
 
 import dev.cohort.cli.Commands;
+import dev.cohort.examples.ChartFiles;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.awt.Shape;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.text.DecimalFormat;
 import java.text.FieldPosition;
 import java.text.NumberFormat;
@@ -22,7 +22,6 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
-import org.jfree.chart.ChartUtils;
 import org.jfree.chart.JFreeChart;
 import org.jfree.chart.axis.LogAxis;
 import org.jfree.chart.axis.NumberAxis;
@@ -225,13 +224,7 @@ final class BenchChart implements Callable<Integer> {
         JFreeChart chart = new JFreeChart(title, JFreeChart.DEFAULT_TITLE_FONT, plot, true);
         chart.getLegend().setPosition(RectangleEdge.BOTTOM);
         chart.addSubtitle(new TextTitle(subtitle(series)));
-        chart.setBackgroundPaint(Color.WHITE);
-
-        Path abs = png.toAbsolutePath();
-        Files.createDirectories(abs.getParent());
-        Path tmp = abs.resolveSibling(abs.getFileName() + ".tmp");
-        ChartUtils.saveChartAsPNG(tmp.toFile(), chart, WIDTH, HEIGHT);
-        Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        ChartFiles.writePng(chart, png, WIDTH, HEIGHT);
     }
 
     private static String subtitle(List<Series> series) {

@@ -7,7 +7,6 @@ import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
-import dev.cohort.cli.Commands;
 import dev.cohort.runtime.threads.ThreadsBackend;
 import dev.cohort.runtime.threads.ThreadsWorld;
 import java.io.IOException;
@@ -22,7 +21,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -47,10 +45,8 @@ import picocli.CommandLine.Option;
  */
 @Command(
         name = "collectives",
-        mixinStandardHelpOptions = true,
-        versionProvider = Commands.Version.class,
         description = "Collective latency and bandwidth, side by side with torch_collectives.py.")
-final class CollectivesBenchmark implements Callable<Integer> {
+final class CollectivesBenchmark extends BenchCommand {
 
     static final List<Long> DEFAULT_SIZES =
             List.of(4 * Sizes.KIB, 64 * Sizes.KIB, Sizes.MIB, 16 * Sizes.MIB, 64 * Sizes.MIB, 256 * Sizes.MIB);
@@ -78,9 +74,6 @@ final class CollectivesBenchmark implements Callable<Integer> {
 
     @Option(names = "--in-place", descriptionKey = "collectives.in-place")
     boolean inPlace;
-
-    @Mixin
-    Nodes nodes = new Nodes();
 
     @Override
     public Integer call() throws Exception {

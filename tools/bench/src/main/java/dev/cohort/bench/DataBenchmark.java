@@ -4,7 +4,6 @@ import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.DenseBuffer;
-import dev.cohort.cli.Commands;
 import dev.cohort.data.Batch;
 import dev.cohort.data.ColumnMapping;
 import dev.cohort.data.Convert;
@@ -33,19 +32,14 @@ import picocli.CommandLine.Option;
  */
 @Command(
         name = "data",
-        mixinStandardHelpOptions = true,
-        versionProvider = Commands.Version.class,
         description = "Samples/s the data module delivers per rank, and peak memory, beside peer_data_loader.py.")
-final class DataBenchmark implements Callable<Integer> {
+final class DataBenchmark extends BenchCommand {
 
     @Option(names = "--json", paramLabel = "FILE", description = "Write the result as JSON.")
     Path json;
 
     @Mixin
     Settings settings = new Settings();
-
-    @Mixin
-    Nodes nodes = new Nodes();
 
     /** The options the command hands on, unchanged, to each {@code data-worker}. */
     static final class Settings {

@@ -6,7 +6,6 @@ import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ReduceOp;
-import dev.cohort.cli.Commands;
 import dev.cohort.examples.Classifier;
 import dev.cohort.examples.Mlp;
 import dev.cohort.examples.SmallCnn;
@@ -41,21 +40,14 @@ import picocli.CommandLine.Option;
  * {@code steps} full steps (forward, loss, backward, gradient averaging, update) on rank 0 between
  * two barriers, after {@code warm} steps.
  */
-@Command(
-        name = "train",
-        mixinStandardHelpOptions = true,
-        versionProvider = Commands.Version.class,
-        description = "Training throughput, side by side with torch_ddp.py.")
-final class TrainBenchmark implements Callable<Integer> {
+@Command(name = "train", description = "Training throughput, side by side with torch_ddp.py.")
+final class TrainBenchmark extends BenchCommand {
 
     @Option(names = "--json", paramLabel = "FILE", description = "Write the result as JSON (torch_ddp.py's shape).")
     Path json;
 
     @Mixin
     TrainSettings settings = new TrainSettings();
-
-    @Mixin
-    Nodes nodes = new Nodes();
 
     @Override
     public Integer call() throws Exception {

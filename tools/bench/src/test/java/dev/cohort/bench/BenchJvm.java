@@ -2,7 +2,10 @@ package dev.cohort.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -48,6 +51,23 @@ final class BenchJvm {
         } finally {
             p.destroyForcibly();
         }
+    }
+
+    /** What a run that succeeded wrote: its {@code --json} file and its output. */
+    record Output(JsonNode json, String log) {}
+
+    /**
+     * Runs {@code cohort bench} with the words of {@code line} (see {@link #words}) and
+     * {@code --json DIR/NAME.json}, its output into {@code DIR/NAME.log}; asserts that it succeeded
+     * (showing the output where not) and returns what it wrote.
+     */
+    static Output succeeds(Path dir, String name, String line, String... more) throws Exception {
+        Path json = dir.resolve(name + ".json");
+        Path log = dir.resolve(name + ".log");
+        List<String> args = new ArrayList<>(List.of(words(line, more)));
+        args.addAll(List.of("--json", json.toString()));
+        assertThat(run(log, args)).as(Files.readString(log)).isZero();
+        return new Output(new ObjectMapper().readTree(Files.readString(json)), Files.readString(log));
     }
 
     /** The words of {@code line} (split at spaces), then {@code more}: a command line written compactly. */

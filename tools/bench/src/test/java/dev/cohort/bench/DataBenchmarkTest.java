@@ -3,11 +3,8 @@ package dev.cohort.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.cohort.data.ShardWriter;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -18,18 +15,9 @@ class DataBenchmarkTest {
     @Test
     @Timeout(120)
     void twoRanksReadTheirSharesAndReportRateWaitAndMemory(@TempDir Path dir) throws Exception {
-        Path data = shards(dir, 16);
-        Path json = dir.resolve("data.json");
-
-        Path log = dir.resolve("bench.log");
-        List<String> args = List.of(BenchJvm.words(
-                "data --world 2 --batch 32 --epochs 2 --data", data.toString(), "--json", json.toString()));
-        assertThat(BenchJvm.run(log, args)).as(Files.readString(log)).isZero();
-
-        JsonNode r = new ObjectMapper().readTree(Files.readString(json));
-        assertThat(r.get("engine").asText()).isEqualTo("cohort-data");
+        BenchJvm.Output run = readsTheShards(dir, 16, "--world 2 --batch 32 --epochs 2", "cohort-data");
+        JsonNode r = run.json();
         assertThat(r.get("world").asInt()).isEqualTo(2);
-        assertThat(r.get("examples").asLong()).isEqualTo(ROWS);
         assertThat(r.get("row_groups").asInt()).isEqualTo(12);
         assertThat(r.get("dataset_bytes").asLong()).isPositive();
         assertThat(r.get("runs_samples_per_s")).as("2 ranks x 2 epochs").hasSize(4);
@@ -41,26 +29,19 @@ class DataBenchmarkTest {
         assertThat(r.get("wait_ms_per_batch").asDouble()).isNotNegative();
         assertThat(r.get("peak_rss_bytes")).hasSize(2);
         assertThat(r.get("peak_rss_bytes").get(1).asLong()).isGreaterThan(16L << 20);
-        assertThat(Files.readString(log)).contains("cohort-data world=2 readers/rank=1 batch=32 examples=3000");
+        assertThat(run.log()).contains("cohort-data world=2 readers/rank=1 batch=32 examples=3000");
     }
 
     /** --train: the demo MLP trained from the files and from memory in turn; both runs and their ratio reported. */
     @Test
     @Timeout(180)
     void trainingFromTheFilesIsComparedWithTrainingFromMemory(@TempDir Path dir) throws Exception {
-        Path data = shards(dir, 784);
-        Path json = dir.resolve("train.json");
-        Path log = dir.resolve("train.log");
-        List<String> args = List.of(BenchJvm.words(
-                "data --train --backend tcp --world 2 --batch 16 --steps 6 --warm 2 --repeats 1 --data",
-                data.toString(),
-                "--json",
-                json.toString()));
-        assertThat(BenchJvm.run(log, args)).as(Files.readString(log)).isZero();
-
-        JsonNode r = new ObjectMapper().readTree(Files.readString(json));
-        assertThat(r.get("engine").asText()).isEqualTo("cohort-data-train");
-        assertThat(r.get("examples").asLong()).isEqualTo(ROWS);
+        BenchJvm.Output run = readsTheShards(
+                dir,
+                784,
+                "--train --backend tcp --world 2 --batch 16 --steps 6 --warm 2 --repeats 1",
+                "cohort-data-train");
+        JsonNode r = run.json();
         assertThat(r.get("runs")).hasSize(2);
         assertThat(r.get("runs").get(0).get("source").asText()).isEqualTo("memory");
         assertThat(r.get("runs").get(1).get("source").asText()).isEqualTo("parquet");
@@ -70,10 +51,22 @@ class DataBenchmarkTest {
         assertThat(memory).isPositive();
         assertThat(r.get("ratio").asDouble()).isCloseTo(parquet / memory, org.assertj.core.data.Offset.offset(1e-9));
         assertThat(r.get("parquet_wait_ms_per_step").asDouble()).isNotNegative();
-        assertThat(Files.readString(log)).contains("median samples/s: parquet ");
+        assertThat(run.log()).contains("median samples/s: parquet ");
     }
 
     private static final int ROWS = 3_000;
+
+    /**
+     * {@code cohort bench data ARGS} over {@link #shards} of {@code width} features: asserts that it
+     * succeeded and reported {@code engine} and all {@value #ROWS} examples, and returns what it wrote.
+     */
+    private static BenchJvm.Output readsTheShards(Path dir, int width, String args, String engine) throws Exception {
+        BenchJvm.Output run = BenchJvm.succeeds(
+                dir, "data", "data " + args + " --data", shards(dir, width).toString());
+        assertThat(run.json().get("engine").asText()).isEqualTo(engine);
+        assertThat(run.json().get("examples").asLong()).isEqualTo(ROWS);
+        return run;
+    }
 
     /** {@value #ROWS} examples of {@code width} features (the first is the example's index) in 12 row groups of 3 files. */
     private static Path shards(Path dir, int width) {

@@ -21,20 +21,7 @@ class TrainBenchmarkTest {
     @Test
     @Timeout(240)
     void syncOnlyTrainsAloneAndMeetsEveryStep(@TempDir Path dir) throws Exception {
-        Path json = dir.resolve("sync.json");
-        Path log = dir.resolve("bench.log");
-        assertThat(bench(
-                        log,
-                        BenchJvm.words(
-                                "--backend tcp --world 2 --steps 6 --warm 1 --batch 8 --sync-only --json",
-                                json.toString())))
-                .as(Files.readString(log))
-                .isZero();
-        JsonNode result = new ObjectMapper().readTree(Files.readString(json));
-        assertThat(result.get("engine").asText()).isEqualTo("cohort-tcp-sync-only");
-        assertThat(result.get("world").asInt()).isEqualTo(2);
-        assertThat(result.get("steps").asInt()).isEqualTo(6);
-        assertThat(result.get("samples_per_s").asDouble()).isPositive();
+        JsonNode result = trainsOnTwoTcpRanks(dir, "--steps 6 --sync-only", "cohort-tcp-sync-only", 6);
         assertThat(result.get("communication_share").asDouble())
                 .as("the per-step allreduce's wait")
                 .isBetween(0.0, 1.0);
@@ -42,7 +29,23 @@ class TrainBenchmarkTest {
         assertThat(result.has("memory"))
                 .as("nothing distributed: no optimizer state to report")
                 .isFalse();
-        assertThat(Files.readString(log)).contains("cohort-tcp-sync-only mlp world=2");
+    }
+
+    /**
+     * {@code cohort bench train} on 2 tcp ranks with batch 8 after 1 warm-up step, and {@code args}:
+     * asserts that it succeeded and reported {@code engine}, the world, {@code steps} and its
+     * throughput, and returns its JSON.
+     */
+    static JsonNode trainsOnTwoTcpRanks(Path dir, String args, String engine, int steps) throws Exception {
+        BenchJvm.Output run =
+                BenchJvm.succeeds(dir, "train", "train --backend tcp --world 2 --warm 1 --batch 8 " + args);
+        JsonNode result = run.json();
+        assertThat(result.get("engine").asText()).isEqualTo(engine);
+        assertThat(result.get("world").asInt()).isEqualTo(2);
+        assertThat(result.get("steps").asInt()).isEqualTo(steps);
+        assertThat(result.get("samples_per_s").asDouble()).isPositive();
+        assertThat(run.log()).contains(engine + " mlp world=2");
+        return result;
     }
 
     @Test
