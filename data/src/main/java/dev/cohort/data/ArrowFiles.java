@@ -152,7 +152,7 @@ final class ArrowFiles {
         List<ParquetDataset.RowGroup> batches = new ArrayList<>();
         List<ParquetDataset.FileSummary> summaries = new ArrayList<>();
         long first = 0;
-        int listValues = -1; // the field node of a variable-length list column's values
+        int listValues = -1;
         try (BufferAllocator allocator = allocator(files.get(0))) {
             for (int f = 0; f < files.size(); f++) {
                 String file = files.get(f);
@@ -163,13 +163,7 @@ final class ArrowFiles {
                     if (schema == null) {
                         schema = fileSchema;
                         width = checkColumns(schema, columns, file, width);
-                        if (!columns.stacked()
-                                && field(schema, columns.featureColumns().get(0), file)
-                                                .getType()
-                                        instanceof ArrowType.List) {
-                            listValues =
-                                    nodeIndex(schema, columns.featureColumns().get(0)) + 1;
-                        }
+                        listValues = listValuesNode(schema, columns, file);
                     } else {
                         checkSameSchema(files.get(0), schema, file, fileSchema);
                     }
@@ -239,6 +233,13 @@ final class ArrowFiles {
             }
         }
         return batch;
+    }
+
+    /** The field node of a variable-length list column's values, or -1 (scalars, fixed-size lists). */
+    private static int listValuesNode(Schema schema, ColumnMapping columns, String file) {
+        String column = columns.featureColumns().get(0);
+        boolean variable = !columns.stacked() && field(schema, column, file).getType() instanceof ArrowType.List;
+        return variable ? nodeIndex(schema, column) + 1 : -1;
     }
 
     /** The index of {@code column}'s node among a record batch's field nodes: the fields depth first. */
