@@ -21,7 +21,7 @@ import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
 
 /**
  * A list of Parquet files, or of Arrow IPC files ({@code *.arrow}, {@code *.feather}; see
- * {@link ArrowFiles}), read as one dataset of examples, through Hadoop's {@code FileSystem}:
+ * docs/DATA.md), read as one dataset of examples, through Hadoop's {@code FileSystem}:
  * local paths, globs ({@code data/part-*.parquet}), directories (their {@code *.parquet},
  * {@code *.arrow} and {@code *.feather} files) and any Hadoop file system URI
  * ({@code hdfs://namenode:8020/data}), with no Hadoop installation. An Arrow file's record batch
