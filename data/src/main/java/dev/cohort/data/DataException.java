@@ -38,7 +38,10 @@ public final class DataException extends RuntimeException {
         return file;
     }
 
-    /** The row group's index within its file, or -1 where the error is not about one row group. */
+    /**
+     * The row group's (an Arrow IPC file's record batch's) index within its file, or -1 where the
+     * error is not about one.
+     */
     public int rowGroup() {
         return rowGroup;
     }
@@ -66,7 +69,8 @@ public final class DataException extends RuntimeException {
         if (file != null) {
             s.append(file);
             if (rowGroup >= 0) {
-                s.append(", row group ").append(rowGroup);
+                s.append(ArrowFiles.named(file) ? ", record batch " : ", row group ")
+                        .append(rowGroup);
             }
             if (column != null) {
                 s.append(", column '").append(column).append('\'');

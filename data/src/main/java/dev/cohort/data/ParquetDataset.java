@@ -20,9 +20,12 @@ import org.apache.parquet.schema.MessageType;
 import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
 
 /**
- * A list of Parquet files read as one dataset of examples, through Hadoop's {@code FileSystem}:
- * local paths, globs ({@code data/part-*.parquet}), directories (their {@code *.parquet} files)
- * and any Hadoop file system URI ({@code hdfs://namenode:8020/data}), with no Hadoop installation.
+ * A list of Parquet files, or of Arrow IPC files ({@code *.arrow}, {@code *.feather}; see
+ * docs/DATA.md), read as one dataset of examples, through Hadoop's {@code FileSystem}:
+ * local paths, globs ({@code data/part-*.parquet}), directories (their {@code *.parquet},
+ * {@code *.arrow} and {@code *.feather} files) and any Hadoop file system URI
+ * ({@code hdfs://namenode:8020/data}), with no Hadoop installation. An Arrow file's record batch
+ * is what this class calls a row group.
  * {@link #open} reads every file's footer at once: the row groups and their rows, the schema
  * (the same in every file) and the width of the features. The data itself is read by the
  * {@link ShardLoader}s that {@link #loader} starts, each rank its share.
@@ -33,7 +36,7 @@ public final class ParquetDataset {
     record RowGroup(int file, int index, long rows, long firstExample) {}
 
     /** One file's row groups, rows and bytes (of its row groups, compressed): for {@link #describe}. */
-    private record FileSummary(String file, int rowGroups, long rows, long bytes) {}
+    record FileSummary(String file, int rowGroups, long rows, long bytes) {}
 
     final Configuration conf;
     private final List<String> files;
@@ -44,6 +47,7 @@ public final class ParquetDataset {
     private final int width;
     private final List<RowGroup> rowGroups;
     private final List<FileSummary> summaries;
+    private final ArrowFiles.Footers arrow;
 
     private ParquetDataset(
             Configuration conf,
@@ -52,19 +56,24 @@ public final class ParquetDataset {
             ColumnMapping columns,
             int width,
             List<RowGroup> rowGroups,
-            List<FileSummary> summaries) {
+            List<FileSummary> summaries,
+            ArrowFiles.Footers arrow) {
         this.conf = conf;
         this.files = List.copyOf(files);
         this.schema = schema;
         this.columns = columns;
         this.featureLeaves = new ArrayList<>();
-        for (String c : columns.featureColumns()) {
+        for (String c : schema == null ? List.<String>of() : columns.featureColumns()) {
             featureLeaves.add(leaf(schema, c, files.get(0)));
         }
-        this.labelLeaf = leaf(schema, columns.labelColumn(), files.get(0));
+        this.labelLeaf = schema == null ? null : leaf(schema, columns.labelColumn(), files.get(0));
+        this.arrow = arrow;
         this.width = width;
         this.rowGroups = List.copyOf(rowGroups);
         this.summaries = List.copyOf(summaries);
+        if (width < 0) {
+            throw new DataException(files.get(0), -1, columns.featureColumns().get(0), "no rows in any file");
+        }
     }
 
     /**
@@ -81,12 +90,18 @@ public final class ParquetDataset {
      *
      * @param hadoopConf Hadoop settings over the defaults and {@code HADOOP_CONF_DIR}'s, e.g. {@code fs.defaultFS}
      * @throws DataException naming the file (and column) when a source matches no file, a file is
-     *     not Parquet or is truncated, a mapped column is missing or not numeric, the schemas of two
-     *     files differ, or a row group's lists are not of one length
+     *     not Parquet (or Arrow IPC) or is truncated, a mapped column is missing or not numeric, the
+     *     schemas of two files differ, a row group's lists are not of one length, or Parquet and Arrow
+     *     files are mixed
      */
     public static ParquetDataset open(List<String> sources, ColumnMapping columns, Map<String, String> hadoopConf) {
         Configuration conf = HadoopSettings.of(hadoopConf);
         List<String> files = resolve(sources, conf);
+        if (ArrowFiles.all(files)) {
+            ArrowFiles.Footers footers = ArrowFiles.read(files, columns, conf);
+            return new ParquetDataset(
+                    conf, files, null, columns, footers.width(), footers.batches(), footers.summaries(), footers);
+        }
         MessageType schema = null;
         String schemaFile = null;
         List<RowGroup> groups = new ArrayList<>();
@@ -119,10 +134,7 @@ public final class ParquetDataset {
             }
             summaries.add(new FileSummary(file, blocks.size(), fileRows, fileBytes));
         }
-        if (width < 0) {
-            throw new DataException(files.get(0), -1, columns.featureColumns().get(0), "no rows in any file");
-        }
-        return new ParquetDataset(conf, files, schema, columns, width, groups, summaries);
+        return new ParquetDataset(conf, files, schema, columns, width, groups, summaries, null);
     }
 
     /** The files, in the order their row groups are numbered. */
@@ -160,8 +172,8 @@ public final class ParquetDataset {
     public String describe() {
         StringBuilder s = new StringBuilder()
                 .append(String.format(
-                        "%d examples of %d features in %d row groups of %d files, %s%n",
-                        examples(), width, rowGroups(), files.size(), mebibytes(bytes())))
+                        "%d examples of %d features in %d %s of %d files, %s%n",
+                        examples(), width, rowGroups(), unitName(), files.size(), mebibytes(bytes())))
                 .append(String.format(
                         "  features: %s %s; label: %s (%s)%n",
                         columns.stacked() ? "scalar columns" : "list column",
@@ -170,9 +182,13 @@ public final class ParquetDataset {
                         longLabels() ? "int64" : "int32"));
         for (FileSummary f : summaries) {
             s.append(String.format(
-                    "  %s: %d row groups, %d rows, %s%n", f.file(), f.rowGroups(), f.rows(), mebibytes(f.bytes())));
+                    "  %s: %d %s, %d rows, %s%n", f.file(), f.rowGroups(), unitName(), f.rows(), mebibytes(f.bytes())));
         }
         return s.toString();
+    }
+
+    private String unitName() {
+        return arrow == null ? "row groups" : "record batches";
     }
 
     private static String mebibytes(long bytes) {
@@ -181,7 +197,9 @@ public final class ParquetDataset {
 
     /** Whether labels are int64 (else int32). */
     public boolean longLabels() {
-        return labelLeaf.getPrimitiveType().getPrimitiveTypeName() == PrimitiveTypeName.INT64;
+        return arrow != null
+                ? arrow.longLabels()
+                : labelLeaf.getPrimitiveType().getPrimitiveTypeName() == PrimitiveTypeName.INT64;
     }
 
     /**
@@ -216,6 +234,11 @@ public final class ParquetDataset {
         return lo;
     }
 
+    /** The Arrow IPC files' footers, or null for Parquet files. */
+    ArrowFiles.Footers arrow() {
+        return arrow;
+    }
+
     List<ColumnDescriptor> featureLeaves() {
         return featureLeaves;
     }
@@ -241,10 +264,13 @@ public final class ParquetDataset {
                 Arrays.sort(matches);
                 for (FileStatus match : matches) {
                     if (match.isDirectory()) {
-                        FileStatus[] inside = fs.globStatus(new Path(match.getPath(), "*.parquet"));
+                        FileStatus[] inside = fs.globStatus(new Path(match.getPath(), "*.{parquet,arrow,feather}"));
                         if (inside == null || inside.length == 0) {
                             throw new DataException(
-                                    match.getPath().toString(), -1, null, "a directory with no *.parquet file");
+                                    match.getPath().toString(),
+                                    -1,
+                                    null,
+                                    "a directory with no *.parquet (or *.arrow, *.feather) file");
                         }
                         Arrays.sort(inside);
                         for (FileStatus f : inside) {

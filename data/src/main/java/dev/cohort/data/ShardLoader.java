@@ -229,7 +229,7 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
     }
 
     private void readLoop() {
-        try (RowGroupReader reader = new RowGroupReader(dataset)) {
+        try (BlockReader reader = BlockReader.of(dataset)) {
             while (true) {
                 int u;
                 synchronized (lock) {
@@ -257,7 +257,7 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
         }
     }
 
-    private Block decode(RowGroupReader reader, Unit unit) {
+    private Block decode(BlockReader reader, Unit unit) {
         RowGroupReader.Decoded rows = reader.read(unit.rowGroup());
         long first = dataset.rowGroup(unit.rowGroup()).firstExample();
         int width = dataset.width();

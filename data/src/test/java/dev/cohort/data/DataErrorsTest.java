@@ -68,8 +68,8 @@ class DataErrorsTest {
         }
     }
 
-    /** The first batch's failure: what a training thread sees. */
-    private static ThrowingCallable firstBatch(String file) {
+    /** The first batch's failure: what a training thread sees (Parquet or Arrow files alike). */
+    static ThrowingCallable firstBatch(String file) {
         return () -> {
             ParquetDataset data = ParquetDataset.open(List.of(file), MAPPING);
             try (ShardLoader loader =
@@ -151,13 +151,30 @@ class DataErrorsTest {
                 .isInstanceOf(DataException.class)
                 .hasMessageContaining(cut + ": not a Parquet file, or truncated");
 
-        ParquetDataset data = ParquetDataset.open(List.of(file), MAPPING);
-        Shards.corruptFirstPage(file);
+        assertDamageNamed(
+                ParquetDataset.open(List.of(file), MAPPING),
+                file,
+                () -> Shards.corruptFirstPage(file),
+                ", row group 0");
+    }
+
+    /** Damages a file, as a corruption on disk does. */
+    interface Damage {
+        void apply() throws IOException;
+    }
+
+    /**
+     * After {@code damage} to {@code file}, which {@code data} holds 20 examples of, the first batch
+     * fails with {@code where} after the file's name; once the file is deleted, with its name; and no
+     * loader thread is left.
+     */
+    static void assertDamageNamed(ParquetDataset data, String file, Damage damage, String where) throws IOException {
+        damage.apply();
         try (ShardLoader loader =
                 data.loader(new LoaderOptions().shuffleBuffer(0).batchSize(20), DataPosition.start(0))) {
             assertThatThrownBy(loader::next)
                     .isInstanceOf(DataException.class)
-                    .hasMessageContaining(file + ", row group 0")
+                    .hasMessageContaining(file + where)
                     .satisfies(e -> assertThat(((DataException) e).file()).isEqualTo("file:" + file));
         }
         Files.delete(Path.of(file));

@@ -23,15 +23,21 @@ class HdfsTest {
     @TempDir
     Path dir;
 
-    @Test
-    void twoRanksReadTheirSharesOverHdfsAndSeeEveryExampleOncePerEpoch() throws Exception {
+    /** A NameNode and two DataNodes (replication 2) keeping their data under {@code dir}, once active. */
+    static MiniDFSCluster start(Path dir) throws java.io.IOException {
         Configuration conf = new Configuration();
         conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, dir.toString());
         conf.setInt("dfs.replication", 2);
         MiniDFSCluster cluster =
                 new MiniDFSCluster.Builder(conf).numDataNodes(2).build();
+        cluster.waitActive();
+        return cluster;
+    }
+
+    @Test
+    void twoRanksReadTheirSharesOverHdfsAndSeeEveryExampleOncePerEpoch() throws Exception {
+        MiniDFSCluster cluster = start(dir);
         try {
-            cluster.waitActive();
             String root = cluster.getFileSystem().getUri() + "/cohort/fashion";
             assertThat(root).startsWith("hdfs://");
             Map<String, String> hdfs = Map.of("dfs.replication", "2");

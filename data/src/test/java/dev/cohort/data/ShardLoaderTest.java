@@ -22,7 +22,8 @@ class ShardLoaderTest {
         return ParquetDataset.open(List.of(dir.toString()), ColumnMapping.list("features", "label"));
     }
 
-    private static List<int[]> epoch(ParquetDataset data, LoaderOptions options, DataPosition from) {
+    /** The labels of each batch of the epoch from {@code from}, each row's features checked. */
+    static List<int[]> epoch(ParquetDataset data, LoaderOptions options, DataPosition from) {
         List<int[]> batches = new ArrayList<>();
         try (ShardLoader loader = data.loader(options, from)) {
             while (loader.hasNext()) {
@@ -51,31 +52,49 @@ class ShardLoaderTest {
                     .seed(11)
                     .shuffleBuffer(20)
                     .remainder(Remainder.DROP);
-            List<int[]> one = epoch(data, options, DataPosition.start(0));
+            List<int[]> one = epochInPlanOrder(data, options, 0);
             List<int[]> four = epoch(data, options.readers(4).queueDepth(1), DataPosition.start(0));
             assertThat(four).containsExactlyElementsOf(one);
-            EpochPlan plan =
-                    EpochPlan.compute(data.rowGroupRows(), 11, Remainder.DROP, 20, DataPosition.start(0), world, rank);
-            int[] expected = IntStream.range(0, plan.perRank())
-                    .map(j -> plan.input[plan.order[j]])
-                    .toArray();
-            assertThat(one.stream().flatMapToInt(Arrays::stream).toArray()).containsExactly(expected);
-            assertThat(one).hasSize(plan.stepsLeft(7));
             one.forEach(b -> Arrays.stream(b).forEach(id -> seen[id]++));
         }
         assertThat(Arrays.stream(seen).min().getAsInt()).isEqualTo(1);
         assertThat(Arrays.stream(seen).max().getAsInt()).isEqualTo(1);
     }
 
+    /** One rank's batches of epoch {@code epoch}, checked to hand out its share in the plan's order. */
+    static List<int[]> epochInPlanOrder(ParquetDataset data, LoaderOptions options, int epoch) {
+        List<int[]> batches = epoch(data, options, DataPosition.start(epoch));
+        EpochPlan plan = EpochPlan.compute(
+                data.rowGroupRows(),
+                options.seed,
+                options.remainder,
+                options.shuffleBuffer,
+                DataPosition.start(epoch),
+                options.worldSize,
+                options.rank);
+        int[] expected = IntStream.range(0, plan.perRank())
+                .map(j -> plan.input[plan.order[j]])
+                .toArray();
+        assertThat(batches.stream().flatMapToInt(Arrays::stream).toArray()).containsExactly(expected);
+        assertThat(batches).hasSize(plan.stepsLeft(options.batchSize));
+        return batches;
+    }
+
     @Test
     void aLoaderStartedFromABatchsPositionHandsOutTheRestOfTheUninterruptedEpoch() {
         Shards.write(dir, 200, 13, 200);
-        ParquetDataset data = openDir();
-        LoaderOptions options =
-                new LoaderOptions().rank(1, 2).batchSize(8).seed(3).shuffleBuffer(50);
+        checkExactResume(
+                openDir(), new LoaderOptions().rank(1, 2).batchSize(8).seed(3).shuffleBuffer(50), 5);
+    }
+
+    /**
+     * Loaders started from the positions after some batches of epoch {@code epoch} (the first, second,
+     * sixth and last) hand out the rest of the batches the uninterrupted epoch handed out.
+     */
+    static void checkExactResume(ParquetDataset data, LoaderOptions options, int epoch) {
         List<int[]> whole = new ArrayList<>();
         List<DataPosition> after = new ArrayList<>();
-        try (ShardLoader loader = data.loader(options, DataPosition.start(5))) {
+        try (ShardLoader loader = data.loader(options, DataPosition.start(epoch))) {
             while (loader.hasNext()) {
                 Batch b = loader.next();
                 whole.add(Shards.labelsChecked(b));
@@ -89,7 +108,8 @@ class ShardLoaderTest {
         }
     }
 
-    private static LoaderOptions dropping(int rank, int world, int batch) {
+    /** Rank {@code rank} of {@code world}, batches of {@code batch}, seed 2, a shuffle buffer of 30, {@code DROP}. */
+    static LoaderOptions dropping(int rank, int world, int batch) {
         return new LoaderOptions()
                 .rank(rank, world)
                 .batchSize(batch)
