@@ -127,4 +127,13 @@ class DistributionLayoutTest {
                 .contains("-Dcohort.workers.classpath=\"$home/lib/*\" -cp \"$home/lib/*:$home/lib/tools/*\"");
         assertThat(dev.cohort.launcher.LauncherMain.WORKERS_CLASSPATH).isEqualTo("cohort.workers.classpath");
     }
+
+    /** Arrow IPC datasets need java.nio open; the launcher hands its JVM's --add-opens to the workers. */
+    @Test
+    void binCohortOpensJavaNioToArrow() throws IOException {
+        assertThat(Files.readString(Path.of("src/bin/cohort")))
+                .contains("opts=\"--add-opens=java.base/java.nio=ALL-UNNAMED\"");
+        assertThat(Files.readString(Path.of("../../cohort")))
+                .contains("local opts=\"--add-opens=java.base/java.nio=ALL-UNNAMED\"");
+    }
 }
