@@ -10,8 +10,6 @@ import org.apache.arrow.flatbuf.RecordBatch;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.vector.compression.CompressionCodec;
-import org.apache.arrow.vector.compression.CompressionUtil;
 import org.apache.arrow.vector.ipc.ArrowFileReader;
 import org.apache.arrow.vector.ipc.ReadChannel;
 import org.apache.arrow.vector.ipc.message.ArrowBlock;
@@ -215,22 +213,6 @@ final class ArrowFiles {
         } catch (IOException | RuntimeException e) {
             throw new DataException(
                     file, b, null, "cannot read the record batch's metadata (corrupt or truncated): " + e, e);
-        }
-        if (batch.compression() != null) {
-            CompressionUtil.CodecType codec = CompressionUtil.CodecType.fromCompressionType(
-                    batch.compression().codec());
-            try {
-                CompressionCodec.Factory.INSTANCE.createCodec(codec);
-            } catch (RuntimeException e) {
-                throw new DataException(
-                        file,
-                        b,
-                        null,
-                        "the record batch is compressed (" + codec + ") and no Arrow codec for it is on the class"
-                                + " path: add org.apache.arrow:arrow-compression (arrow-vector's version), or write"
-                                + " the files uncompressed",
-                        e);
-            }
         }
         return batch;
     }

@@ -9,12 +9,14 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import org.apache.arrow.compression.CommonsCompressionFactory;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.Float4Vector;
 import org.apache.arrow.vector.Float8Vector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.complex.FixedSizeListVector;
 import org.apache.arrow.vector.complex.ListVector;
+import org.apache.arrow.vector.compression.CompressionUtil;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
@@ -151,6 +153,31 @@ class ArrowDatasetTest {
                         .containsExactly(i + 0.25f, i + 0.5f, 7f * i, -i);
             }
         });
+    }
+
+    /** pyarrow's {@code write_feather} compresses with LZ4 unless told otherwise; Zstandard is the other codec. */
+    @Test
+    void recordBatchesCompressedWithLz4OrZstandardAreReadAsWritten() {
+        for (CompressionUtil.CodecType codec :
+                List.of(CompressionUtil.CodecType.LZ4_FRAME, CompressionUtil.CodecType.ZSTD)) {
+            String file = ArrowShards.write(
+                    dir.resolve(codec + ".arrow").toString(),
+                    ArrowShards.lists(),
+                    300,
+                    64,
+                    ArrowShards::shardRow,
+                    CommonsCompressionFactory.INSTANCE,
+                    codec);
+            ParquetDataset data = ParquetDataset.open(List.of(file), ColumnMapping.list("features", "label"));
+            int[] seen = new int[300];
+            try (ShardLoader loader =
+                    data.loader(new LoaderOptions().batchSize(50).shuffleBuffer(0), DataPosition.start(0))) {
+                while (loader.hasNext()) {
+                    Arrays.stream(Shards.labelsChecked(loader.next())).forEach(id -> seen[id]++);
+                }
+            }
+            assertThat(seen).as("%s: each example once", codec).containsOnly(1);
+        }
     }
 
     @Test

@@ -13,17 +13,12 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.function.BiConsumer;
-import org.apache.arrow.memory.ArrowBuf;
-import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.Float4Vector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.FixedSizeListVector;
 import org.apache.arrow.vector.complex.ListVector;
-import org.apache.arrow.vector.compression.AbstractCompressionCodec;
-import org.apache.arrow.vector.compression.CompressionCodec;
-import org.apache.arrow.vector.compression.CompressionUtil;
 import org.apache.arrow.vector.ipc.ArrowFileReader;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Schema;
@@ -194,58 +189,6 @@ class ArrowErrorsTest {
                 .isInstanceOf(DataException.class)
                 .hasMessageContaining(b + ", column 'label': the schema differs from file:" + a
                         + "'s: Int(64, true) here, Int(32, true) there");
-    }
-
-    /**
-     * A stand-in for LZ4 where the test class path has no arrow-compression: its "compressed"
-     * buffers are longer than the originals, so the writer stores the originals, marked as such, in
-     * batches that say LZ4_FRAME.
-     */
-    private static final class StoredAsIs extends AbstractCompressionCodec {
-        @Override
-        protected ArrowBuf doCompress(BufferAllocator allocator, ArrowBuf uncompressed) {
-            long longer = uncompressed.writerIndex() + CompressionUtil.SIZE_OF_UNCOMPRESSED_LENGTH + 1;
-            ArrowBuf out = allocator.buffer(longer);
-            out.writerIndex(longer);
-            return out;
-        }
-
-        @Override
-        protected ArrowBuf doDecompress(BufferAllocator allocator, ArrowBuf compressed) {
-            throw new UnsupportedOperationException("only for writing");
-        }
-
-        @Override
-        public CompressionUtil.CodecType getCodecType() {
-            return CompressionUtil.CodecType.LZ4_FRAME;
-        }
-    }
-
-    @Test
-    void aCompressedFileWithoutItsCodecOnTheClassPathIsRefusedAtOpen() {
-        CompressionCodec.Factory storedAsIs = new CompressionCodec.Factory() {
-            @Override
-            public CompressionCodec createCodec(CompressionUtil.CodecType type) {
-                return new StoredAsIs();
-            }
-
-            @Override
-            public CompressionCodec createCodec(CompressionUtil.CodecType type, int level) {
-                return new StoredAsIs();
-            }
-        };
-        String file = ArrowShards.write(
-                dir.resolve("lz4.arrow").toString(),
-                ArrowShards.lists(),
-                20,
-                10,
-                ArrowShards::shardRow,
-                storedAsIs,
-                CompressionUtil.CodecType.LZ4_FRAME);
-        assertThatThrownBy(() -> ParquetDataset.open(List.of(file), MAPPING))
-                .isInstanceOf(DataException.class)
-                .hasMessageContaining(file + ", record batch 0: the record batch is compressed (LZ4_FRAME) and no Arrow"
-                        + " codec for it is on the class path: add org.apache.arrow:arrow-compression");
     }
 
     @Test
