@@ -302,19 +302,36 @@ final class ChunkDecoder {
                 java.util.Arrays.fill(out, i, end, value);
                 i = end;
             } else {
-                int values = (header >>> 1) * 8;
-                long bits = 0;
-                int have = 0;
-                for (int j = 0; j < values; j++) {
-                    while (have < bitWidth) {
-                        bits |= (long) (in.get() & 0xff) << have;
-                        have += 8;
+                int groups = header >>> 1;
+                int bytes = groups * bitWidth; // 8 values of bitWidth bits a group
+                byte[] packed;
+                int p;
+                if (in.hasArray()) {
+                    packed = in.array();
+                    p = in.arrayOffset() + in.position();
+                    in.position(in.position() + bytes);
+                } else {
+                    packed = new byte[bytes];
+                    p = 0;
+                    in.get(packed);
+                }
+                int end = Math.min(n, i + groups * 8); // the last group's values past n: padding
+                if (bitWidth == 8) {
+                    while (i < end) {
+                        out[i++] = packed[p++] & 0xff;
                     }
-                    if (i < n) {
+                } else {
+                    long bits = 0;
+                    int have = 0;
+                    while (i < end) {
+                        while (have < bitWidth) {
+                            bits |= (long) (packed[p++] & 0xff) << have;
+                            have += 8;
+                        }
                         out[i++] = (int) bits & mask;
+                        bits >>>= bitWidth;
+                        have -= bitWidth;
                     }
-                    bits >>>= bitWidth;
-                    have -= bitWidth;
                 }
             }
         }

@@ -219,6 +219,11 @@ public final class ParquetDataset {
         return rowGroups.get(g);
     }
 
+    /** The rows of the largest row group. */
+    long largestRowGroup() {
+        return rowGroups.stream().mapToLong(RowGroup::rows).max().orElse(0);
+    }
+
     /** The row group that holds example {@code id}. */
     int rowGroupOf(long id) {
         int lo = 0;

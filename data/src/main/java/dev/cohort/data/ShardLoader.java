@@ -284,7 +284,11 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
     /** The batcher: blocks in reading order through the shuffle buffer's slots into batches. */
     private void batchLoop() {
         int width = dataset.width();
-        ShuffleSlots slots = new ShuffleSlots(width, Math.max(1, options.shuffleBuffer));
+        // What it holds at most (the shuffle buffer and a row group's examples) from the start, not
+        // reached by doubling and copying.
+        int most = (int)
+                Math.min(Integer.MAX_VALUE / Math.max(1, width), options.shuffleBuffer + dataset.largestRowGroup());
+        ShuffleSlots slots = new ShuffleSlots(width, Math.max(1, most));
         int[] slotOf = new int[plan.perRank()];
         Arrays.fill(slotOf, -1);
         int unit = 0;

@@ -191,10 +191,17 @@ class ChunkDecoderTest {
             for (int v : values) {
                 encoder.writeInt(v);
             }
-            ByteBuffer bytes = encoder.toBytes().toByteBuffer();
-            int[] decoded = new int[n];
-            ChunkDecoder.hybrid(bytes, bitWidth, decoded, n);
-            assertThat(decoded).as("bit width %d", bitWidth).containsExactly(values);
+            ByteBuffer heap = encoder.toBytes().toByteBuffer();
+            ByteBuffer direct = ByteBuffer.allocateDirect(heap.remaining())
+                    .put(heap.duplicate())
+                    .flip();
+            for (ByteBuffer bytes : List.of(heap, direct)) {
+                int[] decoded = new int[n];
+                ChunkDecoder.hybrid(bytes, bitWidth, decoded, n);
+                assertThat(decoded)
+                        .as("bit width %d, direct %s", bitWidth, bytes.isDirect())
+                        .containsExactly(values);
+            }
         }
     }
 }
