@@ -33,7 +33,7 @@ final class ChunkDecoder {
         }
     }
 
-    /** Where a page's decoded values go: value {@code i} of the page is the chunk's {@code first + i}. */
+    /** Where a stretch's decoded values go: its value {@code i} is the chunk's {@code first + i}. */
     interface Sink {
         void copy(ChunkDecoder decoded, int first, int count);
     }
@@ -41,17 +41,23 @@ final class ChunkDecoder {
     private static final Set<Encoding> VALUES =
             EnumSet.of(Encoding.PLAIN, Encoding.PLAIN_DICTIONARY, Encoding.RLE_DICTIONARY);
 
-    private int[] repetition = new int[0];
-    private int[] definition = new int[0];
-    private int[] ids = new int[0];
+    /** Values decoded at a time: the stretch's levels, ids and values stay in the core's cache. */
+    static final int STRETCH = 4096;
+
+    private final int[] repetition = new int[STRETCH];
+    private final int[] definition = new int[STRETCH];
+    private final int[] ids = new int[STRETCH];
+    private final Hybrid repetitionLevels = new Hybrid();
+    private final Hybrid definitionLevels = new Hybrid();
+    private final Hybrid dictionaryIds = new Hybrid();
     private ByteBuffer valueBytes;
     private Encoding valueEncoding;
     private float[] floatDictionary;
     private long[] longDictionary;
-    /** The page's non-null values, as floats (features) or longs (labels). */
-    float[] floats = new float[0];
+    /** A stretch's values, as floats (features) or longs (labels). */
+    final float[] floats = new float[STRETCH];
 
-    long[] longs = new long[0];
+    final long[] longs = new long[STRETCH];
 
     /**
      * Whether the footer lists only encodings this class decodes (levels of width 0 may say
@@ -85,34 +91,43 @@ final class ChunkDecoder {
         int row = -1;
         int length = width; // values in the current row; width before the first
         int first = 0; // the chunk's values before this page
+        boolean whole = true; // no row too long so far: past one, nothing is copied and its error comes at its end
         DataPage page;
         while ((page = pages.readPage()) != null) {
             int n = page.getValueCount();
-            levels(page, n, maxRepetition, maxDefinition);
-            boolean whole = true;
-            for (int i = 0; i < n; i++) {
-                if (maxRepetition == 0 || repetition[i] == 0) {
-                    if (length != width) {
-                        throw where.listLength(row, length, width);
-                    }
-                    if (++row >= rows) {
-                        throw where.error("the column holds more rows than the footer's " + rows);
-                    }
-                    length = 0;
+            startPage(page, maxRepetition, maxDefinition, asLongs);
+            for (int at = 0; at < n; at += STRETCH) {
+                int c = Math.min(STRETCH, n - at);
+                if (maxRepetition > 0) {
+                    repetitionLevels.next(repetition, c);
                 }
-                if (maxDefinition > 0 && definition[i] < maxDefinition) {
-                    throw where.error(
-                            width == 1 && maxRepetition == 0
-                                    ? "row " + row + " of " + rows + " is null"
-                                    : "row " + row + " holds a null or an empty list; every row needs " + width
-                                            + " numbers");
+                if (maxDefinition > 0) {
+                    definitionLevels.next(definition, c);
                 }
-                whole &= ++length <= width;
-            }
-            if (whole) { // else a row too long: the error comes at its end
-                values(n, type, asLongs, where);
-                sink.copy(this, first, n);
-                first += n;
+                for (int i = 0; i < c; i++) {
+                    if (maxRepetition == 0 || repetition[i] == 0) {
+                        if (length != width) {
+                            throw where.listLength(row, length, width);
+                        }
+                        if (++row >= rows) {
+                            throw where.error("the column holds more rows than the footer's " + rows);
+                        }
+                        length = 0;
+                    }
+                    if (maxDefinition > 0 && definition[i] < maxDefinition) {
+                        throw where.error(
+                                width == 1 && maxRepetition == 0
+                                        ? "row " + row + " of " + rows + " is null"
+                                        : "row " + row + " holds a null or an empty list; every row needs " + width
+                                                + " numbers");
+                    }
+                    whole &= ++length <= width;
+                }
+                if (whole) {
+                    values(c, type, asLongs, where);
+                    sink.copy(this, first, c);
+                    first += c;
+                }
             }
         }
         if (length != width) {
@@ -174,10 +189,8 @@ final class ChunkDecoder {
         }
     }
 
-    /** Decodes the page's levels into {@link #repetition} and {@link #definition}. */
-    private void levels(DataPage page, int n, int maxRepetition, int maxDefinition) throws Unsupported {
-        repetition = grow(repetition, n);
-        definition = grow(definition, n);
+    /** Points the level and value decoders at the page's sections. */
+    private void startPage(DataPage page, int maxRepetition, int maxDefinition, boolean asLongs) throws Unsupported {
         ByteBuffer rl;
         ByteBuffer dl;
         if (page instanceof DataPageV1 v1) {
@@ -195,10 +208,16 @@ final class ChunkDecoder {
             throw new Unsupported("a page of kind " + page.getClass().getSimpleName());
         }
         if (maxRepetition > 0) {
-            hybrid(rl, BytesUtils.getWidthFromMaxInt(maxRepetition), repetition, n);
+            repetitionLevels.start(rl, BytesUtils.getWidthFromMaxInt(maxRepetition));
         }
         if (maxDefinition > 0) {
-            hybrid(dl, BytesUtils.getWidthFromMaxInt(maxDefinition), definition, n);
+            definitionLevels.start(dl, BytesUtils.getWidthFromMaxInt(maxDefinition));
+        }
+        if (valueEncoding != Encoding.PLAIN) {
+            if (!valueEncoding.usesDictionary() || (asLongs ? longDictionary : floatDictionary) == null) {
+                throw new Unsupported(valueEncoding + " values");
+            }
+            dictionaryIds.start(valueBytes, valueBytes.get() & 0xff);
         }
     }
 
@@ -216,27 +235,19 @@ final class ChunkDecoder {
         return section;
     }
 
-    /** Decodes the page's {@code n} values (none null) into {@link #floats} or {@link #longs}. */
+    /** Decodes the stretch's {@code n} values (none null) into {@link #floats} or {@link #longs}. */
     private void values(int n, PrimitiveTypeName type, boolean asLongs, Where where) throws Unsupported {
-        if (asLongs) {
-            longs = grow(longs, n);
-        } else {
-            floats = grow(floats, n);
-        }
         ByteBuffer in = valueBytes;
         if (valueEncoding == Encoding.PLAIN) {
-            if (in.remaining()
-                    < (long) n * (type == PrimitiveTypeName.DOUBLE || type == PrimitiveTypeName.INT64 ? 8 : 4)) {
+            int size = type == PrimitiveTypeName.DOUBLE || type == PrimitiveTypeName.INT64 ? 8 : 4;
+            if (in.remaining() < n * size) {
                 throw where.error("cannot decode the column (corrupt?): a page ends inside its values");
             }
             plain(in, n, type, asLongs);
+            in.position(in.position() + n * size);
             return;
         }
-        if (!valueEncoding.usesDictionary() || (asLongs ? longDictionary : floatDictionary) == null) {
-            throw new Unsupported(valueEncoding + " values");
-        }
-        ids = grow(ids, n);
-        hybrid(in, in.get() & 0xff, ids, n);
+        dictionaryIds.next(ids, n);
         // An id past the dictionary (a corrupt page) fails the array access: a DataException for the caller.
         if (asLongs) {
             for (int i = 0; i < n; i++) {
@@ -256,7 +267,7 @@ final class ChunkDecoder {
                 if (asLongs) {
                     throw new Unsupported("float labels");
                 }
-                in.asFloatBuffer().get(floats, 0, n);
+                in.slice().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(floats, 0, n);
             }
             case DOUBLE -> {
                 if (asLongs) {
@@ -282,50 +293,64 @@ final class ChunkDecoder {
     }
 
     /**
-     * Parquet's RLE/bit-packed hybrid: runs, each a varint header whose low bit says a repeated
-     * value (then the value in {@code ceil(bitWidth / 8)} bytes) or groups of 8 values packed
-     * least significant bit first. Decodes {@code n} values into {@code out}.
+     * Decodes {@code n} values of Parquet's RLE/bit-packed hybrid from {@code in} into {@code out},
+     * {@code stretch} values at a time (as a page's stretches cut runs anywhere).
      */
-    static void hybrid(ByteBuffer in, int bitWidth, int[] out, int n) {
-        int valueBytes = (bitWidth + 7) / 8;
-        int mask = bitWidth == 32 ? -1 : (1 << bitWidth) - 1;
-        int i = 0;
-        while (i < n) {
-            int header = varint(in);
-            if ((header & 1) == 0) {
-                int run = header >>> 1;
-                int value = 0;
-                for (int b = 0; b < valueBytes; b++) {
-                    value |= (in.get() & 0xff) << (8 * b);
+    static void hybrid(ByteBuffer in, int bitWidth, int[] out, int n, int stretch) {
+        Hybrid decoder = new Hybrid();
+        decoder.start(in, bitWidth);
+        int[] part = new int[stretch];
+        for (int at = 0; at < n; at += stretch) {
+            int c = Math.min(stretch, n - at);
+            decoder.next(part, c);
+            System.arraycopy(part, 0, out, at, c);
+        }
+    }
+
+    /**
+     * Parquet's RLE/bit-packed hybrid, a stretch at a time: runs, each a varint header whose low
+     * bit says a repeated value (then the value in {@code ceil(bitWidth / 8)} bytes) or groups of 8
+     * values packed least significant bit first.
+     */
+    static final class Hybrid {
+        private ByteBuffer in;
+        private int bitWidth;
+        private int mask;
+        private int left; // values left in the current run
+        private boolean packed;
+        private int value; // a repeated run's value
+        private byte[] bytes; // a packed run's bytes, from index p
+        private int p;
+        private long bits;
+        private int have;
+
+        void start(ByteBuffer in, int bitWidth) {
+            this.in = in;
+            this.bitWidth = bitWidth;
+            this.mask = bitWidth == 32 ? -1 : (1 << bitWidth) - 1;
+            this.left = 0;
+        }
+
+        /** The next {@code n} values, into {@code out[0, n)}. */
+        void next(int[] out, int n) {
+            int i = 0;
+            while (i < n) {
+                while (left == 0) {
+                    run();
                 }
-                int end = Math.min(n, i + run);
-                java.util.Arrays.fill(out, i, end, value);
-                i = end;
-            } else {
-                int groups = header >>> 1;
-                int bytes = groups * bitWidth; // 8 values of bitWidth bits a group
-                byte[] packed;
-                int p;
-                if (in.hasArray()) {
-                    packed = in.array();
-                    p = in.arrayOffset() + in.position();
-                    in.position(in.position() + bytes);
-                } else {
-                    packed = new byte[bytes];
-                    p = 0;
-                    in.get(packed);
-                }
-                int end = Math.min(n, i + groups * 8); // the last group's values past n: padding
-                if (bitWidth == 8) {
+                int end = i + Math.min(left, n - i);
+                left -= end - i;
+                if (!packed) {
+                    java.util.Arrays.fill(out, i, end, value);
+                    i = end;
+                } else if (bitWidth == 8) {
                     while (i < end) {
-                        out[i++] = packed[p++] & 0xff;
+                        out[i++] = bytes[p++] & 0xff;
                     }
                 } else {
-                    long bits = 0;
-                    int have = 0;
                     while (i < end) {
                         while (have < bitWidth) {
-                            bits |= (long) (packed[p++] & 0xff) << have;
+                            bits |= (long) (bytes[p++] & 0xff) << have;
                             have += 8;
                         }
                         out[i++] = (int) bits & mask;
@@ -333,6 +358,34 @@ final class ChunkDecoder {
                         have -= bitWidth;
                     }
                 }
+            }
+        }
+
+        private void run() {
+            int header = varint(in);
+            if ((header & 1) == 0) {
+                packed = false;
+                left = header >>> 1;
+                value = 0;
+                for (int b = 0; b < (bitWidth + 7) / 8; b++) {
+                    value |= (in.get() & 0xff) << (8 * b);
+                }
+            } else {
+                packed = true;
+                int groups = header >>> 1;
+                left = groups * 8; // values past the page's count in the last group are padding
+                int length = groups * bitWidth;
+                if (in.hasArray()) {
+                    bytes = in.array();
+                    p = in.arrayOffset() + in.position();
+                    in.position(in.position() + length); // past the end: a corrupt page, refused here
+                } else {
+                    bytes = new byte[length];
+                    p = 0;
+                    in.get(bytes);
+                }
+                bits = 0;
+                have = 0;
             }
         }
     }
@@ -357,17 +410,5 @@ final class ChunkDecoder {
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
-    }
-
-    private static int[] grow(int[] a, int n) {
-        return a.length >= n ? a : new int[Math.max(n, a.length * 2)];
-    }
-
-    private static float[] grow(float[] a, int n) {
-        return a.length >= n ? a : new float[Math.max(n, a.length * 2)];
-    }
-
-    private static long[] grow(long[] a, int n) {
-        return a.length >= n ? a : new long[Math.max(n, a.length * 2)];
     }
 }

@@ -38,8 +38,11 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
     /** Input positions [from, to) of the share, whose examples lie in row group {@code rowGroup}. */
     private record Unit(int rowGroup, int from, int to) {}
 
-    /** A unit's examples that are still to be handed out, decoded. */
-    private record Block(int[] positions, float[] features, long[] labels) {}
+    /**
+     * A unit's examples that are still to be handed out: their positions in the plan and their
+     * rows in the decoded row group (kept whole until batched, not copied out).
+     */
+    private record Block(int[] positions, int[] rowOf, RowGroupReader.Decoded rows) {}
 
     private final ParquetDataset dataset;
     private final EpochPlan plan;
@@ -260,25 +263,21 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
     private Block decode(BlockReader reader, Unit unit) {
         RowGroupReader.Decoded rows = reader.read(unit.rowGroup());
         long first = dataset.rowGroup(unit.rowGroup()).firstExample();
-        int width = dataset.width();
         int count = 0;
         for (int p = unit.from(); p < unit.to(); p++) {
             count += pending[p] ? 1 : 0;
         }
         int[] positions = new int[count];
-        float[] features = new float[count * width];
-        long[] labels = new long[count];
+        int[] rowOf = new int[count];
         int k = 0;
         for (int p = unit.from(); p < unit.to(); p++) {
             if (pending[p]) {
-                int row = (int) (plan.input[p] - first);
                 positions[k] = p;
-                System.arraycopy(rows.features(), row * width, features, k * width, width);
-                labels[k] = rows.labels()[row];
+                rowOf[k] = (int) (plan.input[p] - first);
                 k++;
             }
         }
-        return new Block(positions, features, labels);
+        return new Block(positions, rowOf, rows);
     }
 
     /** The batcher: blocks in reading order through the shuffle buffer's slots into batches. */
@@ -308,7 +307,9 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
                             return;
                         }
                         for (int k = 0; k < block.positions().length; k++) {
-                            slotOf[block.positions()[k]] = slots.store(block.features(), k, block.labels()[k]);
+                            int row = block.rowOf()[k];
+                            slotOf[block.positions()[k]] = slots.store(
+                                    block.rows().features(), row, block.rows().labels()[row]);
                         }
                         peakHeld = slots.peak();
                     }

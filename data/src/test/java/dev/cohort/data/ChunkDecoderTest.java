@@ -78,8 +78,10 @@ class ChunkDecoderTest {
                 .withWriterVersion(version)
                 .withDictionaryEncoding(dictionary)
                 .withCompressionCodec(CompressionCodecName.SNAPPY)
-                .withPageSize(1024) // many pages a row group, rows cut across them
-                .withPageRowCountLimit(100)
+                // Optional elements: many small pages a row group, rows cut across them. Required
+                // ones: a page a row group, of more values than the decoder's stretch.
+                .withPageSize(optional ? 1024 : 1 << 20)
+                .withPageRowCountLimit(optional ? 100 : 1_000)
                 .withRowGroupRowCountLimit(1_000)
                 .build()) {
             for (int i = 0; i < ROWS; i++) {
@@ -196,11 +198,13 @@ class ChunkDecoderTest {
                     .put(heap.duplicate())
                     .flip();
             for (ByteBuffer bytes : List.of(heap, direct)) {
-                int[] decoded = new int[n];
-                ChunkDecoder.hybrid(bytes, bitWidth, decoded, n);
-                assertThat(decoded)
-                        .as("bit width %d, direct %s", bitWidth, bytes.isDirect())
-                        .containsExactly(values);
+                for (int stretch : new int[] {n, 37, 1}) { // runs cut anywhere
+                    int[] decoded = new int[n];
+                    ChunkDecoder.hybrid(bytes.duplicate(), bitWidth, decoded, n, stretch);
+                    assertThat(decoded)
+                            .as("bit width %d, direct %s, stretches of %d", bitWidth, bytes.isDirect(), stretch)
+                            .containsExactly(values);
+                }
             }
         }
     }
