@@ -9,25 +9,30 @@ import java.util.List;
 
 /**
  * Makes a read error on one rank an error on every rank, so that the others do not wait for it in
- * their next collective: the ranks agree on a status (one int, MAX) before each batch, and when
- * any failed they share the failures' descriptions and all throw the lowest failed rank's.
+ * their next collective: the ranks agree on a status (one int, MAX) before a batch, and when any
+ * failed they share the failures' descriptions and all throw the lowest failed rank's. The status
+ * also says how many batches each rank holds ready; the fewest are batches no rank can fail on,
+ * so the next agreement comes after them (one small allreduce every few steps, not each step).
  */
 final class ErrorAgreement {
 
     private static final char SEPARATOR = '\u0000';
+    private static final int FAILED = Integer.MAX_VALUE;
 
     private ErrorAgreement() {}
 
     /**
-     * Returns when no rank failed; else throws on every rank.
+     * Returns, when no rank failed, the fewest batches any rank holds ready; else throws on every
+     * rank.
      *
      * @param local this rank's failure, or null
+     * @param ready the batches this rank holds ready (at least 1 when {@code local} is null)
      */
-    static void agree(ProcessGroup group, RuntimeException local) {
-        int[] status = {local == null ? 0 : 1};
+    static int agree(ProcessGroup group, RuntimeException local, int ready) {
+        int[] status = {local == null ? -ready : FAILED}; // MAX: any failure, else minus the fewest ready
         group.allreduce(DenseBuffer.of(status), ReduceOp.MAX).await();
-        if (status[0] == 0) {
-            return;
+        if (status[0] != FAILED) {
+            return -status[0];
         }
         byte[] mine = local == null ? new byte[0] : encode(local).getBytes(StandardCharsets.UTF_8);
         List<byte[]> all = ObjectCollectives.allgatherBytes(group, mine);

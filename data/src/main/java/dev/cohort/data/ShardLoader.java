@@ -60,6 +60,9 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
     private int batched; // units the batcher took; guarded by lock
     private volatile boolean closed;
     private int handedOut;
+    /** With errors agreed on: the batches before this one every rank holds already, ready. */
+    private int agreedUntil;
+
     private Batch held;
     private long waitNanos;
     private DataPosition position;
@@ -142,7 +145,7 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
         if (closed) {
             throw new IllegalStateException("the loader is closed");
         }
-        if (options.group == null) {
+        if (options.group == null || handedOut < agreedUntil) {
             return take();
         }
         Batch batch = null;
@@ -152,7 +155,9 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
         } catch (RuntimeException e) {
             local = e;
         }
-        ErrorAgreement.agree(options.group, local);
+        // This batch and those queued behind it: a failure later than them surfaces after them.
+        int window = ErrorAgreement.agree(options.group, local, local == null ? 1 + ready.size() : 0);
+        agreedUntil = handedOut - 1 + window;
         return batch;
     }
 
@@ -165,6 +170,7 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
         long deadline = start + options.timeout.toNanos();
         Batch batch = null;
         try {
+            batch = ready.poll(); // a batch made before a failure is still handed out
             while (batch == null) {
                 throwFailure();
                 long left = deadline - System.nanoTime();
@@ -178,7 +184,6 @@ public final class ShardLoader implements Iterator<Batch>, AutoCloseable {
                 }
                 batch = ready.poll(Math.min(left, CHECK_NANOS), TimeUnit.NANOSECONDS);
             }
-            throwFailure();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while waiting for a batch", e);

@@ -68,4 +68,40 @@ class ErrorAgreementTest {
         }
         assertThat(ShardLoaderTest.dataThreads()).isEmpty();
     }
+
+    /**
+     * The ranks agree only every few batches (on the fewest any holds ready), so a failure in a
+     * later row group of one rank's share must still stop every rank at the same step, after the
+     * same batches.
+     */
+    @Test
+    void aFailureInALaterRowGroupStopsEveryRankAtTheSameStep() throws Exception {
+        List<String> files = Shards.write(dir, 400, 50, 50); // 8 files of one row group of 50
+        EpochPlan plan = EpochPlan.compute(
+                new long[] {50, 50, 50, 50, 50, 50, 50, 50}, 9, Remainder.DROP, 0, DataPosition.start(0), 2, 0);
+        int third = (int) (plan.input[100] / 50); // rank 0's third row group
+        String bad = files.get(third).replace("file:", "");
+        Shards.corruptFirstPage(bad);
+        java.nio.file.Files.deleteIfExists(
+                Path.of(bad).resolveSibling("." + Path.of(bad).getFileName() + ".crc"));
+        ParquetDataset data = ParquetDataset.open(List.of(dir.toString()), ColumnMapping.list("features", "label"));
+        ThreadsWorld world = new ThreadsWorld(2, 2, Duration.ofSeconds(20));
+        List<String> outcomes = world.runAll(
+                rank -> {
+                    int taken = 0;
+                    try (ShardLoader loader = data.loader(agreeing(world.group(rank)), DataPosition.start(0))) {
+                        while (loader.hasNext()) {
+                            loader.next();
+                            taken++;
+                        }
+                        return "no error after " + taken;
+                    } catch (DataException e) {
+                        return "after " + taken + ": " + e.getMessage();
+                    }
+                },
+                Duration.ofSeconds(45));
+        assertThat(outcomes.get(0)).as(outcomes.toString()).contains("rank 0: file:" + bad + ", row group 0: ");
+        assertThat(outcomes.get(1)).isEqualTo(outcomes.get(0));
+        assertThat(ShardLoaderTest.dataThreads()).isEmpty();
+    }
 }
