@@ -168,6 +168,22 @@ public final class MpiRun {
                 timeout);
     }
 
+    /**
+     * Runs {@code main} with {@code args} across two new namespaced hosts ({@link #acrossTwoHosts})
+     * and checks that every rank ended OK and rank 2 printed {@code rank2Says}
+     * ({@link Job#assertOkAcrossTwoHosts}). Skipped where the hosts cannot be made
+     * ({@link TwoHosts#createOrSkip()}).
+     */
+    public static Job okAcrossTwoNewHosts(
+            Path tmp, Class<?> main, List<String> args, Duration timeout, String... rank2Says) {
+        Job job;
+        try (TwoHosts hosts = TwoHosts.createOrSkip()) {
+            job = acrossTwoHosts(tmp, hosts, main, args, timeout);
+        }
+        job.assertOkAcrossTwoHosts(rank2Says);
+        return job;
+    }
+
     /** A script that runs {@code java} with its arguments. */
     private static Path wrapper(Path dir, String java) {
         return script(dir, "java-for-mpirun", "#!/bin/sh\nexec " + java + " \"$@\"\n");
