@@ -206,7 +206,8 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
 
     /** The command-line options: the subclass's annotated fields and the three above. */
     public final CommandSpec commandSpec() {
-        CommandSpec spec = CommandSpec.forAnnotatedObject(this);
+        // Lenient: an engine may declare all its options through this class (no annotated field).
+        CommandSpec spec = CommandSpec.forAnnotatedObjectLenient(this);
         spec.addOption(timeout.spec(help.timeout()));
         spec.addOption(connectTimeout.spec(help.connectTimeout()));
         spec.addOption(stall.spec(help.stall()));

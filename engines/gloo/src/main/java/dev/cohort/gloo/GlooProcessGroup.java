@@ -186,26 +186,27 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     }
 
     private Work startData(Collective call, Duration timeout, long ms) {
+        if (movesNothing(call)) {
+            return GlooWork.completed(call);
+        }
         NativeTensors t = new NativeTensors(cache);
         try {
             return switch (call.kind()) {
                 case ALLREDUCE -> {
-                    if (call.input().count() == 0) {
-                        yield GlooWork.completed(call);
-                    }
                     Tensor data = t.wrap(call.input(), true, true);
                     AllreduceOptions o = cache.options(
                             List.of(OpKind.ALLREDUCE, redOp(call.op()), ms),
                             () -> new AllreduceOptions()
-                                    .reduceOp(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))
+                                    .reduceOp(reduceOp(call))
                                     .timeout(new Milliseconds(ms)));
-                    Runnable finish = averaging(call, call.input());
-                    yield work(call, pg.allreduce(t.keep(new TensorVector(data)), o), t, finish, timeout);
+                    yield work(
+                            call,
+                            pg.allreduce(t.keep(new TensorVector(data)), o),
+                            t,
+                            averaging(call, call.input()),
+                            timeout);
                 }
                 case BROADCAST -> {
-                    if (call.input().count() == 0) {
-                        yield GlooWork.completed(call);
-                    }
                     boolean root = call.root() == rank();
                     Tensor data = t.wrap(call.input(), root, !root);
                     BroadcastOptions o = cache.options(
@@ -214,9 +215,6 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                     yield work(call, pg.broadcast(t.keep(new TensorVector(data)), o), t, () -> {}, timeout);
                 }
                 case ALLGATHER -> {
-                    if (call.input().count() == 0) {
-                        yield GlooWork.completed(call);
-                    }
                     Tensor in = t.wrap(call.input(), true, false);
                     Tensor out = t.wrap(call.output(), false, true);
                     AllgatherOptions o = allgatherOptions(ms);
@@ -224,18 +222,14 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                 }
                 case ALLGATHERV -> allgatherv(call, t, ms, timeout);
                 case REDUCE_SCATTER -> {
-                    if (call.output().count() == 0) {
-                        yield GlooWork.completed(call);
-                    }
                     Tensor in = t.wrap(call.input(), true, false);
                     Tensor out = t.wrap(call.output(), false, true);
                     ReduceScatterOptions o = cache.options(
                             List.of(OpKind.REDUCE_SCATTER, redOp(call.op()), ms),
                             () -> new ReduceScatterOptions()
-                                    .reduceOp(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))
+                                    .reduceOp(reduceOp(call))
                                     .timeout(new Milliseconds(ms)));
-                    Runnable finish = averaging(call, call.output());
-                    yield work(call, pg._reduce_scatter_base(out, in, o), t, finish, timeout);
+                    yield work(call, pg._reduce_scatter_base(out, in, o), t, averaging(call, call.output()), timeout);
                 }
                 case BARRIER ->
                     work(
@@ -252,6 +246,23 @@ final class GlooProcessGroup extends AbstractProcessGroup {
             t.close();
             throw translate(call, e);
         }
+    }
+
+    /**
+     * Whether {@code call}'s buffers hold nothing to move, so that it completes at once without Gloo
+     * (allgatherv looks at its counts itself).
+     */
+    private static boolean movesNothing(Collective call) {
+        return switch (call.kind()) {
+            case ALLREDUCE, BROADCAST, ALLGATHER -> call.input().count() == 0;
+            case REDUCE_SCATTER -> call.output().count() == 0;
+            default -> false;
+        };
+    }
+
+    /** Gloo's reduce op for {@code call}'s. */
+    private static org.bytedeco.pytorch.ReduceOp reduceOp(Collective call) {
+        return new org.bytedeco.pytorch.ReduceOp(redOp(call.op()));
     }
 
     private AllgatherOptions allgatherOptions(long ms) {
