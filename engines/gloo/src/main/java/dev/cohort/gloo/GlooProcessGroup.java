@@ -24,8 +24,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.BiFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.AllgatherOptions;
 import org.bytedeco.pytorch.AllreduceOptions;
@@ -194,11 +196,10 @@ final class GlooProcessGroup extends AbstractProcessGroup {
             return switch (call.kind()) {
                 case ALLREDUCE -> {
                     Tensor data = t.wrap(call.input(), true, true);
-                    AllreduceOptions o = cache.options(
-                            List.of(OpKind.ALLREDUCE, redOp(call.op()), ms),
-                            () -> new AllreduceOptions()
-                                    .reduceOp(reduceOp(call))
-                                    .timeout(new Milliseconds(ms)));
+                    AllreduceOptions o = reductionOptions(
+                            call,
+                            ms,
+                            (op, time) -> new AllreduceOptions().reduceOp(op).timeout(time));
                     yield work(
                             call,
                             pg.allreduce(t.keep(new TensorVector(data)), o),
@@ -224,11 +225,11 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                 case REDUCE_SCATTER -> {
                     Tensor in = t.wrap(call.input(), true, false);
                     Tensor out = t.wrap(call.output(), false, true);
-                    ReduceScatterOptions o = cache.options(
-                            List.of(OpKind.REDUCE_SCATTER, redOp(call.op()), ms),
-                            () -> new ReduceScatterOptions()
-                                    .reduceOp(reduceOp(call))
-                                    .timeout(new Milliseconds(ms)));
+                    ReduceScatterOptions o = reductionOptions(
+                            call,
+                            ms,
+                            (op, time) ->
+                                    new ReduceScatterOptions().reduceOp(op).timeout(time));
                     yield work(call, pg._reduce_scatter_base(out, in, o), t, averaging(call, call.output()), timeout);
                 }
                 case BARRIER ->
@@ -260,9 +261,15 @@ final class GlooProcessGroup extends AbstractProcessGroup {
         };
     }
 
-    /** Gloo's reduce op for {@code call}'s. */
-    private static org.bytedeco.pytorch.ReduceOp reduceOp(Collective call) {
-        return new org.bytedeco.pytorch.ReduceOp(redOp(call.op()));
+    /**
+     * The options of Gloo's call for the reduction {@code call} ({@code make} given its reduce op and
+     * timeout), made once for each kind, op and timeout and kept in the cache.
+     */
+    private <P extends Pointer> P reductionOptions(
+            Collective call, long ms, BiFunction<org.bytedeco.pytorch.ReduceOp, Milliseconds, P> make) {
+        return cache.options(
+                List.of(call.kind(), redOp(call.op()), ms),
+                () -> make.apply(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())), new Milliseconds(ms)));
     }
 
     private AllgatherOptions allgatherOptions(long ms) {
