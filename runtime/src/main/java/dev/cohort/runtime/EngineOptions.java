@@ -204,7 +204,10 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
         return self();
     }
 
-    /** The command-line options: the subclass's annotated fields and the three above. */
+    /**
+     * The command-line options: the subclass's annotated fields, the three above, and those it added
+     * through {@link #microsOption} and {@link #textOption}.
+     */
     public final CommandSpec commandSpec() {
         // Lenient: an engine may declare all its options through this class (no annotated field).
         CommandSpec spec = CommandSpec.forAnnotatedObjectLenient(this);
