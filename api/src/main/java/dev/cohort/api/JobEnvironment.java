@@ -251,14 +251,10 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
 
     private static JobEnvironment openMpi(Map<String, String> env) {
         Derived d = new Derived(env, "Open MPI");
-        int rank = d.integer("OMPI_COMM_WORLD_RANK");
-        int size = d.integer("OMPI_COMM_WORLD_SIZE");
-        int localRank = d.integer("OMPI_COMM_WORLD_LOCAL_RANK");
-        int localSize = d.integer("OMPI_COMM_WORLD_LOCAL_SIZE");
-        d.put(LaunchEnvironment.RANK, rank, "OMPI_COMM_WORLD_RANK");
-        d.put(LaunchEnvironment.WORLD_SIZE, size, "OMPI_COMM_WORLD_SIZE");
-        d.put(LaunchEnvironment.LOCAL_RANK, localRank, "OMPI_COMM_WORLD_LOCAL_RANK");
-        d.put(LaunchEnvironment.LOCAL_WORLD_SIZE, localSize, "OMPI_COMM_WORLD_LOCAL_SIZE");
+        int rank = d.copy(LaunchEnvironment.RANK, "OMPI_COMM_WORLD_RANK");
+        int size = d.copy(LaunchEnvironment.WORLD_SIZE, "OMPI_COMM_WORLD_SIZE");
+        d.copy(LaunchEnvironment.LOCAL_RANK, "OMPI_COMM_WORLD_LOCAL_RANK");
+        int localSize = d.copy(LaunchEnvironment.LOCAL_WORLD_SIZE, "OMPI_COMM_WORLD_LOCAL_SIZE");
         if (localSize == size) {
             d.put(LaunchEnvironment.GROUP_RANK, 0, "every rank on one host");
             d.put(LaunchEnvironment.GROUP_WORLD_SIZE, 1, "every rank on one host");
@@ -294,8 +290,8 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
 
     private static JobEnvironment slurm(Map<String, String> env) {
         Derived d = new Derived(env, "Slurm");
-        int rank = d.integer("SLURM_PROCID");
-        int size = d.integer("SLURM_NTASKS");
+        d.copy(LaunchEnvironment.RANK, "SLURM_PROCID");
+        d.copy(LaunchEnvironment.WORLD_SIZE, "SLURM_NTASKS");
         int node = d.integer("SLURM_NODEID");
         String nodesVar = env.containsKey("SLURM_STEP_NUM_NODES") ? "SLURM_STEP_NUM_NODES" : "SLURM_NNODES";
         int nodes = d.integer(nodesVar);
@@ -306,9 +302,7 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
             throw new IllegalArgumentException("Slurm: " + perNodeVar + "='" + env.get(perNodeVar) + "' names "
                     + perNode.size() + " node(s) but " + nodesVar + "=" + nodes + " and SLURM_NODEID=" + node);
         }
-        d.put(LaunchEnvironment.RANK, rank, "SLURM_PROCID");
-        d.put(LaunchEnvironment.WORLD_SIZE, size, "SLURM_NTASKS");
-        d.put(LaunchEnvironment.LOCAL_RANK, d.integer("SLURM_LOCALID"), "SLURM_LOCALID");
+        d.copy(LaunchEnvironment.LOCAL_RANK, "SLURM_LOCALID");
         d.put(LaunchEnvironment.LOCAL_WORLD_SIZE, perNode.get(node), perNodeVar);
         d.put(LaunchEnvironment.GROUP_RANK, node, "SLURM_NODEID");
         d.put(LaunchEnvironment.GROUP_WORLD_SIZE, nodes, nodesVar);
@@ -398,6 +392,13 @@ public record JobEnvironment(Launcher launcher, Map<String, String> variables, L
                 throw new IllegalArgumentException(launcher + ": environment variable " + name + " is not set");
             }
             return v.trim();
+        }
+
+        /** Sets {@code name} to the integer the launcher's variable {@code from} holds; returns it. */
+        int copy(String name, String from) {
+            int value = integer(from);
+            put(name, value, from);
+            return value;
         }
 
         int integer(String name) {

@@ -17,7 +17,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * Validates every call, numbers it, and hands it to the engine through {@link #start}. Engines
  * extend this, so all engines reject bad input with the same messages.
  */
-public abstract class AbstractProcessGroup implements ProcessGroup {
+public abstract class AbstractProcessGroup extends TimedCalls {
 
     private final int rank;
     /** "rank 3 of 4", built once. */
@@ -82,84 +82,10 @@ public abstract class AbstractProcessGroup implements ProcessGroup {
         return closed;
     }
 
+    /** This group: it runs the calls it is given with its own timeout. */
     @Override
-    public final Work allreduce(DenseBuffer data, ReduceOp op) {
-        return startAllreduce(data, op, timeout);
-    }
-
-    @Override
-    public final Work broadcast(DenseBuffer data, int root) {
-        return startBroadcast(data, root, timeout);
-    }
-
-    @Override
-    public final Work allgather(DenseBuffer input, DenseBuffer output) {
-        return startAllgather(input, output, timeout);
-    }
-
-    @Override
-    public final Work allgatherv(DenseBuffer input, DenseBuffer output, int[] counts) {
-        return startAllgatherv(input, output, counts, timeout);
-    }
-
-    @Override
-    public final Work reduceScatter(DenseBuffer input, DenseBuffer output, ReduceOp op) {
-        return startReduceScatter(input, output, op, timeout);
-    }
-
-    @Override
-    public final Work barrier() {
-        return startBarrier(timeout);
-    }
-
-    @Override
-    public final Work send(DenseBuffer data, int peer, int tag) {
-        return startPointToPoint(OpKind.SEND, data, peer, tag, timeout);
-    }
-
-    @Override
-    public final Work recv(DenseBuffer data, int peer, int tag) {
-        return startPointToPoint(OpKind.RECV, data, peer, tag, timeout);
-    }
-
-    @Override
-    public final Work reduce(DenseBuffer data, ReduceOp op, int root) {
-        return startReduce(data, op, root, timeout);
-    }
-
-    @Override
-    public final Work gather(DenseBuffer input, DenseBuffer output, int root) {
-        return startGather(input, output, null, root, timeout);
-    }
-
-    @Override
-    public final Work gatherv(DenseBuffer input, DenseBuffer output, int[] counts, int root) {
-        return startGather(input, output, Objects.requireNonNull(counts, "gatherv: counts is null"), root, timeout);
-    }
-
-    @Override
-    public final Work scatter(DenseBuffer input, DenseBuffer output, int root) {
-        return startScatter(input, output, null, root, timeout);
-    }
-
-    @Override
-    public final Work scatterv(DenseBuffer input, DenseBuffer output, int[] counts, int root) {
-        return startScatter(input, output, Objects.requireNonNull(counts, "scatterv: counts is null"), root, timeout);
-    }
-
-    @Override
-    public final Work alltoall(DenseBuffer input, DenseBuffer output) {
-        return startAlltoall(input, null, output, null, timeout);
-    }
-
-    @Override
-    public final Work alltoallv(DenseBuffer input, int[] sendCounts, DenseBuffer output, int[] receiveCounts) {
-        return startAlltoall(
-                input,
-                Objects.requireNonNull(sendCounts, "alltoallv: sendCounts is null"),
-                output,
-                Objects.requireNonNull(receiveCounts, "alltoallv: receiveCounts is null"),
-                timeout);
+    final AbstractProcessGroup engine() {
+        return this;
     }
 
     @Override

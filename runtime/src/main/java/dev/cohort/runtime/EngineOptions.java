@@ -74,6 +74,7 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
     private final Setting connectTimeout;
     private final Setting stall;
     private final java.util.List<Micros> microsOptions = new java.util.ArrayList<>();
+    private final java.util.List<Text> textOptions = new java.util.ArrayList<>();
 
     /** @param engine the engine's name, the options' prefix ({@code gloo} for {@code --gloo-timeout}) */
     protected EngineOptions(String engine, Help help) {
@@ -203,14 +204,21 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
         return self();
     }
 
-    /** The command-line options: the subclass's annotated fields and the three above. */
+    /**
+     * The command-line options: the subclass's annotated fields, the three above, and those it added
+     * through {@link #microsOption} and {@link #textOption}.
+     */
     public final CommandSpec commandSpec() {
-        CommandSpec spec = CommandSpec.forAnnotatedObject(this);
+        // Lenient: an engine may declare all its options through this class (no annotated field).
+        CommandSpec spec = CommandSpec.forAnnotatedObjectLenient(this);
         spec.addOption(timeout.spec(help.timeout()));
         spec.addOption(connectTimeout.spec(help.connectTimeout()));
         spec.addOption(stall.spec(help.stall()));
         for (Micros m : microsOptions) {
             spec.addOption(m.spec());
+        }
+        for (Text t : textOptions) {
+            spec.addOption(t.spec());
         }
         return spec;
     }
@@ -223,6 +231,16 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
         Micros m = new Micros(suffix, description);
         microsOptions.add(m);
         return m;
+    }
+
+    /**
+     * Adds the option {@code --<engine>-<suffix> LABEL}, a word unset by default, to this engine's
+     * command line ({@link #commandSpec()}); the subclass keeps what this returns to read it.
+     */
+    protected final Text textOption(String suffix, String label, String description) {
+        Text t = new Text(option(suffix), label, description);
+        textOptions.add(t);
+        return t;
     }
 
     /** An option's value, which picocli reads and writes through this object. */
@@ -279,6 +297,41 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
             return spec(OptionSpec.builder(option(suffix))
                     .paramLabel("MICROSECONDS")
                     .type(Integer.class)
+                    .description(description));
+        }
+    }
+
+    /** An option that holds a word (see {@link #textOption}); {@code null} while unset. */
+    protected static final class Text extends Held<String> {
+        private final String name;
+        private final String label;
+        private final String description;
+
+        private Text(String name, String label, String description) {
+            super(null);
+            this.name = name;
+            this.label = label;
+            this.description = description;
+        }
+
+        public void assign(String word) {
+            value = word;
+        }
+
+        /** The word set, or {@code null}. */
+        public String value() {
+            return value;
+        }
+
+        /** The option's name, {@code --<engine>-<suffix>}, for messages. */
+        public String name() {
+            return name;
+        }
+
+        OptionSpec spec() {
+            return spec(OptionSpec.builder(name)
+                    .paramLabel(label)
+                    .type(String.class)
                     .description(description));
         }
     }

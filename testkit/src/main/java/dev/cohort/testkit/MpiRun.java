@@ -53,13 +53,17 @@ public final class MpiRun {
 
         /**
          * Checks a job of 2 ranks on each of {@link #acrossTwoHosts}'s hosts: it ended well, every
-         * rank printed OK, and rank 2 found itself first on the second host and printed {@code rank2Says}.
+         * rank printed OK, rank 0 found itself first on the first host, and rank 2 first on the
+         * second and printed {@code rank2Says}.
          */
         public void assertOkAcrossTwoHosts(String... rank2Says) {
             org.assertj.core.api.Assertions.assertThat(exitCode()).as(output()).isZero();
             List<String> expected = new java.util.ArrayList<>(List.of(rank2Says));
             expected.add("TOPOLOGY Topology[rank=2, worldSize=4, localRank=0, localWorldSize=2, nodeRank=1]");
             org.assertj.core.api.Assertions.assertThat(linesOf(2)).as(output()).containsAll(expected);
+            org.assertj.core.api.Assertions.assertThat(linesOf(0))
+                    .as(output())
+                    .contains("TOPOLOGY Topology[rank=0, worldSize=4, localRank=0, localWorldSize=2, nodeRank=0]");
             for (int r = 0; r < 4; r++) {
                 org.assertj.core.api.Assertions.assertThat(linesOf(r))
                         .as(output())
@@ -166,6 +170,22 @@ public final class MpiRun {
                 main,
                 args,
                 timeout);
+    }
+
+    /**
+     * Runs {@code main} with {@code args} across two new namespaced hosts ({@link #acrossTwoHosts})
+     * and checks that every rank ended OK and rank 2 printed {@code rank2Says}
+     * ({@link Job#assertOkAcrossTwoHosts}). Skipped where the hosts cannot be made
+     * ({@link TwoHosts#createOrSkip()}).
+     */
+    public static Job okAcrossTwoNewHosts(
+            Path tmp, Class<?> main, List<String> args, Duration timeout, String... rank2Says) {
+        Job job;
+        try (TwoHosts hosts = TwoHosts.createOrSkip()) {
+            job = acrossTwoHosts(tmp, hosts, main, args, timeout);
+        }
+        job.assertOkAcrossTwoHosts(rank2Says);
+        return job;
     }
 
     /** A script that runs {@code java} with its arguments. */

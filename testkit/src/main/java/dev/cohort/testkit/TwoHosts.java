@@ -116,6 +116,23 @@ public final class TwoHosts implements AutoCloseable {
                 limit);
     }
 
+    /**
+     * Runs the Java worker {@code main} with {@code args} as 4 ranks on two new hosts
+     * ({@link #runTwoByTwo}, rank 0's store at {@link #port port(portBase)}, outputs under
+     * {@code dir}), and checks that every rank ended OK printing {@code everyRankSays} and found its
+     * host ({@link #assertTwoByTwo}). Skipped where the hosts cannot be made ({@link #createOrSkip()}).
+     */
+    public static void assertWorkersRunTwoByTwo(
+            Class<?> main, List<String> args, int portBase, Path dir, Duration limit, String... everyRankSays) {
+        List<JvmWorkers.Result> results;
+        try (TwoHosts hosts = createOrSkip()) {
+            results = hosts.runTwoByTwo(
+                    JvmWorkers.javaCommand(main, List.of(), args), port(portBase), Map.of(), dir, limit);
+        }
+        JvmWorkers.assertAllOk(results, everyRankSays);
+        assertTwoByTwo(results);
+    }
+
     /** Checks that the 4 ranks of {@link #runTwoByTwo} (engine workers) found their hosts: ranks 2 and 3 form node 1. */
     public static void assertTwoByTwo(List<JvmWorkers.Result> results) {
         assertThat(results.get(2).output())

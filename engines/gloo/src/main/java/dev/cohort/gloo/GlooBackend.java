@@ -331,12 +331,12 @@ public final class GlooBackend extends StoreMeetingBackend<GlooOptions> {
 
     /** The interface named by option or {@code GLOO_SOCKET_IFNAME}, else the address that reaches the master. */
     private Device device(String masterAddr, int masterPort) {
-        String ifname = options.networkInterface != null ? options.networkInterface : env().get(ENV_INTERFACE);
+        String ifname = options.networkInterface(env());
         if (ifname != null && !ifname.isBlank()) {
             try {
                 if (NetworkInterface.getByName(ifname) == null) {
                     throw new IllegalArgumentException("network interface '" + ifname + "' (from "
-                            + (options.networkInterface != null ? "--gloo-interface" : ENV_INTERFACE)
+                            + options.networkInterfaceSource()
                             + ") does not exist here; see `ip link`");
                 }
             } catch (SocketException e) {

@@ -1,25 +1,13 @@
 package dev.cohort.gloo;
 
-import dev.cohort.runtime.EngineOptions;
-import dev.cohort.tcp.TcpOptions;
-import dev.cohort.tcp.transport.PeerMesh;
-import java.time.Duration;
+import dev.cohort.runtime.store.StoreMeetingBackend;
 import picocli.CommandLine.Option;
 
 /**
  * The gloo backend's command-line options, each with its default. {@code --gloo-interface}
  * defaults to the {@code GLOO_SOCKET_IFNAME} environment variable, as in PyTorch.
  */
-public final class GlooOptions extends EngineOptions<GlooOptions> {
-    /** {@link PeerMesh#DEFAULT_SPIN}. */
-    public static final Duration DEFAULT_SPIN = PeerMesh.DEFAULT_SPIN;
-
-    @Option(
-            names = "--gloo-interface",
-            paramLabel = "IFNAME",
-            description = "Network interface Gloo binds to (default: GLOO_SOCKET_IFNAME, else the interface "
-                    + "that reaches MASTER_ADDR).")
-    String networkInterface;
+public final class GlooOptions extends StoreMeetingBackend.Options<GlooOptions> {
 
     @Option(
             names = "--gloo-consistency-check",
@@ -41,8 +29,6 @@ public final class GlooOptions extends EngineOptions<GlooOptions> {
                     + MeshRoute.WHOLE_MAX_BYTES + ").")
     int meshMaxBytes = (int) MeshRoute.MEASURED;
 
-    private final Micros spin = microsOption("spin-us", TcpOptions.MESH_SPIN_HELP);
-
     private boolean agentStore;
 
     @Option(
@@ -53,12 +39,11 @@ public final class GlooOptions extends EngineOptions<GlooOptions> {
     String rendezvous = "env://";
 
     public GlooOptions() {
-        super("gloo", Help.ofNetworkEngine("gloo"));
-    }
-
-    public GlooOptions networkInterface(String name) {
-        this.networkInterface = name;
-        return this;
+        super(
+                "gloo",
+                GlooBackend.ENV_INTERFACE,
+                "Network interface Gloo binds to (default: " + GlooBackend.ENV_INTERFACE
+                        + ", else the interface that reaches MASTER_ADDR).");
     }
 
     /** Turns the always-on consistency check off (for measuring its cost; see --gloo-consistency-check). */
@@ -93,22 +78,6 @@ public final class GlooOptions extends EngineOptions<GlooOptions> {
 
     boolean agentStore() {
         return agentStore;
-    }
-
-    /** Polls this long before sleeping (see --gloo-spin-us); {@link Duration#ZERO} never polls. */
-    public GlooOptions spin(Duration time) {
-        spin.assign(time);
-        return this;
-    }
-
-    /** The polling time of a rank whose host runs {@code ranksOnThisHost} ranks: as set, else {@link #defaultSpin}. */
-    Duration spin(int ranksOnThisHost) {
-        return spin.orElse(defaultSpin(ranksOnThisHost));
-    }
-
-    /** {@link PeerMesh#defaultSpin}: polling only where the host has a CPU for each of its ranks. */
-    public static Duration defaultSpin(int ranksOnThisHost) {
-        return PeerMesh.defaultSpin(ranksOnThisHost);
     }
 
     public GlooOptions rendezvous(String uri) {

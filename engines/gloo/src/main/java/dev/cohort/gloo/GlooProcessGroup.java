@@ -24,8 +24,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.BiFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.AllgatherOptions;
 import org.bytedeco.pytorch.AllreduceOptions;
@@ -186,26 +188,26 @@ final class GlooProcessGroup extends AbstractProcessGroup {
     }
 
     private Work startData(Collective call, Duration timeout, long ms) {
+        if (movesNothing(call)) {
+            return GlooWork.completed(call);
+        }
         NativeTensors t = new NativeTensors(cache);
         try {
             return switch (call.kind()) {
                 case ALLREDUCE -> {
-                    if (call.input().count() == 0) {
-                        yield GlooWork.completed(call);
-                    }
                     Tensor data = t.wrap(call.input(), true, true);
-                    AllreduceOptions o = cache.options(
-                            List.of(OpKind.ALLREDUCE, redOp(call.op()), ms),
-                            () -> new AllreduceOptions()
-                                    .reduceOp(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))
-                                    .timeout(new Milliseconds(ms)));
-                    Runnable finish = averaging(call, call.input());
-                    yield work(call, pg.allreduce(t.keep(new TensorVector(data)), o), t, finish, timeout);
+                    AllreduceOptions o = reductionOptions(
+                            call,
+                            ms,
+                            (op, time) -> new AllreduceOptions().reduceOp(op).timeout(time));
+                    yield work(
+                            call,
+                            pg.allreduce(t.keep(new TensorVector(data)), o),
+                            t,
+                            averaging(call, call.input()),
+                            timeout);
                 }
                 case BROADCAST -> {
-                    if (call.input().count() == 0) {
-                        yield GlooWork.completed(call);
-                    }
                     boolean root = call.root() == rank();
                     Tensor data = t.wrap(call.input(), root, !root);
                     BroadcastOptions o = cache.options(
@@ -214,9 +216,6 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                     yield work(call, pg.broadcast(t.keep(new TensorVector(data)), o), t, () -> {}, timeout);
                 }
                 case ALLGATHER -> {
-                    if (call.input().count() == 0) {
-                        yield GlooWork.completed(call);
-                    }
                     Tensor in = t.wrap(call.input(), true, false);
                     Tensor out = t.wrap(call.output(), false, true);
                     AllgatherOptions o = allgatherOptions(ms);
@@ -224,18 +223,14 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                 }
                 case ALLGATHERV -> allgatherv(call, t, ms, timeout);
                 case REDUCE_SCATTER -> {
-                    if (call.output().count() == 0) {
-                        yield GlooWork.completed(call);
-                    }
                     Tensor in = t.wrap(call.input(), true, false);
                     Tensor out = t.wrap(call.output(), false, true);
-                    ReduceScatterOptions o = cache.options(
-                            List.of(OpKind.REDUCE_SCATTER, redOp(call.op()), ms),
-                            () -> new ReduceScatterOptions()
-                                    .reduceOp(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())))
-                                    .timeout(new Milliseconds(ms)));
-                    Runnable finish = averaging(call, call.output());
-                    yield work(call, pg._reduce_scatter_base(out, in, o), t, finish, timeout);
+                    ReduceScatterOptions o = reductionOptions(
+                            call,
+                            ms,
+                            (op, time) ->
+                                    new ReduceScatterOptions().reduceOp(op).timeout(time));
+                    yield work(call, pg._reduce_scatter_base(out, in, o), t, averaging(call, call.output()), timeout);
                 }
                 case BARRIER ->
                     work(
@@ -252,6 +247,29 @@ final class GlooProcessGroup extends AbstractProcessGroup {
             t.close();
             throw translate(call, e);
         }
+    }
+
+    /**
+     * Whether {@code call}'s buffers hold nothing to move, so that it completes at once without Gloo
+     * (allgatherv looks at its counts itself).
+     */
+    private static boolean movesNothing(Collective call) {
+        return switch (call.kind()) {
+            case ALLREDUCE, BROADCAST, ALLGATHER -> call.input().count() == 0;
+            case REDUCE_SCATTER -> call.output().count() == 0;
+            default -> false;
+        };
+    }
+
+    /**
+     * The options of Gloo's call for the reduction {@code call} ({@code make} given its reduce op and
+     * timeout), made once for each kind, op and timeout and kept in the cache.
+     */
+    private <P extends Pointer> P reductionOptions(
+            Collective call, long ms, BiFunction<org.bytedeco.pytorch.ReduceOp, Milliseconds, P> make) {
+        return cache.options(
+                List.of(call.kind(), redOp(call.op()), ms),
+                () -> make.apply(new org.bytedeco.pytorch.ReduceOp(redOp(call.op())), new Milliseconds(ms)));
     }
 
     private AllgatherOptions allgatherOptions(long ms) {

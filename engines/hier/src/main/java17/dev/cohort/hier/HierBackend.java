@@ -147,8 +147,9 @@ public final class HierBackend extends EngineBackend<HierOptions> {
         return ShmBackend.MIN_JDK;
     }
 
+    /** shm's. */
     @Override
     public String olderJdksLack() {
-        return "no foreign-memory API for shared memory";
+        return new ShmBackend().olderJdksLack();
     }
 }

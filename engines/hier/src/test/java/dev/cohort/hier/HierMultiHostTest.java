@@ -73,16 +73,13 @@ class HierMultiHostTest {
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void underMpirunAcrossTwoNamespacedHostsHierRunsOpenMpiBetweenThem() {
         // No rendezvous address, no engine named between hosts: mpirun's job across two hosts.
-        try (TwoHosts hosts = TwoHosts.createOrSkip()) {
-            MpiRun.Job job = MpiRun.acrossTwoHosts(
-                    tmp,
-                    hosts,
-                    HierWorker.class,
-                    List.of("conformance", "--distributed-backend", "hier"),
-                    Duration.ofSeconds(220));
-            job.assertOkAcrossTwoHosts("BACKEND hier");
-            assertThat(job.output()).contains("hier: 2 hosts, shared memory within each, mpi between their leaders");
-        }
+        MpiRun.Job job = MpiRun.okAcrossTwoNewHosts(
+                tmp,
+                HierWorker.class,
+                List.of("conformance", "--distributed-backend", "hier"),
+                Duration.ofSeconds(220),
+                "BACKEND hier");
+        assertThat(job.output()).contains("hier: 2 hosts, shared memory within each, mpi between their leaders");
     }
 
     @Test

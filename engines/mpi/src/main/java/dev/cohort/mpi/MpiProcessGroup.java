@@ -325,12 +325,7 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                     DenseBuffer output = call.output();
                     MemorySegment receive = in(output, 0, false);
                     MemorySegment send = in(input, output.byteSize());
-                    int offset = 0;
-                    for (int r = 0; r < size(); r++) {
-                        counts.setAtIndex(JAVA_INT, r, call.counts()[r]);
-                        displacements.setAtIndex(JAVA_INT, r, offset);
-                        offset += call.counts()[r];
-                    }
+                    layout(counts, displacements, call.counts(), 0);
                     mpi.check(
                             mpi.allgatherv(send, input.count(), input.dataType(), receive, counts, displacements, data),
                             "MPI_Allgatherv");

@@ -168,9 +168,13 @@ final class SpinBarrier {
     }
 
     private CollectiveException abandoned(int j, Context context) {
+        return peerFailure(j, context, "peer rank ", ") abandoned the group after a failure of its own (see its log)");
+    }
+
+    /** The failure of this call because of peer {@code j}: "{@code what}RANK (pid PID{@code why}". */
+    private CollectiveException peerFailure(int j, Context context, String what, String why) {
         return new CollectiveException(
-                context.describe() + ": peer rank " + names.rank(j) + " (pid " + pids[j]
-                        + ") abandoned the group after a failure of its own (see its log)",
+                context.describe() + ": " + what + names.rank(j) + " (pid " + pids[j] + why,
                 null,
                 rank,
                 context.collective(),
@@ -271,13 +275,7 @@ final class SpinBarrier {
                 continue;
             }
             if (dead) {
-                throw new CollectiveException(
-                        context.describe() + ": lost peer rank " + names.rank(j) + " (pid " + pids[j]
-                                + "): its process died while this rank waited for it",
-                        null,
-                        rank,
-                        context.collective(),
-                        List.of(j));
+                throw peerFailure(j, context, "lost peer rank ", "): its process died while this rank waited for it");
             }
             if (aborted) {
                 throw abandoned(j, context);

@@ -262,11 +262,9 @@ public final class TcpBackend extends StoreMeetingBackend<TcpOptions> {
 
     /** The interface named by option or {@link TcpOptions#ENV_INTERFACE}, else the address that reaches the master. */
     private InetAddress listenAddress(GroupMeeting meeting) {
-        String ifname =
-                options.networkInterface != null ? options.networkInterface : env().get(TcpOptions.ENV_INTERFACE);
+        String ifname = options.networkInterface(env());
         if (ifname != null && !ifname.isBlank()) {
-            return LocalAddress.ofInterface(
-                    ifname, options.networkInterface != null ? "--tcp-interface" : TcpOptions.ENV_INTERFACE);
+            return LocalAddress.ofInterface(ifname, options.networkInterfaceSource());
         }
         return LocalAddress.towards(meeting.address(), meeting.port());
     }

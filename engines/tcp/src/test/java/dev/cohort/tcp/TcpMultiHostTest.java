@@ -1,12 +1,10 @@
 package dev.cohort.tcp;
 
 import dev.cohort.testkit.EngineWorker;
-import dev.cohort.testkit.JvmWorkers;
 import dev.cohort.testkit.TwoHosts;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -25,16 +23,12 @@ class TcpMultiHostTest {
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void collectivesAcrossTwoHosts() {
-        try (TwoHosts hosts = TwoHosts.createOrSkip()) {
-            List<String> args = List.of("conformance-small", "--distributed-backend", "tcp", "--tcp-timeout", "60");
-            List<JvmWorkers.Result> results = hosts.runTwoByTwo(
-                    JvmWorkers.javaCommand(EngineWorker.class, List.of(), args),
-                    TwoHosts.port(29_900),
-                    Map.of(),
-                    tmp,
-                    Duration.ofSeconds(160));
-            JvmWorkers.assertAllOk(results, "BACKEND tcp");
-            TwoHosts.assertTwoByTwo(results);
-        }
+        TwoHosts.assertWorkersRunTwoByTwo(
+                EngineWorker.class,
+                List.of("conformance-small", "--distributed-backend", "tcp", "--tcp-timeout", "60"),
+                29_900,
+                tmp,
+                Duration.ofSeconds(160),
+                "BACKEND tcp");
     }
 }

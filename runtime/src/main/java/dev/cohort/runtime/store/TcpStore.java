@@ -126,30 +126,22 @@ public final class TcpStore implements Store, AutoCloseable {
 
     @Override
     public synchronized void set(String key, String value) {
-        call(
-                timeout.toMillis(),
+        ask(
+                "set '" + key + "'",
                 () -> {
-                    out.writeByte(TcpStoreServer.SET);
-                    out.writeUTF(key);
+                    request(TcpStoreServer.SET, key);
                     out.writeUTF(value);
                 },
-                "set '" + key + "'");
-        expectOk("set '" + key + "'");
+                () -> {
+                    in.readByte();
+                    return null;
+                });
     }
 
     @Override
     public synchronized String get(String key) {
-        String what = "get '" + key + "'";
-        call(
-                timeout.toMillis(),
-                () -> {
-                    out.writeByte(TcpStoreServer.GET);
-                    out.writeUTF(key);
-                },
-                what);
-        return read(what, () -> {
-            byte status = in.readByte();
-            if (status == TcpStoreServer.MISSING) {
+        return ask("get '" + key + "'", () -> request(TcpStoreServer.GET, key), () -> {
+            if (in.readByte() == TcpStoreServer.MISSING) {
                 throw new java.util.NoSuchElementException("no key '" + key + "' in the job's store at " + address);
             }
             return in.readUTF();
@@ -159,34 +151,23 @@ public final class TcpStore implements Store, AutoCloseable {
     @Override
     public synchronized long add(String key, long delta) {
         String what = "add to '" + key + "'";
-        call(
-                timeout.toMillis(),
+        return ask(
+                what,
                 () -> {
-                    out.writeByte(TcpStoreServer.ADD);
-                    out.writeUTF(key);
+                    request(TcpStoreServer.ADD, key);
                     out.writeLong(delta);
                 },
-                what);
-        return read(what, () -> {
-            byte status = in.readByte();
-            if (status != TcpStoreServer.OK) {
-                throw new IllegalStateException(what + ": " + in.readUTF());
-            }
-            return in.readLong();
-        });
+                () -> {
+                    if (in.readByte() != TcpStoreServer.OK) {
+                        throw new IllegalStateException(what + ": " + in.readUTF());
+                    }
+                    return in.readLong();
+                });
     }
 
     @Override
     public synchronized boolean check(String key) {
-        String what = "check '" + key + "'";
-        call(
-                timeout.toMillis(),
-                () -> {
-                    out.writeByte(TcpStoreServer.CHECK);
-                    out.writeUTF(key);
-                },
-                what);
-        return read(what, () -> {
+        return ask("check '" + key + "'", () -> request(TcpStoreServer.CHECK, key), () -> {
             in.readByte();
             return in.readBoolean();
         });
@@ -232,11 +213,16 @@ public final class TcpStore implements Store, AutoCloseable {
         }
     }
 
-    private void expectOk(String what) {
-        read(what, () -> {
-            in.readByte();
-            return null;
-        });
+    /** Sends a request about one key: its type, then the key. */
+    private void request(byte type, String key) throws IOException {
+        out.writeByte(type);
+        out.writeUTF(key);
+    }
+
+    /** {@link #call}, within this store's timeout, then reads the answer. */
+    private <T> T ask(String what, Send request, Io<T> answer) {
+        call(timeout.toMillis(), request, what);
+        return read(what, answer);
     }
 
     private <T> T read(String what, Io<T> answer) {

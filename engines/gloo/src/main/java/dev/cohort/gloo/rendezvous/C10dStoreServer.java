@@ -39,24 +39,35 @@ final class C10dStoreServer implements AutoCloseable {
 
     private static final System.Logger LOG = System.getLogger(C10dStoreServer.class.getName());
 
-    static final int VALIDATE = 0;
-    static final int SET = 1;
-    static final int COMPARE_SET = 2;
-    static final int GET = 3;
-    static final int ADD = 4;
-    static final int CHECK = 5;
-    static final int WAIT = 6;
-    static final int GETNUMKEYS = 7;
-    static final int DELETE_KEY = 8;
-    static final int APPEND = 9;
-    static final int MULTI_GET = 10;
-    static final int MULTI_SET = 11;
-    static final int CANCEL_WAIT = 12;
-    static final int PING = 13;
-    static final int QUEUE_PUSH = 14;
-    static final int QUEUE_POP = 15;
-    static final int QUEUE_LEN = 16;
-    static final int LIST_KEYS = 17;
+    /** c10d's query types, in the order of their numbers on the wire (VALIDATE is 0). */
+    private enum Query {
+        VALIDATE,
+        SET,
+        COMPARE_SET,
+        GET,
+        ADD,
+        CHECK,
+        WAIT,
+        GETNUMKEYS,
+        DELETE_KEY,
+        APPEND,
+        MULTI_GET,
+        MULTI_SET,
+        CANCEL_WAIT,
+        PING,
+        QUEUE_PUSH,
+        QUEUE_POP,
+        QUEUE_LEN,
+        LIST_KEYS;
+
+        private static final Query[] BY_NUMBER = values();
+
+        /** The query numbered {@code type}, or {@code null} for a number c10d does not use. */
+        static Query of(int type) {
+            return type >= 0 && type < BY_NUMBER.length ? BY_NUMBER[type] : null;
+        }
+    }
+
     static final int MAGIC = 0x3C85F7CE;
     static final int STOP_WAITING = 0;
     static final int WAIT_CANCELED = 1;
@@ -305,7 +316,12 @@ final class C10dStoreServer implements AutoCloseable {
         }
 
         private void query(int type) throws IOException {
-            switch (type) {
+            Query query = Query.of(type);
+            if (query == null) {
+                throw new IOException(
+                        "unknown query type " + type + " (not a c10d store client of " + "libtorch 2.x?)");
+            }
+            switch (query) {
                 case VALIDATE -> {
                     if (readInt() != MAGIC) {
                         throw new IOException("VALIDATE with the wrong magic number");
@@ -363,9 +379,6 @@ final class C10dStoreServer implements AutoCloseable {
                         out.flush();
                     }
                 }
-                default ->
-                    throw new IOException(
-                            "unknown query type " + type + " (not a c10d store client of " + "libtorch 2.x?)");
             }
         }
 

@@ -124,11 +124,7 @@ final class StoreRelay implements AutoCloseable {
                 return s;
             } catch (IOException e) {
                 last = e;
-                try {
-                    s.close();
-                } catch (IOException ignored) {
-                    // trying again
-                }
+                closeQuietly(s);
                 Thread.sleep(100);
             }
         }

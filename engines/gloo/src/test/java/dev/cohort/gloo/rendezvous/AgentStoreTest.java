@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.cohort.gloo.GlooConnectException;
-import dev.cohort.libtorch.LibTorch;
 import dev.cohort.testkit.JvmWorkers;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -15,10 +14,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.bytedeco.javacpp.SizeTPointer;
-import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.TCPStore;
-import org.bytedeco.pytorch.TCPStoreOptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -35,7 +31,7 @@ class AgentStoreTest {
     @Test
     void speaksPyTorch2sDialectToLibtorchsStore() {
         int port = JvmWorkers.freePort();
-        TCPStore server = libtorchStore(port);
+        TCPStore server = LibtorchTcpStore.on(port, true, Duration.ofSeconds(30));
         try {
             roundTrip(port);
             // c10d's own clients put "/" before every key: the raw key is the one they name without it.
@@ -83,7 +79,7 @@ class AgentStoreTest {
     @Test
     void aKeyNeverPostedTimesOutNamingIt() {
         int port = JvmWorkers.freePort();
-        TCPStore server = libtorchStore(port);
+        TCPStore server = LibtorchTcpStore.on(port, true, Duration.ofSeconds(30));
         try (AgentStore reader = AgentStore.connect("127.0.0.1", port, Duration.ofSeconds(10))) {
             assertThatThrownBy(() -> reader.get("/worker/attempt_0/cohort/store", Duration.ofMillis(500)))
                     .isInstanceOf(GlooConnectException.class)
@@ -102,18 +98,6 @@ class AgentStoreTest {
                 .isInstanceOf(GlooConnectException.class)
                 .hasMessageContaining("could not reach the launcher's TCP store at 127.0.0.1:" + port);
         assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(10));
-    }
-
-    /** libtorch's own c10d store (PyTorch 2.10's dialect) on {@code port}. */
-    private static TCPStore libtorchStore(int port) {
-        LibTorch.load();
-        TCPStoreOptions options = new TCPStoreOptions()
-                .isServer(true)
-                .numWorkers(new SizeTPointer(1).put(1))
-                .waitWorkers(false)
-                .timeout(new Milliseconds(30_000));
-        options.port((short) port);
-        return new TCPStore("127.0.0.1", options);
     }
 
     /** Rank 0 posts through one connection; another rank reads through its own. */

@@ -15,13 +15,11 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.bytedeco.javacpp.SizeTPointer;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.ByteVector;
 import org.bytedeco.pytorch.Store;
 import org.bytedeco.pytorch.StringVector;
 import org.bytedeco.pytorch.TCPStore;
-import org.bytedeco.pytorch.TCPStoreOptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -72,7 +70,7 @@ class C10dStoreServerTest {
                     .as("the connection goes on after a cancelled wait")
                     .isEqualTo("3");
 
-            TCPStore other = client(port);
+            TCPStore other = LibtorchTcpStore.on(port, false, Duration.ofSeconds(20));
             try {
                 CompletableFuture<String> waited = CompletableFuture.supplyAsync(() -> {
                     store._wait(new StringVector("later"), new Milliseconds(20_000));
@@ -119,17 +117,6 @@ class C10dStoreServerTest {
     private static String setAndKey(Store store) {
         store.set("k", "v");
         return "k";
-    }
-
-    /** A plain c10d client of libtorch on {@code port}. */
-    private static TCPStore client(int port) {
-        TCPStoreOptions options = new TCPStoreOptions()
-                .isServer(false)
-                .numWorkers(new SizeTPointer(1).put(1))
-                .waitWorkers(false)
-                .timeout(new Milliseconds(20_000));
-        options.port((short) port);
-        return new TCPStore("127.0.0.1", options);
     }
 
     /** The TCP ports this process listens on, from /proc. */

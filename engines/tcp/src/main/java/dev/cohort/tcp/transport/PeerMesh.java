@@ -2,9 +2,9 @@ package dev.cohort.tcp.transport;
 
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
-import dev.cohort.runtime.EngineOptions;
 import dev.cohort.runtime.RankNames;
 import dev.cohort.runtime.WaitPolicy;
+import dev.cohort.runtime.store.StoreMeetingBackend;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -33,12 +33,8 @@ import java.util.function.Supplier;
  */
 public final class PeerMesh implements AutoCloseable {
 
-    /**
-     * Default time a rank waiting for its peers' data keeps polling its connections before it
-     * sleeps in the kernel, where its host has a CPU for every rank. Waking from that sleep takes
-     * longer than a small collective takes when the data is polled for (measured: docs/lab/PERFORMANCE-LOG.md).
-     */
-    public static final Duration DEFAULT_SPIN = Duration.ofNanos(50_000);
+    /** {@link StoreMeetingBackend.Options#DEFAULT_SPIN}: how long a waiting rank polls by default. */
+    public static final Duration DEFAULT_SPIN = StoreMeetingBackend.Options.DEFAULT_SPIN;
 
     private static final ByteBuffer EMPTY = ByteBuffer.allocateDirect(0);
 
@@ -110,7 +106,7 @@ public final class PeerMesh implements AutoCloseable {
 
     /** {@link #DEFAULT_SPIN} where the host has a CPU for each of its {@code ranksOnThisHost} ranks, else none. */
     public static Duration defaultSpin(int ranksOnThisHost) {
-        return EngineOptions.spinWhereCpusAllow(ranksOnThisHost, DEFAULT_SPIN);
+        return StoreMeetingBackend.Options.defaultSpin(ranksOnThisHost);
     }
 
     /**
