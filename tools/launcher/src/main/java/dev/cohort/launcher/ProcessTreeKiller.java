@@ -39,6 +39,21 @@ public final class ProcessTreeKiller {
     }
 
     /**
+     * {@link #sessionWrapper()}, then a shell that waits for one line on its input before it
+     * execs the worker in place (the pid, so the group, stays): the launcher sends the line once
+     * its {@link OrphanGuard} watches the group, so a launcher killed in between leaves no worker
+     * running (without the line, at end of input, the shell exits). Empty where setsid is missing.
+     */
+    static List<String> heldSession() {
+        if (SETSID.isEmpty()) {
+            return SETSID;
+        }
+        List<String> held = new ArrayList<>(SETSID);
+        held.addAll(List.of("/bin/sh", "-c", "IFS= read -r _ || exit 0; exec \"$@\"", "cohort-worker"));
+        return held;
+    }
+
+    /**
      * Stops every tree rooted at {@code roots} and every process group in {@code groups}; returns
      * when all captured processes are dead, or after grace + 2 s.
      */

@@ -81,28 +81,22 @@ final class WorkerGroup {
                 Topology topology =
                         new Topology(rank, placement.worldSize(), local, options.nprocPerNode(), placement.groupRank());
                 LaunchEnvironment contract = round.contract(topology);
-                List<String> command = new ArrayList<>(ProcessTreeKiller.sessionWrapper());
+                List<String> command = new ArrayList<>(ProcessTreeKiller.heldSession());
                 command.addAll(CoreBinding.prefix(options, local));
                 command.addAll(round.program().command());
                 ProcessBuilder pb = new ProcessBuilder(command);
                 Map<String, String> env = pb.environment();
                 env.putAll(round.env());
                 env.putAll(contract.toMap());
-                if (NO_INPUT.exists()) {
-                    pb.redirectInput(NO_INPUT);
-                }
                 Writer log = openLog(options.logDir(), rank, round.restart());
                 Process process;
                 try {
-                    process = pb.start();
+                    process = startGuarded(pb, round.guard());
                 } catch (IOException e) {
                     closeQuietly(log);
                     throw new IOException(
                             "cannot start rank " + rank + " (" + round.program().description() + "): " + e.getMessage(),
                             e);
-                }
-                if (!ProcessTreeKiller.sessionWrapper().isEmpty()) {
-                    round.guard().watch(process.pid());
                 }
                 OutputPump.LastLines last = new OutputPump.LastLines(LAST_LINES);
                 OutputPump out = OutputPump.start(process.getInputStream(), rank, false, round.console(), log, last);
@@ -141,7 +135,7 @@ final class WorkerGroup {
         int n = options.nprocPerNode();
         Map<String, String> runContract =
                 round.contract(new Topology(0, n, 0, n, 0)).toMap();
-        List<String> command = new ArrayList<>(ProcessTreeKiller.sessionWrapper());
+        List<String> command = new ArrayList<>(ProcessTreeKiller.heldSession());
         command.addAll(List.of(
                 mpirun(),
                 "--tag-output",
@@ -168,9 +162,6 @@ final class WorkerGroup {
         command.addAll(argumentFile(round.program().command()));
         ProcessBuilder pb = new ProcessBuilder(command);
         pb.environment().putAll(env);
-        if (NO_INPUT.exists()) {
-            pb.redirectInput(NO_INPUT);
-        }
         Writer[] logs = new Writer[n];
         OutputPump.LastLines[] lasts = new OutputPump.LastLines[n];
         for (int r = 0; r < n; r++) {
@@ -179,7 +170,7 @@ final class WorkerGroup {
         }
         Process process;
         try {
-            process = pb.start();
+            process = startGuarded(pb, round.guard());
         } catch (IOException e) {
             for (Writer log : logs) {
                 closeQuietly(log);
@@ -188,9 +179,6 @@ final class WorkerGroup {
                     "cannot start " + mpirun() + " for the mpi engine (install Open MPI: Debian's "
                             + "openmpi-bin; or name it with COHORT_MPIRUN): " + e.getMessage(),
                     e);
-        }
-        if (!ProcessTreeKiller.sessionWrapper().isEmpty()) {
-            round.guard().watch(process.pid());
         }
         java.util.concurrent.atomic.AtomicInteger named = new java.util.concurrent.atomic.AtomicInteger(-1);
         java.util.function.Consumer<String> mpirunLine = line -> {
@@ -275,6 +263,28 @@ final class WorkerGroup {
         List<ProcessHandle> handles = new ArrayList<>();
         workers.stream().map(w -> w.process.toHandle()).distinct().forEach(handles::add);
         return handles;
+    }
+
+    /**
+     * Starts {@code pb}'s command (prefixed with {@link ProcessTreeKiller#heldSession()}) and lets
+     * it run once {@code guard} watches its group. Its input then ends, as /dev/null's would; where
+     * setsid is missing, its input is /dev/null from the start.
+     */
+    private static Process startGuarded(ProcessBuilder pb, OrphanGuard guard) throws IOException {
+        boolean held = !ProcessTreeKiller.sessionWrapper().isEmpty();
+        if (!held && NO_INPUT.exists()) {
+            pb.redirectInput(NO_INPUT);
+        }
+        Process process = pb.start();
+        if (held) {
+            guard.watch(process.pid());
+            try (java.io.OutputStream go = process.getOutputStream()) {
+                go.write('\n');
+            } catch (IOException e) {
+                // It ended already: its exit is seen as any worker's.
+            }
+        }
+        return process;
     }
 
     // Each worker leads its own process group when started through setsid.
