@@ -12,9 +12,6 @@ import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.logging.Level;
-import java.util.logging.Logger;
-import java.util.stream.Stream;
 import picocli.CommandLine;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
@@ -46,19 +43,8 @@ class DataCommand implements Runnable {
         return spec.commandLine().getOut();
     }
 
-    /**
-     * Hadoop's notes on every run (no native Hadoop library, so Java's code is used; a new Snappy
-     * compressor) tell a user of these commands nothing: kept from the console (held here, as
-     * java.util.logging keeps its loggers weakly).
-     */
-    private static final List<Logger> QUIETED = Stream.of(
-                    "org.apache.hadoop.util.NativeCodeLoader", "org.apache.hadoop.io.compress.CodecPool")
-            .map(Logger::getLogger)
-            .toList();
-
     /** This command, for {@code cohort}'s tree. */
     static CommandLine command() {
-        QUIETED.forEach(logger -> logger.setLevel(Level.SEVERE));
         return new CommandLine(new Root());
     }
 
