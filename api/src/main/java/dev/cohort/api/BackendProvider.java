@@ -1,7 +1,8 @@
 package dev.cohort.api;
 
 import java.util.List;
-import java.util.OptionalInt;
+import java.util.Objects;
+import java.util.Optional;
 
 /**
  * What {@code auto} asks of each engine on the class path: its name, the JDK it needs, whether it
@@ -38,11 +39,12 @@ public interface BackendProvider {
     String unavailableReason();
 
     /**
-     * How well the engine suits a job of several workers laid out as {@code layout}: the highest
-     * wins {@code auto}; empty when {@code auto} should never pick it for such a job.
+     * How well the engine suits a job of several workers laid out as {@code layout}, and why: the
+     * highest preference wins {@code auto}; empty (the default) when {@code auto} should never
+     * pick it for such a job.
      */
-    default OptionalInt autoPreference(JobLayout layout) {
-        return OptionalInt.empty();
+    default Optional<AutoFit> autoFit(JobLayout layout) {
+        return Optional.empty();
     }
 
     /**
@@ -54,8 +56,17 @@ public interface BackendProvider {
         return false;
     }
 
-    /** Why the engine suits {@code layout}, for {@code auto}'s message ("all 4 workers on one host: shared memory"). */
-    default String autoReason(JobLayout layout) {
-        return name();
+    /**
+     * How well an engine suits a job, for {@code auto}.
+     *
+     * @param preference the higher, the more {@code auto} prefers the engine
+     * @param reason why it suits the job, for {@code auto}'s message ("all 4 workers on one host:
+     *     shared memory")
+     */
+    record AutoFit(int preference, String reason) {
+
+        public AutoFit {
+            Objects.requireNonNull(reason, "reason");
+        }
     }
 }

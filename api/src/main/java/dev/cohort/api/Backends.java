@@ -77,7 +77,7 @@ public final class Backends {
     /**
      * The fastest engine on the class path for workers laid out as the launch environment
      * {@code env} says, on JDK {@code jdk}: {@code none} for one worker (or no launch
-     * environment); otherwise the engine whose {@link BackendProvider#autoPreference} is highest
+     * environment); otherwise the engine whose {@link BackendProvider#autoFit} prefers it most
      * among those whose {@link BackendProvider#minimumJdk} the job's JDK meets. The JDK is the older
      * of {@code jdk} and {@value #ENV_OLDEST_JDK}, when set: every process must choose the same.
      *
@@ -114,12 +114,12 @@ public final class Backends {
         if (!layout.known()) {
             return new AutoChoice(
                     chosen.name(),
-                    chosen.autoReason(layout) + "; the launch environment does not say which "
+                    reason(chosen, layout) + "; the launch environment does not say which "
                             + "workers share a host (no LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK), so no engine that needs "
                             + "shared memory: set them to let auto use it");
         }
         if (best == chosen) {
-            return new AutoChoice(chosen.name(), chosen.autoReason(layout));
+            return new AutoChoice(chosen.name(), reason(chosen, layout));
         }
         String needs = "JDK >= " + best.minimumJdk();
         return new AutoChoice(
@@ -154,14 +154,19 @@ public final class Backends {
             JobLayout layout, int jdk, Collection<? extends BackendProvider> engines) {
         List<BackendProvider> fit = new ArrayList<>();
         for (BackendProvider e : engines) {
-            if (e.minimumJdk() <= jdk && e.autoPreference(layout).isPresent()) {
+            if (e.minimumJdk() <= jdk && e.autoFit(layout).isPresent()) {
                 fit.add(e);
             }
         }
         fit.sort(Comparator.comparingInt(
-                        (BackendProvider e) -> e.autoPreference(layout).getAsInt())
+                        (BackendProvider e) -> e.autoFit(layout).orElseThrow().preference())
                 .reversed());
         return fit;
+    }
+
+    /** Why {@code engine}, one of those that fit {@code layout}, suits it. */
+    private static String reason(BackendProvider engine, JobLayout layout) {
+        return engine.autoFit(layout).orElseThrow().reason();
     }
 
     private static String names(Collection<? extends BackendProvider> engines) {

@@ -5,6 +5,7 @@ import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.runtime.auth.JobSecret;
 import java.lang.reflect.InvocationTargetException;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
@@ -25,19 +26,43 @@ public abstract class EngineBackend<O extends EngineOptions<O>> extends Distribu
     protected final O options;
     /** The launch environment given, or null: this process's job, read when first needed. */
     private final Map<String, String> given;
+    /** What the engine needs of the JDK beyond Java 17, or null: nothing. */
+    private final JdkNeed jdk;
 
     /** An engine of this process's job ({@link JobEnvironment#current()}, read when it connects). */
     protected EngineBackend(String name, O options) {
-        this.name = name;
-        this.options = options;
-        this.given = null;
+        this(name, null, options, null);
     }
 
     /** An engine of the launch environment {@code environment} (a program that starts ranks itself). */
     protected EngineBackend(String name, O options, Map<String, String> environment) {
+        this(name, null, options, Map.copyOf(environment));
+    }
+
+    /**
+     * An engine that needs {@code jdk} of the JDK, of the launch environment {@code environment},
+     * or of this process's job where it is null.
+     */
+    protected EngineBackend(String name, JdkNeed jdk, O options, Map<String, String> environment) {
         this.name = name;
+        this.jdk = jdk;
         this.options = options;
-        this.given = Map.copyOf(environment);
+        this.given = environment == null ? null : Map.copyOf(environment);
+    }
+
+    @Override
+    public final int minimumJdk() {
+        return jdk == null ? super.minimumJdk() : jdk.feature();
+    }
+
+    @Override
+    public final String olderJdksLack() {
+        return jdk == null ? super.olderJdksLack() : jdk.olderJdksLack();
+    }
+
+    @Override
+    public final List<String> jvmOptions() {
+        return jdk == null ? super.jvmOptions() : jdk.jvmOptionsHere();
     }
 
     /**
@@ -109,8 +134,13 @@ public abstract class EngineBackend<O extends EngineOptions<O>> extends Distribu
         return options;
     }
 
-    /** What this JVM lacks for the engine and what to do about it, or {@code null}. Never throws. */
-    protected abstract String missing();
+    /**
+     * What this JVM lacks for the engine and what to do about it, or {@code null} (the default: an
+     * engine that needs nothing beyond the JDK). Never throws.
+     */
+    protected String missing() {
+        return null;
+    }
 
     /**
      * Connects through {@code engineClass}'s static {@code connect(O options, Map env)}, loaded

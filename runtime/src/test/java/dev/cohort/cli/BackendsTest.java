@@ -13,7 +13,7 @@ import dev.cohort.runtime.threads.ThreadsBackend;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.OptionalInt;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
@@ -76,13 +76,11 @@ class BackendsTest {
             }
 
             @Override
-            public OptionalInt autoPreference(JobLayout l) {
-                return suits.test(l) ? OptionalInt.of(preference) : OptionalInt.empty();
-            }
-
-            @Override
-            public String autoReason(JobLayout l) {
-                return name + " suits " + l.worldSize() + " on " + l.hostsText();
+            public Optional<AutoFit> autoFit(JobLayout l) {
+                return suits.test(l)
+                        ? Optional.of(
+                                new AutoFit(preference, name + " suits " + l.worldSize() + " on " + l.hostsText()))
+                        : Optional.empty();
             }
 
             @Override
@@ -115,13 +113,8 @@ class BackendsTest {
             }
 
             @Override
-            public OptionalInt autoPreference(JobLayout l) {
-                return suits.test(l) ? OptionalInt.of(preference) : OptionalInt.empty();
-            }
-
-            @Override
-            public String autoReason(JobLayout l) {
-                return name;
+            public Optional<AutoFit> autoFit(JobLayout l) {
+                return suits.test(l) ? Optional.of(new AutoFit(preference, name)) : Optional.empty();
             }
 
             @Override

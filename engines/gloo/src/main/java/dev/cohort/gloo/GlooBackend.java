@@ -32,7 +32,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalInt;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.GlooDeviceVector;
 import org.bytedeco.pytorch.ProcessGroupGloo;
@@ -74,23 +73,11 @@ public final class GlooBackend extends StoreMeetingBackend<GlooOptions> {
 
     /**
      * With these options, in {@code environment}: {@code System.getenv()}, or a launch environment
-     * of a program's own making (one that starts ranks itself).
+     * of a program's own making (one that starts ranks itself); a group inside another backend
+     * where {@code options} {@linkplain StoreMeetingBackend.Options#meetingAs meet as one}.
      */
     public GlooBackend(GlooOptions options, Map<String, String> environment) {
         super(NAME, options, environment);
-    }
-
-    private GlooBackend(GlooOptions options, GroupMeeting group) {
-        super(NAME, options, group);
-    }
-
-    /**
-     * A Gloo group that is part of another backend (hier's group of the hosts' leaders): its ranks
-     * meet as {@code group} says, whatever this process's own launch environment is, on one node
-     * (no node group, no layout learned). The network interface comes from {@code options} only.
-     */
-    public static GlooBackend forGroup(GroupMeeting group, GlooOptions options) {
-        return new GlooBackend(options, group);
     }
 
     @Override
@@ -100,13 +87,8 @@ public final class GlooBackend extends StoreMeetingBackend<GlooOptions> {
 
     /** Any layout, across processes and hosts; below the shared-memory engines where they run. */
     @Override
-    public OptionalInt autoPreference(JobLayout layout) {
-        return OptionalInt.of(10);
-    }
-
-    @Override
-    public String autoReason(JobLayout layout) {
-        return workersOn(layout, "Gloo over TCP");
+    public Optional<AutoFit> autoFit(JobLayout layout) {
+        return Optional.of(new AutoFit(10, workersOn(layout, "Gloo over TCP")));
     }
 
     @Override

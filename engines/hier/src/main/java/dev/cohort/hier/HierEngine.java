@@ -244,19 +244,21 @@ public final class HierEngine {
         Duration spin = options.leadersSpin()
                 .orElseGet(() -> TcpGroups.defaultSpin(launch.topology().localWorldSize()));
         if (between == Between.GLOO) {
-            GlooBackend gloo = GlooBackend.forGroup(
-                    meeting,
+            GlooBackend gloo = new GlooBackend(
                     asLeaders(new GlooOptions(), options, left, names)
+                            .meetingAs(meeting)
                             .networkInterface(env.get(GlooBackend.ENV_INTERFACE))
                             .agentStore("1".equals(env.get(JobEnvironment.AGENT_STORE)))
-                            .spin(spin));
+                            .spin(spin),
+                    Map.of());
             return joined(gloo, gloo::notes);
         }
-        TcpBackend tcp = TcpBackend.forGroup(
-                meeting,
+        TcpBackend tcp = new TcpBackend(
                 asLeaders(new TcpOptions(), options, left, names)
+                        .meetingAs(meeting)
                         .networkInterface(env.get(TcpOptions.ENV_INTERFACE))
-                        .spin(spin));
+                        .spin(spin),
+                Map.of());
         return joined(tcp, tcp::notes);
     }
 

@@ -7,9 +7,8 @@ import dev.cohort.hier.HierOptions.Between;
 import dev.cohort.mpi.MpiBackend;
 import dev.cohort.runtime.EngineBackend;
 import dev.cohort.shm.ShmBackend;
-import java.util.List;
 import java.util.Map;
-import java.util.OptionalInt;
+import java.util.Optional;
 
 /**
  * The {@code hier} backend: shared memory ({@code shm}) among the ranks of each host, Gloo,
@@ -40,12 +39,12 @@ public final class HierBackend extends EngineBackend<HierOptions> {
      * of a program's own making (one that starts ranks itself).
      */
     public HierBackend(HierOptions options, Map<String, String> environment) {
-        super(NAME, options, environment);
+        super(NAME, ShmBackend.JDK, options, environment);
     }
 
     /** With default options, in this process's environment (as {@link java.util.ServiceLoader} makes it). */
     public HierBackend() {
-        super(NAME, new HierOptions());
+        this(new HierOptions(), null);
     }
 
     /** The hosts' leaders meet at {@code MASTER_ADDR:MASTER_PORT}, unless MPI joins them. */
@@ -64,12 +63,10 @@ public final class HierBackend extends EngineBackend<HierOptions> {
      * tcp) does it all.
      */
     @Override
-    public OptionalInt autoPreference(JobLayout layout) {
-        return layout.sharedHosts() ? OptionalInt.of(20) : OptionalInt.empty();
-    }
-
-    @Override
-    public String autoReason(JobLayout layout) {
+    public Optional<AutoFit> autoFit(JobLayout layout) {
+        if (!layout.sharedHosts()) {
+            return Optional.empty();
+        }
         String between;
         try {
             between = switch (betweenHosts(options, launchVariables())) {
@@ -80,8 +77,10 @@ public final class HierBackend extends EngineBackend<HierOptions> {
         } catch (IllegalArgumentException e) {
             between = e.getMessage();
         }
-        return layout.worldSize() + " workers on " + layout.hostsText() + " hosts: shared memory within each host, "
-                + between;
+        return Optional.of(new AutoFit(
+                20,
+                layout.worldSize() + " workers on " + layout.hostsText() + " hosts: shared memory within each host, "
+                        + between));
     }
 
     /** shm, and gloo only where {@code --hier-between gloo} names it ({@code auto} falls back to tcp). */
@@ -133,23 +132,5 @@ public final class HierBackend extends EngineBackend<HierOptions> {
     @Override
     protected Connection connect() {
         return connectLoaded("dev.cohort.hier.HierEngine", HierOptions.class);
-    }
-
-    /** shm's, within each host. */
-    @Override
-    public List<String> jvmOptions() {
-        return new ShmBackend().jvmOptions();
-    }
-
-    /** shm's: the foreign-memory API. */
-    @Override
-    public int minimumJdk() {
-        return ShmBackend.MIN_JDK;
-    }
-
-    /** shm's. */
-    @Override
-    public String olderJdksLack() {
-        return new ShmBackend().olderJdksLack();
     }
 }

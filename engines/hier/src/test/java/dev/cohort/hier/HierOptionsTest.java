@@ -81,18 +81,24 @@ class HierOptionsTest {
         dev.cohort.api.JobLayout acrossHosts = new dev.cohort.api.JobLayout(4, 2, 2);
         dev.cohort.api.JobLayout oneHost = new dev.cohort.api.JobLayout(4, 4, 1);
         int hier = new HierBackend(new HierOptions(), twoHosts)
-                .autoPreference(acrossHosts)
-                .getAsInt();
+                .autoFit(acrossHosts)
+                .orElseThrow()
+                .preference();
         dev.cohort.mpi.MpiBackend mpi = new dev.cohort.mpi.MpiBackend(new dev.cohort.mpi.MpiOptions(), twoHosts);
-        assertThat(mpi.autoPreference(acrossHosts).getAsInt()).isGreaterThan(hier);
-        assertThat(mpi.autoReason(acrossHosts)).contains("started by mpirun").contains("measured ahead of hier");
-        assertThat(mpi.autoPreference(oneHost).getAsInt())
-                .isLessThan(
-                        new dev.cohort.shm.ShmBackend().autoPreference(oneHost).getAsInt());
+        assertThat(mpi.autoFit(acrossHosts).orElseThrow().preference()).isGreaterThan(hier);
+        assertThat(mpi.autoFit(acrossHosts).orElseThrow().reason())
+                .contains("started by mpirun")
+                .contains("measured ahead of hier");
+        assertThat(mpi.autoFit(oneHost).orElseThrow().preference())
+                .isLessThan(new dev.cohort.shm.ShmBackend()
+                        .autoFit(oneHost)
+                        .orElseThrow()
+                        .preference());
         // Without mpirun, mpi stays last.
         assertThat(new dev.cohort.mpi.MpiBackend(new dev.cohort.mpi.MpiOptions(), Map.of())
-                        .autoPreference(acrossHosts)
-                        .getAsInt())
+                        .autoFit(acrossHosts)
+                        .orElseThrow()
+                        .preference())
                 .isLessThan(hier);
     }
 

@@ -3,10 +3,11 @@ package dev.cohort.mpi;
 import dev.cohort.api.Connection;
 import dev.cohort.api.JobLayout;
 import dev.cohort.runtime.EngineBackend;
+import dev.cohort.runtime.JdkNeed;
 import java.lang.reflect.InvocationTargetException;
 import java.util.List;
 import java.util.Map;
-import java.util.OptionalInt;
+import java.util.Optional;
 
 /**
  * The {@code mpi} backend: collectives through the system's Open MPI ({@code libmpi.so.40}),
@@ -32,31 +33,18 @@ public final class MpiBackend extends EngineBackend<MpiOptions> {
     /** The first JDK whose foreign-function API is final. */
     public static final int MIN_JDK = 22;
 
-    private static final List<String> NATIVE_ACCESS = List.of("--enable-native-access=ALL-UNNAMED");
-
-    public MpiBackend() {
-        super(NAME, new MpiOptions());
-    }
+    /** The foreign-function API, its downcalls allowed without a warning. */
+    private static final JdkNeed JDK =
+            new JdkNeed(MIN_JDK, "no foreign-function API to call MPI", List.of("--enable-native-access=ALL-UNNAMED"));
 
     /** With these options, in {@code environment} (see {@link EngineBackend}). */
     public MpiBackend(MpiOptions options, Map<String, String> environment) {
-        super(NAME, options, environment);
+        super(NAME, JDK, options, environment);
     }
 
-    @Override
-    public int minimumJdk() {
-        return MIN_JDK;
-    }
-
-    @Override
-    public String olderJdksLack() {
-        return "no foreign-function API to call MPI";
-    }
-
-    /** The foreign-function API's downcalls, allowed without a warning. */
-    @Override
-    public List<String> jvmOptions() {
-        return Runtime.version().feature() >= MIN_JDK ? NATIVE_ACCESS : List.of();
+    /** With default options, in this process's environment (as {@link java.util.ServiceLoader} makes it). */
+    public MpiBackend() {
+        this(new MpiOptions(), null);
     }
 
     /**
@@ -67,18 +55,17 @@ public final class MpiBackend extends EngineBackend<MpiOptions> {
      * one rank per host.
      */
     @Override
-    public OptionalInt autoPreference(JobLayout layout) {
-        return underMpirunAcrossHosts(layout) ? OptionalInt.of(25) : OptionalInt.of(1);
-    }
-
-    @Override
-    public String autoReason(JobLayout layout) {
+    public Optional<AutoFit> autoFit(JobLayout layout) {
         if (underMpirunAcrossHosts(layout)) {
-            return layout.worldSize() + " workers on " + layout.hostsText() + " hosts, started by mpirun: Open MPI "
-                    + "for every collective (measured ahead of hier across hosts)";
+            return Optional.of(new AutoFit(
+                    25,
+                    layout.worldSize() + " workers on " + layout.hostsText() + " hosts, started by mpirun: Open MPI "
+                            + "for every collective (measured ahead of hier across hosts)"));
         }
-        return layout.worldSize() + " workers and no rendezvous address (MASTER_ADDR, MASTER_PORT): Open MPI, as "
-                + "mpirun started them";
+        return Optional.of(new AutoFit(
+                1,
+                layout.worldSize() + " workers and no rendezvous address (MASTER_ADDR, MASTER_PORT): Open MPI, as "
+                        + "mpirun started them"));
     }
 
     private boolean underMpirunAcrossHosts(JobLayout layout) {

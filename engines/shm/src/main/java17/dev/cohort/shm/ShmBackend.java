@@ -3,11 +3,12 @@ package dev.cohort.shm;
 import dev.cohort.api.Connection;
 import dev.cohort.api.JobLayout;
 import dev.cohort.runtime.EngineBackend;
+import dev.cohort.runtime.JdkNeed;
 import dev.cohort.runtime.SharedMemoryFiles;
 import java.nio.file.Files;
 import java.util.List;
 import java.util.Map;
-import java.util.OptionalInt;
+import java.util.Optional;
 
 /**
  * The {@code shm} backend: collectives between the worker processes of one host through a shared
@@ -30,11 +31,15 @@ public final class ShmBackend extends EngineBackend<ShmOptions> {
     public static final int MIN_JDK = 22;
     /** The JVM option the engine's reductions need. */
     public static final String VECTOR_FLAG = "--add-modules jdk.incubator.vector";
-    /** {@link #VECTOR_FLAG} as one word, as launchers pass it. */
-    static final List<String> VECTOR_OPTIONS = List.of("--add-modules=jdk.incubator.vector");
+    /**
+     * The foreign-memory API (final in JDK 22), and the Vector API module for the reductions
+     * ({@link #VECTOR_FLAG} as one word, as launchers pass it to workers).
+     */
+    public static final JdkNeed JDK = new JdkNeed(
+            MIN_JDK, "no foreign-memory API for shared memory", List.of("--add-modules=jdk.incubator.vector"));
 
     public ShmBackend() {
-        super(NAME, new ShmOptions());
+        this(new ShmOptions(), null);
     }
 
     /**
@@ -42,35 +47,15 @@ public final class ShmBackend extends EngineBackend<ShmOptions> {
      * of a program's own making (one that starts ranks itself).
      */
     public ShmBackend(ShmOptions options, Map<String, String> environment) {
-        super(NAME, options, environment);
-    }
-
-    /** The foreign-memory API: final in JDK 22. */
-    @Override
-    public int minimumJdk() {
-        return MIN_JDK;
-    }
-
-    /** The Vector API module, on the JDKs the engine runs on (launchers add it to their workers). */
-    @Override
-    public List<String> jvmOptions() {
-        return Runtime.version().feature() >= MIN_JDK ? VECTOR_OPTIONS : List.of();
-    }
-
-    @Override
-    public String olderJdksLack() {
-        return "no foreign-memory API for shared memory";
+        super(NAME, JDK, options, environment);
     }
 
     /** All workers on one host: the fastest engine there. */
     @Override
-    public OptionalInt autoPreference(JobLayout layout) {
-        return layout.oneHost() ? OptionalInt.of(30) : OptionalInt.empty();
-    }
-
-    @Override
-    public String autoReason(JobLayout layout) {
-        return "all " + layout.worldSize() + " workers on one host: shared memory";
+    public Optional<AutoFit> autoFit(JobLayout layout) {
+        return layout.oneHost()
+                ? Optional.of(new AutoFit(30, "all " + layout.worldSize() + " workers on one host: shared memory"))
+                : Optional.empty();
     }
 
     @Override

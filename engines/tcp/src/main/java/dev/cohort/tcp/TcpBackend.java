@@ -29,7 +29,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalInt;
 
 /**
  * The {@code tcp} backend: collectives over Cohort's own full mesh of TCP connections, in Java
@@ -63,40 +62,17 @@ public final class TcpBackend extends StoreMeetingBackend<TcpOptions> {
 
     /**
      * With these options, in {@code environment}: {@code System.getenv()}, or a launch environment
-     * of a program's own making (one that starts ranks itself).
+     * of a program's own making (one that starts ranks itself); a group inside another backend
+     * where {@code options} {@linkplain StoreMeetingBackend.Options#meetingAs meet as one}.
      */
     public TcpBackend(TcpOptions options, Map<String, String> environment) {
         super(NAME, options, environment);
     }
 
-    private TcpBackend(TcpOptions options, GroupMeeting group) {
-        super(NAME, options, group);
-    }
-
-    /**
-     * A tcp group that is part of another backend (hier's group of the hosts' leaders): its ranks
-     * meet as {@code group} says, whatever this process's own launch environment is, on one node
-     * (no node group, no layout learned). The network interface comes from {@code options} only.
-     */
-    public static TcpBackend forGroup(GroupMeeting group, TcpOptions options) {
-        return new TcpBackend(options, group);
-    }
-
-    /** Needs nothing beyond the JDK. */
-    @Override
-    protected String missing() {
-        return null;
-    }
-
     /** Any layout, across processes and hosts; below gloo (measured the same or faster so far) and the shared-memory engines. */
     @Override
-    public OptionalInt autoPreference(JobLayout layout) {
-        return OptionalInt.of(5);
-    }
-
-    @Override
-    public String autoReason(JobLayout layout) {
-        return workersOn(layout, "Cohort's TCP mesh (no native library)");
+    public Optional<AutoFit> autoFit(JobLayout layout) {
+        return Optional.of(new AutoFit(5, workersOn(layout, "Cohort's TCP mesh (no native library)")));
     }
 
     @Override

@@ -25,8 +25,8 @@ import java.util.Optional;
 
 /**
  * The tcp engine's entry points for an engine that composes tcp groups into its own (hier): the
- * group of the hosts' leaders joins through {@link TcpBackend#forGroup}; a group whose ranks trade
- * their addresses through the composing engine's own collectives joins here ({@link #listen},
+ * group of the hosts' leaders is a {@link TcpBackend} whose options {@linkplain TcpOptions#meetingAs meet as}
+ * that group; a group whose ranks trade their addresses through the composing engine's own collectives joins here ({@link #listen},
  * then {@link Listening#connect}).
  */
 public final class TcpGroups {

@@ -45,6 +45,7 @@ public abstract class StoreMeetingBackend<O extends StoreMeetingBackend.Options<
         private final String interfaceVariable;
         private final Text networkInterface;
         private final Micros spin;
+        private GroupMeeting group;
 
         /**
          * @param engine the engine's name, the options' prefix
@@ -93,6 +94,22 @@ public abstract class StoreMeetingBackend<O extends StoreMeetingBackend.Options<
         public static Duration defaultSpin(int ranksOnThisHost) {
             return spinWhereCpusAllow(ranksOnThisHost, DEFAULT_SPIN);
         }
+
+        /**
+         * Makes the backend a group that is part of another backend (hier's group of the hosts'
+         * leaders): its ranks meet as {@code group} says, whatever the launch environment is, all
+         * on one node (no node group, no layout learned). The network interface then comes from
+         * these options only.
+         */
+        public final O meetingAs(GroupMeeting group) {
+            this.group = Objects.requireNonNull(group, "group");
+            return self();
+        }
+
+        /** The group set by {@link #meetingAs}; null: the launch environment's. */
+        final GroupMeeting group() {
+            return group;
+        }
     }
 
     private static final System.Logger LOG = System.getLogger(StoreMeetingBackend.class.getName());
@@ -105,22 +122,16 @@ public abstract class StoreMeetingBackend<O extends StoreMeetingBackend.Options<
     /** An engine of this process's job. */
     protected StoreMeetingBackend(String name, O options) {
         super(name, options);
-        this.group = null;
-    }
-
-    /** An engine of the launch environment {@code environment} (a program that starts ranks itself). */
-    protected StoreMeetingBackend(String name, O options, Map<String, String> environment) {
-        super(name, options, environment);
-        this.group = null;
+        this.group = options.group();
     }
 
     /**
-     * A group that is part of another backend: its ranks meet as {@code group} says, whatever this
-     * process's own launch environment is, all on one node (no node group, no layout learned).
+     * An engine of the launch environment {@code environment} (a program that starts ranks
+     * itself), or of the group {@code options} {@linkplain Options#meetingAs meet as}.
      */
-    protected StoreMeetingBackend(String name, O options, GroupMeeting group) {
-        super(name, options, Map.of());
-        this.group = Objects.requireNonNull(group, "group");
+    protected StoreMeetingBackend(String name, O options, Map<String, String> environment) {
+        super(name, options, environment);
+        this.group = options.group();
     }
 
     /** The ranks meet at {@code MASTER_ADDR:MASTER_PORT} (rank 0 hosts the store there). */
@@ -129,7 +140,7 @@ public abstract class StoreMeetingBackend<O extends StoreMeetingBackend.Options<
         return true;
     }
 
-    /** "N workers on one host (or H hosts): {@code how}", for {@link #autoReason}. */
+    /** "N workers on one host (or H hosts): {@code how}", for {@link #autoFit}. */
     protected static String workersOn(JobLayout layout, String how) {
         return layout.worldSize() + " workers on " + (layout.oneHost() ? "one host" : layout.hostsText() + " hosts")
                 + ": " + how;
