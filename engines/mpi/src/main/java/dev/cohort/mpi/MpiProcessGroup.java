@@ -290,6 +290,27 @@ final class MpiProcessGroup extends AbstractProcessGroup {
      * it returns unless a peer dies (then mpirun ends the job) or stops (then the watchdog aborts
      * the job at the deadline). A barrier is the signature exchange itself.
      */
+    /** A collective whose output every rank receives: MPI's call from {@code send} into {@code receive}. */
+    private void intoEveryRank(Collective call, MemorySegment send, MemorySegment receive) {
+        DenseBuffer input = call.input();
+        DenseBuffer output = call.output();
+        switch (call.kind()) {
+            case ALLGATHER ->
+                mpi.check(mpi.allgather(send, input.count(), input.dataType(), receive, data), "MPI_Allgather");
+            case ALLGATHERV -> {
+                layout(counts, displacements, call.counts(), 0);
+                mpi.check(
+                        mpi.allgatherv(send, input.count(), input.dataType(), receive, counts, displacements, data),
+                        "MPI_Allgatherv");
+            }
+            case REDUCE_SCATTER ->
+                mpi.check(
+                        mpi.reduceScatterBlock(send, receive, output.count(), output.dataType(), call.op(), data),
+                        "MPI_Reduce_scatter_block");
+            default -> throw new IllegalArgumentException(call.kind() + " is not a collective into every rank");
+        }
+    }
+
     private void carry(Collective call, long deadline, String what) {
         reserve(call);
         blocked(what, deadline);
@@ -312,35 +333,16 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                         out(memory, buffer);
                     }
                 }
-                case ALLGATHER -> {
+                case ALLGATHER, ALLGATHERV, REDUCE_SCATTER -> {
                     DenseBuffer input = call.input();
                     DenseBuffer output = call.output();
                     MemorySegment receive = in(output, 0, false);
                     MemorySegment send = in(input, output.byteSize());
-                    mpi.check(mpi.allgather(send, input.count(), input.dataType(), receive, data), "MPI_Allgather");
+                    intoEveryRank(call, send, receive);
                     out(receive, output);
-                }
-                case ALLGATHERV -> {
-                    DenseBuffer input = call.input();
-                    DenseBuffer output = call.output();
-                    MemorySegment receive = in(output, 0, false);
-                    MemorySegment send = in(input, output.byteSize());
-                    layout(counts, displacements, call.counts(), 0);
-                    mpi.check(
-                            mpi.allgatherv(send, input.count(), input.dataType(), receive, counts, displacements, data),
-                            "MPI_Allgatherv");
-                    out(receive, output);
-                }
-                case REDUCE_SCATTER -> {
-                    DenseBuffer input = call.input();
-                    DenseBuffer output = call.output();
-                    MemorySegment receive = in(output, 0, false);
-                    MemorySegment send = in(input, output.byteSize());
-                    mpi.check(
-                            mpi.reduceScatterBlock(send, receive, output.count(), output.dataType(), call.op(), data),
-                            "MPI_Reduce_scatter_block");
-                    out(receive, output);
-                    Reduction.finish(call.op(), output, size());
+                    if (call.kind() == OpKind.REDUCE_SCATTER) {
+                        Reduction.finish(call.op(), output, size());
+                    }
                 }
                 case BARRIER -> {
                     // Every rank's signature arrived: every rank entered the barrier.
