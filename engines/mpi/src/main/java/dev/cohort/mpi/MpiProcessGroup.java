@@ -171,11 +171,7 @@ final class MpiProcessGroup extends AbstractProcessGroup {
     /** Sends and receives: MPI's own nonblocking messages ({@link MpiMessage}). */
     @Override
     protected Work pointToPoint(Collective call, Duration timeout) {
-        CollectiveException earlier = broken;
-        if (earlier != null) {
-            throw new CollectiveException(label + " " + who() + ": " + call.describe() + " refused: an earlier "
-                    + "collective failed (restart the job):\n" + earlier.getMessage());
-        }
+        refuseAfterFailure(call, "an earlier collective failed");
         return new MpiMessage(mpi, label + " " + who(), lengths, payloads, call, timeout, inFlight, settings.waits());
     }
 
@@ -186,12 +182,17 @@ final class MpiProcessGroup extends AbstractProcessGroup {
 
     @Override
     protected Work start(Collective call, Duration timeout) {
+        refuseAfterFailure(call, "an earlier collective failed and MPI cannot cancel it");
+        return queue.submit(who(), call, timeout, this::run);
+    }
+
+    /** Refuses {@code call} once a collective failed ({@code why}): the job must restart. */
+    private void refuseAfterFailure(Collective call, String why) {
         CollectiveException earlier = broken;
         if (earlier != null) {
-            throw new CollectiveException(label + " " + who() + ": " + call.describe() + " refused: an earlier "
-                    + "collective failed and MPI cannot cancel it (restart the job):\n" + earlier.getMessage());
+            throw new CollectiveException(label + " " + who() + ": " + call.describe() + " refused: " + why
+                    + " (restart the job):\n" + earlier.getMessage());
         }
-        return queue.submit(who(), call, timeout, this::run);
     }
 
     /** On the queue: the signatures, then the collective, to the end. */
