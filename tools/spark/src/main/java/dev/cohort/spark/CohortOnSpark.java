@@ -46,33 +46,52 @@ public final class CohortOnSpark {
      * Java) comes out of this call; its message names the rank, its exit code and its last lines.
      */
     public static List<String> run(JavaSparkContext sc, SparkJob job) {
-        SparkContext context = sc.sc();
-        String runId = ("spark-" + context.applicationId()).replaceAll("[^A-Za-z0-9._-]", "-");
         List<Integer> ranks = new ArrayList<>();
         for (int r = 0; r < job.workers(); r++) {
             ranks.add(r);
         }
-        JavaRDD<Integer> slots = sc.parallelize(ranks, job.workers());
-        ClassTag<RankTask.Output> outputs = ClassTag$.MODULE$.apply(RankTask.Output.class);
+        List<String> lines = new ArrayList<>();
+        run(sc.parallelize(ranks, job.workers()), job, null).forEach(r -> lines.addAll(r.lines()));
+        return lines;
+    }
+
+    /**
+     * Runs {@code job} with one rank per partition of {@code partitions}, which must have
+     * {@code job.workers()} partitions: each task writes its partition to its rank's standard input
+     * through {@code feed} (null: none), and the rank reads it to its end. Returns what each rank
+     * left, rank by rank: its output and the file it wrote at {@code $COHORT_SPARK_RESULT} (a rank
+     * also gets {@code $COHORT_SPARK_WORK}, a directory of its own removed when it ends). Of a
+     * stage tried again after a failure, the results of the attempt that succeeded; the partitions
+     * are computed again for it.
+     *
+     * @throws IllegalArgumentException when the partitions are not one per worker
+     */
+    public static <T> List<RankResult> run(JavaRDD<T> partitions, SparkJob job, RankFeed<T> feed) {
+        if (partitions.getNumPartitions() != job.workers()) {
+            throw new IllegalArgumentException("cohort on spark: " + partitions.getNumPartitions() + " partitions for "
+                    + job.workers() + " workers: repartition to one per worker");
+        }
+        SparkContext context = partitions.context();
+        String runId = ("spark-" + context.applicationId()).replaceAll("[^A-Za-z0-9._-]", "-");
+        ClassTag<RankResult> results = ClassTag$.MODULE$.apply(RankResult.class);
         // Every connection between the ranks proves a secret made for this run, unless the job names
         // one; it reaches the tasks inside the stage's closure, as protected as Spark's own RPC is.
         String secret = job.environment().containsKey(JobSecret.ENV)
                         || job.environment().containsKey(JobSecret.FILE_ENV)
                 ? null
                 : JobSecret.generate().text();
-        RDD<RankTask.Output> ranksOutput = slots.rdd()
+        RDD<RankResult> ranksOutput = partitions
+                .rdd()
                 .barrier()
                 .mapPartitions(
-                        new RankTask(job, runId.length() > 64 ? runId.substring(0, 64) : runId, secret),
+                        new RankTask<>(job, runId.length() > 64 ? runId.substring(0, 64) : runId, secret, feed),
                         false,
-                        outputs);
+                        results);
         // The shuffle after the barrier stage makes it a shuffle-map stage, which Spark retries as a
         // whole when a task fails; a barrier result stage it would not retry.
-        List<RankTask.Output> records = new ArrayList<>(
-                JavaRDD.fromRDD(ranksOutput, outputs).repartition(1).collect());
-        records.sort(Comparator.comparingInt(RankTask.Output::rank));
-        List<String> lines = new ArrayList<>();
-        records.forEach(r -> lines.addAll(r.lines()));
-        return lines;
+        List<RankResult> records = new ArrayList<>(
+                JavaRDD.fromRDD(ranksOutput, results).repartition(1).collect());
+        records.sort(Comparator.comparingInt(RankResult::rank));
+        return records;
     }
 }

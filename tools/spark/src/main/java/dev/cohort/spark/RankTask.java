@@ -4,16 +4,20 @@ import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
 import dev.cohort.runtime.auth.JobSecret;
+import java.io.BufferedOutputStream;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
 import java.io.Serializable;
+import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.URL;
 import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
@@ -40,14 +44,12 @@ import scala.runtime.AbstractFunction1;
  * and so the stage, which Spark may retry (the retry's attempt number is the ranks'
  * {@code COHORT_RESTART_COUNT}, so a program resumes from its checkpoint).
  */
-final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankTask.Output>> implements Serializable {
+final class RankTask<T> extends AbstractFunction1<Iterator<T>, Iterator<RankResult>> implements Serializable {
 
-    /**
-     * What a rank printed. A class of its own rather than strings: Spark shuffles strings with Kryo,
-     * which cannot reach into the JDK's classes on JDK 17+ without --add-opens; this travels with
-     * Java serialization.
-     */
-    record Output(int rank, List<String> lines) implements Serializable {}
+    /** The variable naming the file a rank may write for the driver ({@link RankResult#result()}). */
+    static final String RESULT_ENV = "COHORT_SPARK_RESULT";
+    /** The variable naming a directory of the rank's own on its host, removed when the rank ends. */
+    static final String WORK_ENV = "COHORT_SPARK_WORK";
 
     private static final long serialVersionUID = 1L;
     /** How many of a failed rank's last lines its failure quotes. */
@@ -57,15 +59,18 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
     private final String runId;
     /** The run's job secret for the ranks; null when the job's environment gives its own. */
     private final String secret;
+    /** Writes the partition to the rank's input; null: the rank gets none. */
+    private final RankFeed<T> feed;
 
-    RankTask(SparkJob job, String runId, String secret) {
+    RankTask(SparkJob job, String runId, String secret, RankFeed<T> feed) {
         this.job = job;
         this.runId = runId;
         this.secret = secret;
+        this.feed = feed;
     }
 
     @Override
-    public Iterator<Output> apply(Iterator<Integer> partition) {
+    public Iterator<RankResult> apply(Iterator<T> partition) {
         BarrierTaskContext context = BarrierTaskContext.get();
         int rank = context.partitionId();
         BarrierTaskInfo[] infos = context.getTaskInfos();
@@ -85,9 +90,8 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
         env.put(LaunchEnvironment.RUN_ID, runId);
         env.put(LaunchEnvironment.RESTART_COUNT, Integer.toString(context.stageAttemptNumber()));
         env.put(JobEnvironment.LAUNCHED_BY, "spark");
-        List<String> output = run(rank, env);
-        return scala.jdk.javaapi.CollectionConverters.asScala(
-                List.of(new Output(rank, output)).iterator());
+        RankResult result = run(rank, env, scala.jdk.javaapi.CollectionConverters.asJava(partition));
+        return scala.jdk.javaapi.CollectionConverters.asScala(List.of(result).iterator());
     }
 
     /** Each rank's layout from every task's host ({@link Topology#ofHosts}). */
@@ -109,7 +113,37 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
         return colon > 0 ? address.substring(0, colon) : address;
     }
 
-    private List<String> run(int rank, Map<String, String> env) {
+    private RankResult run(int rank, Map<String, String> env, java.util.Iterator<T> partition) {
+        Path work;
+        try {
+            work = Files.createTempDirectory("cohort-rank-" + rank + "-");
+        } catch (IOException e) {
+            throw new UncheckedIOException("cohort on spark: rank " + rank + " has no temporary directory", e);
+        }
+        try {
+            Map<String, String> all = new LinkedHashMap<>(env);
+            all.put(WORK_ENV, work.toString());
+            all.put(RESULT_ENV, work.resolve("result").toString());
+            List<String> lines = start(rank, all, partition);
+            Path result = work.resolve("result");
+            return new RankResult(rank, lines, Files.exists(result) ? Files.readAllBytes(result) : new byte[0]);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cohort on spark: rank " + rank + "'s result could not be read", e);
+        } finally {
+            deleteTree(work);
+        }
+    }
+
+    private static void deleteTree(Path dir) {
+        try (var paths = Files.walk(dir)) {
+            paths.sorted(java.util.Comparator.reverseOrder())
+                    .forEach(p -> p.toFile().delete());
+        } catch (IOException | UncheckedIOException e) {
+            // what is left stays in the temporary directory
+        }
+    }
+
+    private List<String> start(int rank, Map<String, String> env, java.util.Iterator<T> partition) {
         List<String> cmd = new ArrayList<>();
         cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
         if (job.defaultJvmOptions()) {
@@ -137,6 +171,7 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
         reader.setDaemon(true);
         reader.start();
         try {
+            feed(rank, process, partition);
             if (!process.waitFor(job.timeout().toMillis(), TimeUnit.MILLISECONDS)) {
                 throw new IllegalStateException("cohort on spark: rank " + rank + " ran past the job's timeout of "
                         + job.timeout() + " and was killed" + tail(lines));
@@ -157,6 +192,20 @@ final class RankTask extends AbstractFunction1<Iterator<Integer>, Iterator<RankT
                 process.descendants().forEach(ProcessHandle::destroyForcibly);
                 process.destroyForcibly();
             }
+        }
+    }
+
+    /**
+     * Writes the partition to the rank's input and closes it. A rank that stops reading (it failed)
+     * ends the writing: its exit code and output then say why.
+     */
+    private void feed(int rank, Process process, java.util.Iterator<T> partition) {
+        try (OutputStream in = new BufferedOutputStream(process.getOutputStream(), 1 << 16)) {
+            if (feed != null) {
+                feed.write(partition, in);
+            }
+        } catch (IOException e) {
+            // The rank closed its input: it ended; waitFor reports how.
         }
     }
 

@@ -1,0 +1,258 @@
+package dev.cohort.spark.ml;
+
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.ml.Model;
+import org.apache.spark.ml.linalg.SQLDataTypes;
+import org.apache.spark.ml.param.ParamMap;
+import org.apache.spark.ml.util.DefaultParamsReader;
+import org.apache.spark.ml.util.DefaultParamsReader$;
+import org.apache.spark.ml.util.DefaultParamsWriter$;
+import org.apache.spark.ml.util.MLReader;
+import org.apache.spark.ml.util.MLWritable;
+import org.apache.spark.ml.util.MLWriter;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * What {@link CohortEstimator#fit} returns: the trained classifier, a Spark ML {@code Model}.
+ * {@code transform} adds the predicted class ({@code predictionCol}, a double) and the class
+ * probabilities ({@code probabilityCol}, a vector; none when it is set empty), predicting in
+ * batches in each partition with the model loaded once per executor JVM. {@code write().save(path)}
+ * and {@link #load} keep it on any Hadoop path (Spark's metadata, then libtorch's archive of the
+ * weights and the training history), also as a stage of a saved {@code PipelineModel}.
+ */
+public final class CohortModel extends Model<CohortModel> implements CohortParams, MLWritable {
+
+    private static final long serialVersionUID = 1L;
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final String uid;
+    private final Declared declared;
+    private final String factory;
+    private final int width;
+    private final int classes;
+    private final byte[] weights;
+    private final List<EpochStats> history;
+    private final double streamSeconds;
+
+    CohortModel(
+            String uid,
+            String factory,
+            int width,
+            int classes,
+            byte[] weights,
+            List<EpochStats> history,
+            double streamSeconds) {
+        this.uid = uid;
+        this.declared = new Declared(this);
+        this.factory = factory;
+        this.width = width;
+        this.classes = classes;
+        this.weights = weights.clone();
+        this.history = List.copyOf(history);
+        this.streamSeconds = streamSeconds;
+    }
+
+    @Override
+    public String uid() {
+        return uid;
+    }
+
+    @Override
+    public Declared declared() {
+        return declared;
+    }
+
+    public CohortModel setFeaturesCol(String name) {
+        set(featuresCol(), name);
+        return this;
+    }
+
+    public CohortModel setFeatureCols(String... names) {
+        set(featureCols(), names);
+        return this;
+    }
+
+    public CohortModel setPredictionCol(String name) {
+        set(predictionCol(), name);
+        return this;
+    }
+
+    /** Where the probabilities go; empty: none. */
+    public CohortModel setProbabilityCol(String name) {
+        set(probabilityCol(), name);
+        return this;
+    }
+
+    /** Features per row the model takes. */
+    public int numFeatures() {
+        return width;
+    }
+
+    /** Classes the model tells apart (0 to {@code numClasses() - 1}). */
+    public int numClasses() {
+        return classes;
+    }
+
+    /** Every epoch of the fit: loss, accuracy on the rows trained on, time, samples per second. */
+    public List<EpochStats> history() {
+        return history;
+    }
+
+    /** How long rank 0's task took to stream its rows to its rank during the fit, in seconds. */
+    public double streamSeconds() {
+        return streamSeconds;
+    }
+
+    /** The trained weights in libtorch's archive format (load them into the factory's model with {@code Module.load}). */
+    public byte[] weights() {
+        return weights.clone();
+    }
+
+    @Override
+    public StructType transformSchema(StructType schema) {
+        FeatureColumns.vector(schema, getFeaturesCol(), getFeatureCols());
+        return outputSchema(schema, getPredictionCol(), getProbabilityCol());
+    }
+
+    /** {@code schema} with the prediction and, unless {@code probability} is empty, probability columns. */
+    static StructType outputSchema(StructType schema, String prediction, String probability) {
+        for (String name : new String[] {prediction, probability}) {
+            if (!name.isEmpty() && List.of(schema.fieldNames()).contains(name)) {
+                throw new IllegalArgumentException("the DataFrame already has a column " + name
+                        + ": set predictionCol or probabilityCol to another name");
+            }
+        }
+        StructType out = schema.add(prediction, DataTypes.DoubleType, false);
+        return probability.isEmpty() ? out : out.add(probability, SQLDataTypes.VectorType(), false);
+    }
+
+    @Override
+    public Dataset<Row> transform(Dataset<?> dataset) {
+        StructType schema = dataset.schema();
+        StructType out = transformSchema(schema);
+        Dataset<Row> withVector = dataset.toDF()
+                .withColumn(FeatureColumns.VECTOR, FeatureColumns.vector(schema, getFeaturesCol(), getFeatureCols()));
+        Broadcast<byte[]> shared = JavaSparkContext.fromSparkContext(
+                        dataset.sparkSession().sparkContext())
+                .broadcast(weights);
+        Predictor predictor = new Predictor(
+                uid + "@" + java.util.Arrays.hashCode(weights),
+                factory,
+                width,
+                classes,
+                shared,
+                schema.length(),
+                !getProbabilityCol().isEmpty());
+        return withVector.mapPartitions(predictor, Encoders.row(out));
+    }
+
+    @Override
+    public CohortModel copy(ParamMap extra) {
+        CohortModel copy = new CohortModel(uid, factory, width, classes, weights, history, streamSeconds);
+        return copyValues(copy, extra).setParent(parent());
+    }
+
+    @Override
+    public MLWriter write() {
+        return new Writer(this);
+    }
+
+    @Override
+    public void save(String path) throws IOException {
+        write().save(path);
+    }
+
+    /** Reads a model {@code write().save(path)} saved. */
+    public static MLReader<CohortModel> read() {
+        return new Reader();
+    }
+
+    /** The model saved at {@code path}. */
+    public static CohortModel load(String path) {
+        return read().load(path);
+    }
+
+    /** Spark's metadata (parameters) in {@code path/metadata}, then {@code path/model.json} and {@code path/weights.pt}. */
+    private static final class Writer extends MLWriter {
+        private final CohortModel model;
+
+        Writer(CohortModel model) {
+            this.model = model;
+        }
+
+        @Override
+        public void saveImpl(String path) {
+            DefaultParamsWriter$.MODULE$.saveMetadata(model, path, sparkSession());
+            Map<String, Object> about = new LinkedHashMap<>();
+            about.put("factory", model.factory);
+            about.put("width", model.width);
+            about.put("classes", model.classes);
+            about.put("streamSeconds", model.streamSeconds);
+            about.put("history", model.history);
+            try {
+                write(new Path(path, "model.json"), JSON.writeValueAsBytes(about));
+                write(new Path(path, "weights.pt"), model.weights);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot save the model to " + path + ": " + e.getMessage(), e);
+            }
+        }
+
+        private void write(Path file, byte[] bytes) throws IOException {
+            FileSystem fs = file.getFileSystem(sc().hadoopConfiguration());
+            try (OutputStream out = fs.create(file, true)) {
+                out.write(bytes);
+            }
+        }
+    }
+
+    private static final class Reader extends MLReader<CohortModel> {
+        @Override
+        public CohortModel load(String path) {
+            DefaultParamsReader.Metadata metadata = DefaultParamsReader$.MODULE$.loadMetadata(path, sparkSession());
+            try {
+                Map<String, Object> about =
+                        JSON.readValue(read(new Path(path, "model.json")), new TypeReference<>() {});
+                List<EpochStats> history = new ArrayList<>();
+                for (Object epoch : (List<?>) about.get("history")) {
+                    history.add(JSON.convertValue(epoch, EpochStats.class));
+                }
+                CohortModel model = new CohortModel(
+                        metadata.uid(),
+                        (String) about.get("factory"),
+                        ((Number) about.get("width")).intValue(),
+                        ((Number) about.get("classes")).intValue(),
+                        read(new Path(path, "weights.pt")),
+                        history,
+                        ((Number) about.get("streamSeconds")).doubleValue());
+                metadata.getAndSetParams(model, scala.Option.empty());
+                return model;
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot load a CohortModel from " + path + ": " + e.getMessage(), e);
+            }
+        }
+
+        private byte[] read(Path file) throws IOException {
+            FileSystem fs = file.getFileSystem(sc().hadoopConfiguration());
+            try (InputStream in = fs.open(file)) {
+                return in.readAllBytes();
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+package dev.cohort.spark.ml;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import org.apache.spark.api.java.function.MapPartitionsFunction;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.ml.linalg.DenseVector;
+import org.apache.spark.ml.linalg.Vector;
+import org.apache.spark.ml.linalg.Vectors;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+
+/**
+ * {@link CohortModel#transform}'s work in each partition: the rows in batches of {@value #BATCH}
+ * through the model ({@link TorchInference}, loaded once per executor JVM), each row given back
+ * with its prediction (and probabilities) appended, in order; the vector column {@code transform}
+ * added for the features is left out.
+ */
+final class Predictor implements MapPartitionsFunction<Row, Row> {
+
+    private static final long serialVersionUID = 1L;
+    /** Rows per forward pass. */
+    static final int BATCH = 512;
+
+    private final String key;
+    private final String factory;
+    private final int width;
+    private final int classes;
+    private final Broadcast<byte[]> weights;
+    /** The input's own columns: the vector column follows them. */
+    private final int columns;
+
+    private final boolean probabilities;
+
+    Predictor(
+            String key,
+            String factory,
+            int width,
+            int classes,
+            Broadcast<byte[]> weights,
+            int columns,
+            boolean probabilities) {
+        this.key = key;
+        this.factory = factory;
+        this.width = width;
+        this.classes = classes;
+        this.weights = weights;
+        this.columns = columns;
+        this.probabilities = probabilities;
+    }
+
+    @Override
+    public Iterator<Row> call(Iterator<Row> rows) {
+        TorchInference model = TorchInference.of(key, factory, width, classes, weights.value());
+        return new Iterator<>() {
+            private final List<Row> batch = new ArrayList<>(BATCH);
+            private final float[] features = new float[BATCH * width];
+            private float[] scores;
+            private int next;
+
+            @Override
+            public boolean hasNext() {
+                if (next < batch.size()) {
+                    return true;
+                }
+                fill();
+                return !batch.isEmpty();
+            }
+
+            @Override
+            public Row next() {
+                if (!hasNext()) {
+                    throw new NoSuchElementException();
+                }
+                int i = next++;
+                return predicted(batch.get(i), scores, i);
+            }
+
+            private void fill() {
+                batch.clear();
+                next = 0;
+                while (batch.size() < BATCH && rows.hasNext()) {
+                    Row row = rows.next();
+                    Vector v = row.getAs(columns);
+                    if (v == null) {
+                        throw new IllegalArgumentException("a row has no features (null): drop or fill it first");
+                    }
+                    if (v.size() != width) {
+                        throw new IllegalArgumentException(
+                                "a row has " + v.size() + " features; the model was " + "fitted on " + width);
+                    }
+                    double[] values = v instanceof DenseVector dense ? dense.values() : v.toArray();
+                    int at = batch.size() * width;
+                    for (int j = 0; j < width; j++) {
+                        features[at + j] = (float) values[j];
+                    }
+                    batch.add(row);
+                }
+                if (!batch.isEmpty()) {
+                    scores = model.probabilities(features, batch.size());
+                }
+            }
+        };
+    }
+
+    private Row predicted(Row row, float[] scores, int i) {
+        int best = 0;
+        double[] p = new double[classes];
+        for (int c = 0; c < classes; c++) {
+            p[c] = scores[i * classes + c];
+            if (p[c] > p[best]) {
+                best = c;
+            }
+        }
+        Object[] values = new Object[columns + (probabilities ? 2 : 1)];
+        for (int c = 0; c < columns; c++) {
+            values[c] = row.get(c);
+        }
+        values[columns] = (double) best;
+        if (probabilities) {
+            values[columns + 1] = Vectors.dense(p);
+        }
+        return RowFactory.create(values);
+    }
+}
