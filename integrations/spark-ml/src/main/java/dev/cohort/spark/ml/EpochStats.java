@@ -10,6 +10,8 @@ import java.io.Serializable;
  * @param accuracy      the fraction of its training rows predicted right as they were trained on
  * @param seconds       how long it took
  * @param samplesPerSec rows trained on per second, all ranks together
+ * @param attempt       the attempt of the training stage that trained it: 0, or the retry that
+ *                      resumed from the checkpoint directory after a failure
  */
-public record EpochStats(int epoch, double loss, double accuracy, double seconds, double samplesPerSec)
+public record EpochStats(int epoch, double loss, double accuracy, double seconds, double samplesPerSec, int attempt)
         implements Serializable {}

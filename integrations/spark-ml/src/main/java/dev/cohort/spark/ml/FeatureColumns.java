@@ -83,7 +83,7 @@ final class FeatureColumns {
      * @throws IllegalArgumentException naming the column and what is wrong
      */
     static Shape inspect(Dataset<Row> prepared, String features, String label) {
-        Column length = size(functions.vector_to_array(col(VECTOR), "float32"));
+        Column length = when(col(VECTOR).isNotNull(), size(functions.vector_to_array(col(VECTOR), "float32")));
         Row r = prepared.agg(
                         org.apache.spark.sql.functions.count(lit(1)),
                         sum(when(col(VECTOR).isNull(), 1).otherwise(0)),

@@ -169,7 +169,12 @@ public final class SparkRank {
         double seconds = (System.nanoTime() - started) / 1e9;
         double[] means = backend.averageAll(new double[] {lossSum / steps, correct / (double) (steps * batchSize)});
         return new EpochStats(
-                epoch + 1, means[0], means[1], seconds, steps * batchSize * (double) backend.worldSize() / seconds);
+                epoch + 1,
+                means[0],
+                means[1],
+                seconds,
+                steps * batchSize * (double) backend.worldSize() / seconds,
+                Integer.parseInt(System.getenv().getOrDefault(LaunchEnvironment.RESTART_COUNT, "0")));
     }
 
     /**

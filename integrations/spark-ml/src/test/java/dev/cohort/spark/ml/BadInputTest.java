@@ -1,0 +1,174 @@
+package dev.cohort.spark.ml;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.apache.spark.ml.linalg.SQLDataTypes;
+import org.apache.spark.ml.linalg.Vectors;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * What {@code fit} refuses, each with an error that names the column, row count or setting and
+ * says what to do; none of them starts a task.
+ */
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
+class BadInputTest {
+
+    private static SparkSession spark;
+
+    @BeforeAll
+    static void spark() {
+        spark = SparkSessions.local();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (spark != null) {
+            spark.stop();
+        }
+    }
+
+    @AfterEach
+    void nothingLeftRunning() {
+        assertThat(spark.sparkContext().statusTracker().getActiveJobIds()).isEmpty();
+    }
+
+    private static final StructType VECTORS =
+            new StructType().add("features", SQLDataTypes.VectorType()).add("label", DataTypes.DoubleType);
+
+    private static Dataset<Row> rows(StructType schema, List<Row> rows) {
+        return spark.createDataFrame(rows, schema);
+    }
+
+    private static List<Row> vectors(int count, int width) {
+        List<Row> rows = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            rows.add(RowFactory.create(Vectors.dense(new double[width]), (double) (i % 2)));
+        }
+        return rows;
+    }
+
+    private static CohortEstimator estimator() {
+        return new CohortEstimator().setBatchSize(4).setSlotWait(Duration.ofSeconds(1));
+    }
+
+    @Test
+    void aMissingColumnIsNamedWithTheColumnsThereAre() {
+        assertThatThrownBy(() -> estimator().setFeaturesCol("pixels").fit(rows(VECTORS, vectors(20, 3))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("no column pixels (featuresCol)")
+                .hasMessageContaining("features, label");
+    }
+
+    @Test
+    void aLabelThatIsNotNumericIsRefused() {
+        StructType schema =
+                new StructType().add("features", SQLDataTypes.VectorType()).add("label", DataTypes.StringType);
+        List<Row> data = List.of(RowFactory.create(Vectors.dense(1, 2), "cat"));
+        assertThatThrownBy(() -> estimator().fit(rows(schema, data)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("label column label is string, not numeric")
+                .hasMessageContaining("StringIndexer");
+    }
+
+    @Test
+    void featuresOfAnotherTypeAreRefused() {
+        StructType schema =
+                new StructType().add("features", DataTypes.StringType).add("label", DataTypes.IntegerType);
+        assertThatThrownBy(() -> estimator().fit(rows(schema, List.of(RowFactory.create("a", 1)))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("features column features is string")
+                .hasMessageContaining("featureCols");
+    }
+
+    @Test
+    void nullsAreCountedAndNamed() {
+        List<Row> data = vectors(20, 3);
+        data.set(7, RowFactory.create(null, 1.0));
+        assertThatThrownBy(() -> estimator().fit(rows(VECTORS, data)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("1 of 20 rows have no features (null in features)");
+        List<Row> noLabel = vectors(20, 3);
+        noLabel.set(3, RowFactory.create(Vectors.dense(1, 2, 3), null));
+        assertThatThrownBy(() -> estimator().fit(rows(VECTORS, noLabel)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("1 of 20 rows have no label (null in label)");
+    }
+
+    @Test
+    void vectorsOfDifferentLengthsAreRefused() {
+        List<Row> data = vectors(20, 3);
+        data.set(5, RowFactory.create(Vectors.dense(1, 2), 0.0));
+        assertThatThrownBy(() -> estimator().fit(rows(VECTORS, data)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("differ in length, from 2 to 3");
+    }
+
+    @Test
+    void labelsMustBeClassNumbers() {
+        List<Row> data = vectors(20, 3);
+        data.set(2, RowFactory.create(Vectors.dense(1, 2, 3), 0.5));
+        assertThatThrownBy(() -> estimator().fit(rows(VECTORS, data)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("class numbers 0, 1, ..., found fractional values");
+        List<Row> negative = vectors(20, 3);
+        negative.set(2, RowFactory.create(Vectors.dense(1, 2, 3), -1.0));
+        assertThatThrownBy(() -> estimator().fit(rows(VECTORS, negative)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("found -1.0");
+    }
+
+    @Test
+    void anEmptyDataFrameOrTooFewRowsForEveryWorkerAreRefused() {
+        assertThatThrownBy(() -> estimator().fit(rows(VECTORS, List.of())))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("no rows");
+        assertThatThrownBy(() -> estimator().fit(rows(VECTORS, vectors(6, 3))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("6 rows, fewer than a batch of 4 for each of the 2 workers");
+    }
+
+    @Test
+    void aModelFactoryThatCannotBeMadeIsNamed() {
+        assertThatThrownBy(
+                        () -> estimator().setModelFactory("com.example.Missing").fit(rows(VECTORS, vectors(20, 3))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("the model factory com.example.Missing is not on the class path")
+                .hasMessageContaining("--jars");
+        assertThatThrownBy(() ->
+                        estimator().setModelFactory(String.class.getName()).fit(rows(VECTORS, vectors(20, 3))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("does not implement dev.cohort.spark.ml.TorchModelFactory");
+    }
+
+    @Test
+    void moreWorkersThanTaskSlotsIsRefusedBeforeTheStageWaitsForSlots() {
+        assertThatThrownBy(() -> estimator().setNumWorkers(3).fit(rows(VECTORS, vectors(40, 3))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("offers 2 task slot(s)")
+                .hasMessageContaining("fewer than the 3 workers")
+                .hasMessageContaining("numWorkers to at most 2");
+    }
+
+    @Test
+    void settingsOutOfRangeAreRefusedWhenSet() {
+        assertThatThrownBy(() -> estimator().setNumWorkers(0)).hasMessageContaining("numWorkers must be >= 1");
+        assertThatThrownBy(() -> estimator().setOptimizer("rmsprop")).hasMessageContaining("sgd or adam");
+        assertThatThrownBy(() -> estimator().setEngine("nccl")).hasMessageContaining("no engine nccl");
+        assertThatThrownBy(() -> estimator().setLearningRate(0)).hasMessageContaining("learningRate must be > 0");
+    }
+}
