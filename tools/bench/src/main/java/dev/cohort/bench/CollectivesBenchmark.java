@@ -19,7 +19,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -126,15 +125,12 @@ final class CollectivesBenchmark extends BenchCommand {
 
     /** The per-rank side, started by {@link CollectivesBenchmark} in each worker process. */
     @Command(name = "collectives-worker", hidden = true)
-    static final class Worker implements Callable<Integer> {
+    static final class Worker extends BenchWorker {
         @Option(names = "--backend", required = true)
         String backend;
 
         @Option(names = "--sizes", required = true)
         String sizes;
-
-        @Option(names = "--json", required = true)
-        Path json;
 
         @Option(names = "--engine-option")
         List<String> engineOptions = new ArrayList<>();

@@ -18,7 +18,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -201,12 +200,9 @@ final class DataBenchmark extends BenchCommand {
             @JsonProperty("peak_rss_bytes") List<Long> peakRssBytes) {}
 
     @Command(name = "data-worker", hidden = true)
-    static final class Worker implements Callable<Integer> {
+    static final class Worker extends BenchWorker {
         @Mixin
         Settings s = new Settings();
-
-        @Option(names = "--json", required = true)
-        Path json;
 
         @Override
         public Integer call() throws Exception {

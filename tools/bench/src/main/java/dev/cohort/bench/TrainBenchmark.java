@@ -17,7 +17,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.Callable;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Adam;
 import org.bytedeco.pytorch.AdamOptions;
@@ -261,12 +260,9 @@ final class TrainBenchmark extends BenchCommand {
     }
 
     @Command(name = "train-worker", hidden = true)
-    static final class Worker implements Callable<Integer> {
+    static final class Worker extends BenchWorker {
         @Mixin
         TrainSettings s = new TrainSettings();
-
-        @Option(names = "--json", required = true)
-        Path json;
 
         @Override
         public Integer call() throws Exception {
