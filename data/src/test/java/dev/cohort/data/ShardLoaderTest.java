@@ -22,6 +22,11 @@ class ShardLoaderTest {
         return ParquetDataset.open(List.of(dir.toString()), ColumnMapping.list("features", "label"));
     }
 
+    /** A loader over the shards in {@code dir} from the start of epoch 0. */
+    private ShardLoader loadDirFromStart(LoaderOptions options) {
+        return openDir().loader(options, DataPosition.start(0));
+    }
+
     /** The labels of each batch of the epoch from {@code from}, each row's features checked. */
     static List<int[]> epoch(ParquetDataset data, LoaderOptions options, DataPosition from) {
         List<int[]> batches = new ArrayList<>();
@@ -221,9 +226,8 @@ class ShardLoaderTest {
     @Test
     void theShuffleBufferAndOneRowGroupBoundWhatTheLoaderHolds() {
         Shards.write(dir, 2000, 50, 2000);
-        ParquetDataset data = openDir();
-        try (ShardLoader loader =
-                data.loader(new LoaderOptions().batchSize(16).shuffleBuffer(100).readers(3), DataPosition.start(0))) {
+        try (ShardLoader loader = loadDirFromStart(
+                new LoaderOptions().batchSize(16).shuffleBuffer(100).readers(3))) {
             while (loader.hasNext()) {
                 Shards.labelsChecked(loader.next());
             }
@@ -234,9 +238,8 @@ class ShardLoaderTest {
     @Test
     void closingMidEpochStopsEveryThread() {
         Shards.write(dir, 500, 10, 100);
-        ParquetDataset data = openDir();
         try (ShardLoader loader =
-                data.loader(new LoaderOptions().readers(3).batchSize(4).queueDepth(2), DataPosition.start(0))) {
+                loadDirFromStart(new LoaderOptions().readers(3).batchSize(4).queueDepth(2))) {
             loader.next();
             assertThat(dataThreads()).isNotEmpty();
         }

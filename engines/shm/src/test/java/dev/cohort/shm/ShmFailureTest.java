@@ -14,6 +14,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.function.ThrowingConsumer;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Lost and absent peers on shm fail in time, naming the peer; nothing is left in /dev/shm. */
@@ -24,55 +25,53 @@ class ShmFailureTest {
 
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
-    void aRankThatDiesIsNamedByTheOthersBeforeTheTimeout() {
-        String run = ShmProcessesTest.runId("die");
-        List<Result> results = ShmProcessesTest.run("die", run, 2, tmp, Duration.ofSeconds(60));
-        assertThat(results.get(1).exitCode()).isEqualTo(9);
-        String out = JvmWorkers.failedAsExpected(results, 0);
-        assertThat(out)
-                .contains("shm world rank 0 of 2: allreduce #3 (float32[1024] SUM)")
-                .contains("lost peer rank 1 (pid ");
-        assertThat(JvmWorkers.failedAfter(out))
-                .isLessThan(1.0); // liveness is checked while waiting: well before the 3 s timeout
-        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    void aRankThatDiesIsNamedByTheOthersBeforeTheTimeout() throws Throwable {
+        twoRanks("die", "die", results -> {
+            assertThat(results.get(1).exitCode()).isEqualTo(9);
+            String out = JvmWorkers.failedAsExpected(results, 0);
+            assertThat(out)
+                    .contains("shm world rank 0 of 2: allreduce #3 (float32[1024] SUM)")
+                    .contains("lost peer rank 1 (pid ");
+            assertThat(JvmWorkers.failedAfter(out))
+                    .isLessThan(1.0); // liveness is checked while waiting: well before the 3 s timeout
+        });
     }
 
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
-    void aRankThatStopsCallingCollectivesTimesOutTheOthers() {
-        String run = ShmProcessesTest.runId("absent");
-        List<Result> results = ShmProcessesTest.run("absent", run, 2, tmp, Duration.ofSeconds(60));
-        String out = JvmWorkers.failedAsExpected(results, 0);
-        assertThat(out)
-                .contains("CollectiveTimeoutException")
-                .contains(
-                        "shm world rank 0 of 2: allreduce #3 (float32[1024] SUM): timed out after PT3S waiting for rank(s) [1]");
-        // Not before its timeout; how long after depends on the machine (ShmThreadsTest steps a clock instead).
-        assertThat(JvmWorkers.failedAfter(out)).isGreaterThanOrEqualTo(2.9);
-        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+    void aRankThatStopsCallingCollectivesTimesOutTheOthers() throws Throwable {
+        twoRanks("absent", "absent", results -> {
+            String out = JvmWorkers.failedAsExpected(results, 0);
+            assertThat(out)
+                    .contains("CollectiveTimeoutException")
+                    .contains(
+                            "shm world rank 0 of 2: allreduce #3 (float32[1024] SUM): timed out after PT3S waiting for rank(s) [1]");
+            // Not before its timeout; how long after depends on the machine (ShmThreadsTest steps a clock instead).
+            assertThat(JvmWorkers.failedAfter(out)).isGreaterThanOrEqualTo(2.9);
+        });
     }
 
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
-    void aRankKilledFromOutsideWhileTheOthersWaitIsNamed() throws Exception {
-        String run = ShmProcessesTest.runId("sigkill");
+    void aRankKilledFromOutsideWhileTheOthersWaitIsNamed() throws Throwable {
         // Rank 1 stops calling collectives; the test SIGKILLs it while rank 0 waits in allreduce #3
         // (whose timeout, 3 s, is not reached: the death is noticed first).
         Thread killer = JvmWorkers.killWhenLogged(
                 tmp.resolve("rank-1.log"), "ABSENT", Duration.ofSeconds(1), Duration.ofMillis(50L * 600));
-        List<Result> results = ShmProcessesTest.run("absent", run, 2, tmp, Duration.ofSeconds(60));
-        killer.join();
-        assertThat(results.get(1).exitCode()).as(JvmWorkers.describe(results)).isEqualTo(137);
-        String out = JvmWorkers.failedAsExpected(results, 0);
-        assertThat(out).contains("allreduce #3").contains("lost peer rank 1 (pid ");
-        assertThat(JvmWorkers.failedAfter(out)).isLessThan(2.9);
-        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+        twoRanks("absent", "sigkill", results -> {
+            killer.join();
+            assertThat(results.get(1).exitCode())
+                    .as(JvmWorkers.describe(results))
+                    .isEqualTo(137);
+            String out = JvmWorkers.failedAsExpected(results, 0);
+            assertThat(out).contains("allreduce #3").contains("lost peer rank 1 (pid ");
+            assertThat(JvmWorkers.failedAfter(out)).isLessThan(2.9);
+        });
     }
 
     @Test
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
-    void aStoppedRankIsReportedAsAStallThenFailsAtTheTimeout() throws Exception {
-        String run = ShmProcessesTest.runId("stop");
+    void aStoppedRankIsReportedAsAStallThenFailsAtTheTimeout() throws Throwable {
         // Rank 1 stops itself (SIGSTOP) after three allreduces; rank 0 waits in allreduce #3 (stall
         // report at 2 s, timeout 6 s). The test notes when the report and the failure appear in rank
         // 0's log, then continues rank 1, which must fail at once on its own (rank 0 is gone).
@@ -99,27 +98,38 @@ class ShmFailureTest {
                 throw new IllegalStateException(e);
             }
         });
-        List<Result> results = ShmProcessesTest.run("stop", run, 2, tmp, Duration.ofSeconds(60));
-        watcher.join(10_000);
-        String out = JvmWorkers.failedAsExpected(results, 0);
-        assertThat(out)
-                .contains("shm world rank 0 of 2: allreduce #3 (float32[1024] SUM) has waited 2 s; "
-                        + "rank(s) [1] have not reached it (stopped, slow or gone?); it fails at its timeout (6 s)");
-        assertThat(out.split("has waited", -1)).as("one report").hasSize(2);
-        assertThat(out)
-                .contains("CollectiveTimeoutException")
-                .contains("allreduce #3 (float32[1024] SUM): timed out after PT6S waiting for rank(s) [1]");
-        double failedAfter = JvmWorkers.failedAfter(out);
-        assertThat(failedAfter).isGreaterThanOrEqualTo(5.9);
-        assertThat(seenAt[0]).as("report seen").isPositive();
-        assertThat(seenAt[1]).as("failure seen").isPositive();
-        // The report came before the failure (when, on a clock, ShmThreadsTest shows).
-        assertThat(seenAt[0]).as("report before failure").isLessThan(seenAt[1]);
-        Result stopped = results.get(1);
-        assertThat(stopped.killed()).as(JvmWorkers.describe(results)).isFalse();
-        assertThat(stopped.output()).contains("RESUMED").contains("peer rank 0");
-        assertThat(stopped.exitCode()).isEqualTo(3);
-        assertThat(JvmWorkers.failedAfter(stopped.output())).isLessThan(2.0);
+        twoRanks("stop", "stop", results -> {
+            watcher.join(10_000);
+            String out = JvmWorkers.failedAsExpected(results, 0);
+            assertThat(out)
+                    .contains(
+                            "shm world rank 0 of 2: allreduce #3 (float32[1024] SUM) has waited 2 s; "
+                                    + "rank(s) [1] have not reached it (stopped, slow or gone?); it fails at its timeout (6 s)");
+            assertThat(out.split("has waited", -1)).as("one report").hasSize(2);
+            assertThat(out)
+                    .contains("CollectiveTimeoutException")
+                    .contains("allreduce #3 (float32[1024] SUM): timed out after PT6S waiting for rank(s) [1]");
+            double failedAfter = JvmWorkers.failedAfter(out);
+            assertThat(failedAfter).isGreaterThanOrEqualTo(5.9);
+            assertThat(seenAt[0]).as("report seen").isPositive();
+            assertThat(seenAt[1]).as("failure seen").isPositive();
+            // The report came before the failure (when, on a clock, ShmThreadsTest shows).
+            assertThat(seenAt[0]).as("report before failure").isLessThan(seenAt[1]);
+            Result stopped = results.get(1);
+            assertThat(stopped.killed()).as(JvmWorkers.describe(results)).isFalse();
+            assertThat(stopped.output()).contains("RESUMED").contains("peer rank 0");
+            assertThat(stopped.exitCode()).isEqualTo(3);
+            assertThat(JvmWorkers.failedAfter(stopped.output())).isLessThan(2.0);
+        });
+    }
+
+    /**
+     * Runs a job of two ranks in {@code mode} (its run named after {@code id}), checks its results,
+     * and then that it left nothing in /dev/shm.
+     */
+    private void twoRanks(String mode, String id, ThrowingConsumer<List<Result>> check) throws Throwable {
+        String run = ShmProcessesTest.runId(id);
+        check.accept(ShmProcessesTest.run(mode, run, 2, tmp, Duration.ofSeconds(60)));
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
 }

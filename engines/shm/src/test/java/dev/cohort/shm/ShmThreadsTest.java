@@ -269,9 +269,7 @@ class ShmThreadsTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aStallReportTellsPeersThatHaveNotStartedTheOperationFromThoseStuckInsideIt() throws Exception {
-        String run = "stall-" + ProcessHandle.current().pid();
-        List<ShmAttachment> regions = attachRegions(run, 3);
-        try {
+        onRegions("stall", 3, regions -> {
             SpinBarrier.Context allreduce3 =
                     barrierContext("shm world rank 0 of 3: allreduce #3 (float32[8] SUM)", 3, 0x1234);
             // Rank 1 published the tag of #1 in #3's slot (it has not started #3); rank 2 published #3's
@@ -290,10 +288,7 @@ class ShmThreadsTest {
                     .isEqualTo("shm world rank 0 of 3: allreduce #3 (float32[8] SUM) has waited 1.5 s; "
                             + "rank(s) [1] have not reached it (stopped, slow or gone?); rank(s) [2] started it but have not "
                             + "reached this step (stopped or slow?); it fails at its timeout (6 s)");
-        } finally {
-            regions.forEach(ShmAttachment::close);
-        }
-        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
+        });
     }
 
     /**
@@ -304,8 +299,10 @@ class ShmThreadsTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aWaitForAnAbsentRankReportsTheStallThenTimesOutOnTheBarriersClock() throws Exception {
-        String run = "stepped-" + ProcessHandle.current().pid();
-        List<ShmAttachment> regions = attachRegions(run, 2);
+        onRegions("stepped", 2, ShmThreadsTest::steppedClockWait);
+    }
+
+    private static void steppedClockWait(List<ShmAttachment> regions) throws Exception {
         java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
         dev.cohort.runtime.WaitPolicy.Clock stepped = new dev.cohort.runtime.WaitPolicy.Clock() {
             @Override
@@ -356,17 +353,17 @@ class ShmThreadsTest {
             assertThat(reportedAt - start).as("reported at the stall time").isBetween(2_000_000_000L, 2_050_000_000L);
         } finally {
             log.removeHandler(capture);
-            regions.forEach(ShmAttachment::close);
         }
-        assertThat(ShmProcessesTest.leftovers(run)).isEmpty();
     }
 
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aRankThatSleepsWaitingIsWokenByThePeerItWaitsFor() throws Exception {
         Assumptions.assumeTrue(Futex.AVAILABLE, "futexes are Linux's");
-        String run = "futex-" + ProcessHandle.current().pid();
-        List<ShmAttachment> regions = attachRegions(run, 2);
+        onRegions("futex", 2, ShmThreadsTest::peerWakesSleeper);
+    }
+
+    private static void peerWakesSleeper(List<ShmAttachment> regions) throws Exception {
         ExecutorService waiter = Executors.newSingleThreadExecutor();
         try {
             SpinBarrier.Context barrier = barrierContext("shm world rank 1 of 2: barrier #1", 1, 1);
@@ -400,6 +397,25 @@ class ShmThreadsTest {
                     .isZero();
         } finally {
             waiter.shutdownNow();
+        }
+    }
+
+    /** What a test does with the attached regions of its ranks. */
+    @FunctionalInterface
+    private interface RegionsTest {
+        void run(List<ShmAttachment> regions) throws Exception;
+    }
+
+    /**
+     * Runs {@code test} over the regions of {@code ranks} ranks of a run named after {@code what},
+     * closes them, and checks that nothing of the run is left in /dev/shm.
+     */
+    private static void onRegions(String what, int ranks, RegionsTest test) throws Exception {
+        String run = what + "-" + ProcessHandle.current().pid();
+        List<ShmAttachment> regions = attachRegions(run, ranks);
+        try {
+            test.run(regions);
+        } finally {
             regions.forEach(ShmAttachment::close);
         }
         assertThat(ShmProcessesTest.leftovers(run)).isEmpty();

@@ -63,32 +63,13 @@ class DistributedSamplerTest {
         DistributedSampler kept = new DistributedSampler(0, 2, 4, false, 0, true, false);
         DistributedSampler dropped = new DistributedSampler(0, 2, 4, false, 0, true, true);
         List<List<Long>> batches = new ArrayList<>();
-        new SizedBatches(kept, 20).forEachRemaining(batches::add);
+        kept.batches(20).forEachRemaining(batches::add);
         assertThat(batches).containsExactly(List.of(0L, 2L, 4L, 6L), List.of(8L, 10L, 12L, 14L), List.of(16L, 18L));
         List<List<Long>> full = new ArrayList<>();
-        new SizedBatches(dropped, 20).forEachRemaining(full::add);
+        dropped.batches(20).forEachRemaining(full::add);
         assertThat(full).hasSize(2);
         assertThat(kept.epoch()).isEqualTo(1);
         assertThatThrownBy(() -> new DistributedSampler(0, 1, 0, false, 0, true, false))
                 .hasMessageContaining("batch size must be >= 1");
-    }
-
-    /** The batches of one epoch of a dataset of {@code size} records. */
-    private static final class SizedBatches implements java.util.Iterator<List<Long>> {
-        private final java.util.Iterator<List<Long>> it;
-
-        SizedBatches(DistributedSampler sampler, long size) {
-            this.it = sampler.batches(size);
-        }
-
-        @Override
-        public boolean hasNext() {
-            return it.hasNext();
-        }
-
-        @Override
-        public List<Long> next() {
-            return it.next();
-        }
     }
 }

@@ -248,27 +248,20 @@ class ReduceKernelsTest {
 
     /** 16-bit floats: the stored (rounded) values, computed in float32, rounded to 16 bits once at the end. */
     private static Reference<Float> halves(DataType type) {
-        return new Reference<>(
+        return inFloat32(
                 v -> HalfFloats.toFloat(type, HalfFloats.fromFloat(type, v * 0.37f)),
-                Float::sum,
-                (x, y) -> x * y,
-                Math::min,
-                Math::max,
-                (x, n) -> x / n,
                 x -> HalfFloats.fromFloat(type, x) & 0xFFFF);
+    }
+
+    /** Values made by {@code of}, reduced in float32 arithmetic, stored as {@code bits} gives. */
+    private static Reference<Float> inFloat32(LongFunction<Float> of, ToLongFunction<Float> bits) {
+        return new Reference<>(of, Float::sum, (x, y) -> x * y, Math::min, Math::max, (x, n) -> x / n, bits);
     }
 
     private static final Reference<Float> FP16 = halves(DataType.FLOAT16);
     private static final Reference<Float> BF16 = halves(DataType.BFLOAT16);
 
-    private static final Reference<Float> FLOATS = new Reference<>(
-            v -> v * 0.37f,
-            Float::sum,
-            (x, y) -> x * y,
-            Math::min,
-            Math::max,
-            (x, n) -> x / n,
-            Float::floatToRawIntBits);
+    private static final Reference<Float> FLOATS = inFloat32(v -> v * 0.37f, Float::floatToRawIntBits);
     private static final Reference<Double> DOUBLES = new Reference<>(
             v -> v * 0.37,
             Double::sum,
