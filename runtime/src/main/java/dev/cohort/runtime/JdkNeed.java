@@ -4,7 +4,7 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * What an engine needs of the JDK beyond Cohort's Java 17 (see {@link EngineBackend#jdkNeed()}).
+ * What an engine needs of the JDK beyond Cohort's Java 17 (given to {@link EngineBackend}'s constructor).
  *
  * @param feature the first JDK feature release the engine runs on
  * @param olderJdksLack what older JDKs lack, for messages ("no foreign-memory API for shared memory")

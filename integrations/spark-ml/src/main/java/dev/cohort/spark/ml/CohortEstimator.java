@@ -187,12 +187,12 @@ public final class CohortEstimator extends Estimator<CohortModel> implements Coh
 
     /**
      * Trains on {@code dataset} and returns the fitted model, with every epoch's loss and accuracy
-     * ({@link CohortModel#history()}).
+     * ({@link CohortModel#history()}). When the training stage fails for good, Spark's {@code
+     * SparkException} (unchecked from Java) comes out of this call: its message names the rank, its
+     * exit code and its last lines.
      *
      * @throws IllegalArgumentException for a DataFrame or setting {@code fit} cannot train on, named,
      *     before any task starts
-     * @throws org.apache.spark.SparkException (unchecked from Java) when the training stage fails
-     *     for good: its message names the rank, its exit code and its last lines
      */
     @Override
     public CohortModel fit(Dataset<?> dataset) {

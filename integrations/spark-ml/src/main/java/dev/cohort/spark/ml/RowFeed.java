@@ -12,8 +12,8 @@ import org.apache.spark.sql.Row;
 
 /**
  * A task's rows to its rank ({@link ShardSpill} reads them): each row its label as an int32, then
- * its {@code width} features as float32, little-endian; rows of the prepared frame ({@link
- * FeatureColumns#prepare}): the features as a vector, the label as a double.
+ * its {@code width} features as float32, little-endian; rows of the prepared frame ({@code
+ * CohortEstimator.fit}): the features as a vector, the label as a double.
  */
 final class RowFeed implements RankFeed<Row> {
 

@@ -12,12 +12,9 @@ import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
-import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -26,21 +23,7 @@ import org.junit.jupiter.api.Timeout;
  * says what to do; none of them starts a task.
  */
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
-class BadInputTest {
-
-    private static SparkSession spark;
-
-    @BeforeAll
-    static void spark() {
-        spark = SparkSessions.local();
-    }
-
-    @AfterAll
-    static void stop() {
-        if (spark != null) {
-            spark.stop();
-        }
-    }
+class BadInputTest extends OnLocalSpark {
 
     @AfterEach
     void nothingLeftRunning() {

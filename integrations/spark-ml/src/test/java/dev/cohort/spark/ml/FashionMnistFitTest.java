@@ -10,8 +10,6 @@ import java.util.concurrent.TimeUnit;
 import org.apache.spark.ml.evaluation.MulticlassClassificationEvaluator;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.SparkSession;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -23,14 +21,13 @@ import org.junit.jupiter.api.io.TempDir;
  * task, and evaluated with Spark's own evaluator on the test rows.
  */
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
-class FashionMnistFitTest {
+class FashionMnistFitTest extends OnLocalSpark {
 
     private static final Path DATA = Path.of("/usr/share/datasets/fashion-mnist");
 
     @TempDir
     static Path dir;
 
-    private static SparkSession spark;
     private static Dataset<Row> train;
     private static Dataset<Row> test;
 
@@ -51,16 +48,8 @@ class FashionMnistFitTest {
                 dir.resolve("test").toString(),
                 10_000,
                 10_000);
-        spark = SparkSessions.local();
         train = spark.read().parquet(dir.resolve("train").toString());
         test = spark.read().parquet(dir.resolve("test").toString());
-    }
-
-    @AfterAll
-    static void stop() {
-        if (spark != null) {
-            spark.stop();
-        }
     }
 
     @Test

@@ -18,8 +18,6 @@ import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -30,24 +28,10 @@ import org.junit.jupiter.api.io.TempDir;
  * predicting the same.
  */
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
-class PipelineTest {
-
-    private static SparkSession spark;
+class PipelineTest extends OnLocalSpark {
 
     @TempDir
     Path dir;
-
-    @BeforeAll
-    static void spark() {
-        spark = SparkSessions.local();
-    }
-
-    @AfterAll
-    static void stop() {
-        if (spark != null) {
-            spark.stop();
-        }
-    }
 
     /** Three classes of points around three centres in 4 dimensions, columns x0..x3 and an integer label. */
     static Dataset<Row> blobs(SparkSession spark, int rows, long seed) {

@@ -6,9 +6,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
-import org.apache.spark.sql.SparkSession;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -18,24 +15,10 @@ import org.junit.jupiter.api.io.TempDir;
  * ranks again, and training resumes from the checkpoint directory rather than from the start.
  */
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
-class RecoveryTest {
-
-    private static SparkSession spark;
+class RecoveryTest extends OnLocalSpark {
 
     @TempDir
     Path checkpoints;
-
-    @BeforeAll
-    static void spark() {
-        spark = SparkSessions.local();
-    }
-
-    @AfterAll
-    static void stop() {
-        if (spark != null) {
-            spark.stop();
-        }
-    }
 
     @Test
     void aRankLostAfterTheFirstEpochIsRetriedAndTheFitResumesFromItsCheckpoint() throws Exception {
