@@ -5,6 +5,7 @@ import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.runtime.FreePorts;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.store.StoreTimeoutException;
 import dev.cohort.runtime.store.TcpStore;
@@ -341,9 +342,9 @@ public final class ElasticJob implements AutoCloseable {
     }
 
     private static int freePort(String host) {
-        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName(host))) {
-            return s.getLocalPort();
-        } catch (java.io.IOException e) {
+        try {
+            return FreePorts.pick(java.net.InetAddress.getByName(host));
+        } catch (java.io.IOException | IllegalStateException e) {
             throw new IllegalStateException(
                     "cannot find a free port on " + host + " for the new generation's rank 0: " + e.getMessage(), e);
         }

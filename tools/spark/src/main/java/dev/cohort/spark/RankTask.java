@@ -3,6 +3,7 @@ package dev.cohort.spark;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
+import dev.cohort.runtime.FreePorts;
 import dev.cohort.runtime.auth.JobSecret;
 import java.io.BufferedOutputStream;
 import java.io.BufferedReader;
@@ -12,8 +13,6 @@ import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.URL;
 import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
@@ -27,7 +26,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.BarrierTaskInfo;
@@ -293,17 +291,12 @@ final class RankTask<T> extends AbstractFunction1<Iterator<T>, Iterator<RankResu
         return String.join(File.pathSeparator, parts);
     }
 
-    /** A port free on this host a moment ago, below the ephemeral range (a client never gets it as its own). */
+    /** A port free on this host a moment ago, below the ephemeral range (see {@link FreePorts}). */
     private static int freePort() {
-        for (int attempt = 0; attempt < 200; attempt++) {
-            int port = 20_000 + ThreadLocalRandom.current().nextInt(12_000);
-            try (ServerSocket s = new ServerSocket()) {
-                s.bind(new InetSocketAddress(port));
-                return port;
-            } catch (IOException e) {
-                // taken: another
-            }
+        try {
+            return FreePorts.pick(null);
+        } catch (IllegalStateException e) {
+            throw new IllegalStateException("cohort on spark: rank 0's host: " + e.getMessage(), e);
         }
-        throw new IllegalStateException("cohort on spark: no free TCP port in 20000-31999 on rank 0's host");
     }
 }
