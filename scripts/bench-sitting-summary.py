@@ -16,7 +16,7 @@ NAMES = {"shm-copy": "shm copying", "shm-inplace": "shm in place", "hier": "hier
          "mpi-hosts": "Open MPI (shm within, TCP between hosts)", "torch-gloo": "PyTorch Gloo"}
 PEERS = ["mpi-shm", "mpi-tcp", "mpi-hosts", "torch-gloo"]
 # base-<run>: the same run from another checkout (bench-sitting.sh's BASELINE), for before/after comparisons.
-BASE = ["shm-copy", "shm-inplace", "hier", "gloo"]
+BASE = ["shm-copy", "shm-inplace", "hier", "gloo", "tcp", "mpi"]
 for r in BASE:
     NAMES["base-" + r] = NAMES[r] + " (baseline)"
     ORDER.append("base-" + r)
@@ -44,6 +44,7 @@ TRAINING = {
     "c-none": ("C (step2x2.c): ranks alone", "torch-ddp"),
     "train-hier-sync": ("Cohort hier, one float allreduced per step instead of the gradients (the floor)", "torch-ddp"),
     "train-none": ("Cohort, ranks alone (no averaging: the ceiling)", "torch-ddp"),
+    **{f"base-train-{e}": (f"Cohort {e} (baseline)", "torch-ddp") for e in ("gloo", "shm", "tcp", "mpi")},
     "train-world1": ("Cohort, world 1", "torch-ddp-world1"), "torch-ddp-world1": ("PyTorch DDP, world 1", None),
     "train-gloo-wide": ("Cohort gloo, hidden 4096", "torch-ddp-wide"),
     "train-shm-wide": ("Cohort shm, hidden 4096", "torch-ddp-wide"),
@@ -176,6 +177,16 @@ def training():
         cpu = f"{statistics.median(cpus[run]):.1f} ms" if run in cpus else "-"
         print(f"| {name} | {', '.join(f'{per[i]:,.0f}' for i in sorted(per))} | {statistics.median(per.values()):,.0f} "
               f"| {over} | {share} | {cpu} |")
+    based = [r for r in TRAINING if r in trained and "base-" + r in trained]
+    if based:
+        print("\nTraining speed over the baseline checkout, round by round (this samples/s / baseline's; above 1 is "
+              "faster): median (range)\n")
+        print("| run | over the baseline |")
+        print("|---|---|")
+        for r in based:
+            per, base = trained[r], trained["base-" + r]
+            rs = [per[i] / base[i] for i in per if i in base]
+            print(f"| {TRAINING[r][0]} | **{statistics.median(rs):.2f}** ({min(rs):.2f}–{max(rs):.2f}) |")
 
 
 if not mine:

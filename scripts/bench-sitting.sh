@@ -44,7 +44,8 @@
 #             lists, of which the same sizes are compared
 #   TRAIN_STEPS  timed steps of each training run (default 500)
 #   BASELINE  another built checkout of Cohort (e.g. a git worktree of an older commit): RUNS may then
-#             name base-shm-copy, base-shm-inplace, base-hier and base-gloo, the same runs from it,
+#             name base-shm-copy, base-shm-inplace, base-hier, base-gloo, base-tcp, base-mpi and
+#             base-train-gloo, base-train-shm, base-train-tcp, base-train-mpi, the same runs from it,
 #             and the summary adds each run's speed over its baseline
 # Every run holds /tmp/cohort-cpu.lock exclusively (the machine to itself), so builds may
 # interleave between runs but never during one.
@@ -67,6 +68,7 @@ cohort() { alone "$ROOT/cohort" bench collectives --world "$WORLD" --sizes "$SIZ
 baseline() { alone "${BASELINE:?set BASELINE to a built checkout for base-* runs}/cohort" bench collectives --world "$WORLD" --sizes "$SIZES" "$@" >/dev/null; }
 # train|ddp WORLD STEPS [PORT] OPTIONS...
 train() { alone "$ROOT/cohort" bench train --world "$1" --steps "$2" "${@:3}" >/dev/null; }
+basetrain() { alone "${BASELINE:?set BASELINE to a built checkout for base-* runs}/cohort" bench train --world "$1" --steps "$2" "${@:3}" >/dev/null; }
 ddp() { alone /usr/bin/python3 "$PEERS/torch_ddp.py" --world "$1" --steps "$2" --port "$3" "${@:4}" >/dev/null; }
 mpi() { alone mpirun --allow-run-as-root --oversubscribe -np "$WORLD" "$@" /usr/bin/python3 "$PEERS/mpi_allreduce.py"; }
 # The peers' reduce, gather, scatter and all-to-all (the shared scripts measure the rest): OUT_FILE PEER [mpirun options]
@@ -96,6 +98,10 @@ for ((i = 1; i <= ROUNDS; i++)); do
       base-shm-inplace) baseline --backend shm --in-place --json "$OUT/$run-$i.json" ;;
       base-hier)   baseline --backend hier --engine-option=--hier-ranks-per-host="$PER_HOST" --json "$OUT/$run-$i.json" ;;
       base-gloo)   baseline --backend gloo --json "$OUT/$run-$i.json" ;;
+      base-tcp)    baseline --backend tcp --json "$OUT/$run-$i.json" ;;
+      base-mpi)    baseline --backend mpi --json "$OUT/$run-$i.json" ;;
+      base-train-gloo|base-train-shm|base-train-tcp|base-train-mpi)
+                   basetrain "$WORLD" "$TRAIN_STEPS" --backend "${base#base-train-}" --json "$OUT/$run-$i.json" ;;
       mpi-shm)     mpi > "$OUT/$run-$i.txt"; rooted "$OUT/$run-$i.rooted.json" mpi ;;
       mpi-tcp)     mpi --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo > "$OUT/$run-$i.txt"
                    rooted "$OUT/$run-$i.rooted.json" mpi --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo ;;
