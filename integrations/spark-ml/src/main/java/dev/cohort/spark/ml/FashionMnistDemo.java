@@ -1,0 +1,203 @@
+package dev.cohort.spark.ml;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.cohort.data.Convert;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.stream.Stream;
+import org.apache.spark.ml.evaluation.MulticlassClassificationEvaluator;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code ./cohort demo --spark MASTER}: Fashion-MNIST as a Spark user holds it (Parquet read into a
+ * DataFrame), fitted by {@link CohortEstimator} on {@code --workers} tasks, the test DataFrame
+ * transformed by the {@link CohortModel} and scored by Spark's own evaluator. The summary (test
+ * accuracy, each epoch's loss and samples/s, the time the rows took to reach the ranks) is printed
+ * and written as JSON.
+ */
+@Command(
+        name = "cohort demo --spark",
+        mixinStandardHelpOptions = true,
+        description = "Fits CohortEstimator on Fashion-MNIST as a DataFrame and scores the model with Spark.")
+public final class FashionMnistDemo implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--master", paramLabel = "URL", required = true, description = "Spark's master, e.g. local[2].")
+    String master;
+
+    @Option(
+            names = "--workers",
+            paramLabel = "N",
+            defaultValue = "2",
+            description = "Ranks (default ${DEFAULT-VALUE}).")
+    int workers;
+
+    @Option(
+            names = "--epochs",
+            paramLabel = "E",
+            defaultValue = "5",
+            description = "Epochs (default ${DEFAULT-VALUE}).")
+    int epochs;
+
+    @Option(
+            names = "--batch-size",
+            paramLabel = "B",
+            defaultValue = "64",
+            description = "Examples per rank and step (default ${DEFAULT-VALUE}).")
+    int batchSize;
+
+    @Option(
+            names = "--backend",
+            paramLabel = "NAME",
+            defaultValue = "auto",
+            description = "The engine between the ranks (default ${DEFAULT-VALUE}).")
+    String backend;
+
+    @Option(names = "--data-dir", paramLabel = "DIR", required = true, description = "The four IDX files.")
+    Path dataDir;
+
+    @Option(names = "--json", paramLabel = "FILE", required = true, description = "Where the summary goes.")
+    Path json;
+
+    public static void main(String[] args) {
+        if (System.getProperty("log4j2.configurationFile") == null) {
+            System.setProperty("log4j2.configurationFile", "cohort-spark-log4j2.properties");
+        }
+        System.exit(new CommandLine(new FashionMnistDemo())
+                .setExecutionExceptionHandler((e, line, parsed) -> {
+                    System.err.println("cohort demo --spark: " + e.getMessage());
+                    return 1;
+                })
+                .execute(args));
+    }
+
+    /** One run's result: the fitted model, its test accuracy by Spark's evaluator, the fit's wall time. */
+    record Outcome(CohortModel model, double testAccuracy, double fitSeconds) {}
+
+    @Override
+    public Integer call() throws IOException {
+        Path parquet = Files.createTempDirectory("cohort-demo-spark");
+        SparkSession spark = SparkSession.builder()
+                .master(master)
+                .appName("cohort demo: Fashion-MNIST with CohortEstimator")
+                .config("spark.ui.enabled", "false")
+                .getOrCreate();
+        try {
+            Outcome outcome = run(spark, parquet);
+            for (EpochStats e : outcome.model().history()) {
+                System.out.printf(
+                        Locale.ROOT,
+                        "epoch %d: loss %.4f, training accuracy %.4f, %.0f samples/s, %.1f s%n",
+                        e.epoch(),
+                        e.loss(),
+                        e.accuracy(),
+                        e.samplesPerSec(),
+                        e.seconds());
+            }
+            System.out.printf(
+                    Locale.ROOT,
+                    "done: %d worker(s) on %s, %d epoch(s): test accuracy %.4f (Spark's evaluator), fit %.1f s, "
+                            + "rows streamed to the ranks in %.1f s%n",
+                    workers,
+                    master,
+                    epochs,
+                    outcome.testAccuracy(),
+                    outcome.fitSeconds(),
+                    outcome.model().streamSeconds());
+            writeSummary(outcome);
+            return 0;
+        } finally {
+            spark.stop();
+            deleteTree(parquet);
+        }
+    }
+
+    /**
+     * Writes both splits as Parquet under {@code work}, fits on the training DataFrame and scores
+     * the model on the test DataFrame.
+     */
+    Outcome run(SparkSession spark, Path work) {
+        Dataset<Row> train = asDataFrame(spark, "train", work);
+        Dataset<Row> test = asDataFrame(spark, "t10k", work);
+        long start = System.nanoTime();
+        CohortModel model = new CohortEstimator()
+                .setNumWorkers(workers)
+                .setEpochs(epochs)
+                .setBatchSize(batchSize)
+                .setEngine(backend)
+                .fit(train);
+        double fitSeconds = (System.nanoTime() - start) / 1e9;
+        double accuracy = new MulticlassClassificationEvaluator()
+                .setMetricName("accuracy")
+                .evaluate(model.transform(test).selectExpr("cast(label as double) label", "prediction"));
+        return new Outcome(model, accuracy, fitSeconds);
+    }
+
+    /** The IDX split {@code split} ("train", "t10k") as Parquet shards, read back as a DataFrame. */
+    private Dataset<Row> asDataFrame(SparkSession spark, String split, Path parquet) {
+        Path images = dataDir.resolve(split + "-images-idx3-ubyte.gz");
+        Path labels = dataDir.resolve(split + "-labels-idx1-ubyte.gz");
+        if (!Files.isRegularFile(images) || !Files.isRegularFile(labels)) {
+            throw new CommandLine.ParameterException(
+                    spec.commandLine(),
+                    "--data-dir " + dataDir + " lacks " + images.getFileName() + " or " + labels.getFileName());
+        }
+        String out = parquet.resolve(split).toString();
+        Convert.idx(images, labels, out, 10_000, 30_000);
+        return spark.read().parquet(out);
+    }
+
+    private void writeSummary(Outcome outcome) throws IOException {
+        CohortModel model = outcome.model();
+        ObjectMapper mapper = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+        ObjectNode root = mapper.createObjectNode();
+        root.put("workers", workers);
+        root.put("epochs", epochs);
+        root.put("test_accuracy", outcome.testAccuracy());
+        root.put("model", "mlp");
+        root.put("framework", "torch");
+        root.put("backend", backend);
+        root.put("spark_master", master);
+        root.put("global_batch_size", batchSize * workers);
+        root.put("fit_seconds", outcome.fitSeconds());
+        root.put("stream_seconds", model.streamSeconds());
+        ArrayNode details = root.putArray("epochs_detail");
+        for (EpochStats e : model.history()) {
+            details.addObject()
+                    .put("epoch", e.epoch())
+                    .put("train_loss", e.loss())
+                    .put("train_accuracy", e.accuracy())
+                    .put("samples_per_s", e.samplesPerSec())
+                    .put("seconds", e.seconds())
+                    .put("attempt", e.attempt());
+        }
+        Path file = json.toAbsolutePath();
+        Files.createDirectories(file.getParent());
+        Files.writeString(file, mapper.writeValueAsString(root) + "\n");
+    }
+
+    private static void deleteTree(Path dir) {
+        try (Stream<Path> paths = Files.walk(dir)) {
+            paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
