@@ -20,6 +20,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -50,11 +51,8 @@ final class CollectivesBenchmark extends BenchCommand {
     static final List<Long> DEFAULT_SIZES =
             List.of(4 * Sizes.KIB, 64 * Sizes.KIB, Sizes.MIB, 16 * Sizes.MIB, 64 * Sizes.MIB, 256 * Sizes.MIB);
 
-    @Option(names = "--backend", descriptionKey = "collectives.backend")
-    String backend = "gloo";
-
-    @Option(names = "--sizes", description = "Allreduce sizes, e.g. 4K,1M,16M. Default: 4K,64K,1M,16M,64M,256M.")
-    String sizes;
+    @Mixin
+    Settings settings = new Settings();
 
     @Option(names = "--json", descriptionKey = "collectives.json", paramLabel = "FILE")
     Path json;
@@ -65,21 +63,51 @@ final class CollectivesBenchmark extends BenchCommand {
     @Option(names = "--timeout", descriptionKey = "collectives.timeout", paramLabel = "SECONDS")
     int timeoutSeconds = 900;
 
-    @Option(names = "--engine-option", descriptionKey = "collectives.engine-option", paramLabel = "OPTION")
-    List<String> engineOptions = new ArrayList<>();
-
-    @Option(names = "--warmup-ms", descriptionKey = "collectives.warmup-ms", paramLabel = "MS")
-    int warmupMs = 6000;
-
     @Option(names = "--in-place", descriptionKey = "collectives.in-place")
     boolean inPlace;
+
+    /**
+     * The options the command hands on, unchanged, to each {@code collectives-worker}
+     * ({@code --in-place} is not one of them: the worker's takes a value, as scripts give it).
+     */
+    static final class Settings {
+        @Option(names = "--backend", descriptionKey = "collectives.backend")
+        String backend = "gloo";
+
+        @Option(names = "--sizes", description = "Allreduce sizes, e.g. 4K,1M,16M. Default: 4K,64K,1M,16M,64M,256M.")
+        String sizes;
+
+        @Option(names = "--engine-option", descriptionKey = "collectives.engine-option", paramLabel = "OPTION")
+        List<String> engineOptions = new ArrayList<>();
+
+        @Option(names = "--warmup-ms", descriptionKey = "collectives.warmup-ms", paramLabel = "MS")
+        int warmupMs = 6000;
+
+        /** {@code --backend}, lower-case. */
+        String engine() {
+            return backend.toLowerCase(Locale.ROOT);
+        }
+
+        /** {@code --sizes} in bytes, or the default sizes. */
+        List<Long> sizeList() {
+            return sizes == null ? DEFAULT_SIZES : Sizes.parse(sizes);
+        }
+
+        /** These settings as a worker's options. */
+        List<String> asArgs() {
+            List<String> args = new ArrayList<>(List.of(
+                    "--backend", engine(), "--sizes", join(sizeList()), "--warmup-ms", Integer.toString(warmupMs)));
+            engineOptions.forEach(o -> args.add("--engine-option=" + o));
+            return args;
+        }
+    }
 
     @Override
     public Integer call() throws Exception {
         int world = nodes.world();
-        List<Long> sizeList = sizes == null ? DEFAULT_SIZES : Sizes.parse(sizes);
+        List<Long> sizeList = settings.sizeList();
         Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-collectives", ".json");
-        String name = backend.toLowerCase(Locale.ROOT);
+        String name = settings.engine();
         if (name.equals(ThreadsBackend.NAME)) {
             if (nodes.nnodes > 1) {
                 throw new IllegalArgumentException(
@@ -88,27 +116,19 @@ final class CollectivesBenchmark extends BenchCommand {
             ThreadsWorld threads = new ThreadsWorld(world);
             threads.runAll(
                     rank -> {
-                        runRank(threads.group(rank), ThreadsBackend.NAME, sizeList, out, inPlace, warmupMs);
+                        runRank(threads.group(rank), ThreadsBackend.NAME, sizeList, out, inPlace, settings.warmupMs);
                         return null;
                     },
                     Duration.ofSeconds(timeoutSeconds));
         } else {
             if (!Backends.names().contains(name)) {
-                throw new IllegalArgumentException("unknown backend '" + backend + "'; available: " + Backends.names());
+                throw new IllegalArgumentException(
+                        "unknown backend '" + settings.backend + "'; available: " + Backends.names());
             }
-            List<String> workerArgs = new ArrayList<>(List.of(
-                    "collectives-worker",
-                    "--backend",
-                    name,
-                    "--sizes",
-                    join(sizeList),
-                    "--json",
-                    out.toString(),
-                    "--in-place=" + inPlace,
-                    "--warmup-ms",
-                    Integer.toString(warmupMs)));
-            engineOptions.forEach(o -> workerArgs.add("--engine-option=" + o));
-            int rc = Workers.launch(world, nodes, backend.equalsIgnoreCase("shm"), workerArgs);
+            List<String> workerArgs =
+                    new ArrayList<>(List.of("collectives-worker", "--json", out.toString(), "--in-place=" + inPlace));
+            workerArgs.addAll(settings.asArgs());
+            int rc = Workers.launch(world, nodes, name.equals("shm"), workerArgs);
             if (rc != 0 || !nodes.reports()) {
                 return rc;
             }
@@ -126,26 +146,17 @@ final class CollectivesBenchmark extends BenchCommand {
     /** The per-rank side, started by {@link CollectivesBenchmark} in each worker process. */
     @Command(name = "collectives-worker", hidden = true)
     static final class Worker extends BenchWorker {
-        @Option(names = "--backend", required = true)
-        String backend;
-
-        @Option(names = "--sizes", required = true)
-        String sizes;
-
-        @Option(names = "--engine-option")
-        List<String> engineOptions = new ArrayList<>();
+        @Mixin
+        Settings s = new Settings();
 
         @Option(names = "--in-place", arity = "1")
         boolean inPlace;
 
-        @Option(names = "--warmup-ms", required = true)
-        int warmupMs;
-
         @Override
         public Integer call() {
-            try (DistributedBackend b = Engines.open(backend, engineOptions)) {
+            try (DistributedBackend b = Engines.open(s.backend, s.engineOptions)) {
                 b.initialize();
-                runRank(b.group(), b.name(), Sizes.parse(sizes), json, inPlace, warmupMs);
+                runRank(b.group(), b.name(), s.sizeList(), json, inPlace, s.warmupMs);
             }
             return 0;
         }

@@ -15,18 +15,12 @@ import java.util.stream.Collectors;
  * The store where an elastic run's generations are published for its workers' {@link ElasticJob}s,
  * hosted by the referee's launcher (node 0's). Each {@link Command.Regroup} becomes
  * {@link ElasticJob#generationKey}: the new rank 0's host, then the members as {@code rank:node}.
+ *
+ * @param server the store, hosted in this launcher
+ * @param client this launcher's connection to it, which publishes
+ * @param host   the address the workers reach the store at
  */
-final class Generations implements AutoCloseable {
-
-    private final TcpStoreServer server;
-    private final TcpStore client;
-    private final String host;
-
-    private Generations(TcpStoreServer server, TcpStore client, String host) {
-        this.server = server;
-        this.client = client;
-        this.host = host;
-    }
+record Generations(TcpStoreServer server, TcpStore client, String host) implements AutoCloseable {
 
     /** Hosts the store on {@code host} (an address of this machine that every node's workers reach). */
     static Generations open(String host, Optional<JobSecret> secret) {
