@@ -38,7 +38,7 @@ import org.apache.spark.sql.types.StructType;
  * Dataset<Row> predicted = model.transform(test); // adds prediction and probability
  * }</pre>
  */
-public final class CohortEstimator extends Estimator<CohortModel> implements CohortParams {
+public final class CohortEstimator extends Estimator<CohortModel> implements CohortParams<CohortEstimator> {
 
     private static final long serialVersionUID = 1L;
 
@@ -67,108 +67,15 @@ public final class CohortEstimator extends Estimator<CohortModel> implements Coh
         return declared;
     }
 
-    public CohortEstimator setFeaturesCol(String name) {
-        set(featuresCol(), name);
-        return this;
-    }
-
-    public CohortEstimator setFeatureCols(String... names) {
-        set(featureCols(), names);
-        return this;
-    }
-
-    public CohortEstimator setLabelCol(String name) {
-        set(labelCol(), name);
-        return this;
-    }
-
-    public CohortEstimator setPredictionCol(String name) {
-        set(predictionCol(), name);
-        return this;
-    }
-
-    public CohortEstimator setProbabilityCol(String name) {
-        set(probabilityCol(), name);
-        return this;
-    }
-
-    public CohortEstimator setNumWorkers(int workers) {
-        set(numWorkers(), positive(workers, "numWorkers"));
-        return this;
-    }
-
-    public CohortEstimator setEpochs(int epochs) {
-        set(epochs(), positive(epochs, "epochs"));
-        return this;
-    }
-
-    public CohortEstimator setBatchSize(int rows) {
-        set(batchSize(), positive(rows, "batchSize"));
-        return this;
-    }
-
-    public CohortEstimator setLearningRate(double rate) {
-        if (!(rate > 0)) {
-            throw new IllegalArgumentException("learningRate must be > 0, got " + rate);
-        }
-        set(learningRate(), rate);
-        return this;
-    }
-
-    /** {@code sgd} (momentum 0.9) or {@code adam}. */
-    public CohortEstimator setOptimizer(String name) {
-        if (!List.of("sgd", "adam").contains(name)) {
-            throw new IllegalArgumentException("optimizer must be sgd or adam, got " + name);
-        }
-        set(optimizer(), name);
-        return this;
-    }
-
-    /** The {@link TorchModelFactory} class (default {@link MlpFactory}). */
-    public CohortEstimator setModelFactory(String className) {
-        set(modelFactory(), Objects.requireNonNull(className, "className"));
-        return this;
-    }
-
-    /** The {@link TorchModelFactory} class (default {@link MlpFactory}). */
-    public CohortEstimator setModelFactory(Class<? extends TorchModelFactory> factory) {
-        return setModelFactory(factory.getName());
-    }
-
-    /** The ranks' engine by name ({@code auto}, the default, picks the fastest the layout allows). */
-    public CohortEstimator setEngine(String name) {
-        if (!name.equals(Backends.AUTO) && !Backends.names().contains(name)) {
-            throw new IllegalArgumentException("no engine " + name + " on the class path; there are: auto, "
-                    + String.join(", ", Backends.names()));
-        }
-        set(engine(), name);
-        return this;
-    }
-
-    public CohortEstimator setCheckpointDir(String dir) {
-        set(checkpointDir(), Objects.requireNonNull(dir, "dir"));
-        return this;
-    }
-
-    public CohortEstimator setSeed(long seed) {
-        set(seed(), seed);
-        return this;
-    }
-
-    public CohortEstimator setShardInMemory(boolean inMemory) {
-        set(shardInMemory(), inMemory);
+    /** How long the ranks may train before their tasks kill them and fail the stage (default 24 h). */
+    public CohortEstimator setTimeout(Duration limit) {
+        this.timeout = Objects.requireNonNull(limit, "limit");
         return this;
     }
 
     /** A variable for every rank's environment (e.g. {@code GLOO_SOCKET_IFNAME}); not a Spark ML parameter. */
     public CohortEstimator setRankEnvironment(String name, String value) {
         rankEnvironment.put(name, value);
-        return this;
-    }
-
-    /** How long the ranks may train before their tasks kill them and fail the stage (default 24 h). */
-    public CohortEstimator setTimeout(Duration limit) {
-        this.timeout = Objects.requireNonNull(limit, "limit");
         return this;
     }
 
@@ -209,7 +116,8 @@ public final class CohortEstimator extends Estimator<CohortModel> implements Coh
                     + getBatchSize() + " for each of the " + workers + " workers: use fewer workers or a smaller "
                     + "batch size");
         }
-        ModelFactories.create(getModelFactory(), shape.width(), shape.classes());
+        ModelSpec spec = new ModelSpec(getModelFactory(), shape.width(), shape.classes());
+        spec.create(); // a factory the ranks could not use fails here, before any task starts
         SparkContext sc = dataset.sparkSession().sparkContext();
         TaskSlots.await(sc, workers, slotWait);
         TrainSettings settings = new TrainSettings(
@@ -238,15 +146,8 @@ public final class CohortEstimator extends Estimator<CohortModel> implements Coh
         }
         List<RankResult> results =
                 CohortOnSpark.run(prepared.javaRDD().repartition(workers), job, new RowFeed(shape.width()));
-        FitResult fitted = FitResult.fromBytes(results.get(0).result());
-        CohortModel model = new CohortModel(
-                uid,
-                getModelFactory(),
-                shape.width(),
-                shape.classes(),
-                fitted.weights(),
-                fitted.history(),
-                fitted.streamSeconds());
+        FitResult fitted = FitResult.fromBytes(results.get(0).result(), spec);
+        CohortModel model = new CohortModel(uid, fitted);
         return copyValues(model, extractParamMap()).setParent(this);
     }
 
@@ -257,12 +158,5 @@ public final class CohortEstimator extends Estimator<CohortModel> implements Coh
         copy.timeout = timeout;
         copy.slotWait = slotWait;
         return copy;
-    }
-
-    private static int positive(int value, String name) {
-        if (value < 1) {
-            throw new IllegalArgumentException(name + " must be >= 1, got " + value);
-        }
-        return value;
     }
 }

@@ -7,6 +7,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -37,36 +38,19 @@ import org.apache.spark.sql.types.StructType;
  * and {@link #load} keep it on any Hadoop path (Spark's metadata, then libtorch's archive of the
  * weights and the training history), also as a stage of a saved {@code PipelineModel}.
  */
-public final class CohortModel extends Model<CohortModel> implements CohortParams, MLWritable {
+public final class CohortModel extends Model<CohortModel> implements CohortParams<CohortModel>, MLWritable {
 
     private static final long serialVersionUID = 1L;
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final String uid;
     private final Declared declared;
-    private final String factory;
-    private final int width;
-    private final int classes;
-    private final byte[] weights;
-    private final List<EpochStats> history;
-    private final double streamSeconds;
+    private final FitResult fitted;
 
-    CohortModel(
-            String uid,
-            String factory,
-            int width,
-            int classes,
-            byte[] weights,
-            List<EpochStats> history,
-            double streamSeconds) {
+    CohortModel(String uid, FitResult fitted) {
         this.uid = uid;
         this.declared = new Declared(this);
-        this.factory = factory;
-        this.width = width;
-        this.classes = classes;
-        this.weights = weights.clone();
-        this.history = List.copyOf(history);
-        this.streamSeconds = streamSeconds;
+        this.fitted = fitted;
     }
 
     @Override
@@ -74,55 +58,34 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
         return uid;
     }
 
-    @Override
-    public Declared declared() {
-        return declared;
-    }
-
-    public CohortModel setFeaturesCol(String name) {
-        set(featuresCol(), name);
-        return this;
-    }
-
-    public CohortModel setFeatureCols(String... names) {
-        set(featureCols(), names);
-        return this;
-    }
-
-    public CohortModel setPredictionCol(String name) {
-        set(predictionCol(), name);
-        return this;
-    }
-
-    /** Where the probabilities go; empty: none. */
-    public CohortModel setProbabilityCol(String name) {
-        set(probabilityCol(), name);
-        return this;
-    }
-
     /** Features per row the model takes. */
     public int numFeatures() {
-        return width;
+        return fitted.spec().width();
     }
 
     /** Classes the model tells apart (0 to {@code numClasses() - 1}). */
     public int numClasses() {
-        return classes;
+        return fitted.spec().classes();
     }
 
     /** Every epoch of the fit: loss, accuracy on the rows trained on, time, samples per second. */
     public List<EpochStats> history() {
-        return history;
+        return fitted.history();
     }
 
     /** How long rank 0's task took to stream its rows to its rank during the fit, in seconds. */
     public double streamSeconds() {
-        return streamSeconds;
+        return fitted.streamSeconds();
     }
 
     /** The trained weights in libtorch's archive format (load them into the factory's model with {@code Module.load}). */
     public byte[] weights() {
-        return weights.clone();
+        return fitted.weights().clone();
+    }
+
+    @Override
+    public Declared declared() {
+        return declared;
     }
 
     @Override
@@ -151,12 +114,10 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
                 .withColumn(FeatureColumns.VECTOR, FeatureColumns.vector(schema, getFeaturesCol(), getFeatureCols()));
         Broadcast<byte[]> shared = JavaSparkContext.fromSparkContext(
                         dataset.sparkSession().sparkContext())
-                .broadcast(weights);
+                .broadcast(fitted.weights());
         Predictor predictor = new Predictor(
-                uid + "@" + java.util.Arrays.hashCode(weights),
-                factory,
-                width,
-                classes,
+                uid + "@" + Arrays.hashCode(fitted.weights()),
+                fitted.spec(),
                 shared,
                 schema.length(),
                 !getProbabilityCol().isEmpty());
@@ -165,7 +126,7 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
 
     @Override
     public CohortModel copy(ParamMap extra) {
-        CohortModel copy = new CohortModel(uid, factory, width, classes, weights, history, streamSeconds);
+        CohortModel copy = new CohortModel(uid, fitted);
         return copyValues(copy, extra).setParent(parent());
     }
 
@@ -201,14 +162,14 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
         public void saveImpl(String path) {
             DefaultParamsWriter$.MODULE$.saveMetadata(model, path, sparkSession());
             Map<String, Object> about = new LinkedHashMap<>();
-            about.put("factory", model.factory);
-            about.put("width", model.width);
-            about.put("classes", model.classes);
-            about.put("streamSeconds", model.streamSeconds);
-            about.put("history", model.history);
+            about.put("factory", model.fitted.spec().factory());
+            about.put("width", model.fitted.spec().width());
+            about.put("classes", model.fitted.spec().classes());
+            about.put("streamSeconds", model.fitted.streamSeconds());
+            about.put("history", model.fitted.history());
             try {
                 write(new Path(path, "model.json"), JSON.writeValueAsBytes(about));
-                write(new Path(path, "weights.pt"), model.weights);
+                write(new Path(path, "weights.pt"), model.fitted.weights());
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot save the model to " + path + ": " + e.getMessage(), e);
             }
@@ -233,14 +194,16 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
                 for (Object epoch : (List<?>) about.get("history")) {
                     history.add(JSON.convertValue(epoch, EpochStats.class));
                 }
-                CohortModel model = new CohortModel(
-                        metadata.uid(),
+                ModelSpec spec = new ModelSpec(
                         (String) about.get("factory"),
                         ((Number) about.get("width")).intValue(),
-                        ((Number) about.get("classes")).intValue(),
-                        read(new Path(path, "weights.pt")),
+                        ((Number) about.get("classes")).intValue());
+                FitResult fitted = new FitResult(
+                        spec,
                         history,
+                        read(new Path(path, "weights.pt")),
                         ((Number) about.get("streamSeconds")).doubleValue());
+                CohortModel model = new CohortModel(metadata.uid(), fitted);
                 metadata.getAndSetParams(model, scala.Option.empty());
                 return model;
             } catch (IOException e) {

@@ -1,6 +1,9 @@
 package dev.cohort.spark.ml;
 
+import dev.cohort.api.Backends;
 import java.io.Serializable;
+import java.util.List;
+import java.util.Objects;
 import org.apache.spark.ml.param.BooleanParam;
 import org.apache.spark.ml.param.DoubleParam;
 import org.apache.spark.ml.param.IntParam;
@@ -11,9 +14,13 @@ import org.apache.spark.ml.param.StringArrayParam;
 
 /**
  * The parameters {@link CohortEstimator} and {@link CohortModel} share, as Spark ML's own
- * estimators and models do: the model keeps the values it was fitted with.
+ * estimators and models do: the model keeps the values it was fitted with. Below, in this order:
+ * each parameter's {@code Param} (for Spark, e.g. a {@code ParamGridBuilder}), its value
+ * ({@code get...}), and its setter, which returns the estimator or model, {@code S}, for chaining.
+ *
+ * @param <S> the estimator or model itself
  */
-public interface CohortParams extends Params {
+public interface CohortParams<S extends CohortParams<S>> extends Params {
 
     /** The parameter objects of one estimator or model (Spark finds them through the accessors below). */
     final class Declared implements Serializable {
@@ -35,7 +42,7 @@ public interface CohortParams extends Params {
         final LongParam seed;
         final BooleanParam shardInMemory;
 
-        Declared(CohortParams owner) {
+        Declared(CohortParams<?> owner) {
             String uid = owner.uid();
             featuresCol = new Param<>(uid, "featuresCol", "the features: a vector column, or an array of numbers");
             featureCols = new StringArrayParam(
@@ -199,5 +206,98 @@ public interface CohortParams extends Params {
 
     default boolean getShardInMemory() {
         return (Boolean) getOrDefault(shardInMemory());
+    }
+
+    default S setFeaturesCol(String name) {
+        return with(featuresCol(), name);
+    }
+
+    default S setFeatureCols(String... names) {
+        return with(featureCols(), names);
+    }
+
+    default S setLabelCol(String name) {
+        return with(labelCol(), name);
+    }
+
+    default S setPredictionCol(String name) {
+        return with(predictionCol(), name);
+    }
+
+    /** Where {@code transform} puts the probabilities; empty: none. */
+    default S setProbabilityCol(String name) {
+        return with(probabilityCol(), name);
+    }
+
+    default S setNumWorkers(int workers) {
+        return with(numWorkers(), positive(workers, "numWorkers"));
+    }
+
+    default S setEpochs(int epochs) {
+        return with(epochs(), positive(epochs, "epochs"));
+    }
+
+    default S setBatchSize(int rows) {
+        return with(batchSize(), positive(rows, "batchSize"));
+    }
+
+    default S setLearningRate(double rate) {
+        if (!(rate > 0)) {
+            throw new IllegalArgumentException("learningRate must be > 0, got " + rate);
+        }
+        return with(learningRate(), rate);
+    }
+
+    /** {@code sgd} (momentum 0.9) or {@code adam}. */
+    default S setOptimizer(String name) {
+        if (!List.of("sgd", "adam").contains(name)) {
+            throw new IllegalArgumentException("optimizer must be sgd or adam, got " + name);
+        }
+        return with(optimizer(), name);
+    }
+
+    /** The {@link TorchModelFactory} class (default {@link MlpFactory}). */
+    default S setModelFactory(String className) {
+        return with(modelFactory(), Objects.requireNonNull(className, "className"));
+    }
+
+    /** The {@link TorchModelFactory} class (default {@link MlpFactory}). */
+    default S setModelFactory(Class<? extends TorchModelFactory> factory) {
+        return setModelFactory(factory.getName());
+    }
+
+    /** The ranks' engine by name ({@code auto}, the default, picks the fastest the layout allows). */
+    default S setEngine(String name) {
+        if (!name.equals(Backends.AUTO) && !Backends.names().contains(name)) {
+            throw new IllegalArgumentException("no engine " + name + " on the class path; there are: auto, "
+                    + String.join(", ", Backends.names()));
+        }
+        return with(engine(), name);
+    }
+
+    default S setCheckpointDir(String dir) {
+        return with(checkpointDir(), Objects.requireNonNull(dir, "dir"));
+    }
+
+    default S setSeed(long seed) {
+        return with(seed(), seed);
+    }
+
+    default S setShardInMemory(boolean inMemory) {
+        return with(shardInMemory(), inMemory);
+    }
+
+    /** Sets {@code param} and returns this estimator or model. */
+    @SuppressWarnings("unchecked")
+    private <T> S with(Param<T> param, T value) {
+        set(param, value);
+        return (S) this;
+    }
+
+    private static int positive(int value, String name) {
+        if (value < 1) {
+            throw new IllegalArgumentException(name + " must be >= 1, got " + value);
+        }
+        return value;
     }
 }

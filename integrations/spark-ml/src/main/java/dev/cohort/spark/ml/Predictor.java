@@ -17,43 +17,23 @@ import org.apache.spark.sql.RowFactory;
  * through the model ({@link TorchInference}, loaded once per executor JVM), each row given back
  * with its prediction (and probabilities) appended, in order; the vector column {@code transform}
  * added for the features is left out.
+ *
+ * @param key the model's name in each executor JVM ({@link TorchInference#of})
+ * @param spec the model's factory, features and classes
+ * @param weights the trained weights, broadcast
+ * @param columns the input's own columns: the vector column follows them
+ * @param probabilities whether each row also gets the class probabilities
  */
-final class Predictor implements MapPartitionsFunction<Row, Row> {
+record Predictor(String key, ModelSpec spec, Broadcast<byte[]> weights, int columns, boolean probabilities)
+        implements MapPartitionsFunction<Row, Row> {
 
-    private static final long serialVersionUID = 1L;
     /** Rows per forward pass. */
     static final int BATCH = 512;
 
-    private final String key;
-    private final String factory;
-    private final int width;
-    private final int classes;
-    private final Broadcast<byte[]> weights;
-    /** The input's own columns: the vector column follows them. */
-    private final int columns;
-
-    private final boolean probabilities;
-
-    Predictor(
-            String key,
-            String factory,
-            int width,
-            int classes,
-            Broadcast<byte[]> weights,
-            int columns,
-            boolean probabilities) {
-        this.key = key;
-        this.factory = factory;
-        this.width = width;
-        this.classes = classes;
-        this.weights = weights;
-        this.columns = columns;
-        this.probabilities = probabilities;
-    }
-
     @Override
     public Iterator<Row> call(Iterator<Row> rows) {
-        TorchInference model = TorchInference.of(key, factory, width, classes, weights.value());
+        TorchInference model = TorchInference.of(key, spec, weights.value());
+        int width = spec.width();
         return new Iterator<>() {
             private final List<Row> batch = new ArrayList<>(BATCH);
             private final float[] features = new float[BATCH * width];
@@ -106,6 +86,7 @@ final class Predictor implements MapPartitionsFunction<Row, Row> {
     }
 
     private Row predicted(Row row, float[] scores, int i) {
+        int classes = spec.classes();
         int best = 0;
         double[] p = new double[classes];
         for (int c = 0; c < classes; c++) {

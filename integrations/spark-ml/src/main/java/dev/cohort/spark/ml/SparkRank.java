@@ -84,8 +84,8 @@ public final class SparkRank {
             LibTorch.load();
             torch.set_num_threads(settings.threads());
             torch.manual_seed(settings.seed());
-            TorchClassifier model =
-                    ModelFactories.create(settings.modelFactory(), settings.width(), settings.classes());
+            ModelSpec spec = new ModelSpec(settings.modelFactory(), settings.width(), settings.classes());
+            TorchClassifier model = spec.create();
             Optimizer optimizer = optimizer(settings, model);
             Path checkpointDir = settings.checkpointDir().isEmpty() ? null : Path.of(settings.checkpointDir());
             List<EpochStats> history = new ArrayList<>();
@@ -133,7 +133,7 @@ public final class SparkRank {
                 backend.barrier();
                 faultDrill(backend, epoch + 1);
             }
-            return backend.isRootWorker() ? new FitResult(history, TorchWeights.of(model), streamSeconds) : null;
+            return backend.isRootWorker() ? new FitResult(spec, history, TorchWeights.of(model), streamSeconds) : null;
         }
     }
 

@@ -13,28 +13,18 @@ import org.bytedeco.pytorch.global.torch;
  * A trained model in this JVM, for predictions: made and loaded once per JVM (an executor's tasks
  * share it) and kept for the model's {@code uid}, then run on batches of rows with gradients off.
  */
-final class TorchInference {
+record TorchInference(TorchClassifier model, ModelSpec spec) {
 
     private static final Map<String, TorchInference> LOADED = new ConcurrentHashMap<>();
 
-    private final TorchClassifier model;
-    private final int width;
-    private final int classes;
-
-    private TorchInference(TorchClassifier model, int width, int classes) {
-        this.model = model;
-        this.width = width;
-        this.classes = classes;
-    }
-
-    /** The model {@code key} names in this JVM, made from the factory and weights the first time. */
-    static TorchInference of(String key, String factory, int width, int classes, byte[] weights) {
+    /** The model {@code key} names in this JVM, made from {@code spec} and {@code weights} the first time. */
+    static TorchInference of(String key, ModelSpec spec, byte[] weights) {
         return LOADED.computeIfAbsent(key, k -> {
             LibTorch.load();
-            TorchClassifier model = ModelFactories.create(factory, width, classes);
+            TorchClassifier model = spec.create();
             TorchWeights.load(model, weights);
             model.eval();
-            return new TorchInference(model, width, classes);
+            return new TorchInference(model, spec);
         });
     }
 
@@ -50,17 +40,13 @@ final class TorchInference {
     float[] probabilities(float[] features, int rows) {
         try (NoGradGuard noGrad = new NoGradGuard();
                 FloatPointer in = new FloatPointer(features)) {
-            Tensor x = torch.from_blob(in, new long[] {rows, width}, new TensorOptions(torch.ScalarType.Float));
+            Tensor x = torch.from_blob(in, new long[] {rows, spec.width()}, new TensorOptions(torch.ScalarType.Float));
             Tensor p = torch.softmax(model.forward(x), 1).contiguous();
-            float[] out = new float[rows * classes];
+            float[] out = new float[rows * spec.classes()];
             new FloatPointer(p.data_ptr_float()).get(out, 0, out.length);
             x.close();
             p.close();
             return out;
         }
-    }
-
-    int classes() {
-        return classes;
     }
 }

@@ -14,6 +14,7 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
+import org.assertj.core.api.AbstractThrowableAssert;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -62,8 +63,7 @@ class BadInputTest extends OnLocalSpark {
         StructType schema =
                 new StructType().add("features", SQLDataTypes.VectorType()).add("label", DataTypes.StringType);
         List<Row> data = List.of(RowFactory.create(Vectors.dense(1, 2), "cat"));
-        assertThatThrownBy(() -> estimator().fit(rows(schema, data)))
-                .isInstanceOf(IllegalArgumentException.class)
+        fitRefuses(rows(schema, data))
                 .hasMessageContaining("label column label is string, not numeric")
                 .hasMessageContaining("StringIndexer");
     }
@@ -72,56 +72,48 @@ class BadInputTest extends OnLocalSpark {
     void featuresOfAnotherTypeAreRefused() {
         StructType schema =
                 new StructType().add("features", DataTypes.StringType).add("label", DataTypes.IntegerType);
-        assertThatThrownBy(() -> estimator().fit(rows(schema, List.of(RowFactory.create("a", 1)))))
-                .isInstanceOf(IllegalArgumentException.class)
+        fitRefuses(rows(schema, List.of(RowFactory.create("a", 1))))
                 .hasMessageContaining("features column features is string")
                 .hasMessageContaining("featureCols");
     }
 
+    /** 20 rows of 3 features, row {@code at} replaced by {@code row}. */
+    private static Dataset<Row> vectorsWith(int at, Row row) {
+        List<Row> data = vectors(20, 3);
+        data.set(at, row);
+        return rows(VECTORS, data);
+    }
+
+    private static AbstractThrowableAssert<?, ? extends Throwable> fitRefuses(Dataset<Row> data) {
+        return assertThatThrownBy(() -> estimator().fit(data)).isInstanceOf(IllegalArgumentException.class);
+    }
+
     @Test
     void nullsAreCountedAndNamed() {
-        List<Row> data = vectors(20, 3);
-        data.set(7, RowFactory.create(null, 1.0));
-        assertThatThrownBy(() -> estimator().fit(rows(VECTORS, data)))
-                .isInstanceOf(IllegalArgumentException.class)
+        fitRefuses(vectorsWith(7, RowFactory.create(null, 1.0)))
                 .hasMessageContaining("1 of 20 rows have no features (null in features)");
-        List<Row> noLabel = vectors(20, 3);
-        noLabel.set(3, RowFactory.create(Vectors.dense(1, 2, 3), null));
-        assertThatThrownBy(() -> estimator().fit(rows(VECTORS, noLabel)))
-                .isInstanceOf(IllegalArgumentException.class)
+        fitRefuses(vectorsWith(3, RowFactory.create(Vectors.dense(1, 2, 3), null)))
                 .hasMessageContaining("1 of 20 rows have no label (null in label)");
     }
 
     @Test
     void vectorsOfDifferentLengthsAreRefused() {
-        List<Row> data = vectors(20, 3);
-        data.set(5, RowFactory.create(Vectors.dense(1, 2), 0.0));
-        assertThatThrownBy(() -> estimator().fit(rows(VECTORS, data)))
-                .isInstanceOf(IllegalArgumentException.class)
+        fitRefuses(vectorsWith(5, RowFactory.create(Vectors.dense(1, 2), 0.0)))
                 .hasMessageContaining("differ in length, from 2 to 3");
     }
 
     @Test
     void labelsMustBeClassNumbers() {
-        List<Row> data = vectors(20, 3);
-        data.set(2, RowFactory.create(Vectors.dense(1, 2, 3), 0.5));
-        assertThatThrownBy(() -> estimator().fit(rows(VECTORS, data)))
-                .isInstanceOf(IllegalArgumentException.class)
+        fitRefuses(vectorsWith(2, RowFactory.create(Vectors.dense(1, 2, 3), 0.5)))
                 .hasMessageContaining("class numbers 0, 1, ..., found fractional values");
-        List<Row> negative = vectors(20, 3);
-        negative.set(2, RowFactory.create(Vectors.dense(1, 2, 3), -1.0));
-        assertThatThrownBy(() -> estimator().fit(rows(VECTORS, negative)))
-                .isInstanceOf(IllegalArgumentException.class)
+        fitRefuses(vectorsWith(2, RowFactory.create(Vectors.dense(1, 2, 3), -1.0)))
                 .hasMessageContaining("found -1.0");
     }
 
     @Test
     void anEmptyDataFrameOrTooFewRowsForEveryWorkerAreRefused() {
-        assertThatThrownBy(() -> estimator().fit(rows(VECTORS, List.of())))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("no rows");
-        assertThatThrownBy(() -> estimator().fit(rows(VECTORS, vectors(6, 3))))
-                .isInstanceOf(IllegalArgumentException.class)
+        fitRefuses(rows(VECTORS, List.of())).hasMessageContaining("no rows");
+        fitRefuses(rows(VECTORS, vectors(6, 3)))
                 .hasMessageContaining("6 rows, fewer than a batch of 4 for each of the 2 workers");
     }
 
