@@ -127,6 +127,7 @@ public final class CohortEstimator extends Estimator<CohortModel> implements Coh
                 getBatchSize(),
                 getLearningRate(),
                 getOptimizer(),
+                getLrSchedule(),
                 getModelFactory(),
                 getSeed(),
                 getCheckpointDir().isEmpty()

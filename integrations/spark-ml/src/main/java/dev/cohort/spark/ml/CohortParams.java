@@ -36,6 +36,7 @@ public interface CohortParams<S extends CohortParams<S>> extends Params {
         final IntParam batchSize;
         final DoubleParam learningRate;
         final Param<String> optimizer;
+        final Param<String> lrSchedule;
         final Param<String> modelFactory;
         final Param<String> engine;
         final Param<String> checkpointDir;
@@ -56,6 +57,11 @@ public interface CohortParams<S extends CohortParams<S>> extends Params {
             batchSize = new IntParam(owner, "batchSize", "rows per step on each rank");
             learningRate = new DoubleParam(owner, "learningRate", "the optimizer's learning rate");
             optimizer = new Param<>(uid, "optimizer", "adam (the default) or sgd (momentum 0.9)");
+            lrSchedule = new Param<>(
+                    uid,
+                    "lrSchedule",
+                    "constant (the default): learningRate throughout; linear: from learningRate down to 0 at the "
+                            + "last step");
             modelFactory = new Param<>(
                     uid, "modelFactory", "the TorchModelFactory class that makes the model (on the executors)");
             engine = new Param<>(uid, "engine", "the ranks' engine: auto, tcp, gloo, shm, ...");
@@ -77,6 +83,7 @@ public interface CohortParams<S extends CohortParams<S>> extends Params {
             owner.setDefault(batchSize, 64);
             owner.setDefault(learningRate, 0.001);
             owner.setDefault(optimizer, "adam");
+            owner.setDefault(lrSchedule, "constant");
             owner.setDefault(modelFactory, MlpFactory.class.getName());
             owner.setDefault(engine, "auto");
             owner.setDefault(checkpointDir, "");
@@ -126,6 +133,10 @@ public interface CohortParams<S extends CohortParams<S>> extends Params {
 
     default Param<String> optimizer() {
         return declared().optimizer;
+    }
+
+    default Param<String> lrSchedule() {
+        return declared().lrSchedule;
     }
 
     default Param<String> modelFactory() {
@@ -186,6 +197,10 @@ public interface CohortParams<S extends CohortParams<S>> extends Params {
 
     default String getOptimizer() {
         return getOrDefault(optimizer());
+    }
+
+    default String getLrSchedule() {
+        return getOrDefault(lrSchedule());
     }
 
     default String getModelFactory() {
@@ -254,6 +269,14 @@ public interface CohortParams<S extends CohortParams<S>> extends Params {
             throw new IllegalArgumentException("optimizer must be sgd or adam, got " + name);
         }
         return with(optimizer(), name);
+    }
+
+    /** {@code constant} (the default) or {@code linear}: from the learning rate down to 0 at the last step. */
+    default S setLrSchedule(String schedule) {
+        if (!List.of("constant", "linear").contains(schedule)) {
+            throw new IllegalArgumentException("lrSchedule must be constant or linear, got " + schedule);
+        }
+        return with(lrSchedule(), schedule);
     }
 
     /** The {@link TorchModelFactory} class (default {@link MlpFactory}). */

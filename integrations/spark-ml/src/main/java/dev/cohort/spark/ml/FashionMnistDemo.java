@@ -36,6 +36,11 @@ import picocli.CommandLine.Spec;
         description = "Fits CohortEstimator on Fashion-MNIST as a DataFrame and scores the model with Spark.")
 public final class FashionMnistDemo implements Callable<Integer> {
 
+    /** The training pixels' mean and standard deviation (in [0, 1]). */
+    private static final float MEAN = 0.2860f;
+
+    private static final float STD = 0.3530f;
+
     @Spec
     CommandSpec spec;
 
@@ -142,6 +147,7 @@ public final class FashionMnistDemo implements Callable<Integer> {
                 .setEpochs(epochs)
                 .setBatchSize(batchSize)
                 .setEngine(backend)
+                .setLrSchedule("linear")
                 .fit(train);
         double fitSeconds = (System.nanoTime() - start) / 1e9;
         double accuracy = new MulticlassClassificationEvaluator()
@@ -161,7 +167,12 @@ public final class FashionMnistDemo implements Callable<Integer> {
         }
         String out = parquet.resolve(split).toString();
         Convert.idx(images, labels, out, 10_000, 30_000);
-        return spark.read().parquet(out);
+        // Pixels in [0, 1], standardized in Spark with the training set's mean and deviation.
+        return spark.read()
+                .parquet(out)
+                .selectExpr(
+                        String.format(Locale.ROOT, "transform(features, x -> (x - %s) / %s) AS features", MEAN, STD),
+                        "label");
     }
 
     private void writeSummary(Outcome outcome) throws IOException {

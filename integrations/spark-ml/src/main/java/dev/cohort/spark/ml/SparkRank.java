@@ -27,6 +27,7 @@ import java.util.stream.Stream;
 import org.bytedeco.pytorch.Adam;
 import org.bytedeco.pytorch.AdamOptions;
 import org.bytedeco.pytorch.Optimizer;
+import org.bytedeco.pytorch.OptimizerParamGroupVector;
 import org.bytedeco.pytorch.SGD;
 import org.bytedeco.pytorch.SGDOptions;
 import org.bytedeco.pytorch.Tensor;
@@ -109,7 +110,7 @@ public final class SparkRank {
                             .readers(1)
                             .queueDepth(4));
             for (int epoch = firstEpoch; epoch < settings.epochs(); epoch++) {
-                EpochStats stats = epoch(backend, training, data, epoch, steps, settings.batchSize());
+                EpochStats stats = epoch(backend, training, data, epoch, steps, settings);
                 history.add(stats);
                 if (backend.isRootWorker()) {
                     System.out.printf(
@@ -143,7 +144,9 @@ public final class SparkRank {
             ParquetLoader data,
             int epoch,
             long steps,
-            int batchSize) {
+            TrainSettings settings) {
+        int batchSize = settings.batchSize();
+        boolean linear = settings.lrSchedule().equals("linear");
         long started = System.nanoTime();
         double lossSum = 0;
         long correct = 0;
@@ -152,6 +155,10 @@ public final class SparkRank {
             for (MiniBatch b : batches) {
                 if (step == steps) {
                     break;
+                }
+                if (linear) {
+                    double done = (epoch * steps + step) / (double) (settings.epochs() * steps);
+                    setLearningRate(training.optimizer(), settings.learningRate() * (1 - done));
                 }
                 training.optimizer().zero_grad();
                 Tensor scores = training.model().forward(b.inputs());
@@ -194,6 +201,13 @@ public final class SparkRank {
                     + ": use fewer workers, a smaller batch size or more rows");
         }
         return steps;
+    }
+
+    private static void setLearningRate(Optimizer optimizer, double lr) {
+        OptimizerParamGroupVector groups = optimizer.param_groups();
+        for (long g = 0; g < groups.size(); g++) {
+            groups.get(g).options().set_lr(lr);
+        }
     }
 
     private static Optimizer optimizer(TrainSettings settings, TorchClassifier model) {

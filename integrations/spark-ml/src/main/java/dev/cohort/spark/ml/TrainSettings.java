@@ -15,6 +15,7 @@ import java.io.UncheckedIOException;
  * @param batchSize      rows per step on each rank
  * @param learningRate   the optimizer's learning rate
  * @param optimizer      {@code sgd} (momentum 0.9) or {@code adam}
+ * @param lrSchedule     {@code constant}, or {@code linear}: down to 0 at the last step
  * @param modelFactory   the {@link TorchModelFactory}'s class name
  * @param seed           seeds the model's initial weights and each rank's shuffle
  * @param checkpointDir  where rank 0 saves a checkpoint after each epoch and where a retried stage
@@ -30,6 +31,7 @@ public record TrainSettings(
         int batchSize,
         double learningRate,
         String optimizer,
+        String lrSchedule,
         String modelFactory,
         long seed,
         String checkpointDir,
