@@ -29,7 +29,7 @@ class BackendsLoggingTest {
     private final Recorder recorder = new Recorder();
 
     /** The one backend auto can choose for one worker. */
-    private static final DistributedBackend NONE = new UnconnectedBackend(Backends.NONE);
+    private static final DistributedBackend NONE = new UnconnectedBackend();
 
     @AfterEach
     void detach() {

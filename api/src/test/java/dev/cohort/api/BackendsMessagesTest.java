@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 10, unit = TimeUnit.SECONDS)
 class BackendsMessagesTest {
 
-    private static final DistributedBackend NONE = new UnconnectedBackend(Backends.NONE);
+    private static final DistributedBackend NONE = new UnconnectedBackend();
 
     @Test
     void aMissingEngineNamesItsArtifactAndSaysNoneIsOnTheClassPath() {

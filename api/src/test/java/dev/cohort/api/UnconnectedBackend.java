@@ -1,17 +1,11 @@
 package dev.cohort.api;
 
-/** A backend that is only named, for tests of selection: connecting it fails the test. */
+/** The backend named {@link Backends#NONE}, for tests of selection: connecting it fails the test. */
 final class UnconnectedBackend extends DistributedBackend {
-
-    private final String name;
-
-    UnconnectedBackend(String name) {
-        this.name = name;
-    }
 
     @Override
     public String name() {
-        return name;
+        return Backends.NONE;
     }
 
     @Override

@@ -68,20 +68,18 @@ abstract class TimedCalls implements ProcessGroup {
     }
 
     @Override
-    public final Work gatherv(DenseBuffer input, DenseBuffer output, int[] counts, int root) {
-        return engine().startGather(
-                        input, output, Objects.requireNonNull(counts, "gatherv: counts is null"), root, timeout());
-    }
-
-    @Override
     public final Work scatter(DenseBuffer input, DenseBuffer output, int root) {
         return engine().startScatter(input, output, null, root, timeout());
     }
 
     @Override
+    public final Work gatherv(DenseBuffer input, DenseBuffer output, int[] counts, int root) {
+        return engine().startGather(input, output, required(counts, "gatherv: counts"), root, timeout());
+    }
+
+    @Override
     public final Work scatterv(DenseBuffer input, DenseBuffer output, int[] counts, int root) {
-        return engine().startScatter(
-                        input, output, Objects.requireNonNull(counts, "scatterv: counts is null"), root, timeout());
+        return engine().startScatter(input, output, required(counts, "scatterv: counts"), root, timeout());
     }
 
     @Override
@@ -93,9 +91,14 @@ abstract class TimedCalls implements ProcessGroup {
     public final Work alltoallv(DenseBuffer input, int[] sendCounts, DenseBuffer output, int[] receiveCounts) {
         return engine().startAlltoall(
                         input,
-                        Objects.requireNonNull(sendCounts, "alltoallv: sendCounts is null"),
+                        required(sendCounts, "alltoallv: sendCounts"),
                         output,
-                        Objects.requireNonNull(receiveCounts, "alltoallv: receiveCounts is null"),
+                        required(receiveCounts, "alltoallv: receiveCounts"),
                         timeout());
+    }
+
+    /** {@code counts}, or a NullPointerException that names it ({@code what}). */
+    private static int[] required(int[] counts, String what) {
+        return Objects.requireNonNull(counts, () -> what + " is null");
     }
 }

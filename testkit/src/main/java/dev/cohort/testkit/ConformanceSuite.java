@@ -22,7 +22,7 @@ import java.util.List;
  * checked at a deterministic sample of 65,536 elements plus both ends. At the end the ranks
  * compare a hash of all results that must be bit-identical everywhere.
  */
-public final class ConformanceSuite {
+public final class ConformanceSuite extends RankChecks {
 
     /** At least 4 Mi elements: the large case. */
     public static final int LARGE = 4 * 1024 * 1024 + 3;
@@ -31,17 +31,13 @@ public final class ConformanceSuite {
     private static final int SAMPLE = 65_536;
 
     private final ProcessGroup group;
-    private final int n;
-    private final int rank;
     private final boolean includeLarge;
     private long resultHash = 0x9E3779B97F4A7C15L;
     private int caseId;
-    private int checks;
 
     private ConformanceSuite(ProcessGroup group, boolean includeLarge) {
+        super(group);
         this.group = group;
-        this.n = group.size();
-        this.rank = group.rank();
         this.includeLarge = includeLarge;
     }
 
@@ -57,7 +53,7 @@ public final class ConformanceSuite {
     public static int run(ProcessGroup group, boolean includeLarge) {
         ConformanceSuite suite = new ConformanceSuite(group, includeLarge);
         suite.runAll();
-        return suite.checks;
+        return suite.checks();
     }
 
     private void runAll() {
@@ -143,32 +139,24 @@ public final class ConformanceSuite {
         for (int root : n == 1 ? new int[] {0} : new int[] {0, n - 1}) {
             String sent = "from rank " + root + " " + "x".repeat(root * 5);
             String got = ObjectCollectives.broadcast(group, rank == root ? sent : null, root);
-            checkEqual("broadcast of an object from root " + root, got, sent);
+            check("broadcast of an object from root " + root, got, sent);
         }
         List<String> all = ObjectCollectives.allgather(group, "rank " + rank + " " + "y".repeat(rank * 3));
         for (int r = 0; r < n; r++) {
-            checkEqual("allgather of objects, rank " + r + "'s", all.get(r), "rank " + r + " " + "y".repeat(r * 3));
+            check("allgather of objects, rank " + r + "'s", all.get(r), "rank " + r + " " + "y".repeat(r * 3));
         }
         List<int[]> gathered = ObjectCollectives.gather(group, new int[] {rank, rank * rank}, n - 1);
-        checkEqual("gather of objects to the last rank: how many", gathered.size(), rank == n - 1 ? n : 0);
+        check("gather of objects to the last rank: how many", gathered.size(), rank == n - 1 ? n : 0);
         for (int r = 0; r < gathered.size(); r++) {
-            checkEqual(
+            check(
                     "gather of objects, rank " + r + "'s",
                     java.util.Arrays.toString(gathered.get(r)),
                     java.util.Arrays.toString(new int[] {r, r * r}));
         }
         List<byte[]> bytes = ObjectCollectives.allgatherBytes(group, new byte[rank % 2 == 0 ? 0 : 13 + rank]);
         for (int r = 0; r < n; r++) {
-            checkEqual("allgather of bytes, rank " + r + "'s length", bytes.get(r).length, r % 2 == 0 ? 0 : 13 + r);
+            check("allgather of bytes, rank " + r + "'s length", bytes.get(r).length, r % 2 == 0 ? 0 : 13 + r);
         }
-    }
-
-    private void checkEqual(String what, Object actual, Object expected) {
-        if (!java.util.Objects.equals(actual, expected)) {
-            throw new AssertionError(
-                    "rank " + rank + " of " + n + ": " + what + " is " + actual + ", expected " + expected);
-        }
-        checks++;
     }
 
     private void allreduce(DataType type, int count, ReduceOp op, boolean direct) {
@@ -435,7 +423,7 @@ public final class ConformanceSuite {
                         + Long.toHexString(resultHash) + " here, " + Long.toHexString(all[r]) + " on rank " + r);
             }
         }
-        checks++;
+        counted(1);
     }
 
     // ----- inputs and the reference -----------------------------------------------------------
@@ -516,10 +504,10 @@ public final class ConformanceSuite {
 
     private void check(String what, int i, double actual, double expected, double tolerance) {
         if (!(Math.abs(actual - expected) <= tolerance)) {
-            throw new AssertionError("rank " + rank + " of " + n + ": " + what + ": element " + i + " is " + actual
-                    + ", expected " + expected + (tolerance > 0 ? " +- " + tolerance : ""));
+            fail(what + ": element " + i + " is " + actual + ", expected " + expected
+                    + (tolerance > 0 ? " +- " + tolerance : ""));
         }
-        checks++;
+        counted(1);
     }
 
     /** Every element of small buffers; a sample plus both ends of large ones. */

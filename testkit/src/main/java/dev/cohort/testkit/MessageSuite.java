@@ -15,17 +15,13 @@ import java.util.List;
  * received out of order; several messages of one tag in order; and a receive of the wrong length,
  * which fails naming both lengths while the messages after it still arrive.
  */
-public final class MessageSuite {
+public final class MessageSuite extends RankChecks {
 
     private final ProcessGroup group;
-    private final int rank;
-    private final int n;
-    private int checks;
 
     private MessageSuite(ProcessGroup group) {
+        super(group);
         this.group = group;
-        this.rank = group.rank();
-        this.n = group.size();
     }
 
     /**
@@ -35,19 +31,18 @@ public final class MessageSuite {
      */
     public static int run(ProcessGroup group) {
         MessageSuite suite = new MessageSuite(group);
-        int m = group.size();
-        if (m >= 2) {
-            suite.ring(m);
+        if (suite.n >= 2) {
+            suite.ring();
             suite.tagsOutOfOrder();
             suite.wrongLength();
         }
         group.barrier().await();
-        return suite.checks;
+        return suite.checks();
     }
 
-    private void ring(int m) {
-        int next = (rank + 1) % m;
-        int before = (rank + m - 1) % m;
+    private void ring() {
+        int next = (rank + 1) % n;
+        int before = (rank + n - 1) % n;
         int id = 0;
         for (DataType type : DataType.values()) {
             for (int count : new int[] {0, 1, 1009}) {
@@ -146,10 +141,6 @@ public final class MessageSuite {
     }
 
     private void check(String what, double actual, double expected) {
-        if (actual != expected) {
-            throw new AssertionError(
-                    "rank " + rank + " of " + n + ": " + what + " is " + actual + ", expected " + expected);
-        }
-        checks++;
+        check(actual == expected, what, actual, expected);
     }
 }

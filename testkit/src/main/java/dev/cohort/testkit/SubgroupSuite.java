@@ -18,17 +18,13 @@ import java.util.concurrent.TimeUnit;
  * split that leaves ranks out; a subgroup of a subgroup; and lists that disagree, refused on every
  * rank with the parent still usable.
  */
-public final class SubgroupSuite {
+public final class SubgroupSuite extends RankChecks {
 
     private final ProcessGroup world;
-    private final int rank;
-    private final int n;
-    private int checks;
 
     private SubgroupSuite(ProcessGroup world) {
+        super(world);
         this.world = world;
-        this.rank = world.rank();
-        this.n = world.size();
     }
 
     /**
@@ -43,7 +39,7 @@ public final class SubgroupSuite {
         suite.leftOut();
         suite.disagreeing();
         world.barrier().await();
-        return suite.checks;
+        return suite.checks();
     }
 
     /** Rows of two consecutive ranks and columns across them: both run the suite at once. */
@@ -63,7 +59,7 @@ public final class SubgroupSuite {
             check("column rank (ranked backwards)", column.rank(), members - 1 - rank / width);
             runs.add(both.submit(() -> ConformanceSuite.run(column, false)));
             for (Future<Integer> r : runs) {
-                checks += r.get(600, TimeUnit.SECONDS);
+                counted(r.get(600, TimeUnit.SECONDS));
             }
             Optional<ProcessGroup> nested = row.split(0, -row.rank());
             ProcessGroup inner = nested.orElseThrow();
@@ -137,13 +133,5 @@ public final class SubgroupSuite {
             s += r;
         }
         return s;
-    }
-
-    private void check(String what, Object actual, Object expected) {
-        if (!java.util.Objects.equals(actual, expected)) {
-            throw new AssertionError(
-                    "rank " + rank + " of " + n + ": " + what + " is " + actual + ", expected " + expected);
-        }
-        checks++;
     }
 }

@@ -1,5 +1,9 @@
 package dev.cohort.api.collective;
 
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+
 /**
  * Conversions between float32 and the two 16-bit floating-point formats, rounding to nearest,
  * ties to even (as hardware and PyTorch do): IEEE binary16 ({@link DataType#FLOAT16}: 5 exponent
@@ -9,32 +13,46 @@ package dev.cohort.api.collective;
  */
 public final class HalfFloats {
 
-    /** The JDK's own binary16 conversions (JDK 20+, intrinsics where the CPU has them), or null on older JDKs. */
-    private static final java.lang.invoke.MethodHandle JDK_TO_FLOAT = jdk("float16ToFloat", float.class, short.class);
+    /**
+     * The binary16 conversions: the JDK's own (JDK 20+, intrinsics where the CPU has them), else the ones written
+     * here. A constant handle, which the JIT inlines like a direct call.
+     */
+    private static final MethodHandle TO_FLOAT =
+            jdkOrHere("float16ToFloat", "fp16ToFloatHere", MethodType.methodType(float.class, short.class));
 
-    private static final java.lang.invoke.MethodHandle JDK_TO_FP16 = jdk("floatToFloat16", short.class, float.class);
+    private static final MethodHandle TO_FP16 =
+            jdkOrHere("floatToFloat16", "floatToFp16Here", MethodType.methodType(short.class, float.class));
 
     private HalfFloats() {}
 
-    private static java.lang.invoke.MethodHandle jdk(String name, Class<?> result, Class<?> argument) {
+    private static MethodHandle jdkOrHere(String jdk, String here, MethodType type) {
         try {
-            return java.lang.invoke.MethodHandles.publicLookup()
-                    .findStatic(Float.class, name, java.lang.invoke.MethodType.methodType(result, argument));
-        } catch (ReflectiveOperationException e) {
-            return null;
+            return MethodHandles.publicLookup().findStatic(Float.class, jdk, type);
+        } catch (ReflectiveOperationException olderJdk) {
+            try {
+                return MethodHandles.lookup().findStatic(HalfFloats.class, here, type);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException("HalfFloats." + here + " is missing", e);
+            }
         }
     }
 
     /** The float32 value of binary16 {@code bits} (exact). */
     public static float fp16ToFloat(short bits) {
-        if (JDK_TO_FLOAT != null) {
-            try {
-                return (float) JDK_TO_FLOAT.invokeExact(bits);
-            } catch (Throwable e) {
-                throw new IllegalStateException(e);
-            }
+        try {
+            return (float) TO_FLOAT.invokeExact(bits);
+        } catch (Throwable e) {
+            throw new IllegalStateException(e);
         }
-        return fp16ToFloatHere(bits);
+    }
+
+    /** {@code value} rounded to binary16. */
+    public static short floatToFp16(float value) {
+        try {
+            return (short) TO_FP16.invokeExact(value);
+        } catch (Throwable e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /** {@link #fp16ToFloat} as written here (what runs on JDKs without their own). */
@@ -51,18 +69,6 @@ public final class HalfFloats {
             return sign != 0 ? -v : v;
         }
         return Float.intBitsToFloat(sign | ((exponent + 112) << 23) | (mantissa << 13));
-    }
-
-    /** {@code value} rounded to binary16. */
-    public static short floatToFp16(float value) {
-        if (JDK_TO_FP16 != null) {
-            try {
-                return (short) JDK_TO_FP16.invokeExact(value);
-            } catch (Throwable e) {
-                throw new IllegalStateException(e);
-            }
-        }
-        return floatToFp16Here(value);
     }
 
     /** {@link #floatToFp16} as written here (what runs on JDKs without their own). */

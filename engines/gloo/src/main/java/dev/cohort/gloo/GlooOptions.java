@@ -52,19 +52,10 @@ public final class GlooOptions extends StoreMeetingBackend.Options<GlooOptions> 
         return this;
     }
 
-    boolean consistencyCheck() {
-        return consistencyCheck;
-    }
-
     /** Collectives up to {@code bytes} go over the peer mesh; 0: all through Gloo. */
     public GlooOptions directMaxBytes(int bytes) {
         this.meshMaxBytes = nonNegative("direct-max-bytes", bytes);
         return this;
-    }
-
-    /** Which calls of a group of {@code size} ranks go over the mesh (rejects a negative --gloo-direct-max-bytes). */
-    MeshRoute meshRoute(int size) {
-        return new MeshRoute(meshMaxBytes, size);
     }
 
     /**
@@ -76,12 +67,23 @@ public final class GlooOptions extends StoreMeetingBackend.Options<GlooOptions> 
         return this;
     }
 
-    boolean agentStore() {
-        return agentStore;
-    }
-
     public GlooOptions rendezvous(String uri) {
         this.rendezvous = uri;
         return this;
+    }
+
+    // ---- what the backend reads
+
+    boolean consistencyCheck() {
+        return consistencyCheck;
+    }
+
+    /** Which calls of a group of {@code size} ranks go over the mesh (rejects a negative --gloo-direct-max-bytes). */
+    MeshRoute meshRoute(int size) {
+        return new MeshRoute(meshMaxBytes, size);
+    }
+
+    boolean agentStore() {
+        return agentStore;
     }
 }

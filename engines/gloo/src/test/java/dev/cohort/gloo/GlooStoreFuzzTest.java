@@ -33,13 +33,13 @@ import org.junit.jupiter.api.io.TempDir;
  * Clients that pass the handshake reach c10d's store, which stalls under a flood of them (about a
  * thousand a second, measured); those come at most fifty a second here (see docs/SECURITY.md).
  */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
 class GlooStoreFuzzTest {
 
     @TempDir
     Path tmp;
 
     @Test
-    @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void strangersOnTheStorePortNeitherCrashNorHangTheJob() throws Exception {
         int port = JvmWorkers.freePort();
         long seed = announcedSeed("fuzz");
@@ -61,7 +61,6 @@ class GlooStoreFuzzTest {
     }
 
     @Test
-    @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void withASecretEveryStrangerIsRefusedAtTheGuardAndTheJobFinishes() throws Exception {
         int port = JvmWorkers.freePort();
         long seed = announcedSeed("stranger");

@@ -306,22 +306,21 @@ public final class HierEngine {
             System.arraycopy(hostRanks, 0, layout, 1, hostRanks.length);
         }
         stages.betweenHosts(call, deadline, g -> {
-            long[] sizes = new long[hosts];
-            g.allgather(DenseBuffer.of(new long[] {hostRanks.length}), DenseBuffer.of(sizes))
+            // every host's rank count straight into the layout's head
+            g.allgather(DenseBuffer.of(new long[] {hostRanks.length}), DenseBuffer.of(layout, 0, hosts))
                     .await();
-            int[] counts = new int[hosts];
-            long total = 0;
-            for (int k = 0; k < hosts; k++) {
-                counts[k] = (int) sizes[k];
-                total += sizes[k];
-            }
+            long total = java.util.Arrays.stream(layout, 0, hosts).sum();
             if (total != topology.worldSize()) {
                 throw new JoinException(
-                        stages.who + ": the hosts run " + java.util.Arrays.toString(sizes) + " ranks, " + total
+                        stages.who + ": the hosts run "
+                                + java.util.Arrays.toString(java.util.Arrays.copyOf(layout, hosts)) + " ranks, " + total
                                 + " in all, not WORLD_SIZE=" + topology.worldSize(),
                         null);
             }
-            System.arraycopy(sizes, 0, layout, 0, hosts);
+            int[] counts = new int[hosts];
+            for (int k = 0; k < hosts; k++) {
+                counts[k] = (int) layout[k];
+            }
             g.allgatherv(DenseBuffer.of(hostRanks), DenseBuffer.of(layout, hosts, topology.worldSize()), counts)
                     .await();
         });

@@ -39,9 +39,8 @@ final class ShmReductions extends ShmAlgorithms {
             return;
         }
         long full = steps.segment / e;
-        long nseg = (count + full - 1) / full;
-        for (long k = 0; k < nseg; k++) {
-            long s0 = k * full;
+        long nseg = Math.ceilDiv(count, full);
+        for (long k = 0, s0 = 0; k < nseg; k++, s0 += full) {
             long len = Math.min(full, count - s0);
             int q = steps.stage(k);
             long mine = steps.layout.slot(me, q);
@@ -165,9 +164,8 @@ final class ShmReductions extends ShmAlgorithms {
         MemorySegment out = steps.segmentOf(output);
         MemorySegment shm = steps.layout.memory();
         long per = steps.perDestination(e); // elements of one block per steps.segment
-        long nseg = (block + per - 1) / per;
-        for (long k = 0; k < nseg; k++) {
-            long s0 = k * per;
+        long nseg = Math.ceilDiv(block, per);
+        for (long k = 0, s0 = 0; k < nseg; k++, s0 += per) {
             long len = Math.min(per, block - s0);
             int q = steps.stage(k);
             for (int j = 0; j < n; j++) {
@@ -202,9 +200,8 @@ final class ShmReductions extends ShmAlgorithms {
         MemorySegment user = steps.segmentOf(data);
         MemorySegment shm = steps.layout.memory();
         long full = steps.segment / e;
-        long nseg = (count + full - 1) / full;
-        for (long k = 0; k < nseg; k++) {
-            long s0 = k * full;
+        long nseg = Math.ceilDiv(count, full);
+        for (long k = 0, s0 = 0; k < nseg; k++, s0 += full) {
             long len = Math.min(full, count - s0);
             int q = steps.stage(k);
             if (me != root) {

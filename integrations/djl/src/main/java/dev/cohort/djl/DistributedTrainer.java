@@ -153,7 +153,7 @@ public final class DistributedTrainer extends Trainer {
         return model;
     }
 
-    /** {@code config} without, on a worker, the listeners that write logs or files. */
+    /** {@code config}; on a worker, its settings as they are now without the listeners that write logs or files. */
     static TrainingConfig quietOnWorkers(TrainingConfig config, boolean root) {
         if (root) {
             return config;
@@ -167,43 +167,29 @@ public final class DistributedTrainer extends Trainer {
                 kept.add(l);
             }
         }
-        return new TrainingConfig() {
-            @Override
-            public ai.djl.Device[] getDevices() {
-                return config.getDevices();
-            }
-
-            @Override
-            public PairList<Initializer, Predicate<Parameter>> getInitializers() {
-                return config.getInitializers();
-            }
-
-            @Override
-            public Optimizer getOptimizer() {
-                return config.getOptimizer();
-            }
-
-            @Override
-            public Loss getLossFunction() {
-                return config.getLossFunction();
-            }
-
-            @Override
-            public ExecutorService getExecutorService() {
-                return config.getExecutorService();
-            }
-
-            @Override
-            public List<Evaluator> getEvaluators() {
-                return config.getEvaluators();
-            }
-
-            @Override
-            public List<TrainingListener> getTrainingListeners() {
-                return kept;
-            }
-        };
+        return new Settings(
+                config.getDevices(),
+                config.getInitializers(),
+                config.getOptimizer(),
+                config.getLossFunction(),
+                config.getExecutorService(),
+                config.getEvaluators(),
+                kept);
     }
+
+    /**
+     * A config's settings read once, which is how DJL's Trainer reads them (all, when it is made): each component is
+     * the getter of its name.
+     */
+    private record Settings(
+            ai.djl.Device[] getDevices,
+            PairList<Initializer, Predicate<Parameter>> getInitializers,
+            Optimizer getOptimizer,
+            Loss getLossFunction,
+            ExecutorService getExecutorService,
+            List<Evaluator> getEvaluators,
+            List<TrainingListener> getTrainingListeners)
+            implements TrainingConfig {}
 
     /** Initializes the model as DJL does, then every rank takes the root's parameters. */
     @Override

@@ -20,13 +20,17 @@ public final class ShardedLoader {
 
     private ShardedLoader(Samples dataset, int batchSize, IndexSampler sampler, boolean shuffle, long seed) {
         this.dataset = Objects.requireNonNull(dataset, "dataset");
-        if (batchSize < 1) {
-            throw new IllegalArgumentException("batch size must be >= 1, got " + batchSize);
-        }
-        this.batchSize = batchSize;
+        this.batchSize = checkedBatchSize(batchSize);
         this.sampler = sampler;
         this.shuffle = shuffle;
         this.seed = seed;
+    }
+
+    private static int checkedBatchSize(int size) {
+        if (size < 1) {
+            throw new IllegalArgumentException("batch size must be >= 1, got " + size);
+        }
+        return size;
     }
 
     /** A loader over all of {@code dataset}, shuffled each epoch when asked. */

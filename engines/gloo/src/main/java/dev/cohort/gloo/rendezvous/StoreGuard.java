@@ -95,25 +95,18 @@ final class StoreGuard implements AutoCloseable {
     private final String who;
     private volatile boolean closed;
 
-    private StoreGuard(
-            ServerSocketChannel server,
-            Selector selector,
-            C10dStoreServer store,
-            String who,
-            Optional<JobSecret> secret) {
+    /** Watches {@code server} (non-blocking, bound) for connections on a selector of its own. */
+    private StoreGuard(ServerSocketChannel server, C10dStoreServer store, String who, Optional<JobSecret> secret)
+            throws IOException {
         this.server = server;
-        this.selector = selector;
+        this.selector = Selector.open();
+        server.register(selector, SelectionKey.OP_ACCEPT);
         this.store = store;
         this.who = who;
         this.secret = secret;
         this.refusals = new Refusals(who + ": store guard on " + server.socket().getLocalSocketAddress());
     }
 
-    /**
-     * Listens on {@code host:port} and forwards to {@code store}.
-     *
-     * @throws GlooConnectException when the port is taken or {@code host} is not an address of this host
-     */
     /** The port it listens on (the one asked for, or the one the system chose for port 0). */
     int port() {
         try {
@@ -123,15 +116,18 @@ final class StoreGuard implements AutoCloseable {
         }
     }
 
+    /**
+     * Listens on {@code host:port} and forwards to {@code store}.
+     *
+     * @throws GlooConnectException when the port is taken or {@code host} is not an address of this host
+     */
     static StoreGuard open(InetAddress host, int port, C10dStoreServer store, String who, Optional<JobSecret> secret) {
         ServerSocketChannel server = null;
         try {
             server = ServerSocketChannel.open();
             server.bind(new InetSocketAddress(host, port), 512);
             server.configureBlocking(false);
-            Selector selector = Selector.open();
-            server.register(selector, SelectionKey.OP_ACCEPT);
-            StoreGuard guard = new StoreGuard(server, selector, store, who, secret);
+            StoreGuard guard = new StoreGuard(server, store, who, secret);
             Daemons.start("cohort-store-guard", guard::run);
             return guard;
         } catch (IOException e) {
