@@ -31,8 +31,7 @@ final class Workers {
                 .addEnvironment("OMP_NUM_THREADS", "1")
                 .addEnvironment("OPENBLAS_NUM_THREADS", "1")
                 .addEnvironment("COHORT_COMPUTE_THREADS", "1");
-        int backend = args.indexOf("--backend");
-        if (backend >= 0 && backend + 1 < args.size() && args.get(backend + 1).equalsIgnoreCase("mpi")) {
+        if ("mpi".equalsIgnoreCase(backend(args))) {
             // The launcher starts workers of the mpi engine as one MPI job, through mpirun.
             options.addEnvironment(Backends.ENV_BACKEND, "mpi");
         }
@@ -42,5 +41,18 @@ final class Workers {
             System.err.println("cohort bench: " + result.message());
         }
         return result.exitCode();
+    }
+
+    /** The engine {@code args} name ({@code --backend NAME} or {@code --backend=NAME}), or null. */
+    static String backend(List<String> args) {
+        for (int i = 0; i < args.size(); i++) {
+            if (args.get(i).startsWith("--backend=")) {
+                return args.get(i).substring("--backend=".length());
+            }
+            if (args.get(i).equals("--backend") && i + 1 < args.size()) {
+                return args.get(i + 1);
+            }
+        }
+        return null;
     }
 }

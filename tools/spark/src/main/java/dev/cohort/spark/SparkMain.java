@@ -4,10 +4,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
-import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaSparkContext;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -37,14 +37,8 @@ public final class SparkMain implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--workers", paramLabel = "N", required = true, description = "Ranks: one Spark task each.")
-    int workers;
-
-    @Option(
-            names = "--master",
-            paramLabel = "URL",
-            description = "Spark's master (spark-submit's --master when not given).")
-    String master;
+    @Mixin
+    SparkOptions spark = new SparkOptions();
 
     @Option(
             names = "--timeout-minutes",
@@ -75,12 +69,18 @@ public final class SparkMain implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        if (workers < 1 || timeoutMinutes < 1) {
+        if (spark.workers() < 1 || timeoutMinutes < 1) {
             throw new CommandLine.ParameterException(
                     spec.commandLine(), "--workers and --timeout-minutes must be >= 1");
         }
         SparkJob job = new SparkJob(
-                workers, mainClass, args, jvmOptions, java.util.Map.of(), Duration.ofMinutes(timeoutMinutes), true);
+                spark.workers(),
+                mainClass,
+                args,
+                jvmOptions,
+                java.util.Map.of(),
+                Duration.ofMinutes(timeoutMinutes),
+                true);
         for (String e : env) {
             int eq = e.indexOf('=');
             if (eq < 1) {
@@ -88,11 +88,7 @@ public final class SparkMain implements Callable<Integer> {
             }
             job = job.withEnvironment(e.substring(0, eq), e.substring(eq + 1));
         }
-        SparkConf conf = new SparkConf().setAppName("cohort: " + mainClass);
-        if (master != null) {
-            conf.setMaster(master);
-        }
-        try (JavaSparkContext sc = new JavaSparkContext(conf)) {
+        try (JavaSparkContext sc = new JavaSparkContext(spark.conf("cohort: " + mainClass))) {
             List<String> output = CohortOnSpark.run(sc, job);
             if (!sc.isLocal()) {
                 // A local master's tasks printed each line here as it came.

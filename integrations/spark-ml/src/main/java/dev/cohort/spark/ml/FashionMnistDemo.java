@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.cohort.data.Convert;
+import dev.cohort.spark.SparkOptions;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -19,6 +20,7 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -44,15 +46,8 @@ public final class FashionMnistDemo implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--master", paramLabel = "URL", required = true, description = "Spark's master, e.g. local[2].")
-    String master;
-
-    @Option(
-            names = "--workers",
-            paramLabel = "N",
-            defaultValue = "2",
-            description = "Ranks (default ${DEFAULT-VALUE}).")
-    int workers;
+    @Mixin
+    SparkOptions sparkOptions = new SparkOptions();
 
     @Option(
             names = "--epochs",
@@ -100,8 +95,7 @@ public final class FashionMnistDemo implements Callable<Integer> {
     public Integer call() throws IOException {
         Path parquet = Files.createTempDirectory("cohort-demo-spark");
         SparkSession spark = SparkSession.builder()
-                .master(master)
-                .appName("cohort demo: Fashion-MNIST with CohortEstimator")
+                .config(sparkOptions.conf("cohort demo: Fashion-MNIST with CohortEstimator"))
                 .config("spark.ui.enabled", "false")
                 .getOrCreate();
         try {
@@ -120,8 +114,8 @@ public final class FashionMnistDemo implements Callable<Integer> {
                     Locale.ROOT,
                     "done: %d worker(s) on %s, %d epoch(s): test accuracy %.4f (Spark's evaluator), fit %.1f s, "
                             + "rows streamed to the ranks in %.1f s%n",
-                    workers,
-                    master,
+                    sparkOptions.workers(),
+                    sparkOptions.describeMaster(),
                     epochs,
                     outcome.testAccuracy(),
                     outcome.fitSeconds(),
@@ -143,7 +137,7 @@ public final class FashionMnistDemo implements Callable<Integer> {
         Dataset<Row> test = asDataFrame(spark, "t10k", work);
         long start = System.nanoTime();
         CohortModel model = new CohortEstimator()
-                .setNumWorkers(workers)
+                .setNumWorkers(sparkOptions.workers())
                 .setEpochs(epochs)
                 .setBatchSize(batchSize)
                 .setEngine(backend)
@@ -179,14 +173,14 @@ public final class FashionMnistDemo implements Callable<Integer> {
         CohortModel model = outcome.model();
         ObjectMapper mapper = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
         ObjectNode root = mapper.createObjectNode();
-        root.put("workers", workers);
+        root.put("workers", sparkOptions.workers());
         root.put("epochs", epochs);
         root.put("test_accuracy", outcome.testAccuracy());
         root.put("model", "mlp");
         root.put("framework", "torch");
         root.put("backend", backend);
-        root.put("spark_master", master);
-        root.put("global_batch_size", batchSize * workers);
+        root.put("spark_master", sparkOptions.describeMaster());
+        root.put("global_batch_size", batchSize * sparkOptions.workers());
         root.put("fit_seconds", outcome.fitSeconds());
         root.put("stream_seconds", model.streamSeconds());
         ArrayNode details = root.putArray("epochs_detail");
