@@ -21,9 +21,7 @@ import org.apache.spark.sql.SparkSession;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Spec;
 
 /**
  * {@code ./cohort demo --spark MASTER}: Fashion-MNIST as a Spark user holds it (Parquet read into a
@@ -43,38 +41,23 @@ public final class FashionMnistDemo implements Callable<Integer> {
 
     private static final float STD = 0.3530f;
 
-    @Spec
-    CommandSpec spec;
-
     @Mixin
     SparkOptions sparkOptions = new SparkOptions();
-
-    @Option(
-            names = "--epochs",
-            paramLabel = "E",
-            defaultValue = "5",
-            description = "Epochs (default ${DEFAULT-VALUE}).")
-    int epochs;
-
-    @Option(
-            names = "--batch-size",
-            paramLabel = "B",
-            defaultValue = "64",
-            description = "Examples per rank and step (default ${DEFAULT-VALUE}).")
-    int batchSize;
-
-    @Option(
-            names = "--backend",
-            paramLabel = "NAME",
-            defaultValue = "auto",
-            description = "The engine between the ranks (default ${DEFAULT-VALUE}).")
-    String backend;
 
     @Option(names = "--data-dir", paramLabel = "DIR", required = true, description = "The four IDX files.")
     Path dataDir;
 
     @Option(names = "--json", paramLabel = "FILE", required = true, description = "Where the summary goes.")
     Path json;
+
+    @Option(names = "--epochs", defaultValue = "5", description = "Epochs (default ${DEFAULT-VALUE}).")
+    int epochs;
+
+    @Option(names = "--batch-size", defaultValue = "64", description = "Rows a rank's step takes (default 64).")
+    int batchSize;
+
+    @Option(names = "--backend", defaultValue = "auto", description = "The ranks' engine (default ${DEFAULT-VALUE}).")
+    String backend;
 
     public static void main(String[] args) {
         if (System.getProperty("log4j2.configurationFile") == null) {
@@ -155,8 +138,7 @@ public final class FashionMnistDemo implements Callable<Integer> {
         Path images = dataDir.resolve(split + "-images-idx3-ubyte.gz");
         Path labels = dataDir.resolve(split + "-labels-idx1-ubyte.gz");
         if (!Files.isRegularFile(images) || !Files.isRegularFile(labels)) {
-            throw new CommandLine.ParameterException(
-                    spec.commandLine(),
+            throw new IllegalArgumentException(
                     "--data-dir " + dataDir + " lacks " + images.getFileName() + " or " + labels.getFileName());
         }
         String out = parquet.resolve(split).toString();
