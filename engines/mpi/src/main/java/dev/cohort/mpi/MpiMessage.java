@@ -7,7 +7,6 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
-import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.OpKind;
 import dev.cohort.runtime.DeadlineWork;
@@ -32,19 +31,13 @@ final class MpiMessage extends DeadlineWork {
 
     private final OpenMpi mpi;
     private final String who;
-    /** The peer, the caller's tag and the communicator of the lengths. */
-    private final OpenMpi.Envelope lengthEnvelope;
-    /** The peer, the caller's tag and the communicator of the elements. */
-    private final OpenMpi.Envelope payloadEnvelope;
+    private final MemorySegment lengths;
+    private final MemorySegment payloads;
     /** Freed by the garbage collector: closing a shared arena per message cost more than a small message. */
     private final Arena arena = Arena.ofAuto();
 
     private final java.util.Set<MpiMessage> inFlight;
-    /** The length's request, then the elements'. */
     private final MemorySegment requests;
-
-    private final MemorySegment lengthRequest;
-    private final MemorySegment payloadRequest;
     private final MemorySegment flag;
     private final MemorySegment length;
     private final DenseBuffer data;
@@ -77,24 +70,35 @@ final class MpiMessage extends DeadlineWork {
         inFlight.add(this);
         this.mpi = mpi;
         this.who = who;
-        this.lengthEnvelope = new OpenMpi.Envelope(call.root(), call.tag(), lengths);
-        this.payloadEnvelope = new OpenMpi.Envelope(call.root(), call.tag(), payloads);
+        this.lengths = lengths;
+        this.payloads = payloads;
         this.data = call.input();
         this.requests = arena.allocate(ADDRESS, 2);
-        this.lengthRequest = requests.asSlice(0, ADDRESS.byteSize());
-        this.payloadRequest = requests.asSlice(ADDRESS.byteSize(), ADDRESS.byteSize());
         this.flag = arena.allocate(JAVA_INT);
         this.length = arena.allocate(JAVA_LONG);
+        int peer = call.root();
+        int tag = call.tag();
         synchronized (this) {
             if (call.kind() == OpKind.SEND) {
                 elements = staged(true);
                 length.set(JAVA_LONG, 0, data.byteSize());
-                mpi.check(mpi.isend(length, 1, DataType.INT64, lengthEnvelope, lengthRequest), "MPI_Isend");
                 mpi.check(
-                        mpi.isend(elements, data.count(), data.dataType(), payloadEnvelope, payloadRequest),
+                        mpi.isendWords(length, 1, peer, tag, lengths, requests.asSlice(0, ADDRESS.byteSize())),
+                        "MPI_Isend");
+                mpi.check(
+                        mpi.isend(
+                                elements,
+                                data.count(),
+                                data.dataType(),
+                                peer,
+                                tag,
+                                payloads,
+                                requests.asSlice(ADDRESS.byteSize(), ADDRESS.byteSize())),
                         "MPI_Isend");
             } else {
-                mpi.check(mpi.irecv(length, 1, DataType.INT64, lengthEnvelope, lengthRequest), "MPI_Irecv");
+                mpi.check(
+                        mpi.irecvWords(length, 1, peer, tag, lengths, requests.asSlice(0, ADDRESS.byteSize())),
+                        "MPI_Irecv");
             }
         }
     }
@@ -124,7 +128,7 @@ final class MpiMessage extends DeadlineWork {
                 }
                 return done;
             }
-            if (stage == 0 && mpi.testAll(1, lengthRequest, flag)) {
+            if (stage == 0 && mpi.testAll(1, requests, flag)) {
                 long bytes = length.get(JAVA_LONG, 0);
                 stage = 1;
                 int count = data.count();
@@ -144,9 +148,18 @@ final class MpiMessage extends DeadlineWork {
                 } else {
                     elements = staged(false);
                 }
-                mpi.check(mpi.irecv(elements, count, data.dataType(), payloadEnvelope, payloadRequest), "MPI_Irecv");
+                mpi.check(
+                        mpi.irecv(
+                                elements,
+                                count,
+                                data.dataType(),
+                                call.root(),
+                                call.tag(),
+                                payloads,
+                                requests.asSlice(ADDRESS.byteSize(), ADDRESS.byteSize())),
+                        "MPI_Irecv");
             }
-            if (stage == 1 && mpi.testAll(1, payloadRequest, flag)) {
+            if (stage == 1 && mpi.testAll(1, requests.asSlice(ADDRESS.byteSize(), ADDRESS.byteSize()), flag)) {
                 if (mismatch == null && !data.isDirect()) {
                     MemorySegment.copy(elements, 0, MemorySegment.ofBuffer(data.view()), 0, data.byteSize());
                 }

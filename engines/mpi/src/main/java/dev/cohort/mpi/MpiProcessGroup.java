@@ -234,14 +234,15 @@ final class MpiProcessGroup extends AbstractProcessGroup {
             MemorySegment slot = theirs.asSlice(
                     (long) peer * SignatureWords.WORDS * Long.BYTES, (long) SignatureWords.WORDS * Long.BYTES);
             from[n] = peer;
-            OpenMpi.Envelope envelope = new OpenMpi.Envelope(peer, SIGNATURE_TAG, checks);
-            mpi.check(mpi.irecv(slot, SignatureWords.WORDS, DataType.INT64, envelope, request(n++)), "MPI_Irecv");
+            mpi.check(
+                    mpi.irecvWords(slot, SignatureWords.WORDS, peer, SIGNATURE_TAG, checks, request(n++)), "MPI_Irecv");
         }
         int receives = n;
         for (int peer = 0; peer < size(); peer++) {
             if (peer != rank()) {
-                OpenMpi.Envelope envelope = new OpenMpi.Envelope(peer, SIGNATURE_TAG, checks);
-                mpi.check(mpi.isend(mine, SignatureWords.WORDS, DataType.INT64, envelope, request(n++)), "MPI_Isend");
+                mpi.check(
+                        mpi.isendWords(mine, SignatureWords.WORDS, peer, SIGNATURE_TAG, checks, request(n++)),
+                        "MPI_Isend");
             }
         }
         if (!await(n, deadline, what, "the other ranks' signatures")) {
@@ -298,8 +299,10 @@ final class MpiProcessGroup extends AbstractProcessGroup {
             case ALLGATHER ->
                 mpi.check(mpi.allgather(send, input.count(), input.dataType(), receive, data), "MPI_Allgather");
             case ALLGATHERV -> {
-                OpenMpi.Blocks into = blocks(receive, counts, displacements, call.counts(), 0);
-                mpi.check(mpi.allgatherv(send, input.count(), input.dataType(), into, data), "MPI_Allgatherv");
+                layout(counts, displacements, call.counts(), 0);
+                mpi.check(
+                        mpi.allgatherv(send, input.count(), input.dataType(), receive, counts, displacements, data),
+                        "MPI_Allgatherv");
             }
             case REDUCE_SCATTER ->
                 mpi.check(
@@ -365,9 +368,18 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                     DenseBuffer output = call.output();
                     MemorySegment receive = output == null ? MemorySegment.NULL : in(output, 0, false);
                     MemorySegment send = in(input, output == null ? 0 : output.byteSize());
-                    OpenMpi.Blocks into = blocks(receive, counts, displacements, call.counts(), input.count());
+                    layout(counts, displacements, call.counts(), input.count());
                     mpi.check(
-                            mpi.gatherv(send, input.count(), input.dataType(), into, call.root(), data), "MPI_Gatherv");
+                            mpi.gatherv(
+                                    send,
+                                    input.count(),
+                                    input.dataType(),
+                                    receive,
+                                    counts,
+                                    displacements,
+                                    call.root(),
+                                    data),
+                            "MPI_Gatherv");
                     if (output != null) {
                         out(receive, output);
                     }
@@ -377,9 +389,17 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                     DenseBuffer output = call.output();
                     MemorySegment receive = in(output, 0, false);
                     MemorySegment send = input == null ? MemorySegment.NULL : in(input, output.byteSize());
-                    OpenMpi.Blocks from = blocks(send, counts, displacements, call.counts(), output.count());
+                    layout(counts, displacements, call.counts(), output.count());
                     mpi.check(
-                            mpi.scatterv(from, output.dataType(), receive, output.count(), call.root(), data),
+                            mpi.scatterv(
+                                    send,
+                                    counts,
+                                    displacements,
+                                    output.dataType(),
+                                    receive,
+                                    output.count(),
+                                    call.root(),
+                                    data),
                             "MPI_Scatterv");
                     out(receive, output);
                 }
@@ -392,10 +412,19 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                     MemorySegment receive = in(output, 0, false);
                     MemorySegment send = in(input, output.byteSize());
                     int block = input.count() / size();
-                    OpenMpi.Blocks from = blocks(send, counts, displacements, call.counts(), block);
-                    OpenMpi.Blocks into =
-                            blocks(receive, receiveCounts, receiveDisplacements, call.receiveCounts(), block);
-                    mpi.check(mpi.alltoallv(from, input.dataType(), into, data), "MPI_Alltoallv");
+                    layout(counts, displacements, call.counts(), block);
+                    layout(receiveCounts, receiveDisplacements, call.receiveCounts(), block);
+                    mpi.check(
+                            mpi.alltoallv(
+                                    send,
+                                    counts,
+                                    displacements,
+                                    input.dataType(),
+                                    receive,
+                                    receiveCounts,
+                                    receiveDisplacements,
+                                    data),
+                            "MPI_Alltoallv");
                     out(receive, output);
                 }
             }
@@ -404,12 +433,8 @@ final class MpiProcessGroup extends AbstractProcessGroup {
         }
     }
 
-    /**
-     * {@code data} in per-rank blocks of {@code counts} ({@code null}: {@code uniform} each), one after the other: the
-     * counts and where each block starts written into MPI's int arrays {@code countsOut} and {@code displacementsOut}.
-     */
-    private OpenMpi.Blocks blocks(
-            MemorySegment data, MemorySegment countsOut, MemorySegment displacementsOut, int[] counts, int uniform) {
+    /** Per-rank {@code counts} ({@code null}: {@code uniform} each) and where each starts, into MPI's int arrays. */
+    private void layout(MemorySegment countsOut, MemorySegment displacementsOut, int[] counts, int uniform) {
         int offset = 0;
         for (int r = 0; r < size(); r++) {
             int c = counts == null ? uniform : counts[r];
@@ -417,7 +442,6 @@ final class MpiProcessGroup extends AbstractProcessGroup {
             displacementsOut.setAtIndex(JAVA_INT, r, offset);
             offset += c;
         }
-        return new OpenMpi.Blocks(data, countsOut, displacementsOut);
     }
 
     /**

@@ -120,39 +120,70 @@ final class OpenMpi {
         min = global("ompi_mpi_op_min");
         max = global("ompi_mpi_op_max");
         prod = global("ompi_mpi_op_prod");
-        initialized = function("MPI_Initialized", ADDRESS);
-        finalizedCall = function("MPI_Finalized", ADDRESS);
-        initThread = function("MPI_Init_thread", ADDRESS, ADDRESS, JAVA_INT, ADDRESS);
-        finalizeCall = function("MPI_Finalize");
-        abort = function("MPI_Abort", ADDRESS, JAVA_INT);
-        commRank = function("MPI_Comm_rank", ADDRESS, ADDRESS);
-        commSize = function("MPI_Comm_size", ADDRESS, ADDRESS);
-        commDup = function("MPI_Comm_dup", ADDRESS, ADDRESS);
-        commSplit = function("MPI_Comm_split", ADDRESS, JAVA_INT, JAVA_INT, ADDRESS);
-        commSplitType = function("MPI_Comm_split_type", ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
-        commFree = function("MPI_Comm_free", ADDRESS);
-        commSetErrhandler = function("MPI_Comm_set_errhandler", ADDRESS, ADDRESS);
-        errorString = function("MPI_Error_string", JAVA_INT, ADDRESS, ADDRESS);
-        libraryVersion = function("MPI_Get_library_version", ADDRESS, ADDRESS);
-        allreduce = function("MPI_Allreduce", ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
-        bcast = function("MPI_Bcast", ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS);
-        allgather = function("MPI_Allgather", ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS);
-        allgatherv =
-                function("MPI_Allgatherv", ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
+        initialized = function("MPI_Initialized", JAVA_INT, ADDRESS);
+        finalizedCall = function("MPI_Finalized", JAVA_INT, ADDRESS);
+        initThread = function("MPI_Init_thread", JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS);
+        finalizeCall = function("MPI_Finalize", JAVA_INT);
+        abort = function("MPI_Abort", JAVA_INT, ADDRESS, JAVA_INT);
+        commRank = function("MPI_Comm_rank", JAVA_INT, ADDRESS, ADDRESS);
+        commSize = function("MPI_Comm_size", JAVA_INT, ADDRESS, ADDRESS);
+        commDup = function("MPI_Comm_dup", JAVA_INT, ADDRESS, ADDRESS);
+        commSplit = function("MPI_Comm_split", JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS);
+        commSplitType = function("MPI_Comm_split_type", JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
+        commFree = function("MPI_Comm_free", JAVA_INT, ADDRESS);
+        commSetErrhandler = function("MPI_Comm_set_errhandler", JAVA_INT, ADDRESS, ADDRESS);
+        errorString = function("MPI_Error_string", JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
+        libraryVersion = function("MPI_Get_library_version", JAVA_INT, ADDRESS, ADDRESS);
+        allreduce = function("MPI_Allreduce", JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
+        bcast = function("MPI_Bcast", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS);
+        allgather =
+                function("MPI_Allgather", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS);
+        allgatherv = function(
+                "MPI_Allgatherv", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
         reduceScatterBlock =
-                function("MPI_Reduce_scatter_block", ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
-        reduce = function("MPI_Reduce", ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS);
+                function("MPI_Reduce_scatter_block", JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
+        reduce = function("MPI_Reduce", JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS);
         gatherv = function(
-                "MPI_Gatherv", ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_INT, ADDRESS);
+                "MPI_Gatherv",
+                JAVA_INT,
+                ADDRESS,
+                JAVA_INT,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                JAVA_INT,
+                ADDRESS);
         scatterv = function(
-                "MPI_Scatterv", ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS);
+                "MPI_Scatterv",
+                JAVA_INT,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                JAVA_INT,
+                ADDRESS,
+                JAVA_INT,
+                ADDRESS);
         alltoallv = function(
-                "MPI_Alltoallv", ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
-        ibarrier = function("MPI_Ibarrier", ADDRESS, ADDRESS);
-        isend = function("MPI_Isend", ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
-        irecv = function("MPI_Irecv", ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
-        testall = function("MPI_Testall", JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
-        opCreate = function("MPI_Op_create", ADDRESS, JAVA_INT, ADDRESS);
+                "MPI_Alltoallv",
+                JAVA_INT,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS,
+                ADDRESS);
+        ibarrier = function("MPI_Ibarrier", JAVA_INT, ADDRESS, ADDRESS);
+        isend = function("MPI_Isend", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
+        irecv = function("MPI_Irecv", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
+        testall = function("MPI_Testall", JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
+        opCreate = function("MPI_Op_create", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS);
     }
 
     /**
@@ -357,10 +388,16 @@ final class OpenMpi {
         return invoke(() -> (int) allgather.invokeExact(send, count, t, receive, count, t, comm));
     }
 
-    int allgatherv(MemorySegment send, int count, DataType type, Blocks receive, MemorySegment comm) {
+    int allgatherv(
+            MemorySegment send,
+            int count,
+            DataType type,
+            MemorySegment receive,
+            MemorySegment counts,
+            MemorySegment displacements,
+            MemorySegment comm) {
         MemorySegment t = type(type);
-        return invoke(() -> (int) allgatherv.invokeExact(
-                send, count, t, receive.data(), receive.counts(), receive.displacements(), t, comm));
+        return invoke(() -> (int) allgatherv.invokeExact(send, count, t, receive, counts, displacements, t, comm));
     }
 
     int reduceScatterBlock(
@@ -384,32 +421,46 @@ final class OpenMpi {
         return invoke(() -> (int) reduce.invokeExact(send, receive, count, t, o, root, comm));
     }
 
-    /** {@code receive} is read on the root only. */
-    int gatherv(MemorySegment send, int count, DataType type, Blocks receive, int root, MemorySegment comm) {
+    /** {@code receive}, {@code counts} and {@code displacements} are read on the root only. */
+    int gatherv(
+            MemorySegment send,
+            int count,
+            DataType type,
+            MemorySegment receive,
+            MemorySegment counts,
+            MemorySegment displacements,
+            int root,
+            MemorySegment comm) {
         MemorySegment t = type(type);
-        return invoke(() -> (int) gatherv.invokeExact(
-                send, count, t, receive.data(), receive.counts(), receive.displacements(), t, root, comm));
+        return invoke(() -> (int) gatherv.invokeExact(send, count, t, receive, counts, displacements, t, root, comm));
     }
 
-    /** {@code send} is read on the root only. */
-    int scatterv(Blocks send, DataType type, MemorySegment receive, int count, int root, MemorySegment comm) {
+    /** {@code send}, {@code counts} and {@code displacements} are read on the root only. */
+    int scatterv(
+            MemorySegment send,
+            MemorySegment counts,
+            MemorySegment displacements,
+            DataType type,
+            MemorySegment receive,
+            int count,
+            int root,
+            MemorySegment comm) {
         MemorySegment t = type(type);
-        return invoke(() -> (int) scatterv.invokeExact(
-                send.data(), send.counts(), send.displacements(), t, receive, count, t, root, comm));
+        return invoke(() -> (int) scatterv.invokeExact(send, counts, displacements, t, receive, count, t, root, comm));
     }
 
-    int alltoallv(Blocks send, DataType type, Blocks receive, MemorySegment comm) {
+    int alltoallv(
+            MemorySegment send,
+            MemorySegment sendCounts,
+            MemorySegment sendDisplacements,
+            DataType type,
+            MemorySegment receive,
+            MemorySegment receiveCounts,
+            MemorySegment receiveDisplacements,
+            MemorySegment comm) {
         MemorySegment t = type(type);
         return invoke(() -> (int) alltoallv.invokeExact(
-                send.data(),
-                send.counts(),
-                send.displacements(),
-                t,
-                receive.data(),
-                receive.counts(),
-                receive.displacements(),
-                t,
-                comm));
+                send, sendCounts, sendDisplacements, t, receive, receiveCounts, receiveDisplacements, t, comm));
     }
 
     // ---- nonblocking operations (the signatures, the meeting): each writes its request into {@code request}
@@ -418,16 +469,40 @@ final class OpenMpi {
         return invoke(() -> (int) ibarrier.invokeExact(comm, request));
     }
 
-    /** Sends {@code count} elements of {@code type} to the envelope's peer. */
-    int isend(MemorySegment data, int count, DataType type, Envelope to, MemorySegment request) {
-        MemorySegment t = type(type);
-        return invoke(() -> (int) isend.invokeExact(data, count, t, to.peer(), to.tag(), to.comm(), request));
+    /** Sends {@code count} int64 words to {@code peer}. */
+    int isendWords(MemorySegment words, int count, int peer, int tag, MemorySegment comm, MemorySegment request) {
+        return invoke(() -> (int) isend.invokeExact(words, count, int64, peer, tag, comm, request));
     }
 
-    /** Receives {@code count} elements of {@code type} from the envelope's peer. */
-    int irecv(MemorySegment data, int count, DataType type, Envelope from, MemorySegment request) {
+    /** Receives {@code count} int64 words from {@code peer}. */
+    int irecvWords(MemorySegment words, int count, int peer, int tag, MemorySegment comm, MemorySegment request) {
+        return invoke(() -> (int) irecv.invokeExact(words, count, int64, peer, tag, comm, request));
+    }
+
+    /** Sends {@code count} elements of {@code type} to {@code peer}. */
+    int isend(
+            MemorySegment data,
+            int count,
+            DataType type,
+            int peer,
+            int tag,
+            MemorySegment comm,
+            MemorySegment request) {
         MemorySegment t = type(type);
-        return invoke(() -> (int) irecv.invokeExact(data, count, t, from.peer(), from.tag(), from.comm(), request));
+        return invoke(() -> (int) isend.invokeExact(data, count, t, peer, tag, comm, request));
+    }
+
+    /** Receives {@code count} elements of {@code type} from {@code peer}. */
+    int irecv(
+            MemorySegment data,
+            int count,
+            DataType type,
+            int peer,
+            int tag,
+            MemorySegment comm,
+            MemorySegment request) {
+        MemorySegment t = type(type);
+        return invoke(() -> (int) irecv.invokeExact(data, count, t, peer, tag, comm, request));
     }
 
     /** Whether all {@code count} requests completed (each completed one is set to MPI_REQUEST_NULL); drives progress. */
@@ -551,9 +626,9 @@ final class OpenMpi {
         return s.orElseThrow(() -> new IllegalStateException(library + " lacks " + name + ": not Open MPI's library?"));
     }
 
-    /** MPI function {@code name}, which returns its error code (an int). */
-    private MethodHandle function(String name, java.lang.foreign.MemoryLayout... arguments) {
-        return linker.downcallHandle(global(name), FunctionDescriptor.of(JAVA_INT, arguments));
+    private MethodHandle function(
+            String name, java.lang.foreign.MemoryLayout result, java.lang.foreign.MemoryLayout... arguments) {
+        return linker.downcallHandle(global(name), FunctionDescriptor.of(result, arguments));
     }
 
     @FunctionalInterface
@@ -570,15 +645,6 @@ final class OpenMpi {
             throw new IllegalStateException(t);
         }
     }
-
-    /**
-     * A buffer of blocks of their own sizes, as MPI's v-collectives take it: block r has {@code counts[r]} elements
-     * from element {@code displacements[r]} on (both C int arrays).
-     */
-    record Blocks(MemorySegment data, MemorySegment counts, MemorySegment displacements) {}
-
-    /** What MPI matches a point-to-point message by: the other rank, the tag and the communicator. */
-    record Envelope(int peer, int tag, MemorySegment comm) {}
 
     /** An error MPI returned. */
     static final class MpiException extends RuntimeException {
