@@ -157,7 +157,7 @@ charted=()
 for run in $RUNS; do
   for ((i = 1; i <= ROUNDS; i++)); do
     for f in "$OUT/$run-$i.json" "$OUT/$run-$i.txt"; do
-      case "$run" in train-*|torch-ddp*|torch-demo-*) continue ;; esac
+      case "$run" in train-*|base-train-*|torch-ddp*|torch-demo-*) continue ;; esac
       if [ -f "$f" ]; then charted+=("$(label "$run")=$f"); fi
     done
   done
