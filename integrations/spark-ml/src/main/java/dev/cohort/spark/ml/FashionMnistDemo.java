@@ -36,10 +36,11 @@ import picocli.CommandLine.Option;
         description = "Fits CohortEstimator on Fashion-MNIST as a DataFrame and scores the model with Spark.")
 public final class FashionMnistDemo implements Callable<Integer> {
 
-    /** The training pixels' mean and standard deviation (in [0, 1]). */
-    private static final float MEAN = 0.2860f;
-
-    private static final float STD = 0.3530f;
+    /**
+     * The {@code features} array standardized in Spark SQL with the training pixels' mean and
+     * standard deviation (pixels in [0, 1]).
+     */
+    static final String STANDARDIZED_FEATURES = "transform(features, x -> (x - 0.2860) / 0.3530)";
 
     @Mixin
     SparkOptions sparkOptions = new SparkOptions();
@@ -144,11 +145,7 @@ public final class FashionMnistDemo implements Callable<Integer> {
         String out = parquet.resolve(split).toString();
         Convert.idx(images, labels, out, 10_000, 30_000);
         // Pixels in [0, 1], standardized in Spark with the training set's mean and deviation.
-        return spark.read()
-                .parquet(out)
-                .selectExpr(
-                        String.format(Locale.ROOT, "transform(features, x -> (x - %s) / %s) AS features", MEAN, STD),
-                        "label");
+        return spark.read().parquet(out).selectExpr(STANDARDIZED_FEATURES + " AS features", "label");
     }
 
     private void writeSummary(Outcome outcome) throws IOException {

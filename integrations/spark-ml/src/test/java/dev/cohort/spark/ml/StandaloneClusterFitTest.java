@@ -90,8 +90,7 @@ class StandaloneClusterFitTest {
     private Dataset<Row> pixels(SparkSession spark, String split) {
         return spark.read()
                 .parquet(dir.resolve(split).toString())
-                .withColumn(
-                        "pixels", functions.array_to_vector(expr("transform(features, x -> (x - 0.2860) / 0.3530)")))
+                .withColumn("pixels", functions.array_to_vector(expr(FashionMnistDemo.STANDARDIZED_FEATURES)))
                 .select(col("pixels"), col("label"));
     }
 }
