@@ -25,7 +25,7 @@ if [ -n "${BASELINE:-}" ]; then
     git show "$BASELINE:engines/shm/src/main/java/dev/cohort/shm/kernels/$f.java" > "$base/$f.java"
   done
   "${JAVA_HOME:+$JAVA_HOME/bin/}javac" --release 22 --add-modules jdk.incubator.vector -Xlint:-incubating \
-    -cp api/target/classes -d "$base/classes" "$base"/*.java
+    -cp api/target/classes:runtime/target/classes -d "$base/classes" "$base"/*.java
   args+=(--baseline "$base/classes")
 fi
 java="${JAVA_HOME:+$JAVA_HOME/bin/}java"

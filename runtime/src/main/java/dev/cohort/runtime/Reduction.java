@@ -4,10 +4,6 @@ import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.HalfFloats;
 import dev.cohort.api.collective.ReduceOp;
-import java.nio.DoubleBuffer;
-import java.nio.FloatBuffer;
-import java.nio.IntBuffer;
-import java.nio.LongBuffer;
 import java.nio.ShortBuffer;
 import java.util.List;
 
@@ -22,8 +18,8 @@ import java.util.List;
  * pass: once per fold here, and once in all where the caller folds every operand in one pass
  * ({@link #foldHalves}).
  *
- * <p>Floating-point elements go through small heap arrays a chunk at a time, where the JIT
- * vectorizes the loops; element-by-element access to a direct buffer is not vectorized and
+ * <p>Elements go through small heap arrays a chunk at a time ({@link FloatFolds} and its siblings),
+ * where the JIT vectorizes the loops; element-by-element access to a direct buffer is not vectorized and
  * measured about ten times slower (a 7 MiB average took 1.6 ms that way).
  */
 public final class Reduction {
@@ -38,6 +34,10 @@ public final class Reduction {
         final float[] y = new float[CHUNK];
         final double[] dx = new double[CHUNK];
         final double[] dy = new double[CHUNK];
+        final int[] ix = new int[CHUNK];
+        final int[] iy = new int[CHUNK];
+        final long[] lx = new long[CHUNK];
+        final long[] ly = new long[CHUNK];
         final short[] bits = new short[CHUNK];
     }
 
@@ -78,42 +78,18 @@ public final class Reduction {
             return;
         }
         int n = acc.count();
+        Scratch s = SCRATCH.get();
         switch (acc.dataType()) {
-            case FLOAT32 -> {
-                FloatBuffer a = (FloatBuffer) acc.view();
-                float[] x = SCRATCH.get().x;
-                for (int from = 0; from < n; from += CHUNK) {
-                    int m = Math.min(CHUNK, n - from);
-                    a.get(from, x, 0, m);
-                    for (int i = 0; i < m; i++) x[i] = x[i] / divisor;
-                    a.put(from, x, 0, m);
-                }
-            }
-            case FLOAT64 -> {
-                DoubleBuffer a = (DoubleBuffer) acc.view();
-                double[] x = SCRATCH.get().dx;
-                for (int from = 0; from < n; from += CHUNK) {
-                    int m = Math.min(CHUNK, n - from);
-                    a.get(from, x, 0, m);
-                    for (int i = 0; i < m; i++) x[i] = x[i] / divisor;
-                    a.put(from, x, 0, m);
-                }
-            }
-            case INT32 -> {
-                IntBuffer a = (IntBuffer) acc.view();
-                for (int i = 0; i < n; i++) a.put(i, a.get(i) / divisor);
-            }
-            case INT64 -> {
-                LongBuffer a = (LongBuffer) acc.view();
-                for (int i = 0; i < n; i++) a.put(i, a.get(i) / divisor);
-            }
+            case FLOAT32 -> FloatFolds.divide(acc, divisor, s.x);
+            case FLOAT64 -> DoubleFolds.divide(acc, divisor, s.dx);
+            case INT32 -> IntFolds.divide(acc, divisor, s.ix);
+            case INT64 -> LongFolds.divide(acc, divisor, s.lx);
             case FLOAT16, BFLOAT16 -> {
-                float[] x = SCRATCH.get().x;
                 for (int from = 0; from < n; from += CHUNK) {
                     int m = Math.min(CHUNK, n - from);
-                    readHalves(acc, from, m, x);
-                    for (int i = 0; i < m; i++) x[i] = x[i] / divisor;
-                    writeHalves(x, acc, from, m);
+                    readHalves(acc, from, m, s.x);
+                    FloatFolds.divide(s.x, divisor, m);
+                    writeHalves(s.x, acc, from, m);
                 }
             }
         }
@@ -145,10 +121,10 @@ public final class Reduction {
             readHalves(operands.get(0), from, m, x);
             for (int r = 1; r < operands.size(); r++) {
                 readHalves(operands.get(r), from, m, y);
-                fold(op, x, y, m);
+                FloatFolds.fold(op, x, y, m);
             }
             if (divisor != 1) {
-                for (int i = 0; i < m; i++) x[i] = x[i] / divisor;
+                FloatFolds.divide(x, divisor, m);
             }
             writeHalves(x, out, from, m);
         }
@@ -176,24 +152,6 @@ public final class Reduction {
         ((ShortBuffer) out.view()).put(from, bits, 0, m);
     }
 
-    /** {@code x[i] = op(x[i], y[i])} for i in [0, m); AVG as SUM. */
-    private static void fold(ReduceOp op, float[] x, float[] y, int m) {
-        switch (op) {
-            case SUM, AVG -> {
-                for (int i = 0; i < m; i++) x[i] = x[i] + y[i];
-            }
-            case PRODUCT -> {
-                for (int i = 0; i < m; i++) x[i] = x[i] * y[i];
-            }
-            case MIN -> {
-                for (int i = 0; i < m; i++) x[i] = Math.min(x[i], y[i]);
-            }
-            case MAX -> {
-                for (int i = 0; i < m; i++) x[i] = Math.max(x[i], y[i]);
-            }
-        }
-    }
-
     /** What an average over {@code worldSize} operands divides by; 1 for the other operations. */
     private static int divisor(ReduceOp op, int worldSize) {
         return op == ReduceOp.AVG ? worldSize : 1;
@@ -210,93 +168,13 @@ public final class Reduction {
      * {@code out} may be {@code a} or {@code b}.
      */
     private static void combine(ReduceOp op, DenseBuffer a, DenseBuffer b, DenseBuffer out, int divisor) {
-        int n = out.count();
+        Scratch s = SCRATCH.get();
         switch (out.dataType()) {
-            case FLOAT32 ->
-                floats(op, (FloatBuffer) a.view(), (FloatBuffer) b.view(), (FloatBuffer) out.view(), n, divisor);
-            case FLOAT64 ->
-                doubles(op, (DoubleBuffer) a.view(), (DoubleBuffer) b.view(), (DoubleBuffer) out.view(), n, divisor);
-            case INT32 -> {
-                IntBuffer x = (IntBuffer) a.view();
-                IntBuffer y = (IntBuffer) b.view();
-                IntBuffer o = (IntBuffer) out.view();
-                // in long: two's complement sums and products agree with int's in the low 32 bits
-                for (int i = 0; i < n; i++) o.put(i, (int) apply(op, x.get(i), y.get(i)) / divisor);
-            }
-            case INT64 -> {
-                LongBuffer x = (LongBuffer) a.view();
-                LongBuffer y = (LongBuffer) b.view();
-                LongBuffer o = (LongBuffer) out.view();
-                for (int i = 0; i < n; i++) o.put(i, apply(op, x.get(i), y.get(i)) / divisor);
-            }
+            case FLOAT32 -> FloatFolds.combine(op, a, b, out, divisor, s.x, s.y);
+            case FLOAT64 -> DoubleFolds.combine(op, a, b, out, divisor, s.dx, s.dy);
+            case INT32 -> IntFolds.combine(op, a, b, out, divisor, s.ix, s.iy);
+            case INT64 -> LongFolds.combine(op, a, b, out, divisor, s.lx, s.ly);
             case FLOAT16, BFLOAT16 -> halves(op, List.of(a, b), out, divisor);
         }
-    }
-
-    private static void floats(ReduceOp op, FloatBuffer a, FloatBuffer b, FloatBuffer out, int n, int divisor) {
-        Scratch s = SCRATCH.get();
-        float[] x = s.x;
-        float[] y = s.y;
-        for (int from = 0; from < n; from += CHUNK) {
-            int m = Math.min(CHUNK, n - from);
-            a.get(from, x, 0, m);
-            b.get(from, y, 0, m);
-            switch (op) {
-                case SUM, AVG -> {
-                    for (int i = 0; i < m; i++) x[i] = x[i] + y[i];
-                }
-                case PRODUCT -> {
-                    for (int i = 0; i < m; i++) x[i] = x[i] * y[i];
-                }
-                case MIN -> {
-                    for (int i = 0; i < m; i++) x[i] = Math.min(x[i], y[i]);
-                }
-                case MAX -> {
-                    for (int i = 0; i < m; i++) x[i] = Math.max(x[i], y[i]);
-                }
-            }
-            if (divisor != 1) {
-                for (int i = 0; i < m; i++) x[i] = x[i] / divisor;
-            }
-            out.put(from, x, 0, m);
-        }
-    }
-
-    private static void doubles(ReduceOp op, DoubleBuffer a, DoubleBuffer b, DoubleBuffer out, int n, int divisor) {
-        Scratch s = SCRATCH.get();
-        double[] x = s.dx;
-        double[] y = s.dy;
-        for (int from = 0; from < n; from += CHUNK) {
-            int m = Math.min(CHUNK, n - from);
-            a.get(from, x, 0, m);
-            b.get(from, y, 0, m);
-            switch (op) {
-                case SUM, AVG -> {
-                    for (int i = 0; i < m; i++) x[i] = x[i] + y[i];
-                }
-                case PRODUCT -> {
-                    for (int i = 0; i < m; i++) x[i] = x[i] * y[i];
-                }
-                case MIN -> {
-                    for (int i = 0; i < m; i++) x[i] = Math.min(x[i], y[i]);
-                }
-                case MAX -> {
-                    for (int i = 0; i < m; i++) x[i] = Math.max(x[i], y[i]);
-                }
-            }
-            if (divisor != 1) {
-                for (int i = 0; i < m; i++) x[i] = x[i] / divisor;
-            }
-            out.put(from, x, 0, m);
-        }
-    }
-
-    private static long apply(ReduceOp op, long x, long y) {
-        return switch (op) {
-            case SUM, AVG -> x + y;
-            case PRODUCT -> x * y;
-            case MIN -> Math.min(x, y);
-            case MAX -> Math.max(x, y);
-        };
     }
 }

@@ -3,6 +3,10 @@ package dev.cohort.shm.kernels;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.HalfFloats;
 import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.runtime.DoubleFolds;
+import dev.cohort.runtime.FloatFolds;
+import dev.cohort.runtime.IntFolds;
+import dev.cohort.runtime.LongFolds;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
@@ -38,10 +42,6 @@ public final class ReduceKernels {
     private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED;
     private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED;
-    private static final int SUM = 0;
-    private static final int PRODUCT = 1;
-    private static final int MIN = 2;
-    private static final int MAX = 3;
 
     private static final VectorSpecies<Float> FLOATS = FloatVector.SPECIES_PREFERRED;
     /** The general path's chunk: one staging array's size (two of them stay in the first-level cache). */
@@ -51,7 +51,6 @@ public final class ReduceKernels {
 
     /** Reduces as {@code a} says (see {@link ReduceArgs}); allocates nothing. */
     public static void reduce(ReduceArgs a) {
-        int opc = opCode(a.op);
         boolean avg = a.op == ReduceOp.AVG && a.ranks > 1;
         if (a.ranks == 2
                 && (a.op == ReduceOp.SUM || a.op == ReduceOp.AVG)
@@ -72,29 +71,23 @@ public final class ReduceKernels {
             }
         }
         if (a.type.isHalfPrecision()) {
-            halves(a, opc, avg);
+            halves(a, avg);
             return;
         }
-        staged(a, lanes(a.type), opc, avg);
+        staged(a, lanes(a.type), avg);
     }
 
     /** The general path alone, the two-rank float32 SUM too: what ReduceKernelsBench times against its kernels. */
     static void reduceStaged(ReduceArgs a) {
-        staged(a, lanes(a.type), opCode(a.op), a.op == ReduceOp.AVG && a.ranks > 1);
+        staged(a, lanes(a.type), a.op == ReduceOp.AVG && a.ranks > 1);
     }
 
     /** 16-bit floats: each chunk of every operand widened to float32, folded, rounded once. */
-    private static void halves(ReduceArgs a, int opc, boolean avg) {
+    private static void halves(ReduceArgs a, boolean avg) {
         int chunk = CHUNK_BYTES / 4;
         float[] acc = a.staging(0, float[]::new, chunk);
         float[] t = a.staging(1, float[]::new, chunk);
         short[] bits = a.staging(2, short[]::new, chunk);
-        Fold<float[]> fold = switch (opc) {
-            case SUM -> ReduceKernels::add;
-            case PRODUCT -> ReduceKernels::multiply;
-            case MIN -> ReduceKernels::min;
-            default -> ReduceKernels::max;
-        };
         boolean bf16 = a.type == DataType.BFLOAT16;
         int n = a.ranks;
         for (long s = 0; s < a.count; s += chunk) {
@@ -105,10 +98,10 @@ public final class ReduceKernels {
             for (int j = 1; j < n; j++) {
                 load(a, j, I16, b, bits, len);
                 widen(bits, t, len, bf16);
-                fold.apply(acc, t, len);
+                FloatFolds.fold(a.op, acc, t, len);
             }
             if (avg) {
-                divide(acc, n, len);
+                FloatFolds.divide(acc, n, len);
             }
             if (bf16) {
                 for (int i = 0; i < len; i++) bits[i] = HalfFloats.floatToBf16(acc[i]);
@@ -128,16 +121,6 @@ public final class ReduceKernels {
         } else {
             for (int i = 0; i < len; i++) to[i] = Float.float16ToFloat(bits[i]);
         }
-    }
-
-    /** The loops' operation: AVG sums (and then divides). */
-    private static int opCode(ReduceOp op) {
-        return switch (op) {
-            case SUM, AVG -> SUM;
-            case PRODUCT -> PRODUCT;
-            case MIN -> MIN;
-            case MAX -> MAX;
-        };
     }
 
     /**
@@ -188,10 +171,10 @@ public final class ReduceKernels {
         sumTwoFloats(direct, 0, shm, scratch, count, direct, bytes, scratch + bytes, 0.5f);
         sumTwoFloatsInPlace(shm, scratch + bytes, scratch, count, scratch + bytes, scratch + 2 * bytes, 1f);
         int n = a.terms.length;
-        staged(a.ranks(n, 0).own(direct, 0).out(direct, bytes).noResults(), FLOAT32, SUM, false);
-        staged(a.addResult(scratch + bytes), FLOAT32, SUM, false);
-        staged(a.ranks(n, 1).own(shm, scratch).out(shm, scratch + 2 * bytes).noResults(), FLOAT32, SUM, false);
-        staged(a.addResult(scratch + bytes), FLOAT32, SUM, true);
+        staged(a.ranks(n, 0).own(direct, 0).out(direct, bytes).noResults(), FLOAT32, false);
+        staged(a.addResult(scratch + bytes), FLOAT32, false);
+        staged(a.ranks(n, 1).own(shm, scratch).out(shm, scratch + 2 * bytes).noResults(), FLOAT32, false);
+        staged(a.addResult(scratch + bytes), FLOAT32, true);
     }
 
     /*
@@ -319,20 +302,13 @@ public final class ReduceKernels {
      * caches, where one copy streams at a time (docs/lab/PERFORMANCE-LOG.md).
      */
 
-    /** One element type's layout, staging arrays and loops; the arrays are each ReduceArgs' own. */
-    private record Lanes<A>(
-            ValueLayout layout,
-            IntFunction<A> arrays,
-            Fold<A> add,
-            Fold<A> multiply,
-            Fold<A> min,
-            Fold<A> max,
-            Divide<A> divide) {}
+    /** One element type's layout, staging arrays and loops (runtime's folds); the arrays are each ReduceArgs' own. */
+    private record Lanes<A>(ValueLayout layout, IntFunction<A> arrays, Fold<A> fold, Divide<A> divide) {}
 
-    /** {@code acc[i] = acc[i] op t[i]} for i in [0, n). */
+    /** {@code acc[i] = op(acc[i], t[i])} for i in [0, n); AVG as SUM. */
     @FunctionalInterface
     private interface Fold<A> {
-        void apply(A acc, A t, int n);
+        void apply(ReduceOp op, A acc, A t, int n);
     }
 
     /** {@code acc[i] = acc[i] / d} for i in [0, n), truncating for integers. */
@@ -341,38 +317,11 @@ public final class ReduceKernels {
         void apply(A acc, int d, int n);
     }
 
-    private static final Lanes<float[]> FLOAT32 = new Lanes<>(
-            F32,
-            float[]::new,
-            ReduceKernels::add,
-            ReduceKernels::multiply,
-            ReduceKernels::min,
-            ReduceKernels::max,
-            ReduceKernels::divide);
-    private static final Lanes<double[]> FLOAT64 = new Lanes<>(
-            F64,
-            double[]::new,
-            ReduceKernels::add,
-            ReduceKernels::multiply,
-            ReduceKernels::min,
-            ReduceKernels::max,
-            ReduceKernels::divide);
-    private static final Lanes<int[]> INT32 = new Lanes<>(
-            I32,
-            int[]::new,
-            ReduceKernels::add,
-            ReduceKernels::multiply,
-            ReduceKernels::min,
-            ReduceKernels::max,
-            ReduceKernels::divide);
-    private static final Lanes<long[]> INT64 = new Lanes<>(
-            I64,
-            long[]::new,
-            ReduceKernels::add,
-            ReduceKernels::multiply,
-            ReduceKernels::min,
-            ReduceKernels::max,
-            ReduceKernels::divide);
+    private static final Lanes<float[]> FLOAT32 = new Lanes<>(F32, float[]::new, FloatFolds::fold, FloatFolds::divide);
+    private static final Lanes<double[]> FLOAT64 =
+            new Lanes<>(F64, double[]::new, DoubleFolds::fold, DoubleFolds::divide);
+    private static final Lanes<int[]> INT32 = new Lanes<>(I32, int[]::new, IntFolds::fold, IntFolds::divide);
+    private static final Lanes<long[]> INT64 = new Lanes<>(I64, long[]::new, LongFolds::fold, LongFolds::divide);
 
     private static Lanes<?> lanes(DataType type) {
         return switch (type) {
@@ -384,17 +333,11 @@ public final class ReduceKernels {
         };
     }
 
-    private static <A> void staged(ReduceArgs a, Lanes<A> lanes, int opc, boolean avg) {
+    private static <A> void staged(ReduceArgs a, Lanes<A> lanes, boolean avg) {
         int e = a.type.byteSize();
         int chunk = CHUNK_BYTES / e;
         A acc = a.staging(0, lanes.arrays(), chunk);
         A t = a.staging(1, lanes.arrays(), chunk);
-        Fold<A> fold = switch (opc) {
-            case SUM -> lanes.add();
-            case PRODUCT -> lanes.multiply();
-            case MIN -> lanes.min();
-            default -> lanes.max();
-        };
         ValueLayout layout = lanes.layout();
         int n = a.ranks;
         for (long s = 0; s < a.count; s += chunk) {
@@ -403,7 +346,7 @@ public final class ReduceKernels {
             load(a, 0, layout, b, acc, len);
             for (int j = 1; j < n; j++) {
                 load(a, j, layout, b, t, len);
-                fold.apply(acc, t, len);
+                lanes.fold().apply(a.op, acc, t, len);
             }
             if (avg) {
                 lanes.divide().apply(acc, n, len);
@@ -422,87 +365,5 @@ public final class ReduceKernels {
         } else {
             MemorySegment.copy(a.shm, layout, a.terms[j] + b, array, 0, len);
         }
-    }
-
-    /* The loops, a table: one line per type and op. */
-
-    private static void add(float[] a, float[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] += b[i];
-    }
-
-    private static void add(double[] a, double[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] += b[i];
-    }
-
-    private static void add(int[] a, int[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] += b[i];
-    }
-
-    private static void add(long[] a, long[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] += b[i];
-    }
-
-    private static void multiply(float[] a, float[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] *= b[i];
-    }
-
-    private static void multiply(double[] a, double[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] *= b[i];
-    }
-
-    private static void multiply(int[] a, int[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] *= b[i];
-    }
-
-    private static void multiply(long[] a, long[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] *= b[i];
-    }
-
-    private static void min(float[] a, float[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]);
-    }
-
-    private static void min(double[] a, double[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]);
-    }
-
-    private static void min(int[] a, int[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]);
-    }
-
-    private static void min(long[] a, long[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] = Math.min(a[i], b[i]);
-    }
-
-    private static void max(float[] a, float[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]);
-    }
-
-    private static void max(double[] a, double[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]);
-    }
-
-    private static void max(int[] a, int[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]);
-    }
-
-    private static void max(long[] a, long[] b, int n) {
-        for (int i = 0; i < n; i++) a[i] = Math.max(a[i], b[i]);
-    }
-
-    private static void divide(float[] a, int d, int n) {
-        for (int i = 0; i < n; i++) a[i] /= d;
-    }
-
-    private static void divide(double[] a, int d, int n) {
-        for (int i = 0; i < n; i++) a[i] /= d;
-    }
-
-    private static void divide(int[] a, int d, int n) {
-        for (int i = 0; i < n; i++) a[i] /= d;
-    }
-
-    private static void divide(long[] a, int d, int n) {
-        for (int i = 0; i < n; i++) a[i] /= d;
     }
 }
