@@ -11,6 +11,7 @@ import dev.cohort.launcher.control.ControlServer;
 import dev.cohort.launcher.control.Coordinator;
 import dev.cohort.launcher.control.LocalCoordinator;
 import dev.cohort.launcher.control.Report;
+import dev.cohort.runtime.ComputeThreads;
 import dev.cohort.runtime.elastic.ElasticJob;
 import java.io.IOException;
 import java.util.ArrayList;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.cohort.launcher.testing.TestWorker;
+import dev.cohort.runtime.ComputeThreads;
 import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -201,6 +202,13 @@ class OptionsAndProgramTest {
      */
     @Test
     void computeThreadsDefaultToOneThreadPerPool() {
+        // A Spark rank's pools follow its task's CPUs (spark.task.cpus), one OpenBLAS thread under each.
+        assertThat(ComputeThreads.variables(Map.of(), 2))
+                .containsExactlyInAnyOrderEntriesOf(Map.of(
+                        "OMP_NUM_THREADS", "2",
+                        "OPENBLAS_NUM_THREADS", "1",
+                        "MKL_NUM_THREADS", "2",
+                        "COHORT_COMPUTE_THREADS", "2"));
         assertThat(ComputeThreads.variables(Map.of())).containsExactlyInAnyOrderEntriesOf(ONE_THREAD_PER_POOL);
         assertThat(ComputeThreads.describe(ComputeThreads.variables(Map.of()), 16, 2))
                 .isEqualTo("compute threads per worker: OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, MKL_NUM_THREADS=1, "

@@ -78,6 +78,11 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
         return fitted.streamSeconds();
     }
 
+    /** What the model was made from: its factory, features and classes. */
+    ModelSpec spec() {
+        return fitted.spec();
+    }
+
     /** The trained weights in libtorch's archive format (load them into the factory's model with {@code Module.load}). */
     public byte[] weights() {
         return fitted.weights().clone();
@@ -110,8 +115,15 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
     public Dataset<Row> transform(Dataset<?> dataset) {
         StructType schema = dataset.schema();
         StructType out = transformSchema(schema);
-        Dataset<Row> withVector = dataset.toDF()
-                .withColumn(FeatureColumns.VECTOR, FeatureColumns.vector(schema, getFeaturesCol(), getFeatureCols()));
+        // Features that are a vector already are read where they are: a copy would be one more
+        // vector to decode in every row.
+        String[] scalars = getFeatureCols();
+        boolean asIs = (scalars == null || scalars.length == 0)
+                && schema.apply(getFeaturesCol()).dataType().equals(SQLDataTypes.VectorType());
+        Dataset<Row> withVector = asIs
+                ? dataset.toDF()
+                : dataset.toDF()
+                        .withColumn(FeatureColumns.VECTOR, FeatureColumns.vector(schema, getFeaturesCol(), scalars));
         Broadcast<byte[]> shared = JavaSparkContext.fromSparkContext(
                         dataset.sparkSession().sparkContext())
                 .broadcast(fitted.weights());
@@ -120,6 +132,7 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
                 fitted.spec(),
                 shared,
                 schema.length(),
+                asIs ? schema.fieldIndex(getFeaturesCol()) : schema.length(),
                 !getProbabilityCol().isEmpty());
         return withVector.mapPartitions(predictor, Encoders.row(out));
     }

@@ -1,5 +1,9 @@
 package dev.cohort.spark.ml;
 
+import static org.apache.spark.ml.functions.array_to_vector;
+import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.expr;
+
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -60,6 +64,16 @@ public final class FashionMnistDemo implements Callable<Integer> {
     @Option(names = "--backend", defaultValue = "auto", description = "The ranks' engine (default ${DEFAULT-VALUE}).")
     String backend;
 
+    @Option(names = "--optimizer", defaultValue = "adam", description = "adam (default) or sgd (momentum 0.9).")
+    String optimizer;
+
+    @Option(
+            names = "--measure-inference",
+            paramLabel = "ROUNDS",
+            defaultValue = "0",
+            description = "Also time transform on the training rows against a libtorch loop (ROUNDS passes each).")
+    int inferenceRounds;
+
     public static void main(String[] args) {
         if (System.getProperty("log4j2.configurationFile") == null) {
             System.setProperty("log4j2.configurationFile", "cohort-spark-log4j2.properties");
@@ -73,7 +87,7 @@ public final class FashionMnistDemo implements Callable<Integer> {
     }
 
     /** One run's result: the fitted model, its test accuracy by Spark's evaluator, the fit's wall time. */
-    record Outcome(CohortModel model, double testAccuracy, double fitSeconds) {}
+    record Outcome(CohortModel model, double testAccuracy, double fitSeconds, InferenceSpeed.Figures inference) {}
 
     @Override
     public Integer call() throws IOException {
@@ -104,6 +118,19 @@ public final class FashionMnistDemo implements Callable<Integer> {
                     outcome.testAccuracy(),
                     outcome.fitSeconds(),
                     outcome.model().streamSeconds());
+            if (outcome.inference() != null) {
+                System.out.printf(
+                        Locale.ROOT,
+                        "inference over %d rows on %d task slots: transform %.0f rows/s; a libtorch loop on as many"
+                                + " threads %.0f rows/s; the rows' trip through Spark alone %.0f rows/s, so at best"
+                                + " %.0f rows/s%n",
+                        outcome.inference().rows(),
+                        outcome.inference().slots(),
+                        outcome.inference().transformRowsPerSec(),
+                        outcome.inference().loopRowsPerSec(),
+                        outcome.inference().rowTripRowsPerSec(),
+                        outcome.inference().boundRowsPerSec());
+            }
             writeSummary(outcome);
             return 0;
         } finally {
@@ -126,12 +153,15 @@ public final class FashionMnistDemo implements Callable<Integer> {
                 .setBatchSize(batchSize)
                 .setEngine(backend)
                 .setLrSchedule("linear")
+                .setOptimizer(optimizer)
                 .fit(train);
         double fitSeconds = (System.nanoTime() - start) / 1e9;
         double accuracy = new MulticlassClassificationEvaluator()
                 .setMetricName("accuracy")
                 .evaluate(model.transform(test).selectExpr("cast(label as double) label", "prediction"));
-        return new Outcome(model, accuracy, fitSeconds);
+        InferenceSpeed.Figures inference =
+                inferenceRounds > 0 ? InferenceSpeed.measure(model, train, "features", inferenceRounds) : null;
+        return new Outcome(model, accuracy, fitSeconds, inference);
     }
 
     /** The IDX split {@code split} ("train", "t10k") as Parquet shards, read back as a DataFrame. */
@@ -144,8 +174,11 @@ public final class FashionMnistDemo implements Callable<Integer> {
         }
         String out = parquet.resolve(split).toString();
         Convert.idx(images, labels, out, 10_000, 30_000);
-        // Pixels in [0, 1], standardized in Spark with the training set's mean and deviation.
-        return spark.read().parquet(out).selectExpr(STANDARDIZED_FEATURES + " AS features", "label");
+        // Pixels in [0, 1], standardized in Spark with the training set's mean and deviation, as a
+        // Spark ML vector (what VectorAssembler and Spark's own models take).
+        return spark.read()
+                .parquet(out)
+                .select(array_to_vector(expr(STANDARDIZED_FEATURES)).as("features"), col("label"));
     }
 
     private void writeSummary(Outcome outcome) throws IOException {
@@ -158,10 +191,19 @@ public final class FashionMnistDemo implements Callable<Integer> {
         root.put("model", "mlp");
         root.put("framework", "torch");
         root.put("backend", backend);
+        root.put("optimizer", optimizer);
         root.put("spark_master", sparkOptions.describeMaster());
         root.put("global_batch_size", batchSize * sparkOptions.workers());
         root.put("fit_seconds", outcome.fitSeconds());
         root.put("stream_seconds", model.streamSeconds());
+        if (outcome.inference() != null) {
+            root.put("inference_rows", outcome.inference().rows());
+            root.put("transform_rows_per_s", outcome.inference().transformRowsPerSec());
+            root.put("inference_slots", outcome.inference().slots());
+            root.put("loop_rows_per_s", outcome.inference().loopRowsPerSec());
+            root.put("row_trip_rows_per_s", outcome.inference().rowTripRowsPerSec());
+            root.put("transform_bound_rows_per_s", outcome.inference().boundRowsPerSec());
+        }
         ArrayNode details = root.putArray("epochs_detail");
         for (EpochStats e : model.history()) {
             details.addObject()

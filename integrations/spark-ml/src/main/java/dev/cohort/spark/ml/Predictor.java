@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
+import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.ml.linalg.DenseVector;
@@ -11,20 +12,23 @@ import org.apache.spark.ml.linalg.Vector;
 import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
+import org.bytedeco.pytorch.global.torch;
 
 /**
  * {@link CohortModel#transform}'s work in each partition: the rows in batches of {@value #BATCH}
  * through the model ({@link TorchInference}, loaded once per executor JVM), each row given back
- * with its prediction (and probabilities) appended, in order; the vector column {@code transform}
+ * with its prediction (and probabilities) appended, in order; a vector column {@code transform}
  * added for the features is left out.
  *
  * @param key the model's name in each executor JVM ({@link TorchInference#of})
  * @param spec the model's factory, features and classes
  * @param weights the trained weights, broadcast
- * @param columns the input's own columns: the vector column follows them
+ * @param columns the input's own columns, which each output row keeps
+ * @param vector the index of the features' vector column: one of the input's own when its features
+ *     are a vector already, else {@code columns} (the column {@code transform} added after them)
  * @param probabilities whether each row also gets the class probabilities
  */
-record Predictor(String key, ModelSpec spec, Broadcast<byte[]> weights, int columns, boolean probabilities)
+record Predictor(String key, ModelSpec spec, Broadcast<byte[]> weights, int columns, int vector, boolean probabilities)
         implements MapPartitionsFunction<Row, Row> {
 
     /** Rows per forward pass. */
@@ -33,6 +37,11 @@ record Predictor(String key, ModelSpec spec, Broadcast<byte[]> weights, int colu
     @Override
     public Iterator<Row> call(Iterator<Row> rows) {
         TorchInference model = TorchInference.of(key, spec, weights.value());
+        // libtorch's threads for this task thread's forward passes: the task's CPUs, so that the
+        // executor's concurrent tasks do not each take every core (measured here: the demo MLP's
+        // forward on 2 threads of 2 CPUs ran 8-10x slower than on 1).
+        TaskContext task = TaskContext.get();
+        torch.set_num_threads(task == null ? 1 : Math.max(1, task.cpus()));
         int width = spec.width();
         return new Iterator<>() {
             private final List<Row> batch = new ArrayList<>(BATCH);
@@ -63,7 +72,7 @@ record Predictor(String key, ModelSpec spec, Broadcast<byte[]> weights, int colu
                 next = 0;
                 while (batch.size() < BATCH && rows.hasNext()) {
                     Row row = rows.next();
-                    Vector v = row.getAs(columns);
+                    Vector v = row.getAs(vector);
                     if (v == null) {
                         throw new IllegalArgumentException("a row has no features (null): drop or fill it first");
                     }

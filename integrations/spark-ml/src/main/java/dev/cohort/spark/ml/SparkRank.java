@@ -24,8 +24,10 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.stream.Stream;
+import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Adam;
 import org.bytedeco.pytorch.AdamOptions;
+import org.bytedeco.pytorch.LongOptional;
 import org.bytedeco.pytorch.Optimizer;
 import org.bytedeco.pytorch.OptimizerParamGroupVector;
 import org.bytedeco.pytorch.SGD;
@@ -160,16 +162,19 @@ public final class SparkRank {
                     double done = (epoch * steps + step) / (double) (settings.epochs() * steps);
                     setLearningRate(training.optimizer(), settings.learningRate() * (1 - done));
                 }
-                training.optimizer().zero_grad();
-                Tensor scores = training.model().forward(b.inputs());
-                Tensor loss = torch.cross_entropy(scores, b.targets());
-                loss.backward();
-                training.optimizer().step();
-                lossSum += loss.item_double();
-                correct += scores.argmax(new org.bytedeco.pytorch.LongOptional(1), false)
-                        .eq(b.targets())
-                        .sum()
-                        .item_long();
+                // The scope frees the step's native temporaries at once, not at some later GC.
+                try (PointerScope scope = new PointerScope()) {
+                    training.optimizer().zero_grad();
+                    Tensor scores = training.model().forward(b.inputs());
+                    Tensor loss = torch.cross_entropy(scores, b.targets());
+                    loss.backward();
+                    training.optimizer().step();
+                    lossSum += loss.item_double();
+                    correct += scores.argmax(new LongOptional(1), false)
+                            .eq(b.targets())
+                            .sum()
+                            .item_long();
+                }
                 step++;
             }
         }

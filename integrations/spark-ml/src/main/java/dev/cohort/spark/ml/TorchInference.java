@@ -4,6 +4,7 @@ import dev.cohort.libtorch.LibTorch;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.bytedeco.javacpp.FloatPointer;
+import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
@@ -38,14 +39,15 @@ record TorchInference(TorchClassifier model, ModelSpec spec) {
      * {@code rows * classes} values, row after row.
      */
     float[] probabilities(float[] features, int rows) {
-        try (NoGradGuard noGrad = new NoGradGuard();
+        // The scope frees the pass's native tensors at once; left to the GC, they pile up until
+        // JavaCPP's accounting forces collections.
+        try (PointerScope scope = new PointerScope();
+                NoGradGuard noGrad = new NoGradGuard();
                 FloatPointer in = new FloatPointer(features)) {
             Tensor x = torch.from_blob(in, new long[] {rows, spec.width()}, new TensorOptions(torch.ScalarType.Float));
             Tensor p = torch.softmax(model.forward(x), 1).contiguous();
             float[] out = new float[rows * spec.classes()];
             new FloatPointer(p.data_ptr_float()).get(out, 0, out.length);
-            x.close();
-            p.close();
             return out;
         }
     }

@@ -1,5 +1,7 @@
 package dev.cohort.spark.ml;
 
+import static org.apache.spark.ml.functions.vector_to_array;
+import static org.apache.spark.sql.functions.col;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Path;
@@ -104,6 +106,29 @@ class PipelineTest extends OnLocalSpark {
         Dataset<Row> predicted = model.setProbabilityCol("").transform(blobs(spark, 300, 4));
         assertThat(predicted.columns()).containsExactly("x0", "x1", "x2", "x3", "label", "prediction");
         assertThat(accuracy(predicted)).isGreaterThan(0.9);
+    }
+
+    @Test
+    void featuresAsAVectorOrAsAnArrayPredictTheSame() {
+        VectorAssembler assembler = new VectorAssembler()
+                .setInputCols(new String[] {"x0", "x1", "x2", "x3"})
+                .setOutputCol("features");
+        CohortModel model = new CohortEstimator()
+                .setNumWorkers(2)
+                .setEpochs(1)
+                .setBatchSize(16)
+                .setEngine("tcp")
+                .fit(assembler.transform(blobs(spark, 1200, 5)));
+        Dataset<Row> vectors = assembler.transform(blobs(spark, 300, 6));
+        Dataset<Row> arrays = vectors.withColumn("features", vector_to_array(col("features"), "float64"));
+
+        Dataset<Row> fromArrays = model.transform(arrays);
+        assertThat(fromArrays.columns())
+                .containsExactly("x0", "x1", "x2", "x3", "label", "features", "prediction", "probability");
+        assertThat(fromArrays.select("prediction", "probability").collectAsList())
+                .isEqualTo(model.transform(vectors)
+                        .select("prediction", "probability")
+                        .collectAsList());
     }
 
     private static double accuracy(Dataset<Row> predicted) {

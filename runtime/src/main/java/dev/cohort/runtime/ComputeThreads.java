@@ -1,4 +1,4 @@
-package dev.cohort.launcher;
+package dev.cohort.runtime;
 
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -14,29 +14,38 @@ import java.util.Map;
  * on 2 shared CPUs, and a worker's share of the cores (cores / local workers) is only the most that
  * cannot oversubscribe, which the launcher's line names. {@code MKL_NUM_THREADS} and {@code
  * COHORT_COMPUTE_THREADS} (what Cohort's examples pass to {@code torch.set_num_threads}) follow
- * {@code OMP_NUM_THREADS}. A variable the user set is kept.
+ * {@code OMP_NUM_THREADS}. A variable the user set is kept. The launcher sets them for its workers,
+ * cohort-spark for the rank each Spark task starts.
  */
-final class ComputeThreads {
+public final class ComputeThreads {
 
-    static final String OPENMP = "OMP_NUM_THREADS";
+    public static final String OPENMP = "OMP_NUM_THREADS";
     /** A pool of its own inside each OpenMP thread. */
-    static final String OPENBLAS = "OPENBLAS_NUM_THREADS";
+    public static final String OPENBLAS = "OPENBLAS_NUM_THREADS";
     /** The OpenMP pool again, as MKL and libtorch read it. */
-    static final String MKL = "MKL_NUM_THREADS";
+    public static final String MKL = "MKL_NUM_THREADS";
 
-    static final String COHORT = "COHORT_COMPUTE_THREADS";
-    static final List<String> VARIABLES = List.of(OPENMP, OPENBLAS, MKL, COHORT);
+    public static final String COHORT = "COHORT_COMPUTE_THREADS";
+    public static final List<String> VARIABLES = List.of(OPENMP, OPENBLAS, MKL, COHORT);
 
     private ComputeThreads() {}
 
     /** A worker's share of the cores: the most OpenMP threads × OpenBLAS threads that cannot oversubscribe. */
-    static int perWorker(int cores, int localWorkers) {
+    public static int perWorker(int cores, int localWorkers) {
         return Math.max(1, cores / localWorkers);
     }
 
-    /** The variables to add: those of {@link #VARIABLES} that {@code inherited} lacks. */
-    static Map<String, String> variables(Map<String, String> inherited) {
-        String openmp = inherited.getOrDefault(OPENMP, "1");
+    /** The variables to add: those of {@link #VARIABLES} that {@code inherited} lacks, one thread a pool. */
+    public static Map<String, String> variables(Map<String, String> inherited) {
+        return variables(inherited, 1);
+    }
+
+    /**
+     * The variables to add: those of {@link #VARIABLES} that {@code inherited} lacks, with {@code
+     * threads} OpenMP threads (and one OpenBLAS thread under each) unless {@code inherited} says.
+     */
+    public static Map<String, String> variables(Map<String, String> inherited, int threads) {
+        String openmp = inherited.getOrDefault(OPENMP, Integer.toString(threads));
         Map<String, String> vars = new LinkedHashMap<>();
         vars.put(OPENMP, openmp);
         vars.put(OPENBLAS, "1");
@@ -47,7 +56,7 @@ final class ComputeThreads {
     }
 
     /** The one line the launcher prints about it. */
-    static String describe(Map<String, String> set, int cores, int localWorkers) {
+    public static String describe(Map<String, String> set, int cores, int localWorkers) {
         int share = perWorker(cores, localWorkers);
         String most = " (" + cores + " cores / " + localWorkers + " workers on this node: OMP_NUM_THREADS × "
                 + "OPENBLAS_NUM_THREADS up to " + share + " per worker cannot oversubscribe)";
