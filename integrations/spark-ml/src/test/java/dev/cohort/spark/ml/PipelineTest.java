@@ -62,9 +62,7 @@ class PipelineTest extends OnLocalSpark {
     void aPipelineWithVectorAssemblerFitsSavesLoadsAndPredictsTheSame() throws Exception {
         Dataset<Row> train = blobs(spark, 3000, 1);
         Dataset<Row> test = blobs(spark, 600, 2);
-        VectorAssembler assembler = new VectorAssembler()
-                .setInputCols(new String[] {"x0", "x1", "x2", "x3"})
-                .setOutputCol("features");
+        VectorAssembler assembler = assembler();
         CohortEstimator cohort = new CohortEstimator()
                 .setNumWorkers(2)
                 .setEpochs(3)
@@ -110,9 +108,7 @@ class PipelineTest extends OnLocalSpark {
 
     @Test
     void featuresAsAVectorOrAsAnArrayPredictTheSame() {
-        VectorAssembler assembler = new VectorAssembler()
-                .setInputCols(new String[] {"x0", "x1", "x2", "x3"})
-                .setOutputCol("features");
+        VectorAssembler assembler = assembler();
         CohortModel model = new CohortEstimator()
                 .setNumWorkers(2)
                 .setEpochs(1)
@@ -129,6 +125,13 @@ class PipelineTest extends OnLocalSpark {
                 .isEqualTo(model.transform(vectors)
                         .select("prediction", "probability")
                         .collectAsList());
+    }
+
+    /** The four numeric columns as the vector column {@code features}. */
+    private static VectorAssembler assembler() {
+        return new VectorAssembler()
+                .setInputCols(new String[] {"x0", "x1", "x2", "x3"})
+                .setOutputCol("features");
     }
 
     private static double accuracy(Dataset<Row> predicted) {
