@@ -29,6 +29,7 @@ import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
+import scala.Option;
 
 /**
  * What {@link CohortEstimator#fit} returns: the trained classifier, a Spark ML {@code Model}.
@@ -173,7 +174,9 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
 
         @Override
         public void saveImpl(String path) {
-            DefaultParamsWriter$.MODULE$.saveMetadata(model, path, sparkSession());
+            // The SparkContext forms: the ones Spark 3.5 and 4.x both have.
+            DefaultParamsWriter$.MODULE$.saveMetadata(
+                    model, path, sparkSession().sparkContext(), Option.empty(), Option.empty());
             Map<String, Object> about = new LinkedHashMap<>();
             about.put("factory", model.fitted.spec().factory());
             about.put("width", model.fitted.spec().width());
@@ -199,7 +202,8 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
     private static final class Reader extends MLReader<CohortModel> {
         @Override
         public CohortModel load(String path) {
-            DefaultParamsReader.Metadata metadata = DefaultParamsReader$.MODULE$.loadMetadata(path, sparkSession());
+            DefaultParamsReader.Metadata metadata = DefaultParamsReader$.MODULE$.loadMetadata(
+                    path, sparkSession().sparkContext(), CohortModel.class.getName());
             try {
                 Map<String, Object> about =
                         JSON.readValue(read(new Path(path, "model.json")), new TypeReference<>() {});
