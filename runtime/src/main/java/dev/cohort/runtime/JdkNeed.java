@@ -12,6 +12,15 @@ import java.util.Objects;
  */
 public record JdkNeed(int feature, String olderJdksLack, List<String> jvmOptions) {
 
+    /**
+     * The line a JVM prints among its first on standard error when {@link #jvmOptions} add the Vector
+     * API's incubator module: expected, so what starts workers (the launcher, cohort-spark) drops it.
+     */
+    public static final String INCUBATOR_NOTICE = "WARNING: Using incubator modules: jdk.incubator.vector";
+
+    /** Among how many first lines of a worker's output the JVM's notices stand. */
+    public static final int NOTICE_LINES = 4;
+
     public JdkNeed {
         Objects.requireNonNull(olderJdksLack, "olderJdksLack");
         jvmOptions = List.copyOf(jvmOptions);

@@ -5,6 +5,7 @@ import dev.cohort.api.ProgressReporter.Finished;
 import dev.cohort.api.ProgressReporter.Marker;
 import dev.cohort.api.ProgressReporter.Update;
 import dev.cohort.runtime.Daemons;
+import dev.cohort.runtime.JdkNeed;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
@@ -35,21 +36,13 @@ final class OutputPump {
         this.thread = thread;
     }
 
-    /**
-     * The line a JVM prints first on its standard error when an incubator module is added, as the
-     * launcher adds the Vector API module for the shm engine: expected, so not shown.
-     */
-    static final String INCUBATOR_WARNING = "WARNING: Using incubator modules: jdk.incubator.vector";
-    /** Among how many first lines of standard error the JVM's notices stand. */
-    private static final int NOTICE_LINES = 4;
-
     static OutputPump start(InputStream in, int rank, boolean stderr, Console console, Writer log, LastLines last) {
         Runnable copy = () -> {
             ProgressToLog progress = new ProgressToLog(log);
             try (BufferedReader reader = new BufferedReader(new InputStreamReader(in, Charset.defaultCharset()))) {
                 int read = 0;
                 for (String line = reader.readLine(); line != null; line = reader.readLine()) {
-                    if (stderr && ++read <= NOTICE_LINES && INCUBATOR_WARNING.equals(line)) {
+                    if (stderr && ++read <= JdkNeed.NOTICE_LINES && JdkNeed.INCUBATOR_NOTICE.equals(line)) {
                         continue; // after the JVM's other notices, e.g. "Picked up JAVA_TOOL_OPTIONS"
                     }
                     if (Marker.isMarker(line)) {
@@ -110,7 +103,7 @@ final class OutputPump {
                     // mpirun tags every write, and a line written in pieces carries tags inside it.
                     String text = MPI_TAG_INSIDE.matcher(m.group(3)).replaceAll("");
                     boolean toErr = m.group(2).equals("stderr");
-                    if (toErr && INCUBATOR_WARNING.equals(text)) {
+                    if (toErr && JdkNeed.INCUBATOR_NOTICE.equals(text)) {
                         continue;
                     }
                     if (Marker.isMarker(text)) {

@@ -5,6 +5,7 @@ import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
 import dev.cohort.runtime.ComputeThreads;
 import dev.cohort.runtime.FreePorts;
+import dev.cohort.runtime.JdkNeed;
 import dev.cohort.runtime.auth.JobSecret;
 import java.io.BufferedOutputStream;
 import java.io.BufferedReader;
@@ -235,7 +236,11 @@ final class RankTask<T> extends AbstractFunction1<Iterator<T>, Iterator<RankResu
     private static void copy(Process process, int rank, List<String> lines) {
         try (BufferedReader in =
                 new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            int read = 0;
             for (String line = in.readLine(); line != null; line = in.readLine()) {
+                if (++read <= JdkNeed.NOTICE_LINES && JdkNeed.INCUBATOR_NOTICE.equals(line)) {
+                    continue; // the shm engine's module, added on purpose
+                }
                 String tagged = "[rank " + rank + "] " + line;
                 lines.add(tagged);
                 System.out.println(tagged);
