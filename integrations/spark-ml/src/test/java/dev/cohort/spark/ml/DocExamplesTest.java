@@ -43,42 +43,56 @@ class DocExamplesTest extends OnLocalSpark {
         PipelineTest.blobs(spark, 300, 12).write().parquet(test);
     }
 
+    /** Compiles {@code source} into {@code classes}; whether it compiled. */
+    @FunctionalInterface
+    private interface Compiler {
+        boolean compile(Path source, Path classes);
+    }
+
     @Test
     void theJavaProgramFitsSavesAndItsModelScores() throws Exception {
-        Path source = dir.resolve("src/FitOnSpark.java");
-        Files.createDirectories(source.getParent());
-        Files.writeString(source, block("java", "public class FitOnSpark"));
-        Path classes = Files.createDirectories(dir.resolve("java-classes"));
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
-        int code = javac.run(
-                null,
-                null,
-                null,
-                "-classpath",
-                System.getProperty("java.class.path"),
-                "-d",
-                classes.toString(),
-                source.toString());
-        assertThat(code).as("javac of the page's Java program").isZero();
-
-        String model = dir.resolve("java-model").toString();
-        run(classes, "FitOnSpark", train, model, test);
+        String model = compileAndRun(
+                "java",
+                "FitOnSpark",
+                (source, classes) -> javac.run(
+                                null,
+                                null,
+                                null,
+                                "-classpath",
+                                System.getProperty("java.class.path"),
+                                "-d",
+                                classes.toString(),
+                                source.toString())
+                        == 0);
         assertThat(accuracy(model)).isGreaterThan(0.9);
     }
 
     @Test
     void theScalaProgramFitsSavesAndItsModelScores() throws Exception {
-        Path source = dir.resolve("src/FitOnSparkScala.scala");
-        Files.createDirectories(source.getParent());
-        Files.writeString(source, block("scala", "object FitOnSparkScala"));
-        Path classes = Files.createDirectories(dir.resolve("scala-classes"));
-        boolean compiled =
-                scala.tools.nsc.Main.process(new String[] {"-usejavacp", "-d", classes.toString(), source.toString()});
-        assertThat(compiled).as("scalac of the page's Scala program").isTrue();
-
-        String model = dir.resolve("scala-model").toString();
-        run(classes, "FitOnSparkScala", train, model, test);
+        String model = compileAndRun(
+                "scala",
+                "FitOnSparkScala",
+                (source, classes) -> scala.tools.nsc.Main.process(
+                        new String[] {"-usejavacp", "-d", classes.toString(), source.toString()}));
         assertThat(accuracy(model)).isGreaterThan(0.9);
+    }
+
+    /**
+     * The page's {@code language} program that defines {@code main}, compiled and run to its end
+     * with the training rows, a model directory and the test rows; returns the model directory.
+     */
+    private String compileAndRun(String language, String main, Compiler compiler) throws Exception {
+        Path source = dir.resolve("src/" + main + "." + language);
+        Files.createDirectories(source.getParent());
+        Files.writeString(source, block(language, (language.equals("java") ? "class " : "object ") + main));
+        Path classes = Files.createDirectories(dir.resolve(language + "-classes"));
+        assertThat(compiler.compile(source, classes))
+                .as("the page's %s program compiles", language)
+                .isTrue();
+        String model = dir.resolve(language + "-model").toString();
+        run(classes, main, train, model, test);
+        return model;
     }
 
     /** The page's fenced {@code language} block that holds {@code marker}. */
