@@ -39,10 +39,10 @@ Trains a classifier on Fashion-MNIST with N workers (default 2), started by ./co
                      dev.cohort.data.Convert writes them), each worker streaming its share; the
                      test set stays --data-dir's (--framework torch)
   --spark MASTER     train on Spark instead, e.g. --spark 'local[2]' or --spark spark://host:7077,
-                     --workers tasks: the MLP on torch as Spark ML does it (Fashion-MNIST as a
-                     DataFrame, CohortEstimator.fit, the test DataFrame transformed and scored by
-                     Spark's evaluator; cohort-spark-ml); --model cnn, --framework djl or trainer
-                     options run the trainer as one barrier stage of a Spark job (cohort-spark)
+                     --workers tasks: the MLP (torch or djl) as Spark ML does it (Fashion-MNIST as
+                     a DataFrame, CohortEstimator.fit, the test DataFrame transformed and scored by
+                     Spark's evaluator; cohort-spark-ml); --model cnn or trainer options run the
+                     trainer as one barrier stage of a Spark job (cohort-spark)
 Any other option goes to the trainer (dev.cohort.examples.FashionMnistTrainer --help), e.g.
 --lr 0.05, --batch-size 64, --checkpoint-dir DIR --resume.
 TXT
@@ -127,14 +127,14 @@ if [ "$max_restarts" -gt 0 ] && ! printf '%s\n' ${extra[@]+"${extra[@]}"} | grep
   echo "cohort demo: --max-restarts $max_restarts: checkpoints every 100 steps in ${recovery[1]}" >&2
 fi
 set +e
-if [ -n "$spark" ] && [ "$model" = mlp ] && [ "$framework" = torch ] && [ "${#extra[@]}" -eq 0 ] && [ "$max_restarts" -eq 0 ]; then
+if [ -n "$spark" ] && [ "$model" = mlp ] && [ "${#extra[@]}" -eq 0 ] && [ "$max_restarts" -eq 0 ]; then
   mljar=$(ls "$ROOT"/integrations/spark-ml/target/cohort-spark-ml-*.jar 2>/dev/null | grep -v -e '-sources.jar' -e '-javadoc.jar' -e '-tests.jar' | head -n 1 || true)
   [ -n "$mljar" ] && [ -f "$ROOT/integrations/spark-ml/target/classpath.txt" ] || { echo "cohort demo: cohort-spark-ml is not built" >&2; exit 2; }
   case "$spark" in local*) export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}" ;; esac
   # shellcheck disable=SC2086
   "$JAVA_HOME/bin/java" $java_opts -cp "$mljar:$(cat "$ROOT/integrations/spark-ml/target/classpath.txt")" \
     dev.cohort.spark.ml.FashionMnistDemo --master "$spark" --workers "$workers" --epochs "$epochs" \
-    --backend "$backend" --data-dir "$data_dir" --json "$json"
+    --backend "$backend" --framework "$framework" --data-dir "$data_dir" --json "$json"
   code=$?
 elif [ -n "$spark" ]; then
   # One Spark task per worker, each starting its rank's JVM; a failed stage is tried again

@@ -82,6 +82,19 @@ public final class LibTorch {
      * JavaCPP's libtorch cannot load beside it (their symbols collide).
      */
     public static Optional<String> foreignLibtorch() {
+        return mappedLibtorch(false);
+    }
+
+    /**
+     * JavaCPP's libtorch, when it is mapped into this process, as its path from {@code
+     * /proc/self/maps}; empty when it is not, or not on Linux. Another framework's libtorch (DJL's)
+     * cannot load beside it.
+     */
+    public static Optional<String> javacppLibtorch() {
+        return mappedLibtorch(true);
+    }
+
+    private static Optional<String> mappedLibtorch(boolean javacpp) {
         try {
             for (String line : Files.readAllLines(Path.of("/proc/self/maps"))) {
                 int slash = line.indexOf('/');
@@ -89,7 +102,7 @@ public final class LibTorch {
                     continue;
                 }
                 String path = line.substring(slash);
-                if (path.endsWith("/libtorch_cpu.so") && !path.contains("org/bytedeco")) {
+                if (path.endsWith("/libtorch_cpu.so") && path.contains("org/bytedeco") == javacpp) {
                     return Optional.of(path);
                 }
             }

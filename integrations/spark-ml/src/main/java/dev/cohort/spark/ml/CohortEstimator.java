@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import org.apache.spark.SparkContext;
 import org.apache.spark.ml.Estimator;
 import org.apache.spark.ml.param.ParamMap;
@@ -21,8 +22,10 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * A Spark ML {@code Estimator} whose {@code fit(DataFrame)} trains a libtorch classifier on
- * {@code numWorkers} ranks across the executors, data-parallel, and returns a {@link CohortModel}.
+ * A Spark ML {@code Estimator} whose {@code fit(DataFrame)} trains a classifier on {@code
+ * numWorkers} ranks across the executors, data-parallel, and returns a {@link CohortModel}: a
+ * libtorch model through JavaCPP (framework {@code torch}, the default) or a DJL block on DJL's
+ * PyTorch engine ({@code djl}).
  *
  * <p>{@code fit} checks the DataFrame in one pass (columns, types, nulls, vector lengths, labels),
  * checks that the cluster offers a task slot per worker, repartitions the rows to one partition
@@ -41,6 +44,9 @@ import org.apache.spark.sql.types.StructType;
 public final class CohortEstimator extends Estimator<CohortModel> implements CohortParams<CohortEstimator> {
 
     private static final long serialVersionUID = 1L;
+
+    /** Engines that load JavaCPP's libtorch, which cannot share a process with DJL's. */
+    private static final Set<String> LOADS_JAVACPP_LIBTORCH = Set.of("gloo");
 
     private final String uid;
     private final Declared declared;
@@ -116,8 +122,15 @@ public final class CohortEstimator extends Estimator<CohortModel> implements Coh
                     + getBatchSize() + " for each of the " + workers + " workers: use fewer workers or a smaller "
                     + "batch size");
         }
-        ModelSpec spec = new ModelSpec(getModelFactory(), shape.width(), shape.classes());
-        spec.create(); // a factory the ranks could not use fails here, before any task starts
+        Framework framework = Framework.of(getFramework());
+        if (framework == Framework.DJL && LOADS_JAVACPP_LIBTORCH.contains(getEngine())) {
+            throw new IllegalArgumentException("framework djl cannot run on the " + getEngine() + " engine: it loads "
+                    + "JavaCPP's libtorch, DJL's PyTorch engine loads its own, and two libtorch builds cannot share a "
+                    + "process; use engine auto, tcp, shm or hier");
+        }
+        String factory = getModelFactory().isEmpty() ? framework.defaultFactory : getModelFactory();
+        ModelSpec spec = new ModelSpec(framework, factory, shape.width(), shape.classes());
+        spec.check(); // a factory the ranks could not use fails here, before any task starts
         SparkContext sc = dataset.sparkSession().sparkContext();
         TaskSlots.await(sc, workers, slotWait);
         TrainSettings settings = new TrainSettings(
@@ -128,7 +141,8 @@ public final class CohortEstimator extends Estimator<CohortModel> implements Coh
                 getLearningRate(),
                 getOptimizer(),
                 getLrSchedule(),
-                getModelFactory(),
+                framework.paramValue(),
+                factory,
                 getSeed(),
                 getCheckpointDir().isEmpty()
                         ? ""

@@ -36,8 +36,9 @@ import scala.Option;
  * {@code transform} adds the predicted class ({@code predictionCol}, a double) and the class
  * probabilities ({@code probabilityCol}, a vector; none when it is set empty), predicting in
  * batches in each partition with the model loaded once per executor JVM. {@code write().save(path)}
- * and {@link #load} keep it on any Hadoop path (Spark's metadata, then libtorch's archive of the
- * weights and the training history), also as a stage of a saved {@code PipelineModel}.
+ * and {@link #load} keep it on any Hadoop path (Spark's metadata, the training history, then the
+ * weights in the framework's own format: libtorch's archive, or DJL's parameter file), also as a
+ * stage of a saved {@code PipelineModel}.
  */
 public final class CohortModel extends Model<CohortModel> implements CohortParams<CohortModel>, MLWritable {
 
@@ -84,7 +85,11 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
         return fitted.spec();
     }
 
-    /** The trained weights in libtorch's archive format (load them into the factory's model with {@code Module.load}). */
+    /**
+     * The trained weights in the framework's own format: libtorch's archive for torch (load them
+     * into the factory's model with {@code Module.load}), DJL's parameters for djl ({@code
+     * Block.loadParameters}).
+     */
     public byte[] weights() {
         return fitted.weights().clone();
     }
@@ -164,7 +169,10 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
         return read().load(path);
     }
 
-    /** Spark's metadata (parameters) in {@code path/metadata}, then {@code path/model.json} and {@code path/weights.pt}. */
+    /**
+     * Spark's metadata (parameters) in {@code path/metadata}, then {@code path/model.json} and the
+     * weights: {@code path/weights.pt} (torch) or {@code path/weights.params} (djl).
+     */
     private static final class Writer extends MLWriter {
         private final CohortModel model;
 
@@ -178,6 +186,7 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
             DefaultParamsWriter$.MODULE$.saveMetadata(
                     model, path, sparkSession().sparkContext(), Option.empty(), Option.empty());
             Map<String, Object> about = new LinkedHashMap<>();
+            about.put("framework", model.fitted.spec().framework().paramValue());
             about.put("factory", model.fitted.spec().factory());
             about.put("width", model.fitted.spec().width());
             about.put("classes", model.fitted.spec().classes());
@@ -185,7 +194,7 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
             about.put("history", model.fitted.history());
             try {
                 write(new Path(path, "model.json"), JSON.writeValueAsBytes(about));
-                write(new Path(path, "weights.pt"), model.fitted.weights());
+                write(new Path(path, weightsFile(model.fitted.spec().framework())), model.fitted.weights());
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot save the model to " + path + ": " + e.getMessage(), e);
             }
@@ -197,6 +206,10 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
                 out.write(bytes);
             }
         }
+    }
+
+    private static String weightsFile(Framework framework) {
+        return framework == Framework.DJL ? "weights.params" : "weights.pt";
     }
 
     private static final class Reader extends MLReader<CohortModel> {
@@ -212,13 +225,14 @@ public final class CohortModel extends Model<CohortModel> implements CohortParam
                     history.add(JSON.convertValue(epoch, EpochStats.class));
                 }
                 ModelSpec spec = new ModelSpec(
+                        Framework.of((String) about.getOrDefault("framework", "torch")),
                         (String) about.get("factory"),
                         ((Number) about.get("width")).intValue(),
                         ((Number) about.get("classes")).intValue());
                 FitResult fitted = new FitResult(
                         spec,
                         history,
-                        read(new Path(path, "weights.pt")),
+                        read(new Path(path, weightsFile(spec.framework()))),
                         ((Number) about.get("streamSeconds")).doubleValue());
                 CohortModel model = new CohortModel(metadata.uid(), fitted);
                 metadata.getAndSetParams(model, scala.Option.empty());

@@ -37,6 +37,7 @@ public interface CohortParams<S extends CohortParams<S>> extends Params {
         final DoubleParam learningRate;
         final Param<String> optimizer;
         final Param<String> lrSchedule;
+        final Param<String> framework;
         final Param<String> modelFactory;
         final Param<String> engine;
         final Param<String> checkpointDir;
@@ -62,8 +63,13 @@ public interface CohortParams<S extends CohortParams<S>> extends Params {
                     "lrSchedule",
                     "constant (the default): learningRate throughout; linear: from learningRate down to 0 at the "
                             + "last step");
+            framework = new Param<>(
+                    uid, "framework", "torch (the default: JavaCPP's libtorch) or djl (DJL's PyTorch engine)");
             modelFactory = new Param<>(
-                    uid, "modelFactory", "the TorchModelFactory class that makes the model (on the executors)");
+                    uid,
+                    "modelFactory",
+                    "the class that makes the model on the executors: a TorchModelFactory (framework torch) or a "
+                            + "DjlModelFactory (djl); empty (the default): the framework's MLP");
             engine = new Param<>(uid, "engine", "the ranks' engine: auto, tcp, gloo, shm, ...");
             checkpointDir = new Param<>(
                     uid,
@@ -84,7 +90,8 @@ public interface CohortParams<S extends CohortParams<S>> extends Params {
             owner.setDefault(learningRate, 0.001);
             owner.setDefault(optimizer, "adam");
             owner.setDefault(lrSchedule, "constant");
-            owner.setDefault(modelFactory, MlpFactory.class.getName());
+            owner.setDefault(framework, "torch");
+            owner.setDefault(modelFactory, "");
             owner.setDefault(engine, "auto");
             owner.setDefault(checkpointDir, "");
             owner.setDefault(seed, 42L);
@@ -137,6 +144,10 @@ public interface CohortParams<S extends CohortParams<S>> extends Params {
 
     default Param<String> lrSchedule() {
         return declared().lrSchedule;
+    }
+
+    default Param<String> framework() {
+        return declared().framework;
     }
 
     default Param<String> modelFactory() {
@@ -201,6 +212,10 @@ public interface CohortParams<S extends CohortParams<S>> extends Params {
 
     default String getLrSchedule() {
         return getOrDefault(lrSchedule());
+    }
+
+    default String getFramework() {
+        return $(framework());
     }
 
     default String getModelFactory() {
@@ -279,13 +294,22 @@ public interface CohortParams<S extends CohortParams<S>> extends Params {
         return with(lrSchedule(), schedule);
     }
 
-    /** The {@link TorchModelFactory} class (default {@link MlpFactory}). */
+    /** {@code torch} (the default: JavaCPP's libtorch) or {@code djl} (DJL's PyTorch engine). */
+    default S setFramework(String name) {
+        return with(framework(), Framework.of(name).paramValue());
+    }
+
+    /**
+     * The model factory class: a {@link TorchModelFactory} for framework torch, a {@link
+     * DjlModelFactory} for djl; empty (the default): the framework's MLP ({@link MlpFactory},
+     * {@link DjlMlpFactory}).
+     */
     default S setModelFactory(String className) {
         return with(modelFactory(), Objects.requireNonNull(className, "className"));
     }
 
-    /** The {@link TorchModelFactory} class (default {@link MlpFactory}). */
-    default S setModelFactory(Class<? extends TorchModelFactory> factory) {
+    /** The model factory class, as {@link #setModelFactory(String)}. */
+    default S setModelFactory(Class<?> factory) {
         return setModelFactory(factory.getName());
     }
 

@@ -64,6 +64,12 @@ public final class FashionMnistDemo implements Callable<Integer> {
     @Option(names = "--backend", defaultValue = "auto", description = "The ranks' engine (default ${DEFAULT-VALUE}).")
     String backend;
 
+    @Option(
+            names = "--framework",
+            defaultValue = "torch",
+            description = "torch (default: JavaCPP's libtorch) or djl (DJL's PyTorch engine).")
+    String framework;
+
     @Option(names = "--optimizer", defaultValue = "adam", description = "adam (default) or sgd (momentum 0.9).")
     String optimizer;
 
@@ -152,6 +158,7 @@ public final class FashionMnistDemo implements Callable<Integer> {
                 .setEpochs(epochs)
                 .setBatchSize(batchSize)
                 .setEngine(backend)
+                .setFramework(framework)
                 .setLrSchedule("linear")
                 .setOptimizer(optimizer)
                 .fit(train);
@@ -189,7 +196,7 @@ public final class FashionMnistDemo implements Callable<Integer> {
         root.put("epochs", epochs);
         root.put("test_accuracy", outcome.testAccuracy());
         root.put("model", "mlp");
-        root.put("framework", "torch");
+        root.put("framework", framework);
         root.put("backend", backend);
         root.put("optimizer", optimizer);
         root.put("spark_master", sparkOptions.describeMaster());

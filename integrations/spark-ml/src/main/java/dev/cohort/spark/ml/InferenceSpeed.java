@@ -12,7 +12,6 @@ import org.apache.spark.ml.linalg.Vector;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
-import org.bytedeco.pytorch.global.torch;
 
 /**
  * How fast {@link CohortModel#transform} predicts, against a plain libtorch loop over the same rows
@@ -63,7 +62,7 @@ final class InferenceSpeed {
         double[] loop = new double[rounds];
         double[] trip = new double[rounds];
         try {
-            TorchInference inference = TorchInference.of(key, spec, model.weights());
+            Inference inference = Inference.of(key, spec, model.weights(), 1);
             for (int r = -1; r < rounds; r++) { // pass -1 loads and compiles
                 long start = System.nanoTime();
                 scored.write().format("noop").mode("overwrite").save();
@@ -80,15 +79,14 @@ final class InferenceSpeed {
             }
         } finally {
             threads.shutdown();
-            TorchInference.forget(key);
+            Inference.forget(key);
             rows.unpersist();
         }
         return new Figures(count, slots, median(transform), median(loop), median(trip));
     }
 
     /** One pass of the loop: rows/s of all {@code slots} threads together. */
-    private static double loop(
-            ExecutorService threads, int slots, TorchInference inference, float[] features, int width) {
+    private static double loop(ExecutorService threads, int slots, Inference inference, float[] features, int width) {
         int n = features.length / width;
         long start = System.nanoTime();
         List<Future<?>> shares = new ArrayList<>();
@@ -96,7 +94,7 @@ final class InferenceSpeed {
             int from = (int) ((long) n * s / slots);
             int to = (int) ((long) n * (s + 1) / slots);
             shares.add(threads.submit(() -> {
-                torch.set_num_threads(1);
+                inference.useThreads(1);
                 for (int at = from; at < to; at += Predictor.BATCH) {
                     int m = Math.min(Predictor.BATCH, to - at);
                     inference.probabilities(Arrays.copyOfRange(features, at * width, (at + m) * width), m);

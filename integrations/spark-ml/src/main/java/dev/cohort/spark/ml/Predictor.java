@@ -12,15 +12,14 @@ import org.apache.spark.ml.linalg.Vector;
 import org.apache.spark.ml.linalg.Vectors;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
-import org.bytedeco.pytorch.global.torch;
 
 /**
  * {@link CohortModel#transform}'s work in each partition: the rows in batches of {@value #BATCH}
- * through the model ({@link TorchInference}, loaded once per executor JVM), each row given back
+ * through the model ({@link Inference}, loaded once per executor JVM), each row given back
  * with its prediction (and probabilities) appended, in order; a vector column {@code transform}
  * added for the features is left out.
  *
- * @param key the model's name in each executor JVM ({@link TorchInference#of})
+ * @param key the model's name in each executor JVM ({@link Inference#of})
  * @param spec the model's factory, features and classes
  * @param weights the trained weights, broadcast
  * @param columns the input's own columns, which each output row keeps
@@ -36,12 +35,13 @@ record Predictor(String key, ModelSpec spec, Broadcast<byte[]> weights, int colu
 
     @Override
     public Iterator<Row> call(Iterator<Row> rows) {
-        TorchInference model = TorchInference.of(key, spec, weights.value());
         // libtorch's threads for this task thread's forward passes: the task's CPUs, so that the
         // executor's concurrent tasks do not each take every core (measured here: the demo MLP's
         // forward on 2 threads of 2 CPUs ran 8-10x slower than on 1).
         TaskContext task = TaskContext.get();
-        torch.set_num_threads(task == null ? 1 : Math.max(1, task.cpus()));
+        int threads = task == null ? 1 : Math.max(1, task.cpus());
+        Inference model = Inference.of(key, spec, weights.value(), threads);
+        model.useThreads(threads);
         int width = spec.width();
         return new Iterator<>() {
             private final List<Row> batch = new ArrayList<>(BATCH);

@@ -11,11 +11,6 @@ import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.data.ColumnMapping;
 import dev.cohort.data.LoaderOptions;
 import dev.cohort.data.ParquetDataset;
-import dev.cohort.libtorch.LibTorch;
-import dev.cohort.torch.Checkpoints;
-import dev.cohort.torch.MiniBatch;
-import dev.cohort.torch.ParquetLoader;
-import dev.cohort.torch.TorchTraining;
 import java.io.BufferedInputStream;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -24,23 +19,14 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.stream.Stream;
-import org.bytedeco.javacpp.PointerScope;
-import org.bytedeco.pytorch.Adam;
-import org.bytedeco.pytorch.AdamOptions;
-import org.bytedeco.pytorch.LongOptional;
-import org.bytedeco.pytorch.Optimizer;
-import org.bytedeco.pytorch.OptimizerParamGroupVector;
-import org.bytedeco.pytorch.SGD;
-import org.bytedeco.pytorch.SGDOptions;
-import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.global.torch;
 
 /**
  * One rank of a {@link CohortEstimator#fit}, a JVM its Spark task started ({@code
  * dev.cohort.spark.CohortOnSpark}): reads its task's rows from standard input and spills them
  * ({@link ShardSpill}), joins the other ranks, agrees with them on the steps of an epoch (the
  * fewest any rank's shard holds whole batches for), trains the model the factory makes for the
- * settings' epochs, each epoch streaming its shard reshuffled, and, on rank 0, leaves the history
+ * settings' epochs through the framework's {@link RankTraining}, each epoch streaming its shard
+ * reshuffled, and, on rank 0, leaves the history
  * and the weights for the driver. With a checkpoint directory, rank 0 saves the model, optimizer
  * and history after every epoch, and every rank of a retried stage resumes from there.
  */
@@ -82,104 +68,74 @@ public final class SparkRank {
     /** Trains; returns rank 0's result, null on the other ranks. */
     private static FitResult train(TrainSettings settings, Path shard, long rows, double streamSeconds)
             throws IOException {
+        Framework framework = Framework.of(settings.framework());
+        if (framework == Framework.DJL) {
+            DjlRuntime.load(
+                    settings.threads()); // before the backend: auto then passes over engines that load JavaCPP's
+        }
         try (DistributedBackend backend = Backends.select(null)) {
             backend.initialize();
-            LibTorch.load();
-            torch.set_num_threads(settings.threads());
-            torch.manual_seed(settings.seed());
-            ModelSpec spec = new ModelSpec(settings.modelFactory(), settings.width(), settings.classes());
-            TorchClassifier model = spec.create();
-            Optimizer optimizer = optimizer(settings, model);
-            Path checkpointDir = settings.checkpointDir().isEmpty() ? null : Path.of(settings.checkpointDir());
-            List<EpochStats> history = new ArrayList<>();
-            int firstEpoch = 0;
-            if (checkpointDir != null && Files.exists(checkpointDir.resolve(CHECKPOINT))) {
-                TrainingPosition at = Checkpoints.load(checkpointDir.resolve(CHECKPOINT), model, optimizer);
-                firstEpoch = at.epoch();
-                history.addAll(JSON.readValue(
-                        checkpointDir.resolve(HISTORY).toFile(), new TypeReference<List<EpochStats>>() {}));
-                System.out.println("resuming at epoch " + (firstEpoch + 1) + " from " + checkpointDir);
-            }
-            TorchTraining<TorchClassifier, Object, Object> training =
-                    TorchTraining.distribute(backend, model, optimizer, null);
             long steps = agreedSteps(backend, rows, settings.batchSize());
-            ParquetLoader data = ParquetLoader.of(
-                    ParquetDataset.open(List.of(shard.toString()), ColumnMapping.list("features", "label")),
-                    new LoaderOptions()
-                            .batchSize(settings.batchSize())
-                            .seed(settings.seed() + 7919L * backend.rank())
-                            .shuffleBuffer(8 * ShardSpill.ROWS_PER_ROW_GROUP)
-                            .readers(1)
-                            .queueDepth(4));
-            for (int epoch = firstEpoch; epoch < settings.epochs(); epoch++) {
-                EpochStats stats = epoch(backend, training, data, epoch, steps, settings);
-                history.add(stats);
-                if (backend.isRootWorker()) {
-                    System.out.printf(
-                            "epoch %d/%d: loss %.4f, accuracy %.4f, %.1f s, %.0f samples/s%n",
-                            stats.epoch(),
-                            settings.epochs(),
-                            stats.loss(),
-                            stats.accuracy(),
-                            stats.seconds(),
-                            stats.samplesPerSec());
-                    if (checkpointDir != null) {
-                        Files.createDirectories(checkpointDir);
-                        JSON.writeValue(checkpointDir.resolve(HISTORY).toFile(), history);
-                        Checkpoints.save(
-                                checkpointDir.resolve(CHECKPOINT),
-                                model,
-                                training.optimizer(),
-                                new TrainingPosition(epoch + 1, 0, (epoch + 1) * steps));
-                    }
+            ParquetDataset data =
+                    ParquetDataset.open(List.of(shard.toString()), ColumnMapping.list("features", "label"));
+            LoaderOptions options = new LoaderOptions()
+                    .batchSize(settings.batchSize())
+                    .seed(settings.seed() + 7919L * backend.rank())
+                    .shuffleBuffer(8 * ShardSpill.ROWS_PER_ROW_GROUP)
+                    .readers(1)
+                    .queueDepth(4);
+            try (RankTraining training = framework == Framework.DJL
+                    ? new DjlRankTraining(backend, settings, data, options, steps)
+                    : new TorchRankTraining(backend, settings, data, options, steps)) {
+                List<EpochStats> history = new ArrayList<>();
+                Path checkpointDir = settings.checkpointDir().isEmpty() ? null : Path.of(settings.checkpointDir());
+                int firstEpoch = 0;
+                if (checkpointDir != null && Files.exists(checkpointDir.resolve(CHECKPOINT))) {
+                    firstEpoch =
+                            training.load(checkpointDir.resolve(CHECKPOINT)).epoch();
+                    history.addAll(JSON.readValue(
+                            checkpointDir.resolve(HISTORY).toFile(), new TypeReference<List<EpochStats>>() {}));
+                    System.out.println("resuming at epoch " + (firstEpoch + 1) + " from " + checkpointDir);
                 }
-                backend.barrier();
-                faultDrill(backend, epoch + 1);
+                for (int epoch = firstEpoch; epoch < settings.epochs(); epoch++) {
+                    EpochStats stats = epoch(backend, training, epoch, steps, settings.batchSize());
+                    history.add(stats);
+                    if (backend.isRootWorker()) {
+                        System.out.printf(
+                                "epoch %d/%d: loss %.4f, accuracy %.4f, %.1f s, %.0f samples/s%n",
+                                stats.epoch(),
+                                settings.epochs(),
+                                stats.loss(),
+                                stats.accuracy(),
+                                stats.seconds(),
+                                stats.samplesPerSec());
+                        if (checkpointDir != null) {
+                            Files.createDirectories(checkpointDir);
+                            JSON.writeValue(checkpointDir.resolve(HISTORY).toFile(), history);
+                            training.save(
+                                    checkpointDir.resolve(CHECKPOINT),
+                                    new TrainingPosition(epoch + 1, 0, (epoch + 1) * steps));
+                        }
+                    }
+                    backend.barrier();
+                    faultDrill(backend, epoch + 1);
+                }
+                if (!backend.isRootWorker()) {
+                    return null;
+                }
+                ModelSpec spec =
+                        new ModelSpec(framework, settings.modelFactory(), settings.width(), settings.classes());
+                return new FitResult(spec, history, training.weights(), streamSeconds);
             }
-            return backend.isRootWorker() ? new FitResult(spec, history, TorchWeights.of(model), streamSeconds) : null;
         }
     }
 
     private static EpochStats epoch(
-            DistributedBackend backend,
-            TorchTraining<TorchClassifier, Object, Object> training,
-            ParquetLoader data,
-            int epoch,
-            long steps,
-            TrainSettings settings) {
-        int batchSize = settings.batchSize();
-        boolean linear = settings.lrSchedule().equals("linear");
+            DistributedBackend backend, RankTraining training, int epoch, long steps, int batchSize) {
         long started = System.nanoTime();
-        double lossSum = 0;
-        long correct = 0;
-        long step = 0;
-        try (ParquetLoader.Epoch batches = data.epoch(epoch)) {
-            for (MiniBatch b : batches) {
-                if (step == steps) {
-                    break;
-                }
-                if (linear) {
-                    double done = (epoch * steps + step) / (double) (settings.epochs() * steps);
-                    setLearningRate(training.optimizer(), settings.learningRate() * (1 - done));
-                }
-                // The scope frees the step's native temporaries at once, not at some later GC.
-                try (PointerScope scope = new PointerScope()) {
-                    training.optimizer().zero_grad();
-                    Tensor scores = training.model().forward(b.inputs());
-                    Tensor loss = torch.cross_entropy(scores, b.targets());
-                    loss.backward();
-                    training.optimizer().step();
-                    lossSum += loss.item_double();
-                    correct += scores.argmax(new LongOptional(1), false)
-                            .eq(b.targets())
-                            .sum()
-                            .item_long();
-                }
-                step++;
-            }
-        }
+        double[] sums = training.epoch(epoch, steps);
         double seconds = (System.nanoTime() - started) / 1e9;
-        double[] means = backend.averageAll(new double[] {lossSum / steps, correct / (double) (steps * batchSize)});
+        double[] means = backend.averageAll(new double[] {sums[0] / steps, sums[1] / (double) (steps * batchSize)});
         return new EpochStats(
                 epoch + 1,
                 means[0],
@@ -206,25 +162,6 @@ public final class SparkRank {
                     + ": use fewer workers, a smaller batch size or more rows");
         }
         return steps;
-    }
-
-    private static void setLearningRate(Optimizer optimizer, double lr) {
-        OptimizerParamGroupVector groups = optimizer.param_groups();
-        for (long g = 0; g < groups.size(); g++) {
-            groups.get(g).options().set_lr(lr);
-        }
-    }
-
-    private static Optimizer optimizer(TrainSettings settings, TorchClassifier model) {
-        return switch (settings.optimizer()) {
-            case "adam" -> new Adam(model.parameters(), new AdamOptions(settings.learningRate()));
-            case "sgd" -> {
-                SGDOptions options = new SGDOptions(settings.learningRate());
-                options.momentum().put(0.9);
-                yield new SGD(model.parameters(), options);
-            }
-            default -> throw new IllegalArgumentException("optimizer must be sgd or adam, got " + settings.optimizer());
-        };
     }
 
     private static void faultDrill(DistributedBackend backend, int epochsDone) {

@@ -16,7 +16,8 @@ import java.io.UncheckedIOException;
  * @param learningRate   the optimizer's learning rate
  * @param optimizer      {@code sgd} (momentum 0.9) or {@code adam}
  * @param lrSchedule     {@code constant}, or {@code linear}: down to 0 at the last step
- * @param modelFactory   the {@link TorchModelFactory}'s class name
+ * @param framework      {@code torch} or {@code djl}
+ * @param modelFactory   the model factory's class name, of the framework's kind
  * @param seed           seeds the model's initial weights and each rank's shuffle
  * @param checkpointDir  where rank 0 saves a checkpoint after each epoch and where a retried stage
  *                       resumes from; empty: none
@@ -32,6 +33,7 @@ public record TrainSettings(
         double learningRate,
         String optimizer,
         String lrSchedule,
+        String framework,
         String modelFactory,
         long seed,
         String checkpointDir,

@@ -3,6 +3,7 @@ package dev.cohort.spark.ml;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.cohort.libtorch.LibTorch;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -128,6 +129,27 @@ class BadInputTest extends OnLocalSpark {
                         estimator().setModelFactory(String.class.getName()).fit(rows(VECTORS, vectors(20, 3))))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("does not implement dev.cohort.spark.ml.TorchModelFactory");
+        assertThatThrownBy(() -> estimator()
+                        .setFramework("djl")
+                        .setModelFactory(MlpFactory.class)
+                        .fit(rows(VECTORS, vectors(20, 3))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("does not implement dev.cohort.spark.ml.DjlModelFactory")
+                .hasMessageContaining("it is a TorchModelFactory, so set the framework to torch");
+    }
+
+    @Test
+    void djlIsRefusedOnAnEngineThatLoadsJavaCppsLibtorchAndInAJvmThatHasLoadedIt() {
+        assertThatThrownBy(
+                        () -> estimator().setFramework("djl").setEngine("gloo").fit(rows(VECTORS, vectors(20, 3))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("framework djl cannot run on the gloo engine")
+                .hasMessageContaining("use engine auto, tcp, shm or hier");
+        LibTorch.load();
+        assertThatThrownBy(() -> DjlRuntime.load(1))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("this JVM has loaded JavaCPP's libtorch")
+                .hasMessageContaining("Use one framework per Spark application");
     }
 
     @Test
@@ -143,6 +165,7 @@ class BadInputTest extends OnLocalSpark {
     void settingsOutOfRangeAreRefusedWhenSet() {
         assertThatThrownBy(() -> estimator().setNumWorkers(0)).hasMessageContaining("numWorkers must be >= 1");
         assertThatThrownBy(() -> estimator().setOptimizer("rmsprop")).hasMessageContaining("sgd or adam");
+        assertThatThrownBy(() -> estimator().setFramework("tensorflow")).hasMessageContaining("torch or djl");
         assertThatThrownBy(() -> estimator().setEngine("nccl")).hasMessageContaining("no engine nccl");
         assertThatThrownBy(() -> estimator().setLearningRate(0)).hasMessageContaining("learningRate must be > 0");
     }
