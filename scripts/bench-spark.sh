@@ -6,7 +6,7 @@
 #          ./cohort demo (the launcher, one JVM per worker), from the same rows as Parquet shards
 #          (--data; the Spark ranks also train from Parquet: the shard their rows were spilled to).
 #   scripts/bench-spark.sh [ROUNDS] [OUT_DIR]
-# Environment: EPOCHS (default 2), BACKEND (default tcp), WORKERS (default 2), DATA_DIR (the IDX
+# Environment: EPOCHS (default 4: the first epochs warm the JIT up), BACKEND (default tcp), WORKERS (default 2), DATA_DIR (the IDX
 # files, default Debian's). The figures, per round and as medians (printed, and in
 # OUT/summary.json): training samples/s of the last epoch, spark over run; the rows' streaming
 # time; transform's rows/s over the libtorch loop's on as many threads as task slots, and over
@@ -15,7 +15,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib/bench-common.sh"
 bench_args spark "$@"
-EPOCHS="${EPOCHS:-2}" BACKEND="${BACKEND:-tcp}" WORKERS="${WORKERS:-2}"
+EPOCHS="${EPOCHS:-4}" BACKEND="${BACKEND:-tcp}" WORKERS="${WORKERS:-2}"
 DATA_DIR="${DATA_DIR:-/usr/share/datasets/fashion-mnist}"
 mkdir -p "$OUT"
 "$ROOT/cohort" --version > "$OUT/version.txt"   # builds what is needed, once
