@@ -155,7 +155,9 @@ class DocExamplesTest extends OnLocalSpark {
     private static String sparkOnly(String classPath) {
         List<String> kept = new ArrayList<>();
         for (String entry : classPath.split(File.pathSeparator)) {
+            // In a reactor build Cohort's modules are their target/cohort-*.jar, not ~/.m2's dev/cohort.
             boolean application = entry.endsWith("classes")
+                    || Path.of(entry).getFileName().toString().startsWith("cohort-")
                     || List.of("/dev/cohort/", "/org/bytedeco/", "/ai/djl/", "/info/picocli/").stream()
                             .anyMatch(entry::contains);
             if (!application) {
