@@ -3,10 +3,8 @@ package dev.cohort.spark.ml;
 import static org.apache.spark.ml.functions.array_to_vector;
 import static org.apache.spark.sql.functions.expr;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -15,7 +13,6 @@ import org.apache.spark.sql.Row;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /**
  * Framework {@code djl}: the demo's MLP as a DJL block, fitted on two workers of {@code local[2]}
@@ -26,27 +23,12 @@ import picocli.CommandLine;
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class DjlFrameworkTest extends OnLocalSpark {
 
-    private static final Path DATA = Path.of("/usr/share/datasets/fashion-mnist");
-
     @TempDir
     Path dir;
 
     @Test
     void oneEpochOnTwoWorkersReachesTheDemosAccuracyAndTheSavedModelPredictsTheSame() throws IOException {
-        assumeTrue(
-                Files.isDirectory(DATA),
-                "Fashion-MNIST is not installed in " + DATA + " (apt-get install dataset-fashion-mnist)");
-        FashionMnistDemo demo = new FashionMnistDemo();
-        new CommandLine(demo)
-                .parseArgs(
-                        "--master", "local[2,2]",
-                        "--workers", "2",
-                        "--epochs", "1",
-                        "--batch-size", "32",
-                        "--framework", "djl",
-                        "--data-dir", DATA.toString(),
-                        "--json", dir.resolve("summary.json").toString());
-        FashionMnistDemo.Outcome outcome = demo.run(spark, dir);
+        FashionMnistDemo.Outcome outcome = demoOneEpochOnTwoWorkers(dir, "--framework", "djl");
 
         CohortModel model = outcome.model();
         assertThat(model.getFramework()).isEqualTo("djl");

@@ -1,15 +1,12 @@
 package dev.cohort.spark.ml;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /**
  * The demo on Spark ({@link FashionMnistDemo}, what {@code ./cohort demo --spark} runs): Fashion-MNIST
@@ -20,27 +17,12 @@ import picocli.CommandLine;
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class FashionMnistFitTest extends OnLocalSpark {
 
-    private static final Path DATA = Path.of("/usr/share/datasets/fashion-mnist");
-
     @TempDir
     Path dir;
 
     @Test
     void oneEpochOnTwoWorkersReachesTheDemosAccuracy() {
-        assumeTrue(
-                Files.isDirectory(DATA),
-                "Fashion-MNIST is not installed in " + DATA + " (apt-get install dataset-fashion-mnist)");
-        FashionMnistDemo demo = new FashionMnistDemo();
-        new CommandLine(demo)
-                .parseArgs(
-                        "--master", "local[2,2]",
-                        "--workers", "2",
-                        "--epochs", "1",
-                        "--batch-size", "32",
-                        "--backend", "tcp",
-                        "--data-dir", DATA.toString(),
-                        "--json", dir.resolve("summary.json").toString());
-        FashionMnistDemo.Outcome outcome = demo.run(spark, dir);
+        FashionMnistDemo.Outcome outcome = demoOneEpochOnTwoWorkers(dir, "--backend", "tcp");
 
         CohortModel model = outcome.model();
         assertThat(model.numFeatures()).isEqualTo(784);
