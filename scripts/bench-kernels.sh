@@ -38,7 +38,7 @@ java="${JAVA_HOME:+$JAVA_HOME/bin/}java"
   echo "args: ${args[*]}"
 } > "$out/sitting.txt"
 flock -x "${COHORT_CPU_LOCK:-/tmp/cohort-cpu.lock}" "$java" --add-modules jdk.incubator.vector \
-  -cp engines/shm/target/classes:engines/shm/target/test-classes:api/target/classes \
+  -cp engines/shm/target/classes:engines/shm/target/test-classes:api/target/classes:runtime/target/classes \
   dev.cohort.shm.kernels.ReduceKernelsBench "${args[@]}" 2> >(grep -v 'WARNING: Using incubator modules' >&2)
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/sitting.txt"
 echo "results: $out" >&2

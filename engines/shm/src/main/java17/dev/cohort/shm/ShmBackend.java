@@ -12,8 +12,9 @@ import java.util.Optional;
 
 /**
  * The {@code shm} backend: collectives between the worker processes of one host through a shared
- * {@code /dev/shm} mapping, with reductions on the Vector API. All ranks must run on one host
- * ({@code LOCAL_WORLD_SIZE == WORLD_SIZE}); use {@code gloo} across hosts.
+ * {@code /dev/shm} mapping, with float32 reductions on the Vector API where the JVM has its
+ * module ({@link #VECTOR_FLAG}, which launchers give workers) and on plain loops otherwise. All
+ * ranks must run on one host ({@code LOCAL_WORLD_SIZE == WORLD_SIZE}); use {@code gloo} across hosts.
  *
  * <p>Rendezvous needs only the launch environment's ranks and run id ({@code RANK},
  * {@code WORLD_SIZE}, {@code LOCAL_RANK}, {@code LOCAL_WORLD_SIZE}, {@code GROUP_RANK},
@@ -29,11 +30,14 @@ public final class ShmBackend extends EngineBackend<ShmOptions> {
     public static final String NAME = "shm";
     /** The first JDK whose foreign-memory API is final. */
     public static final int MIN_JDK = 22;
-    /** The JVM option the engine's reductions need. */
+    /**
+     * The JVM option that gives the engine's two-rank float32 sums the Vector API; without it they
+     * run on plain loops (slower on large buffers: docs/ENGINES.md).
+     */
     public static final String VECTOR_FLAG = "--add-modules jdk.incubator.vector";
     /**
-     * The foreign-memory API (final in JDK 22), and the Vector API module for the reductions
-     * ({@link #VECTOR_FLAG} as one word, as launchers pass it to workers).
+     * The foreign-memory API (final in JDK 22), and the Vector API module for the fastest
+     * reductions ({@link #VECTOR_FLAG} as one word, as launchers pass it to workers).
      */
     public static final JdkNeed JDK = new JdkNeed(
             MIN_JDK, "no foreign-memory API for shared memory", List.of("--add-modules=jdk.incubator.vector"));
@@ -62,13 +66,10 @@ public final class ShmBackend extends EngineBackend<ShmOptions> {
     protected String missing() {
         int feature = Runtime.version().feature();
         if (feature < MIN_JDK) {
-            return "the shm engine needs JDK " + MIN_JDK + " or newer (foreign-memory API) with " + VECTOR_FLAG
+            return "the shm engine needs JDK " + MIN_JDK + " or newer (foreign-memory API)"
                     + "; this JVM is " + Runtime.version() + " (" + System.getProperty("java.home")
                     + "); run on a newer JDK or use --distributed-backend gloo (tcp in a program that uses DJL, whose "
                     + "libtorch cannot share a process with gloo's)";
-        }
-        if (ModuleLayer.boot().findModule("jdk.incubator.vector").isEmpty()) {
-            return "the shm engine needs the incubating Vector API: start the JVM with " + VECTOR_FLAG;
         }
         if (!Files.isDirectory(SharedMemoryFiles.DIRECTORY)) {
             return "the shm engine needs " + SharedMemoryFiles.DIRECTORY

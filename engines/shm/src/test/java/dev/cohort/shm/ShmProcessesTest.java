@@ -42,10 +42,14 @@ class ShmProcessesTest {
     }
 
     static List<Result> run(String mode, String runId, int world, Path logs, Duration deadline) {
+        return run(JVM_ARGS, mode, runId, world, logs, deadline);
+    }
+
+    static List<Result> run(List<String> jvmArgs, String mode, String runId, int world, Path logs, Duration deadline) {
         int port = JvmWorkers.freePort();
         return JvmWorkers.run(
                 world,
-                r -> JvmWorkers.javaCommand(ShmWorker.class, JVM_ARGS, List.of(mode)),
+                r -> JvmWorkers.javaCommand(ShmWorker.class, jvmArgs, List.of(mode)),
                 r -> env(runId, r, world, port),
                 logs,
                 deadline);
@@ -65,6 +69,18 @@ class ShmProcessesTest {
                 () -> run("conformance-small", run, 2, tmp.resolve("b"), Duration.ofSeconds(160)));
         assertAllOk(a.get(170, TimeUnit.SECONDS));
         assertAllOk(b.get(170, TimeUnit.SECONDS));
+        assertThat(leftovers(run)).isEmpty();
+    }
+
+    /**
+     * A JVM started without the Vector API's module (as under torchrun, srun or plain {@code java})
+     * runs the engine: its float32 sums take the plain loops, with the same results.
+     */
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void runsWithoutTheVectorApiModule() {
+        String run = runId("novector");
+        assertAllOk(run(List.of(), "conformance-small", run, 2, tmp, Duration.ofSeconds(100)));
         assertThat(leftovers(run)).isEmpty();
     }
 }

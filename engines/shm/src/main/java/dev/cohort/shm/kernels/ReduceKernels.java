@@ -12,12 +12,11 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.function.IntFunction;
-import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorSpecies;
 
 /**
  * Element-wise reductions over the ranks' operands: small Vector API kernels for the two-rank
- * float32 SUM, the common case, and plain loops over arrays for everything else. The choice was
+ * float32 SUM, the common case, in a JVM that has the incubating module ({@link #VECTOR_API}), and
+ * plain loops over arrays for everything else (that case too, without the module). The choice was
  * measured, the Vector API loops against plain loops in the same JVM (engines/shm's
  * ReduceKernelsBench, docs/lab/PERFORMANCE-LOG.md): the two-rank float32 SUM kernels were about
  * as fast on small operands and faster on large ones, so they stayed; the loops for the other
@@ -43,7 +42,12 @@ public final class ReduceKernels {
     private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED;
 
-    private static final VectorSpecies<Float> FLOATS = FloatVector.SPECIES_PREFERRED;
+    /**
+     * Whether this JVM has the incubating Vector API ({@code --add-modules jdk.incubator.vector}):
+     * the two-rank float32 SUM then runs on {@link VectorKernels}, else on the general path.
+     */
+    public static final boolean VECTOR_API =
+            ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
     /** The general path's chunk: one staging array's size (two of them stay in the first-level cache). */
     static final int CHUNK_BYTES = 8 << 10;
 
@@ -52,7 +56,8 @@ public final class ReduceKernels {
     /** Reduces as {@code a} says (see {@link ReduceArgs}); allocates nothing. */
     public static void reduce(ReduceArgs a) {
         boolean avg = a.op == ReduceOp.AVG && a.ranks > 1;
-        if (a.ranks == 2
+        if (VECTOR_API
+                && a.ranks == 2
                 && (a.op == ReduceOp.SUM || a.op == ReduceOp.AVG)
                 && a.type == DataType.FLOAT32
                 && a.resultCount <= 1) {
@@ -61,11 +66,12 @@ public final class ReduceKernels {
             long resultOff = a.resultCount == 1 ? a.results[0] : -1;
             MemorySegment shm = a.shm;
             if (a.own == shm && a.out == shm && resultOff >= 0) {
-                sumTwoFloatsInPlace(shm, a.ownOffset, a.terms[1 - a.self], a.count, a.outOffset, resultOff, scale);
+                VectorKernels.sumTwoFloatsInPlace(
+                        shm, a.ownOffset, a.terms[1 - a.self], a.count, a.outOffset, resultOff, scale);
                 return;
             }
             if (a.own.isNative() && a.out.isNative() && a.own != shm) {
-                sumTwoFloats(
+                VectorKernels.sumTwoFloats(
                         a.own, a.ownOffset, shm, a.terms[1 - a.self], a.count, a.out, a.outOffset, resultOff, scale);
                 return;
             }
@@ -167,125 +173,17 @@ public final class ReduceKernels {
 
     private static void runFloatKernels(
             ReduceArgs a, MemorySegment direct, MemorySegment shm, long scratch, long bytes, int count) {
-        sumTwoFloats(direct, 0, shm, scratch, count, direct, bytes, -1, 1f);
-        sumTwoFloats(direct, 0, shm, scratch, count, direct, bytes, scratch + bytes, 0.5f);
-        sumTwoFloatsInPlace(shm, scratch + bytes, scratch, count, scratch + bytes, scratch + 2 * bytes, 1f);
+        if (VECTOR_API) {
+            VectorKernels.sumTwoFloats(direct, 0, shm, scratch, count, direct, bytes, -1, 1f);
+            VectorKernels.sumTwoFloats(direct, 0, shm, scratch, count, direct, bytes, scratch + bytes, 0.5f);
+            VectorKernels.sumTwoFloatsInPlace(
+                    shm, scratch + bytes, scratch, count, scratch + bytes, scratch + 2 * bytes, 1f);
+        }
         int n = a.terms.length;
         staged(a.ranks(n, 0).own(direct, 0).out(direct, bytes).noResults(), FLOAT32, false);
         staged(a.addResult(scratch + bytes), FLOAT32, false);
         staged(a.ranks(n, 1).own(shm, scratch).out(shm, scratch + 2 * bytes).noResults(), FLOAT32, false);
         staged(a.addResult(scratch + bytes), FLOAT32, true);
-    }
-
-    /*
-     * The common case, float32 SUM (or AVG) over two ranks: own + peer (times one half). IEEE addition is commutative, so
-     * both ranks get the same bits whichever operand is their own. Each variant is its own small
-     * method with one loop and no branch inside: C2 compiles only the branches a method has taken,
-     * and a branch taken later (the result copy that the pipelined path needs and the small path
-     * does not, say) deoptimizes the method back to the interpreter, where Vector API operations
-     * run about 100x slower until C2 compiles it again.
-     */
-
-    /**
-     * An allreduce in place: the operands and the results all lie in one segment (the arenas). Its
-     * own copy of the loop, so that the copying paths' segments (a direct buffer's and the
-     * mapping's) never meet these in one compiled loop (see {@link #compileFloatKernels}).
-     */
-    private static void sumTwoFloatsInPlace(
-            MemorySegment m, long own, long peer, long count, long out, long result, float scale) {
-        long upper = FLOATS.loopBound(count);
-        for (long b = 0, end = upper * 4; b < end; b += FLOATS.vectorByteSize()) {
-            FloatVector sum = FloatVector.fromMemorySegment(FLOATS, m, own + b, NO)
-                    .add(FloatVector.fromMemorySegment(FLOATS, m, peer + b, NO))
-                    .mul(scale);
-            sum.intoMemorySegment(m, out + b, NO);
-            sum.intoMemorySegment(m, result + b, NO);
-        }
-        if (upper < count) {
-            sumTwoFloatsTail(m, own, m, peer, upper, count, m, out, result, scale);
-        }
-    }
-
-    /**
-     * Copying paths: {@code own} and {@code out} are the caller's direct buffer, {@code shm} the
-     * mapping. {@code scale} is 1 (SUM) or 0.5 (AVG): multiplying by either is exact.
-     */
-    private static void sumTwoFloats(
-            MemorySegment own,
-            long ownOff,
-            MemorySegment shm,
-            long peer,
-            long count,
-            MemorySegment out,
-            long outOff,
-            long resultOff,
-            float scale) {
-        long vectors = FLOATS.loopBound(count);
-        if (resultOff >= 0) {
-            sumTwoFloatsTwice(own, ownOff, shm, peer, vectors, out, outOff, resultOff, scale);
-        } else {
-            sumTwoFloatsOnce(own, ownOff, shm, peer, vectors, out, outOff, scale);
-        }
-        if (vectors < count) {
-            sumTwoFloatsTail(own, ownOff, shm, peer, vectors, count, out, outOff, resultOff, scale);
-        }
-    }
-
-    private static void sumTwoFloatsOnce(
-            MemorySegment own,
-            long ownOff,
-            MemorySegment shm,
-            long peer,
-            long upper,
-            MemorySegment out,
-            long outOff,
-            float scale) {
-        for (long b = 0, end = upper * 4; b < end; b += FLOATS.vectorByteSize()) {
-            FloatVector.fromMemorySegment(FLOATS, own, ownOff + b, NO)
-                    .add(FloatVector.fromMemorySegment(FLOATS, shm, peer + b, NO))
-                    .mul(scale)
-                    .intoMemorySegment(out, outOff + b, NO);
-        }
-    }
-
-    private static void sumTwoFloatsTwice(
-            MemorySegment own,
-            long ownOff,
-            MemorySegment shm,
-            long peer,
-            long upper,
-            MemorySegment out,
-            long outOff,
-            long resultOff,
-            float scale) {
-        for (long b = 0, end = upper * 4; b < end; b += FLOATS.vectorByteSize()) {
-            FloatVector sum = FloatVector.fromMemorySegment(FLOATS, own, ownOff + b, NO)
-                    .add(FloatVector.fromMemorySegment(FLOATS, shm, peer + b, NO))
-                    .mul(scale);
-            sum.intoMemorySegment(out, outOff + b, NO);
-            sum.intoMemorySegment(shm, resultOff + b, NO);
-        }
-    }
-
-    private static void sumTwoFloatsTail(
-            MemorySegment own,
-            long ownOff,
-            MemorySegment shm,
-            long peer,
-            long from,
-            long count,
-            MemorySegment out,
-            long outOff,
-            long resultOff,
-            float scale) {
-        for (long i = from; i < count; i++) {
-            long b = i * 4L;
-            float sum = (own.get(F32, ownOff + b) + shm.get(F32, peer + b)) * scale;
-            out.set(F32, outOff + b, sum);
-            if (resultOff >= 0) {
-                shm.set(F32, resultOff + b, sum);
-            }
-        }
     }
 
     /*
