@@ -86,7 +86,7 @@ def from_mpi(f):
     return rows
 
 
-runs, trained, computes, shares, cpus = {}, {}, {}, {}, {}
+runs, trained, computes, shares, cpus, worlds = {}, {}, {}, {}, {}, {}
 for f in sorted(glob.glob(os.path.join(out, "*-[0-9]*.*")), key=lambda f: f.endswith(".rooted.json")):
     rooted = re.fullmatch(r"(.+)-(\d+)\.rooted\.json", os.path.basename(f))
     if rooted and rooted.group(1) in runs:
@@ -99,6 +99,7 @@ for f in sorted(glob.glob(os.path.join(out, "*-[0-9]*.*")), key=lambda f: f.ends
     elif m and m.group(1) in TRAINING:
         result = json.load(open(f))
         trained.setdefault(m.group(1), {})[int(m.group(2))] = result["samples_per_s"]
+        worlds[m.group(1)] = result.get("world", 1)
         if result.get("cpu_ms_per_step") is not None:
             cpus.setdefault(m.group(1), []).append(result["cpu_ms_per_step"])
         if "communication_share" in result:
@@ -159,6 +160,36 @@ def check_computes():
         sys.exit("no comparison: " + "; ".join(problems))
 
 
+# Each run's world-1 counterpart (the same model and BLAS), for scaling efficiency.
+WORLD1 = {"torch-ddp": "torch-ddp-world1", "train-djl-shm": "train-djl-world1", "train-djl-tcp": "train-djl-world1"}
+
+
+def world1_of(run):
+    if run in WORLD1:
+        return WORLD1[run]
+    return "train-world1-host-blas" if run.endswith("-host-blas") else "train-world1" if run.startswith("train-") else None
+
+
+def scaling():
+    """Scaling efficiency: world-N samples/s over N times world 1's, round by round (1.0: perfect)."""
+    rows = []
+    for run, (name, _) in TRAINING.items():
+        one = world1_of(run)
+        n = worlds.get(run, 1)
+        if run not in trained or n < 2 or one not in trained or worlds.get(one) != 1:
+            continue
+        per, base = trained[run], trained[one]
+        es = [per[i] / (n * base[i]) for i in per if i in base]
+        if es:
+            rows.append(f"| {name} | {n} | **{statistics.median(es):.2f}** ({min(es):.2f}–{max(es):.2f}) |")
+    if rows:
+        print("\nScaling efficiency: world-N samples/s ÷ (N × world 1's, the same framework and BLAS), round by "
+              "round, median (range); 1.00 is perfect\n")
+        print("| run | world | scaling efficiency |")
+        print("|---|---|---|")
+        print("\n".join(rows))
+
+
 def training():
     check_computes()
     print("\nTraining (`./cohort bench train`, `torch_ddp.py`): samples/s per round; Cohort over PyTorch "
@@ -177,6 +208,7 @@ def training():
         cpu = f"{statistics.median(cpus[run]):.1f} ms" if run in cpus else "-"
         print(f"| {name} | {', '.join(f'{per[i]:,.0f}' for i in sorted(per))} | {statistics.median(per.values()):,.0f} "
               f"| {over} | {share} | {cpu} |")
+    scaling()
     based = [r for r in TRAINING if r in trained and "base-" + r in trained]
     if based:
         print("\nTraining speed over the baseline checkout, round by round (this samples/s / baseline's; above 1 is "
