@@ -289,6 +289,8 @@ public final class Backends {
     private static DistributedBackend selectAuto(
             String source, Map<String, DistributedBackend> backends, Map<String, String> env) {
         int jdk = Runtime.version().feature();
+        Map<String, String> given = env;
+        env = withLearnedLayout(env);
         AutoChoice choice = auto(env, jdk, backends.values());
         DistributedBackend backend = backends.get(choice.backend());
         if (backend == null) {
@@ -321,6 +323,31 @@ public final class Backends {
                     System.Logger.Level.INFO,
                     "backend auto (from " + source + "): " + backend.name() + " (" + reason + ")");
         }
-        return backend;
+        if (env == given) {
+            return backend;
+        }
+        try {
+            return backend.forEnvironment(env);
+        } catch (UnsupportedOperationException e) {
+            return backend; // an engine that cannot be made for another environment learns the layout itself
+        }
+    }
+
+    /**
+     * {@code env} with the host layout a {@link LayoutProbe} learned, where several workers were
+     * launched with a rendezvous address and no word of which share a host; else {@code env}.
+     */
+    private static Map<String, String> withLearnedLayout(Map<String, String> env) {
+        if (!LaunchEnvironment.isPresent(env)
+                || launchedWorld(env) < 2
+                || LaunchEnvironment.layoutGiven(env)
+                || env.getOrDefault(LaunchEnvironment.MASTER_ADDR, "").isBlank()
+                || env.getOrDefault(LaunchEnvironment.MASTER_PORT, "").isBlank()) {
+            return env;
+        }
+        return ServiceLoader.load(LayoutProbe.class, Backends.class.getClassLoader())
+                .findFirst()
+                .map(probe -> probe.learn(env))
+                .orElse(env);
     }
 }

@@ -161,6 +161,17 @@ class LaunchersTest {
     }
 
     @Test
+    void ranksToldOnlyTheirRankLearnTheyShareAHostBeforeTheEngineIsChosen() throws Exception {
+        // A launcher of one's own that sets RANK, WORLD_SIZE and MASTER_* alone, both ranks on this host.
+        int port = freePort();
+        Run run = ranks(r -> trainer(40, List.of()), r -> RankEnvironment.of("127.0.0.1", port, r, 2, Map.of()));
+        run.assertTrainedTogether();
+        assertThat(run.output)
+                .contains("host layout learned at rendezvous: 1 host(s); rank 0's holds 2 of the 2 ranks")
+                .contains("training mlp on 2 worker(s) (" + ONE_HOST_ENGINE + ")");
+    }
+
+    @Test
     void trainsAcrossPodsThatSayOnlyTheirRankAndLearnsTheyAreTwoHosts() throws Exception {
         // A one-pod-per-rank Kubernetes job as two machines look: own network, host name and /dev/shm
         // each (namespaces on one kernel otherwise share /dev/shm, and shm would seem to work).

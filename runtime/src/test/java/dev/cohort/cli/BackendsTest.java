@@ -10,11 +10,16 @@ import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.JobLayout;
 import dev.cohort.runtime.threads.NonDistributedBackend;
 import dev.cohort.runtime.threads.ThreadsBackend;
+import java.net.ServerSocket;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.Test;
@@ -234,13 +239,39 @@ class BackendsTest {
         assertThat(Backends.select("", all, layout(2, 1)).name()).isEqualTo("gloo");
         assertThat(Backends.select(null, all, layout(1, 1)).name()).isEqualTo("none");
         assertThat(Backends.select(null, all, Map.of()).name()).isEqualTo("none");
-        // No LOCAL_*: which workers share a host is unknown, so nothing that needs shared memory.
-        Map<String, String> unknown = vars("RANK=0 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=1");
+        // No LOCAL_* and no address to learn them at: unknown, so nothing that needs shared memory.
+        Map<String, String> unknown = vars("RANK=0 WORLD_SIZE=2");
         assertThat(Backends.select(null, all, unknown).name()).isEqualTo("gloo");
         assertThat(Backends.auto(unknown, 25, all.values()).reason())
                 .contains("does not say which workers share a host");
         // Asking for none stays none (with a warning on rank 0 naming the ranks that train alone).
         assertThat(Backends.select("none", all, layout(4, 2)).name()).isEqualTo("none");
+    }
+
+    @Test
+    void withOnlyRanksAndAnAddressAutoLearnsWhichShareAHostFirst() throws Exception {
+        Map<String, DistributedBackend> all = engines(true);
+        int port;
+        try (ServerSocket free = new ServerSocket(0)) {
+            port = free.getLocalPort();
+        }
+        // Two workers of this host told only their rank, the world and where to meet (pods, say).
+        ExecutorService ranks = Executors.newFixedThreadPool(2);
+        try {
+            List<Future<String>> picks = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                Map<String, String> env = vars("RANK=" + r + " WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port);
+                picks.add(ranks.submit(() -> Backends.select(null, all, env).name()));
+            }
+            for (Future<String> pick : picks) {
+                assertThat(pick.get(25, TimeUnit.SECONDS))
+                        .isEqualTo(Runtime.version().feature() >= 22 ? "shm" : "gloo");
+            }
+        } finally {
+            ranks.shutdownNow();
+        }
+        // The probe's store is gone: the engine chosen may host its own on the same port.
+        new ServerSocket(port).close();
     }
 
     @Test
