@@ -181,8 +181,8 @@ public final class LibTorch {
     }
 
     /**
-     * What libtorch computes with: {@code "bundled OpenBLAS"}, or {@code "host OpenBLAS PATH"} when
-     * {@value HostBlas#VARIABLE} chose one (see {@link HostBlas}); null before {@link #load}.
+     * What libtorch computes with: {@code "bundled OpenBLAS"} (with why, where the host's was passed
+     * over), or {@code "host OpenBLAS PATH"} (see {@link HostBlas}); null before {@link #load}.
      */
     public static String blas() {
         return blas;
@@ -195,8 +195,8 @@ public final class LibTorch {
      */
     private static String loadHostBlas(List<Path> natives) throws IOException {
         String setting = HostBlas.setting(System.getenv());
-        Optional<Path> host = HostBlas.choose(setting, System.getenv("LD_LIBRARY_PATH"), HostBlas.usualFolders());
-        if (host.isEmpty()) {
+        HostBlas.Choice choice = HostBlas.choose(setting, System.getenv("LD_LIBRARY_PATH"), HostBlas.usualFolders());
+        if (choice.library() == null) {
             return "bundled OpenBLAS";
         }
         Path libtorch = find(natives, "libtorch_cpu.so");
@@ -204,7 +204,10 @@ public final class LibTorch {
         if (!Files.isRegularFile(bundled)) {
             bundled = find(natives, HostBlas.SONAME);
         }
-        HostBlas.checkProvides(host.get(), libtorch, bundled);
+        Optional<Path> host = HostBlas.usable(choice, libtorch, bundled);
+        if (host.isEmpty()) {
+            return "bundled OpenBLAS (the host's " + choice.library() + " lacks functions libtorch calls)";
+        }
         Path real = host.get().toRealPath();
         System.load(real.toString());
         return "host OpenBLAS " + real;

@@ -28,10 +28,15 @@ class HostBlasTest {
     Path dir;
 
     @Test
-    void noSettingOrBundledKeepsTheBundledLibrary() {
-        assertEquals(Optional.empty(), HostBlas.choose(null, null, List.of()));
-        assertEquals(Optional.empty(), HostBlas.choose(" ", null, List.of()));
-        assertEquals(Optional.empty(), HostBlas.choose("bundled", "/x", List.of()));
+    void bundledKeepsTheBundledLibraryAndAutoPrefersTheHostsWhereThereIsOne() throws IOException {
+        Path usual = Files.createDirectories(dir.resolve("usual"));
+        assertEquals(HostBlas.Choice.BUNDLED, HostBlas.choose(null, null, List.of(usual)));
+        assertEquals(HostBlas.Choice.BUNDLED, HostBlas.choose("auto", dir.toString(), List.of(usual)));
+        Path lib = Files.writeString(usual.resolve(HostBlas.SONAME), "");
+        assertEquals(new HostBlas.Choice(lib, false), HostBlas.choose(null, null, List.of(usual)));
+        assertEquals(new HostBlas.Choice(lib, false), HostBlas.choose(" ", null, List.of(usual)));
+        assertEquals(new HostBlas.Choice(lib, false), HostBlas.choose("auto", null, List.of(usual)));
+        assertEquals(HostBlas.Choice.BUNDLED, HostBlas.choose("bundled", "/x", List.of(usual)));
     }
 
     @Test
@@ -40,11 +45,11 @@ class HostBlasTest {
         Path usual = Files.createDirectories(dir.resolve("usual"));
         Files.writeString(usual.resolve(HostBlas.SONAME), "");
         assertEquals(
-                Optional.of(usual.resolve(HostBlas.SONAME)),
+                new HostBlas.Choice(usual.resolve(HostBlas.SONAME), true),
                 HostBlas.choose("system", first + "::" + dir.resolve("missing"), List.of(usual)));
         Files.writeString(first.resolve(HostBlas.SONAME), "");
         assertEquals(
-                Optional.of(first.resolve(HostBlas.SONAME)),
+                new HostBlas.Choice(first.resolve(HostBlas.SONAME), true),
                 HostBlas.choose("system", first.toString(), List.of(usual)));
     }
 
@@ -69,11 +74,12 @@ class HostBlasTest {
             IllegalArgumentException e =
                     assertThrows(IllegalArgumentException.class, () -> HostBlas.choose(bad, null, List.of()));
             assertTrue(
-                    e.getMessage().startsWith("COHORT_BLAS=" + bad + ": expected bundled, system or the absolute path"),
+                    e.getMessage()
+                            .startsWith("COHORT_BLAS=" + bad + ": expected auto, bundled, system or the absolute path"),
                     e.getMessage());
         }
         Path lib = Files.writeString(dir.resolve("libopenblas.so.0"), "");
-        assertEquals(Optional.of(lib), HostBlas.choose(lib.toString(), null, List.of()));
+        assertEquals(new HostBlas.Choice(lib, true), HostBlas.choose(lib.toString(), null, List.of()));
     }
 
     @Test
@@ -110,13 +116,33 @@ class HostBlasTest {
                 e.getMessage());
     }
 
-    /** The real thing, where the host has OpenBLAS (CI installs libopenblas0-pthread): libtorch computes with it. */
     @Test
-    void libtorchComputesWithTheHostsOpenBlas() {
+    void autoPassesOverAHostLibraryThatLacksAFunctionWhereANamedOneIsRefused() throws IOException {
+        // As above: libnio.so stands for libtorch, libjava.so for the bundled OpenBLAS.
+        Path torch = JDK.resolve("libnio.so");
+        Path bundled = JDK.resolve("libjava.so");
+        Path lacking = JDK.resolve("libnet.so");
+        assertEquals(Optional.empty(), HostBlas.usable(new HostBlas.Choice(lacking, false), torch, bundled));
+        assertEquals(Optional.of(bundled), HostBlas.usable(new HostBlas.Choice(bundled, false), torch, bundled));
+        assertEquals(Optional.empty(), HostBlas.usable(HostBlas.Choice.BUNDLED, torch, bundled));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> HostBlas.usable(new HostBlas.Choice(lacking, true), torch, bundled));
+        Path notElf =
+                Files.writeString(dir.resolve("libopenblas.so.0"), "not a library, but long enough for a header..");
+        assertEquals(Optional.empty(), HostBlas.usable(new HostBlas.Choice(notElf, false), torch, bundled));
+    }
+
+    /**
+     * The real thing, where the host has OpenBLAS (CI installs libopenblas0-pthread): by default
+     * ({@code auto}) libtorch computes with it.
+     */
+    @Test
+    void byDefaultLibtorchComputesWithTheHostsOpenBlas() {
         assumeTrue(
                 HostBlas.usualFolders().stream().anyMatch(d -> Files.isRegularFile(d.resolve(HostBlas.SONAME))),
                 "no OpenBLAS installed on this host");
-        System.setProperty(HostBlas.PROPERTY, "system");
+        System.setProperty(HostBlas.PROPERTY, "auto");
         try {
             LibTorch.load();
         } finally {

@@ -89,7 +89,7 @@ class TrainBenchmarkTest {
         Path bad = dir.resolve("bad.log");
         assertThat(BenchJvm.run(bad, args, Map.of("COHORT_BLAS", "openblas"))).isNotZero();
         assertThat(Files.readString(bad))
-                .contains("COHORT_BLAS=openblas: expected bundled, system or the absolute path");
+                .contains("COHORT_BLAS=openblas: expected auto, bundled, system or the absolute path");
     }
 
     private static int bench(Path log, String... args) throws Exception {
