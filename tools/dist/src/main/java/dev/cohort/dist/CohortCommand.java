@@ -10,7 +10,8 @@ import picocli.CommandLine.Command;
 
 /**
  * {@code cohort}: the command of the distribution ({@code bin/cohort}) and of {@code ./cohort} in
- * the checkout for {@code run}, {@code bench}, {@code data}, {@code completion} and {@code --version}.
+ * the checkout for {@code run}, {@code bench}, {@code data}, {@code doctor}, {@code completion} and
+ * {@code --version}.
  */
 @Command(
         name = "cohort",
@@ -32,6 +33,7 @@ public final class CohortCommand implements Runnable {
         cli.addSubcommand(named("run", LauncherMain.command()));
         cli.addSubcommand(named("bench", BenchMain.command()));
         cli.addSubcommand(DataCommand.command());
+        cli.addSubcommand(new CommandLine(new DoctorCommand()));
         CommandLine completion = new CommandLine(new AutoComplete.GenerateCompletion());
         completion
                 .getCommandSpec()

@@ -112,6 +112,29 @@ public final class ShmAttachment implements AutoCloseable {
     }
 
     /**
+     * Refuses, naming the sizes, where {@code dir}'s file system has less room than the slots need:
+     * their pages are claimed as the collectives first touch them, and a tmpfs out of room would
+     * then fault (the arenas claim theirs as buffers are allocated, and fall back when they cannot).
+     */
+    private static void checkRoom(Path dir, long needed, String who) {
+        long free;
+        try {
+            free = Files.getFileStore(dir).getUsableSpace();
+        } catch (IOException e) {
+            return; // the mapping's own creation names what is wrong with dir
+        }
+        if (free < needed) {
+            throw new ShmConnectException(who + ": " + dir + " has " + mib(free) + " free, and the shared mapping's "
+                    + "slots need " + mib(needed) + "; give it more room (a container's --shm-size, or fewer ranks "
+                    + "on this host) or use --distributed-backend tcp");
+        }
+    }
+
+    private static String mib(long bytes) {
+        return String.format(java.util.Locale.ROOT, "%.1f MiB", bytes / 1048576.0);
+    }
+
+    /**
      * Creates (local rank 0) or opens the mapping at {@code path} and attaches this rank, waiting
      * at most {@code timeout} for the file and for every rank to attach.
      */
@@ -132,6 +155,7 @@ public final class ShmAttachment implements AutoCloseable {
     private static ShmAttachment create(Path path, ShmLayout layout, long deadline, String who) {
         long total = layout.totalBytes();
         long self = ProcessHandle.current().pid();
+        checkRoom(path.getParent(), layout.arenasOffset(), who);
         for (int attempt = 0; ; attempt++) {
             try {
                 Files.createFile(
