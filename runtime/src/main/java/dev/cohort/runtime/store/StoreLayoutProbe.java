@@ -57,11 +57,11 @@ public final class StoreLayoutProbe implements LayoutProbe {
             List<String> keys = keys("host/", world);
             store.await(keys, deadline);
             hosts = keys.stream().map(store::get).toList();
-            store.set(PREFIX + "read/" + rank, "1");
             if (rank == 0) {
+                store.set(PREFIX + "read/0", "1");
                 store.await(keys("read/", world), deadline);
             } else {
-                awaitClosed(store, deadline);
+                saidReadThenClosed(store, rank, deadline);
             }
         } finally {
             if (server != null) {
@@ -81,9 +81,15 @@ public final class StoreLayoutProbe implements LayoutProbe {
         return IntStream.range(0, world).mapToObj(r -> PREFIX + kind + r).toList();
     }
 
-    /** Returns once rank 0 has closed the store (the connection ends); throws if it has not by the deadline. */
-    private static void awaitClosed(TcpStore store, long deadline) {
+    /**
+     * Says this rank has read, then returns once rank 0 has closed the store (the connection ends);
+     * throws if it has not by the deadline. Rank 0 may close it as soon as this rank's key is set,
+     * before the store's answer to the set reaches this rank: a connection that ends there ends
+     * the exchange too.
+     */
+    private static void saidReadThenClosed(TcpStore store, int rank, long deadline) {
         try {
+            store.set(PREFIX + "read/" + rank, "1");
             store.await(List.of(PREFIX + "never"), deadline);
         } catch (UncheckedIOException closed) {
             return;
