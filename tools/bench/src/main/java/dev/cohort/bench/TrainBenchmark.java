@@ -45,6 +45,12 @@ final class TrainBenchmark extends BenchCommand {
     @Option(names = "--json", paramLabel = "FILE", description = "Write the result as JSON (torch_ddp.py's shape).")
     Path json;
 
+    @Option(
+            names = "--scaling",
+            description = "Train at world 1 first, with the same settings, and report the scaling efficiency: "
+                    + "this world's samples/s over world times world 1's (one node).")
+    boolean scaling;
+
     @Mixin
     TrainSettings settings = new TrainSettings();
 
@@ -52,6 +58,14 @@ final class TrainBenchmark extends BenchCommand {
     public Integer call() throws Exception {
         int world = nodes.world();
         settings.check();
+        if (scaling && (world < 2 || nodes.nnodes > 1)) {
+            throw new IllegalArgumentException("--scaling needs --world 2 or more on one node (it compares with "
+                    + "world 1 on this node); got --world " + world + " --nnodes " + nodes.nnodes);
+        }
+        Double world1 = scaling ? worldOne() : null;
+        if (scaling && world1 == null) {
+            return 1;
+        }
         Path out = json != null ? json.toAbsolutePath() : Files.createTempFile("cohort-train", ".json");
         List<String> workerArgs = new ArrayList<>(List.of("train-worker", "--json", out.toString()));
         workerArgs.addAll(settings.asArgs());
@@ -62,6 +76,18 @@ final class TrainBenchmark extends BenchCommand {
         Result r = settings.backend.equals("none") && world > 1
                 ? Result.independent(out, world)
                 : new ObjectMapper().readValue(out.toFile(), Result.class);
+        if (world1 != null) {
+            r = r.withScaling(world1, r.samplesPerS() / (world * world1));
+            new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(out.toFile(), r);
+            System.out.printf(
+                    java.util.Locale.ROOT,
+                    "scaling efficiency %.2f: world %d's samples/s %.0f over %d x world 1's %.0f%n",
+                    r.scalingEfficiency(),
+                    world,
+                    r.samplesPerS(),
+                    world,
+                    world1);
+        }
         System.out.printf(
                 "%s %s world=%d threads/rank=%d params=%d steps=%d time=%.2fs steps/s=%.1f samples/s=%.0f "
                         + "communication=%.0f%% of the step%s%n",
@@ -92,6 +118,25 @@ final class TrainBenchmark extends BenchCommand {
         return 0;
     }
 
+    /** Samples/s of the same training at world 1 on this node, or null (said) when it failed. */
+    private Double worldOne() throws java.io.IOException {
+        Path one = Files.createTempFile("cohort-train-world1", ".json");
+        try {
+            List<String> args = new ArrayList<>(List.of("train-worker", "--json", one.toString()));
+            args.addAll(settings.asArgs());
+            if (Workers.launch(1, nodes, false, args) != 0) {
+                System.err.println("cohort bench train: the world-1 run for --scaling failed");
+                return null;
+            }
+            double samples =
+                    new ObjectMapper().readValue(one.toFile(), Result.class).samplesPerS();
+            System.out.printf(java.util.Locale.ROOT, "world 1: samples/s=%.0f%n", samples);
+            return samples;
+        } finally {
+            Files.deleteIfExists(one);
+        }
+    }
+
     private static String mebibytes(List<Long> bytes) {
         return bytes.stream()
                 .map(b -> String.format(java.util.Locale.ROOT, "%.1f", b / 1048576.0))
@@ -114,7 +159,67 @@ final class TrainBenchmark extends BenchCommand {
             List<String> blas,
             @JsonProperty("communication_share") double communicationShare,
             Memory memory,
-            @JsonProperty("cpu_ms_per_step") Double cpuMsPerStep) {
+            @JsonProperty("cpu_ms_per_step") Double cpuMsPerStep,
+            @JsonProperty("world1_samples_per_s") Double world1SamplesPerS,
+            @JsonProperty("scaling_efficiency") Double scalingEfficiency) {
+
+        Result(
+                String engine,
+                String model,
+                String version,
+                int world,
+                int threadsPerRank,
+                int steps,
+                int batchPerRank,
+                long params,
+                double seconds,
+                double stepsPerS,
+                double samplesPerS,
+                List<String> blas,
+                double communicationShare,
+                Memory memory,
+                Double cpuMsPerStep) {
+            this(
+                    engine,
+                    model,
+                    version,
+                    world,
+                    threadsPerRank,
+                    steps,
+                    batchPerRank,
+                    params,
+                    seconds,
+                    stepsPerS,
+                    samplesPerS,
+                    blas,
+                    communicationShare,
+                    memory,
+                    cpuMsPerStep,
+                    null,
+                    null);
+        }
+
+        /** This result with world 1's samples/s and the scaling efficiency against it ({@code --scaling}). */
+        Result withScaling(double world1, double efficiency) {
+            return new Result(
+                    engine,
+                    model,
+                    version,
+                    world,
+                    threadsPerRank,
+                    steps,
+                    batchPerRank,
+                    params,
+                    seconds,
+                    stepsPerS,
+                    samplesPerS,
+                    blas,
+                    communicationShare,
+                    memory,
+                    cpuMsPerStep,
+                    world1,
+                    efficiency);
+        }
 
         Result(
                 String engine,

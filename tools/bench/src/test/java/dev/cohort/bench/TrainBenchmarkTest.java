@@ -49,6 +49,22 @@ class TrainBenchmarkTest {
     }
 
     @Test
+    @Timeout(240)
+    void scalingTrainsAtWorldOneFirstAndReportsTheEfficiency(@TempDir Path dir) throws Exception {
+        JsonNode result = trainsOnTwoTcpRanks(dir, "--steps 6 --scaling", "cohort-tcp", 6);
+        double world1 = result.get("world1_samples_per_s").asDouble();
+        assertThat(world1).isPositive();
+        assertThat(result.get("scaling_efficiency").asDouble())
+                .isCloseTo(
+                        result.get("samples_per_s").asDouble() / (2 * world1),
+                        org.assertj.core.data.Offset.offset(1e-9));
+        Path log = dir.resolve("refused.log");
+        assertThat(bench(log, BenchJvm.words("--backend tcp --world 1 --scaling")))
+                .isNotZero();
+        assertThat(Files.readString(log)).contains("--scaling needs --world 2 or more on one node");
+    }
+
+    @Test
     @Timeout(60)
     void syncOnlyRefusesOptionsThatDistribute(@TempDir Path dir) throws Exception {
         Path log = dir.resolve("bench.log");
