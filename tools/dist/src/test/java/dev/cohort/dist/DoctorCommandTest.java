@@ -79,7 +79,7 @@ class DoctorCommandTest {
                 "shm");
         assertThat(run.exit).as("exit status; output:%n%s", run.output).isEqualTo(1);
         assertThat(run.output)
-                .containsPattern("PROBLEM +/dev/shm +[0-9]+ MiB free of [0-9]+ MiB .*too little for the shm engine")
+                .containsPattern("PROBLEM +/dev/shm +[0-9.]+ MiB free of [0-9.]+ MiB .*too little for the shm engine")
                 .containsPattern("PROBLEM +shm +the allreduce failed .*slots need");
     }
 
