@@ -82,9 +82,26 @@ public abstract class DistributedBackend implements BackendProvider, AutoCloseab
                     "the " + name() + " backend is not available: " + unavailableReason());
         }
         prepareIntegrations();
-        connection = connect();
+        Connection joined = connect();
+        try {
+            joined(joined);
+        } catch (RuntimeException | Error e) {
+            try {
+                joined.close();
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+        connection = joined;
         JoinRecord.record(System.getenv());
     }
+
+    /**
+     * Called once {@link #connect()} returned, before the connection is used: an engine's runtime
+     * sets up what every engine shares (the flight record). Throwing closes the connection.
+     */
+    protected void joined(Connection connection) {}
 
     /** {@link Distributor#prepare()} of every integration on the class path, once per process. */
     private static void prepareIntegrations() {

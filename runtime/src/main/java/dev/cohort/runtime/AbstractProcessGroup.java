@@ -7,6 +7,7 @@ import dev.cohort.api.collective.OpKind;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.api.collective.Work;
+import dev.cohort.runtime.flight.FlightRecorder;
 import dev.cohort.runtime.p2p.PostOffice;
 import java.time.Duration;
 import java.util.Objects;
@@ -37,6 +38,8 @@ public abstract class AbstractProcessGroup extends TimedCalls {
     private PostOffice postOffice;
     private volatile String subgroupScope;
     private volatile boolean closed;
+    /** Where this rank's calls are on record; null: nowhere. */
+    private volatile FlightRecorder recorder;
 
     protected AbstractProcessGroup(int rank, int size, Duration timeout) {
         if (size < 1) {
@@ -101,61 +104,61 @@ public abstract class AbstractProcessGroup extends TimedCalls {
 
     final Work startAllreduce(DenseBuffer data, ReduceOp op, Duration timeout) {
         checkOpen("allreduce");
-        return start(calls.allreduce(data, op), timeout);
+        return issue(calls.allreduce(data, op), timeout, CORE);
     }
 
     final Work startBroadcast(DenseBuffer data, int root, Duration timeout) {
         checkOpen("broadcast");
-        return start(calls.broadcast(data, root), timeout);
+        return issue(calls.broadcast(data, root), timeout, CORE);
     }
 
     final Work startAllgather(DenseBuffer input, DenseBuffer output, Duration timeout) {
         checkOpen("allgather");
-        return start(calls.allgather(input, output), timeout);
+        return issue(calls.allgather(input, output), timeout, CORE);
     }
 
     final Work startAllgatherv(DenseBuffer input, DenseBuffer output, int[] counts, Duration timeout) {
         checkOpen("allgatherv");
-        return start(calls.allgatherv(input, output, counts), timeout);
+        return issue(calls.allgatherv(input, output, counts), timeout, CORE);
     }
 
     final Work startReduceScatter(DenseBuffer input, DenseBuffer output, ReduceOp op, Duration timeout) {
         checkOpen("reduce-scatter");
-        return start(calls.reduceScatter(input, output, op), timeout);
+        return issue(calls.reduceScatter(input, output, op), timeout, CORE);
     }
 
     final Work startBarrier(Duration timeout) {
         checkOpen("barrier");
-        return start(calls.barrier(), timeout);
+        return issue(calls.barrier(), timeout, CORE);
     }
 
     final Work startPointToPoint(OpKind kind, DenseBuffer data, int peer, int tag, Duration timeout) {
         checkOpen(kind.label());
-        return pointToPoint(calls.pointToPoint(kind, data, peer, tag), timeout);
+        return issue(calls.pointToPoint(kind, data, peer, tag), timeout, MESSAGE);
     }
 
     final Work startReduce(DenseBuffer data, ReduceOp op, int root, Duration timeout) {
         checkOpen("reduce");
-        return begin(calls.reduce(data, op, root), timeout);
+        return issue(calls.reduce(data, op, root), timeout, BEGIN);
     }
 
     /** gather ({@code counts == null}) and gatherv. */
     final Work startGather(DenseBuffer input, DenseBuffer output, int[] counts, int root, Duration timeout) {
         checkOpen(counts == null ? "gather" : "gatherv");
-        return begin(calls.gather(input, output, counts, root), timeout);
+        return issue(calls.gather(input, output, counts, root), timeout, BEGIN);
     }
 
     /** scatter ({@code counts == null}) and scatterv. */
     final Work startScatter(DenseBuffer input, DenseBuffer output, int[] counts, int root, Duration timeout) {
         checkOpen(counts == null ? "scatter" : "scatterv");
-        return begin(calls.scatter(input, output, counts, root), timeout);
+        return issue(calls.scatter(input, output, counts, root), timeout, BEGIN);
     }
 
     /** alltoall ({@code sendCounts == null}) and alltoallv. */
     final Work startAlltoall(
             DenseBuffer input, int[] sendCounts, DenseBuffer output, int[] receiveCounts, Duration timeout) {
         checkOpen(sendCounts == null ? "alltoall" : "alltoallv");
-        return begin(calls.alltoall(input, sendCounts, output, receiveCounts), timeout);
+        return issue(calls.alltoall(input, sendCounts, output, receiveCounts), timeout, BEGIN);
     }
 
     /**
@@ -197,6 +200,54 @@ public abstract class AbstractProcessGroup extends TimedCalls {
      */
     protected boolean runsNatively(OpKind kind) {
         return true;
+    }
+
+    private static final int CORE = 0;
+    private static final int BEGIN = 1;
+    private static final int MESSAGE = 2;
+
+    /**
+     * Puts {@code call} on record (before the engine starts it: a call that never returns is on
+     * record too), then starts it: a core collective ({@link #start}), one the engine may compose
+     * ({@link #begin}) or a message ({@link #pointToPoint}).
+     */
+    private Work issue(Collective call, Duration timeout, int path) {
+        FlightRecorder r = recorder;
+        long ticket = r == null ? -1 : r.issued(call);
+        Work work;
+        try {
+            work = switch (path) {
+                case CORE -> start(call, timeout);
+                case MESSAGE -> pointToPoint(call, timeout);
+                default -> begin(call, timeout);
+            };
+        } catch (RuntimeException | Error e) {
+            if (r != null) {
+                r.settled(ticket, true);
+            }
+            throw e;
+        }
+        if (r != null) {
+            if (work instanceof FlightTracked tracked) {
+                tracked.recordedAs(r, ticket);
+            } else if (work.isDone()) {
+                r.settled(ticket, work.failure().isPresent());
+            }
+        }
+        return work;
+    }
+
+    /**
+     * Puts this group's calls on record in {@code recorder} from now on: the job's world group,
+     * whose ranks are the job's ({@link FlightRecorder#forJob}).
+     */
+    public final void recordsFlight(FlightRecorder recorder) {
+        this.recorder = Objects.requireNonNull(recorder, "recorder");
+    }
+
+    /** Where this group's calls are on record, if anywhere. */
+    public final Optional<FlightRecorder> flightRecorder() {
+        return Optional.ofNullable(recorder);
     }
 
     private Work begin(Collective call, Duration timeout) {

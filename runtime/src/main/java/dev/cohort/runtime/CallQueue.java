@@ -198,7 +198,7 @@ public final class CallQueue {
     }
 
     /** One queued call: the {@link Work} its caller holds. */
-    public final class Call implements Work {
+    public final class Call implements Work, FlightTracked {
         private final String who;
         private final Collective collective;
         private final Body body;
@@ -210,6 +210,8 @@ public final class CallQueue {
         private final long issued;
         private final long deadline;
         private final long timeoutNanos;
+        private long ticket;
+        private volatile dev.cohort.runtime.flight.FlightRecorder recorder;
 
         Call(String who, Collective collective, Duration timeout, Body body) {
             this.who = who;
@@ -279,11 +281,25 @@ public final class CallQueue {
             if (!OUTCOME.compareAndSet(this, null, result)) {
                 return false;
             }
+            var r = recorder;
+            if (r != null) {
+                r.settled(ticket, result != DONE); // before blocked waiters go on
+            }
             CountDownLatch latch = blocked;
             if (latch != null) {
                 latch.countDown();
             }
             return true;
+        }
+
+        @Override
+        public void recordedAs(dev.cohort.runtime.flight.FlightRecorder recorder, long ticket) {
+            this.ticket = ticket;
+            this.recorder = recorder;
+            Object o = outcome;
+            if (o != null) {
+                recorder.settled(ticket, o != DONE);
+            }
         }
 
         /**

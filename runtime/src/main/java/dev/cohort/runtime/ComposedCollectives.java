@@ -182,10 +182,12 @@ final class ComposedCollectives {
      * The last step of a composition and what follows it (copying the result into place), run
      * once by whoever first sees the step done without a failure.
      */
-    private static final class Then implements Work {
+    private static final class Then implements Work, FlightTracked {
         private final Collective call;
         private final Work last;
         private Runnable after;
+        private long ticket;
+        private volatile dev.cohort.runtime.flight.FlightRecorder recorder;
 
         Then(Collective call, Work last, Runnable after) {
             this.call = call;
@@ -206,7 +208,22 @@ final class ComposedCollectives {
             if (last.failure().isEmpty()) {
                 finish();
             }
+            settled();
             return true;
+        }
+
+        @Override
+        public void recordedAs(dev.cohort.runtime.flight.FlightRecorder recorder, long ticket) {
+            this.ticket = ticket;
+            this.recorder = recorder;
+            isDone();
+        }
+
+        private void settled() {
+            var r = recorder;
+            if (r != null) {
+                r.settled(ticket, last.failure().isPresent());
+            }
         }
 
         @Override
@@ -216,14 +233,26 @@ final class ComposedCollectives {
 
         @Override
         public void await() {
-            last.await();
-            finish();
+            try {
+                last.await();
+                finish();
+            } finally {
+                if (last.isDone()) {
+                    settled();
+                }
+            }
         }
 
         @Override
         public void await(Duration timeout) {
-            last.await(timeout);
-            finish();
+            try {
+                last.await(timeout);
+                finish();
+            } finally {
+                if (last.isDone()) {
+                    settled();
+                }
+            }
         }
 
         private synchronized void finish() {

@@ -5,6 +5,7 @@ import dev.cohort.api.collective.Collective;
 import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.CollectiveTimeoutException;
 import dev.cohort.api.collective.Work;
+import dev.cohort.runtime.flight.FlightRecorder;
 import java.time.Duration;
 import java.util.Optional;
 
@@ -13,11 +14,15 @@ import java.util.Optional;
  * failure, and {@code await}'s envelope — wait as the engine knows how, then throw the failure.
  * A waiter's own limit that runs out first is not a failure: the operation stays pending.
  */
-public abstract class DeadlineWork implements Work {
+public abstract class DeadlineWork implements Work, FlightTracked {
 
     private final Collective collective;
     private final long deadlineNanos;
     private volatile CollectiveException failure;
+    private long ticket;
+    private volatile FlightRecorder recorder;
+    /** Set by {@link #settledNow()}: the call settled (read against {@link #recorder}, so one of the two marks it). */
+    private volatile boolean settled;
 
     protected DeadlineWork(Collective collective, Duration timeout) {
         this.collective = collective;
@@ -43,6 +48,27 @@ public abstract class DeadlineWork implements Work {
     @Override
     public Optional<CollectiveException> failure() {
         return Optional.ofNullable(failure);
+    }
+
+    @Override
+    public final void recordedAs(FlightRecorder recorder, long ticket) {
+        this.ticket = ticket;
+        this.recorder = recorder;
+        if (settled || isDone()) {
+            recorder.settled(ticket, failure != null);
+        }
+    }
+
+    /**
+     * Subclasses call this as the call settles, its failure (if any) recorded and before its
+     * waiters are released, so that a waiter that returns finds it settled on record.
+     */
+    protected final void settledNow() {
+        settled = true;
+        FlightRecorder r = recorder;
+        if (r != null) {
+            r.settled(ticket, failure != null);
+        }
     }
 
     /** Records the failure every waiter will see; callers make sure it is recorded once. */

@@ -4,6 +4,7 @@ import dev.cohort.api.Connection;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.runtime.auth.JobSecret;
+import dev.cohort.runtime.flight.FlightRecorder;
 import java.lang.reflect.InvocationTargetException;
 import java.util.List;
 import java.util.Map;
@@ -140,6 +141,22 @@ public abstract class EngineBackend<O extends EngineOptions<O>> extends Distribu
      */
     protected String missing() {
         return null;
+    }
+
+    /**
+     * Puts the world group's calls on record ({@link FlightRecorder#forJob}: in memory, or in
+     * {@value FlightRecorder#ENV_DIR} where the launcher or the user set it).
+     */
+    @Override
+    protected final void joined(Connection connection) {
+        if (connection.world() instanceof AbstractProcessGroup world
+                && world.flightRecorder().isEmpty()) {
+            FlightRecorder.forJob(
+                            env(),
+                            connection.topology().rank(),
+                            connection.topology().worldSize())
+                    .ifPresent(world::recordsFlight);
+        }
     }
 
     /**

@@ -27,6 +27,7 @@ public final class PendingWork extends DeadlineWork {
         if (done.getCount() == 0) {
             return false;
         }
+        settledNow();
         done.countDown();
         return true;
     }
@@ -37,6 +38,7 @@ public final class PendingWork extends DeadlineWork {
             return false;
         }
         recordFailure(cause);
+        settledNow();
         done.countDown();
         return true;
     }

@@ -182,6 +182,7 @@ final class MpiMessage extends DeadlineWork {
         if (failure != null) {
             recordFailure(failure);
         }
+        settledNow();
     }
 
     @Override
@@ -198,6 +199,7 @@ final class MpiMessage extends DeadlineWork {
                     if (!done) {
                         done = true; // the requests stay with MPI, and so does their memory
                         recordFailure(timedOut());
+                        settledNow();
                     }
                 }
                 return;

@@ -95,7 +95,9 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
     @Override
     public Tensor step() {
         if (synchronizedAt < 0) {
+            StepPartEvent averaging = StepPartEvent.begin(StepPartEvent.AVERAGE);
             average();
+            averaging.commit();
         } else if (gradients.gradientsSeen() != synchronizedAt) {
             synchronizedAt = -1;
             throw new IllegalStateException("backward ran after synchronize() and before step(): its gradients "
@@ -105,7 +107,9 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
         if (join != null) {
             join.announce(this, STEP, 0);
         }
+        StepPartEvent stepping = StepPartEvent.begin(StepPartEvent.OPTIMIZER);
         Tensor result = stepAveraged();
+        stepping.commit();
         if (divergence != null && join == null) {
             divergence.afterStep(); // not inside a join scope: ranks that joined could not answer it
         }

@@ -10,7 +10,7 @@ import picocli.CommandLine.Command;
 
 /**
  * {@code cohort}: the command of the distribution ({@code bin/cohort}) and of {@code ./cohort} in
- * the checkout for {@code run}, {@code bench}, {@code data}, {@code doctor}, {@code completion} and
+ * the checkout for {@code run}, {@code bench}, {@code data}, {@code doctor}, {@code flight}, {@code trace}, {@code completion} and
  * {@code --version}.
  */
 @Command(
@@ -34,6 +34,8 @@ public final class CohortCommand implements Runnable {
         cli.addSubcommand(named("bench", BenchMain.command()));
         cli.addSubcommand(DataCommand.command());
         cli.addSubcommand(new CommandLine(new DoctorCommand()));
+        cli.addSubcommand(new CommandLine(new FlightCommand()));
+        cli.addSubcommand(new CommandLine(new TraceCommand()));
         CommandLine completion = new CommandLine(new AutoComplete.GenerateCompletion());
         completion
                 .getCommandSpec()

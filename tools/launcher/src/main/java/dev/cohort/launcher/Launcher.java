@@ -13,6 +13,8 @@ import dev.cohort.launcher.control.LocalCoordinator;
 import dev.cohort.launcher.control.Report;
 import dev.cohort.runtime.ComputeThreads;
 import dev.cohort.runtime.elastic.ElasticJob;
+import dev.cohort.runtime.flight.FlightRecorder;
+import dev.cohort.runtime.flight.FlightReport;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -70,6 +72,10 @@ public final class Launcher implements AutoCloseable {
     private OrphanGuard guard;
     /** Where this node's Java workers record that they joined a group ({@link JoinRecord}); null for a command. */
     private java.nio.file.Path joinRecords;
+    /** Where this node's workers keep their flight records ({@link FlightRecorder#ENV_DIR}). */
+    private java.nio.file.Path flightRecords;
+    /** Whether {@link #flightRecords} is the launcher's own, deleted at the end (not one the user named). */
+    private boolean ownFlightRecords;
 
     private boolean ran;
 
@@ -140,6 +146,11 @@ public final class Launcher implements AutoCloseable {
             if (program.isJava()) {
                 joinRecords = java.nio.file.Files.createTempDirectory("cohort-joined-");
             }
+            String named = inheritedEnvironment().get(FlightRecorder.ENV_DIR);
+            ownFlightRecords = named == null || named.isBlank();
+            flightRecords = ownFlightRecords
+                    ? java.nio.file.Files.createTempDirectory("cohort-flight-")
+                    : java.nio.file.Path.of(named);
             if (options.nnodes() > 1) {
                 console.message("node " + options.nodeRank() + " of " + options.nnodesSpec() + ": joining the group at "
                         + options.masterAddr() + ":" + options.controlPort());
@@ -151,6 +162,9 @@ public final class Launcher implements AutoCloseable {
             guard.close();
             coordinator.close();
             deleteJoinRecords();
+            if (ownFlightRecords) {
+                deleteFlightRecords(true);
+            }
             if (server != null) {
                 server.close();
             }
@@ -238,6 +252,8 @@ public final class Launcher implements AutoCloseable {
                 if (joinRecords != null) {
                     env.put(JoinRecord.ENV, joinRecords.toString());
                 }
+                deleteFlightRecords(false); // the last round's: its ranks may not be this round's
+                env.put(FlightRecorder.ENV_DIR, flightRecords.toString());
                 if (options.elastic() > 0) {
                     if (throughMpirun(env)) {
                         console.message(
@@ -283,7 +299,7 @@ public final class Launcher implements AutoCloseable {
                             options.elastic() > 0
                                     ? "the group cannot go on: fewer than --elastic " + options.elastic()
                                             + " workers would be " + "left; stopping this node's workers"
-                                    : "another node's worker failed; stopping this node's workers");
+                                    : "another node's worker failed; stopping this node's workers" + flightReport());
                     stopGroup();
                     reported = true;
                     coordinator.report(new Report.Stopped(round, options.nodeRank()));
@@ -299,12 +315,15 @@ public final class Launcher implements AutoCloseable {
                 }
                 WorkerFailure failure = group.failure(exited.localRank(), round, exited.code(), DRAIN_MILLIS);
                 failures.add(failure);
+                String flight = flightReport();
                 String where = options.nnodes() > 1 ? " on node " + options.nodeRank() : "";
                 if (options.elastic() > 0) {
                     // The referee decides: the others go on as the next generation, or the round fails.
                     lost++;
-                    console.message(
-                            failure.summary() + (round > 0 ? " (restart " + round + ")" : "") + lastLines(failure));
+                    console.message(failure.summary()
+                            + (round > 0 ? " (restart " + round + ")" : "")
+                            + lastLines(failure)
+                            + flight);
                     coordinator.report(new Report.Lost(
                             round,
                             options.nodeRank(),
@@ -320,7 +339,7 @@ public final class Launcher implements AutoCloseable {
                     continue;
                 }
                 console.message(failure.summary() + (round > 0 ? " (restart " + round + ")" : "")
-                        + "; stopping the other workers" + lastLines(failure));
+                        + "; stopping the other workers" + lastLines(failure) + flight);
                 stopGroup();
                 reported = true;
                 coordinator.report(new Report.Failed(
@@ -440,6 +459,43 @@ public final class Launcher implements AutoCloseable {
             java.nio.file.Files.deleteIfExists(joinRecords);
         } catch (IOException e) {
             // A temporary folder of empty files; the system's cleaning removes what is left.
+        }
+    }
+
+    /**
+     * "\nflight records (DIR): rank 1 completed allreduce #42 and issued nothing since; rank 0
+     * waits in allreduce #43 ...": where this node's ranks stand, from their flight records; empty
+     * when none recorded a call.
+     */
+    private String flightReport() {
+        try {
+            FlightReport report = FlightReport.of(flightRecords);
+            if (report.isEmpty()) {
+                return "";
+            }
+            String where = ownFlightRecords ? "" : " (" + flightRecords + ")";
+            return "\nflight records" + where + ": " + report.summary();
+        } catch (IOException | RuntimeException e) {
+            return "\nthe flight records in " + flightRecords + " cannot be read: " + e.getMessage();
+        }
+    }
+
+    /** Deletes the rings in the flight-record folder, and with {@code folder} the folder. */
+    private void deleteFlightRecords(boolean folder) {
+        if (flightRecords == null || !java.nio.file.Files.isDirectory(flightRecords)) {
+            return;
+        }
+        try (var records = java.nio.file.Files.list(flightRecords)) {
+            for (java.nio.file.Path p : records.filter(
+                            p -> p.getFileName().toString().endsWith(".flight"))
+                    .toList()) {
+                java.nio.file.Files.deleteIfExists(p);
+            }
+            if (folder) {
+                java.nio.file.Files.deleteIfExists(flightRecords);
+            }
+        } catch (IOException e) {
+            // A temporary folder: the system's cleaning removes what is left.
         }
     }
 

@@ -3,6 +3,7 @@ package dev.cohort.launcher;
 import dev.cohort.api.Backends;
 import dev.cohort.cli.Commands;
 import dev.cohort.runtime.auth.JobSecret;
+import dev.cohort.runtime.flight.Tracing;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -65,6 +66,12 @@ public final class LauncherMain implements Callable<Integer> {
 
     @Option(names = "--log-dir", paramLabel = "DIR")
     Path logDir;
+
+    @Option(names = "--flight-dir", paramLabel = "DIR")
+    Path flightDir;
+
+    @Option(names = "--trace", paramLabel = "DIR")
+    Path trace;
 
     @Option(names = "--bind-cores")
     boolean bindCores;
@@ -153,6 +160,22 @@ public final class LauncherMain implements Callable<Integer> {
             LaunchOptions.Builder builder = LaunchOptions.builder();
             if (backend != null) {
                 builder.addEnvironment(Backends.ENV_BACKEND, backend(backend));
+            }
+            if (trace != null) {
+                try {
+                    builder.addEnvironment(
+                            Tracing.JAVA_OPTIONS, Tracing.javaOptions(trace, System.getenv(Tracing.JAVA_OPTIONS)));
+                } catch (IOException e) {
+                    throw new IllegalArgumentException("--trace " + trace + ": " + e.getMessage(), e);
+                }
+            }
+            if (flightDir != null) {
+                if (java.nio.file.Files.exists(flightDir) && !java.nio.file.Files.isDirectory(flightDir)) {
+                    throw new IllegalArgumentException("--flight-dir " + flightDir + " exists and is not a folder");
+                }
+                builder.addEnvironment(
+                        dev.cohort.runtime.flight.FlightRecorder.ENV_DIR,
+                        flightDir.toAbsolutePath().toString());
             }
             options = builder.nprocPerNode(LaunchOptions.parseCount("--nproc-per-node", nprocPerNode, true))
                     .nnodes(LaunchOptions.parseNodes(nnodes)[0], LaunchOptions.parseNodes(nnodes)[1])

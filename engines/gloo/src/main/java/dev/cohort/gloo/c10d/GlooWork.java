@@ -127,6 +127,7 @@ public final class GlooWork extends DeadlineWork {
         } catch (RuntimeException e) {
             recordFailure(translate.apply(e));
         } finally {
+            settledNow();
             settled = true;
             // A call that never finished may still be written to by Gloo: keep its memory (a leak
             // on a broken group, never a use-after-free).

@@ -1,0 +1,60 @@
+package dev.cohort.runtime.flight;
+
+import jdk.jfr.Category;
+import jdk.jfr.DataAmount;
+import jdk.jfr.Description;
+import jdk.jfr.Enabled;
+import jdk.jfr.Event;
+import jdk.jfr.EventType;
+import jdk.jfr.Label;
+import jdk.jfr.Name;
+import jdk.jfr.StackTrace;
+
+/**
+ * A JDK Flight Recorder event for each collective of a job's world group, from issue to settle, on
+ * the thread that issued it: what {@code cohort trace} draws as each rank's collectives. Off by
+ * default; a recording enables it ({@code cohort run --trace}, or a JFR settings file naming
+ * {@value #NAME}). While it is off, collectives allocate nothing for it.
+ */
+@Name(CollectiveEvent.NAME)
+@Label("Collective")
+@Category({"Cohort", "Collectives"})
+@Description("A collective of the job's world group, from the rank issuing it until it settled")
+@Enabled(false)
+@StackTrace(false)
+public final class CollectiveEvent extends Event {
+
+    public static final String NAME = "dev.cohort.Collective";
+
+    @Label("Rank")
+    public int rank;
+
+    @Label("Kind")
+    public String kind;
+
+    @Label("Sequence")
+    public long sequence;
+
+    @Label("Size")
+    @DataAmount
+    public long bytes;
+
+    @Label("Type")
+    public String type;
+
+    @Label("Root or peer")
+    public int peer;
+
+    @Label("Failed")
+    public boolean failed;
+
+    /** Whether a recording takes these events now. */
+    static boolean recorded() {
+        return Type.TYPE.isEnabled();
+    }
+
+    /** Registered with JFR at the first look, not when the class loads. */
+    private static final class Type {
+        static final EventType TYPE = EventType.getEventType(CollectiveEvent.class);
+    }
+}

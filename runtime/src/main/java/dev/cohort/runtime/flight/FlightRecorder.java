@@ -1,0 +1,272 @@
+package dev.cohort.runtime.flight;
+
+import dev.cohort.api.collective.Collective;
+import dev.cohort.api.collective.DataType;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * This rank's last collectives, in a ring of fixed-size records: what each was, when it was issued
+ * and when it settled, or that it failed. Recording allocates nothing. A recorder backed by a file
+ * ({@value #ENV_DIR}) is a memory-mapped ring that other processes read while this one runs, and
+ * after it stopped, hung or died: {@link FlightRecords} reads it, {@link FlightReport} tells from
+ * every rank's ring which rank stopped where.
+ *
+ * <p>Layout (little-endian): a {@value #HEADER}-byte header (magic, version, rank, size, capacity,
+ * pid, records written, start time, {@link dev.cohort.runtime.HostIdentity host}), then {@code capacity} records of {@value #RECORD}
+ * bytes: ticket + 1 (0: never written), sequence, issued and settled times (epoch nanoseconds; 0
+ * while pending), bytes, elements, kind, type, state, peer or root, tag.
+ */
+public final class FlightRecorder {
+
+    /** Where each rank writes its ring, {@code rank-<rank>.flight}; unset: rings in memory only. */
+    public static final String ENV_DIR = "COHORT_FLIGHT_DIR";
+    /** How many records each rank keeps (default {@value #DEFAULT_CAPACITY}); 0 records nothing. */
+    public static final String ENV_RECORDS = "COHORT_FLIGHT_RECORDS";
+
+    public static final int DEFAULT_CAPACITY = 4096;
+
+    static final long MAGIC = 0x4652_5452_4f48_4f43L; // "COHORTFR", little-endian
+    static final int VERSION = 1;
+    static final int HEADER = 256;
+    static final int RECORD = 64;
+
+    // Header offsets.
+    static final int H_VERSION = 8;
+    static final int H_RANK = 12;
+    static final int H_SIZE = 16;
+    static final int H_CAPACITY = 20;
+    static final int H_PID = 24;
+    static final int H_WRITTEN = 32;
+    static final int H_STARTED = 40;
+    static final int H_HOST_LENGTH = 48;
+    static final int H_HOST = 52;
+    static final int HOST_MAX = HEADER - H_HOST;
+
+    // Record offsets.
+    static final int R_TICKET = 0;
+    static final int R_SEQUENCE = 8;
+    static final int R_ISSUED = 16;
+    static final int R_SETTLED = 24;
+    static final int R_BYTES = 32;
+    static final int R_ELEMENTS = 40;
+    static final int R_KIND = 48;
+    static final int R_TYPE = 49;
+    static final int R_STATE = 50;
+    static final int R_PEER = 52;
+    static final int R_TAG = 56;
+
+    static final byte PENDING = 1;
+    static final byte DONE = 2;
+    static final byte FAILED = 3;
+
+    private final ByteBuffer ring;
+    private final int capacity;
+    private final AtomicLong tickets = new AtomicLong();
+    private final long startEpochNanos;
+    private final long startNanoTime;
+    private final Path file;
+    private final int rank;
+    /** The JFR events of calls in flight, by slot; made when a recording first takes them. */
+    private CollectiveEvent[] events;
+
+    private FlightRecorder(ByteBuffer ring, int rank, int size, int capacity, Path file) {
+        this.ring = ring.order(ByteOrder.LITTLE_ENDIAN);
+        this.capacity = capacity;
+        this.file = file;
+        this.rank = rank;
+        java.time.Instant now = java.time.Instant.now();
+        this.startEpochNanos = now.getEpochSecond() * 1_000_000_000L + now.getNano();
+        this.startNanoTime = System.nanoTime();
+        ring.putLong(0, MAGIC);
+        ring.putInt(H_VERSION, VERSION);
+        ring.putInt(H_RANK, rank);
+        ring.putInt(H_SIZE, size);
+        ring.putInt(H_CAPACITY, capacity);
+        ring.putLong(H_PID, ProcessHandle.current().pid());
+        ring.putLong(H_WRITTEN, 0);
+        ring.putLong(H_STARTED, startEpochNanos);
+        byte[] host = hostName().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        int length = Math.min(host.length, HOST_MAX);
+        ring.putInt(H_HOST_LENGTH, length);
+        ring.put(H_HOST, host, 0, length);
+    }
+
+    /** A ring in this process's memory, for {@code rank} of a group of {@code size}. */
+    public static FlightRecorder inMemory(int rank, int size, int capacity) {
+        requireCapacity(capacity);
+        return new FlightRecorder(ByteBuffer.allocate(bytes(capacity)), rank, size, capacity, null);
+    }
+
+    /** A ring in {@code file} (created or replaced), mapped into memory: readable by other processes. */
+    public static FlightRecorder inFile(Path file, int rank, int size, int capacity) {
+        requireCapacity(capacity);
+        try {
+            Files.createDirectories(file.toAbsolutePath().getParent());
+            try (FileChannel channel = FileChannel.open(
+                    file,
+                    StandardOpenOption.CREATE,
+                    StandardOpenOption.TRUNCATE_EXISTING,
+                    StandardOpenOption.READ,
+                    StandardOpenOption.WRITE)) {
+                ByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, bytes(capacity));
+                return new FlightRecorder(mapped, rank, size, capacity, file);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot make the flight record " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * The recorder of {@code rank} of a job of {@code size} as {@code env} configures it: in
+     * {@value #ENV_DIR}'s {@code rank-<rank>.flight} where set, else in memory; none when
+     * {@value #ENV_RECORDS} is 0.
+     *
+     * @throws IllegalArgumentException when {@value #ENV_RECORDS} is not a number of records
+     */
+    public static java.util.Optional<FlightRecorder> forJob(Map<String, String> env, int rank, int size) {
+        int capacity = DEFAULT_CAPACITY;
+        String records = env.get(ENV_RECORDS);
+        if (records != null && !records.isBlank()) {
+            try {
+                capacity = Integer.parseInt(records.trim());
+            } catch (NumberFormatException e) {
+                capacity = -1;
+            }
+            if (capacity < 0 || capacity > 1 << 24) {
+                throw new IllegalArgumentException(ENV_RECORDS + " must be a number of records from 0 (record "
+                        + "nothing) to " + (1 << 24) + ", got '" + records + "'");
+            }
+        }
+        if (capacity == 0) {
+            return java.util.Optional.empty();
+        }
+        String dir = env.get(ENV_DIR);
+        return java.util.Optional.of(
+                dir == null || dir.isBlank()
+                        ? inMemory(rank, size, capacity)
+                        : inFile(Path.of(dir).resolve(fileName(rank)), rank, size, capacity));
+    }
+
+    /** The name of {@code rank}'s ring in a folder of rings. */
+    public static String fileName(int rank) {
+        return "rank-" + rank + ".flight";
+    }
+
+    /**
+     * Records that {@code call} is being issued; returns its ticket for {@link #settled}. Called
+     * before the engine starts it, so that a call that never returns is on record.
+     */
+    public long issued(Collective call) {
+        long ticket = tickets.getAndIncrement();
+        int at = offset(ticket);
+        synchronized (this) {
+            ring.putLong(at + R_TICKET, 0); // invalid while being written
+            ring.putLong(at + R_SEQUENCE, call.sequence());
+            ring.putLong(at + R_ISSUED, now());
+            ring.putLong(at + R_SETTLED, 0);
+            DataType type = call.dataType();
+            var buffer = call.input() != null ? call.input() : call.output();
+            ring.putLong(at + R_BYTES, buffer == null ? 0 : buffer.byteSize());
+            ring.putLong(at + R_ELEMENTS, buffer == null ? 0 : buffer.count());
+            ring.put(at + R_KIND, (byte) call.kind().ordinal());
+            ring.put(at + R_TYPE, (byte) (type == null ? -1 : type.ordinal()));
+            ring.put(at + R_STATE, PENDING);
+            ring.putInt(at + R_PEER, call.root());
+            ring.putInt(at + R_TAG, call.tag());
+            ring.putLong(at + R_TICKET, ticket + 1);
+            ring.putLong(H_WRITTEN, Math.max(ring.getLong(H_WRITTEN), ticket + 1));
+            if (CollectiveEvent.recorded()) {
+                begin(slot(ticket), call, type, buffer == null ? 0 : buffer.byteSize());
+            } else if (events != null) {
+                events[slot(ticket)] = null;
+            }
+        }
+        return ticket;
+    }
+
+    /** Records that the call of {@code ticket} settled, failed or not; nothing if the ring has moved past it. */
+    public void settled(long ticket, boolean failed) {
+        int at = offset(ticket);
+        synchronized (this) {
+            if (ring.getLong(at + R_TICKET) == ticket + 1 && ring.get(at + R_STATE) == PENDING) {
+                ring.putLong(at + R_SETTLED, now());
+                ring.put(at + R_STATE, failed ? FAILED : DONE);
+                CollectiveEvent event = events == null ? null : events[slot(ticket)];
+                if (event != null) {
+                    events[slot(ticket)] = null;
+                    event.end();
+                    event.failed = failed;
+                    event.commit();
+                }
+            }
+        }
+    }
+
+    /** This ring as read now. */
+    public FlightRecords.Ring read() {
+        synchronized (this) {
+            return FlightRecords.parse(ring.duplicate().order(ByteOrder.LITTLE_ENDIAN), String.valueOf(file));
+        }
+    }
+
+    /** The file this ring is in, if any. */
+    public java.util.Optional<Path> file() {
+        return java.util.Optional.ofNullable(file);
+    }
+
+    public int capacity() {
+        return capacity;
+    }
+
+    private int offset(long ticket) {
+        return HEADER + slot(ticket) * RECORD;
+    }
+
+    private int slot(long ticket) {
+        return (int) (ticket % capacity);
+    }
+
+    /** Starts the JFR event of the call in {@code slot} (a recording takes them). */
+    private void begin(int slot, Collective call, DataType type, long bytes) {
+        if (events == null) {
+            events = new CollectiveEvent[capacity];
+        }
+        CollectiveEvent event = new CollectiveEvent();
+        event.rank = rank;
+        event.kind = call.kind().label();
+        event.sequence = call.sequence();
+        event.bytes = bytes;
+        event.type = type == null ? null : type.label();
+        event.peer = call.root();
+        event.begin();
+        events[slot] = event;
+    }
+
+    private long now() {
+        return startEpochNanos + (System.nanoTime() - startNanoTime);
+    }
+
+    private static int bytes(int capacity) {
+        return HEADER + capacity * RECORD;
+    }
+
+    private static void requireCapacity(int capacity) {
+        if (capacity < 1 || capacity > 1 << 24) {
+            throw new IllegalArgumentException(
+                    "a flight recorder keeps 1 to " + (1 << 24) + " records, got " + capacity);
+        }
+    }
+
+    private static String hostName() {
+        return dev.cohort.runtime.HostIdentity.current();
+    }
+}

@@ -1,0 +1,167 @@
+package dev.cohort.runtime.flight;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.cohort.api.collective.Collective;
+import dev.cohort.api.collective.CollectiveException;
+import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.OpKind;
+import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.runtime.AbstractProcessGroup;
+import dev.cohort.runtime.flight.FlightRecords.Call;
+import dev.cohort.runtime.flight.FlightRecords.Ring;
+import dev.cohort.runtime.flight.FlightRecords.State;
+import dev.cohort.runtime.threads.ThreadsWorld;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The flight record: calls of a real group go on record as issued, done or failed; the ring keeps
+ * the last N; rings in files are read by another reader as written; and the report tells which
+ * rank stopped where.
+ */
+@Timeout(60)
+class FlightRecorderTest {
+
+    private static Collective allreduce(long sequence, int floats) {
+        return new Collective(
+                OpKind.ALLREDUCE, sequence, DenseBuffer.of(new float[floats]), null, ReduceOp.SUM, -1, null);
+    }
+
+    @Test
+    void aGroupsCallsGoOnRecordAsDoneOrFailed() {
+        ThreadsWorld world = new ThreadsWorld(2, 2, Duration.ofSeconds(2));
+        List<Ring> rings = ThreadsWorld.run(2, rank -> {
+            try (AbstractProcessGroup g = (AbstractProcessGroup) world.group(rank)) {
+                FlightRecorder recorder = FlightRecorder.inMemory(rank, 2, 16);
+                g.recordsFlight(recorder);
+                g.allreduce(DenseBuffer.of(new float[1024]), ReduceOp.SUM).await();
+                g.broadcast(DenseBuffer.of(new int[3]), 1).await();
+                g.barrier().await();
+                if (rank == 0) {
+                    // Rank 1 never comes: rank 0 times out.
+                    assertThatThrownBy(() -> g.allreduce(DenseBuffer.of(new double[2]), ReduceOp.MAX)
+                                    .await())
+                            .isInstanceOf(CollectiveException.class);
+                }
+                return recorder.read();
+            }
+        });
+        Ring zero = rings.get(0);
+        assertThat(zero.calls())
+                .extracting(Call::describe)
+                .containsExactly(
+                        "allreduce #0 (4 KiB float32)",
+                        "broadcast #1 (12 B int32, root 1)",
+                        "barrier #2",
+                        "allreduce #3 (16 B float64)");
+        assertThat(zero.calls())
+                .extracting(Call::state)
+                .containsExactly(State.DONE, State.DONE, State.DONE, State.FAILED);
+        assertThat(zero.calls().get(0).settled()).isPresent();
+        assertThat(rings.get(1).calls()).hasSize(3).allMatch(c -> c.state() == State.DONE);
+        assertThat(zero.pid()).isEqualTo(ProcessHandle.current().pid());
+    }
+
+    @Test
+    void theRingKeepsTheLastCallsOnly() {
+        FlightRecorder recorder = FlightRecorder.inMemory(0, 1, 4);
+        for (int i = 0; i < 10; i++) {
+            recorder.settled(recorder.issued(allreduce(i, 1)), false);
+        }
+        long pending = recorder.issued(allreduce(10, 1));
+        recorder.settled(pending - 4, true); // overwritten long ago: nothing happens
+        Ring ring = recorder.read();
+        assertThat(ring.written()).isEqualTo(11);
+        assertThat(ring.calls()).extracting(Call::sequence).containsExactly(7L, 8L, 9L, 10L);
+        assertThat(ring.calls())
+                .extracting(Call::state)
+                .containsExactly(State.DONE, State.DONE, State.DONE, State.PENDING);
+    }
+
+    @Test
+    void theReportNamesTheRankThatStoppedAndWhereTheOthersWait(@TempDir Path dir) throws Exception {
+        FlightRecorder[] ranks = new FlightRecorder[4];
+        for (int r = 0; r < 4; r++) {
+            ranks[r] = FlightRecorder.inFile(dir.resolve(FlightRecorder.fileName(r)), r, 4, 64);
+        }
+        for (long seq = 0; seq <= 1042; seq++) {
+            for (FlightRecorder r : ranks) {
+                r.settled(r.issued(allreduce(seq, 4 << 20)), false);
+            }
+        }
+        for (int r = 0; r < 3; r++) {
+            ranks[r].issued(allreduce(1043, 4 << 20));
+        }
+        FlightReport report = FlightReport.of(dir);
+        assertThat(report.rings()).extracting(Ring::rank).containsExactly(0, 1, 2, 3);
+        assertThat(report.summary())
+                .matches(
+                        "rank 3 completed allreduce #1042 \\(16 MiB float32\\) and issued nothing since \\(\\d+ ms\\); "
+                                + "ranks 0-2 wait in allreduce #1043 \\(16 MiB float32\\) for \\d+ ms");
+        assertThat(report.details(2))
+                .contains("rank 3 of 4 (pid " + ProcessHandle.current().pid() + ", 1043 calls recorded")
+                .contains("done     allreduce #1042 (16 MiB float32), took")
+                .contains("pending  allreduce #1043 (16 MiB float32), pending for");
+    }
+
+    @Test
+    void theReportSaysWhenRanksIssuedDifferentCallsOrLeftNoRecord(@TempDir Path dir) throws Exception {
+        FlightRecorder zero = FlightRecorder.inFile(dir.resolve(FlightRecorder.fileName(0)), 0, 3, 8);
+        FlightRecorder one = FlightRecorder.inFile(dir.resolve(FlightRecorder.fileName(1)), 1, 3, 8);
+        zero.issued(allreduce(0, 10));
+        one.issued(new Collective(OpKind.BROADCAST, 0, DenseBuffer.of(new float[10]), null, null, 0, null));
+        one.issued(new Collective(OpKind.RECV, 0, DenseBuffer.of(new int[1]), null, null, 0, new int[] {7}));
+        String summary = FlightReport.of(dir).summary();
+        assertThat(summary)
+                .startsWith("rank 2 left no flight record here; ")
+                .contains("rank 0 waits in allreduce #0 (40 B float32) for ")
+                .contains("rank 1 waits in broadcast #0 (40 B float32, root 0) for ")
+                .contains(", and waits in recv #0 from rank 0 (4 B int32, tag 7)")
+                .endsWith("; the ranks issued different calls as #0: rank 0 allreduce #0 (40 B float32), "
+                        + "rank 1 broadcast #0 (40 B float32, root 0)");
+    }
+
+    @Test
+    void aStoppedOrExitedProcessIsNamed(@TempDir Path dir) throws Exception {
+        Process sleeper = new ProcessBuilder("sleep", "60").start();
+        try {
+            FlightRecorder recorder = FlightRecorder.inFile(dir.resolve("rank-0.flight"), 0, 1, 8);
+            Ring ring = recorder.read();
+            Ring stopped = new Ring(ring.source(), 0, 1, sleeper.pid(), ring.host(), ring.started(), 0, List.of());
+            assertThat(FlightReport.processState(stopped)).isEmpty();
+            new ProcessBuilder("kill", "-STOP", Long.toString(sleeper.pid()))
+                    .start()
+                    .waitFor();
+            assertThat(FlightReport.processState(stopped)).isEqualTo(" (its process " + sleeper.pid() + " is stopped)");
+        } finally {
+            sleeper.destroyForcibly().waitFor();
+        }
+        Ring gone = new Ring(
+                "x", 0, 1, sleeper.pid(), dev.cohort.runtime.HostIdentity.current(), Instant.now(), 0, List.of());
+        assertThat(FlightReport.processState(gone)).isEqualTo(" (its process " + sleeper.pid() + " has exited)");
+    }
+
+    @Test
+    void theEnvironmentChoosesWhereAndHowMany(@TempDir Path dir) {
+        assertThat(FlightRecorder.forJob(Map.of(), 0, 2)).get().satisfies(r -> {
+            assertThat(r.file()).isEmpty();
+            assertThat(r.capacity()).isEqualTo(FlightRecorder.DEFAULT_CAPACITY);
+        });
+        assertThat(FlightRecorder.forJob(Map.of(FlightRecorder.ENV_RECORDS, "0"), 0, 2))
+                .isEmpty();
+        assertThat(FlightRecorder.forJob(Map.of(FlightRecorder.ENV_DIR, dir.toString()), 1, 2))
+                .get()
+                .satisfies(r -> assertThat(r.file()).contains(dir.resolve("rank-1.flight")));
+        assertThatThrownBy(() -> FlightRecorder.forJob(Map.of(FlightRecorder.ENV_RECORDS, "lots"), 0, 2))
+                .hasMessage("COHORT_FLIGHT_RECORDS must be a number of records from 0 (record nothing) to 16777216, "
+                        + "got 'lots'");
+    }
+}

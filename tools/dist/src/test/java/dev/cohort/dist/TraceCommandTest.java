@@ -1,0 +1,146 @@
+package dev.cohort.dist;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.cohort.runtime.flight.FlightRecorder;
+import dev.cohort.runtime.flight.FlightRecords;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/**
+ * {@code cohort run --trace DIR} records two ranks training with DDP on tcp, and {@code cohort
+ * trace DIR} merges their recordings into one Chrome trace: both ranks as processes, the same
+ * collectives on each, the step parts, the JVM's GC pauses on their own track, and a table of
+ * where each rank's time went that names rank 1, stopped 60 ms of every 100, as the one the other
+ * waits for.
+ */
+@Timeout(180)
+class TraceCommandTest {
+
+    @TempDir
+    Path dir;
+
+    private final StringWriter out = new StringWriter();
+    private final StringWriter err = new StringWriter();
+
+    private int cohort(String... args) {
+        CommandLine cli = CohortCommand.command();
+        cli.setOut(new PrintWriter(out, true));
+        cli.setErr(new PrintWriter(err, true));
+        return cli.execute(args);
+    }
+
+    @Test
+    void aTracedRunMergesIntoOneTraceOfEveryRankAndNamesTheSlowOne() throws Exception {
+        Path trace = dir.resolve("trace");
+        Path flight = dir.resolve("flight");
+        java.util.concurrent.FutureTask<Integer> run = new java.util.concurrent.FutureTask<>(() -> cohort(
+                "run",
+                "--nproc-per-node",
+                "2",
+                "--trace",
+                trace.toString(),
+                "--flight-dir",
+                flight.toString(),
+                "--",
+                "dev.cohort.bench.BenchMain",
+                "train-worker",
+                "--json",
+                dir.resolve("train.json").toString(),
+                "--backend",
+                "tcp",
+                "--steps",
+                "150",
+                "--warm",
+                "2"));
+        Thread launcher = new Thread(run, "launcher");
+        launcher.setDaemon(true);
+        launcher.start();
+        slowDown(flight.resolve(FlightRecorder.fileName(1)), run);
+        assertThat(run.get(120, TimeUnit.SECONDS))
+                .as("cohort run; %s%s", out, err)
+                .isZero();
+
+        assertThat(cohort("trace", trace.toString())).as(err.toString()).isZero();
+        assertThat(out.toString())
+                .contains("merged 2 recording(s) of 2 rank(s) into " + trace.resolve("trace.json"))
+                .containsPattern("(?m)^0 +\\d+ +\\d+ +[0-9.]+ s +[0-9.]+ s")
+                .containsPattern("(?m)^1 +\\d+ +\\d+ +[0-9.]+ s +[0-9.]+ s")
+                .contains("rank 1 computes longest between averagings (");
+
+        JsonNode events = new ObjectMapper()
+                .readTree(trace.resolve("trace.json").toFile())
+                .get("traceEvents");
+        Map<Integer, Set<String>> collectives = new HashMap<>();
+        Map<Integer, List<String>> parts = new HashMap<>();
+        Set<String> names = new HashSet<>();
+        for (JsonNode e : events) {
+            int rank = e.get("pid").asInt();
+            String name = e.get("name").asText();
+            if (e.get("ph").asText().equals("M")
+                    && e.has("args")
+                    && e.get("args").has("name")) {
+                names.add(e.get("args").get("name").asText()); // a process's or a track's name
+            }
+            if (e.get("ph").asText().equals("X")) {
+                assertThat(e.get("dur").asDouble()).isGreaterThanOrEqualTo(0);
+                switch (e.get("cat").asText()) {
+                    case "collective" ->
+                        collectives.computeIfAbsent(rank, r -> new HashSet<>()).add(name);
+                    case "step" ->
+                        parts.computeIfAbsent(rank, r -> new ArrayList<>()).add(name);
+                    default -> {}
+                }
+            }
+        }
+        assertThat(collectives.keySet()).containsExactlyInAnyOrder(0, 1);
+        assertThat(collectives.get(0)).hasSizeGreaterThan(20).isEqualTo(collectives.get(1));
+        assertThat(collectives.get(0)).anyMatch(n -> n.matches("allreduce #\\d+"));
+        assertThat(parts.get(1)).contains("average gradients", "optimizer step");
+        assertThat(names).contains("rank 0", "rank 1", "JVM: GC pauses, safepoints", "main");
+    }
+
+    /** Stops rank 1 (from its flight record's pid) for 60 ms of every 100 until the run ends: the rank the other waits for. */
+    private static void slowDown(Path ring, java.util.concurrent.Future<Integer> run) throws Exception {
+        long pid = -1;
+        while (!run.isDone()) {
+            if (pid < 0 && Files.exists(ring)) {
+                try {
+                    FlightRecords.Ring r = FlightRecords.read(ring);
+                    pid = r.written() > 0 ? r.pid() : -1;
+                } catch (IllegalArgumentException e) {
+                    // Being made.
+                }
+            }
+            if (pid > 0 && ProcessHandle.of(pid).isPresent()) {
+                new ProcessBuilder("kill", "-STOP", Long.toString(pid)).start().waitFor();
+                Thread.sleep(60);
+                new ProcessBuilder("kill", "-CONT", Long.toString(pid)).start().waitFor();
+                Thread.sleep(40);
+            } else {
+                Thread.sleep(50);
+            }
+        }
+    }
+
+    @Test
+    void aFolderWithoutRecordingsIsAnError() {
+        assertThat(cohort("trace", dir.toString())).isEqualTo(1);
+        assertThat(err.toString()).contains(dir + " holds no recording (.jfr)");
+    }
+}
