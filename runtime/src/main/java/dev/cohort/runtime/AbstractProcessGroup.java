@@ -245,6 +245,26 @@ public abstract class AbstractProcessGroup extends TimedCalls {
         this.recorder = Objects.requireNonNull(recorder, "recorder");
     }
 
+    /**
+     * "; flight records: rank 1 completed allreduce #41 ... and issued nothing since ...": where
+     * the ranks stand from the rings in this rank's flight-record folder (those of its host, or
+     * of every host on a shared file system), for an engine's stall report; empty without one.
+     */
+    protected final String whereTheRanksStand() {
+        FlightRecorder r = recorder;
+        java.nio.file.Path file = r == null ? null : r.file().orElse(null);
+        if (file == null) {
+            return "";
+        }
+        try {
+            var report = dev.cohort.runtime.flight.FlightReport.of(
+                    file.toAbsolutePath().getParent());
+            return report.isEmpty() ? "" : "; flight records: " + report.summary();
+        } catch (java.io.IOException | RuntimeException e) {
+            return "; the flight records cannot be read: " + e.getMessage();
+        }
+    }
+
     /** Where this group's calls are on record, if anywhere. */
     public final Optional<FlightRecorder> flightRecorder() {
         return Optional.ofNullable(recorder);

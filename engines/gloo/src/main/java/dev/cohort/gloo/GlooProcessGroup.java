@@ -94,7 +94,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
                         System.Logger.Level.WARNING,
                         label + " " + who() + ": " + call.describe() + " has waited "
                                 + w.stallTime().toSeconds() + " s; " + w.laggards(call.sequence())
-                                + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
+                                + "; it fails at its timeout (" + timeout().toSeconds() + " s)" + whereTheRanksStand());
             }
         }
     };

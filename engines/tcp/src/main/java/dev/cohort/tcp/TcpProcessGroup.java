@@ -45,7 +45,7 @@ public final class TcpProcessGroup extends AbstractProcessGroup {
             LOG.log(
                     System.Logger.Level.WARNING,
                     what + " has waited " + stallTime.toSeconds() + " s; " + waitingFor + "; it fails at its timeout ("
-                            + timeout().toSeconds() + " s)");
+                            + timeout().toSeconds() + " s)" + whereTheRanksStand());
         }
     };
 
