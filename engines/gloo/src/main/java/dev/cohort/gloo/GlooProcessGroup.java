@@ -110,7 +110,7 @@ final class GlooProcessGroup extends AbstractProcessGroup {
             LOG.log(
                     System.Logger.Level.WARNING,
                     what + " has waited " + after().toSeconds() + " s; " + waitingFor + "; it fails at its timeout ("
-                            + timeout().toSeconds() + " s)");
+                            + timeout().toSeconds() + " s)" + whereTheRanksStand());
         }
     };
 

@@ -513,7 +513,7 @@ final class MpiProcessGroup extends AbstractProcessGroup {
                         System.Logger.Level.WARNING,
                         what + " has waited "
                                 + Duration.ofNanos(wait.policy().stallNanos()).toSeconds() + " s for " + waitingFor
-                                + "; it fails at its timeout (" + timeout().toSeconds() + " s)");
+                                + "; it fails at its timeout (" + timeout().toSeconds() + " s)" + whereTheRanksStand());
             }
             wait.idle();
         }

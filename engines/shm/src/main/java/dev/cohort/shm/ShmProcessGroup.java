@@ -103,6 +103,7 @@ final class ShmProcessGroup extends AbstractProcessGroup {
         this.attachment = attachment;
         this.me = attachment.rank();
         this.steps = new ShmSteps(attachment.layout(), me, stallTime, names);
+        steps.reportsAlso(this::whereTheRanksStand);
         this.arena = attachment.layout().arenaBytes() > 0 ? new ShmArena(attachment) : null;
         this.reductions = new ShmReductions(steps, arena);
         this.moves = new ShmMoves(steps, arena);

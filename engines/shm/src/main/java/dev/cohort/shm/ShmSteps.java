@@ -69,7 +69,14 @@ final class ShmSteps {
         public long tag() {
             return tag;
         }
+
+        @Override
+        public String whereTheRanksStand() {
+            return whereTheRanksStand.get();
+        }
     };
+    /** The group's flight records' view of the ranks, for stall reports. */
+    private java.util.function.Supplier<String> whereTheRanksStand = () -> "";
     /**
      * The segments of the last buffers called with: DDP's buckets and a benchmark's buffers come
      * back every call, and wrapping a buffer allocates a view and a segment.
@@ -78,6 +85,11 @@ final class ShmSteps {
 
     private final MemorySegment[] segments = new MemorySegment[4];
     private int nextWrapped;
+
+    /** Stall reports end with {@code whereTheRanksStand}'s account (the group's flight records). */
+    void reportsAlso(java.util.function.Supplier<String> whereTheRanksStand) {
+        this.whereTheRanksStand = whereTheRanksStand;
+    }
 
     ShmSteps(ShmLayout layout, int me, Duration stallTime, RankNames names) {
         this.layout = layout;

@@ -78,6 +78,11 @@ final class SpinBarrier {
 
         /** The call. */
         Collective collective();
+
+        /** What the flight records say of where the ranks stand, appended to the stall report ("" for nothing). */
+        default String whereTheRanksStand() {
+            return "";
+        }
     }
 
     private final ShmLayout layout;
@@ -330,6 +335,7 @@ final class SpinBarrier {
         return s.append("; it fails at its timeout (")
                 .append(seconds(timeoutNanos))
                 .append(")")
+                .append(context.whereTheRanksStand())
                 .toString();
     }
 
