@@ -82,26 +82,28 @@ public abstract class DistributedBackend implements BackendProvider, AutoCloseab
                     "the " + name() + " backend is not available: " + unavailableReason());
         }
         prepareIntegrations();
-        Connection joined = connect();
+        Connection made = connect();
         try {
-            joined(joined);
+            connection = joined(made);
         } catch (RuntimeException | Error e) {
             try {
-                joined.close();
+                made.close();
             } catch (RuntimeException suppressed) {
                 e.addSuppressed(suppressed);
             }
             throw e;
         }
-        connection = joined;
         JoinRecord.record(System.getenv());
     }
 
     /**
      * Called once {@link #connect()} returned, before the connection is used: an engine's runtime
-     * sets up what every engine shares (the flight record). Throwing closes the connection.
+     * sets up what every engine shares (the flight record, observers) and returns the connection to
+     * use, which may close more. Throwing closes the connection.
      */
-    protected void joined(Connection connection) {}
+    protected Connection joined(Connection connection) {
+        return connection;
+    }
 
     /** {@link Distributor#prepare()} of every integration on the class path, once per process. */
     private static void prepareIntegrations() {

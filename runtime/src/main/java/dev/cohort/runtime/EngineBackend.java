@@ -145,17 +145,51 @@ public abstract class EngineBackend<O extends EngineOptions<O>> extends Distribu
 
     /**
      * Puts the world group's calls on record ({@link FlightRecorder#forJob}: in memory, or in
-     * {@value FlightRecorder#ENV_DIR} where the launcher or the user set it).
+     * {@value FlightRecorder#ENV_DIR} where the launcher or the user set it), then tells the
+     * {@link JobObserver}s on the class path; they stop as the connection closes.
      */
     @Override
-    protected final void joined(Connection connection) {
-        if (connection.world() instanceof AbstractProcessGroup world
-                && world.flightRecorder().isEmpty()) {
+    protected final Connection joined(Connection connection) {
+        if (!(connection.world() instanceof AbstractProcessGroup world)) {
+            return connection;
+        }
+        if (world.flightRecorder().isEmpty()) {
             FlightRecorder.forJob(
                             env(),
                             connection.topology().rank(),
                             connection.topology().worldSize())
                     .ifPresent(world::recordsFlight);
+        }
+        List<AutoCloseable> observing = new java.util.ArrayList<>();
+        try {
+            for (JobObserver observer : java.util.ServiceLoader.load(JobObserver.class)) {
+                observing.add(observer.joined(world, connection.topology(), env()));
+            }
+        } catch (RuntimeException | Error e) {
+            closeAll(observing);
+            throw e;
+        }
+        if (observing.isEmpty()) {
+            return connection;
+        }
+        AutoCloseable engine = connection.resources();
+        return new Connection(connection.topology(), connection.world(), connection.node(), () -> {
+            try {
+                closeAll(observing);
+            } finally {
+                engine.close();
+            }
+        });
+    }
+
+    private static void closeAll(List<AutoCloseable> all) {
+        for (AutoCloseable c : all) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                System.getLogger(EngineBackend.class.getName())
+                        .log(System.Logger.Level.WARNING, "closing " + c + " failed: " + e, e);
+            }
         }
     }
 

@@ -75,6 +75,13 @@ public final class FlightRecorder {
     private final long startNanoTime;
     private final Path file;
     private final int rank;
+    /** By {@link dev.cohort.api.collective.OpKind}: calls issued, their bytes, calls settled and their time. */
+    private final long[] calls = new long[KINDS];
+
+    private final long[] bytes = new long[KINDS];
+    private final long[] settledCalls = new long[KINDS];
+    private final long[] settledNanos = new long[KINDS];
+    private static final int KINDS = dev.cohort.api.collective.OpKind.values().length;
     /** The JFR events of calls in flight, by slot; made when a recording first takes them. */
     private CollectiveEvent[] events;
 
@@ -176,6 +183,8 @@ public final class FlightRecorder {
             DataType type = call.dataType();
             var buffer = call.input() != null ? call.input() : call.output();
             ring.putLong(at + R_BYTES, buffer == null ? 0 : buffer.byteSize());
+            calls[call.kind().ordinal()]++;
+            bytes[call.kind().ordinal()] += buffer == null ? 0 : buffer.byteSize();
             ring.putLong(at + R_ELEMENTS, buffer == null ? 0 : buffer.count());
             ring.put(at + R_KIND, (byte) call.kind().ordinal());
             ring.put(at + R_TYPE, (byte) (type == null ? -1 : type.ordinal()));
@@ -198,7 +207,11 @@ public final class FlightRecorder {
         int at = offset(ticket);
         synchronized (this) {
             if (ring.getLong(at + R_TICKET) == ticket + 1 && ring.get(at + R_STATE) == PENDING) {
-                ring.putLong(at + R_SETTLED, now());
+                long now = now();
+                ring.putLong(at + R_SETTLED, now);
+                int kind = ring.get(at + R_KIND);
+                settledCalls[kind]++;
+                settledNanos[kind] += now - ring.getLong(at + R_ISSUED);
                 ring.put(at + R_STATE, failed ? FAILED : DONE);
                 CollectiveEvent event = events == null ? null : events[slot(ticket)];
                 if (event != null) {
@@ -209,6 +222,26 @@ public final class FlightRecorder {
                 }
             }
         }
+    }
+
+    /** Calls of {@code kind} issued so far (the ring forgets them; this does not). */
+    public synchronized long calls(dev.cohort.api.collective.OpKind kind) {
+        return calls[kind.ordinal()];
+    }
+
+    /** Bytes of this rank's buffers in the calls of {@code kind} issued so far. */
+    public synchronized long bytes(dev.cohort.api.collective.OpKind kind) {
+        return bytes[kind.ordinal()];
+    }
+
+    /** Calls of {@code kind} seen settled so far (done or failed). */
+    public synchronized long settledCalls(dev.cohort.api.collective.OpKind kind) {
+        return settledCalls[kind.ordinal()];
+    }
+
+    /** Their time from issue to settle, in nanoseconds, added up. */
+    public synchronized long settledNanos(dev.cohort.api.collective.OpKind kind) {
+        return settledNanos[kind.ordinal()];
     }
 
     /** This ring as read now. */

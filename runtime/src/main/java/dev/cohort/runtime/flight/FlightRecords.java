@@ -96,11 +96,6 @@ public final class FlightRecords {
             return c.isEmpty() ? Optional.empty() : Optional.of(c.get(c.size() - 1));
         }
 
-        /** Its process, where it ran on this host and still exists. */
-        public Optional<ProcessHandle> process() {
-            return host.equals(dev.cohort.runtime.HostIdentity.current()) ? ProcessHandle.of(pid) : Optional.empty();
-        }
-
         /** Whether it ran on this host (so its pid means something here). */
         public boolean onThisHost() {
             return host.equals(dev.cohort.runtime.HostIdentity.current());

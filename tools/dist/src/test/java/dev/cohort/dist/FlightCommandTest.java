@@ -7,13 +7,11 @@ import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.OpKind;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.runtime.flight.FlightRecorder;
-import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /** {@code cohort flight DIR}: where each rank stands and its last calls, from live rings; a folder without any is an error. */
 @Timeout(30)
@@ -22,17 +20,15 @@ class FlightCommandTest {
     @TempDir
     Path dir;
 
-    private final StringWriter out = new StringWriter();
-    private final StringWriter err = new StringWriter();
+    private final Cli cli = new Cli();
+    private final StringWriter out = cli.out;
+    private final StringWriter err = cli.err;
 
     private int flight(String... args) {
-        CommandLine cli = CohortCommand.command();
-        cli.setOut(new PrintWriter(out, true));
-        cli.setErr(new PrintWriter(err, true));
         String[] all = new String[args.length + 1];
         all[0] = "flight";
         System.arraycopy(args, 0, all, 1, args.length);
-        return cli.execute(all);
+        return cli.run(all);
     }
 
     @Test

@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.cohort.runtime.flight.FlightRecorder;
 import dev.cohort.runtime.flight.FlightRecords;
-import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,14 +19,13 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /**
  * {@code cohort run --trace DIR} records two ranks training with DDP on tcp, and {@code cohort
  * trace DIR} merges their recordings into one Chrome trace: both ranks as processes, the same
  * collectives on each, the step parts, the JVM's GC pauses on their own track, and a table of
  * where each rank's time went that names rank 1, stopped 60 ms of every 100, as the one the other
- * waits for.
+ * waits for; {@code --metrics-port} has rank 0 serve its meters, scraped while it runs.
  */
 @Timeout(180)
 class TraceCommandTest {
@@ -35,24 +33,25 @@ class TraceCommandTest {
     @TempDir
     Path dir;
 
-    private final StringWriter out = new StringWriter();
-    private final StringWriter err = new StringWriter();
+    private final Cli cli = new Cli();
+    private final StringWriter out = cli.out;
+    private final StringWriter err = cli.err;
 
     private int cohort(String... args) {
-        CommandLine cli = CohortCommand.command();
-        cli.setOut(new PrintWriter(out, true));
-        cli.setErr(new PrintWriter(err, true));
-        return cli.execute(args);
+        return cli.run(args);
     }
 
     @Test
     void aTracedRunMergesIntoOneTraceOfEveryRankAndNamesTheSlowOne() throws Exception {
         Path trace = dir.resolve("trace");
         Path flight = dir.resolve("flight");
+        int metricsPort = dev.cohort.runtime.FreePorts.pick(null);
         java.util.concurrent.FutureTask<Integer> run = new java.util.concurrent.FutureTask<>(() -> cohort(
                 "run",
                 "--nproc-per-node",
                 "2",
+                "--metrics-port",
+                Integer.toString(metricsPort),
                 "--trace",
                 trace.toString(),
                 "--flight-dir",
@@ -71,7 +70,7 @@ class TraceCommandTest {
         Thread launcher = new Thread(run, "launcher");
         launcher.setDaemon(true);
         launcher.start();
-        slowDown(flight.resolve(FlightRecorder.fileName(1)), run);
+        String metrics = slowDown(flight.resolve(FlightRecorder.fileName(1)), run, metricsPort);
         assertThat(run.get(120, TimeUnit.SECONDS))
                 .as("cohort run; %s%s", out, err)
                 .isZero();
@@ -113,18 +112,44 @@ class TraceCommandTest {
         assertThat(collectives.get(0)).anyMatch(n -> n.matches("allreduce #\\d+"));
         assertThat(parts.get(1)).contains("average gradients", "optimizer step");
         assertThat(names).contains("rank 0", "rank 1", "JVM: GC pauses, safepoints", "main");
+
+        // Scraped while it ran (--metrics-port): rank 0's allreduces so far.
+        assertThat(metrics)
+                .containsPattern("cohort_collective_calls_total\\{kind=\"allreduce\",rank=\"0\"} [1-9]")
+                .contains("jvm_gc_");
     }
 
-    /** Stops rank 1 (from its flight record's pid) for 60 ms of every 100 until the run ends: the rank the other waits for. */
-    private static void slowDown(Path ring, java.util.concurrent.Future<Integer> run) throws Exception {
+    /**
+     * Stops rank 1 (from its flight record's pid) for 60 ms of every 100 until the run ends: the
+     * rank the other waits for; meanwhile scrapes rank 0's metrics once, and returns them.
+     */
+    private static String slowDown(Path ring, java.util.concurrent.Future<Integer> run, int metricsPort)
+            throws Exception {
         long pid = -1;
+        String metrics = "";
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
         while (!run.isDone()) {
-            if (pid < 0 && Files.exists(ring)) {
+            long written = 0;
+            if (metrics.isEmpty() && Files.exists(ring)) {
                 try {
                     FlightRecords.Ring r = FlightRecords.read(ring);
-                    pid = r.written() > 0 ? r.pid() : -1;
+                    written = r.written();
+                    pid = written > 0 ? r.pid() : -1;
                 } catch (IllegalArgumentException e) {
                     // Being made.
+                }
+            }
+            if (written >= 20 && metrics.isEmpty()) { // training: rank 0 has made allreduces too
+                try {
+                    metrics = http.send(
+                                    java.net.http.HttpRequest.newBuilder(
+                                                    java.net.URI.create("http://127.0.0.1:" + metricsPort + "/metrics"))
+                                            .timeout(java.time.Duration.ofSeconds(5))
+                                            .build(),
+                                    java.net.http.HttpResponse.BodyHandlers.ofString())
+                            .body();
+                } catch (java.io.IOException e) {
+                    // Not serving yet.
                 }
             }
             if (pid > 0 && ProcessHandle.of(pid).isPresent()) {
@@ -136,6 +161,7 @@ class TraceCommandTest {
                 Thread.sleep(50);
             }
         }
+        return metrics;
     }
 
     @Test

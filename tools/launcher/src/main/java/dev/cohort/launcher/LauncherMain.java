@@ -70,6 +70,9 @@ public final class LauncherMain implements Callable<Integer> {
     @Option(names = "--flight-dir", paramLabel = "DIR")
     Path flightDir;
 
+    @Option(names = "--metrics-port", paramLabel = "PORT")
+    String metricsPort;
+
     @Option(names = "--trace", paramLabel = "DIR")
     Path trace;
 
@@ -160,6 +163,14 @@ public final class LauncherMain implements Callable<Integer> {
             LaunchOptions.Builder builder = LaunchOptions.builder();
             if (backend != null) {
                 builder.addEnvironment(Backends.ENV_BACKEND, backend(backend));
+            }
+            if (metricsPort != null) {
+                // Read by cohort-metrics' PrometheusEndpoint in rank 0.
+                int port = LaunchOptions.parseCount("--metrics-port", metricsPort, false);
+                if (port < 1 || port > 65535) {
+                    throw new IllegalArgumentException("--metrics-port must be a port from 1 to 65535, got " + port);
+                }
+                builder.addEnvironment("COHORT_METRICS_PORT", Integer.toString(port));
             }
             if (trace != null) {
                 try {
