@@ -9,6 +9,7 @@ import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
@@ -113,21 +114,36 @@ public final class FlightRecorder {
         return new FlightRecorder(ByteBuffer.allocate(bytes(capacity)), rank, size, capacity, null);
     }
 
-    /** A ring in {@code file} (created or replaced), mapped into memory: readable by other processes. */
+    /**
+     * A ring in {@code file} (created, or replaced whole), mapped into memory: readable by other
+     * processes. It is made under another name and moved into place, so a process that still maps
+     * the file it replaces (a rank of an earlier generation) keeps its own, whole.
+     */
     public static FlightRecorder inFile(Path file, int rank, int size, int capacity) {
         requireCapacity(capacity);
+        Path target = file.toAbsolutePath();
+        Path made = target.resolveSibling(
+                target.getFileName() + "." + ProcessHandle.current().pid() + ".new");
         try {
-            Files.createDirectories(file.toAbsolutePath().getParent());
+            Files.createDirectories(target.getParent());
+            FlightRecorder recorder;
             try (FileChannel channel = FileChannel.open(
-                    file,
+                    made,
                     StandardOpenOption.CREATE,
                     StandardOpenOption.TRUNCATE_EXISTING,
                     StandardOpenOption.READ,
                     StandardOpenOption.WRITE)) {
                 ByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, bytes(capacity));
-                return new FlightRecorder(mapped, rank, size, capacity, file);
+                recorder = new FlightRecorder(mapped, rank, size, capacity, file);
             }
+            Files.move(made, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            return recorder;
         } catch (IOException e) {
+            try {
+                Files.deleteIfExists(made);
+            } catch (IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
             throw new UncheckedIOException("cannot make the flight record " + file + ": " + e.getMessage(), e);
         }
     }

@@ -150,6 +150,24 @@ class FlightRecorderTest {
     }
 
     @Test
+    void aRingReplacedWhileItsWriterLivesLeavesThatWriterWhole(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve(FlightRecorder.fileName(1));
+        FlightRecorder earlier = FlightRecorder.inFile(file, 1, 3, 8); // rank 1 of an earlier generation
+        long pending = earlier.issued(allreduce(0, 4));
+        FlightRecorder now = FlightRecorder.inFile(file, 1, 2, 8); // another process's rank 1 now
+        earlier.settled(pending, false); // its own mapping: no fault, no effect on the new file
+        earlier.issued(allreduce(1, 4));
+        now.issued(allreduce(0, 8));
+        Ring read = FlightRecords.read(file);
+        assertThat(read.size()).isEqualTo(2);
+        assertThat(read.calls()).extracting(Call::describe).containsExactly("allreduce #0 (32 B float32)");
+        assertThat(earlier.read().calls()).hasSize(2);
+        try (var files = java.nio.file.Files.list(dir)) {
+            assertThat(files.map(p -> p.getFileName().toString())).containsExactly("rank-1.flight");
+        }
+    }
+
+    @Test
     void theEnvironmentChoosesWhereAndHowMany(@TempDir Path dir) {
         assertThat(FlightRecorder.forJob(Map.of(), 0, 2)).get().satisfies(r -> {
             assertThat(r.file()).isEmpty();

@@ -202,6 +202,24 @@ final class TraceCommand implements Callable<Integer> {
                 seconds(t.gcPauses))));
         w.println();
         w.println(slowest(ranks));
+        Map<Integer, Map<String, Double>> steps = new TreeMap<>();
+        ranks.forEach((rank, t) -> {
+            if (rank < 1000 && t.steps > 0) {
+                steps.put(
+                        rank,
+                        StepChart.parts(
+                                t.computing().toNanos() / 1e9,
+                                t.averaging.toNanos() / 1e9,
+                                t.optimizer.toNanos() / 1e9,
+                                t.gcPauses.toNanos() / 1e9,
+                                t.steps));
+            }
+        });
+        if (!steps.isEmpty()) {
+            Path png = out.resolveSibling("steps.png");
+            StepChart.write(steps, png);
+            w.println("the average step of each rank, drawn: " + png);
+        }
         w.flush();
         return 0;
     }

@@ -113,6 +113,10 @@ class TraceCommandTest {
         assertThat(parts.get(1)).contains("average gradients", "optimizer step");
         assertThat(names).contains("rank 0", "rank 1", "JVM: GC pauses, safepoints", "main");
 
+        java.awt.image.BufferedImage chart =
+                javax.imageio.ImageIO.read(trace.resolve("steps.png").toFile());
+        assertThat(chart.getWidth()).isEqualTo(900);
+
         // Scraped while it ran (--metrics-port): rank 0's allreduces so far.
         assertThat(metrics)
                 .containsPattern("cohort_collective_calls_total\\{kind=\"allreduce\",rank=\"0\"} [1-9]")

@@ -487,7 +487,7 @@ public final class Launcher implements AutoCloseable {
         }
         try (var records = java.nio.file.Files.list(flightRecords)) {
             for (java.nio.file.Path p : records.filter(
-                            p -> p.getFileName().toString().endsWith(".flight"))
+                            p -> p.getFileName().toString().matches("rank-\\d+\\.flight(\\.\\d+\\.new)?"))
                     .toList()) {
                 java.nio.file.Files.deleteIfExists(p);
             }
