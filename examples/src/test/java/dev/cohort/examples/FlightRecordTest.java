@@ -75,9 +75,11 @@ class FlightRecordTest {
         if (engine.equals("mpi")) {
             assertThat(report)
                     .as(log)
-                    .containsPattern("(ranks 0, 1 wait in|rank [01] (failed in|waits in|completed)) allreduce #\\d+");
+                    .containsPattern(
+                            "(ranks 0, 1 (wait|failed) in|rank [01] (failed in|waits in|completed)) allreduce #\\d+");
             // MPI cannot cancel a timed-out call: the rank that times out aborts the job (it may not
-            // have marked the call failed yet) and mpirun kills every rank, the stopped one too.
+            // have marked the call failed yet) and mpirun ends every rank, continuing the stopped one
+            // first (which may then time out too): the report places both, in whichever state.
             return;
         }
         assertThat(report)
@@ -90,8 +92,8 @@ class FlightRecordTest {
             // The stall report, a second before the timeout, says where the ranks stand too.
             assertThat(log)
                     .as(log)
-                    .containsPattern("\\[rank 0\\] .*allreduce #\\d+ .*has waited 1 s; .*; flight records: .*rank 1 .*"
-                            + "\\(its process " + pid + " is stopped\\)");
+                    .containsPattern("\\[rank 0\\] .*allreduce #\\d+ .*has waited 1 s; .*; flight records: .*rank 1"
+                            + "('s process " + pid + " is stopped| .*\\(its process " + pid + " is stopped\\))");
         }
     }
 

@@ -95,6 +95,16 @@ public final class FlightReport {
             String part = ranks(ranks) + " " + said.get(e.getKey()).apply(ranks.size() == 1);
             if (ranks.size() == 1 && byRank.containsKey(ranks.get(0))) {
                 part += processState(byRank.get(ranks.get(0)));
+            } else {
+                // Several ranks alike: name those whose process stopped or exited.
+                List<String> notes = new ArrayList<>();
+                for (int rank : ranks) {
+                    String state = byRank.containsKey(rank) ? processState(byRank.get(rank)) : "";
+                    if (!state.isEmpty()) {
+                        notes.add("rank " + rank + "'s " + state.substring(" (its ".length(), state.length() - 1));
+                    }
+                }
+                part += notes.isEmpty() ? "" : " (" + String.join("; ", notes) + ")";
             }
             parts.add(part);
         }

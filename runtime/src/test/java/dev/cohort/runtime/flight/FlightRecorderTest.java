@@ -141,6 +141,15 @@ class FlightRecorderTest {
                     .start()
                     .waitFor();
             assertThat(FlightReport.processState(stopped)).isEqualTo(" (its process " + sleeper.pid() + " is stopped)");
+
+            // Two ranks waiting in the same call, one of them stopped: the one stopped is named.
+            FlightRecorder zero = FlightRecorder.inMemory(0, 2, 8);
+            zero.issued(allreduce(0, 4));
+            Ring waiting = zero.read();
+            Ring one = new Ring("y", 1, 2, sleeper.pid(), ring.host(), ring.started(), 1, waiting.calls());
+            assertThat(new FlightReport(List.of(waiting, one), Instant.now()).summary())
+                    .matches("ranks 0, 1 wait in allreduce #0 \\(16 B float32\\) for \\d+ ms \\(rank 1's process "
+                            + sleeper.pid() + " is stopped\\)");
         } finally {
             sleeper.destroyForcibly().waitFor();
         }
