@@ -48,9 +48,12 @@ public final class CollectiveEvent extends Event {
     @Label("Failed")
     public boolean failed;
 
-    /** Whether a recording takes these events now. */
+    /**
+     * Whether a recording takes these events now. Until JFR has started in this JVM, one read of a
+     * flag: the event type is registered with JFR only then.
+     */
     static boolean recorded() {
-        return Type.TYPE.isEnabled();
+        return jdk.jfr.FlightRecorder.isInitialized() && Type.TYPE.isEnabled();
     }
 
     /** Registered with JFR at the first look, not when the class loads. */
