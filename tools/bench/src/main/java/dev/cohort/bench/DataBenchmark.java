@@ -2,6 +2,8 @@ package dev.cohort.bench;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
+import com.fasterxml.jackson.databind.annotation.JsonNaming;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.data.Batch;
@@ -183,6 +185,7 @@ final class DataBenchmark extends BenchCommand {
      * The run, as rank 0 writes it: {@code samples_per_s} is the slowest rank's median (the rate the
      * job can train at); the per-rank lists are in rank order.
      */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
     record Result(
             String engine,
             String version,
@@ -191,13 +194,13 @@ final class DataBenchmark extends BenchCommand {
             int batch,
             int epochs,
             long examples,
-            @JsonProperty("row_groups") int rowGroups,
-            @JsonProperty("dataset_bytes") long datasetBytes,
-            @JsonProperty("samples_per_s") double samplesPerS,
+            int rowGroups,
+            long datasetBytes,
+            double samplesPerS,
             @JsonProperty("samples_per_s_per_rank") List<Double> samplesPerSPerRank,
-            @JsonProperty("runs_samples_per_s") List<Double> runsSamplesPerS,
-            @JsonProperty("wait_ms_per_batch") double waitMsPerBatch,
-            @JsonProperty("peak_rss_bytes") List<Long> peakRssBytes) {}
+            List<Double> runsSamplesPerS,
+            double waitMsPerBatch,
+            List<Long> peakRssBytes) {}
 
     @Command(name = "data-worker", hidden = true)
     static final class Worker extends BenchWorker {

@@ -1,7 +1,8 @@
 package dev.cohort.bench;
 
-import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
+import com.fasterxml.jackson.databind.annotation.JsonNaming;
 import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.Distributed;
 import dev.cohort.api.DistributedBackend;
@@ -45,16 +46,12 @@ final class DataTraining {
     private DataTraining() {}
 
     /** One run, as rank 0 writes it. */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
     record Run(
-            String source,
-            int world,
-            int batch,
-            int steps,
-            double seconds,
-            @JsonProperty("samples_per_s") double samplesPerS,
-            @JsonProperty("wait_ms_per_step") double waitMsPerStep) {}
+            String source, int world, int batch, int steps, double seconds, double samplesPerS, double waitMsPerStep) {}
 
     /** The comparison, as the command writes it to --json. */
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
     record Result(
             String engine,
             String backend,
@@ -62,10 +59,10 @@ final class DataTraining {
             int readers,
             int batch,
             long examples,
-            @JsonProperty("parquet_samples_per_s") double parquetSamplesPerS,
-            @JsonProperty("memory_samples_per_s") double memorySamplesPerS,
+            double parquetSamplesPerS,
+            double memorySamplesPerS,
             double ratio,
-            @JsonProperty("parquet_wait_ms_per_step") double parquetWaitMsPerStep,
+            double parquetWaitMsPerStep,
             List<Run> runs) {}
 
     /** Runs both sources in turn and prints the medians and their ratio. */

@@ -102,7 +102,9 @@ final class DjlTrainWorker {
                         steps / seconds,
                         (double) steps * batch * n / seconds,
                         TrainBenchmark.loadedBlas(),
-                        share);
+                        share,
+                        null,
+                        null);
             }
         }
     }

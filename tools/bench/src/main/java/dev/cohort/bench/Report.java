@@ -1,9 +1,10 @@
 package dev.cohort.bench;
 
-import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.annotation.JsonNaming;
 import java.util.List;
 
 /** The collectives benchmark's JSON (the shape of torch_collectives.py's) and its console table. */
@@ -11,14 +12,8 @@ final class Report {
 
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
-    record Row(
-            String op,
-            long bytes,
-            int iters,
-            @JsonProperty("median_s") double medianS,
-            @JsonProperty("min_s") double minS,
-            @JsonProperty("algbw_gbs") double algbwGbs,
-            @JsonProperty("busbw_gbs") double busbwGbs) {
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    record Row(String op, long bytes, int iters, double medianS, double minS, double algbwGbs, double busbwGbs) {
 
         static Row of(String op, long bytes, int iters, double[] medianMin, double algbw, double busFactor) {
             return new Row(op, bytes, iters, medianMin[0], medianMin[1], algbw, algbw * busFactor);

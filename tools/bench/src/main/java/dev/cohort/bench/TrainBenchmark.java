@@ -1,7 +1,9 @@
 package dev.cohort.bench;
 
-import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
+import com.fasterxml.jackson.databind.annotation.JsonNaming;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.DenseBuffer;
@@ -77,12 +79,15 @@ final class TrainBenchmark extends BenchCommand {
                 ? Result.independent(out, world)
                 : new ObjectMapper().readValue(out.toFile(), Result.class);
         if (world1 != null) {
-            r = r.withScaling(world1, r.samplesPerS() / (world * world1));
-            new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(out.toFile(), r);
+            double efficiency = r.samplesPerS() / (world * world1);
+            ObjectMapper mapper = new ObjectMapper();
+            ObjectNode withScaling = mapper.valueToTree(r);
+            withScaling.put("world1_samples_per_s", world1).put("scaling_efficiency", efficiency);
+            mapper.writerWithDefaultPrettyPrinter().writeValue(out.toFile(), withScaling);
             System.out.printf(
                     java.util.Locale.ROOT,
                     "scaling efficiency %.2f: world %d's samples/s %.0f over %d x world 1's %.0f%n",
-                    r.scalingEfficiency(),
+                    efficiency,
                     world,
                     r.samplesPerS(),
                     world,
@@ -143,115 +148,26 @@ final class TrainBenchmark extends BenchCommand {
                 .collect(java.util.stream.Collectors.joining(" "));
     }
 
+    /** One training run's figures; {@code --scaling} adds world1_samples_per_s and scaling_efficiency to its JSON. */
     @com.fasterxml.jackson.annotation.JsonInclude(com.fasterxml.jackson.annotation.JsonInclude.Include.NON_NULL)
+    @com.fasterxml.jackson.annotation.JsonIgnoreProperties(ignoreUnknown = true)
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
     record Result(
             String engine,
             String model,
             String version,
             int world,
-            @JsonProperty("threads_per_rank") int threadsPerRank,
+            int threadsPerRank,
             int steps,
-            @JsonProperty("batch_per_rank") int batchPerRank,
+            int batchPerRank,
             long params,
             double seconds,
-            @JsonProperty("steps_per_s") double stepsPerS,
-            @JsonProperty("samples_per_s") double samplesPerS,
+            double stepsPerS,
+            double samplesPerS,
             List<String> blas,
-            @JsonProperty("communication_share") double communicationShare,
+            double communicationShare,
             Memory memory,
-            @JsonProperty("cpu_ms_per_step") Double cpuMsPerStep,
-            @JsonProperty("world1_samples_per_s") Double world1SamplesPerS,
-            @JsonProperty("scaling_efficiency") Double scalingEfficiency) {
-
-        Result(
-                String engine,
-                String model,
-                String version,
-                int world,
-                int threadsPerRank,
-                int steps,
-                int batchPerRank,
-                long params,
-                double seconds,
-                double stepsPerS,
-                double samplesPerS,
-                List<String> blas,
-                double communicationShare,
-                Memory memory,
-                Double cpuMsPerStep) {
-            this(
-                    engine,
-                    model,
-                    version,
-                    world,
-                    threadsPerRank,
-                    steps,
-                    batchPerRank,
-                    params,
-                    seconds,
-                    stepsPerS,
-                    samplesPerS,
-                    blas,
-                    communicationShare,
-                    memory,
-                    cpuMsPerStep,
-                    null,
-                    null);
-        }
-
-        /** This result with world 1's samples/s and the scaling efficiency against it ({@code --scaling}). */
-        Result withScaling(double world1, double efficiency) {
-            return new Result(
-                    engine,
-                    model,
-                    version,
-                    world,
-                    threadsPerRank,
-                    steps,
-                    batchPerRank,
-                    params,
-                    seconds,
-                    stepsPerS,
-                    samplesPerS,
-                    blas,
-                    communicationShare,
-                    memory,
-                    cpuMsPerStep,
-                    world1,
-                    efficiency);
-        }
-
-        Result(
-                String engine,
-                String model,
-                String version,
-                int world,
-                int threadsPerRank,
-                int steps,
-                int batchPerRank,
-                long params,
-                double seconds,
-                double stepsPerS,
-                double samplesPerS,
-                List<String> blas,
-                double communicationShare) {
-            this(
-                    engine,
-                    model,
-                    version,
-                    world,
-                    threadsPerRank,
-                    steps,
-                    batchPerRank,
-                    params,
-                    seconds,
-                    stepsPerS,
-                    samplesPerS,
-                    blas,
-                    communicationShare,
-                    null,
-                    null);
-        }
+            Double cpuMsPerStep) {
 
         /**
          * The ceiling of {@code --backend none} at a world above 1: every rank trains alone at the same time
@@ -297,11 +213,8 @@ final class TrainBenchmark extends BenchCommand {
      * Each rank's memory at the end of the timed steps: the optimizer's state as it serializes it,
      * and the process's peak resident set (VmHWM: JVM, libtorch, model, gradients, buffers, state).
      */
-    record Memory(
-            @JsonProperty("zero_stage") int zeroStage,
-            String optimizer,
-            @JsonProperty("optimizer_state_bytes") List<Long> optimizerStateBytes,
-            @JsonProperty("peak_rss_bytes") List<Long> peakRssBytes) {}
+    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    record Memory(int zeroStage, String optimizer, List<Long> optimizerStateBytes, List<Long> peakRssBytes) {}
 
     /** CPU time of this whole process (every thread: JIT and GC too) in nanoseconds, or -1 where the JVM cannot tell. */
     static long processCpuNanos() {

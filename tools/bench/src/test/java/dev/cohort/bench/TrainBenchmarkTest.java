@@ -7,7 +7,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -58,19 +57,13 @@ class TrainBenchmarkTest {
                 .isCloseTo(
                         result.get("samples_per_s").asDouble() / (2 * world1),
                         org.assertj.core.data.Offset.offset(1e-9));
-        Path log = dir.resolve("refused.log");
-        assertThat(bench(log, BenchJvm.words("--backend tcp --world 1 --scaling")))
-                .isNotZero();
-        assertThat(Files.readString(log)).contains("--scaling needs --world 2 or more on one node");
+        refuses(dir, "--backend tcp --world 1 --scaling", "--scaling needs --world 2 or more on one node");
     }
 
     @Test
     @Timeout(60)
     void syncOnlyRefusesOptionsThatDistribute(@TempDir Path dir) throws Exception {
-        Path log = dir.resolve("bench.log");
-        assertThat(bench(log, BenchJvm.words("--backend tcp --world 2 --sync-only --zero 1")))
-                .isNotZero();
-        assertThat(Files.readString(log)).contains("--sync-only distributes nothing");
+        refuses(dir, "--backend tcp --world 2 --sync-only --zero 1", "--sync-only distributes nothing");
     }
 
     /** COHORT_BLAS reaches the worker: libtorch on the host's OpenBLAS, and the result says so; a bad value is refused. */
@@ -108,9 +101,10 @@ class TrainBenchmarkTest {
                 .contains("COHORT_BLAS=openblas: expected auto, bundled, system or the absolute path");
     }
 
-    private static int bench(Path log, String... args) throws Exception {
-        List<String> all = new ArrayList<>(List.of("train"));
-        all.addAll(List.of(args));
-        return BenchJvm.run(log, all);
+    /** {@code cohort bench train args} fails, saying {@code message}. */
+    private static void refuses(Path dir, String args, String message) throws Exception {
+        Path log = dir.resolve("refused.log");
+        assertThat(BenchJvm.run(log, List.of(BenchJvm.words("train " + args)))).isNotZero();
+        assertThat(Files.readString(log)).contains(message);
     }
 }

@@ -33,9 +33,9 @@ public final class CohortCommand implements Runnable {
         cli.addSubcommand(named("run", LauncherMain.command()));
         cli.addSubcommand(named("bench", BenchMain.command()));
         cli.addSubcommand(DataCommand.command());
-        cli.addSubcommand(new CommandLine(new DoctorCommand()));
-        cli.addSubcommand(new CommandLine(new FlightCommand()));
-        cli.addSubcommand(new CommandLine(new TraceCommand()));
+        cli.addSubcommand(tool(new DoctorCommand()));
+        cli.addSubcommand(tool(new FlightCommand()));
+        cli.addSubcommand(tool(new TraceCommand()));
         CommandLine completion = new CommandLine(new AutoComplete.GenerateCompletion());
         completion
                 .getCommandSpec()
@@ -43,6 +43,13 @@ public final class CohortCommand implements Runnable {
                 .description("Prints a bash/zsh completion script for cohort: source <(cohort completion)");
         cli.addSubcommand(named("completion", completion));
         return Commands.standard(cli);
+    }
+
+    /** One of the distribution's own tools, with {@code --help} and {@code --version} as every command has them. */
+    private static CommandLine tool(Object command) {
+        CommandLine cli = new CommandLine(command);
+        cli.getCommandSpec().mixinStandardHelpOptions(true).versionProvider(new Commands.Version());
+        return cli;
     }
 
     /** {@code sub}, called {@code name} under {@code cohort} (alone it is called {@code cohort name}). */

@@ -7,7 +7,6 @@ import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.bench.BenchMain;
-import dev.cohort.cli.Commands;
 import dev.cohort.libtorch.LibTorch;
 import dev.cohort.runtime.auth.JobSecret;
 import java.io.ByteArrayOutputStream;
@@ -43,8 +42,6 @@ import picocli.CommandLine.Spec;
  */
 @Command(
         name = "doctor",
-        mixinStandardHelpOptions = true,
-        versionProvider = Commands.Version.class,
         description = {
             "Checks this host for Cohort: the JDK, /dev/shm, libtorch and its OpenBLAS, the network and the job "
                     + "secret; then runs a real allreduce on each engine that can run here.",

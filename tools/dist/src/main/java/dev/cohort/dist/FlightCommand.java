@@ -1,6 +1,5 @@
 package dev.cohort.dist;
 
-import dev.cohort.cli.Commands;
 import dev.cohort.runtime.flight.FlightRecorder;
 import dev.cohort.runtime.flight.FlightReport;
 import java.nio.file.Files;
@@ -18,8 +17,6 @@ import picocli.CommandLine.Spec;
  */
 @Command(
         name = "flight",
-        mixinStandardHelpOptions = true,
-        versionProvider = Commands.Version.class,
         description = {
             "Where each rank of a job stands, from the flight records its ranks keep in DIR (" + FlightRecorder.ENV_DIR
                     + "): which rank stopped where, then each rank's last calls.",

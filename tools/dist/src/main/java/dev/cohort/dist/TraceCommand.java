@@ -3,7 +3,6 @@ package dev.cohort.dist;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.cohort.cli.Commands;
 import dev.cohort.runtime.flight.CollectiveEvent;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -32,8 +31,6 @@ import picocli.CommandLine.Spec;
  */
 @Command(
         name = "trace",
-        mixinStandardHelpOptions = true,
-        versionProvider = Commands.Version.class,
         description = {
             "Merges the recordings of cohort run --trace DIR into one Chrome/Perfetto trace (open it in "
                     + "https://ui.perfetto.dev or chrome://tracing) and prints where each rank's time went.",

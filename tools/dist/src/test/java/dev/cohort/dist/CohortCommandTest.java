@@ -2,7 +2,6 @@ package dev.cohort.dist;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.StringWriter;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -11,12 +10,6 @@ import org.junit.jupiter.api.Timeout;
 class CohortCommandTest {
 
     private final Cli cli = new Cli();
-    private final StringWriter out = cli.out;
-    private final StringWriter err = cli.err;
-
-    private int run(String... args) {
-        return cli.run(args);
-    }
 
     @Test
     void versionOnTheCommandAndEverySubcommandSaysTheVersionJvmAndEngines() {
@@ -25,11 +18,15 @@ class CohortCommandTest {
             {"run", "--version"},
             {"bench", "--version"},
             {"bench", "collectives", "--version"},
-            {"bench", "train", "--version"}
+            {"bench", "train", "--version"},
+            {"data", "convert", "idx", "--version"},
+            {"doctor", "--version"},
+            {"flight", "--version"},
+            {"trace", "--version"}
         }) {
-            out.getBuffer().setLength(0);
-            assertThat(run(args)).as(String.join(" ", args)).isZero();
-            assertThat(out.toString())
+            cli.out.getBuffer().setLength(0);
+            assertThat(cli.run(args)).as(String.join(" ", args)).isZero();
+            assertThat(cli.out.toString())
                     .startsWith("cohort ")
                     .contains("JVM: " + Runtime.version())
                     .contains("engines on the class path: ")
@@ -39,32 +36,32 @@ class CohortCommandTest {
 
     @Test
     void helpOnEverySubcommand() {
-        for (String sub : new String[] {"run", "bench", "completion"}) {
-            out.getBuffer().setLength(0);
-            assertThat(run(sub, "--help")).isZero();
-            assertThat(out.toString()).contains("Usage: cohort " + sub);
+        for (String sub : new String[] {"run", "bench", "data", "doctor", "flight", "trace", "completion"}) {
+            cli.out.getBuffer().setLength(0);
+            assertThat(cli.run(sub, "--help")).isZero();
+            assertThat(cli.out.toString()).contains("Usage: cohort " + sub);
         }
     }
 
     @Test
     void badInputIsOneLineAndExitTwo() {
-        assertThat(run("bench", "collectives", "--world", "x")).isEqualTo(2);
-        assertThat(err.toString())
+        assertThat(cli.run("bench", "collectives", "--world", "x")).isEqualTo(2);
+        assertThat(cli.err.toString())
                 .isEqualTo("cohort bench collectives: Invalid value for option '--world': 'x' is not an int"
                         + System.lineSeparator() + "see cohort bench collectives --help" + System.lineSeparator());
-        err.getBuffer().setLength(0);
-        assertThat(run("nonsense")).isEqualTo(2);
-        assertThat(err.toString())
+        cli.err.getBuffer().setLength(0);
+        assertThat(cli.run("nonsense")).isEqualTo(2);
+        assertThat(cli.err.toString())
                 .startsWith("cohort: Unmatched argument at index 0: 'nonsense'")
                 .doesNotContain("\tat ");
-        err.getBuffer().setLength(0);
-        assertThat(run("run", "--nnodes", "two", "--", "sh")).isEqualTo(2);
-        assertThat(err.toString()).contains("--nnodes").doesNotContain("\tat ");
+        cli.err.getBuffer().setLength(0);
+        assertThat(cli.run("run", "--nnodes", "two", "--", "sh")).isEqualTo(2);
+        assertThat(cli.err.toString()).contains("--nnodes").doesNotContain("\tat ");
     }
 
     @Test
     void completionIsABashScriptForTheWholeTree() {
-        assertThat(run("completion")).isZero();
-        assertThat(out.toString()).contains("complete -F").contains("bench").contains("--nproc-per-node");
+        assertThat(cli.run("completion")).isZero();
+        assertThat(cli.out.toString()).contains("complete -F").contains("bench").contains("--nproc-per-node");
     }
 }

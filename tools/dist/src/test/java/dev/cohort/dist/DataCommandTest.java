@@ -3,33 +3,26 @@ package dev.cohort.dist;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /** {@code cohort data convert|synth|inspect} run in-process, as {@code cohort} runs them. */
 @Timeout(60)
 class DataCommandTest {
 
-    private final StringWriter out = new StringWriter();
-    private final StringWriter err = new StringWriter();
+    /** The last run's command and what it wrote. */
+    private Cli cli;
 
     @TempDir
     Path dir;
 
     private int run(String... args) {
-        out.getBuffer().setLength(0);
-        err.getBuffer().setLength(0);
-        CommandLine cli = CohortCommand.command();
-        cli.setOut(new PrintWriter(out, true));
-        cli.setErr(new PrintWriter(err, true));
-        return cli.execute(args);
+        cli = new Cli();
+        return cli.run(args);
     }
 
     /** An IDX file: the magic (unsigned bytes, {@code dims} dimensions), the sizes, then the bytes. */
@@ -60,14 +53,14 @@ class DataCommandTest {
                         "1000",
                         "--rows-per-file",
                         "2000"))
-                .as(err.toString())
+                .as(cli.err.toString())
                 .isZero();
-        assertThat(out.toString())
+        assertThat(cli.out.toString())
                 .startsWith("3000 examples of 7 features in 3 row groups of 2 files, ")
                 .contains("written in ")
                 .contains("MiB/s");
-        assertThat(run("data", "inspect", synth)).as(err.toString()).isZero();
-        assertThat(out.toString())
+        assertThat(run("data", "inspect", synth)).as(cli.err.toString()).isZero();
+        assertThat(cli.out.toString())
                 .startsWith("3000 examples of 7 features in 3 row groups of 2 files, ")
                 .contains("features: list column [features]; label: label (int32)")
                 .contains("part-00001.parquet: 1 row groups, 1000 rows, ");
@@ -84,9 +77,9 @@ class DataCommandTest {
                         images.toString(),
                         labels.toString(),
                         dir.resolve("idx").toString()))
-                .as(err.toString())
+                .as(cli.err.toString())
                 .isZero();
-        assertThat(out.toString()).startsWith("3 examples of 4 features in 1 row groups of 1 files, ");
+        assertThat(cli.out.toString()).startsWith("3 examples of 4 features in 1 row groups of 1 files, ");
 
         Path a = Files.writeString(dir.resolve("a.csv"), "x,y,class\n1,2,0\n3,4,1\n");
         Path b = Files.writeString(dir.resolve("b.csv"), "x,y,class\n5,6,1\n");
@@ -103,9 +96,9 @@ class DataCommandTest {
                         "y,x",
                         "--rows-per-row-group",
                         "2"))
-                .as(err.toString())
+                .as(cli.err.toString())
                 .isZero();
-        assertThat(out.toString()).startsWith("3 examples of 2 features in 2 row groups of 1 files, ");
+        assertThat(cli.out.toString()).startsWith("3 examples of 2 features in 2 row groups of 1 files, ");
     }
 
     @Test
@@ -114,7 +107,7 @@ class DataCommandTest {
         String csv = dir.resolve("csv").toString();
         assertThat(run("data", "convert", "csv", a.toString(), csv, "--label", "class"))
                 .isEqualTo(2);
-        assertThat(err.toString())
+        assertThat(cli.err.toString())
                 .isEqualTo("cohort data convert csv: " + a + ", line 3, column 'y': 'four' is not a number"
                         + System.lineSeparator() + "see cohort data convert csv --help" + System.lineSeparator());
         assertThat(dir.resolve("csv"))
@@ -122,11 +115,11 @@ class DataCommandTest {
                         p -> assertThat(p).doesNotExist(), p -> assertThat(p).isEmptyDirectory());
 
         assertThat(run("data", "convert", "csv", a.toString(), csv)).isEqualTo(2);
-        assertThat(err.toString()).contains("Missing required option: '--label=COLUMN'");
+        assertThat(cli.err.toString()).contains("Missing required option: '--label=COLUMN'");
         assertThat(run("data", "synth", csv, "--rows", "0", "--width", "3")).isEqualTo(2);
-        assertThat(err.toString()).startsWith("cohort data synth: rows must be >= 1, not 0");
+        assertThat(cli.err.toString()).startsWith("cohort data synth: rows must be >= 1, not 0");
         assertThat(run("data", "inspect", dir.resolve("nope").toString())).isEqualTo(2);
-        assertThat(err.toString())
+        assertThat(cli.err.toString())
                 .startsWith("cohort data inspect: " + dir.resolve("nope") + ": no such file")
                 .doesNotContain("\tat ");
     }
@@ -143,9 +136,9 @@ class DataCommandTest {
             {"data", "inspect", "--help"}
         }) {
             assertThat(run(args)).as(String.join(" ", args)).isZero();
-            assertThat(out.toString()).startsWith("Usage: cohort data");
+            assertThat(cli.out.toString()).startsWith("Usage: cohort data");
         }
         assertThat(run("data", "convert", "csv", "--help")).isZero();
-        assertThat(out.toString()).contains("--rows-per-row-group=N").contains("--no-header");
+        assertThat(cli.out.toString()).contains("--rows-per-row-group=N").contains("--no-header");
     }
 }

@@ -3,8 +3,6 @@ package dev.cohort.dist;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -14,7 +12,6 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /**
  * {@code cohort doctor} tells a good host from a broken one: on this host every check passes and
@@ -31,17 +28,15 @@ class DoctorCommandTest {
 
     @Test
     void aGoodHostPassesAndEveryEngineNamedRunsAnAllreduce() {
-        StringWriter out = new StringWriter();
-        CommandLine cli = CohortCommand.command();
-        cli.setOut(new PrintWriter(out, true));
-        int rc = cli.execute("doctor", "--backend", SHARED_MEMORY_JDK ? "tcp,shm" : "tcp");
-        assertThat(rc).as("exit status; output:%n%s", out).isZero();
-        assertThat(out.toString())
+        Cli cli = new Cli();
+        int rc = cli.run("doctor", "--backend", SHARED_MEMORY_JDK ? "tcp,shm" : "tcp");
+        assertThat(rc).as("exit status; output:%n%s", cli.out).isZero();
+        assertThat(cli.out.toString())
                 .containsPattern("OK +libtorch +JavaCPP's libtorch loads; computes with ")
                 .containsPattern("OK +tcp +works: [0-9.]+ ms, [0-9.]+ GB/s bus bandwidth")
                 .contains("no problems found");
         if (SHARED_MEMORY_JDK) {
-            assertThat(out.toString()).containsPattern("OK +shm +works: ");
+            assertThat(cli.out.toString()).containsPattern("OK +shm +works: ");
         }
     }
 

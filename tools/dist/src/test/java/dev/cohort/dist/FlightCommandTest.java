@@ -7,7 +7,6 @@ import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.OpKind;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.runtime.flight.FlightRecorder;
-import java.io.StringWriter;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -21,8 +20,6 @@ class FlightCommandTest {
     Path dir;
 
     private final Cli cli = new Cli();
-    private final StringWriter out = cli.out;
-    private final StringWriter err = cli.err;
 
     private int flight(String... args) {
         String[] all = new String[args.length + 1];
@@ -45,8 +42,8 @@ class FlightCommandTest {
         }
         zero.issued(new Collective(OpKind.BARRIER, 5, null, null, null, -1, null));
 
-        assertThat(flight("--last", "2", dir.toString())).as(err.toString()).isZero();
-        assertThat(out.toString())
+        assertThat(flight("--last", "2", dir.toString())).as(cli.err.toString()).isZero();
+        assertThat(cli.out.toString())
                 .startsWith("rank 1 completed allreduce #3 (1 KiB float32) and issued nothing since (")
                 .contains("; rank 0 waits in barrier #5 for ")
                 .contains("rank 0 of 2 (pid " + ProcessHandle.current().pid() + ", 6 calls recorded")
@@ -58,8 +55,8 @@ class FlightCommandTest {
     @Test
     void aFolderWithoutRingsIsAnError() {
         assertThat(flight(dir.toString())).isEqualTo(1);
-        assertThat(err.toString()).contains(dir + " holds no flight record (rank-<r>.flight)");
+        assertThat(cli.err.toString()).contains(dir + " holds no flight record (rank-<r>.flight)");
         assertThat(flight(dir.resolve("nowhere").toString())).isEqualTo(1);
-        assertThat(err.toString()).contains("nowhere is not a folder");
+        assertThat(cli.err.toString()).contains("nowhere is not a folder");
     }
 }

@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.cohort.runtime.flight.FlightRecorder;
 import dev.cohort.runtime.flight.FlightRecords;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -34,19 +33,13 @@ class TraceCommandTest {
     Path dir;
 
     private final Cli cli = new Cli();
-    private final StringWriter out = cli.out;
-    private final StringWriter err = cli.err;
-
-    private int cohort(String... args) {
-        return cli.run(args);
-    }
 
     @Test
     void aTracedRunMergesIntoOneTraceOfEveryRankAndNamesTheSlowOne() throws Exception {
         Path trace = dir.resolve("trace");
         Path flight = dir.resolve("flight");
         int metricsPort = dev.cohort.runtime.FreePorts.pick(null);
-        java.util.concurrent.FutureTask<Integer> run = new java.util.concurrent.FutureTask<>(() -> cohort(
+        java.util.concurrent.FutureTask<Integer> run = new java.util.concurrent.FutureTask<>(() -> cli.run(
                 "run",
                 "--nproc-per-node",
                 "2",
@@ -72,11 +65,11 @@ class TraceCommandTest {
         launcher.start();
         String metrics = slowDown(flight.resolve(FlightRecorder.fileName(1)), run, metricsPort);
         assertThat(run.get(120, TimeUnit.SECONDS))
-                .as("cohort run; %s%s", out, err)
+                .as("cohort run; %s%s", cli.out, cli.err)
                 .isZero();
 
-        assertThat(cohort("trace", trace.toString())).as(err.toString()).isZero();
-        assertThat(out.toString())
+        assertThat(cli.run("trace", trace.toString())).as(cli.err.toString()).isZero();
+        assertThat(cli.out.toString())
                 .contains("merged 2 recording(s) of 2 rank(s) into " + trace.resolve("trace.json"))
                 .containsPattern("(?m)^0 +\\d+ +\\d+ +[0-9.]+ s +[0-9.]+ s")
                 .containsPattern("(?m)^1 +\\d+ +\\d+ +[0-9.]+ s +[0-9.]+ s")
@@ -170,7 +163,7 @@ class TraceCommandTest {
 
     @Test
     void aFolderWithoutRecordingsIsAnError() {
-        assertThat(cohort("trace", dir.toString())).isEqualTo(1);
-        assertThat(err.toString()).contains(dir + " holds no recording (.jfr)");
+        assertThat(cli.run("trace", dir.toString())).isEqualTo(1);
+        assertThat(cli.err.toString()).contains(dir + " holds no recording (.jfr)");
     }
 }

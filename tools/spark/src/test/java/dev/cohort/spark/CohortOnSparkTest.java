@@ -2,10 +2,9 @@ package dev.cohort.spark;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.cohort.examples.FashionMnistTrainer;
-import java.nio.file.Files;
+import dev.cohort.testkit.FashionMnistFiles;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -27,7 +26,6 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class CohortOnSparkTest {
 
-    private static final Path DATA = Path.of("/usr/share/datasets/fashion-mnist");
     private static JavaSparkContext sc;
 
     @TempDir
@@ -35,9 +33,7 @@ class CohortOnSparkTest {
 
     @BeforeAll
     static void spark() {
-        assumeTrue(
-                Files.isDirectory(DATA),
-                "Fashion-MNIST is not installed in " + DATA + " (apt-get install dataset-fashion-mnist)");
+        FashionMnistFiles.installed();
         // local[2,2]: two slots, and a failed stage is tried once more.
         sc = new JavaSparkContext(new SparkConf()
                 .setMaster("local[2,2]")

@@ -1,13 +1,11 @@
 package dev.cohort.spark;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.cohort.examples.FashionMnistTrainer;
+import dev.cohort.testkit.FashionMnistFiles;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -34,7 +32,7 @@ class SparkMainTest {
 
     @Test
     void runsTheTrainerOnALocalMaster() {
-        assumeTrue(Files.isDirectory(Path.of("/usr/share/datasets/fashion-mnist")), "Fashion-MNIST is not installed");
+        FashionMnistFiles.installed();
         int code = new CommandLine(new SparkMain())
                 .execute(
                         "--master",

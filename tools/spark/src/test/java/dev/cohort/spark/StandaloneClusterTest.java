@@ -1,10 +1,9 @@
 package dev.cohort.spark;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.cohort.examples.FashionMnistTrainer;
-import java.nio.file.Files;
+import dev.cohort.testkit.FashionMnistFiles;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -23,14 +22,12 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(value = 420, unit = TimeUnit.SECONDS)
 class StandaloneClusterTest {
 
-    private static final Path DATA = Path.of("/usr/share/datasets/fashion-mnist");
-
     @TempDir
     Path dir;
 
     @Test
     void trainsAcrossTwoExecutorsOfAStandaloneCluster() throws Exception {
-        assumeTrue(Files.isDirectory(DATA), "Fashion-MNIST is not installed in " + DATA);
+        FashionMnistFiles.installed();
         try (StandaloneCluster cluster = StandaloneCluster.start(dir, 2)) {
             JavaSparkContext sc = new JavaSparkContext(cluster.conf("cohort-standalone-test"));
             List<String> output;

@@ -1,8 +1,6 @@
 package dev.cohort.spark.ml;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
-import java.nio.file.Files;
+import dev.cohort.testkit.FashionMnistFiles;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,23 +17,19 @@ abstract class OnLocalSpark {
 
     static SparkSession spark;
 
-    static final Path FASHION_MNIST = Path.of("/usr/share/datasets/fashion-mnist");
-
     /**
      * The demo ({@code ./cohort demo --spark}) for one epoch on two workers of this Spark, batch
      * 32, with {@code options} added to its command line; its files and summary go to {@code dir}.
      * Skips the test where Fashion-MNIST is not installed.
      */
     static FashionMnistDemo.Outcome demoOneEpochOnTwoWorkers(Path dir, String... options) {
-        assumeTrue(
-                Files.isDirectory(FASHION_MNIST),
-                "Fashion-MNIST is not installed in " + FASHION_MNIST + " (apt-get install dataset-fashion-mnist)");
+        Path data = FashionMnistFiles.installed();
         List<String> args = new ArrayList<>(List.of(
                 "--master", "local[2,2]",
                 "--workers", "2",
                 "--epochs", "1",
                 "--batch-size", "32",
-                "--data-dir", FASHION_MNIST.toString(),
+                "--data-dir", data.toString(),
                 "--json", dir.resolve("summary.json").toString()));
         args.addAll(List.of(options));
         FashionMnistDemo demo = new FashionMnistDemo();

@@ -3,11 +3,10 @@ package dev.cohort.spark.ml;
 import static org.apache.spark.sql.functions.col;
 import static org.apache.spark.sql.functions.expr;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.cohort.data.Convert;
 import dev.cohort.spark.StandaloneCluster;
-import java.nio.file.Files;
+import dev.cohort.testkit.FashionMnistFiles;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.apache.spark.ml.Pipeline;
@@ -32,23 +31,21 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(value = 600, unit = TimeUnit.SECONDS)
 class StandaloneClusterFitTest {
 
-    private static final Path DATA = Path.of("/usr/share/datasets/fashion-mnist");
-
     @TempDir
     Path dir;
 
     @Test
     void aPipelineFitsAcrossTwoExecutorsAndItsSavedModelScoresTheTestRows() throws Exception {
-        assumeTrue(Files.isDirectory(DATA), "Fashion-MNIST is not installed in " + DATA);
+        Path data = FashionMnistFiles.installed();
         Convert.idx(
-                DATA.resolve("train-images-idx3-ubyte.gz"),
-                DATA.resolve("train-labels-idx1-ubyte.gz"),
+                data.resolve("train-images-idx3-ubyte.gz"),
+                data.resolve("train-labels-idx1-ubyte.gz"),
                 dir.resolve("train").toString(),
                 10_000,
                 30_000);
         Convert.idx(
-                DATA.resolve("t10k-images-idx3-ubyte.gz"),
-                DATA.resolve("t10k-labels-idx1-ubyte.gz"),
+                data.resolve("t10k-images-idx3-ubyte.gz"),
+                data.resolve("t10k-labels-idx1-ubyte.gz"),
                 dir.resolve("test").toString(),
                 10_000,
                 10_000);
