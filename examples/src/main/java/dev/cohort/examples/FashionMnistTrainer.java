@@ -9,9 +9,11 @@ import dev.cohort.cli.Commands;
 import dev.cohort.data.ColumnMapping;
 import dev.cohort.data.DataException;
 import dev.cohort.data.ParquetDataset;
+import dev.cohort.metrics.MetricsFile;
 import dev.cohort.runtime.elastic.ElasticJob;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
@@ -280,7 +282,7 @@ public final class FashionMnistTrainer implements Callable<Integer> {
             out.println("summary written to " + json.toAbsolutePath());
             Path chart = TrainingChart.pathFor(json);
             try {
-                TrainingChart.write(summary, chart);
+                TrainingChart.write(summary, stepMetrics(), chart);
             } catch (IOException | RuntimeException e) {
                 err.println("fashion-mnist: cannot draw the training chart " + chart.toAbsolutePath() + ": " + e);
                 return 1;
@@ -288,6 +290,14 @@ public final class FashionMnistTrainer implements Callable<Integer> {
             out.println("chart written to " + chart.toAbsolutePath());
         }
         return 0;
+    }
+
+    /** Rank 0's step metrics so far, where {@code cohort run --metrics-file} asked for them; else none. */
+    private static List<MetricsFile.Line> stepMetrics() throws IOException {
+        String file = System.getenv(MetricsFile.ENV_FILE);
+        return file == null || file.isBlank() || !Files.isRegularFile(Path.of(file))
+                ? List.of()
+                : MetricsFile.read(Path.of(file));
     }
 
     /** Says {@code message} as this program, records {@code e} for the launcher, and returns {@code exitCode}. */

@@ -1,9 +1,12 @@
 package dev.cohort.examples;
 
+import dev.cohort.metrics.MetricsFile;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import org.jfree.chart.JFreeChart;
 import org.jfree.chart.axis.NumberAxis;
@@ -17,7 +20,8 @@ import org.jfree.data.xy.XYSeriesCollection;
 /**
  * The training curve of a {@link TrainingSummary} as a PNG (JFreeChart): three panels over one
  * epoch axis — the mean training loss of each epoch, the test accuracy after it, and its
- * throughput in samples/s over all workers. A point sits at the epochs trained when the epoch
+ * throughput in samples/s over all workers — and, with {@code cohort run --metrics-file}, a fourth
+ * of the parts of rank 0's steps. A point sits at the epochs trained when the epoch
  * ended, so an epoch cut short by {@code --max-steps} stands at a fraction.
  */
 final class TrainingChart {
@@ -41,6 +45,15 @@ final class TrainingChart {
 
     /** Writes the chart of {@code summary} to {@code png} (through a temporary file and a rename). */
     static void write(TrainingSummary summary, Path png) throws IOException {
+        write(summary, List.of(), png);
+    }
+
+    /**
+     * As {@link #write(TrainingSummary, Path)}, with a fourth panel when {@code steps} (rank 0's lines
+     * of {@code --metrics-file}) has any: the time of each part of a step, in means over runs of
+     * steps, on the same epoch axis.
+     */
+    static void write(TrainingSummary summary, List<MetricsFile.Line> steps, Path png) throws IOException {
         XYSeries loss = new XYSeries("training loss");
         XYSeries accuracy = new XYSeries("test accuracy");
         XYSeries throughput = new XYSeries("samples/s");
@@ -61,6 +74,16 @@ final class TrainingChart {
         plot.add(panel(loss, "training loss (mean of the epoch)", new Color(0xC0392B), false), 1);
         plot.add(panel(accuracy, "test accuracy", new Color(0x1F77B4), false), 1);
         plot.add(panel(throughput, "samples/s (all workers)", new Color(0x2CA02C), true), 1);
+        XYSeriesCollection parts = stepParts(summary, steps);
+        if (parts.getSeriesCount() > 0) {
+            NumberAxis ms = new NumberAxis("step parts, ms (rank 0)");
+            XYLineAndShapeRenderer renderer = new XYLineAndShapeRenderer(true, false);
+            XYPlot stepPlot = new XYPlot(parts, null, ms, renderer);
+            stepPlot.setBackgroundPaint(Color.WHITE);
+            stepPlot.setDomainGridlinePaint(Color.LIGHT_GRAY);
+            stepPlot.setRangeGridlinePaint(Color.LIGHT_GRAY);
+            plot.add(stepPlot, 1);
+        }
 
         JFreeChart chart = new JFreeChart(
                 String.format(
@@ -71,7 +94,7 @@ final class TrainingChart {
                         summary.backend()),
                 JFreeChart.DEFAULT_TITLE_FONT,
                 plot,
-                false);
+                parts.getSeriesCount() > 0); // a legend for the step parts
         chart.addSubtitle(new TextTitle(String.format(
                 Locale.ROOT,
                 "test accuracy %.4f, %.0f samples/s, %d steps of %d examples, %.1f s",
@@ -80,7 +103,79 @@ final class TrainingChart {
                 summary.steps(),
                 summary.globalBatchSize(),
                 summary.seconds())));
-        ChartFiles.writePng(chart, png, WIDTH, HEIGHT);
+        ChartFiles.writePng(chart, png, WIDTH, steps.isEmpty() ? HEIGHT : HEIGHT * 4 / 3);
+    }
+
+    /** Steps averaged into at most this many points per part. */
+    static final int STEP_POINTS = 100;
+
+    /**
+     * The parts of each step of {@code lines}, placed on the epoch axis: the steps of each epoch of
+     * the summary spread evenly over it, the last line at the run's last step (lines beyond the
+     * summary's steps, from earlier runs, left out); then means over runs of steps.
+     */
+    static XYSeriesCollection stepParts(TrainingSummary summary, List<MetricsFile.Line> lines) {
+        List<Double> positions = new ArrayList<>();
+        double previous = 0;
+        for (TrainingSummary.EpochResult e : summary.epochDetails()) {
+            double start = Math.max(e.epoch() - 1, previous); // epochs count from 1
+            for (long k = 1; k <= e.steps(); k++) {
+                positions.add(start + (e.epochsDone() - start) * k / e.steps());
+            }
+            previous = e.epochsDone();
+        }
+        int n = Math.min(lines.size(), positions.size());
+        List<MetricsFile.Line> placed = lines.subList(lines.size() - n, lines.size());
+        List<Double> at = positions.subList(positions.size() - n, positions.size());
+        XYSeries data = new XYSeries("data wait");
+        XYSeries computing = new XYSeries("computing");
+        XYSeries averaging = new XYSeries("averaging gradients");
+        XYSeries optimizer = new XYSeries("optimizer step");
+        int per = Math.max(1, (n + STEP_POINTS - 1) / STEP_POINTS);
+        for (int from = 0; from < n; from += per) {
+            int to = Math.min(n, from + per);
+            List<MetricsFile.Line> run = placed.subList(from, to);
+            double x = at.subList(from, to).stream()
+                    .mapToDouble(Double::doubleValue)
+                    .average()
+                    .orElse(0);
+            data.add(
+                    x,
+                    1e3
+                            * run.stream()
+                                    .mapToDouble(MetricsFile.Line::dataWaitS)
+                                    .average()
+                                    .orElse(0));
+            computing.add(
+                    x,
+                    1e3
+                            * run.stream()
+                                    .mapToDouble(MetricsFile.Line::computingS)
+                                    .average()
+                                    .orElse(0));
+            averaging.add(
+                    x,
+                    1e3
+                            * run.stream()
+                                    .mapToDouble(MetricsFile.Line::averagingS)
+                                    .average()
+                                    .orElse(0));
+            optimizer.add(
+                    x,
+                    1e3
+                            * run.stream()
+                                    .mapToDouble(MetricsFile.Line::optimizerS)
+                                    .average()
+                                    .orElse(0));
+        }
+        XYSeriesCollection parts = new XYSeriesCollection();
+        if (n > 0) {
+            parts.addSeries(computing);
+            parts.addSeries(averaging);
+            parts.addSeries(optimizer);
+            parts.addSeries(data);
+        }
+        return parts;
     }
 
     private static XYPlot panel(XYSeries series, String label, Color color, boolean fromZero) {

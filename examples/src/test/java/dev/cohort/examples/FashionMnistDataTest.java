@@ -8,9 +8,11 @@ import static dev.cohort.examples.IdxFiles.write;
 import static dev.cohort.examples.IdxFiles.writeSplit;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.cohort.metrics.MetricsFile;
 import java.awt.image.BufferedImage;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -18,6 +20,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import javax.imageio.ImageIO;
@@ -187,6 +190,39 @@ class FashionMnistDataTest {
         assertThat(TrainingChart.pathFor(dir.resolve("run"))).isEqualTo(dir.resolve("run.png"));
         TrainingChart.write(s, chart);
         assertIsPng(chart, TrainingChart.WIDTH, TrainingChart.HEIGHT);
+    }
+
+    /**
+     * With --metrics-file, the chart's fourth panel: rank 0's steps on the epoch axis, the last line
+     * at the run's last step, lines of an earlier run left out, means over runs of steps.
+     */
+    @Test
+    void theStepMetricsArePlacedOnTheEpochAxis() throws IOException {
+        // Epoch 1 whole (4 steps), epoch 2 cut at 2 of 4 steps (--max-steps): 6 steps, 8 lines.
+        List<TrainingSummary.EpochResult> epochs = List.of(
+                new TrainingSummary.EpochResult(1, 1, 4, 512, 0.6, 0.8, 100, 1),
+                new TrainingSummary.EpochResult(2, 1.5, 2, 256, 0.5, 0.82, 100, 0.5));
+        TrainingSummary s = new TrainingSummary(
+                "mlp", "torch", "tcp", 2, 1.5, 6, 128, 0.82, List.of(0.8), 0.5, 100, 1.5, 0, 0, 0, epochs);
+        List<MetricsFile.Line> lines = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            lines.add(new MetricsFile.Line("t", 0, i, 0.010, 64, 6400, 0.001 * i, 0.005, 0.003, 0.001, 0));
+        }
+        org.jfree.data.xy.XYSeriesCollection parts = TrainingChart.stepParts(s, lines);
+        assertThat(parts.getSeriesCount()).isEqualTo(4);
+        org.jfree.data.xy.XYSeries data = parts.getSeries("data wait");
+        assertThat(data.getItemCount()).isEqualTo(6); // under 100 steps: one point a step
+        assertThat(data.getX(0).doubleValue()).isEqualTo(0.25);
+        assertThat(data.getX(3).doubleValue()).isEqualTo(1.0);
+        assertThat(data.getX(5).doubleValue()).isEqualTo(1.5);
+        assertThat(data.getY(0).doubleValue())
+                .as("line 2: the first two are an earlier run's")
+                .isCloseTo(2.0, within(1e-9));
+        assertThat(parts.getSeries("computing").getY(5).doubleValue()).isCloseTo(5.0, within(1e-9));
+
+        Path chart = dir.resolve("steps.png");
+        TrainingChart.write(s, lines, chart);
+        assertIsPng(chart, TrainingChart.WIDTH, TrainingChart.HEIGHT * 4 / 3);
     }
 
     @Test

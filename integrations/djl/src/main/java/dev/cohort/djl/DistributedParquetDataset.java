@@ -12,6 +12,7 @@ import ai.djl.util.Progress;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.api.steps.TrainingSteps;
 import dev.cohort.data.DataPosition;
 import dev.cohort.data.LoaderOptions;
 import dev.cohort.data.ParquetDataset;
@@ -160,6 +161,7 @@ public final class DistributedParquetDataset implements Dataset, AutoCloseable {
             if (!hasNext()) {
                 throw new NoSuchElementException("epoch " + epoch + " has no batch left");
             }
+            TrainingSteps.Timing taking = TrainingSteps.begin(TrainingSteps.Part.DATA);
             dev.cohort.data.Batch batch;
             try {
                 batch = loader.next();
@@ -169,6 +171,7 @@ public final class DistributedParquetDataset implements Dataset, AutoCloseable {
                 throw e;
             }
             Batch arrays = arrays(batch, handedOut++, loader.steps());
+            taking.end(batch.rows());
             position = batch.positionAfter();
             if (!loader.hasNext()) {
                 finish();

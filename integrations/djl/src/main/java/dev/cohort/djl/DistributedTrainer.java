@@ -27,6 +27,7 @@ import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.api.collective.Work;
+import dev.cohort.api.steps.TrainingSteps;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -233,8 +234,13 @@ public final class DistributedTrainer extends Trainer {
             return;
         }
         microBatches = 0;
+        TrainingSteps.Timing averaging = TrainingSteps.begin(TrainingSteps.Part.AVERAGE);
         averageGradients();
+        averaging.end();
+        TrainingSteps.Timing stepping = TrainingSteps.begin(TrainingSteps.Part.OPTIMIZER);
         super.step();
+        stepping.end();
+        TrainingSteps.stepEnded(backend.rank());
         updates++;
         if (divergenceCheck.due(updates)) {
             checkDivergence();

@@ -1,5 +1,6 @@
 package dev.cohort.metrics;
 
+import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
 import dev.cohort.runtime.AbstractProcessGroup;
 import dev.cohort.runtime.JobObserver;
@@ -8,7 +9,7 @@ import java.util.Map;
 /**
  * Serves rank 0's meters as Prometheus text at {@code http://HOST:PORT/metrics} where
  * {@value #ENV_PORT} names the port ({@code cohort run --metrics-port PORT} sets it): its
- * collectives ({@link CollectiveMeters}) and its JVM (memory, GC, threads, CPU). Started when
+ * collectives ({@link CollectiveMeters}), its training steps ({@link StepMeters}) and its JVM (memory, GC, threads, CPU). Started when
  * rank 0's engine joins, stopped when its backend closes; its threads never keep a JVM alive.
  * Without the variable it touches no Micrometer class.
  */
@@ -23,7 +24,7 @@ public final class PrometheusEndpoint implements JobObserver {
         if (named == null || named.isBlank() || topology.rank() != 0) {
             return () -> {};
         }
-        return PrometheusServer.start(port(named), world, topology);
+        return PrometheusServer.start(port(named), world, topology, LaunchEnvironment.parseRestartCount(env));
     }
 
     static int port(String named) {

@@ -22,13 +22,15 @@ final class PrometheusServer {
     private PrometheusServer() {}
 
     /** Serves {@code world}'s meters and the JVM's on {@code port}; returns what stops it. */
-    static AutoCloseable start(int port, AbstractProcessGroup world, Topology topology) {
+    static AutoCloseable start(int port, AbstractProcessGroup world, Topology topology, int restarts) {
         var recorder = world.flightRecorder()
                 .orElseThrow(() -> new IllegalArgumentException(
                         PrometheusEndpoint.ENV_PORT + " asks rank 0 for metrics, which read its "
                                 + "flight record: unset COHORT_FLIGHT_RECORDS=0"));
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         new CollectiveMeters(recorder, topology.rank()).bindTo(registry);
+        StepMeters steps = new StepMeters(topology.rank(), restarts);
+        steps.bindTo(registry);
         new JvmMemoryMetrics().bindTo(registry);
         JvmGcMetrics gc = new JvmGcMetrics();
         gc.bindTo(registry);
@@ -38,6 +40,7 @@ final class PrometheusServer {
         try {
             server = HttpServer.create(new InetSocketAddress(port), 0);
         } catch (IOException e) {
+            closeQuietly(steps);
             gc.close();
             registry.close();
             throw new IllegalArgumentException(
@@ -59,9 +62,18 @@ final class PrometheusServer {
                 "rank 0 serves its metrics as Prometheus text at http://" + hostName() + ":" + port + "/metrics");
         return () -> {
             server.stop(0);
+            steps.close();
             gc.close();
             registry.close();
         };
+    }
+
+    private static void closeQuietly(AutoCloseable c) {
+        try {
+            c.close();
+        } catch (Exception e) {
+            // only the failure at hand is worth saying
+        }
     }
 
     /** Starts the server from a daemon thread: its dispatcher thread, made there, is a daemon too. */

@@ -4,6 +4,7 @@ import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.checkpoint.CheckpointFile;
 import dev.cohort.api.checkpoint.TrainingPosition;
 import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.api.steps.CheckpointEvent;
 import dev.cohort.data.DataPosition;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -146,6 +147,13 @@ public final class Checkpoints {
      */
     private static void writeMain(
             Path file, Module model, Optimizer optimizer, TrainingPosition position, DataPosition data, long[] shards) {
+        CheckpointEvent saving = CheckpointEvent.of("save", file);
+        writeArchive(file, model, optimizer, position, data, shards);
+        saving.done();
+    }
+
+    private static void writeArchive(
+            Path file, Module model, Optimizer optimizer, TrainingPosition position, DataPosition data, long[] shards) {
         CheckpointFile.write(file, tmp -> {
             try {
                 OutputArchive archive = new OutputArchive();
@@ -193,6 +201,13 @@ public final class Checkpoints {
 
     /** {@link #load}, returning the data position too. */
     public static Loaded loadWithData(Path file, Module model, Optimizer optimizer) {
+        CheckpointEvent loading = CheckpointEvent.of("load", file);
+        Loaded loaded = read(file, model, optimizer);
+        loading.done();
+        return loaded;
+    }
+
+    private static Loaded read(Path file, Module model, Optimizer optimizer) {
         if (!Files.isRegularFile(file)) {
             throw new IllegalArgumentException("checkpoint " + file + " does not exist");
         }

@@ -1,6 +1,7 @@
 package dev.cohort.torch;
 
 import dev.cohort.api.Join;
+import dev.cohort.api.steps.TrainingSteps;
 import dev.cohort.libtorch.LibTorch;
 import org.bytedeco.pytorch.LossClosure;
 import org.bytedeco.pytorch.Optimizer;
@@ -95,9 +96,9 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
     @Override
     public Tensor step() {
         if (synchronizedAt < 0) {
-            StepPartEvent averaging = StepPartEvent.begin(StepPartEvent.AVERAGE);
+            TrainingSteps.Timing averaging = TrainingSteps.begin(TrainingSteps.Part.AVERAGE);
             average();
-            averaging.commit();
+            averaging.end();
         } else if (gradients.gradientsSeen() != synchronizedAt) {
             synchronizedAt = -1;
             throw new IllegalStateException("backward ran after synchronize() and before step(): its gradients "
@@ -107,9 +108,10 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
         if (join != null) {
             join.announce(this, STEP, 0);
         }
-        StepPartEvent stepping = StepPartEvent.begin(StepPartEvent.OPTIMIZER);
+        TrainingSteps.Timing stepping = TrainingSteps.begin(TrainingSteps.Part.OPTIMIZER);
         Tensor result = stepAveraged();
-        stepping.commit();
+        stepping.end();
+        TrainingSteps.stepEnded(gradients.group().rank());
         if (divergence != null && join == null) {
             divergence.afterStep(); // not inside a join scope: ranks that joined could not answer it
         }
@@ -124,7 +126,7 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
         gradients.averageGradients();
         int active = activeRanks;
         activeRanks = -1;
-        int size = gradients.groupSize();
+        int size = gradients.group().size();
         if (active > 0 && active < size) {
             gradients.scaleAveraged((double) size / active); // the average counted zeros from the ranks that joined
         }

@@ -24,8 +24,8 @@ interface GradientAverager {
     /** How long the training thread has been held by gradient communication so far, in nanoseconds. */
     long communicationWaitNanos();
 
-    /** The number of ranks the gradients are averaged over. */
-    int groupSize();
+    /** The ranks the gradients are averaged over. */
+    dev.cohort.api.collective.ProcessGroup group();
 
     /**
      * Runs {@code announce} once per iteration, just before the iteration's first collective (a

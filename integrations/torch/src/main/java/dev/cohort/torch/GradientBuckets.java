@@ -299,8 +299,8 @@ final class GradientBuckets implements GradientAverager {
     }
 
     @Override
-    public int groupSize() {
-        return group.size();
+    public ProcessGroup group() {
+        return group;
     }
 
     @Override

@@ -1,6 +1,7 @@
 package dev.cohort.torch;
 
 import dev.cohort.api.collective.ProcessGroup;
+import dev.cohort.api.steps.TrainingSteps;
 import dev.cohort.data.Batch;
 import dev.cohort.data.DataPosition;
 import dev.cohort.data.LoaderOptions;
@@ -177,7 +178,11 @@ public final class ParquetLoader {
                         close();
                         throw new NoSuchElementException("the epoch's " + loader.steps() + " batches were handed out");
                     }
-                    return tensors(loader.next());
+                    TrainingSteps.Timing taking = TrainingSteps.begin(TrainingSteps.Part.DATA);
+                    Batch batch = loader.next();
+                    MiniBatch tensors = tensors(batch);
+                    taking.end(batch.rows());
+                    return tensors;
                 }
             };
         }

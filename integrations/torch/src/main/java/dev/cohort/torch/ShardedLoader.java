@@ -1,5 +1,6 @@
 package dev.cohort.torch;
 
+import dev.cohort.api.steps.TrainingSteps;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
@@ -117,10 +118,13 @@ public final class ShardedLoader {
                 if (!hasNext()) {
                     throw new NoSuchElementException();
                 }
+                TrainingSteps.Timing taking = TrainingSteps.begin(TrainingSteps.Part.DATA);
                 int from = next * batchSize;
                 int to = Math.min(order.length, from + batchSize);
                 next++;
-                return dataset.get(Arrays.copyOfRange(order, from, to));
+                MiniBatch batch = dataset.get(Arrays.copyOfRange(order, from, to));
+                taking.end(to - from);
+                return batch;
             }
         };
     }

@@ -84,7 +84,8 @@ final class ZeroShards implements GradientAverager {
         return stage;
     }
 
-    ProcessGroup group() {
+    @Override
+    public ProcessGroup group() {
         return group;
     }
 
@@ -118,11 +119,6 @@ final class ZeroShards implements GradientAverager {
         } finally {
             waitedNanos += System.nanoTime() - began;
         }
-    }
-
-    @Override
-    public int groupSize() {
-        return group.size();
     }
 
     @Override

@@ -5,8 +5,10 @@ import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.steps.TrainingSteps;
 import dev.cohort.runtime.FreePorts;
 import dev.cohort.runtime.auth.JobSecret;
+import dev.cohort.runtime.flight.ReformEvent;
 import dev.cohort.runtime.store.StoreTimeoutException;
 import dev.cohort.runtime.store.TcpStore;
 import java.time.Duration;
@@ -202,9 +204,18 @@ public final class ElasticJob implements AutoCloseable {
      */
     private DistributedBackend nextGeneration(String why, RuntimeException failure, Runnable release) {
         long deadline = System.nanoTime() + patience.toNanos();
+        ReformEvent event = new ReformEvent();
+        event.begin();
+        int from = generation;
         release.run();
         closeQuietly(backend);
-        return connect(generation + 1, deadline, why, failure, false);
+        DistributedBackend next = connect(generation + 1, deadline, why, failure, false);
+        event.from = from;
+        event.to = generation;
+        event.why = why;
+        event.commit();
+        TrainingSteps.reformed(generation);
+        return next;
     }
 
     /**

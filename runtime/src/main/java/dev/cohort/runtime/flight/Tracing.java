@@ -6,7 +6,8 @@ import java.nio.file.Path;
 
 /**
  * Records a job's timeline with JDK Flight Recorder: each worker JVM records Cohort's events
- * ({@link CollectiveEvent}, the integrations' step parts) with the JDK's default ones (GC pauses,
+ * ({@link CollectiveEvent}, the steps and their parts of {@link dev.cohort.api.steps.TrainingSteps},
+ * {@link dev.cohort.api.steps.CheckpointEvent}, {@link ReformEvent}) with the JDK's default ones (GC pauses,
  * safepoints over 1 ms) into a folder, one {@code .jfr} file per JVM, which {@code cohort trace}
  * merges into one Chrome/Perfetto trace.
  */
@@ -20,9 +21,12 @@ public final class Tracing {
 
     private static final String SETTINGS_XML = """
             <?xml version="1.0" encoding="UTF-8"?>
-            <configuration version="2.0" label="Cohort" description="Cohort's collectives and step parts, and safepoints">
+            <configuration version="2.0" label="Cohort" description="Cohort's collectives, steps and their parts, checkpoints and re-forms, and safepoints">
               <event name="dev.cohort.Collective"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
               <event name="dev.cohort.StepPart"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
+              <event name="dev.cohort.Step"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
+              <event name="dev.cohort.Checkpoint"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
+              <event name="dev.cohort.Reform"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
               <event name="jdk.SafepointBegin"><setting name="enabled">true</setting><setting name="threshold">1 ms</setting></event>
             </configuration>
             """;

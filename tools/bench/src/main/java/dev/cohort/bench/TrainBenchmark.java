@@ -8,6 +8,7 @@ import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.api.steps.TrainingSteps;
 import dev.cohort.examples.Classifier;
 import dev.cohort.examples.Mlp;
 import dev.cohort.examples.SmallCnn;
@@ -424,6 +425,7 @@ final class TrainBenchmark extends BenchCommand {
 
         /** One step; its temporaries are freed at the end of the step, as Python's refcounting would. */
         private static void step(Classifier model, Optimizer optimizer, Tensor x, Tensor y) {
+            TrainingSteps.begin(TrainingSteps.Part.DATA).end(x.size(0)); // the batch is in memory: its examples count
             try (PointerScope scope = new PointerScope()) {
                 optimizer.zero_grad();
                 torch.cross_entropy(model.forward(x), y).backward();

@@ -12,8 +12,8 @@ import org.jfree.data.category.DefaultCategoryDataset;
 
 /**
  * The picture of a traced run ({@code cohort trace}): one bar a rank, its average step split into
- * the time it computed, waited while gradients were averaged, stepped the optimizer and paused for
- * GC, in milliseconds. The rank with the longest "computing" is the one the others wait for.
+ * the time it waited for its batch, computed, waited while gradients were averaged and stepped the
+ * optimizer, in milliseconds. The rank with the longest "computing" is the one the others wait for.
  */
 final class StepChart {
 
@@ -33,14 +33,14 @@ final class StepChart {
         ChartFiles.writePng(chart, png, 900, 120 + 60 * Math.max(1, parts.size()));
     }
 
-    /** The parts of a step, in drawing order, from a rank's totals over {@code steps} steps. */
-    static Map<String, Double> parts(double computingS, double averagingS, double optimizerS, double gcS, long steps) {
+    /** The parts of a rank's average step, in drawing order, from its totals (GC pauses fall within them). */
+    static Map<String, Double> parts(TraceCommand.Totals t) {
         Map<String, Double> parts = new LinkedHashMap<>();
-        double per = 1000.0 / Math.max(1, steps);
-        parts.put("computing", computingS * per);
-        parts.put("averaging gradients", averagingS * per);
-        parts.put("optimizer step", optimizerS * per);
-        parts.put("GC pauses", gcS * per);
+        double msPerStep = 1000.0 / Math.max(1, t.steps) / 1e9;
+        parts.put("data wait", t.dataWait.toNanos() * msPerStep);
+        parts.put("computing", t.computing.toNanos() * msPerStep);
+        parts.put("averaging gradients", t.averaging.toNanos() * msPerStep);
+        parts.put("optimizer step", t.optimizer.toNanos() * msPerStep);
         return parts;
     }
 }

@@ -39,6 +39,9 @@ import picocli.CommandLine.Spec;
 final class TraceCommand implements Callable<Integer> {
 
     static final String STEP_PART = "dev.cohort.StepPart";
+    static final String STEP = "dev.cohort.Step";
+    static final String CHECKPOINT = "dev.cohort.Checkpoint";
+    static final String REFORM = "dev.cohort.Reform";
     static final String GC_PAUSE = "jdk.GCPhasePause";
     static final String SAFEPOINT = "jdk.SafepointBegin";
     /** The track of a rank's GC pauses and safepoints. */
@@ -60,25 +63,20 @@ final class TraceCommand implements Callable<Integer> {
     static final class Totals {
         long collectives;
         Duration inCollectives = Duration.ZERO;
+        Duration dataWait = Duration.ZERO;
+        Duration computing = Duration.ZERO;
         Duration averaging = Duration.ZERO;
         Duration optimizer = Duration.ZERO;
         Duration gcPauses = Duration.ZERO;
         long steps;
-        /** From the first step part's start to the last one's end. */
-        Instant first;
 
-        Instant last;
-
-        void stepPart(RecordedEvent e) {
-            first = first == null || e.getStartTime().isBefore(first) ? e.getStartTime() : first;
-            last = last == null || e.getEndTime().isAfter(last) ? e.getEndTime() : last;
-        }
-
-        /** The time between step parts: forward, backward, loading data — what the rank computes itself. */
-        Duration computing() {
-            return first == null
-                    ? Duration.ZERO
-                    : Duration.between(first, last).minus(averaging).minus(optimizer);
+        /** A training step: its parts as the step event carries them. */
+        void step(RecordedEvent e) {
+            steps++;
+            dataWait = dataWait.plus(e.getDuration("dataWait"));
+            computing = computing.plus(e.getDuration("computing"));
+            averaging = averaging.plus(e.getDuration("averaging"));
+            optimizer = optimizer.plus(e.getDuration("optimizer"));
         }
     }
 
@@ -104,7 +102,8 @@ final class TraceCommand implements Callable<Integer> {
         for (Path recording : recordings) {
             List<RecordedEvent> recorded = RecordingFile.readAllEvents(recording);
             int rank = recorded.stream()
-                    .filter(e -> e.getEventType().getName().equals(CollectiveEvent.NAME))
+                    .filter(e -> e.getEventType().getName().equals(CollectiveEvent.NAME)
+                            || e.getEventType().getName().equals(STEP))
                     .mapToInt(e -> e.getInt("rank"))
                     .findFirst()
                     .orElse(unknown++);
@@ -134,16 +133,29 @@ final class TraceCommand implements Callable<Integer> {
                         totals.collectives++;
                         totals.inCollectives = totals.inCollectives.plus(e.getDuration());
                     }
-                    case STEP_PART -> {
-                        String part = e.getString("part");
-                        span = span(json, e, rank, part, "step");
-                        totals.stepPart(e);
-                        if (part.startsWith("average")) {
-                            totals.averaging = totals.averaging.plus(e.getDuration());
-                            totals.steps++;
-                        } else {
-                            totals.optimizer = totals.optimizer.plus(e.getDuration());
-                        }
+                    case STEP_PART -> span = span(json, e, rank, e.getString("part"), "step");
+                    case STEP -> {
+                        span = span(json, e, rank, "step " + e.getLong("step"), "step");
+                        span.putObject("args")
+                                .put("samples", e.getLong("samples"))
+                                .put("data wait ms", e.getDuration("dataWait").toNanos() / 1e6)
+                                .put("computing ms", e.getDuration("computing").toNanos() / 1e6)
+                                .put("averaging ms", e.getDuration("averaging").toNanos() / 1e6)
+                                .put("optimizer ms", e.getDuration("optimizer").toNanos() / 1e6);
+                        totals.step(e);
+                    }
+                    case CHECKPOINT -> {
+                        span = span(json, e, rank, "checkpoint " + e.getString("action"), "checkpoint");
+                        span.putObject("args").put("file", e.getString("file")).put("bytes", e.getLong("bytes"));
+                    }
+                    case REFORM -> {
+                        span = span(
+                                json,
+                                e,
+                                rank,
+                                "re-form: generation " + e.getInt("from") + " to " + e.getInt("to"),
+                                "elastic");
+                        span.putObject("args").put("why", e.getString("why"));
                     }
                     case GC_PAUSE -> {
                         span = span(json, e, rank, "GC pause: " + e.getString("name"), "jvm");
@@ -177,23 +189,25 @@ final class TraceCommand implements Callable<Integer> {
         w.println();
         w.println(String.format(
                 Locale.ROOT,
-                "%-6s %7s %12s %15s %10s %16s %10s %10s",
+                "%-6s %7s %12s %15s %10s %10s %16s %10s %10s",
                 "rank",
                 "steps",
                 "collectives",
                 "in collectives",
+                "data wait",
                 "computing",
                 "averaging grads",
                 "optimizer",
                 "GC pauses"));
         ranks.forEach((rank, t) -> w.println(String.format(
                 Locale.ROOT,
-                "%-6s %7d %12d %15s %10s %16s %10s %10s",
+                "%-6s %7d %12d %15s %10s %10s %16s %10s %10s",
                 rank < 1000 ? rank : "?",
                 t.steps,
                 t.collectives,
                 seconds(t.inCollectives),
-                seconds(t.computing()),
+                seconds(t.dataWait),
+                seconds(t.computing),
                 seconds(t.averaging),
                 seconds(t.optimizer),
                 seconds(t.gcPauses))));
@@ -202,14 +216,7 @@ final class TraceCommand implements Callable<Integer> {
         Map<Integer, Map<String, Double>> steps = new TreeMap<>();
         ranks.forEach((rank, t) -> {
             if (rank < 1000 && t.steps > 0) {
-                steps.put(
-                        rank,
-                        StepChart.parts(
-                                t.computing().toNanos() / 1e9,
-                                t.averaging.toNanos() / 1e9,
-                                t.optimizer.toNanos() / 1e9,
-                                t.gcPauses.toNanos() / 1e9,
-                                t.steps));
+                steps.put(rank, StepChart.parts(t));
             }
         });
         if (!steps.isEmpty()) {
@@ -228,19 +235,19 @@ final class TraceCommand implements Callable<Integer> {
     static String slowest(Map<Integer, Totals> ranks) {
         List<Map.Entry<Integer, Totals>> training = ranks.entrySet().stream()
                 .filter(e -> e.getKey() < 1000 && e.getValue().steps > 0)
-                .sorted(java.util.Comparator.comparing(e -> e.getValue().computing()))
+                .sorted(java.util.Comparator.comparing(e -> e.getValue().computing))
                 .toList();
         if (training.size() < 2) {
-            return "no steps of two ranks or more to compare (the integrations' step parts record them)";
+            return "no steps of two ranks or more to compare (the integrations' steps record them)";
         }
         Map.Entry<Integer, Totals> most = training.get(training.size() - 1);
         List<Duration> others = training.subList(0, training.size() - 1).stream()
-                .map(e -> e.getValue().computing())
+                .map(e -> e.getValue().computing)
                 .toList();
         Duration median = others.get(others.size() / 2);
-        if (most.getValue().computing().toNanos() > 1.2 * median.toNanos()) {
+        if (most.getValue().computing.toNanos() > 1.2 * median.toNanos()) {
             return "rank " + most.getKey() + " computes longest between averagings ("
-                    + seconds(most.getValue().computing()) + " against the others' median of " + seconds(median)
+                    + seconds(most.getValue().computing) + " against the others' median of " + seconds(median)
                     + "): the others wait for it";
         }
         return "no rank stands out: each computes about as long as the others between averagings";

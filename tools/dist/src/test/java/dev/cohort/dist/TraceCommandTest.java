@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.cohort.metrics.MetricsFile;
 import dev.cohort.runtime.flight.FlightRecorder;
 import dev.cohort.runtime.flight.FlightRecords;
 import java.nio.file.Files;
@@ -45,6 +46,8 @@ class TraceCommandTest {
                 "2",
                 "--metrics-port",
                 Integer.toString(metricsPort),
+                "--metrics-file",
+                dir.resolve("steps.jsonl").toString(),
                 "--trace",
                 trace.toString(),
                 "--flight-dir",
@@ -75,6 +78,18 @@ class TraceCommandTest {
                 .containsPattern("(?m)^1 +\\d+ +\\d+ +[0-9.]+ s +[0-9.]+ s")
                 .contains("rank 1 computes longest between averagings (");
 
+        // --metrics-file: a line for each of rank 0's steps (2 warm-up and 150 timed), its parts within it.
+        List<MetricsFile.Line> lines = MetricsFile.read(dir.resolve("steps.jsonl"));
+        assertThat(lines).hasSize(152).allSatisfy(l -> {
+            assertThat(l.rank()).isZero();
+            assertThat(l.samples()).isEqualTo(64);
+            assertThat(l.samplesPerS()).isPositive();
+            assertThat(l.dataWaitS() + l.computingS() + l.averagingS() + l.optimizerS())
+                    .isCloseTo(l.stepS(), org.assertj.core.data.Offset.offset(1e-6));
+            assertThat(l.averagingS()).isPositive();
+        });
+        assertThat(lines.get(151).step()).isEqualTo(151);
+
         JsonNode events = new ObjectMapper()
                 .readTree(trace.resolve("trace.json").toFile())
                 .get("traceEvents");
@@ -103,7 +118,7 @@ class TraceCommandTest {
         assertThat(collectives.keySet()).containsExactlyInAnyOrder(0, 1);
         assertThat(collectives.get(0)).hasSizeGreaterThan(20).isEqualTo(collectives.get(1));
         assertThat(collectives.get(0)).anyMatch(n -> n.matches("allreduce #\\d+"));
-        assertThat(parts.get(1)).contains("average gradients", "optimizer step");
+        assertThat(parts.get(1)).contains("data wait", "average gradients", "optimizer step", "step 151");
         assertThat(names).contains("rank 0", "rank 1", "JVM: GC pauses, safepoints", "main");
 
         java.awt.image.BufferedImage chart =
@@ -113,6 +128,9 @@ class TraceCommandTest {
         // Scraped while it ran (--metrics-port): rank 0's allreduces so far.
         assertThat(metrics)
                 .containsPattern("cohort_collective_calls_total\\{kind=\"allreduce\",rank=\"0\"} [1-9]")
+                .containsPattern("cohort_step_time_seconds_count\\{rank=\"0\"} \\d+")
+                .containsPattern("cohort_step_part_time_seconds_count\\{part=\"computing\",rank=\"0\"} \\d+")
+                .containsPattern("cohort_job_restarts\\{rank=\"0\"} 0")
                 .contains("jvm_gc_");
     }
 

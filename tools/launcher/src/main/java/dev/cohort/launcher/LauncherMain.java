@@ -73,6 +73,9 @@ public final class LauncherMain implements Callable<Integer> {
     @Option(names = "--metrics-port", paramLabel = "PORT")
     String metricsPort;
 
+    @Option(names = "--metrics-file", paramLabel = "FILE")
+    Path metricsFile;
+
     @Option(names = "--trace", paramLabel = "DIR")
     Path trace;
 
@@ -171,6 +174,14 @@ public final class LauncherMain implements Callable<Integer> {
                     throw new IllegalArgumentException("--metrics-port must be a port from 1 to 65535, got " + port);
                 }
                 builder.addEnvironment("COHORT_METRICS_PORT", Integer.toString(port));
+            }
+            if (metricsFile != null) {
+                // Read by cohort-metrics' MetricsFile in rank 0.
+                if (java.nio.file.Files.isDirectory(metricsFile)) {
+                    throw new IllegalArgumentException("--metrics-file " + metricsFile + " is a folder; name a file");
+                }
+                builder.addEnvironment(
+                        "COHORT_METRICS_FILE", metricsFile.toAbsolutePath().toString());
             }
             if (trace != null) {
                 try {

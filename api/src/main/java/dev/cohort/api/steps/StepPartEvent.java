@@ -1,0 +1,29 @@
+package dev.cohort.api.steps;
+
+import jdk.jfr.Category;
+import jdk.jfr.Description;
+import jdk.jfr.Enabled;
+import jdk.jfr.Event;
+import jdk.jfr.Label;
+import jdk.jfr.Name;
+import jdk.jfr.StackTrace;
+
+/**
+ * A JDK Flight Recorder event for a part of a training step ({@link TrainingSteps.Part}): taking
+ * the batch, averaging the gradients (the communication backward did not hide), the optimizer's
+ * step. Off by default; {@code cohort trace} draws them on the rank's tracks.
+ */
+@Name(StepPartEvent.NAME)
+@Label("Step part")
+@Category({"Cohort", "Training"})
+@Description(
+        "A part of a training step: data wait, gradients averaged (the wait not hidden by backward), optimizer step")
+@Enabled(false)
+@StackTrace(false)
+final class StepPartEvent extends Event {
+
+    static final String NAME = "dev.cohort.StepPart";
+
+    @Label("Part")
+    String part;
+}
