@@ -16,6 +16,12 @@ public final class Tracing {
     /** The JFR settings file written into the folder: Cohort's events on, on top of the JDK's defaults. */
     public static final String SETTINGS = "cohort.jfc";
 
+    /**
+     * Set on every rank of a traced job (to the folder): the ranks then measure their clocks'
+     * offsets from rank 0's when they join ({@link ClockOffsets}).
+     */
+    public static final String ENV_TRACE = "COHORT_TRACE";
+
     /** The variable every {@code java} launcher reads options from. */
     public static final String JAVA_OPTIONS = "JDK_JAVA_OPTIONS";
 
@@ -27,6 +33,7 @@ public final class Tracing {
               <event name="dev.cohort.Step"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
               <event name="dev.cohort.Checkpoint"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
               <event name="dev.cohort.Reform"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
+              <event name="dev.cohort.ClockOffset"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
               <event name="jdk.SafepointBegin"><setting name="enabled">true</setting><setting name="threshold">1 ms</setting></event>
             </configuration>
             """;

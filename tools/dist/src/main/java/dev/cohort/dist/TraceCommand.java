@@ -3,6 +3,7 @@ package dev.cohort.dist;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.cohort.runtime.flight.ClockOffsetEvent;
 import dev.cohort.runtime.flight.CollectiveEvent;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -13,6 +14,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import jdk.jfr.consumer.RecordedEvent;
@@ -98,9 +100,11 @@ final class TraceCommand implements Callable<Integer> {
         ObjectMapper json = new ObjectMapper();
         ArrayNode events = json.createArrayNode();
         Map<Integer, Totals> ranks = new TreeMap<>();
+        Map<Integer, RecordedEvent> offsets = new TreeMap<>();
         int unknown = 1000;
         for (Path recording : recordings) {
             List<RecordedEvent> recorded = RecordingFile.readAllEvents(recording);
+            int firstOfRecording = events.size();
             int rank = recorded.stream()
                     .filter(e -> e.getEventType().getName().equals(CollectiveEvent.NAME)
                             || e.getEventType().getName().equals(STEP))
@@ -177,6 +181,19 @@ final class TraceCommand implements Callable<Integer> {
                 }
             }
             threads.forEach((id, name) -> events.add(metadata(json, "thread_name", rank, id, name)));
+            Optional<RecordedEvent> clock = recorded.stream()
+                    .filter(e -> e.getEventType().getName().equals(ClockOffsetEvent.NAME))
+                    .findFirst();
+            if (clock.isPresent()) {
+                long offset = clock.get().getDuration("offset").toNanos();
+                for (int i = firstOfRecording; i < events.size(); i++) {
+                    ObjectNode e = (ObjectNode) events.get(i);
+                    if (e.has("ts")) {
+                        e.put("ts", e.get("ts").asDouble() - offset / 1000.0);
+                    }
+                }
+                offsets.put(rank, clock.get());
+            }
         }
         Path out = output != null ? output : dir.resolve("trace.json");
         ObjectNode trace = json.createObjectNode();
@@ -186,6 +203,17 @@ final class TraceCommand implements Callable<Integer> {
         var w = spec.commandLine().getOut();
         w.println("merged " + recordings.size() + " recording(s) of " + ranks.size() + " rank(s) into " + out
                 + ": open it in https://ui.perfetto.dev or chrome://tracing");
+        if (!offsets.isEmpty()) {
+            w.println("clocks against rank 0's, measured as the job joined and taken out of the trace: "
+                    + offsets.entrySet().stream()
+                            .map(o -> String.format(
+                                    Locale.ROOT,
+                                    "rank %d %+.3f ms (± %.3f)",
+                                    o.getKey(),
+                                    o.getValue().getDuration("offset").toNanos() / 1e6,
+                                    o.getValue().getDuration("roundTrip").toNanos() / 2e6))
+                            .collect(java.util.stream.Collectors.joining(", ")));
+        }
         w.println();
         w.println(String.format(
                 Locale.ROOT,

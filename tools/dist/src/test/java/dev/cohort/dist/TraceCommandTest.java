@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.cohort.metrics.MetricsFile;
+import dev.cohort.runtime.flight.ClockOffsetEvent;
+import dev.cohort.runtime.flight.CollectiveEvent;
 import dev.cohort.runtime.flight.FlightRecorder;
 import dev.cohort.runtime.flight.FlightRecords;
 import java.nio.file.Files;
@@ -77,6 +79,14 @@ class TraceCommandTest {
                 .containsPattern("(?m)^0 +\\d+ +\\d+ +[0-9.]+ s +[0-9.]+ s")
                 .containsPattern("(?m)^1 +\\d+ +\\d+ +[0-9.]+ s +[0-9.]+ s")
                 .contains("rank 1 computes longest between averagings (");
+        // One clock on one host: the offset measured is within half the round trip it came from.
+        java.util.regex.Matcher clock = java.util.regex.Pattern.compile(
+                        "clocks against rank 0's, measured as the job joined and taken out of the trace: "
+                                + "rank 0 \\+0\\.000 ms \\(± 0\\.000\\), rank 1 ([-+][0-9.]+) ms \\(± ([0-9.]+)\\)")
+                .matcher(cli.out.toString());
+        assertThat(clock.find()).as(cli.out.toString()).isTrue();
+        assertThat(Math.abs(Double.parseDouble(clock.group(1))))
+                .isLessThanOrEqualTo(Double.parseDouble(clock.group(2)) + 0.001);
 
         // --metrics-file: a line for each of rank 0's steps (2 warm-up and 150 timed), its parts within it.
         List<MetricsFile.Line> lines = MetricsFile.read(dir.resolve("steps.jsonl"));
@@ -116,6 +126,10 @@ class TraceCommandTest {
             }
         }
         assertThat(collectives.keySet()).containsExactlyInAnyOrder(0, 1);
+        // The clock exchange as the job joined: rank 1's pings (sends) and rank 0's answers; then the same collectives.
+        assertThat(collectives.get(1)).contains("send #0", "recv #15");
+        assertThat(collectives.get(0)).contains("recv #0", "send #15");
+        collectives.values().forEach(calls -> calls.removeIf(n -> n.startsWith("send") || n.startsWith("recv")));
         assertThat(collectives.get(0)).hasSizeGreaterThan(20).isEqualTo(collectives.get(1));
         assertThat(collectives.get(0)).anyMatch(n -> n.matches("allreduce #\\d+"));
         assertThat(parts.get(1)).contains("data wait", "average gradients", "optimizer step", "step 151");
@@ -177,6 +191,49 @@ class TraceCommandTest {
             }
         }
         return metrics;
+    }
+
+    /** A recording whose rank's clock stands 10 s ahead of rank 0's: its times come back by 10 s. */
+    @Test
+    void aRanksClockOffsetIsTakenOutOfItsTimes() throws Exception {
+        Path recorded = dir.resolve("rank-1.jfr");
+        try (jdk.jfr.Recording recording = new jdk.jfr.Recording()) {
+            recording.enable(ClockOffsetEvent.NAME);
+            recording.enable(CollectiveEvent.NAME).withThreshold(java.time.Duration.ZERO);
+            recording.start();
+            ClockOffsetEvent offset = new ClockOffsetEvent();
+            offset.rank = 1;
+            offset.offset = TimeUnit.SECONDS.toNanos(10);
+            offset.roundTrip = TimeUnit.MICROSECONDS.toNanos(80);
+            offset.commit();
+            CollectiveEvent call = new CollectiveEvent();
+            call.begin();
+            call.rank = 1;
+            call.kind = "allreduce";
+            call.sequence = 7;
+            call.type = "float32";
+            call.commit();
+            recording.stop();
+            recording.dump(recorded);
+        }
+        java.time.Instant issued = jdk.jfr.consumer.RecordingFile.readAllEvents(recorded).stream()
+                .filter(e -> e.getEventType().getName().equals(CollectiveEvent.NAME))
+                .findFirst()
+                .orElseThrow()
+                .getStartTime();
+
+        assertThat(cli.run("trace", dir.toString())).as(cli.err.toString()).isZero();
+        assertThat(cli.out.toString()).contains("taken out of the trace: rank 1 +10000.000 ms (± 0.040)");
+        JsonNode allreduce = null;
+        for (JsonNode e :
+                new ObjectMapper().readTree(dir.resolve("trace.json").toFile()).get("traceEvents")) {
+            if (e.get("name").asText().equals("allreduce #7")) {
+                allreduce = e;
+            }
+        }
+        assertThat(allreduce).isNotNull();
+        double micros = issued.getEpochSecond() * 1e6 + issued.getNano() / 1e3;
+        assertThat(allreduce.get("ts").asDouble()).isCloseTo(micros - 10e6, org.assertj.core.data.Offset.offset(1.0));
     }
 
     @Test

@@ -187,6 +187,8 @@ public final class LauncherMain implements Callable<Integer> {
                 try {
                     builder.addEnvironment(
                             Tracing.JAVA_OPTIONS, Tracing.javaOptions(trace, System.getenv(Tracing.JAVA_OPTIONS)));
+                    builder.addEnvironment(
+                            Tracing.ENV_TRACE, trace.toAbsolutePath().toString());
                 } catch (IOException e) {
                     throw new IllegalArgumentException("--trace " + trace + ": " + e.getMessage(), e);
                 }
