@@ -6,8 +6,11 @@ import java.awt.Color;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.function.ToDoubleFunction;
 import org.jfree.chart.JFreeChart;
 import org.jfree.chart.axis.NumberAxis;
 import org.jfree.chart.plot.CombinedDomainXYPlot;
@@ -127,54 +130,32 @@ final class TrainingChart {
         int n = Math.min(lines.size(), positions.size());
         List<MetricsFile.Line> placed = lines.subList(lines.size() - n, lines.size());
         List<Double> at = positions.subList(positions.size() - n, positions.size());
-        XYSeries data = new XYSeries("data wait");
-        XYSeries computing = new XYSeries("computing");
-        XYSeries averaging = new XYSeries("averaging gradients");
-        XYSeries optimizer = new XYSeries("optimizer step");
-        int per = Math.max(1, (n + STEP_POINTS - 1) / STEP_POINTS);
-        for (int from = 0; from < n; from += per) {
-            int to = Math.min(n, from + per);
-            List<MetricsFile.Line> run = placed.subList(from, to);
-            double x = at.subList(from, to).stream()
-                    .mapToDouble(Double::doubleValue)
-                    .average()
-                    .orElse(0);
-            data.add(
-                    x,
-                    1e3
-                            * run.stream()
-                                    .mapToDouble(MetricsFile.Line::dataWaitS)
-                                    .average()
-                                    .orElse(0));
-            computing.add(
-                    x,
-                    1e3
-                            * run.stream()
-                                    .mapToDouble(MetricsFile.Line::computingS)
-                                    .average()
-                                    .orElse(0));
-            averaging.add(
-                    x,
-                    1e3
-                            * run.stream()
-                                    .mapToDouble(MetricsFile.Line::averagingS)
-                                    .average()
-                                    .orElse(0));
-            optimizer.add(
-                    x,
-                    1e3
-                            * run.stream()
-                                    .mapToDouble(MetricsFile.Line::optimizerS)
-                                    .average()
-                                    .orElse(0));
-        }
+        Map<String, ToDoubleFunction<MetricsFile.Line>> seconds = new LinkedHashMap<>();
+        seconds.put("computing", MetricsFile.Line::computingS);
+        seconds.put("averaging gradients", MetricsFile.Line::averagingS);
+        seconds.put("optimizer step", MetricsFile.Line::optimizerS);
+        seconds.put("data wait", MetricsFile.Line::dataWaitS);
         XYSeriesCollection parts = new XYSeriesCollection();
-        if (n > 0) {
-            parts.addSeries(computing);
-            parts.addSeries(averaging);
-            parts.addSeries(optimizer);
-            parts.addSeries(data);
-        }
+        int per = Math.max(1, (n + STEP_POINTS - 1) / STEP_POINTS);
+        seconds.forEach((part, time) -> {
+            XYSeries series = new XYSeries(part);
+            for (int from = 0; from < n; from += per) {
+                int to = Math.min(n, from + per);
+                series.add(
+                        at.subList(from, to).stream()
+                                .mapToDouble(Double::doubleValue)
+                                .average()
+                                .orElse(0),
+                        1e3
+                                * placed.subList(from, to).stream()
+                                        .mapToDouble(time)
+                                        .average()
+                                        .orElse(0));
+            }
+            if (n > 0) {
+                parts.addSeries(series);
+            }
+        });
         return parts;
     }
 

@@ -3,23 +3,17 @@ package dev.cohort.api.steps;
 import jdk.jfr.Category;
 import jdk.jfr.DataAmount;
 import jdk.jfr.Description;
-import jdk.jfr.Enabled;
-import jdk.jfr.Event;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
-import jdk.jfr.StackTrace;
 
 /**
  * A JDK Flight Recorder event for a checkpoint saved or loaded by an integration; off by default.
  * Begin it with {@link #of}, end it with {@link #done} when the file is written or read.
  */
 @Name(CheckpointEvent.NAME)
-@Label("Checkpoint")
 @Category({"Cohort", "Training"})
 @Description("A checkpoint saved or loaded")
-@Enabled(false)
-@StackTrace(false)
-public final class CheckpointEvent extends Event {
+public final class CheckpointEvent extends CohortEvent {
 
     public static final String NAME = "dev.cohort.Checkpoint";
 

@@ -2,11 +2,8 @@ package dev.cohort.api.steps;
 
 import jdk.jfr.Category;
 import jdk.jfr.Description;
-import jdk.jfr.Enabled;
-import jdk.jfr.Event;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
-import jdk.jfr.StackTrace;
 import jdk.jfr.Timespan;
 
 /**
@@ -14,12 +11,9 @@ import jdk.jfr.Timespan;
  * batch to the end of the optimizer's step, with the time of each part; off by default.
  */
 @Name(StepEvent.NAME)
-@Label("Training step")
 @Category({"Cohort", "Training"})
 @Description("A training step of a rank, from taking its batch to the optimizer's step, and its parts")
-@Enabled(false)
-@StackTrace(false)
-final class StepEvent extends Event {
+final class StepEvent extends CohortEvent {
 
     static final String NAME = "dev.cohort.Step";
 

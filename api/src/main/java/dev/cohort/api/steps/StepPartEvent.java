@@ -2,11 +2,8 @@ package dev.cohort.api.steps;
 
 import jdk.jfr.Category;
 import jdk.jfr.Description;
-import jdk.jfr.Enabled;
-import jdk.jfr.Event;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
-import jdk.jfr.StackTrace;
 
 /**
  * A JDK Flight Recorder event for a part of a training step ({@link TrainingSteps.Part}): taking
@@ -14,13 +11,10 @@ import jdk.jfr.StackTrace;
  * step. Off by default; {@code cohort trace} draws them on the rank's tracks.
  */
 @Name(StepPartEvent.NAME)
-@Label("Step part")
 @Category({"Cohort", "Training"})
 @Description(
         "A part of a training step: data wait, gradients averaged (the wait not hidden by backward), optimizer step")
-@Enabled(false)
-@StackTrace(false)
-final class StepPartEvent extends Event {
+final class StepPartEvent extends CohortEvent {
 
     static final String NAME = "dev.cohort.StepPart";
 

@@ -1,12 +1,10 @@
 package dev.cohort.runtime.flight;
 
+import dev.cohort.api.steps.CohortEvent;
 import jdk.jfr.Category;
 import jdk.jfr.Description;
-import jdk.jfr.Enabled;
-import jdk.jfr.Event;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
-import jdk.jfr.StackTrace;
 import jdk.jfr.Timespan;
 
 /**
@@ -15,12 +13,9 @@ import jdk.jfr.Timespan;
  * rank's times, so that ranks on hosts with different clocks line up. Off by default.
  */
 @Name(ClockOffsetEvent.NAME)
-@Label("Clock offset")
 @Category({"Cohort", "Collectives"})
 @Description("This rank's wall clock minus rank 0's, measured over the group when the job joined")
-@Enabled(false)
-@StackTrace(false)
-public final class ClockOffsetEvent extends Event {
+public final class ClockOffsetEvent extends CohortEvent {
 
     public static final String NAME = "dev.cohort.ClockOffset";
 

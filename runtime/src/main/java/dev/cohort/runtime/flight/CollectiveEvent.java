@@ -1,14 +1,12 @@
 package dev.cohort.runtime.flight;
 
+import dev.cohort.api.steps.CohortEvent;
 import jdk.jfr.Category;
 import jdk.jfr.DataAmount;
 import jdk.jfr.Description;
-import jdk.jfr.Enabled;
-import jdk.jfr.Event;
 import jdk.jfr.EventType;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
-import jdk.jfr.StackTrace;
 
 /**
  * A JDK Flight Recorder event for each collective of a job's world group, from issue to settle, on
@@ -17,12 +15,9 @@ import jdk.jfr.StackTrace;
  * {@value #NAME}). While it is off, collectives allocate nothing for it.
  */
 @Name(CollectiveEvent.NAME)
-@Label("Collective")
 @Category({"Cohort", "Collectives"})
 @Description("A collective of the job's world group, from the rank issuing it until it settled")
-@Enabled(false)
-@StackTrace(false)
-public final class CollectiveEvent extends Event {
+public final class CollectiveEvent extends CohortEvent {
 
     public static final String NAME = "dev.cohort.Collective";
 

@@ -17,6 +17,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -140,6 +141,11 @@ class FlightRecorderTest {
             new ProcessBuilder("kill", "-STOP", Long.toString(sleeper.pid()))
                     .start()
                     .waitFor();
+            // The signal is sent when kill exits; the process stops when the kernel next runs it.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (FlightReport.processState(stopped).isEmpty() && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
             assertThat(FlightReport.processState(stopped)).isEqualTo(" (its process " + sleeper.pid() + " is stopped)");
 
             // Two ranks waiting in the same call, one of them stopped: the one stopped is named.
