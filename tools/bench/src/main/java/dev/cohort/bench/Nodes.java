@@ -5,11 +5,11 @@ import java.nio.file.Path;
 import picocli.CommandLine.Option;
 
 /**
- * Where a benchmark's workers run: on this machine only (the default), or as node
+ * Where a benchmark's workers run (also {@code cohort doctor}'s allreduces): on this machine only (the default), or as node
  * {@code --node-rank} of {@code --nnodes}, started once per host like {@code cohort run}, so that
  * engines are measured across real hosts. {@code --world} stays the total number of ranks.
  */
-final class Nodes {
+public final class Nodes {
 
     @Option(names = "--world", description = "Ranks in all, over every node. Default: ${DEFAULT-VALUE}.")
     int world = 2;
@@ -52,8 +52,42 @@ final class Nodes {
             description = "Run across hosts without a secret: every process that reaches the ports is trusted.")
     boolean insecureNoSecret;
 
+    /** {@code --nnodes}. */
+    public int nnodes() {
+        return nnodes;
+    }
+
+    /** {@code --master-addr}, or null. */
+    public String masterAddr() {
+        return masterAddr;
+    }
+
+    /** These options as a command line, for a benchmark run on their behalf. */
+    public java.util.List<String> asArgs() {
+        java.util.List<String> args = new java.util.ArrayList<>(java.util.List.of(
+                "--world",
+                Integer.toString(world),
+                "--nnodes",
+                Integer.toString(nnodes),
+                "--node-rank",
+                Integer.toString(nodeRank)));
+        if (masterAddr != null) {
+            args.addAll(java.util.List.of("--master-addr", masterAddr));
+        }
+        if (masterPort > 0) {
+            args.addAll(java.util.List.of("--master-port", Integer.toString(masterPort)));
+        }
+        if (secretFile != null) {
+            args.addAll(java.util.List.of("--secret-file", secretFile.toString()));
+        }
+        if (insecureNoSecret) {
+            args.add("--insecure-no-secret");
+        }
+        return args;
+    }
+
     /** {@code --world}, checked. */
-    int world() {
+    public int world() {
         if (world < 1) {
             throw new IllegalArgumentException("--world must be >= 1, got " + world);
         }
@@ -61,7 +95,7 @@ final class Nodes {
     }
 
     /** This node's workers out of {@code world}, after checking the options together. */
-    int workersHere(int world) {
+    public int workersHere(int world) {
         if (nnodes < 1 || nodeRank < 0 || nodeRank >= nnodes) {
             throw new IllegalArgumentException(
                     "--node-rank must be in [0, --nnodes); got --node-rank " + nodeRank + " with --nnodes " + nnodes);
@@ -81,7 +115,7 @@ final class Nodes {
     }
 
     /** Whether this node prints the results (rank 0 lives on node 0 and writes them). */
-    boolean reports() {
+    public boolean reports() {
         return nodeRank == 0;
     }
 

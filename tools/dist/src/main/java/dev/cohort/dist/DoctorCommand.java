@@ -7,6 +7,7 @@ import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.bench.BenchMain;
+import dev.cohort.bench.Nodes;
 import dev.cohort.libtorch.LibTorch;
 import dev.cohort.runtime.auth.JobSecret;
 import java.io.ByteArrayOutputStream;
@@ -29,6 +30,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -51,6 +53,8 @@ final class DoctorCommand implements Callable<Integer> {
 
     /** The engines tried when none are named: those a job on one host may run. */
     static final List<String> DEFAULT_ENGINES = List.of("gloo", "tcp", "shm", "mpi");
+    /** The engines tried across hosts ({@code --nnodes} above 1) when none are named. */
+    static final List<String> ACROSS_HOSTS = List.of("gloo", "tcp", "hier");
     /** The variables that name the interface an engine listens on. */
     static final Map<String, String> INTERFACE_VARIABLES =
             Map.of("GLOO_SOCKET_IFNAME", "gloo and hier", "COHORT_TCP_IFNAME", "tcp");
@@ -78,8 +82,9 @@ final class DoctorCommand implements Callable<Integer> {
                     + "one named here that cannot run is a problem.")
     List<String> engines;
 
-    @Option(names = "--world", description = "Ranks of each engine's allreduce (default: ${DEFAULT-VALUE}).")
-    int world = 2;
+    /** Where the allreduces run: this host (the default), or node {@code --node-rank} of {@code --nnodes}. */
+    @Mixin
+    Nodes nodes = new Nodes();
 
     @Option(names = "--size", description = "Size of each allreduce, e.g. 64K or 1M (default: ${DEFAULT-VALUE}).")
     String size = "1M";
@@ -94,9 +99,8 @@ final class DoctorCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        if (world < 1) {
-            throw new IllegalArgumentException("--world must be at least 1, got " + world);
-        }
+        int world = nodes.world();
+        nodes.workersHere(world); // the node options, checked together before anything runs
         PrintWriter out = spec.commandLine().getOut();
         jdk();
         sharedMemory();
@@ -106,7 +110,9 @@ final class DoctorCommand implements Callable<Integer> {
         for (Finding f : findings) {
             out.printf("%-8s %-10s %s%n", f.level(), f.topic(), f.text());
         }
-        out.printf("%nengines: an allreduce of %s on %d ranks each, through the launcher%n", size, world);
+        out.printf(
+                "%nengines: an allreduce of %s on %d ranks each, through the launcher%s%n",
+                size, world, nodes.nnodes() == 1 ? "" : ", across " + nodes.nnodes() + " hosts");
         out.flush();
         int before = findings.size();
         engines();
@@ -160,11 +166,11 @@ final class DoctorCommand implements Callable<Integer> {
                                 + mib(SHM_MINIMUM)
                                 + " (Docker: --shm-size=1g; Kubernetes: an emptyDir of medium Memory "
                                 + "at /dev/shm), or use tcp");
-            } else if (free < world * SHM_ARENA) {
+            } else if (free < nodes.world() * SHM_ARENA) {
                 add(
                         "/dev/shm",
                         Level.NOTE,
-                        room + ": less than the " + mib(world * SHM_ARENA) + " that " + world
+                        room + ": less than the " + mib(nodes.world() * SHM_ARENA) + " that " + nodes.world()
                                 + " ranks' arenas may take (torch's gradient buckets, --shm-arena-mib); buckets that do not "
                                 + "fit are copied instead");
             } else {
@@ -223,21 +229,21 @@ final class DoctorCommand implements Callable<Integer> {
                 add("network", Level.OK, v.getKey() + "=" + name + ": up");
             }
         }
-        String master = System.getenv(LaunchEnvironment.MASTER_ADDR);
+        String master = nodes.masterAddr() != null ? nodes.masterAddr() : System.getenv(LaunchEnvironment.MASTER_ADDR);
         if (master != null && !master.isBlank()) {
             try (DatagramSocket probe = new DatagramSocket()) {
                 probe.connect(new InetSocketAddress(InetAddress.getByName(master.trim()), 9));
                 add(
                         "network",
                         Level.OK,
-                        "MASTER_ADDR=" + master + " resolves; the others will dial this host at "
+                        "node 0 at " + master + " resolves; the others will dial this host at "
                                 + probe.getLocalAddress().getHostAddress());
             } catch (IOException e) {
                 add(
                         "network",
                         Level.PROBLEM,
-                        "MASTER_ADDR=" + master + " cannot be reached from here (" + e.getMessage()
-                                + "); set it to rank 0's address, the same on every rank");
+                        "node 0 at " + master + " cannot be reached from here (" + e.getMessage()
+                                + "); give rank 0's address (--master-addr or MASTER_ADDR), the same on every host");
             }
         }
     }
@@ -294,7 +300,7 @@ final class DoctorCommand implements Callable<Integer> {
     private void engines() {
         Map<String, DistributedBackend> here = Backends.discover();
         boolean named = engines != null;
-        for (String raw : named ? engines : DEFAULT_ENGINES) {
+        for (String raw : named ? engines : nodes.nnodes() > 1 ? ACROSS_HOSTS : DEFAULT_ENGINES) {
             String name = raw.trim().toLowerCase(Locale.ROOT);
             DistributedBackend engine = here.get(name);
             if (engine == null) {
@@ -318,31 +324,33 @@ final class DoctorCommand implements Callable<Integer> {
         try {
             Path json = Files.createTempFile("cohort-doctor-" + engine, ".json");
             int rc;
+            List<String> args = new ArrayList<>(List.of("collectives", "--backend", engine));
+            args.addAll(nodes.asArgs());
+            args.addAll(List.of(
+                    "--sizes",
+                    size,
+                    "--warmup-ms",
+                    "300",
+                    "--json",
+                    json.toString(),
+                    "--no-chart",
+                    "--engine-option=--" + engine + "-connect-timeout=" + timeoutSeconds,
+                    "--engine-option=--" + engine + "-timeout=" + timeoutSeconds));
             try (PrintStream capture = new PrintStream(log, true, StandardCharsets.UTF_8)) {
                 System.setOut(capture);
                 System.setErr(capture);
-                rc = BenchMain.command()
-                        .execute(
-                                "collectives",
-                                "--backend",
-                                engine,
-                                "--world",
-                                Integer.toString(world),
-                                "--sizes",
-                                size,
-                                "--warmup-ms",
-                                "300",
-                                "--json",
-                                json.toString(),
-                                "--no-chart",
-                                "--engine-option=--" + engine + "-connect-timeout=" + timeoutSeconds,
-                                "--engine-option=--" + engine + "-timeout=" + timeoutSeconds);
+                rc = BenchMain.command().execute(args.toArray(String[]::new));
             } finally {
                 System.setOut(stdout);
                 System.setErr(stderr);
             }
             if (rc != 0) {
                 add(engine, Level.PROBLEM, "the allreduce failed (exit " + rc + "): " + why(log));
+                return;
+            }
+            if (!nodes.reports()) {
+                Files.deleteIfExists(json);
+                add(engine, Level.OK, "works: this host's ranks took part (node 0 reports the time)");
                 return;
             }
             JsonNode allreduce = null;

@@ -3,6 +3,7 @@ package dev.cohort.dist;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.cohort.testkit.TwoHosts;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -80,8 +81,62 @@ class DoctorCommandTest {
 
     private record Run(int exit, String output) {}
 
+    /**
+     * Across two hosts (network namespaces), each running {@code cohort doctor --nnodes 2} with its
+     * node rank: the allreduce spans both, node 0 reports its time and bandwidth, node 1 that its
+     * ranks took part.
+     */
+    @Test
+    void acrossTwoHostsEachNodeTakesPartAndNodeZeroReportsTheAllreduce() throws Exception {
+        try (TwoHosts hosts = TwoHosts.createOrSkip()) {
+            String port = Integer.toString(TwoHosts.port(23100));
+            List<Process> nodes = new ArrayList<>();
+            for (int node = 0; node < 2; node++) {
+                nodes.add(start(
+                        hosts.on(node, List.of()),
+                        Map.of(),
+                        dir.resolve("node-" + node + ".log"),
+                        "--backend",
+                        "tcp",
+                        "--nnodes",
+                        "2",
+                        "--node-rank",
+                        Integer.toString(node),
+                        "--master-addr",
+                        TwoHosts.ADDRESS_A,
+                        "--master-port",
+                        port,
+                        "--insecure-no-secret"));
+            }
+            List<Run> runs = new ArrayList<>();
+            for (int node = 0; node < 2; node++) {
+                runs.add(finish(nodes.get(node), dir.resolve("node-" + node + ".log")));
+            }
+            assertThat(runs.get(0).exit)
+                    .as("node 0; output:%n%s", runs.get(0).output)
+                    .isZero();
+            assertThat(runs.get(0).output)
+                    .contains("through the launcher, across 2 hosts")
+                    .containsPattern("OK +network +node 0 at 192.0.2.1 resolves; the others will dial this host at "
+                            + "192.0.2.1")
+                    .containsPattern("OK +tcp +works: [0-9.]+ ms, [0-9.]+ GB/s bus bandwidth");
+            assertThat(runs.get(1).exit)
+                    .as("node 1; output:%n%s", runs.get(1).output)
+                    .isZero();
+            assertThat(runs.get(1).output)
+                    .containsPattern("the others will dial this host at 192.0.2.2")
+                    .containsPattern("OK +tcp +works: this host's ranks took part");
+        }
+    }
+
     /** {@code cohort doctor args} in a JVM of its own, behind {@code prefix}, with {@code env} added. */
     private Run doctor(List<String> prefix, Map<String, String> env, String... args) throws Exception {
+        Path log = dir.resolve("doctor.log");
+        return finish(start(prefix, env, log, args), log);
+    }
+
+    private static Process start(List<String> prefix, Map<String, String> env, Path log, String... args)
+            throws Exception {
         List<String> command = new ArrayList<>(prefix);
         command.addAll(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
@@ -91,11 +146,13 @@ class DoctorCommandTest {
                 CohortCommand.class.getName(),
                 "doctor"));
         command.addAll(List.of(args));
-        Path log = dir.resolve("doctor.log");
         ProcessBuilder pb =
                 new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
         pb.environment().putAll(env);
-        Process p = pb.start();
+        return pb.start();
+    }
+
+    private static Run finish(Process p, Path log) throws Exception {
         try {
             assertThat(p.waitFor(200, TimeUnit.SECONDS)).as("doctor ended").isTrue();
             return new Run(p.exitValue(), Files.readString(log));
