@@ -7,6 +7,7 @@ import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.OpKind;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.runtime.flight.FlightRecorder;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -50,6 +51,27 @@ class FlightCommandTest {
                 .contains("  done     allreduce #4 (1 KiB float32), took ")
                 .contains("  pending  barrier #5, pending for ")
                 .doesNotContain("allreduce #1 ("); // --last 2: neither rank shows it
+    }
+
+    /** Without DIR: the rings of the jobs running on this host, in the folders the launcher makes. */
+    @Test
+    void withoutAFolderItReadsTheJobsRunningHere() throws Exception {
+        Path job = Files.createTempDirectory(FlightCommand.LAUNCHER_FOLDERS + "test-");
+        try {
+            FlightRecorder zero = FlightRecorder.inFile(job.resolve("rank-0.flight"), 0, 1, 32); // this JVM: alive
+            zero.issued(new Collective(OpKind.BARRIER, 0, null, null, null, -1, null));
+            assertThat(flight()).as(cli.err.toString()).isZero();
+            assertThat(cli.out.toString())
+                    .contains("the job whose ranks keep their records in " + job + ":")
+                    .contains("rank 0 of 1 (pid " + ProcessHandle.current().pid());
+        } finally {
+            try (var files = Files.list(job)) {
+                for (Path f : files.toList()) {
+                    Files.delete(f);
+                }
+            }
+            Files.delete(job);
+        }
     }
 
     @Test
