@@ -56,6 +56,19 @@ class DoctorCommandTest {
                 .contains("problem(s): network, gloo, mpi");
     }
 
+    /** A library that is not Open MPI's (another ABI, as MPICH's): the mpi engine refuses, saying so. */
+    @Test
+    void aLibraryOfAnotherAbiThanOpenMpisIsAProblem() throws Exception {
+        assumeTrue(SHARED_MEMORY_JDK, "the mpi engine needs JDK 22+");
+        Path notMpi = Path.of("/usr/lib/x86_64-linux-gnu/libz.so.1");
+        assumeTrue(Files.exists(notMpi), "no " + notMpi);
+        Run run = doctor(List.of(), Map.of("COHORT_MPI_LIBRARY", notMpi.toString()), "--backend", "mpi");
+        assertThat(run.exit).as("exit status; output:%n%s", run.output).isEqualTo(1);
+        assertThat(run.output)
+                .containsPattern("PROBLEM +mpi +cannot run here: " + notMpi + " is not Open MPI's library")
+                .contains("problem(s): mpi");
+    }
+
     @Test
     void aDevShmWithoutRoomIsAProblemAndTheShmEngineRefusesByName() throws Exception {
         assumeTrue(SHARED_MEMORY_JDK, "the shm engine needs JDK 22+");
