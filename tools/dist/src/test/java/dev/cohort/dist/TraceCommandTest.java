@@ -23,11 +23,12 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@code cohort run --trace DIR} records two ranks training with DDP on tcp, and {@code cohort
- * trace DIR} merges their recordings into one Chrome trace: both ranks as processes, the same
- * collectives on each, the step parts, the JVM's GC pauses on their own track, and a table of
- * where each rank's time went that names rank 1, stopped 60 ms of every 100, as the one the other
- * waits for; {@code --metrics-port} has rank 0 serve its meters, scraped while it runs.
+ * {@code cohort run --trace DIR} records four ranks training with DDP on tcp, and {@code cohort
+ * trace DIR} merges their recordings into one Chrome trace: the ranks as processes, the same
+ * collectives on each, the steps and their parts, the JVM's GC pauses on their own track, the
+ * clocks' offsets, and a table of where each rank's time went that names rank 1, stopped 60 ms of
+ * every 100, as the one the others wait for; {@code --metrics-port} has rank 0 serve its meters,
+ * scraped while it runs, and {@code --metrics-file} has it write a line a step.
  */
 @Timeout(180)
 class TraceCommandTest {
@@ -45,7 +46,7 @@ class TraceCommandTest {
         java.util.concurrent.FutureTask<Integer> run = new java.util.concurrent.FutureTask<>(() -> cli.run(
                 "run",
                 "--nproc-per-node",
-                "2",
+                "4",
                 "--metrics-port",
                 Integer.toString(metricsPort),
                 "--metrics-file",
@@ -62,7 +63,7 @@ class TraceCommandTest {
                 "--backend",
                 "tcp",
                 "--steps",
-                "150",
+                "100",
                 "--warm",
                 "2"));
         Thread launcher = new Thread(run, "launcher");
@@ -75,9 +76,9 @@ class TraceCommandTest {
 
         assertThat(cli.run("trace", trace.toString())).as(cli.err.toString()).isZero();
         assertThat(cli.out.toString())
-                .contains("merged 2 recording(s) of 2 rank(s) into " + trace.resolve("trace.json"))
-                .containsPattern("(?m)^0 +\\d+ +\\d+ +[0-9.]+ s +[0-9.]+ s")
-                .containsPattern("(?m)^1 +\\d+ +\\d+ +[0-9.]+ s +[0-9.]+ s")
+                .contains("merged 4 recording(s) of 4 rank(s) into " + trace.resolve("trace.json"))
+                .containsPattern("(?m)^0 +102 +\\d+ +[0-9.]+ s +[0-9.]+ s")
+                .containsPattern("(?m)^3 +102 +\\d+ +[0-9.]+ s +[0-9.]+ s")
                 .contains("rank 1 computes longest between averagings (");
         // One clock on one host: the offset measured is within half the round trip it came from.
         java.util.regex.Matcher clock = java.util.regex.Pattern.compile(
@@ -88,9 +89,9 @@ class TraceCommandTest {
         assertThat(Math.abs(Double.parseDouble(clock.group(1))))
                 .isLessThanOrEqualTo(Double.parseDouble(clock.group(2)) + 0.001);
 
-        // --metrics-file: a line for each of rank 0's steps (2 warm-up and 150 timed), its parts within it.
+        // --metrics-file: a line for each of rank 0's steps (2 warm-up and 100 timed), its parts within it.
         List<MetricsFile.Line> lines = MetricsFile.read(dir.resolve("steps.jsonl"));
-        assertThat(lines).hasSize(152).allSatisfy(l -> {
+        assertThat(lines).hasSize(102).allSatisfy(l -> {
             assertThat(l.rank()).isZero();
             assertThat(l.samples()).isEqualTo(64);
             assertThat(l.samplesPerS()).isPositive();
@@ -98,7 +99,7 @@ class TraceCommandTest {
                     .isCloseTo(l.stepS(), org.assertj.core.data.Offset.offset(1e-6));
             assertThat(l.averagingS()).isPositive();
         });
-        assertThat(lines.get(151).step()).isEqualTo(151);
+        assertThat(lines.get(101).step()).isEqualTo(101);
 
         JsonNode events = new ObjectMapper()
                 .readTree(trace.resolve("trace.json").toFile())
@@ -125,15 +126,15 @@ class TraceCommandTest {
                 }
             }
         }
-        assertThat(collectives.keySet()).containsExactlyInAnyOrder(0, 1);
+        assertThat(collectives.keySet()).containsExactlyInAnyOrder(0, 1, 2, 3);
         // The clock exchange as the job joined: rank 1's pings (sends) and rank 0's answers; then the same collectives.
         assertThat(collectives.get(1)).contains("send #0", "recv #15");
         assertThat(collectives.get(0)).contains("recv #0", "send #15");
         collectives.values().forEach(calls -> calls.removeIf(n -> n.startsWith("send") || n.startsWith("recv")));
         assertThat(collectives.get(0)).hasSizeGreaterThan(20).isEqualTo(collectives.get(1));
         assertThat(collectives.get(0)).anyMatch(n -> n.matches("allreduce #\\d+"));
-        assertThat(parts.get(1)).contains("data wait", "average gradients", "optimizer step", "step 151");
-        assertThat(names).contains("rank 0", "rank 1", "JVM: GC pauses, safepoints", "main");
+        assertThat(parts.get(1)).contains("data wait", "average gradients", "optimizer step", "step 101");
+        assertThat(names).contains("rank 0", "rank 1", "rank 2", "rank 3", "JVM: GC pauses, safepoints", "main");
 
         java.awt.image.BufferedImage chart =
                 javax.imageio.ImageIO.read(trace.resolve("steps.png").toFile());
@@ -168,7 +169,7 @@ class TraceCommandTest {
                     // Being made.
                 }
             }
-            if (written >= 20 && metrics.isEmpty()) { // training: rank 0 has made allreduces too
+            if (written >= 60 && metrics.isEmpty()) { // past the clock exchange and the broadcasts: training
                 try {
                     metrics = http.send(
                                     java.net.http.HttpRequest.newBuilder(
