@@ -14,6 +14,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.lang.management.ManagementFactory;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -58,6 +59,10 @@ final class DoctorCommand implements Callable<Integer> {
     /** The variables that name the interface an engine listens on. */
     static final Map<String, String> INTERFACE_VARIABLES =
             Map.of("GLOO_SOCKET_IFNAME", "gloo and hier", "COHORT_TCP_IFNAME", "tcp");
+
+    static final String NATIVE_ACCESS = "--enable-native-access=";
+    static final String NIO_OPENS = "--add-opens=java.base/java.nio=ALL-UNNAMED";
+
     /** Below this much room in /dev/shm the shm engine's slots and arenas do not fit. */
     static final long SHM_MINIMUM = 64L << 20;
     /** Each rank's arena by default (the shm engine's --shm-arena-mib), for the torch integration's buckets. */
@@ -142,6 +147,31 @@ final class DoctorCommand implements Callable<Integer> {
             add("jdk", Level.NOTE, jvm + "; the shm, hier and mpi engines need JDK 22 or newer");
         } else {
             add("jdk", Level.OK, jvm);
+        }
+        flags(ManagementFactory.getRuntimeMXBean().getInputArguments());
+    }
+
+    /** The flags this JVM runs with, which {@code cohort run} gives its workers too. */
+    private void flags(List<String> flags) {
+        List<String> missing = new ArrayList<>();
+        if (Runtime.version().feature() >= 22 && flags.stream().noneMatch(f -> f.startsWith(NATIVE_ACCESS))) {
+            missing.add(NATIVE_ACCESS + "ALL-UNNAMED (the shm, hier and mpi engines call native code through the "
+                    + "FFM API: without it the JVM warns, and a later JDK refuses)");
+        }
+        if (flags.stream().noneMatch(f -> f.equals(NIO_OPENS) || f.equals("java.base/java.nio=ALL-UNNAMED"))) {
+            missing.add(NIO_OPENS + " (Arrow IPC files cannot be read without it)");
+        }
+        String given = flags.stream()
+                .filter(f -> f.startsWith("--") || f.startsWith("-Xm") || f.startsWith("-XX:"))
+                .collect(Collectors.joining(" "));
+        if (missing.isEmpty()) {
+            add("flags", Level.OK, given.isEmpty() ? "(none)" : given);
+        } else {
+            add(
+                    "flags",
+                    Level.NOTE,
+                    "this JVM and the workers cohort run starts lack " + String.join("; and ", missing)
+                            + "; the cohort command sets them unless COHORT_JAVA_OPTS says otherwise");
         }
     }
 

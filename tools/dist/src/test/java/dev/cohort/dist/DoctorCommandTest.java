@@ -53,7 +53,10 @@ class DoctorCommandTest {
                 .containsPattern("PROBLEM +network +GLOO_SOCKET_IFNAME=bogus0 names no interface that is up here")
                 .containsPattern("PROBLEM +gloo +the allreduce failed .*bogus0")
                 .containsPattern("PROBLEM +mpi +cannot run here: ")
-                .contains("problem(s): network, gloo, mpi");
+                .contains("problem(s): network, gloo, mpi")
+                // Started without the cohort command's flags: the one Arrow needs is missing.
+                .containsPattern("NOTE +flags +this JVM and the workers cohort run starts lack "
+                        + "--add-opens=java.base/java.nio=ALL-UNNAMED \\(Arrow IPC files");
     }
 
     /** A library that is not Open MPI's (another ABI, as MPICH's): the mpi engine refuses, saying so. */
