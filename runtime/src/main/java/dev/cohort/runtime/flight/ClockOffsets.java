@@ -10,7 +10,7 @@ import java.util.Map;
 
 /**
  * Measures, when a traced job joins ({@value Tracing#ENV_TRACE} set, as {@code cohort run --trace}
- * sets it on every rank), how far each rank's wall clock stands from rank 0's, and records it as
+ * sets it on every rank; or {@value #ENV_CHECK}), how far each rank's wall clock stands from rank 0's, and records it as
  * a {@link ClockOffsetEvent}. Rank 0 answers each other rank's pings in turn over the world group
  * (messages, not collectives); a rank keeps the exchange with the shortest round trip, as NTP
  * does: offset = the middle of its send and receive, minus rank 0's time between them.
@@ -22,10 +22,18 @@ public final class ClockOffsets implements JobObserver {
     /** The message tag of the pings and their answers. */
     static final int TAG = 0x7C10C;
 
+    /**
+     * Set on every rank of a job ({@code cohort doctor} does) to measure the offsets without a
+     * trace, each rank other than 0 logging its own.
+     */
+    public static final String ENV_CHECK = "COHORT_CLOCK_CHECK";
+
+    private static final System.Logger LOG = System.getLogger(ClockOffsets.class.getName());
+
     @Override
     public AutoCloseable joined(AbstractProcessGroup world, Topology topology, Map<String, String> env) {
-        String trace = env.get(Tracing.ENV_TRACE);
-        if (trace == null || trace.isBlank() || world.size() < 2) {
+        boolean check = isSet(env.get(ENV_CHECK));
+        if (!(check || isSet(env.get(Tracing.ENV_TRACE))) || world.size() < 2) {
             return () -> {};
         }
         ClockOffsetEvent event = new ClockOffsetEvent();
@@ -36,6 +44,9 @@ public final class ClockOffsets implements JobObserver {
             long[] measured = measure(world);
             event.offset = measured[0];
             event.roundTrip = measured[1];
+            if (check) {
+                LOG.log(System.Logger.Level.INFO, describe(world.rank(), measured[0], measured[1]));
+            }
         }
         event.commit();
         return () -> {};
@@ -72,6 +83,20 @@ public final class ClockOffsets implements JobObserver {
             }
         }
         return new long[] {offset, best};
+    }
+
+    /** What a rank's log says of its offset: "rank 1's clock stands -0.125 ms from rank 0's (± 0.152 ms)". */
+    public static String describe(int rank, long offsetNanos, long roundTripNanos) {
+        return String.format(
+                java.util.Locale.ROOT,
+                "rank %d's clock stands %+.3f ms from rank 0's (± %.3f ms)",
+                rank,
+                offsetNanos / 1e6,
+                roundTripNanos / 2e6);
+    }
+
+    private static boolean isSet(String v) {
+        return v != null && !v.isBlank();
     }
 
     /** The wall clock, in nanoseconds since the epoch (what JFR's event times are read against). */

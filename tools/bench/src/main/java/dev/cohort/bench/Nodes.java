@@ -52,6 +52,16 @@ public final class Nodes {
             description = "Run across hosts without a secret: every process that reaches the ports is trusted.")
     boolean insecureNoSecret;
 
+    /** Variables the workers get beside the launch contract's ({@code cohort doctor} sets some). */
+    @Option(names = "--worker-env", paramLabel = "NAME=VALUE", hidden = true)
+    java.util.Map<String, String> environment = new java.util.TreeMap<>();
+
+    /** Gives the workers {@code name}={@code value}. */
+    public Nodes environment(String name, String value) {
+        environment.put(name, value);
+        return this;
+    }
+
     /** {@code --nnodes}. */
     public int nnodes() {
         return nnodes;
@@ -83,6 +93,7 @@ public final class Nodes {
         if (insecureNoSecret) {
             args.add("--insecure-no-secret");
         }
+        environment.forEach((name, value) -> args.add("--worker-env=" + name + "=" + value));
         return args;
     }
 
@@ -124,6 +135,7 @@ public final class Nodes {
         LaunchOptions.Builder options = LaunchOptions.builder()
                 .nprocPerNode(workersHere(world))
                 .secret(LaunchOptions.secretFor(nnodes, secretFile, insecureNoSecret, System.getenv()));
+        environment.forEach(options::addEnvironment);
         if (nnodes == 1) {
             return options.masterPort(0);
         }

@@ -10,6 +10,7 @@ import dev.cohort.bench.BenchMain;
 import dev.cohort.bench.Nodes;
 import dev.cohort.libtorch.LibTorch;
 import dev.cohort.runtime.auth.JobSecret;
+import dev.cohort.runtime.flight.ClockOffsets;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -327,7 +328,57 @@ final class DoctorCommand implements Callable<Integer> {
         }
     }
 
+    /** What a rank's log says of its clock ({@link ClockOffsets#describe}). */
+    static final java.util.regex.Pattern CLOCK = java.util.regex.Pattern.compile(
+            "rank (\\d+)'s clock stands ([-+][0-9.]+) ms from rank 0's \\(± ([0-9.]+) ms\\)");
+    /** An offset over this between hosts is worth a note: logs and file times disagree by as much. */
+    static final double CLOCK_NOTE_MS = 100;
+
+    /** The offsets the ranks of this host logged, by rank, in the first engine run that logged any. */
+    private final Map<Integer, String> clocks = new java.util.TreeMap<>();
+
     private void engines() {
+        if (nodes.nnodes() > 1) {
+            nodes.environment(ClockOffsets.ENV_CHECK, "1");
+        }
+        enginesTried();
+        clocks();
+    }
+
+    /** Across hosts, how far this host's ranks' clocks stand from rank 0's. */
+    private void clocks() {
+        if (nodes.nnodes() == 1) {
+            return;
+        }
+        if (clocks.isEmpty()) {
+            add(
+                    "clock",
+                    Level.NOTE,
+                    nodes.reports()
+                            ? "rank 0 runs here: the other hosts' doctors say how far their clocks stand from this one's"
+                            : "not measured: no engine's ranks connected across the hosts");
+            return;
+        }
+        double worst = 0;
+        for (String line : clocks.values()) {
+            java.util.regex.Matcher m = CLOCK.matcher(line);
+            if (m.find()) {
+                worst = Math.max(worst, Math.abs(Double.parseDouble(m.group(2))));
+            }
+        }
+        String all = String.join("; ", clocks.values());
+        if (worst > CLOCK_NOTE_MS) {
+            add(
+                    "clock",
+                    Level.NOTE,
+                    all + ": cohort trace takes it out of the timeline, but logs and file times "
+                            + "across the hosts disagree by as much; keep the clocks in step (chrony or another NTP client)");
+        } else {
+            add("clock", Level.OK, all);
+        }
+    }
+
+    private void enginesTried() {
         Map<String, DistributedBackend> here = Backends.discover();
         boolean named = engines != null;
         for (String raw : named ? engines : nodes.nnodes() > 1 ? ACROSS_HOSTS : DEFAULT_ENGINES) {
@@ -373,6 +424,12 @@ final class DoctorCommand implements Callable<Integer> {
             } finally {
                 System.setOut(stdout);
                 System.setErr(stderr);
+            }
+            if (clocks.isEmpty()) {
+                java.util.regex.Matcher m = CLOCK.matcher(log.toString(StandardCharsets.UTF_8));
+                while (m.find()) {
+                    clocks.put(Integer.parseInt(m.group(1)), m.group());
+                }
             }
             if (rc != 0) {
                 add(engine, Level.PROBLEM, "the allreduce failed (exit " + rc + "): " + why(log));

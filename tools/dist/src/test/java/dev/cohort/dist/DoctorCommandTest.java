@@ -141,7 +141,10 @@ class DoctorCommandTest {
                     .isZero();
             assertThat(runs.get(1).output)
                     .containsPattern("the others will dial this host at 192.0.2.2")
-                    .containsPattern("OK +tcp +works: this host's ranks took part");
+                    .containsPattern("OK +tcp +works: this host's ranks took part")
+                    // One kernel's clock in both namespaces: within the round trip.
+                    .containsPattern("OK +clock +rank 1's clock stands [-+]0\\.\\d{3} ms from rank 0's \\(± ");
+            assertThat(runs.get(0).output).containsPattern("NOTE +clock +rank 0 runs here");
         }
     }
 
