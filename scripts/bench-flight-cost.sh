@@ -18,6 +18,7 @@ cat > "$trace/cohort.jfc" <<'XML'
   <event name="dev.cohort.Collective"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
   <event name="dev.cohort.StepPart"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
   <event name="dev.cohort.Step"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
+  <event name="dev.cohort.GradientBucket"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
   <event name="dev.cohort.Checkpoint"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
   <event name="dev.cohort.Reform"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
   <event name="jdk.SafepointBegin"><setting name="enabled">true</setting><setting name="threshold">1 ms</setting></event>

@@ -30,6 +30,8 @@ final class GradientBucket {
     boolean stale;
 
     Work work;
+    /** The JFR event of the average under way ({@link BucketEvent}). */
+    BucketEvent event;
 
     /** A bucket of {@code first}'s type, holding it (id {@code firstId}) to begin with. */
     GradientBucket(int firstId, Tensor first) {

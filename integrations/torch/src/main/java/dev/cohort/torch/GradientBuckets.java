@@ -353,6 +353,7 @@ final class GradientBuckets implements GradientAverager {
                 }
                 if (b.work == null) {
                     b.packMissing();
+                    b.event = BucketEvent.begin(i, b, false);
                     b.work = start(b);
                     if (!overlap) {
                         finish(b); // one call at a time, run by this thread: no hand-off
@@ -389,6 +390,10 @@ final class GradientBuckets implements GradientAverager {
         b.work.await();
         if (b.wire != null) {
             b.storage.flat.copy_(b.wire.flat); // back to float32, exactly
+        }
+        if (b.event != null) {
+            b.event.commit();
+            b.event = null;
         }
     }
 
@@ -496,7 +501,8 @@ final class GradientBuckets implements GradientAverager {
         }
         bucket.markReady(slot);
         while (nextToStart < buckets.size() && buckets.get(nextToStart).isFull()) {
-            GradientBucket next = buckets.get(nextToStart++);
+            GradientBucket next = buckets.get(nextToStart);
+            next.event = BucketEvent.begin(nextToStart++, next, true);
             long began = System.nanoTime();
             next.work = start(next);
             long waited = System.nanoTime() - began;

@@ -31,6 +31,7 @@ public final class Tracing {
               <event name="dev.cohort.Collective"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
               <event name="dev.cohort.StepPart"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
               <event name="dev.cohort.Step"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
+              <event name="dev.cohort.GradientBucket"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
               <event name="dev.cohort.Checkpoint"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
               <event name="dev.cohort.Reform"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
               <event name="dev.cohort.ClockOffset"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>

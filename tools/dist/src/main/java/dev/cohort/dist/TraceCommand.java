@@ -43,6 +43,7 @@ final class TraceCommand implements Callable<Integer> {
     static final String STEP_PART = "dev.cohort.StepPart";
     static final String STEP = "dev.cohort.Step";
     static final String CHECKPOINT = "dev.cohort.Checkpoint";
+    static final String BUCKET = "dev.cohort.GradientBucket";
     static final String REFORM = "dev.cohort.Reform";
     static final String GC_PAUSE = "jdk.GCPhasePause";
     static final String SAFEPOINT = "jdk.SafepointBegin";
@@ -147,6 +148,14 @@ final class TraceCommand implements Callable<Integer> {
                                 .put("averaging ms", e.getDuration("averaging").toNanos() / 1e6)
                                 .put("optimizer ms", e.getDuration("optimizer").toNanos() / 1e6);
                         totals.step(e);
+                    }
+                    case BUCKET -> {
+                        span = span(json, e, rank, "bucket " + e.getInt("bucket"), "bucket");
+                        span.putObject("args")
+                                .put("parameters", e.getInt("parameters"))
+                                .put("bytes", e.getLong("bytes"))
+                                .put("sent as", e.getString("wire"))
+                                .put("started during backward", e.getBoolean("duringBackward"));
                     }
                     case CHECKPOINT -> {
                         span = span(json, e, rank, "checkpoint " + e.getString("action"), "checkpoint");

@@ -120,7 +120,7 @@ class TraceCommandTest {
                 switch (e.get("cat").asText()) {
                     case "collective" ->
                         collectives.computeIfAbsent(rank, r -> new HashSet<>()).add(name);
-                    case "step" ->
+                    case "step", "bucket" ->
                         parts.computeIfAbsent(rank, r -> new ArrayList<>()).add(name);
                     default -> {}
                 }
@@ -133,7 +133,7 @@ class TraceCommandTest {
         collectives.values().forEach(calls -> calls.removeIf(n -> n.startsWith("send") || n.startsWith("recv")));
         assertThat(collectives.get(0)).hasSizeGreaterThan(20).isEqualTo(collectives.get(1));
         assertThat(collectives.get(0)).anyMatch(n -> n.matches("allreduce #\\d+"));
-        assertThat(parts.get(1)).contains("data wait", "average gradients", "optimizer step", "step 101");
+        assertThat(parts.get(1)).contains("data wait", "average gradients", "optimizer step", "step 101", "bucket 0");
         assertThat(names).contains("rank 0", "rank 1", "rank 2", "rank 3", "JVM: GC pauses, safepoints", "main");
 
         java.awt.image.BufferedImage chart =
