@@ -131,7 +131,8 @@ final class TrainingChart {
         List<MetricsFile.Line> placed = lines.subList(lines.size() - n, lines.size());
         List<Double> at = positions.subList(positions.size() - n, positions.size());
         Map<String, ToDoubleFunction<MetricsFile.Line>> seconds = new LinkedHashMap<>();
-        seconds.put("computing", MetricsFile.Line::computingS);
+        seconds.put("forward", MetricsFile.Line::forwardS);
+        seconds.put("backward", MetricsFile.Line::backwardS);
         seconds.put("averaging gradients", MetricsFile.Line::averagingS);
         seconds.put("optimizer step", MetricsFile.Line::optimizerS);
         seconds.put("data wait", MetricsFile.Line::dataWaitS);

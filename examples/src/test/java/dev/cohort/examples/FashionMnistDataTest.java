@@ -206,10 +206,11 @@ class FashionMnistDataTest {
                 "mlp", "torch", "tcp", 2, 1.5, 6, 128, 0.82, List.of(0.8), 0.5, 100, 1.5, 0, 0, 0, epochs);
         List<MetricsFile.Line> lines = new ArrayList<>();
         for (int i = 0; i < 8; i++) {
-            lines.add(new MetricsFile.Line("t", 0, i, 0.010, 64, 6400, 0.001 * i, 0.005, 0.003, 0.001, 0));
+            lines.add(
+                    new MetricsFile.Line("t", 0, i, 0.010, 64, 6400, 0.001 * i, 0.005, 0.002, 0.003, 0.003, 0.001, 0));
         }
         org.jfree.data.xy.XYSeriesCollection parts = TrainingChart.stepParts(s, lines);
-        assertThat(parts.getSeriesCount()).isEqualTo(4);
+        assertThat(parts.getSeriesCount()).isEqualTo(5);
         org.jfree.data.xy.XYSeries data = parts.getSeries("data wait");
         assertThat(data.getItemCount()).isEqualTo(6); // under 100 steps: one point a step
         assertThat(data.getX(0).doubleValue()).isEqualTo(0.25);
@@ -218,7 +219,8 @@ class FashionMnistDataTest {
         assertThat(data.getY(0).doubleValue())
                 .as("line 2: the first two are an earlier run's")
                 .isCloseTo(2.0, within(1e-9));
-        assertThat(parts.getSeries("computing").getY(5).doubleValue()).isCloseTo(5.0, within(1e-9));
+        assertThat(parts.getSeries("forward").getY(5).doubleValue()).isCloseTo(2.0, within(1e-9));
+        assertThat(parts.getSeries("backward").getY(5).doubleValue()).isCloseTo(3.0, within(1e-9));
 
         Path chart = dir.resolve("steps.png");
         TrainingChart.write(s, lines, chart);

@@ -1,5 +1,6 @@
 package dev.cohort.api.checkpoint;
 
+import dev.cohort.api.steps.CheckpointEvent;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.channels.FileChannel;
@@ -27,6 +28,7 @@ public final class CheckpointFile {
 
     /** Writes {@code file} through {@code writer} atomically and durably (see the class comment). */
     public static void write(Path file, Writer writer) {
+        CheckpointEvent saving = CheckpointEvent.of("save", file);
         Path dir = file.toAbsolutePath().getParent();
         Path tmp = dir.resolve(
                 file.getFileName() + ".tmp-" + ProcessHandle.current().pid());
@@ -44,6 +46,7 @@ public final class CheckpointFile {
                         e);
             }
             syncDirectory(dir);
+            saving.done();
         } catch (IOException e) {
             throw new UncheckedIOException("saving checkpoint " + file + " failed: " + e.getMessage(), e);
         } finally {

@@ -35,6 +35,16 @@ final class StepEvent extends CohortEvent {
     @Timespan
     long computing;
 
+    @Label("Forward")
+    @Description("Computing before backward started (all of it where nothing marked backward)")
+    @Timespan
+    long forward;
+
+    @Label("Backward")
+    @Description("From backward's start to the step's averaging or optimizer step")
+    @Timespan
+    long backward;
+
     @Label("Averaging gradients")
     @Timespan
     long averaging;

@@ -6,8 +6,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 /**
  * The training steps of this process's training threads, as the integrations mark them: a step
  * takes its batch ({@link Part#DATA}, marked by the loaders), computes (forward and backward: the
- * time in no part), averages the gradients and runs the optimizer (marked by the distributed
- * optimizer), and ends with {@link #stepEnded}. Each step goes to the {@link Observer}s (metrics,
+ * time in no part, split where the gradient hooks mark backward's start), averages the gradients
+ * and runs the optimizer (marked by the distributed optimizer), and ends with {@link #stepEnded}. Each step goes to the {@link Observer}s (metrics,
  * the metrics file) and, where a recording enables them, to JDK Flight Recorder as a
  * {@value StepEvent#NAME} event with its parts as {@value StepPartEvent#NAME} events.
  *
@@ -43,13 +43,27 @@ public final class TrainingSteps {
      * @param number  its number on this thread, from 0 (steps before a resume are not counted)
      * @param nanos   from taking its batch (or the previous step's end) to its end
      * @param samples the examples its batches held (0 where no loader marked them)
+     * @param backwardNanos from backward's start ({@link #backwardStarted}) to the step's first
+     *     averaging or optimizer part; 0 where nothing marked backward's start
      */
     public record Step(
-            int rank, long number, long nanos, long samples, long dataNanos, long averageNanos, long optimizerNanos) {
+            int rank,
+            long number,
+            long nanos,
+            long samples,
+            long dataNanos,
+            long backwardNanos,
+            long averageNanos,
+            long optimizerNanos) {
 
         /** Forward and backward: the step's time outside its marked parts. */
         public long computeNanos() {
             return Math.max(0, nanos - dataNanos - averageNanos - optimizerNanos);
+        }
+
+        /** The step's computing before backward started (all of it where nothing marked backward). */
+        public long forwardNanos() {
+            return computeNanos() - backwardNanos;
         }
 
         /** This rank's examples per second in this step; 0 when no loader counted them. */
@@ -79,6 +93,10 @@ public final class TrainingSteps {
     private long dataNanos;
     private long averageNanos;
     private long optimizerNanos;
+    /** When backward started in this step, and when its first averaging or optimizer part began; -1: not yet. */
+    private long backwardStart = -1;
+
+    private long backwardEnd = -1;
     private StepEvent event = begun(new StepEvent());
 
     private TrainingSteps() {}
@@ -97,6 +115,18 @@ public final class TrainingSteps {
     /** Ends this thread's current step, trained by {@code rank}; the next one starts now. */
     public static void stepEnded(int rank) {
         THREAD.get().end(rank);
+    }
+
+    /**
+     * Backward has started in this thread's current step: the integrations call it from their
+     * gradient hooks (the first call of a step counts), which splits the step's computing into
+     * forward and backward.
+     */
+    public static void backwardStarted() {
+        TrainingSteps steps = THREAD.get();
+        if (steps.backwardStart < 0) {
+            steps.backwardStart = System.nanoTime();
+        }
     }
 
     /** Tells the observers that this worker moved to generation {@code generation} of an elastic group. */
@@ -143,6 +173,9 @@ public final class TrainingSteps {
             startNanos = now; // the step starts with its batch, not when the previous one ended
             event.begin();
         }
+        if (part != Part.DATA && backwardEnd < 0) {
+            backwardEnd = now;
+        }
         started = true;
     }
 
@@ -157,13 +190,25 @@ public final class TrainingSteps {
 
     private void end(int rank) {
         long now = System.nanoTime();
-        Step step = new Step(rank, number, now - startNanos, samples, dataNanos, averageNanos, optimizerNanos);
+        long backward = backwardStart < 0 ? 0 : (backwardEnd < 0 ? now : backwardEnd) - backwardStart;
+        long compute = Math.max(0, now - startNanos - dataNanos - averageNanos - optimizerNanos);
+        Step step = new Step(
+                rank,
+                number,
+                now - startNanos,
+                samples,
+                dataNanos,
+                Math.max(0, Math.min(compute, backward)),
+                averageNanos,
+                optimizerNanos);
         if (event.isEnabled()) {
             event.rank = rank;
             event.step = step.number();
             event.samples = step.samples();
             event.dataWait = step.dataNanos();
             event.computing = step.computeNanos();
+            event.forward = step.forwardNanos();
+            event.backward = step.backwardNanos();
             event.averaging = step.averageNanos();
             event.optimizer = step.optimizerNanos();
             event.commit();
@@ -178,6 +223,8 @@ public final class TrainingSteps {
         dataNanos = 0;
         averageNanos = 0;
         optimizerNanos = 0;
+        backwardStart = -1;
+        backwardEnd = -1;
         event = begun(new StepEvent());
     }
 

@@ -5,6 +5,7 @@ import ai.djl.nn.ParameterList;
 import ai.djl.util.Pair;
 import dev.cohort.api.checkpoint.CheckpointFile;
 import dev.cohort.api.checkpoint.TrainingPosition;
+import dev.cohort.api.steps.CheckpointEvent;
 import dev.cohort.data.DataPosition;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
@@ -104,6 +105,13 @@ public final class Checkpoints {
      *     this world size with another batch size
      */
     public static TrainingPosition load(Path file, DistributedTrainer trainer, DistributedParquetDataset dataset) {
+        CheckpointEvent loading = CheckpointEvent.of("load", file);
+        TrainingPosition position = read(file, trainer, dataset);
+        loading.done();
+        return position;
+    }
+
+    private static TrainingPosition read(Path file, DistributedTrainer trainer, DistributedParquetDataset dataset) {
         if (!Files.isRegularFile(file)) {
             throw new IllegalArgumentException("checkpoint " + file + " does not exist");
         }

@@ -4,6 +4,7 @@ import ai.djl.Model;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
+import ai.djl.training.GradientCollector;
 import ai.djl.training.Trainer;
 import ai.djl.training.TrainingConfig;
 import ai.djl.training.dataset.Batch;
@@ -210,6 +211,32 @@ public final class DistributedTrainer extends Trainer {
             return parquet.getData(getManager(), backend.group());
         }
         return super.iterateDataset(dataset);
+    }
+
+    /**
+     * DJL's gradient collector, marking where backward starts in the step ({@link
+     * TrainingSteps#backwardStarted}) so that the step's computing splits into forward and backward.
+     */
+    @Override
+    public GradientCollector newGradientCollector() {
+        GradientCollector collector = super.newGradientCollector();
+        return new GradientCollector() {
+            @Override
+            public void backward(NDArray target) {
+                TrainingSteps.backwardStarted();
+                collector.backward(target);
+            }
+
+            @Override
+            public void zeroGradients() {
+                collector.zeroGradients();
+            }
+
+            @Override
+            public void close() {
+                collector.close();
+            }
+        };
     }
 
     /** Closes the loaders of the Parquet datasets it iterated, then the trainer as DJL does. */

@@ -20,6 +20,7 @@ import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.checkpoint.TrainingPosition;
+import dev.cohort.api.steps.TrainingSteps;
 import dev.cohort.tcp.TcpBackend;
 import dev.cohort.tcp.TcpOptions;
 import dev.cohort.testkit.WorkerProcess;
@@ -79,10 +80,22 @@ public final class DjlWorker {
                     try (DistributedTrainer trainer = DistributedTrainer.of(
                             backend, model, config, accumulation, DistributedTrainer.DEFAULT_BUCKET_BYTES)) {
                         trainer.initialize(new Shape(batch, FEATURES));
-                        if (mode.equals("fit")) {
-                            EasyTrain.fit(trainer, 1, data, null);
-                        } else {
-                            loop(trainer, data, sampler, epochs, steps * accumulation, options);
+                        List<TrainingSteps.Step> marked = new java.util.concurrent.CopyOnWriteArrayList<>();
+                        try (AutoCloseable observing = TrainingSteps.observe(marked::add)) {
+                            if (mode.equals("fit")) {
+                                EasyTrain.fit(trainer, 1, data, null);
+                            } else {
+                                loop(trainer, data, sampler, epochs, steps * accumulation, options);
+                            }
+                        }
+                        // Each update is a step the trainer marked: backward's start (the gradient
+                        // collector), the averaging and the optimizer's step.
+                        if (marked.isEmpty()
+                                || marked.stream()
+                                        .anyMatch(m -> m.backwardNanos() <= 0
+                                                || m.averageNanos() <= 0
+                                                || m.rank() != backend.rank())) {
+                            throw new IllegalStateException("the trainer's steps were not marked whole: " + marked);
                         }
                         if (backend.isRootWorker()) {
                             List<String> lines = new ArrayList<>();

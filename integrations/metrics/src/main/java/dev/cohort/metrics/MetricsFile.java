@@ -41,6 +41,8 @@ public final class MetricsFile implements JobObserver {
             double samplesPerS,
             double dataWaitS,
             double computingS,
+            double forwardS,
+            double backwardS,
             double averagingS,
             double optimizerS,
             int restarts) {
@@ -55,6 +57,8 @@ public final class MetricsFile implements JobObserver {
                     s.samplesPerSecond(),
                     s.dataNanos() / 1e9,
                     s.computeNanos() / 1e9,
+                    s.forwardNanos() / 1e9,
+                    s.backwardNanos() / 1e9,
                     s.averageNanos() / 1e9,
                     s.optimizerNanos() / 1e9,
                     restarts);

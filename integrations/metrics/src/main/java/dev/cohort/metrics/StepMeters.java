@@ -15,7 +15,7 @@ import java.util.concurrent.TimeUnit;
 /**
  * Micrometer meters of a rank's training steps, as the integrations mark them ({@link
  * TrainingSteps}): step time ({@code cohort.step.time}) and its parts ({@code cohort.step.part.time},
- * tagged {@code part}: data wait, computing, average gradients, optimizer step), examples trained
+ * tagged {@code part}: data wait, forward, backward, average gradients, optimizer step), examples trained
  * ({@code cohort.step.samples}; its rate is samples/s) and the last step's samples/s ({@code
  * cohort.step.samples.rate}), and the job's restarts ({@code cohort.job.restarts}) and elastic
  * re-forms ({@code cohort.job.reforms}); tagged {@code rank}. Close it to stop watching.
@@ -31,7 +31,8 @@ public final class StepMeters implements MeterBinder, AutoCloseable {
     private final int restarts;
     private Timer step;
     private final Map<TrainingSteps.Part, Timer> parts = new EnumMap<>(TrainingSteps.Part.class);
-    private Timer computing;
+    private Timer forward;
+    private Timer backward;
     private Counter samples;
     private Counter reforms;
     private volatile double lastRate;
@@ -59,7 +60,8 @@ public final class StepMeters implements MeterBinder, AutoCloseable {
         for (TrainingSteps.Part part : TrainingSteps.Part.values()) {
             parts.put(part, partTimer(registry, tags, part.label()));
         }
-        computing = partTimer(registry, tags, "computing");
+        forward = partTimer(registry, tags, "forward");
+        backward = partTimer(registry, tags, "backward");
         samples = Counter.builder("cohort.step.samples")
                 .description("examples this rank trained on (as its loader counted them)")
                 .tags(tags)
@@ -103,7 +105,8 @@ public final class StepMeters implements MeterBinder, AutoCloseable {
         parts.get(TrainingSteps.Part.DATA).record(s.dataNanos(), TimeUnit.NANOSECONDS);
         parts.get(TrainingSteps.Part.AVERAGE).record(s.averageNanos(), TimeUnit.NANOSECONDS);
         parts.get(TrainingSteps.Part.OPTIMIZER).record(s.optimizerNanos(), TimeUnit.NANOSECONDS);
-        computing.record(s.computeNanos(), TimeUnit.NANOSECONDS);
+        forward.record(s.forwardNanos(), TimeUnit.NANOSECONDS);
+        backward.record(s.backwardNanos(), TimeUnit.NANOSECONDS);
         samples.increment(s.samples());
         lastRate = s.samplesPerSecond();
     }

@@ -45,7 +45,7 @@ class StepMetersTest {
         train(0, 4); // after close: not counted
         assertThat(registry.get("cohort.step.time").tag("rank", "0").timer().count())
                 .isEqualTo(5);
-        for (String part : List.of("data wait", "computing", "average gradients", "optimizer step")) {
+        for (String part : List.of("data wait", "forward", "backward", "average gradients", "optimizer step")) {
             assertThat(registry.get("cohort.step.part.time")
                             .tag("part", part)
                             .timer()

@@ -147,13 +147,6 @@ public final class Checkpoints {
      */
     private static void writeMain(
             Path file, Module model, Optimizer optimizer, TrainingPosition position, DataPosition data, long[] shards) {
-        CheckpointEvent saving = CheckpointEvent.of("save", file);
-        writeArchive(file, model, optimizer, position, data, shards);
-        saving.done();
-    }
-
-    private static void writeArchive(
-            Path file, Module model, Optimizer optimizer, TrainingPosition position, DataPosition data, long[] shards) {
         CheckpointFile.write(file, tmp -> {
             try {
                 OutputArchive archive = new OutputArchive();

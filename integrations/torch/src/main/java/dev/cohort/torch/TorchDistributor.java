@@ -219,6 +219,7 @@ public final class TorchDistributor implements Distributor {
             ZeroShards zero = zeroStage > 0 ? new ZeroShards(group, local, zeroStage, buckets, compression) : null;
             boolean several = group.size() > 1;
             BypassGuard bypass = several ? bypassGuard(params) : null;
+            BackwardMark.on(params);
             DivergenceWatch divergence =
                     several ? new DivergenceWatch(group, params, module, checkEvery.intValue()) : null;
             optimizer = (O) new DistributedOptimizer(local, buckets, zero, buffers, bypass, divergence);

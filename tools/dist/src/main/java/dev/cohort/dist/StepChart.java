@@ -12,8 +12,8 @@ import org.jfree.data.category.DefaultCategoryDataset;
 
 /**
  * The picture of a traced run ({@code cohort trace}): one bar a rank, its average step split into
- * the time it waited for its batch, computed, waited while gradients were averaged and stepped the
- * optimizer, in milliseconds. The rank with the longest "computing" is the one the others wait for.
+ * the time it waited for its batch, computed forward and backward, waited while gradients were
+ * averaged and stepped the optimizer, in milliseconds. The rank with the longest "computing" is the one the others wait for.
  */
 final class StepChart {
 
@@ -38,7 +38,8 @@ final class StepChart {
         Map<String, Double> parts = new LinkedHashMap<>();
         double msPerStep = 1000.0 / Math.max(1, t.steps) / 1e9;
         parts.put("data wait", t.dataWait.toNanos() * msPerStep);
-        parts.put("computing", t.computing.toNanos() * msPerStep);
+        parts.put("forward", t.forward.toNanos() * msPerStep);
+        parts.put("backward", t.backward.toNanos() * msPerStep);
         parts.put("averaging gradients", t.averaging.toNanos() * msPerStep);
         parts.put("optimizer step", t.optimizer.toNanos() * msPerStep);
         return parts;

@@ -68,6 +68,8 @@ final class TraceCommand implements Callable<Integer> {
         Duration inCollectives = Duration.ZERO;
         Duration dataWait = Duration.ZERO;
         Duration computing = Duration.ZERO;
+        Duration forward = Duration.ZERO;
+        Duration backward = Duration.ZERO;
         Duration averaging = Duration.ZERO;
         Duration optimizer = Duration.ZERO;
         Duration gcPauses = Duration.ZERO;
@@ -78,6 +80,8 @@ final class TraceCommand implements Callable<Integer> {
             steps++;
             dataWait = dataWait.plus(e.getDuration("dataWait"));
             computing = computing.plus(e.getDuration("computing"));
+            forward = forward.plus(e.getDuration("forward"));
+            backward = backward.plus(e.getDuration("backward"));
             averaging = averaging.plus(e.getDuration("averaging"));
             optimizer = optimizer.plus(e.getDuration("optimizer"));
         }
@@ -144,7 +148,8 @@ final class TraceCommand implements Callable<Integer> {
                         span.putObject("args")
                                 .put("samples", e.getLong("samples"))
                                 .put("data wait ms", e.getDuration("dataWait").toNanos() / 1e6)
-                                .put("computing ms", e.getDuration("computing").toNanos() / 1e6)
+                                .put("forward ms", e.getDuration("forward").toNanos() / 1e6)
+                                .put("backward ms", e.getDuration("backward").toNanos() / 1e6)
                                 .put("averaging ms", e.getDuration("averaging").toNanos() / 1e6)
                                 .put("optimizer ms", e.getDuration("optimizer").toNanos() / 1e6);
                         totals.step(e);

@@ -97,6 +97,11 @@ class TraceCommandTest {
             assertThat(l.samplesPerS()).isPositive();
             assertThat(l.dataWaitS() + l.computingS() + l.averagingS() + l.optimizerS())
                     .isCloseTo(l.stepS(), org.assertj.core.data.Offset.offset(1e-6));
+            assertThat(l.forwardS() + l.backwardS())
+                    .isCloseTo(l.computingS(), org.assertj.core.data.Offset.offset(1e-6));
+            assertThat(l.backwardS())
+                    .as("the gradient hooks mark backward's start")
+                    .isPositive();
             assertThat(l.averagingS()).isPositive();
         });
         assertThat(lines.get(101).step()).isEqualTo(101);
@@ -144,7 +149,7 @@ class TraceCommandTest {
         assertThat(metrics)
                 .containsPattern("cohort_collective_calls_total\\{kind=\"allreduce\",rank=\"0\"} [1-9]")
                 .containsPattern("cohort_step_time_seconds_count\\{rank=\"0\"} \\d+")
-                .containsPattern("cohort_step_part_time_seconds_count\\{part=\"computing\",rank=\"0\"} \\d+")
+                .containsPattern("cohort_step_part_time_seconds_count\\{part=\"backward\",rank=\"0\"} \\d+")
                 .containsPattern("cohort_job_restarts\\{rank=\"0\"} 0")
                 .contains("jvm_gc_");
     }

@@ -79,6 +79,9 @@ public final class LauncherMain implements Callable<Integer> {
     @Option(names = "--trace", paramLabel = "DIR")
     Path trace;
 
+    @Option(names = "--trace-events", paramLabel = "CATEGORY", split = ",")
+    List<String> traceEvents;
+
     @Option(names = "--bind-cores")
     boolean bindCores;
 
@@ -183,10 +186,17 @@ public final class LauncherMain implements Callable<Integer> {
                 builder.addEnvironment(
                         "COHORT_METRICS_FILE", metricsFile.toAbsolutePath().toString());
             }
+            if (traceEvents != null && trace == null) {
+                throw new IllegalArgumentException("--trace-events chooses what --trace DIR records; give --trace too");
+            }
             if (trace != null) {
                 try {
                     builder.addEnvironment(
-                            Tracing.JAVA_OPTIONS, Tracing.javaOptions(trace, System.getenv(Tracing.JAVA_OPTIONS)));
+                            Tracing.JAVA_OPTIONS,
+                            Tracing.javaOptions(
+                                    trace,
+                                    System.getenv(Tracing.JAVA_OPTIONS),
+                                    traceEvents == null ? Tracing.CATEGORIES.keySet() : traceEvents));
                     builder.addEnvironment(
                             Tracing.ENV_TRACE, trace.toAbsolutePath().toString());
                 } catch (IOException e) {
