@@ -56,6 +56,24 @@ class OptionsAndProgramTest {
                 .isEqualTo(Runtime.getRuntime().availableProcessors());
     }
 
+    /** What --trace-events refuses before anything starts: without --trace, or a category that is none. */
+    @Test
+    void traceEventsNeedATraceAndKnownCategories(@TempDir Path dir) {
+        assertThat(refusal("--trace-events", "training", "--", "sh", "-c", "true"))
+                .contains("--trace-events chooses what --trace DIR records; give --trace too");
+        assertThat(refusal("--trace", dir.toString(), "--trace-events", "training,gpu", "--", "sh", "-c", "true"))
+                .contains("no category of Cohort's events is called 'gpu'; choose from collectives, elastic, training");
+    }
+
+    /** What {@code cohort run args} says as it refuses them with the bad-input status. */
+    private static String refusal(String... args) {
+        java.io.StringWriter err = new java.io.StringWriter();
+        picocli.CommandLine cli = LauncherMain.command();
+        cli.setErr(new java.io.PrintWriter(err, true));
+        assertThat(cli.execute(args)).isEqualTo(LauncherMain.BAD_INPUT);
+        return err.toString();
+    }
+
     @Test
     void multiNodeRanksAreBlocksPerNode() {
         LaunchOptions o = LaunchOptions.builder()
