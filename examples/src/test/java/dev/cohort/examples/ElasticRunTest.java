@@ -72,7 +72,8 @@ class ElasticRunTest {
                     .isEqualTo(started);
             assertThat(log)
                     .containsPattern(
-                            "REFORMED worker " + survivor + " generation 1 rank \\d of 2 at step 20, " + "root's 20");
+                            "REFORMED worker " + survivor + " generation 1 rank \\d of 2 at step 20, " + "root's 20")
+                    .contains("REFORM RECORDED worker " + survivor + ": [generation 0 to 1]; observers heard [1]");
         }
     }
 

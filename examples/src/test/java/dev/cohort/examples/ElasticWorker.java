@@ -29,6 +29,20 @@ public final class ElasticWorker {
         int growTo = args.length > 4 ? Integer.parseInt(args[4]) : 0;
         String me = System.getenv("RANK");
         long pid = ProcessHandle.current().pid();
+        // What a re-form leaves for the tools: a JFR event (as under cohort run --trace) and a word to the observers.
+        jdk.jfr.Recording reforms = new jdk.jfr.Recording();
+        reforms.enable(dev.cohort.runtime.flight.ReformEvent.NAME);
+        reforms.start();
+        java.util.List<Integer> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+        dev.cohort.api.steps.TrainingSteps.observe(new dev.cohort.api.steps.TrainingSteps.Observer() {
+            @Override
+            public void stepEnded(dev.cohort.api.steps.TrainingSteps.Step step) {}
+
+            @Override
+            public void reformed(int generation) {
+                heard.add(generation);
+            }
+        });
         try (ElasticJob job = ElasticJob.of(Backends.select(engine), Duration.ofSeconds(60))) {
             System.out.println("START worker " + me + " pid " + pid + " elastic " + job.isElastic());
             System.out.println("GROUPS worker " + me + " of " + System.getenv("GROUP_WORLD_SIZE"));
@@ -85,6 +99,8 @@ public final class ElasticWorker {
                     now.group().broadcast(DenseBuffer.of(root), 0).await();
                     System.out.println("REFORMED worker " + me + " generation " + job.generation() + " rank "
                             + now.rank() + " of " + now.worldSize() + " at step " + step + ", root's " + root[0]);
+                    System.out.println(
+                            "REFORM RECORDED worker " + me + ": " + recorded(reforms) + "; observers heard " + heard);
                     step = root[0];
                 }
             }
@@ -92,5 +108,24 @@ public final class ElasticWorker {
                     + job.backend().worldSize() + " steps " + step);
         }
         System.exit(0);
+    }
+
+    /** The re-form events {@code recording} holds so far: "generation 0 to 1 (why)", ... */
+    private static String recorded(jdk.jfr.Recording recording) {
+        try {
+            java.nio.file.Path file = java.nio.file.Files.createTempFile("reforms", ".jfr");
+            try {
+                recording.dump(file);
+                return jdk.jfr.consumer.RecordingFile.readAllEvents(file).stream()
+                        .filter(e -> e.getEventType().getName().equals(dev.cohort.runtime.flight.ReformEvent.NAME))
+                        .map(e -> "generation " + e.getInt("from") + " to " + e.getInt("to"))
+                        .toList()
+                        .toString();
+            } finally {
+                java.nio.file.Files.deleteIfExists(file);
+            }
+        } catch (java.io.IOException e) {
+            return "unreadable: " + e;
+        }
     }
 }
