@@ -1,8 +1,5 @@
 package dev.cohort.metrics;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.PropertyNamingStrategies;
-import com.fasterxml.jackson.databind.annotation.JsonNaming;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
 import dev.cohort.api.steps.TrainingSteps;
@@ -30,8 +27,7 @@ public final class MetricsFile implements JobObserver {
     /** The file rank 0 appends a line to after each step; unset: none. */
     public static final String ENV_FILE = "COHORT_METRICS_FILE";
 
-    /** One line of the file; times in seconds. */
-    @JsonNaming(PropertyNamingStrategies.SnakeCaseStrategy.class)
+    /** One line of the file; times in seconds; its JSON names are the fields' in snake case. */
     public record Line(
             String time,
             int rank,
@@ -63,9 +59,20 @@ public final class MetricsFile implements JobObserver {
                     s.optimizerNanos() / 1e9,
                     restarts);
         }
+
+        /**
+         * This line as JSON, written here rather than by a JSON library: the workers' class path
+         * (a user's program's) is left without one.
+         */
+        String toJson() {
+            return "{\"time\":\"" + time + "\",\"rank\":" + rank + ",\"step\":" + step + ",\"step_s\":" + stepS
+                    + ",\"samples\":" + samples + ",\"samples_per_s\":" + samplesPerS + ",\"data_wait_s\":" + dataWaitS
+                    + ",\"computing_s\":" + computingS + ",\"forward_s\":" + forwardS + ",\"backward_s\":" + backwardS
+                    + ",\"averaging_s\":" + averagingS + ",\"optimizer_s\":" + optimizerS + ",\"restarts\":" + restarts
+                    + "}";
+        }
     }
 
-    private static final ObjectMapper JSON = new ObjectMapper();
     private static final System.Logger LOG = System.getLogger(MetricsFile.class.getName());
 
     @Override
@@ -104,7 +111,7 @@ public final class MetricsFile implements JobObserver {
     /** Appends {@code line}; false, said once in the log, when the file cannot take it (training goes on). */
     private static boolean write(Writer out, Line line, Path file) {
         try {
-            String json = JSON.writeValueAsString(line);
+            String json = line.toJson();
             synchronized (out) {
                 out.write(json);
                 out.write('\n');
@@ -119,18 +126,29 @@ public final class MetricsFile implements JobObserver {
         }
     }
 
-    /** The lines of {@code file}, in order. */
+    /** The lines of {@code file}, in order (with Jackson, which the reader's class path must have). */
     public static java.util.List<Line> read(Path file) throws IOException {
-        try (var lines = Files.lines(file)) {
-            return lines.filter(l -> !l.isBlank())
-                    .map(l -> {
-                        try {
-                            return JSON.readValue(l, Line.class);
-                        } catch (IOException e) {
-                            throw new UncheckedIOException(file + ": not a line of step metrics: " + l, e);
-                        }
-                    })
-                    .toList();
+        return Reading.lines(file);
+    }
+
+    /** Jackson, loaded only to read a file back: writing one needs no JSON library. */
+    private static final class Reading {
+        static final com.fasterxml.jackson.databind.ObjectMapper JSON =
+                new com.fasterxml.jackson.databind.ObjectMapper()
+                        .setPropertyNamingStrategy(com.fasterxml.jackson.databind.PropertyNamingStrategies.SNAKE_CASE);
+
+        static java.util.List<Line> lines(Path file) throws IOException {
+            try (var lines = Files.lines(file)) {
+                return lines.filter(l -> !l.isBlank())
+                        .map(l -> {
+                            try {
+                                return JSON.readValue(l, Line.class);
+                            } catch (IOException e) {
+                                throw new UncheckedIOException(file + ": not a line of step metrics: " + l, e);
+                            }
+                        })
+                        .toList();
+            }
         }
     }
 }

@@ -63,7 +63,7 @@ class TraceCommandTest {
                 "--backend",
                 "tcp",
                 "--steps",
-                "100",
+                "60",
                 "--warm",
                 "2"));
         Thread launcher = new Thread(run, "launcher");
@@ -77,8 +77,8 @@ class TraceCommandTest {
         assertThat(cli.run("trace", trace.toString())).as(cli.err.toString()).isZero();
         assertThat(cli.out.toString())
                 .contains("merged 4 recording(s) of 4 rank(s) into " + trace.resolve("trace.json"))
-                .containsPattern("(?m)^0 +102 +\\d+ +[0-9.]+ s +[0-9.]+ s")
-                .containsPattern("(?m)^3 +102 +\\d+ +[0-9.]+ s +[0-9.]+ s")
+                .containsPattern("(?m)^0 +62 +\\d+ +[0-9.]+ s +[0-9.]+ s")
+                .containsPattern("(?m)^3 +62 +\\d+ +[0-9.]+ s +[0-9.]+ s")
                 .contains("rank 1 computes longest between averagings (");
         // One clock on one host: the offset measured is within half the round trip it came from.
         java.util.regex.Matcher clock = java.util.regex.Pattern.compile(
@@ -89,9 +89,9 @@ class TraceCommandTest {
         assertThat(Math.abs(Double.parseDouble(clock.group(1))))
                 .isLessThanOrEqualTo(Double.parseDouble(clock.group(2)) + 0.001);
 
-        // --metrics-file: a line for each of rank 0's steps (2 warm-up and 100 timed), its parts within it.
+        // --metrics-file: a line for each of rank 0's steps (2 warm-up and 60 timed), its parts within it.
         List<MetricsFile.Line> lines = MetricsFile.read(dir.resolve("steps.jsonl"));
-        assertThat(lines).hasSize(102).allSatisfy(l -> {
+        assertThat(lines).hasSize(62).allSatisfy(l -> {
             assertThat(l.rank()).isZero();
             assertThat(l.samples()).isEqualTo(64);
             assertThat(l.samplesPerS()).isPositive();
@@ -104,7 +104,7 @@ class TraceCommandTest {
                     .isPositive();
             assertThat(l.averagingS()).isPositive();
         });
-        assertThat(lines.get(101).step()).isEqualTo(101);
+        assertThat(lines.get(61).step()).isEqualTo(61);
 
         JsonNode events = new ObjectMapper()
                 .readTree(trace.resolve("trace.json").toFile())
@@ -138,7 +138,7 @@ class TraceCommandTest {
         collectives.values().forEach(calls -> calls.removeIf(n -> n.startsWith("send") || n.startsWith("recv")));
         assertThat(collectives.get(0)).hasSizeGreaterThan(20).isEqualTo(collectives.get(1));
         assertThat(collectives.get(0)).anyMatch(n -> n.matches("allreduce #\\d+"));
-        assertThat(parts.get(1)).contains("data wait", "average gradients", "optimizer step", "step 101", "bucket 0");
+        assertThat(parts.get(1)).contains("data wait", "average gradients", "optimizer step", "step 61", "bucket 0");
         assertThat(names).contains("rank 0", "rank 1", "rank 2", "rank 3", "JVM: GC pauses, safepoints", "main");
 
         java.awt.image.BufferedImage chart =
