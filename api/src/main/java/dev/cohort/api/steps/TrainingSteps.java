@@ -6,10 +6,11 @@ import java.util.concurrent.CopyOnWriteArrayList;
 /**
  * The training steps of this process's training threads, as the integrations mark them: a step
  * takes its batch ({@link Part#DATA}, marked by the loaders), computes (forward and backward: the
- * time in no part, split where the gradient hooks mark backward's start), averages the gradients
- * and runs the optimizer (marked by the distributed optimizer), and ends with {@link #stepEnded}. Each step goes to the {@link Observer}s (metrics,
- * the metrics file) and, where a recording enables them, to JDK Flight Recorder as a
- * {@value StepEvent#NAME} event with its parts as {@value StepPartEvent#NAME} events.
+ * time in no part, split where the integrations mark backward's start), averages the gradients
+ * and runs the optimizer (marked by the distributed optimizer), and ends with {@link #stepEnded}.
+ * Each step goes to the {@link Observer}s (metrics, the metrics file) and, where a recording
+ * enables them, to JDK Flight Recorder as a {@value StepEvent#NAME} event with its parts as
+ * {@value StepPartEvent#NAME} events.
  *
  * <p>Each thread keeps its own step, so ranks on threads of one process (the threads engine) do
  * not mix. A step starts when it takes its batch, or, where no loader marks that, when the

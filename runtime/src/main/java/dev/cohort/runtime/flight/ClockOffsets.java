@@ -85,6 +85,10 @@ public final class ClockOffsets implements JobObserver {
         return new long[] {offset, best};
     }
 
+    /** Finds {@link #describe}'s words in a log: the rank (group 1), the offset and the ± in ms (2, 3). */
+    public static final java.util.regex.Pattern DESCRIBED = java.util.regex.Pattern.compile(
+            "rank (\\d+)'s clock stands ([-+][0-9.]+) ms from rank 0's \\(± ([0-9.]+) ms\\)");
+
     /** What a rank's log says of its offset: "rank 1's clock stands -0.125 ms from rank 0's (± 0.152 ms)". */
     public static String describe(int rank, long offsetNanos, long roundTripNanos) {
         return String.format(

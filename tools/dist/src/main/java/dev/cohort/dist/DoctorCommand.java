@@ -328,9 +328,6 @@ final class DoctorCommand implements Callable<Integer> {
         }
     }
 
-    /** What a rank's log says of its clock ({@link ClockOffsets#describe}). */
-    static final java.util.regex.Pattern CLOCK = java.util.regex.Pattern.compile(
-            "rank (\\d+)'s clock stands ([-+][0-9.]+) ms from rank 0's \\(± ([0-9.]+) ms\\)");
     /** An offset over this between hosts is worth a note: logs and file times disagree by as much. */
     static final double CLOCK_NOTE_MS = 100;
 
@@ -361,7 +358,7 @@ final class DoctorCommand implements Callable<Integer> {
         }
         double worst = 0;
         for (String line : clocks.values()) {
-            java.util.regex.Matcher m = CLOCK.matcher(line);
+            java.util.regex.Matcher m = ClockOffsets.DESCRIBED.matcher(line);
             if (m.find()) {
                 worst = Math.max(worst, Math.abs(Double.parseDouble(m.group(2))));
             }
@@ -426,7 +423,7 @@ final class DoctorCommand implements Callable<Integer> {
                 System.setErr(stderr);
             }
             if (clocks.isEmpty()) {
-                java.util.regex.Matcher m = CLOCK.matcher(log.toString(StandardCharsets.UTF_8));
+                java.util.regex.Matcher m = ClockOffsets.DESCRIBED.matcher(log.toString(StandardCharsets.UTF_8));
                 while (m.find()) {
                     clocks.put(Integer.parseInt(m.group(1)), m.group());
                 }
