@@ -27,7 +27,7 @@ class FlightRecordTest {
     private static final int TIMEOUT_S = 3;
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"tcp", "gloo", "shm", "mpi"})
+    @ValueSource(strings = {"tcp", "gloo", "shm", "hier", "mpi"})
     @Timeout(120)
     void aStoppedRankIsNamedWithWhereItStopped(String engine, @TempDir Path dir) throws Exception {
         assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
@@ -88,7 +88,7 @@ class FlightRecordTest {
                 .containsPattern("rank 1 (completed allreduce #\\d+ \\(.+\\) and issued nothing since|waits in "
                         + "allreduce #\\d+ \\(.+\\) for)")
                 .contains("(its process " + pid + " is stopped)");
-        if (List.of("tcp", "gloo", "shm").contains(engine)) {
+        if (List.of("tcp", "gloo", "shm", "hier").contains(engine)) {
             // The stall report, a second before the timeout, says where the ranks stand too.
             assertThat(log)
                     .as(log)

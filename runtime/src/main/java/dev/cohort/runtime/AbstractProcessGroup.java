@@ -40,6 +40,12 @@ public abstract class AbstractProcessGroup extends TimedCalls {
     private volatile boolean closed;
     /** Where this rank's calls are on record; null: nowhere. */
     private volatile FlightRecorder recorder;
+    /** The number this group's calls are recorded under: 0 for the world ({@link FlightRecorder#group}). */
+    private volatile int recordedGroup;
+
+    private volatile String recordedName = FlightRecorder.WORLD;
+    /** The group whose flight records this one's stall reports read, where not its own. */
+    private volatile AbstractProcessGroup reportsFlightOf;
 
     protected AbstractProcessGroup(int rank, int size, Duration timeout) {
         if (size < 1) {
@@ -213,7 +219,7 @@ public abstract class AbstractProcessGroup extends TimedCalls {
      */
     private Work issue(Collective call, Duration timeout, int path) {
         FlightRecorder r = recorder;
-        long ticket = r == null ? -1 : r.issued(call);
+        long ticket = r == null ? -1 : r.issued(call, recordedGroup);
         Work work;
         try {
             work = switch (path) {
@@ -243,6 +249,7 @@ public abstract class AbstractProcessGroup extends TimedCalls {
      */
     public final void recordsFlight(FlightRecorder recorder) {
         this.recorder = Objects.requireNonNull(recorder, "recorder");
+        this.recordedGroup = 0;
     }
 
     /**
@@ -251,7 +258,8 @@ public abstract class AbstractProcessGroup extends TimedCalls {
      * of every host on a shared file system), for an engine's stall report; empty without one.
      */
     protected final String whereTheRanksStand() {
-        FlightRecorder r = recorder;
+        AbstractProcessGroup outer = reportsFlightOf;
+        FlightRecorder r = outer != null ? outer.recorder : recorder;
         java.nio.file.Path file = r == null ? null : r.file().orElse(null);
         if (file == null) {
             return "";
@@ -263,6 +271,15 @@ public abstract class AbstractProcessGroup extends TimedCalls {
         } catch (java.io.IOException | RuntimeException e) {
             return "; the flight records cannot be read: " + e.getMessage();
         }
+    }
+
+    /**
+     * This group's stall reports tell where the ranks stand from {@code outer}'s flight records: for
+     * a group inside another engine (hier's within and between hosts), whose own calls are not on
+     * record.
+     */
+    public final void reportsFlightOf(AbstractProcessGroup outer) {
+        this.reportsFlightOf = Objects.requireNonNull(outer, "outer");
     }
 
     /** Where this group's calls are on record, if anywhere. */
@@ -351,6 +368,13 @@ public abstract class AbstractProcessGroup extends TimedCalls {
         ProcessGroup child = connectSubgroup(spec);
         if (child instanceof AbstractProcessGroup g) {
             g.globalRanks = global;
+            FlightRecorder r = recorder;
+            if (r != null) {
+                // Its calls go on this rank's record too, under a name the same on its every rank.
+                g.recordedName = recordedName + "/" + spec.name();
+                g.recordedGroup = r.group(g.recordedName);
+                g.recorder = r;
+            }
         }
         return Optional.of(child);
     }

@@ -212,6 +212,8 @@ public final class CallQueue {
         private final long timeoutNanos;
         private long ticket;
         private volatile dev.cohort.runtime.flight.FlightRecorder recorder;
+        /** When the engine started it ({@link System#nanoTime()}); 0 while queued. */
+        private volatile long started;
 
         Call(String who, Collective collective, Duration timeout, Body body) {
             this.who = who;
@@ -296,6 +298,10 @@ public final class CallQueue {
         public void recordedAs(dev.cohort.runtime.flight.FlightRecorder recorder, long ticket) {
             this.ticket = ticket;
             this.recorder = recorder;
+            long s = started;
+            if (s != 0) {
+                recorder.started(ticket, s); // it started before it was on record
+            }
             Object o = outcome;
             if (o != null) {
                 recorder.settled(ticket, o != DONE);
@@ -425,6 +431,11 @@ public final class CallQueue {
             return;
         }
         current = c;
+        c.started = System.nanoTime();
+        var r = c.recorder;
+        if (r != null) {
+            r.started(c.ticket, c.started);
+        }
         try {
             c.body.run(c);
             if (!c.complete()) {

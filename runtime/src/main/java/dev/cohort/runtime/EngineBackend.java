@@ -157,7 +157,8 @@ public abstract class EngineBackend<O extends EngineOptions<O>> extends Distribu
             FlightRecorder.forJob(
                             env(),
                             connection.topology().rank(),
-                            connection.topology().worldSize())
+                            connection.topology().worldSize(),
+                            name())
                     .ifPresent(world::recordsFlight);
         }
         List<AutoCloseable> observing = new java.util.ArrayList<>();

@@ -116,6 +116,11 @@ public final class HierEngine {
             names.known(layout);
             HierProcessGroup group =
                     new HierProcessGroup(stages, layout, topology.rank(), options.timeout(), leaders[0]);
+            for (ProcessGroup inner : new ProcessGroup[] {hostGroup, stages.leaders}) {
+                if (inner instanceof AbstractProcessGroup g) {
+                    g.reportsFlightOf(group); // their stall reports read the world's records
+                }
+            }
             SubgroupMaker withinHost = ShmEngine.subgroups(env, shmOptions(options));
             group.makesSubgroups(withinHost, "world");
             ((AbstractProcessGroup) group.hostView()).makesSubgroups(withinHost, "host-" + host);

@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -21,10 +22,15 @@ import java.util.concurrent.atomic.AtomicLong;
  * after it stopped, hung or died: {@link FlightRecords} reads it, {@link FlightReport} tells from
  * every rank's ring which rank stopped where.
  *
+ * <p>The world group's calls are on record, and those of the subgroups made from it ({@link
+ * #group}), each record naming its group.
+ *
  * <p>Layout (little-endian): a {@value #HEADER}-byte header (magic, version, rank, size, capacity,
- * pid, records written, start time, {@link dev.cohort.runtime.HostIdentity host}), then {@code capacity} records of {@value #RECORD}
- * bytes: ticket + 1 (0: never written), sequence, issued and settled times (epoch nanoseconds; 0
- * while pending), bytes, elements, kind, type, state, peer or root, tag.
+ * pid, records written, start time, {@link dev.cohort.runtime.HostIdentity host}, engine, then a
+ * table of the last {@value #GROUPS} subgroups' numbers and names), then {@code capacity} records of
+ * {@value #RECORD} bytes: ticket + 1 (0: never written), sequence, issued, started and settled times
+ * (epoch nanoseconds; started is 0 where the engine runs a call as it is issued, settled 0 while
+ * pending), bytes, elements, kind, type, state, peer or root, tag, group (0: the world).
  */
 public final class FlightRecorder {
 
@@ -36,9 +42,10 @@ public final class FlightRecorder {
     public static final int DEFAULT_CAPACITY = 4096;
 
     static final long MAGIC = 0x4652_5452_4f48_4f43L; // "COHORTFR", little-endian
-    static final int VERSION = 1;
-    static final int HEADER = 256;
-    static final int RECORD = 64;
+    static final int VERSION = 2;
+    static final int HEADER = 1024;
+    static final int RECORD = 72;
+    static final int GROUPS = 12;
 
     // Header offsets.
     static final int H_VERSION = 8;
@@ -50,20 +57,30 @@ public final class FlightRecorder {
     static final int H_STARTED = 40;
     static final int H_HOST_LENGTH = 48;
     static final int H_HOST = 52;
-    static final int HOST_MAX = HEADER - H_HOST;
+    static final int HOST_MAX = 136;
+    static final int H_ENGINE_LENGTH = 188;
+    static final int H_ENGINE = 192;
+    static final int ENGINE_MAX = 64;
+    /** The group table: {@value #GROUPS} entries of {@value #GROUP_ENTRY} bytes (number, name length, name). */
+    static final int H_GROUPS = 256;
+
+    static final int GROUP_ENTRY = 64;
+    static final int GROUP_NAME_MAX = GROUP_ENTRY - 8;
 
     // Record offsets.
     static final int R_TICKET = 0;
     static final int R_SEQUENCE = 8;
     static final int R_ISSUED = 16;
-    static final int R_SETTLED = 24;
-    static final int R_BYTES = 32;
-    static final int R_ELEMENTS = 40;
-    static final int R_KIND = 48;
-    static final int R_TYPE = 49;
-    static final int R_STATE = 50;
-    static final int R_PEER = 52;
-    static final int R_TAG = 56;
+    static final int R_STARTED = 24;
+    static final int R_SETTLED = 32;
+    static final int R_BYTES = 40;
+    static final int R_ELEMENTS = 48;
+    static final int R_KIND = 56;
+    static final int R_TYPE = 57;
+    static final int R_STATE = 58;
+    static final int R_PEER = 60;
+    static final int R_TAG = 64;
+    static final int R_GROUP = 68;
 
     static final byte PENDING = 1;
     static final byte DONE = 2;
@@ -76,6 +93,11 @@ public final class FlightRecorder {
     private final long startNanoTime;
     private final Path file;
     private final int rank;
+    private final String engine;
+    /** Subgroups' names by number, for the JFR events (the table in the header keeps the last few). */
+    private final Map<Integer, String> groupNames = new java.util.HashMap<>(Map.of(0, WORLD));
+
+    private int groupsNamed;
     /** By {@link dev.cohort.api.collective.OpKind}: calls issued, their bytes, calls settled and their time. */
     private final long[] calls = new long[KINDS];
 
@@ -86,11 +108,15 @@ public final class FlightRecorder {
     /** The JFR events of calls in flight, by slot; made when a recording first takes them. */
     private CollectiveEvent[] events;
 
-    private FlightRecorder(ByteBuffer ring, int rank, int size, int capacity, Path file) {
+    /** The name of the job's world group in records and events. */
+    public static final String WORLD = "world";
+
+    private FlightRecorder(ByteBuffer ring, int rank, int size, int capacity, Path file, String engine) {
         this.ring = ring.order(ByteOrder.LITTLE_ENDIAN);
         this.capacity = capacity;
         this.file = file;
         this.rank = rank;
+        this.engine = Objects.requireNonNull(engine, "engine");
         java.time.Instant now = java.time.Instant.now();
         this.startEpochNanos = now.getEpochSecond() * 1_000_000_000L + now.getNano();
         this.startNanoTime = System.nanoTime();
@@ -102,16 +128,22 @@ public final class FlightRecorder {
         ring.putLong(H_PID, ProcessHandle.current().pid());
         ring.putLong(H_WRITTEN, 0);
         ring.putLong(H_STARTED, startEpochNanos);
-        byte[] host = hostName().getBytes(java.nio.charset.StandardCharsets.UTF_8);
-        int length = Math.min(host.length, HOST_MAX);
-        ring.putInt(H_HOST_LENGTH, length);
-        ring.put(H_HOST, host, 0, length);
+        putString(H_HOST_LENGTH, H_HOST, HOST_MAX, dev.cohort.runtime.HostIdentity.current());
+        putString(H_ENGINE_LENGTH, H_ENGINE, ENGINE_MAX, engine);
     }
 
-    /** A ring in this process's memory, for {@code rank} of a group of {@code size}. */
-    public static FlightRecorder inMemory(int rank, int size, int capacity) {
+    /** Puts {@code value}'s UTF-8 bytes, cut to {@code max}, at {@code at}, their length at {@code lengthAt}. */
+    private void putString(int lengthAt, int at, int max, String value) {
+        byte[] bytes = value.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        int length = Math.min(bytes.length, max);
+        ring.putInt(lengthAt, length);
+        ring.put(at, bytes, 0, length);
+    }
+
+    /** A ring in this process's memory, for {@code rank} of a group of {@code size} run by {@code engine}. */
+    public static FlightRecorder inMemory(int rank, int size, int capacity, String engine) {
         requireCapacity(capacity);
-        return new FlightRecorder(ByteBuffer.allocate(bytes(capacity)), rank, size, capacity, null);
+        return new FlightRecorder(ByteBuffer.allocate(bytes(capacity)), rank, size, capacity, null, engine);
     }
 
     /**
@@ -119,7 +151,7 @@ public final class FlightRecorder {
      * processes. It is made under another name and moved into place, so a process that still maps
      * the file it replaces (a rank of an earlier generation) keeps its own, whole.
      */
-    public static FlightRecorder inFile(Path file, int rank, int size, int capacity) {
+    public static FlightRecorder inFile(Path file, int rank, int size, int capacity, String engine) {
         requireCapacity(capacity);
         Path target = file.toAbsolutePath();
         Path made = target.resolveSibling(
@@ -134,7 +166,7 @@ public final class FlightRecorder {
                     StandardOpenOption.READ,
                     StandardOpenOption.WRITE)) {
                 ByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, bytes(capacity));
-                recorder = new FlightRecorder(mapped, rank, size, capacity, file);
+                recorder = new FlightRecorder(mapped, rank, size, capacity, file, engine);
             }
             Files.move(made, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             return recorder;
@@ -149,13 +181,14 @@ public final class FlightRecorder {
     }
 
     /**
-     * The recorder of {@code rank} of a job of {@code size} as {@code env} configures it: in
+     * The recorder of {@code rank} of a job of {@code size} on {@code engine} as {@code env} configures it: in
      * {@value #ENV_DIR}'s {@code rank-<rank>.flight} where set, else in memory; none when
      * {@value #ENV_RECORDS} is 0.
      *
      * @throws IllegalArgumentException when {@value #ENV_RECORDS} is not a number of records
      */
-    public static java.util.Optional<FlightRecorder> forJob(Map<String, String> env, int rank, int size) {
+    public static java.util.Optional<FlightRecorder> forJob(
+            Map<String, String> env, int rank, int size, String engine) {
         int capacity = DEFAULT_CAPACITY;
         String records = env.get(ENV_RECORDS);
         if (records != null && !records.isBlank()) {
@@ -175,8 +208,8 @@ public final class FlightRecorder {
         String dir = env.get(ENV_DIR);
         return java.util.Optional.of(
                 dir == null || dir.isBlank()
-                        ? inMemory(rank, size, capacity)
-                        : inFile(Path.of(dir).resolve(fileName(rank)), rank, size, capacity));
+                        ? inMemory(rank, size, capacity, engine)
+                        : inFile(Path.of(dir).resolve(fileName(rank)), rank, size, capacity, engine));
     }
 
     /** The name of {@code rank}'s ring in a folder of rings. */
@@ -185,16 +218,38 @@ public final class FlightRecorder {
     }
 
     /**
-     * Records that {@code call} is being issued; returns its ticket for {@link #settled}. Called
-     * before the engine starts it, so that a call that never returns is on record.
+     * The number the calls of the subgroup named {@code name} are recorded under (its resources'
+     * scope, the same on each of its ranks: "world/split-0-color-1"), its name put in the header's
+     * table. The world is 0.
+     */
+    public synchronized int group(String name) {
+        int number = name.hashCode() & 0x7fff_ffff | 1;
+        if (groupNames.put(number, name) == null) {
+            int at = H_GROUPS + (groupsNamed++ % GROUPS) * GROUP_ENTRY;
+            ring.putInt(at, 0); // invalid while being written
+            putString(at + 4, at + 8, GROUP_NAME_MAX, name);
+            ring.putInt(at, number);
+        }
+        return number;
+    }
+
+    /**
+     * Records that {@code call} of the world group is being issued; returns its ticket for {@link
+     * #settled}. Called before the engine starts it, so that a call that never returns is on record.
      */
     public long issued(Collective call) {
+        return issued(call, 0);
+    }
+
+    /** As {@link #issued(Collective)}, for a call of the group numbered {@code group} ({@link #group}). */
+    public long issued(Collective call, int group) {
         long ticket = tickets.getAndIncrement();
         int at = offset(ticket);
         synchronized (this) {
             ring.putLong(at + R_TICKET, 0); // invalid while being written
             ring.putLong(at + R_SEQUENCE, call.sequence());
             ring.putLong(at + R_ISSUED, now());
+            ring.putLong(at + R_STARTED, 0);
             ring.putLong(at + R_SETTLED, 0);
             DataType type = call.dataType();
             var buffer = call.input() != null ? call.input() : call.output();
@@ -207,15 +262,29 @@ public final class FlightRecorder {
             ring.put(at + R_STATE, PENDING);
             ring.putInt(at + R_PEER, call.root());
             ring.putInt(at + R_TAG, call.tag());
+            ring.putInt(at + R_GROUP, group);
             ring.putLong(at + R_TICKET, ticket + 1);
             ring.putLong(H_WRITTEN, Math.max(ring.getLong(H_WRITTEN), ticket + 1));
             if (CollectiveEvent.recorded()) {
-                begin(slot(ticket), call, type, buffer == null ? 0 : buffer.byteSize());
+                begin(slot(ticket), call, group, type, buffer == null ? 0 : buffer.byteSize());
             } else if (events != null) {
                 events[slot(ticket)] = null;
             }
         }
         return ticket;
+    }
+
+    /**
+     * Records that the engine started the call of {@code ticket} at {@code nanoTime} ({@link
+     * System#nanoTime()}), after it waited in the engine's queue; nothing if the ring has moved past
+     * it. Engines that start calls as they are issued need not call it. Without a lock (a call is
+     * started once, on the thread that then settles it, or before it was on record): one write.
+     */
+    public void started(long ticket, long nanoTime) {
+        int at = offset(ticket);
+        if (ring.getLong(at + R_TICKET) == ticket + 1) {
+            ring.putLong(at + R_STARTED, Math.max(ring.getLong(at + R_ISSUED), epochNanos(nanoTime)));
+        }
     }
 
     /** Records that the call of {@code ticket} settled, failed or not; nothing if the ring has moved past it. */
@@ -233,6 +302,10 @@ public final class FlightRecorder {
                 if (event != null) {
                     events[slot(ticket)] = null;
                     event.end();
+                    long started = ring.getLong(at + R_STARTED);
+                    long issuedAt = ring.getLong(at + R_ISSUED);
+                    event.queued = started == 0 ? 0 : started - issuedAt;
+                    event.wire = now - (started == 0 ? issuedAt : started);
                     event.failed = failed;
                     event.commit();
                 }
@@ -285,12 +358,14 @@ public final class FlightRecorder {
     }
 
     /** Starts the JFR event of the call in {@code slot} (a recording takes them). */
-    private void begin(int slot, Collective call, DataType type, long bytes) {
+    private void begin(int slot, Collective call, int group, DataType type, long bytes) {
         if (events == null) {
             events = new CollectiveEvent[capacity];
         }
         CollectiveEvent event = new CollectiveEvent();
         event.rank = rank;
+        event.engine = engine;
+        event.group = groupNames.getOrDefault(group, "#" + group);
         event.kind = call.kind().label();
         event.sequence = call.sequence();
         event.bytes = bytes;
@@ -301,7 +376,11 @@ public final class FlightRecorder {
     }
 
     private long now() {
-        return startEpochNanos + (System.nanoTime() - startNanoTime);
+        return epochNanos(System.nanoTime());
+    }
+
+    private long epochNanos(long nanoTime) {
+        return startEpochNanos + (nanoTime - startNanoTime);
     }
 
     private static int bytes(int capacity) {
@@ -313,9 +392,5 @@ public final class FlightRecorder {
             throw new IllegalArgumentException(
                     "a flight recorder keeps 1 to " + (1 << 24) + " records, got " + capacity);
         }
-    }
-
-    private static String hostName() {
-        return dev.cohort.runtime.HostIdentity.current();
     }
 }

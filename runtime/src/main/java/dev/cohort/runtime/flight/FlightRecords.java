@@ -31,11 +31,16 @@ public final class FlightRecords {
     /**
      * One recorded call.
      *
-     * @param peer the root, or the peer of a send or recv; -1 where there is none
-     * @param tag  a send's or recv's tag; -1 for collectives
+     * @param group   {@value FlightRecorder#WORLD}, or the subgroup's name (its number where the
+     *                ring's table no longer has it)
+     * @param peer    the root, or the peer of a send or recv (in its group's ranks); -1 where there is none
+     * @param tag     a send's or recv's tag; -1 for collectives
+     * @param started when the engine started it, where it queues calls and did; the rest of its
+     *                time until issued was spent queued
      */
     public record Call(
             long ticket,
+            String group,
             long sequence,
             OpKind kind,
             DataType type,
@@ -44,12 +49,24 @@ public final class FlightRecords {
             int peer,
             int tag,
             Instant issued,
+            Optional<Instant> started,
             Optional<Instant> settled,
             State state) {
 
-        /** "allreduce #1043 (16 MiB float32)", "recv #3 from rank 1 (4 B int32, tag 7)", "barrier #9". */
+        /** Whether it is a call of the job's world group. */
+        public boolean inWorld() {
+            return group.equals(WORLD);
+        }
+
+        /**
+         * "allreduce #1043 (16 MiB float32)", "recv #3 from rank 1 (4 B int32, tag 7)", "barrier
+         * #9", "allreduce #7 of world/split-0-color-1 (4 KiB float32)".
+         */
         public String describe() {
             StringBuilder s = new StringBuilder(kind.label()).append(" #").append(sequence);
+            if (!inWorld()) {
+                s.append(" of ").append(group);
+            }
             if (kind.isPointToPoint()) {
                 s.append(kind == OpKind.SEND ? " to rank " : " from rank ").append(peer);
             }
@@ -67,12 +84,17 @@ public final class FlightRecords {
 
         /** What every rank must agree on for the same sequence number: kind, type and size. */
         String shape() {
-            return kind + "/" + type + "/" + bytes + "/" + peer;
+            return group + "/" + kind + "/" + type + "/" + bytes + "/" + peer;
         }
 
         /** How long it has been pending at {@code now}, or took. */
         public Duration took(Instant now) {
             return Duration.between(issued, settled.orElse(now));
+        }
+
+        /** How long it waited in the engine's queue before it started (zero where it was not queued). */
+        public Duration queued(Instant now) {
+            return Duration.between(issued, started.orElse(settled.isPresent() ? issued : now));
         }
     }
 
@@ -80,17 +102,28 @@ public final class FlightRecords {
      * One rank's ring as read.
      *
      * @param source where it was read from
+     * @param engine the engine that ran the calls
      * @param calls  its calls, oldest first
      */
     public record Ring(
-            String source, int rank, int size, long pid, String host, Instant started, long written, List<Call> calls) {
+            String source,
+            int rank,
+            int size,
+            long pid,
+            String host,
+            String engine,
+            Instant started,
+            long written,
+            List<Call> calls) {
 
-        /** The collectives (not sends and receives), oldest first. */
+        /** The world group's collectives (not sends and receives, nor subgroups' calls), oldest first. */
         public List<Call> collectives() {
-            return calls.stream().filter(c -> !c.kind().isPointToPoint()).toList();
+            return calls.stream()
+                    .filter(c -> c.inWorld() && !c.kind().isPointToPoint())
+                    .toList();
         }
 
-        /** The last collective this rank issued, if any. */
+        /** The last collective of the world group this rank issued, if any. */
         public Optional<Call> lastCollective() {
             List<Call> c = collectives();
             return c.isEmpty() ? Optional.empty() : Optional.of(c.get(c.size() - 1));
@@ -144,9 +177,14 @@ public final class FlightRecords {
         if (capacity < 1 || b.limit() < HEADER + (long) capacity * RECORD) {
             throw new IllegalArgumentException(source + " is cut short (" + b.limit() + " bytes)");
         }
-        int hostLength = Math.min(b.getInt(H_HOST_LENGTH), HOST_MAX);
-        byte[] host = new byte[Math.max(0, hostLength)];
-        b.get(H_HOST, host);
+        java.util.Map<Integer, String> groups = new java.util.HashMap<>();
+        groups.put(0, WORLD);
+        for (int g = 0; g < GROUPS; g++) {
+            int at = H_GROUPS + g * GROUP_ENTRY;
+            if (b.getInt(at) != 0) {
+                groups.put(b.getInt(at), string(b, at + 4, at + 8, GROUP_NAME_MAX));
+            }
+        }
         long written = b.getLong(H_WRITTEN);
         List<Call> calls = new ArrayList<>();
         for (long t = Math.max(0, written - capacity); t < written; t++) {
@@ -156,7 +194,9 @@ public final class FlightRecords {
             }
             int kind = b.get(at + R_KIND);
             int type = b.get(at + R_TYPE);
+            long started = b.getLong(at + R_STARTED);
             long settled = b.getLong(at + R_SETTLED);
+            int group = b.getInt(at + R_GROUP);
             State state = switch (b.get(at + R_STATE)) {
                 case DONE -> State.DONE;
                 case FAILED -> State.FAILED;
@@ -167,6 +207,7 @@ public final class FlightRecords {
             }
             calls.add(new Call(
                     t,
+                    groups.getOrDefault(group, "group #" + group),
                     b.getLong(at + R_SEQUENCE),
                     OpKind.values()[kind],
                     type < 0 ? null : DataType.values()[type],
@@ -175,6 +216,7 @@ public final class FlightRecords {
                     b.getInt(at + R_PEER),
                     b.getInt(at + R_TAG),
                     instant(b.getLong(at + R_ISSUED)),
+                    started == 0 ? Optional.empty() : Optional.of(instant(started)),
                     settled == 0 ? Optional.empty() : Optional.of(instant(settled)),
                     state));
         }
@@ -183,10 +225,17 @@ public final class FlightRecords {
                 b.getInt(H_RANK),
                 b.getInt(H_SIZE),
                 b.getLong(H_PID),
-                new String(host, java.nio.charset.StandardCharsets.UTF_8),
+                string(b, H_HOST_LENGTH, H_HOST, HOST_MAX),
+                string(b, H_ENGINE_LENGTH, H_ENGINE, ENGINE_MAX),
                 instant(b.getLong(H_STARTED)),
                 written,
                 List.copyOf(calls));
+    }
+
+    private static String string(ByteBuffer b, int lengthAt, int at, int max) {
+        byte[] bytes = new byte[Math.max(0, Math.min(b.getInt(lengthAt), max))];
+        b.get(at, bytes);
+        return new String(bytes, java.nio.charset.StandardCharsets.UTF_8);
     }
 
     private static Instant instant(long epochNanos) {

@@ -70,15 +70,17 @@ public final class FlightReport {
                 what = one -> "left no flight record here";
             } else {
                 Optional<Call> last = ring.lastCollective();
+                Optional<Call> message = lastPendingBeside(ring);
                 if (last.isEmpty()) {
                     key = "1";
                     what = one -> "issued no collective";
                 } else {
                     Call c = last.get();
                     key = String.format("2%020d%s%s", c.sequence(), c.state(), c.shape());
-                    what = one -> where(c, c.sequence() < furthest, one);
+                    // Waiting in a subgroup or for a message is where it stands, not "nothing since".
+                    boolean behind = c.sequence() < furthest && message.isEmpty();
+                    what = one -> where(c, behind, one);
                 }
-                Optional<Call> message = lastPendingMessage(ring);
                 if (message.isPresent()) {
                     key += "/" + message.get().describe();
                     var before = what;
@@ -136,6 +138,10 @@ public final class FlightReport {
                         .append(", ")
                         .append(c.state() == State.PENDING ? "pending for " : "took ")
                         .append(duration(c.took(now)));
+                Duration queued = c.queued(now);
+                if (queued.toMillis() >= 1) {
+                    s.append(" (queued ").append(duration(queued)).append(')');
+                }
             }
         }
         return s.toString();
@@ -178,11 +184,12 @@ public final class FlightReport {
         return "; the ranks issued different calls as #" + sequence + ": " + String.join(", ", parts);
     }
 
-    private static Optional<Call> lastPendingMessage(Ring ring) {
+    /** The last send, recv or subgroup's call, where it is still pending. */
+    private static Optional<Call> lastPendingBeside(Ring ring) {
         List<Call> calls = ring.calls();
         for (int i = calls.size() - 1; i >= 0; i--) {
             Call c = calls.get(i);
-            if (c.kind().isPointToPoint()) {
+            if (c.kind().isPointToPoint() || !c.inWorld()) {
                 return c.state() == State.PENDING ? Optional.of(c) : Optional.empty();
             }
         }

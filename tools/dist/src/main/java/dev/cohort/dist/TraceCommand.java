@@ -133,8 +133,18 @@ final class TraceCommand implements Callable<Integer> {
                 ObjectNode span;
                 switch (type) {
                     case CollectiveEvent.NAME -> {
-                        span = span(json, e, rank, e.getString("kind") + " #" + e.getLong("sequence"), "collective");
+                        String group = e.getString("group");
+                        span = span(
+                                json,
+                                e,
+                                rank,
+                                e.getString("kind") + " #" + e.getLong("sequence")
+                                        + (group == null || group.equals("world") ? "" : " of " + group),
+                                "collective");
                         span.putObject("args")
+                                .put("engine", e.getString("engine"))
+                                .put("queued ms", e.getDuration("queued").toNanos() / 1e6)
+                                .put("on the wire ms", e.getDuration("wire").toNanos() / 1e6)
                                 .put("bytes", e.getLong("bytes"))
                                 .put("type", e.getString("type"))
                                 .put("root or peer", e.getInt("peer"))

@@ -31,8 +31,8 @@ class FlightCommandTest {
 
     @Test
     void readsTheRingsOfARunningJob() {
-        FlightRecorder zero = FlightRecorder.inFile(dir.resolve("rank-0.flight"), 0, 2, 32);
-        FlightRecorder one = FlightRecorder.inFile(dir.resolve("rank-1.flight"), 1, 2, 32);
+        FlightRecorder zero = FlightRecorder.inFile(dir.resolve("rank-0.flight"), 0, 2, 32, "tcp");
+        FlightRecorder one = FlightRecorder.inFile(dir.resolve("rank-1.flight"), 1, 2, 32, "tcp");
         for (int seq = 0; seq < 5; seq++) {
             Collective call =
                     new Collective(OpKind.ALLREDUCE, seq, DenseBuffer.of(new float[256]), null, ReduceOp.SUM, -1, null);
@@ -58,7 +58,8 @@ class FlightCommandTest {
     void withoutAFolderItReadsTheJobsRunningHere() throws Exception {
         Path job = Files.createTempDirectory(FlightCommand.LAUNCHER_FOLDERS + "test-");
         try {
-            FlightRecorder zero = FlightRecorder.inFile(job.resolve("rank-0.flight"), 0, 1, 32); // this JVM: alive
+            FlightRecorder zero =
+                    FlightRecorder.inFile(job.resolve("rank-0.flight"), 0, 1, 32, "tcp"); // this JVM: alive
             zero.issued(new Collective(OpKind.BARRIER, 0, null, null, null, -1, null));
             assertThat(flight()).as(cli.err.toString()).isZero();
             assertThat(cli.out.toString())
