@@ -33,7 +33,9 @@ Trains a classifier on Fashion-MNIST with N workers (default 2), started by ./co
                      --elastic-batch per-worker|global says what is kept (default per-worker:
                      each worker's batch, the learning rate scaled with the workers)
   --json FILE        where the summary goes (default out/demo-summary.json); its chart
-                     (loss, accuracy, samples/s per epoch) goes beside it, FILE.json -> FILE.png
+                     (loss, accuracy, samples/s per epoch, and the parts of rank 0's steps)
+                     goes beside it, FILE.json -> FILE.png, and a JSON line per step of
+                     rank 0's to FILE-steps.jsonl (cohort run --metrics-file)
   --data-dir DIR     the four IDX files (default /usr/share/datasets/fashion-mnist)
   --data DIR|URI     train from Parquet shards instead (a directory, glob or hdfs:// URI, as
                      dev.cohort.data.Convert writes them), each worker streaming its share; the
@@ -116,7 +118,8 @@ java_opts="${JAVA_OPTS_FOR_COHORT-}"
 
 mkdir -p "$(dirname "$json")"
 json="$(cd "$(dirname "$json")" && pwd)/$(basename "$json")"
-rm -f "$json"
+steps="${json%.json}-steps.jsonl"
+rm -f "$json" "$steps"
 echo "cohort demo: training $model ($framework) on Fashion-MNIST, $workers workers, backend $backend, $epochs epochs" >&2
 # The launcher starts each worker with its own class path, which is this module's: it has the trainer.
 # With restarts, a restarted group must resume where the failed one stopped: checkpoint this run
@@ -151,7 +154,8 @@ elif [ -n "$spark" ]; then
 else
 # shellcheck disable=SC2086
 "$JAVA_HOME/bin/java" $java_opts -cp "$classpath" dev.cohort.launcher.LauncherMain \
-  --nproc-per-node "$workers" --master-port 0 --max-restarts "$max_restarts" --elastic "$elastic" -- \
+  --nproc-per-node "$workers" --master-port 0 --max-restarts "$max_restarts" --elastic "$elastic" \
+  --metrics-file "$steps" -- \
   dev.cohort.examples.FashionMnistTrainer --distributed-backend "$backend" --data-dir "$data_dir" \
   --model "$model" --framework "$framework" --epochs "$epochs" --json "$json" ${recovery[@]+"${recovery[@]}"} ${extra[@]+"${extra[@]}"}
 code=$?

@@ -81,6 +81,17 @@ final class TrainingChart {
         if (parts.getSeriesCount() > 0) {
             NumberAxis ms = new NumberAxis("step parts, ms (rank 0)");
             XYLineAndShapeRenderer renderer = new XYLineAndShapeRenderer(true, false);
+            Color[] colors = {
+                new Color(0xD62728),
+                new Color(0x1F77B4),
+                new Color(0x2CA02C),
+                new Color(0x9467BD),
+                new Color(0xFF7F0E),
+                new Color(0x8C564B)
+            };
+            for (int i = 0; i < parts.getSeriesCount(); i++) {
+                renderer.setSeriesPaint(i, colors[i % colors.length]); // no pale yellow on white
+            }
             XYPlot stepPlot = new XYPlot(parts, null, ms, renderer);
             stepPlot.setBackgroundPaint(Color.WHITE);
             stepPlot.setDomainGridlinePaint(Color.LIGHT_GRAY);
