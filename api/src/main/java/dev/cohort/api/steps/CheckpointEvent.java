@@ -39,6 +39,14 @@ public final class CheckpointEvent extends CohortEvent {
         return e;
     }
 
+    /** What {@code read} reads of the checkpoint {@code file}, as a load event of the time it took. */
+    public static <T> T load(java.nio.file.Path file, java.util.function.Supplier<T> read) {
+        CheckpointEvent loading = of("load", file);
+        T loaded = read.get();
+        loading.done();
+        return loaded;
+    }
+
     /** Ends the event, with the file's size as it is now. */
     public void done() {
         if (isEnabled()) {

@@ -105,10 +105,7 @@ public final class Checkpoints {
      *     this world size with another batch size
      */
     public static TrainingPosition load(Path file, DistributedTrainer trainer, DistributedParquetDataset dataset) {
-        CheckpointEvent loading = CheckpointEvent.of("load", file);
-        TrainingPosition position = read(file, trainer, dataset);
-        loading.done();
-        return position;
+        return CheckpointEvent.load(file, () -> read(file, trainer, dataset));
     }
 
     private static TrainingPosition read(Path file, DistributedTrainer trainer, DistributedParquetDataset dataset) {

@@ -194,10 +194,7 @@ public final class Checkpoints {
 
     /** {@link #load}, returning the data position too. */
     public static Loaded loadWithData(Path file, Module model, Optimizer optimizer) {
-        CheckpointEvent loading = CheckpointEvent.of("load", file);
-        Loaded loaded = read(file, model, optimizer);
-        loading.done();
-        return loaded;
+        return CheckpointEvent.load(file, () -> read(file, model, optimizer));
     }
 
     private static Loaded read(Path file, Module model, Optimizer optimizer) {

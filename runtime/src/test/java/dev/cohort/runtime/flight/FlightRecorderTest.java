@@ -41,23 +41,30 @@ class FlightRecorderTest {
                 OpKind.ALLREDUCE, sequence, DenseBuffer.of(new float[floats]), null, ReduceOp.SUM, -1, null);
     }
 
-    @Test
-    void aGroupsCallsGoOnRecordAsDoneOrFailed() {
+    /** The rings of two thread ranks of the threads engine, each recording its world group's calls as {@code calls} make them. */
+    private static List<Ring> recordedOnTwoRanks(java.util.function.ObjIntConsumer<AbstractProcessGroup> calls) {
         ThreadsWorld world = new ThreadsWorld(2, 2, Duration.ofSeconds(2));
-        List<Ring> rings = ThreadsWorld.run(2, rank -> {
+        return ThreadsWorld.run(2, rank -> {
             try (AbstractProcessGroup g = (AbstractProcessGroup) world.group(rank)) {
                 FlightRecorder recorder = FlightRecorder.inMemory(rank, 2, 16, "threads");
                 g.recordsFlight(recorder);
-                g.allreduce(DenseBuffer.of(new float[1024]), ReduceOp.SUM).await();
-                g.broadcast(DenseBuffer.of(new int[3]), 1).await();
-                g.barrier().await();
-                if (rank == 0) {
-                    // Rank 1 never comes: rank 0 times out.
-                    assertThatThrownBy(() -> g.allreduce(DenseBuffer.of(new double[2]), ReduceOp.MAX)
-                                    .await())
-                            .isInstanceOf(CollectiveException.class);
-                }
+                calls.accept(g, rank);
                 return recorder.read();
+            }
+        });
+    }
+
+    @Test
+    void aGroupsCallsGoOnRecordAsDoneOrFailed() {
+        List<Ring> rings = recordedOnTwoRanks((g, rank) -> {
+            g.allreduce(DenseBuffer.of(new float[1024]), ReduceOp.SUM).await();
+            g.broadcast(DenseBuffer.of(new int[3]), 1).await();
+            g.barrier().await();
+            if (rank == 0) {
+                // Rank 1 never comes: rank 0 times out.
+                assertThatThrownBy(() -> g.allreduce(DenseBuffer.of(new double[2]), ReduceOp.MAX)
+                                .await())
+                        .isInstanceOf(CollectiveException.class);
             }
         });
         Ring zero = rings.get(0);
@@ -78,20 +85,14 @@ class FlightRecorderTest {
 
     @Test
     void subgroupsCallsGoOnRecordUnderTheirNames() {
-        ThreadsWorld world = new ThreadsWorld(2, 2, Duration.ofSeconds(2));
-        List<Ring> rings = ThreadsWorld.run(2, rank -> {
-            try (AbstractProcessGroup g = (AbstractProcessGroup) world.group(rank)) {
-                FlightRecorder recorder = FlightRecorder.inMemory(rank, 2, 16, "threads");
-                g.recordsFlight(recorder);
-                try (var pair = g.split(0, 1 - rank).orElseThrow()) {
-                    pair.allreduce(DenseBuffer.of(new float[4]), ReduceOp.SUM).await();
-                    try (var inner = pair.split(0, 0).orElseThrow()) {
-                        inner.barrier().await();
-                    }
+        List<Ring> rings = recordedOnTwoRanks((g, rank) -> {
+            try (var pair = g.split(0, 1 - rank).orElseThrow()) {
+                pair.allreduce(DenseBuffer.of(new float[4]), ReduceOp.SUM).await();
+                try (var inner = pair.split(0, 0).orElseThrow()) {
+                    inner.barrier().await();
                 }
-                g.barrier().await();
-                return recorder.read();
             }
+            g.barrier().await();
         });
         for (Ring ring : rings) {
             assertThat(ring.engine()).isEqualTo("threads");
