@@ -45,7 +45,8 @@ import org.bytedeco.pytorch.global.torch;
  *       tensors, or with {@code --data} a {@link ParquetLoader} streaming the Parquet shards);</li>
  *   <li>{@code distribute}: the root's weights go to every worker, the optimizer averages
  *       gradients before each step, the loader yields this worker's shard;</li>
- *   <li>with {@code --resume}, every worker loads the latest checkpoint (the same file);</li>
+ *   <li>with {@code --resume}, every worker loads the newest checkpoint any worker holds (the same
+ *       file: {@code AgreedCheckpoint} sends it to workers whose own disk lacks it);</li>
  *   <li>each step: forward, loss, backward, step, and {@code averageAll} of the loss for the log;</li>
  *   <li>after each epoch: test accuracy (each worker scores its slice of the test set and the
  *       correct counts are averaged) and, on the root only, a checkpoint.</li>

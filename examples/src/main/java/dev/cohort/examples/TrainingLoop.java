@@ -4,6 +4,7 @@ import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.ProgressReporter;
+import dev.cohort.api.checkpoint.AgreedCheckpoint;
 import dev.cohort.api.checkpoint.TrainingPosition;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.runtime.elastic.ElasticJob;
@@ -233,7 +234,8 @@ final class TrainingLoop {
         TrainingPosition position = TrainingPosition.start();
         boolean resumed = false;
         if (config.resume() && !job.joined()) {
-            Optional<Path> latest = latestCheckpoint(config.checkpointDir());
+            // Agreed over the group: ranks whose directories are on other disks get its files.
+            Optional<Path> latest = AgreedCheckpoint.newest(backend.group(), config.checkpointDir(), checkpointName);
             if (latest.isPresent()) {
                 position = framework.load(latest.get());
                 resumed = true;
@@ -614,20 +616,6 @@ final class TrainingLoop {
             }
         } catch (IOException e) {
             throw new UncheckedIOException("cleaning old checkpoints in " + dir + " failed: " + e.getMessage(), e);
-        }
-    }
-
-    /** The checkpoint of the highest step in {@code dir}, if any. */
-    Optional<Path> latestCheckpoint(Path dir) {
-        if (!Files.isDirectory(dir)) {
-            return Optional.empty();
-        }
-        try (Stream<Path> files = Files.list(dir)) {
-            return files.filter(p ->
-                            checkpointName.matcher(p.getFileName().toString()).matches())
-                    .max(Comparator.comparingLong(this::checkpointStep));
-        } catch (IOException e) {
-            throw new UncheckedIOException("listing checkpoints in " + dir + " failed: " + e.getMessage(), e);
         }
     }
 

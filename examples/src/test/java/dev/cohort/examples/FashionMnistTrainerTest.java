@@ -263,6 +263,14 @@ class FashionMnistTrainerTest {
         LaunchOptions.Builder options =
                 LaunchOptions.builder().nprocPerNode(WORKERS).masterPort(0).maxRestarts(maxRestarts);
         env.forEach(options::addEnvironment);
+        LaunchResult result = launch(console, options.build(), drillArgs(engine, MAX_STEPS, checkpoints, json));
+        assertThat(result.exitCode()).as(result.message()).isZero();
+        assertThat(result.restarts()).isEqualTo(env.isEmpty() ? 0 : 1);
+        return new ObjectMapper().readTree(json.toFile());
+    }
+
+    /** The trainer's arguments in the drills: {@code engine}'s, then {@code steps} with a checkpoint every 20, resumed. */
+    private static List<String> drillArgs(List<String> engine, int steps, Path checkpoints, Path json) {
         List<String> args = new java.util.ArrayList<>(engine);
         args.addAll(List.of(
                 "--model",
@@ -270,7 +278,7 @@ class FashionMnistTrainerTest {
                 "--epochs",
                 "1",
                 "--max-steps",
-                Integer.toString(MAX_STEPS),
+                Integer.toString(steps),
                 "--checkpoint-dir",
                 checkpoints.toString(),
                 "--checkpoint-every",
@@ -278,10 +286,7 @@ class FashionMnistTrainerTest {
                 "--resume",
                 "--json",
                 json.toString()));
-        LaunchResult result = launch(console, options.build(), args);
-        assertThat(result.exitCode()).as(result.message()).isZero();
-        assertThat(result.restarts()).isEqualTo(env.isEmpty() ? 0 : 1);
-        return new ObjectMapper().readTree(json.toFile());
+        return args;
     }
 
     /**
@@ -388,6 +393,74 @@ class FashionMnistTrainerTest {
         assertThat(recovered.get("test_accuracy").asDouble())
                 .isEqualTo(straight.get("test_accuracy").asDouble());
         return recovered;
+    }
+
+    /**
+     * Two nodes (a launcher each, one worker each) whose checkpoint directories are on their own
+     * disks: the root saves 40 steps into node 0's; node 0's disk then loses them (they are moved
+     * to node 1's), and a run with {@code --resume} agrees on step 40 (node 1 holds it), sends it to
+     * the root and ends as the uninterrupted run, bit for bit.
+     */
+    @Test
+    @Timeout(value = 180, unit = TimeUnit.SECONDS)
+    void nodesOnTheirOwnDisksResumeFromTheCheckpointOneOfThemHolds() throws Exception {
+        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        JsonNode straight = uninterrupted();
+        Path[] disks = {dir.resolve("node-0-disk"), dir.resolve("node-1-disk")};
+        twoNodes(disks, 40, dir.resolve("first.json"));
+        Path saved = disks[0].resolve("checkpoint-step-000000040.pt");
+        assertThat(saved).exists();
+        assertThat(disks[1]).doesNotExist(); // only the root saves
+        Files.createDirectories(disks[1]);
+        byte[] checkpoint = Files.readAllBytes(saved);
+        try (var files = Files.list(disks[0])) {
+            for (Path f : files.toList()) {
+                Files.move(f, disks[1].resolve(f.getFileName()));
+            }
+        }
+
+        String log = twoNodes(disks, MAX_STEPS, dir.resolve("second.json"));
+
+        assertThat(log).contains("resuming from " + saved + ": epoch 1, step 41");
+        assertThat(Files.readAllBytes(saved)).isEqualTo(checkpoint);
+        JsonNode resumed =
+                new ObjectMapper().readTree(dir.resolve("second.json").toFile());
+        assertThat(resumed.get("resumed_from_step").asLong()).isEqualTo(40);
+        assertThat(resumed.get("final_loss").asDouble())
+                .isEqualTo(straight.get("final_loss").asDouble());
+        assertThat(resumed.get("test_accuracy").asDouble())
+                .isEqualTo(straight.get("test_accuracy").asDouble());
+    }
+
+    /**
+     * Trains {@code steps} steps on 2 Gloo workers, one on each of two nodes (two launchers on this
+     * host), node {@code n} checkpointing into {@code disks[n]}; returns their output.
+     */
+    private static String twoNodes(Path[] disks, int steps, Path json) throws Exception {
+        int port = dev.cohort.testkit.JvmWorkers.freePort();
+        TimedConsole console = new TimedConsole();
+        List<java.util.concurrent.FutureTask<LaunchResult>> nodes = new java.util.ArrayList<>();
+        for (int node = 0; node < 2; node++) {
+            LaunchOptions options = LaunchOptions.builder()
+                    .nprocPerNode(1)
+                    .nnodes(2)
+                    .nodeRank(node)
+                    .masterAddr("127.0.0.1")
+                    .masterPort(port)
+                    .build();
+            List<String> args = drillArgs(GLOO, steps, disks[node], json);
+            var run = new java.util.concurrent.FutureTask<>(() -> launch(console, options, args));
+            Thread launcher = new Thread(run, "node-" + node);
+            launcher.setDaemon(true);
+            launcher.start();
+            nodes.add(run);
+        }
+        for (var node : nodes) {
+            assertThat(node.get(150, TimeUnit.SECONDS).exitCode())
+                    .as(console.text())
+                    .isZero();
+        }
+        return console.text();
     }
 
     /**
