@@ -61,6 +61,13 @@ public abstract class DistributedBackend implements BackendProvider, AutoCloseab
         return null;
     }
 
+    /**
+     * Throws {@link IllegalArgumentException} naming a setting of this backend's options that cannot
+     * be taken (from the environment or a configuration file: {@link OptionSettings}); called by
+     * {@link #initialize()} before it connects. Nothing by default.
+     */
+    protected void checkSettings() {}
+
     /** Joins the group of workers: the seed's {@code _initialize}. Called once. */
     protected abstract Connection connect();
 
@@ -81,6 +88,7 @@ public abstract class DistributedBackend implements BackendProvider, AutoCloseab
             throw new BackendUnavailableException(
                     "the " + name() + " backend is not available: " + unavailableReason());
         }
+        checkSettings();
         prepareIntegrations();
         Connection made = connect();
         try {

@@ -3,6 +3,7 @@ package dev.cohort.cli;
 import dev.cohort.api.Backends;
 import dev.cohort.api.CohortVersion;
 import dev.cohort.api.JobEnvironment;
+import dev.cohort.api.OptionSettings;
 import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.IVersionProvider;
@@ -28,7 +29,7 @@ public final class Commands {
         CommandLine cli = command instanceof CommandLine given ? given : new CommandLine(command);
         cli.setParameterExceptionHandler((e, args) -> {
             JobEnvironment.recordFailure(e);
-            return badInput(e.getCommandLine(), e.getMessage());
+            return badInput(e.getCommandLine(), OptionDefaults.settingBehind(e, args) + e.getMessage());
         });
         cli.setExecutionExceptionHandler((e, sub, parsed) -> {
             JobEnvironment.recordFailure(e);
@@ -61,7 +62,26 @@ public final class Commands {
                 "JVM: " + Runtime.version() + " (" + System.getProperty("java.vendor") + ", "
                         + System.getProperty("java.home") + ")",
                 "engines on the class path: " + String.join(", ", Backends.names()),
+                "settings: " + settingsHere(),
             };
+        }
+
+        /** Where options not on the command line come from here. */
+        private static String settingsHere() {
+            try {
+                OptionSettings settings = OptionSettings.current();
+                long set = System.getenv().keySet().stream()
+                        .filter(k -> k.startsWith("COHORT_"))
+                        .count();
+                return "the command line, then the environment (" + set + " COHORT_* variable(s)), then "
+                        + settings.file()
+                                .map(f -> f + " (" + settings.fileSettings().size() + " setting(s))")
+                                .orElse("no configuration file (" + OptionSettings.ENV_CONFIG + " unset, no ./"
+                                        + OptionSettings.FILE_NAME + ")")
+                        + ", then each option's default";
+            } catch (IllegalArgumentException e) {
+                return e.getMessage();
+            }
         }
     }
 }

@@ -51,6 +51,12 @@ public abstract class EngineBackend<O extends EngineOptions<O>> extends Distribu
         this.given = environment == null ? null : Map.copyOf(environment);
     }
 
+    /** Throws what the options could not take of the settings they were made from ({@link EngineOptions#fromSettings}). */
+    @Override
+    protected final void checkSettings() {
+        options.checkSettings();
+    }
+
     @Override
     public final int minimumJdk() {
         return jdk == null ? super.minimumJdk() : jdk.feature();

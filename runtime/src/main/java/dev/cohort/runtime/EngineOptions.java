@@ -66,6 +66,9 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
 
     private final String engine;
     private final String prefix;
+    /** A setting of the environment or the configuration file these options could not take; null: none. */
+    private IllegalArgumentException settingsProblem;
+
     private final Help help;
     private String joinsAs;
     private boolean awaitedAtOnce;
@@ -195,12 +198,50 @@ public abstract class EngineOptions<O extends EngineOptions<O>> {
     }
 
     /**
-     * Sets these options from command-line words, e.g. {@code parse("--gloo-timeout=60")}.
+     * These options with the settings of this process's environment and configuration file ({@link
+     * dev.cohort.api.OptionSettings}): what an engine made without options of the caller's starts
+     * from; code and the command line may change them afterwards. A setting they cannot take is
+     * told by {@link #checkSettings()} (as the engine initializes), not here: discovering the
+     * engines never fails for it.
+     */
+    public final O fromSettings() {
+        try {
+            return fromSettings(dev.cohort.api.OptionSettings.current());
+        } catch (IllegalArgumentException e) {
+            settingsProblem = e; // the configuration file cannot be read
+            return self();
+        }
+    }
+
+    /** As {@link #fromSettings()}, with {@code settings} (a program's own environment and file). */
+    public final O fromSettings(dev.cohort.api.OptionSettings settings) {
+        try {
+            dev.cohort.cli.OptionDefaults.apply(commandSpec(), settings);
+        } catch (IllegalArgumentException e) {
+            settingsProblem = e;
+        }
+        return self();
+    }
+
+    /** Throws what {@link #fromSettings()} could not take, naming the setting; nothing otherwise. */
+    public final void checkSettings() {
+        if (settingsProblem != null) {
+            throw new IllegalArgumentException(
+                    "the " + engine + " engine's settings: " + settingsProblem.getMessage(), settingsProblem);
+        }
+    }
+
+    /**
+     * Sets these options from command-line words, e.g. {@code parse("--gloo-timeout=60")}; the
+     * options not given take the environment's and the configuration file's settings ({@link
+     * dev.cohort.api.OptionSettings}), else their defaults.
      *
      * @throws picocli.CommandLine.ParameterException naming the word it could not take
      */
     public final O parse(String... args) {
-        new CommandLine(commandSpec()).parseArgs(args);
+        new CommandLine(commandSpec())
+                .setDefaultValueProvider(dev.cohort.cli.OptionDefaults.of(dev.cohort.api.OptionSettings.current()))
+                .parseArgs(args);
         return self();
     }
 

@@ -68,7 +68,7 @@ public final class GlooBackend extends StoreMeetingBackend<GlooOptions> {
     private Rendezvous rendezvous;
 
     public GlooBackend() {
-        super(NAME, new GlooOptions());
+        super(NAME, new GlooOptions().fromSettings());
     }
 
     /**

@@ -44,7 +44,7 @@ public final class HierBackend extends EngineBackend<HierOptions> {
 
     /** With default options, in this process's environment (as {@link java.util.ServiceLoader} makes it). */
     public HierBackend() {
-        this(new HierOptions(), null);
+        this(new HierOptions().fromSettings(), null);
     }
 
     /** The hosts' leaders meet at {@code MASTER_ADDR:MASTER_PORT}, unless MPI joins them. */

@@ -44,7 +44,7 @@ public final class MpiBackend extends EngineBackend<MpiOptions> {
 
     /** With default options, in this process's environment (as {@link java.util.ServiceLoader} makes it). */
     public MpiBackend() {
-        this(new MpiOptions(), null);
+        this(new MpiOptions().fromSettings(), null);
     }
 
     /**

@@ -43,7 +43,7 @@ public final class ShmBackend extends EngineBackend<ShmOptions> {
             MIN_JDK, "no foreign-memory API for shared memory", List.of("--add-modules=jdk.incubator.vector"));
 
     public ShmBackend() {
-        this(new ShmOptions(), null);
+        this(new ShmOptions().fromSettings(), null);
     }
 
     /**

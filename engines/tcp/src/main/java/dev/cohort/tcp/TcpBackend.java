@@ -57,7 +57,7 @@ public final class TcpBackend extends StoreMeetingBackend<TcpOptions> {
     static final Duration NOTES_TIMEOUT = Duration.ofSeconds(2);
 
     public TcpBackend() {
-        super(NAME, new TcpOptions());
+        super(NAME, new TcpOptions().fromSettings());
     }
 
     /**

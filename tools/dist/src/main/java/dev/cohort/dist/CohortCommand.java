@@ -10,7 +10,7 @@ import picocli.CommandLine.Command;
 
 /**
  * {@code cohort}: the command of the distribution ({@code bin/cohort}) and of {@code ./cohort} in
- * the checkout for {@code run}, {@code bench}, {@code data}, {@code doctor}, {@code flight}, {@code trace}, {@code completion} and
+ * the checkout for {@code run}, {@code bench}, {@code data}, {@code doctor}, {@code config}, {@code flight}, {@code trace}, {@code completion} and
  * {@code --version}.
  */
 @Command(
@@ -34,6 +34,7 @@ public final class CohortCommand implements Runnable {
         cli.addSubcommand(named("bench", BenchMain.command()));
         cli.addSubcommand(DataCommand.command());
         cli.addSubcommand(tool(new DoctorCommand()));
+        cli.addSubcommand(tool(new ConfigCommand()));
         cli.addSubcommand(tool(new FlightCommand()));
         cli.addSubcommand(tool(new TraceCommand()));
         CommandLine completion = new CommandLine(new AutoComplete.GenerateCompletion());

@@ -1,7 +1,9 @@
 package dev.cohort.launcher;
 
 import dev.cohort.api.Backends;
+import dev.cohort.api.OptionSettings;
 import dev.cohort.cli.Commands;
+import dev.cohort.cli.OptionDefaults;
 import dev.cohort.runtime.auth.JobSecret;
 import dev.cohort.runtime.flight.Tracing;
 import java.io.IOException;
@@ -156,17 +158,35 @@ public final class LauncherMain implements Callable<Integer> {
 
     /** This command with Cohort's conventions (see {@link Commands}), to run or to add to another. */
     public static CommandLine command() {
-        CommandLine cli = Commands.standard(new LauncherMain());
+        LauncherMain main = new LauncherMain();
+        CommandLine cli = Commands.standard(main);
         cli.setUnmatchedOptionsArePositionalParams(false);
+        try {
+            main.settings = OptionSettings.current();
+            cli.setDefaultValueProvider(OptionDefaults.of(main.settings));
+        } catch (IllegalArgumentException e) {
+            main.settingsProblem = e; // said when the command runs
+        }
+        cli.getCommandSpec().usageMessage().footer(OptionDefaults.help());
         return cli;
     }
+
+    /** Where options not on the command line come from; null where they cannot be read ({@link #settingsProblem}). */
+    private OptionSettings settings;
+
+    private IllegalArgumentException settingsProblem;
 
     @Override
     public Integer call() {
         LaunchOptions options;
         WorkerProgram worker;
         try {
+            if (settingsProblem != null) {
+                throw settingsProblem;
+            }
             LaunchOptions.Builder builder = LaunchOptions.builder();
+            // The workers read the same configuration file, wherever they start.
+            settings.file().ifPresent(f -> builder.addEnvironment(OptionSettings.ENV_CONFIG, f.toString()));
             if (backend != null) {
                 builder.addEnvironment(Backends.ENV_BACKEND, backend(backend));
             }
@@ -257,13 +277,35 @@ public final class LauncherMain implements Callable<Integer> {
         }
     }
 
+    /**
+     * "; --max-restarts is COHORT_MAX_RESTARTS in the environment" for each option {@code message}
+     * names that the command line did not give and the settings did.
+     */
+    private String settingsBehind(String message) {
+        if (settings == null) {
+            return "";
+        }
+        StringBuilder s = new StringBuilder();
+        for (var o : spec.options()) {
+            String name = o.longestName();
+            var source = settings.source(name);
+            if (message.contains(name)
+                    && source.isPresent()
+                    && spec.commandLine().getParseResult() != null
+                    && !spec.commandLine().getParseResult().hasMatchedOption(o)) {
+                s.append("; ").append(name).append(" is ").append(source.get());
+            }
+        }
+        return s.toString();
+    }
+
     private java.io.PrintWriter err() {
         return spec.commandLine().getErr();
     }
 
     private int badInput(String message) {
         String name = spec.qualifiedName();
-        err().println(name + ": " + message);
+        err().println(name + ": " + message + settingsBehind(message));
         err().println("nothing was started; see " + name + " --help");
         err().flush();
         return BAD_INPUT;

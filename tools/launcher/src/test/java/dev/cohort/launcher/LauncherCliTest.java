@@ -238,6 +238,46 @@ class LauncherCliTest {
                 .contains("COHORT_BACKEND");
     }
 
+    /**
+     * Options the command line does not give come from the environment, then the configuration
+     * file; the workers get the file's path; a setting the launcher cannot take is bad input naming it.
+     */
+    @Test
+    @Timeout(90)
+    void optionsComeFromTheEnvironmentThenTheConfigurationFile() throws Exception {
+        Path config = Files.writeString(dir.resolve("job.properties"), "nproc-per-node=3\nbackend=tcp\n");
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        List<String> worker = List.of("--", "sh", "-c", "echo config=$COHORT_CONFIG backend=$COHORT_BACKEND");
+        java.util.function.BiFunction<List<String>, List<String>, Integer> run = (env, args) -> {
+            List<String> all = new ArrayList<>(List.of("--master-port", "0"));
+            all.addAll(args);
+            all.addAll(worker);
+            List<String> prefix = new ArrayList<>(List.of("env", "COHORT_CONFIG=" + config));
+            prefix.addAll(env);
+            try {
+                return LauncherProcess.start(prefix, java, List.of(), all, dir.resolve("launcher.out"))
+                        .awaitExit(60);
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            }
+        };
+
+        assertThat(run.apply(List.of("COHORT_NPROC_PER_NODE=2"), List.of())).isZero();
+        assertThat(output())
+                .contains("[rank 1] config=" + config + " backend=tcp") // the file's backend, and the file itself
+                .doesNotContain("[rank 2]"); // the environment's 2 workers, not the file's 3
+
+        assertThat(run.apply(List.of("COHORT_NPROC_PER_NODE=2"), List.of("--nproc-per-node", "1")))
+                .isZero();
+        assertThat(output()).contains("[rank 0] config=").doesNotContain("[rank 1]"); // the command line first
+
+        assertThat(run.apply(List.of("COHORT_MAX_RESTARTS=often"), List.of())).isEqualTo(2);
+        assertThat(output())
+                .contains("cohort run: --max-restarts must be ")
+                .contains("got 'often'; --max-restarts is COHORT_MAX_RESTARTS in the environment")
+                .contains("nothing was started");
+    }
+
     @Test
     @Timeout(30)
     void everyOptionHasItsDescriptionFromTheResourceBundle() {
