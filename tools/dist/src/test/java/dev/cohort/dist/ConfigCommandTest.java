@@ -20,10 +20,10 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(60)
 class ConfigCommandTest {
 
+    private final Cli cli = new Cli();
+
     @TempDir
     Path dir;
-
-    private final Cli cli = new Cli();
 
     @Test
     void initWritesEveryOptionCommentedOutAndKeepsAFileThatIsThere() throws Exception {
