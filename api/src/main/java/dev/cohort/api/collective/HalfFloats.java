@@ -117,4 +117,18 @@ public final class HalfFloats {
     public static short fromFloat(DataType type, float value) {
         return type == DataType.BFLOAT16 ? floatToBf16(value) : floatToFp16(value);
     }
+
+    /** Each of {@code from}'s values (from index 0 to its limit) rounded to {@code type} into {@code to}, at the same index. */
+    public static void round(DataType type, java.nio.FloatBuffer from, java.nio.ShortBuffer to) {
+        for (int i = 0; i < from.limit(); i++) {
+            to.put(i, fromFloat(type, from.get(i)));
+        }
+    }
+
+    /** Each of {@code from}'s 16-bit values of {@code type} (index 0 to its limit) as a float into {@code to}. */
+    public static void widen(DataType type, java.nio.ShortBuffer from, java.nio.FloatBuffer to) {
+        for (int i = 0; i < from.limit(); i++) {
+            to.put(i, toFloat(type, from.get(i)));
+        }
+    }
 }

@@ -25,6 +25,7 @@ import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.DivergenceCheck;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
+import dev.cohort.api.collective.HalfFloats;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.api.collective.Work;
@@ -72,6 +73,16 @@ import java.util.function.Predicate;
  *     adding the gradients (its PyTorch engine accumulates until the optimizer zeroes them); the
  *     k-th averages across ranks and divides by k, so the update equals one on the k batches of
  *     every rank together.
+ * <li><b>16-bit gradients on the wire.</b> With {@link Options#gradCompression} {@code bf16} or
+ *     {@code fp16} float32 gradients travel as 16-bit floats (half the bytes), reduced in float32
+ *     and rounded (PyTorch's {@code bf16_compress_hook}/{@code fp16_compress_hook}).
+ * <li><b>Clipping.</b> {@link #clipGradNorm} (before a step), or {@link Options#clipGradNorm} (at
+ *     every step, for {@code EasyTrain.fit}), scales the averaged gradients so that their global
+ *     L2 norm is at most the given one, as PyTorch's {@code clip_grad_norm_} after averaging: every
+ *     rank holds the same averaged gradients, so every rank clips alike, without communicating.
+ * <li><b>Host memory.</b> A parameter on another device than the CPU (a GPU) is refused with its
+ *     name and device: Cohort reduces host memory, and a GPU array's gradient read through DJL
+ *     would be a copy, its averaged values lost.
  * <li><b>Quiet workers.</b> On ranks other than the root, the listeners that log, save models,
  *     measure time or memory are left out; the others (epochs, evaluators, divergence checks) run
  *     everywhere, since training needs them.
@@ -94,6 +105,13 @@ public final class DistributedTrainer extends Trainer {
     private final Optimizer optimizer;
     private final int accumulation;
     private final long bucketBytes;
+    /** The 16-bit type float32 gradients travel as; null: as they are. */
+    private final DataType wire;
+    /** The norm every step clips the averaged gradients to; 0: none. */
+    private final double clipEveryStep;
+    /** Whether {@link #synchronize()} averaged this step's gradients already. */
+    private boolean averaged;
+
     private List<Bucket> buckets;
     private final DivergenceCheck divergenceCheck;
     private int microBatches;
@@ -104,13 +122,14 @@ public final class DistributedTrainer extends Trainer {
     /** The Parquet datasets this trainer iterated, whose loaders {@link #close()} closes. */
     private final Set<DistributedParquetDataset> parquetDatasets = Collections.newSetFromMap(new IdentityHashMap<>());
 
-    private DistributedTrainer(
-            DistributedBackend backend, Model model, TrainingConfig config, int accumulation, long bucketBytes) {
+    private DistributedTrainer(DistributedBackend backend, Model model, TrainingConfig config, Options options) {
         super(prepare(model, config), quietOnWorkers(config, backend.isRootWorker()));
         this.backend = backend;
         this.optimizer = config.getOptimizer();
-        this.accumulation = accumulation;
-        this.bucketBytes = bucketBytes;
+        this.accumulation = options.accumulation;
+        this.bucketBytes = options.bucketBytes;
+        this.wire = options.wire;
+        this.clipEveryStep = options.clipGradNorm;
         this.divergenceCheck = DivergenceCheck.fromEnvironment(backend.group());
         if (model.getBlock().isInitialized()) {
             broadcastParameters();
@@ -119,7 +138,60 @@ public final class DistributedTrainer extends Trainer {
 
     /** A trainer of {@code model} averaging every step's gradients across {@code backend}'s ranks. */
     public static DistributedTrainer of(DistributedBackend backend, Model model, TrainingConfig config) {
-        return of(backend, model, config, 1, DEFAULT_BUCKET_BYTES);
+        return of(backend, model, config, new Options());
+    }
+
+    /** How a {@link DistributedTrainer} averages; each setting beside its default, which is DDP's. */
+    public static final class Options {
+        private int accumulation = 1;
+        private long bucketBytes = DEFAULT_BUCKET_BYTES;
+        private DataType wire;
+        private double clipGradNorm;
+
+        /** Average every {@code steps}-th step; the others accumulate (default 1: every step). */
+        public Options accumulation(int steps) {
+            this.accumulation = (int) atLeastOne("accumulation", steps, " step");
+            return this;
+        }
+
+        /** Gradients travel in buckets of at most {@code bytes} (default {@value #DEFAULT_BUCKET_BYTES}). */
+        public Options bucketBytes(long bytes) {
+            this.bucketBytes = atLeastOne("bucketBytes", bytes, "");
+            return this;
+        }
+
+        private static long atLeastOne(String name, long value, String unit) {
+            if (value < 1) {
+                throw new IllegalArgumentException(name + " must be >= 1" + unit + ", got " + value);
+            }
+            return value;
+        }
+
+        /** {@code "bf16"} or {@code "fp16"}: float32 gradients travel as 16-bit floats; {@code "none"} (the default): as they are. */
+        public Options gradCompression(String format) {
+            this.wire = switch (Objects.requireNonNull(format, "format").trim().toLowerCase(java.util.Locale.ROOT)) {
+                case "bf16", "bfloat16" -> DataType.BFLOAT16;
+                case "fp16", "float16" -> DataType.FLOAT16;
+                case "none" -> null;
+                default ->
+                    throw new IllegalArgumentException(
+                            "gradCompression must be bf16, fp16 or none, got '" + format + "'");
+            };
+            return this;
+        }
+
+        /** Every step clips the averaged gradients' global L2 norm to {@code maxNorm} (default: no clipping). */
+        public Options clipGradNorm(double maxNorm) {
+            this.clipGradNorm = requireNorm(maxNorm);
+            return this;
+        }
+    }
+
+    private static double requireNorm(double maxNorm) {
+        if (!(maxNorm > 0) || Double.isInfinite(maxNorm)) {
+            throw new IllegalArgumentException("maxNorm must be positive and finite, got " + maxNorm);
+        }
+        return maxNorm;
     }
 
     /**
@@ -129,17 +201,19 @@ public final class DistributedTrainer extends Trainer {
      */
     public static DistributedTrainer of(
             DistributedBackend backend, Model model, TrainingConfig config, int accumulation, long bucketBytes) {
+        return of(
+                backend, model, config, new Options().accumulation(accumulation).bucketBytes(bucketBytes));
+    }
+
+    /** As {@link #of(DistributedBackend, Model, TrainingConfig)}, averaging as {@code options} say. */
+    public static DistributedTrainer of(
+            DistributedBackend backend, Model model, TrainingConfig config, Options options) {
         Objects.requireNonNull(backend, "backend");
-        if (accumulation < 1) {
-            throw new IllegalArgumentException("accumulation must be >= 1 step, got " + accumulation);
-        }
-        if (bucketBytes < 1) {
-            throw new IllegalArgumentException("bucketBytes must be >= 1, got " + bucketBytes);
-        }
+        Objects.requireNonNull(options, "options");
         if (!backend.isInitialized()) {
             throw new IllegalStateException("initialize the backend before making a distributed trainer");
         }
-        return new DistributedTrainer(backend, model, config, accumulation, bucketBytes);
+        return new DistributedTrainer(backend, model, config, options);
     }
 
     /** What {@code model.newTrainer(config)} does before it makes the trainer: the config's initializers on the block. */
@@ -258,12 +332,20 @@ public final class DistributedTrainer extends Trainer {
     @Override
     public void step() {
         if (++microBatches < accumulation) {
+            if (averaged) {
+                throw new IllegalStateException("synchronize() or clipGradNorm() came before a step that only "
+                        + "accumulates (" + microBatches + " of " + accumulation + "): call it before the step that "
+                        + "updates");
+            }
             return;
         }
         microBatches = 0;
-        TrainingSteps.Timing averaging = TrainingSteps.begin(TrainingSteps.Part.AVERAGE);
-        averageGradients();
-        averaging.end();
+        if (!averaged) {
+            TrainingSteps.Timing averaging = TrainingSteps.begin(TrainingSteps.Part.AVERAGE);
+            averageGradients(clipEveryStep);
+            averaging.end();
+        }
+        averaged = false;
         TrainingSteps.Timing stepping = TrainingSteps.begin(TrainingSteps.Part.OPTIMIZER);
         super.step();
         stepping.end();
@@ -272,6 +354,61 @@ public final class DistributedTrainer extends Trainer {
         if (divergenceCheck.due(updates)) {
             checkDivergence();
         }
+    }
+
+    /**
+     * Averages the gradients across ranks now, without stepping: afterwards each parameter's
+     * gradient holds the average (divided by the accumulation), to read or scale; the next step
+     * that updates applies it without averaging again. Calling it twice before a step averages once.
+     */
+    public void synchronize() {
+        if (!averaged) {
+            TrainingSteps.Timing averaging = TrainingSteps.begin(TrainingSteps.Part.AVERAGE);
+            averageGradients(clipEveryStep);
+            averaging.end();
+            averaged = true;
+        }
+    }
+
+    /**
+     * Averages the gradients ({@link #synchronize()}) and scales them so that their global L2 norm,
+     * over every trainable parameter, is at most {@code maxNorm} (PyTorch's {@code clip_grad_norm_}
+     * over the averaged gradients: the coefficient is maxNorm / (norm + 1e-6)). Every rank holds the
+     * same averaged gradients, so every rank clips alike. Call it before the step that updates.
+     *
+     * @return the norm of the averaged gradients before clipping
+     * @throws IllegalArgumentException unless {@code maxNorm} is positive and finite
+     */
+    public double clipGradNorm(double maxNorm) {
+        requireNorm(maxNorm);
+        synchronize();
+        if (buckets == null) {
+            buckets = layOut();
+        }
+        for (Bucket b : buckets) {
+            b.pack();
+        }
+        double norm = clip(maxNorm);
+        for (Bucket b : buckets) {
+            b.unpack();
+        }
+        return norm;
+    }
+
+    /** Scales the buckets' values so that their global L2 norm is at most {@code maxNorm}; returns the norm before. */
+    private double clip(double maxNorm) {
+        double sumOfSquares = 0;
+        for (Bucket b : buckets) {
+            sumOfSquares += b.sumOfSquares();
+        }
+        double norm = Math.sqrt(sumOfSquares);
+        double coefficient = maxNorm / (norm + 1e-6);
+        if (coefficient < 1) {
+            for (Bucket b : buckets) {
+                b.scale(coefficient);
+            }
+        }
+        return norm;
     }
 
     /** Every parameter's fingerprint, in block order, compared across ranks. */
@@ -367,9 +504,10 @@ public final class DistributedTrainer extends Trainer {
         }
     }
 
-    private void averageGradients() {
+    /** Averages the gradients across ranks, divides by the accumulation, clips to {@code maxNorm} (0: not). */
+    private void averageGradients(double maxNorm) {
         ProcessGroup group = backend.group();
-        if (group.size() == 1 && accumulation == 1) {
+        if (group.size() == 1 && accumulation == 1 && maxNorm == 0) {
             return;
         }
         long start = System.nanoTime();
@@ -379,14 +517,21 @@ public final class DistributedTrainer extends Trainer {
         List<Work> started = new ArrayList<>(buckets.size());
         for (Bucket b : buckets) {
             b.pack();
-            started.add(group.allreduce(b.dense(), ReduceOp.AVG));
+            started.add(group.size() == 1 ? null : group.allreduce(b.onTheWire(), ReduceOp.AVG));
         }
         for (int i = 0; i < buckets.size(); i++) {
-            started.get(i).await();
-            Bucket b = buckets.get(i);
-            if (accumulation > 1) {
-                b.divide(accumulation);
+            if (started.get(i) != null) {
+                started.get(i).await();
+                buckets.get(i).received();
             }
+            if (accumulation > 1) {
+                buckets.get(i).divide(accumulation);
+            }
+        }
+        if (maxNorm > 0) {
+            clip(maxNorm);
+        }
+        for (Bucket b : buckets) {
             b.unpack();
         }
         communicationNanos += System.nanoTime() - start;
@@ -400,10 +545,11 @@ public final class DistributedTrainer extends Trainer {
             if (!p.requiresGradient() || p.getArray() == null) {
                 continue;
             }
+            requireHostMemory(p.getName(), p.getArray().getDevice());
             DataType type = type(p);
             long bytes = p.getArray().size() * type.byteSize();
             if (open == null || open.type != type || (open.bytes > 0 && open.bytes + bytes > bucketBytes)) {
-                open = new Bucket(type);
+                open = new Bucket(type, type == DataType.FLOAT32 ? wire : null);
                 laidOut.add(open);
             }
             open.add(p, bytes);
@@ -412,6 +558,18 @@ public final class DistributedTrainer extends Trainer {
             b.allocate();
         }
         return laidOut;
+    }
+
+    /**
+     * Refuses a parameter on another device than the CPU, naming it: Cohort reduces host memory, and
+     * a GPU array's gradient read through DJL is a copy, its averaged values written back lost.
+     */
+    static void requireHostMemory(String parameter, ai.djl.Device device) {
+        if (!ai.djl.Device.Type.CPU.equals(device.getDeviceType())) {
+            throw new IllegalArgumentException("parameter '" + parameter + "' is on " + device
+                    + "; Cohort averages gradients in host memory: train on the CPU (TrainingConfig.optDevices("
+                    + "new Device[] {Device.cpu()})), or copy the gradients to the CPU yourself");
+        }
     }
 
     private static DataType type(Parameter p) {
@@ -436,12 +594,18 @@ public final class DistributedTrainer extends Trainer {
         private static final byte[] ZEROS = new byte[8192];
 
         final DataType type;
+        /** The 16-bit type the values travel as, or null: as they are. */
+        final DataType wire;
+
         final List<Parameter> params = new ArrayList<>();
         long bytes;
         ByteBuffer buffer;
+        /** The values as 16-bit floats while they travel (with {@link #wire}). */
+        ShortBuffer half;
 
-        Bucket(DataType type) {
+        Bucket(DataType type, DataType wire) {
             this.type = type;
+            this.wire = wire;
         }
 
         void add(Parameter p, long size) {
@@ -451,10 +615,66 @@ public final class DistributedTrainer extends Trainer {
 
         void allocate() {
             buffer = ByteBuffer.allocateDirect(Math.toIntExact(bytes)).order(ByteOrder.nativeOrder());
+            if (wire != null) {
+                half = ByteBuffer.allocateDirect(Math.toIntExact(bytes / 2))
+                        .order(ByteOrder.nativeOrder())
+                        .asShortBuffer();
+            }
         }
 
-        DenseBuffer dense() {
-            return DenseBuffer.of(buffer.duplicate().clear(), type);
+        /** What travels: the values, or (with {@link #wire}) the values rounded to 16 bits. */
+        DenseBuffer onTheWire() {
+            if (wire == null) {
+                return DenseBuffer.of(buffer.duplicate().clear(), type);
+            }
+            HalfFloats.round(wire, floats(), half);
+            return DenseBuffer.of(half.duplicate().clear(), wire);
+        }
+
+        /** After the allreduce: (with {@link #wire}) the 16-bit results back into the values. */
+        void received() {
+            if (wire == null) {
+                return;
+            }
+            HalfFloats.widen(wire, half, floats());
+        }
+
+        private FloatBuffer floats() {
+            return buffer.duplicate().clear().order(ByteOrder.nativeOrder()).asFloatBuffer();
+        }
+
+        private DoubleBuffer doubles() {
+            return buffer.duplicate().clear().order(ByteOrder.nativeOrder()).asDoubleBuffer();
+        }
+
+        /** The sum of the squared values (float32 and float64; integer gradients do not count). */
+        double sumOfSquares() {
+            double[] sum = {0};
+            update(v -> {
+                sum[0] += v * v;
+                return v;
+            });
+            return sum[0];
+        }
+
+        /** Every float value times {@code coefficient}. */
+        void scale(double coefficient) {
+            update(v -> v * coefficient);
+        }
+
+        /** Every float32 or float64 value replaced by {@code f} of it; integer gradients are left alone. */
+        private void update(java.util.function.DoubleUnaryOperator f) {
+            if (type == DataType.FLOAT32) {
+                FloatBuffer values = floats();
+                for (int i = 0; i < values.limit(); i++) {
+                    values.put(i, (float) f.applyAsDouble(values.get(i)));
+                }
+            } else if (type == DataType.FLOAT64) {
+                DoubleBuffer values = doubles();
+                for (int i = 0; i < values.limit(); i++) {
+                    values.put(i, f.applyAsDouble(values.get(i)));
+                }
+            }
         }
 
         /** Every parameter's gradient into the buffer; zeros for one this step did not produce. */

@@ -77,8 +77,13 @@ public final class DjlWorker {
                             .add(Linear.builder().setUnits(CLASSES).build()));
                     DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                             .optOptimizer(optimizer(options.getOrDefault("optimizer", "sgd")));
-                    try (DistributedTrainer trainer = DistributedTrainer.of(
-                            backend, model, config, accumulation, DistributedTrainer.DEFAULT_BUCKET_BYTES)) {
+                    DistributedTrainer.Options averaging = new DistributedTrainer.Options()
+                            .accumulation(accumulation)
+                            .gradCompression(options.getOrDefault("compression", "none"));
+                    if (options.containsKey("clipEvery")) {
+                        averaging.clipGradNorm(Double.parseDouble(options.get("clipEvery")));
+                    }
+                    try (DistributedTrainer trainer = DistributedTrainer.of(backend, model, config, averaging)) {
                         trainer.initialize(new Shape(batch, FEATURES));
                         List<TrainingSteps.Step> marked = new java.util.concurrent.CopyOnWriteArrayList<>();
                         try (AutoCloseable observing = TrainingSteps.observe(marked::add)) {
@@ -159,7 +164,11 @@ public final class DjlWorker {
             }
             int batch = epoch == position.epoch() ? position.batchInEpoch() : 0;
             for (Batch b : trainer.iterateDataset(data)) {
-                trainStep(trainer, b);
+                if (options.containsKey("clip")) {
+                    clippedStep(trainer, b, Double.parseDouble(options.get("clip")));
+                } else {
+                    trainStep(trainer, b);
+                }
                 b.close();
                 batch++;
                 step++;
@@ -201,6 +210,22 @@ public final class DjlWorker {
             collector.backward(trainer.getLoss().evaluate(b.getLabels(), new NDList(pred)));
         }
         trainer.step();
+    }
+
+    /** The largest norm {@link DistributedTrainer#clipGradNorm} returned: the worker checks that clipping happened. */
+    private static double largestNorm;
+
+    /** {@link #trainStep}, with the averaged gradients clipped to {@code maxNorm} before the update. */
+    static void clippedStep(DistributedTrainer trainer, Batch b, double maxNorm) {
+        try (GradientCollector collector = trainer.newGradientCollector()) {
+            NDArray pred = trainer.forward(b.getData()).singletonOrThrow();
+            collector.backward(trainer.getLoss().evaluate(b.getLabels(), new NDList(pred)));
+        }
+        largestNorm = Math.max(largestNorm, trainer.clipGradNorm(maxNorm));
+        trainer.step();
+        if (largestNorm <= maxNorm) {
+            System.out.println("no step clipped so far: largest norm " + largestNorm);
+        }
     }
 
     /** The {@link #synthetic} examples as a DJL dataset that {@code sampler} shards. */
