@@ -4,7 +4,6 @@ import ai.djl.ndarray.NDArray;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
-import dev.cohort.api.collective.ReduceOp;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
@@ -32,7 +31,18 @@ public final class DistributedArrays {
         ByteBuffer copy = ByteBuffer.allocateDirect(Math.toIntExact(array.size() * type.byteSize()))
                 .order(ByteOrder.nativeOrder());
         copy.put(array.toByteBuffer()).clear();
-        backend.group().allreduce(DenseBuffer.of(copy, type), ReduceOp.AVG).await();
+        // Through the backend: inside a join scope, announced and over the ranks still training.
+        DenseBuffer mean = backend.averageAll(DenseBuffer.of(copy, type));
+        copy.clear();
+        for (int i = 0; i < mean.count(); i++) {
+            switch (type) {
+                case FLOAT32 -> copy.putFloat((float) mean.getDouble(i));
+                case FLOAT64 -> copy.putDouble(mean.getDouble(i));
+                case INT32 -> copy.putInt((int) mean.getLong(i));
+                default -> copy.putLong(mean.getLong(i));
+            }
+        }
+        copy.clear();
         return array.getManager().create(copy, array.getShape(), array.getDataType());
     }
 }

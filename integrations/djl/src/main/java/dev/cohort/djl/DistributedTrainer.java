@@ -23,6 +23,7 @@ import ai.djl.util.Pair;
 import ai.djl.util.PairList;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.DivergenceCheck;
+import dev.cohort.api.Join;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.HalfFloats;
@@ -83,6 +84,11 @@ import java.util.function.Predicate;
  * <li><b>Host memory.</b> A parameter on another device than the CPU (a GPU) is refused with its
  *     name and device: Cohort reduces host memory, and a GPU array's gradient read through DJL
  *     would be a copy, its averaged values lost.
+ * <li><b>Uneven inputs.</b> Inside {@code backend.join(trainer)} ({@link Join}) a rank that runs
+ *     out of batches closes its scope and repeats the others' averaging, clipping and update with
+ *     zero gradients, averages counting only the ranks still training, so that every rank ends
+ *     with the model of training on the batches that exist. The divergence check pauses inside a
+ *     scope (its collective is not announced).
  * <li><b>Quiet workers.</b> On ranks other than the root, the listeners that log, save models,
  *     measure time or memory are left out; the others (epochs, evaluators, divergence checks) run
  *     everywhere, since training needs them.
@@ -96,7 +102,7 @@ import java.util.function.Predicate;
  * </ul>
  * Gradients that a step did not produce (parameters unused by the batch) count as zeros.
  */
-public final class DistributedTrainer extends Trainer {
+public final class DistributedTrainer extends Trainer implements Join.Participant {
 
     /** DDP's bucket size. */
     public static final long DEFAULT_BUCKET_BYTES = 25L << 20;
@@ -111,6 +117,14 @@ public final class DistributedTrainer extends Trainer {
     private final double clipEveryStep;
     /** Whether {@link #synchronize()} averaged this step's gradients already. */
     private boolean averaged;
+    /** The join scope this trainer takes part in, while one is open. */
+    private Join join;
+
+    /** What a {@link Join} scope announces: the averaging (argument: the clip's bits, 0 for none), a clip, the update. */
+    private static final int AVERAGE = 1;
+
+    private static final int CLIP = 2;
+    private static final int UPDATE = 3;
 
     private List<Bucket> buckets;
     private final DivergenceCheck divergenceCheck;
@@ -346,12 +360,15 @@ public final class DistributedTrainer extends Trainer {
             averaging.end();
         }
         averaged = false;
+        if (join != null) {
+            join.announce(this, UPDATE, 0);
+        }
         TrainingSteps.Timing stepping = TrainingSteps.begin(TrainingSteps.Part.OPTIMIZER);
         super.step();
         stepping.end();
         TrainingSteps.stepEnded(backend.rank());
         updates++;
-        if (divergenceCheck.due(updates)) {
+        if (join == null && divergenceCheck.due(updates)) {
             checkDivergence();
         }
     }
@@ -382,6 +399,14 @@ public final class DistributedTrainer extends Trainer {
     public double clipGradNorm(double maxNorm) {
         requireNorm(maxNorm);
         synchronize();
+        if (join != null) {
+            join.announce(this, CLIP, Double.doubleToLongBits(maxNorm));
+        }
+        return clipGradients(maxNorm);
+    }
+
+    /** The gradients, as they are, clipped to {@code maxNorm}; returns their norm before. */
+    private double clipGradients(double maxNorm) {
         if (buckets == null) {
             buckets = layOut();
         }
@@ -409,6 +434,32 @@ public final class DistributedTrainer extends Trainer {
             }
         }
         return norm;
+    }
+
+    /** The scope opened: this trainer announces its averaging, clips and updates from now on. */
+    @Override
+    public void enter(Join join) {
+        this.join = join;
+    }
+
+    /** On a rank that joined: the others' averaging (of zeros here), clip or update, as they do it. */
+    @Override
+    public void shadow(int phase, long argument, int activeRanks) {
+        switch (phase) {
+            case AVERAGE -> average(Double.longBitsToDouble(argument), activeRanks, true);
+            case CLIP -> clipGradients(Double.longBitsToDouble(argument));
+            case UPDATE -> {
+                super.step();
+                updates++;
+            }
+            default -> throw new IllegalStateException("a join scope announced phase " + phase + " of a DJL trainer");
+        }
+    }
+
+    /** Every rank joined: announcing ends. */
+    @Override
+    public void leave() {
+        this.join = null;
     }
 
     /** Every parameter's fingerprint, in block order, compared across ranks. */
@@ -506,6 +557,16 @@ public final class DistributedTrainer extends Trainer {
 
     /** Averages the gradients across ranks, divides by the accumulation, clips to {@code maxNorm} (0: not). */
     private void averageGradients(double maxNorm) {
+        int active =
+                join == null ? backend.worldSize() : join.announce(this, AVERAGE, Double.doubleToLongBits(maxNorm));
+        average(maxNorm, active, false);
+    }
+
+    /**
+     * The averaging itself, over {@code active} ranks: of this rank's gradients, or (a rank that
+     * joined) of zeros; then divided by the accumulation, clipped and unpacked into the gradients.
+     */
+    private void average(double maxNorm, int active, boolean zeros) {
         ProcessGroup group = backend.group();
         if (group.size() == 1 && accumulation == 1 && maxNorm == 0) {
             return;
@@ -514,18 +575,25 @@ public final class DistributedTrainer extends Trainer {
         if (buckets == null) {
             buckets = layOut();
         }
+        // Inside a join scope the ranks that joined add zeros: sum, then divide by those still training.
+        ReduceOp op = join == null ? ReduceOp.AVG : ReduceOp.SUM;
         List<Work> started = new ArrayList<>(buckets.size());
         for (Bucket b : buckets) {
-            b.pack();
-            started.add(group.size() == 1 ? null : group.allreduce(b.onTheWire(), ReduceOp.AVG));
+            if (zeros) {
+                b.zero();
+            } else {
+                b.pack();
+            }
+            started.add(group.size() == 1 ? null : group.allreduce(b.onTheWire(), op));
         }
         for (int i = 0; i < buckets.size(); i++) {
             if (started.get(i) != null) {
                 started.get(i).await();
                 buckets.get(i).received();
             }
-            if (accumulation > 1) {
-                buckets.get(i).divide(accumulation);
+            int divisor = accumulation * (op == ReduceOp.SUM ? active : 1);
+            if (divisor > 1) {
+                buckets.get(i).divide(divisor);
             }
         }
         if (maxNorm > 0) {
@@ -674,6 +742,14 @@ public final class DistributedTrainer extends Trainer {
                 for (int i = 0; i < values.limit(); i++) {
                     values.put(i, f.applyAsDouble(values.get(i)));
                 }
+            }
+        }
+
+        /** Zeros into the buffer: what a rank that joined adds. */
+        void zero() {
+            buffer.clear();
+            for (long left = bytes; left > 0; left -= ZEROS.length) {
+                buffer.put(ZEROS, 0, (int) Math.min(left, ZEROS.length));
             }
         }
 

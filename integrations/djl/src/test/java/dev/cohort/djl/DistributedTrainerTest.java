@@ -4,7 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
+import dev.cohort.testkit.JvmWorkers;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -74,6 +77,27 @@ class DistributedTrainerTest {
         }
         // Float32 on the wire differs from one process by about 3e-8 here; bf16 by about 6e-6.
         assertThat(worst).as("the largest difference: bf16 rounding shows").isGreaterThan(1e-6f);
+    }
+
+    /**
+     * Uneven inputs in a join scope: ranks holding 9, 6 and 4 batches (momentum, the averaged
+     * gradients clipped, the loss averaged every step) end with the same parameters, those of one
+     * process that at each step trains on the examples of the ranks still holding a batch.
+     */
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    void unevenRanksInAJoinScopeTrainAsOneProcessOnTheBatchesThatExist() {
+        Path out = tmp.resolve("join");
+        List<String> args = List.of(out.toString(), "9", "6", "4", "clip=0.5");
+        JvmWorkers.assertAllOk(DjlRuns.processes(tmp, Map.of(), 3, DjlJoinWorker.class, args, DjlRuns.nextId()));
+        Path reference = tmp.resolve("alone");
+        List<String> alone = List.of(reference.toString(), "9", "6", "4", "clip=0.5");
+        JvmWorkers.assertAllOk(DjlRuns.processes(tmp, Map.of(), 1, DjlJoinWorker.class, alone, DjlRuns.nextId()));
+        float[] expected = DjlRuns.read(Path.of(reference + ".0"));
+        for (int r = 0; r < 3; r++) {
+            DjlRuns.assertClose(DjlRuns.read(Path.of(out + "." + r)), expected);
+        }
+        assertThat(DjlRuns.read(Path.of(out + ".2"))).isEqualTo(DjlRuns.read(Path.of(out + ".0")));
     }
 
     @Test

@@ -71,10 +71,7 @@ public final class DjlWorker {
                 DistributedSampler sampler = new DistributedSampler(backend, batch, shuffle, 7);
                 ArrayDataset data = dataset(manager, records, sampler);
                 try (Model model = Model.newInstance("mlp")) {
-                    model.setBlock(new SequentialBlock()
-                            .add(Linear.builder().setUnits(32).build())
-                            .add(Activation::relu)
-                            .add(Linear.builder().setUnits(CLASSES).build()));
+                    model.setBlock(mlp());
                     DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                             .optOptimizer(optimizer(options.getOrDefault("optimizer", "sgd")));
                     DistributedTrainer.Options averaging = new DistributedTrainer.Options()
@@ -103,13 +100,7 @@ public final class DjlWorker {
                             throw new IllegalStateException("the trainer's steps were not marked whole: " + marked);
                         }
                         if (backend.isRootWorker()) {
-                            List<String> lines = new ArrayList<>();
-                            for (Parameter p : model.getBlock().getParameters().values()) {
-                                for (float v : p.getArray().toFloatArray()) {
-                                    lines.add(Float.toString(v));
-                                }
-                            }
-                            Files.write(out, lines);
+                            writeParameters(model, out);
                         }
                     }
                 }
@@ -126,7 +117,26 @@ public final class DjlWorker {
         });
     }
 
-    private static Optimizer optimizer(String name) {
+    /** The MLP every worker trains: 8-32-4. */
+    static SequentialBlock mlp() {
+        return new SequentialBlock()
+                .add(Linear.builder().setUnits(32).build())
+                .add(Activation::relu)
+                .add(Linear.builder().setUnits(CLASSES).build());
+    }
+
+    /** The root's parameters, in block order, one value per line into {@code out}. */
+    static void writeParameters(Model model, Path out) throws java.io.IOException {
+        List<String> lines = new ArrayList<>();
+        for (Parameter p : model.getBlock().getParameters().values()) {
+            for (float v : p.getArray().toFloatArray()) {
+                lines.add(Float.toString(v));
+            }
+        }
+        Files.write(out, lines);
+    }
+
+    static Optimizer optimizer(String name) {
         return switch (name) {
             case "sgd" ->
                 Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.1f)).build();
