@@ -84,6 +84,12 @@ import java.util.function.Predicate;
  * <li><b>Host memory.</b> A parameter on another device than the CPU (a GPU) is refused with its
  *     name and device: Cohort reduces host memory, and a GPU array's gradient read through DJL
  *     would be a copy, its averaged values lost.
+ * <li><b>Statistics in step.</b> After every update the parameters that take no gradient (a
+ *     {@code BatchNorm}'s running mean and variance) are averaged across the ranks, in one small
+ *     allreduce: each rank's statistics come from its own batches, and averaging keeps them the
+ *     same everywhere (as the divergence check requires) while using every rank's data, where
+ *     DDP's default broadcast of the root's would use one rank's. Forward still normalizes by each
+ *     rank's own batch (no SyncBatchNorm).
  * <li><b>Uneven inputs.</b> Inside {@code backend.join(trainer)} ({@link Join}) a rank that runs
  *     out of batches closes its scope and repeats the others' averaging, clipping and update with
  *     zero gradients, averages counting only the ranks still training, so that every rank ends
@@ -119,6 +125,10 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
     private boolean averaged;
     /** The join scope this trainer takes part in, while one is open. */
     private Join join;
+    /** Inside a join scope: how many ranks the last update's announcement counted. */
+    private int updatingRanks;
+    /** The parameters that take no gradient (running statistics), averaged after each update; null until laid out. */
+    private List<Bucket> statistics;
 
     /** What a {@link Join} scope announces: the averaging (argument: the clip's bits, 0 for none), a clip, the update. */
     private static final int AVERAGE = 1;
@@ -361,11 +371,12 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
         }
         averaged = false;
         if (join != null) {
-            join.announce(this, UPDATE, 0);
+            updatingRanks = join.announce(this, UPDATE, 0);
         }
         TrainingSteps.Timing stepping = TrainingSteps.begin(TrainingSteps.Part.OPTIMIZER);
         super.step();
         stepping.end();
+        averageStatistics(join == null ? backend.worldSize() : -1, false);
         TrainingSteps.stepEnded(backend.rank());
         updates++;
         if (join == null && divergenceCheck.due(updates)) {
@@ -436,6 +447,50 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
         return norm;
     }
 
+    /**
+     * The parameters that take no gradient averaged across the ranks still training ({@code
+     * active}; -1: as the last update announced), this rank adding zeros where it joined.
+     */
+    private void averageStatistics(int active, boolean zeros) {
+        ProcessGroup group = backend.group();
+        if (group.size() == 1) {
+            return;
+        }
+        if (statistics == null) {
+            statistics = layOut(p -> !p.requiresGradient());
+        }
+        int ranks = active < 0 ? updatingRanks : active;
+        List<Work> started = startAllreduces(statistics, zeros, Bucket::packValues);
+        for (int i = 0; i < statistics.size(); i++) {
+            started.get(i).await();
+            Bucket b = statistics.get(i);
+            if (join != null && ranks > 1) {
+                b.divide(ranks);
+            }
+            b.unpackValues();
+        }
+    }
+
+    /**
+     * Packs each bucket ({@code pack}, or zeros where this rank joined) and starts its allreduce
+     * (null alone): an average, or inside a join scope a sum, where the ranks that joined add zeros,
+     * to divide by those still training.
+     */
+    private List<Work> startAllreduces(List<Bucket> of, boolean zeros, java.util.function.Consumer<Bucket> pack) {
+        ProcessGroup group = backend.group();
+        ReduceOp op = join == null ? ReduceOp.AVG : ReduceOp.SUM;
+        List<Work> started = new ArrayList<>(of.size());
+        for (Bucket b : of) {
+            if (zeros) {
+                b.zero();
+            } else {
+                pack.accept(b);
+            }
+            started.add(group.size() == 1 ? null : group.allreduce(b.onTheWire(), op));
+        }
+        return started;
+    }
+
     /** The scope opened: this trainer announces its averaging, clips and updates from now on. */
     @Override
     public void enter(Join join) {
@@ -450,6 +505,7 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
             case CLIP -> clipGradients(Double.longBitsToDouble(argument));
             case UPDATE -> {
                 super.step();
+                averageStatistics(activeRanks, true);
                 updates++;
             }
             default -> throw new IllegalStateException("a join scope announced phase " + phase + " of a DJL trainer");
@@ -575,23 +631,13 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
         if (buckets == null) {
             buckets = layOut();
         }
-        // Inside a join scope the ranks that joined add zeros: sum, then divide by those still training.
-        ReduceOp op = join == null ? ReduceOp.AVG : ReduceOp.SUM;
-        List<Work> started = new ArrayList<>(buckets.size());
-        for (Bucket b : buckets) {
-            if (zeros) {
-                b.zero();
-            } else {
-                b.pack();
-            }
-            started.add(group.size() == 1 ? null : group.allreduce(b.onTheWire(), op));
-        }
+        List<Work> started = startAllreduces(buckets, zeros, Bucket::pack);
         for (int i = 0; i < buckets.size(); i++) {
             if (started.get(i) != null) {
                 started.get(i).await();
                 buckets.get(i).received();
             }
-            int divisor = accumulation * (op == ReduceOp.SUM ? active : 1);
+            int divisor = accumulation * (join != null ? active : 1);
             if (divisor > 1) {
                 buckets.get(i).divide(divisor);
             }
@@ -607,17 +653,23 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
 
     /** The trainable parameters in block order, in buckets by element type and size. */
     private List<Bucket> layOut() {
+        return layOut(Parameter::requiresGradient);
+    }
+
+    /** The parameters {@code which} takes, in block order, in buckets by element type and size. */
+    private List<Bucket> layOut(Predicate<Parameter> which) {
         List<Bucket> laidOut = new ArrayList<>();
         Bucket open = null;
         for (Parameter p : getModel().getBlock().getParameters().values()) {
-            if (!p.requiresGradient() || p.getArray() == null) {
+            if (!which.test(p) || p.getArray() == null) {
                 continue;
             }
             requireHostMemory(p.getName(), p.getArray().getDevice());
             DataType type = type(p);
             long bytes = p.getArray().size() * type.byteSize();
             if (open == null || open.type != type || (open.bytes > 0 && open.bytes + bytes > bucketBytes)) {
-                open = new Bucket(type, type == DataType.FLOAT32 ? wire : null);
+                // Statistics travel as they are; float32 gradients as the options say.
+                open = new Bucket(type, type == DataType.FLOAT32 && p.requiresGradient() ? wire : null);
                 laidOut.add(open);
             }
             open.add(p, bytes);
@@ -742,6 +794,27 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
                 for (int i = 0; i < values.limit(); i++) {
                     values.put(i, f.applyAsDouble(values.get(i)));
                 }
+            }
+        }
+
+        /** The parameters' own values into the buffer (statistics, which have no gradient). */
+        void packValues() {
+            buffer.clear();
+            for (Parameter p : params) {
+                buffer.put(p.getArray().toByteBuffer(true));
+            }
+        }
+
+        /** The buffer back into the parameters' values. */
+        void unpackValues() {
+            buffer.clear();
+            for (Parameter p : params) {
+                NDArray array = p.getArray();
+                int size = Math.toIntExact(array.size() * type.byteSize());
+                ByteBuffer part =
+                        buffer.duplicate().limit(buffer.position() + size).slice();
+                buffer.position(buffer.position() + size);
+                array.set(part.order(ByteOrder.nativeOrder()));
             }
         }
 

@@ -100,6 +100,18 @@ class DistributedTrainerTest {
         assertThat(DjlRuns.read(Path.of(out + ".2"))).isEqualTo(DjlRuns.read(Path.of(out + ".0")));
     }
 
+    /**
+     * A BatchNorm's running statistics, computed by each rank from its own batches, are averaged
+     * after every update: the divergence check, run at every step, finds the ranks alike.
+     */
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    void batchNormStatisticsStayTheSameOnEveryRank() {
+        JvmWorkers.assertAllOk(
+                DjlRuns.start(tmp, Map.of("COHORT_DIVERGENCE_CHECK", "1"), 2, "loop", BATCH, STEPS, 1, "batchnorm=true")
+                        .results());
+    }
+
     @Test
     void aParameterOffTheCpuIsRefusedNamingIt() {
         DistributedTrainer.requireHostMemory("dense_weight", ai.djl.Device.cpu());

@@ -38,7 +38,7 @@ import java.util.Random;
  * loop) or {@code fit} ({@code EasyTrain.fit} over one epoch), each rank's batch, the optimizer steps
  * per epoch, the batches per step; the root writes every parameter, in block order, to {@code OUT},
  * one value per line. Options: {@code optimizer=sgd|momentum|adam}, {@code epochs=E} (loop),
- * {@code shuffle=true}, {@code save=STEP:FILE} (the root checkpoints after that step, training goes
+ * {@code shuffle=true}, {@code batchnorm=true} (a BatchNorm after the first layer), {@code save=STEP:FILE} (the root checkpoints after that step, training goes
  * on), {@code resume=FILE} (every rank loads it and continues from its position), {@code diverge=STEP}
  * (after that step rank 1 adds 0.5 to its second parameter and prints its name). Each rank seeds DJL's random numbers differently, so only the trainer's broadcast makes
  * their parameters the same. Then checks {@link DistributedArrays#averageAll} and prints {@code OK}.
@@ -71,7 +71,8 @@ public final class DjlWorker {
                 DistributedSampler sampler = new DistributedSampler(backend, batch, shuffle, 7);
                 ArrayDataset data = dataset(manager, records, sampler);
                 try (Model model = Model.newInstance("mlp")) {
-                    model.setBlock(mlp());
+                    model.setBlock(
+                            Boolean.parseBoolean(options.getOrDefault("batchnorm", "false")) ? withBatchNorm() : mlp());
                     DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                             .optOptimizer(optimizer(options.getOrDefault("optimizer", "sgd")));
                     DistributedTrainer.Options averaging = new DistributedTrainer.Options()
@@ -121,6 +122,15 @@ public final class DjlWorker {
     static SequentialBlock mlp() {
         return new SequentialBlock()
                 .add(Linear.builder().setUnits(32).build())
+                .add(Activation::relu)
+                .add(Linear.builder().setUnits(CLASSES).build());
+    }
+
+    /** {@link #mlp()} with a BatchNorm after its first layer: running statistics, which take no gradient. */
+    static SequentialBlock withBatchNorm() {
+        return new SequentialBlock()
+                .add(Linear.builder().setUnits(32).build())
+                .add(ai.djl.nn.norm.BatchNorm.builder().build())
                 .add(Activation::relu)
                 .add(Linear.builder().setUnits(CLASSES).build());
     }
