@@ -164,7 +164,9 @@ public final class DjlFashionMnistTraining {
                             .setLearningRateTracker(schedule)
                             .optMomentum((float) config.momentum())
                             .build());
-            try (DistributedTrainer trainer = DistributedTrainer.of(backend, model, trainingConfig)) {
+            DistributedTrainer.Options averaging =
+                    new DistributedTrainer.Options().gradCompression(config.gradCompression());
+            try (DistributedTrainer trainer = DistributedTrainer.of(backend, model, trainingConfig, averaging)) {
                 trainer.initialize(prepend(config.batchSize(), image));
                 return new TrainingLoop(job, config, out, new TrainingLoop.Framework(TrainingLoop.Library.DJL) {
                             @Override

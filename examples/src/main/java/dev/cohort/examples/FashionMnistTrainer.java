@@ -172,11 +172,6 @@ public final class FashionMnistTrainer implements Callable<Integer> {
         try {
             config = config();
             djl = djl();
-            if (djl && !config.gradCompression().equals("none")) {
-                throw new IllegalArgumentException(
-                        "--grad-compression: only with --framework torch (DJL's trainer sends "
-                                + "gradients as they are)");
-            }
             if (djl && config.zeroStage() > 0) {
                 throw new IllegalArgumentException("--zero: only with --framework torch (DJL's trainer keeps the whole "
                         + "optimizer state on every worker)");

@@ -139,9 +139,9 @@ class FashionMnistTrainerTest {
 
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
-    void djlTrainsOnShm() throws IOException {
+    void djlTrainsOnShmWithBf16Gradients() throws IOException {
         assumeTrue(Runtime.version().feature() >= 22, "shm needs JDK 22");
-        djlRun("shm", 40, 0.6);
+        djlRun("shm", 40, 0.6, "--grad-compression", "bf16");
     }
 
     @Test
