@@ -164,8 +164,9 @@ public final class DjlFashionMnistTraining {
                             .setLearningRateTracker(schedule)
                             .optMomentum((float) config.momentum())
                             .build());
-            DistributedTrainer.Options averaging =
-                    new DistributedTrainer.Options().gradCompression(config.gradCompression());
+            DistributedTrainer.Options averaging = new DistributedTrainer.Options()
+                    .gradCompression(config.gradCompression())
+                    .zeroStage(config.zeroStage());
             try (DistributedTrainer trainer = DistributedTrainer.of(backend, model, trainingConfig, averaging)) {
                 trainer.initialize(prepend(config.batchSize(), image));
                 return new TrainingLoop(job, config, out, new TrainingLoop.Framework(TrainingLoop.Library.DJL) {

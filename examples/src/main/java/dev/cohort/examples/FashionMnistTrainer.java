@@ -172,9 +172,13 @@ public final class FashionMnistTrainer implements Callable<Integer> {
         try {
             config = config();
             djl = djl();
-            if (djl && config.zeroStage() > 0) {
-                throw new IllegalArgumentException("--zero: only with --framework torch (DJL's trainer keeps the whole "
-                        + "optimizer state on every worker)");
+            if (djl && config.zeroStage() > 1) {
+                throw new IllegalArgumentException(
+                        "--zero " + config.zeroStage() + ": only with --framework torch (DJL's trainer has stage 1)");
+            }
+            if (djl && config.zeroStage() == 1 && config.checkpointDir() != null) {
+                throw new IllegalArgumentException("--zero 1 with --framework djl: DJL's trainer cannot checkpoint a "
+                        + "sharded optimizer state yet; drop --checkpoint-dir or --zero");
             }
             if (djl) {
                 // DJL's libtorch first: engines that would load JavaCPP's then say they cannot run here.

@@ -132,8 +132,8 @@ class FashionMnistTrainerTest {
 
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
-    void twoDjlWorkersOnTcpTrain() throws IOException {
-        djlRun("tcp", 150, 0.7);
+    void twoDjlWorkersOnTcpTrainWithTheOptimizerStateSharded() throws IOException {
+        djlRun("tcp", 150, 0.7, "--zero", "1");
         FashionMnistDataTest.assertIsPng(dir.resolve("djl-tcp.png"), TrainingChart.WIDTH, TrainingChart.HEIGHT);
     }
 

@@ -55,6 +55,11 @@ public final class Checkpoints {
      */
     public static void save(
             Path file, DistributedTrainer trainer, TrainingPosition position, DistributedParquetDataset dataset) {
+        if (trainer.shardsOptimizerState()) {
+            throw new IllegalArgumentException("the trainer's optimizer state is sharded across "
+                    + trainer.backend().worldSize() + " rank(s) (ZeRO stage 1): DJL checkpoints cannot save it yet; "
+                    + "train with zeroStage 0 to checkpoint");
+        }
         ParameterList parameters = initializedParameters(trainer, "saving");
         Map<String, String> names = new HashMap<>();
         for (Pair<String, Parameter> p : parameters) {

@@ -84,6 +84,10 @@ import java.util.function.Predicate;
  * <li><b>Host memory.</b> A parameter on another device than the CPU (a GPU) is refused with its
  *     name and device: Cohort reduces host memory, and a GPU array's gradient read through DJL
  *     would be a copy, its averaged values lost.
+ * <li><b>ZeRO stage 1.</b> With {@link Options#zeroStage} 1 each rank owns a contiguous share of
+ *     the trainable parameters (in block order, balanced by size) and its optimizer updates, and
+ *     keeps state for, those alone; after the update each owner broadcasts its parameters. The
+ *     averaged gradients stay whole (stage 2, which would shard them too, is not there for DJL).
  * <li><b>Statistics in step.</b> After every update the parameters that take no gradient (a
  *     {@code BatchNorm}'s running mean and variance) are averaged across the ranks, in one small
  *     allreduce: each rank's statistics come from its own batches, and averaging keeps them the
@@ -123,6 +127,10 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
     private final double clipEveryStep;
     /** Whether {@link #synchronize()} averaged this step's gradients already. */
     private boolean averaged;
+    /** ZeRO stage 1: what DJL updates the parameters through; null: the user's optimizer, every parameter. */
+    private final OwnedUpdates sharded;
+    /** ZeRO stage 1: the owner of each trainable parameter, in block order; null until laid out. */
+    private int[] owners;
     /** The join scope this trainer takes part in, while one is open. */
     private Join join;
     /** Inside a join scope: how many ranks the last update's announcement counted. */
@@ -147,7 +155,15 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
     private final Set<DistributedParquetDataset> parquetDatasets = Collections.newSetFromMap(new IdentityHashMap<>());
 
     private DistributedTrainer(DistributedBackend backend, Model model, TrainingConfig config, Options options) {
-        super(prepare(model, config), quietOnWorkers(config, backend.isRootWorker()));
+        this(backend, model, config, options, options.zeroStage == 1 ? new OwnedUpdates(config.getOptimizer()) : null);
+    }
+
+    private DistributedTrainer(
+            DistributedBackend backend, Model model, TrainingConfig config, Options options, OwnedUpdates sharded) {
+        super(
+                prepare(model, config),
+                quietOnWorkers(config, backend.isRootWorker(), sharded != null ? sharded : config.getOptimizer()));
+        this.sharded = sharded;
         this.backend = backend;
         this.optimizer = config.getOptimizer();
         this.accumulation = options.accumulation;
@@ -171,6 +187,7 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
         private long bucketBytes = DEFAULT_BUCKET_BYTES;
         private DataType wire;
         private double clipGradNorm;
+        private int zeroStage;
 
         /** Average every {@code steps}-th step; the others accumulate (default 1: every step). */
         public Options accumulation(int steps) {
@@ -201,6 +218,22 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
                     throw new IllegalArgumentException(
                             "gradCompression must be bf16, fp16 or none, got '" + format + "'");
             };
+            return this;
+        }
+
+        /**
+         * DeepSpeed's ZeRO stage: 0 (the default) or 1, each rank keeping the optimizer state of its
+         * share of the parameters only.
+         *
+         * @throws IllegalArgumentException for another stage (2, which shards the averaged
+         *     gradients too, is not there for DJL)
+         */
+        public Options zeroStage(int stage) {
+            if (stage != 0 && stage != 1) {
+                throw new IllegalArgumentException("zeroStage must be 0 or 1 for DJL's trainer, got " + stage
+                        + " (stage 2 shards the averaged gradients too: only the torch integration has it)");
+            }
+            this.zeroStage = stage;
             return this;
         }
 
@@ -255,22 +288,28 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
 
     /** {@code config}; on a worker, its settings as they are now without the listeners that write logs or files. */
     static TrainingConfig quietOnWorkers(TrainingConfig config, boolean root) {
-        if (root) {
+        return quietOnWorkers(config, root, config.getOptimizer());
+    }
+
+    /** As {@link #quietOnWorkers(TrainingConfig, boolean)}, DJL updating through {@code optimizer}. */
+    private static TrainingConfig quietOnWorkers(TrainingConfig config, boolean root, Optimizer optimizer) {
+        if (root && optimizer == config.getOptimizer()) {
             return config;
         }
         List<TrainingListener> kept = new ArrayList<>();
         for (TrainingListener l : config.getTrainingListeners()) {
-            if (!(l instanceof LoggingTrainingListener
+            boolean writes = l instanceof LoggingTrainingListener
                     || l instanceof SaveModelTrainingListener
                     || l instanceof TimeMeasureTrainingListener
-                    || l instanceof MemoryTrainingListener)) {
+                    || l instanceof MemoryTrainingListener;
+            if (root || !writes) {
                 kept.add(l);
             }
         }
         return new Settings(
                 config.getDevices(),
                 config.getInitializers(),
-                config.getOptimizer(),
+                optimizer,
                 config.getLossFunction(),
                 config.getExecutorService(),
                 config.getEvaluators(),
@@ -374,7 +413,9 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
             updatingRanks = join.announce(this, UPDATE, 0);
         }
         TrainingSteps.Timing stepping = TrainingSteps.begin(TrainingSteps.Part.OPTIMIZER);
+        ownShare();
         super.step();
+        shareOwnedParameters();
         stepping.end();
         averageStatistics(join == null ? backend.worldSize() : -1, false);
         TrainingSteps.stepEnded(backend.rank());
@@ -504,7 +545,9 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
             case AVERAGE -> average(Double.longBitsToDouble(argument), activeRanks, true);
             case CLIP -> clipGradients(Double.longBitsToDouble(argument));
             case UPDATE -> {
+                ownShare();
                 super.step();
+                shareOwnedParameters();
                 averageStatistics(activeRanks, true);
                 updates++;
             }
@@ -592,6 +635,72 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
     /** The backend this trainer averages over. */
     public DistributedBackend backend() {
         return backend;
+    }
+
+    /** Whether each rank keeps only its share of the optimizer state (ZeRO stage 1). */
+    public boolean shardsOptimizerState() {
+        return sharded != null;
+    }
+
+    /**
+     * ZeRO stage 1, once: each trainable parameter's owner, a contiguous share of them in block
+     * order balanced by size, and this rank's optimizer told which it updates.
+     */
+    private void ownShare() {
+        if (sharded == null || owners != null) {
+            return;
+        }
+        List<Parameter> trainable = trainable();
+        long total = 0;
+        for (Parameter p : trainable) {
+            total += p.getArray().size();
+        }
+        int world = backend.worldSize();
+        int[] owner = new int[trainable.size()];
+        Set<String> mine = new java.util.HashSet<>();
+        long before = 0;
+        for (int i = 0; i < owner.length; i++) {
+            owner[i] = (int) Math.min(world - 1, before * world / Math.max(1, total));
+            before += trainable.get(i).getArray().size();
+            if (owner[i] == backend.rank()) {
+                mine.add(trainable.get(i).getId());
+            }
+        }
+        sharded.own(mine);
+        owners = owner;
+    }
+
+    /** ZeRO stage 1, after an update: each owner's parameters broadcast to every rank. */
+    private void shareOwnedParameters() {
+        if (sharded == null || backend.worldSize() == 1) {
+            return;
+        }
+        List<Parameter> trainable = trainable();
+        List<Work> started = new ArrayList<>(trainable.size());
+        for (int i = 0; i < trainable.size(); i++) {
+            Parameter p = trainable.get(i);
+            if (owners[i] != backend.rank() && p.getArray().hasGradient()) {
+                // The optimizer's update zeroes a gradient; the others' it did not update, so here.
+                try (NDArray g = p.getArray().getGradient()) {
+                    g.subi(g);
+                }
+            }
+            started.add(backend.group().broadcast(DenseBuffer.of(p.getArray().toByteBuffer(true), type(p)), owners[i]));
+        }
+        for (Work w : started) {
+            w.await();
+        }
+    }
+
+    /** The parameters that take a gradient, in block order. */
+    private List<Parameter> trainable() {
+        List<Parameter> trainable = new ArrayList<>();
+        for (Parameter p : getModel().getBlock().getParameters().values()) {
+            if (p.requiresGradient() && p.getArray() != null) {
+                trainable.add(p);
+            }
+        }
+        return trainable;
     }
 
     /** The root's value of every initialized parameter, into every rank's, in block order. */

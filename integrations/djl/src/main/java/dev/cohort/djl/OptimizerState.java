@@ -147,6 +147,19 @@ final class OptimizerState {
         return known;
     }
 
+    /** The ids of the parameters {@code optimizer} keeps state arrays for (momentum, moments). */
+    static java.util.Set<String> parameterIds(Optimizer optimizer) {
+        java.util.Set<String> ids = new java.util.TreeSet<>();
+        for (StateField f : fields(optimizer)) {
+            if (f.kind() == Kind.ARRAYS && get(f, optimizer) instanceof Map<?, ?> byId) {
+                for (Object id : byId.keySet()) {
+                    ids.add((String) id);
+                }
+            }
+        }
+        return ids;
+    }
+
     /** The state fields of {@code optimizer}'s class and its superclasses, in a fixed order; refuses unknown state. */
     private static List<StateField> fields(Optimizer optimizer) {
         List<StateField> fields = new ArrayList<>();

@@ -112,6 +112,28 @@ class DistributedTrainerTest {
                         .results());
     }
 
+    /**
+     * ZeRO stage 1 with Adam: each rank updates and keeps Adam's state for its share of the
+     * parameters only, and the two ranks train as one process on their batches together.
+     */
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    void zeroStageOneShardsTheOptimizerStateAndTrainsAsOneProcess() {
+        DjlRuns.Run two = DjlRuns.run(tmp, 2, "loop", BATCH, STEPS, 1, "optimizer=adam", "zero=1");
+        DjlRuns.assertClose(DjlRuns.read(two.params()), train(1, "loop", 2 * BATCH, STEPS, 1, "optimizer=adam"));
+        // The MLP's 4 parameters (256, 32, 128 and 4 elements): rank 0 owns the first, rank 1 the others.
+        assertThat(two.results().get(0).output()).contains("optimizer state for 1 of 4 parameters");
+        assertThat(two.results().get(1).output()).contains("optimizer state for 3 of 4 parameters");
+
+        // Its checkpoints are not there yet: saving one says so.
+        DjlRuns.Run saving =
+                DjlRuns.start(tmp, 1, "loop", BATCH, STEPS, 1, "zero=1", "save=2:" + tmp.resolve("sharded.ckpt"));
+        assertThat(saving.results().get(0).exitCode()).isNotZero();
+        assertThat(saving.results().get(0).output())
+                .contains("the trainer's optimizer state is sharded across 1 rank(s) (ZeRO stage 1): DJL checkpoints "
+                        + "cannot save it yet");
+    }
+
     @Test
     void aParameterOffTheCpuIsRefusedNamingIt() {
         DistributedTrainer.requireHostMemory("dense_weight", ai.djl.Device.cpu());

@@ -38,7 +38,7 @@ import java.util.Random;
  * loop) or {@code fit} ({@code EasyTrain.fit} over one epoch), each rank's batch, the optimizer steps
  * per epoch, the batches per step; the root writes every parameter, in block order, to {@code OUT},
  * one value per line. Options: {@code optimizer=sgd|momentum|adam}, {@code epochs=E} (loop),
- * {@code shuffle=true}, {@code batchnorm=true} (a BatchNorm after the first layer), {@code save=STEP:FILE} (the root checkpoints after that step, training goes
+ * {@code shuffle=true}, {@code batchnorm=true} (a BatchNorm after the first layer), {@code zero=1} (ZeRO stage 1), {@code save=STEP:FILE} (the root checkpoints after that step, training goes
  * on), {@code resume=FILE} (every rank loads it and continues from its position), {@code diverge=STEP}
  * (after that step rank 1 adds 0.5 to its second parameter and prints its name). Each rank seeds DJL's random numbers differently, so only the trainer's broadcast makes
  * their parameters the same. Then checks {@link DistributedArrays#averageAll} and prints {@code OK}.
@@ -77,7 +77,8 @@ public final class DjlWorker {
                             .optOptimizer(optimizer(options.getOrDefault("optimizer", "sgd")));
                     DistributedTrainer.Options averaging = new DistributedTrainer.Options()
                             .accumulation(accumulation)
-                            .gradCompression(options.getOrDefault("compression", "none"));
+                            .gradCompression(options.getOrDefault("compression", "none"))
+                            .zeroStage(Integer.parseInt(options.getOrDefault("zero", "0")));
                     if (options.containsKey("clipEvery")) {
                         averaging.clipGradNorm(Double.parseDouble(options.get("clipEvery")));
                     }
@@ -103,6 +104,10 @@ public final class DjlWorker {
                         if (backend.isRootWorker()) {
                             writeParameters(model, out);
                         }
+                        System.out.println("optimizer state for "
+                                + OptimizerState.parameterIds(trainer.optimizer())
+                                        .size() + " of "
+                                + model.getBlock().getParameters().size() + " parameters");
                     }
                 }
                 NDArray mine = manager.create(new float[] {backend.rank() + 1f, 10f * (backend.rank() + 1)});
