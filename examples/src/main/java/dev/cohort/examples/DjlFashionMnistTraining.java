@@ -236,6 +236,11 @@ public final class DjlFashionMnistTraining {
                             }
 
                             @Override
+                            public boolean savesOnEveryWorker() {
+                                return trainer.shardsOptimizerState(); // each sends the root its share
+                            }
+
+                            @Override
                             public void save(Path file, TrainingPosition position) {
                                 // With --data, where the data stands after the last batch trained.
                                 Checkpoints.save(file, trainer, position, parquet);

@@ -176,10 +176,7 @@ public final class FashionMnistTrainer implements Callable<Integer> {
                 throw new IllegalArgumentException(
                         "--zero " + config.zeroStage() + ": only with --framework torch (DJL's trainer has stage 1)");
             }
-            if (djl && config.zeroStage() == 1 && config.checkpointDir() != null) {
-                throw new IllegalArgumentException("--zero 1 with --framework djl: DJL's trainer cannot checkpoint a "
-                        + "sharded optimizer state yet; drop --checkpoint-dir or --zero");
-            }
+
             if (djl) {
                 // DJL's libtorch first: engines that would load JavaCPP's then say they cannot run here.
                 DjlFashionMnistTraining.loadEngine(config.threads());

@@ -328,7 +328,7 @@ class FashionMnistTrainerTest {
     /**
      * The drill through DJL on the tcp engine: rank 0 (which also hosts the store) is killed after
      * step 50, the launcher restarts both, they resume from the checkpoint of step 40 (parameters
-     * and momentum, by parameter name) and end as the uninterrupted run, bit for bit.
+     * and momentum, by parameter name, sharded at ZeRO stage 1) and end as the uninterrupted run, bit for bit.
      */
     @Test
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
@@ -340,7 +340,9 @@ class FashionMnistTrainerTest {
                 "--distributed-backend",
                 "tcp",
                 "--tcp-timeout",
-                Integer.toString(GLOO_TIMEOUT_S));
+                Integer.toString(GLOO_TIMEOUT_S),
+                "--zero", // the optimizer state sharded: each checkpoint gathered by the root, each resume shared out
+                "1");
         TimedConsole console = new TimedConsole();
         JsonNode recovered = killedAtStep50EndsAsUninterrupted(djl, dir, "djl", "0", console);
         assertThat(console.text())

@@ -44,7 +44,12 @@ public final class Checkpoints {
 
     private Checkpoints() {}
 
-    /** Saves the trainer's model and optimizer state at {@code position}; call on the root worker only. */
+    /**
+     * Saves the trainer's model and optimizer state at {@code position}: call on the root worker
+     * only, or, where the trainer shards the optimizer state (ZeRO stage 1), on every rank at the
+     * same step: each sends its share to the root, which writes the whole state in the one file (a
+     * checkpoint that loads sharded or not, at any world size).
+     */
     public static void save(Path file, DistributedTrainer trainer, TrainingPosition position) {
         save(file, trainer, position, null);
     }
@@ -55,16 +60,62 @@ public final class Checkpoints {
      */
     public static void save(
             Path file, DistributedTrainer trainer, TrainingPosition position, DistributedParquetDataset dataset) {
-        if (trainer.shardsOptimizerState()) {
-            throw new IllegalArgumentException("the trainer's optimizer state is sharded across "
-                    + trainer.backend().worldSize() + " rank(s) (ZeRO stage 1): DJL checkpoints cannot save it yet; "
-                    + "train with zeroStage 0 to checkpoint");
-        }
         ParameterList parameters = initializedParameters(trainer, "saving");
         Map<String, String> names = new HashMap<>();
         for (Pair<String, Parameter> p : parameters) {
             names.put(p.getValue().getId(), p.getKey());
         }
+        if (trainer.shardsOptimizerState() && !gatheredToRoot(trainer, parameters, names)) {
+            return; // a rank other than the root: its share went to the root
+        }
+        try {
+            write(file, trainer, position, dataset, parameters, names);
+        } finally {
+            if (trainer.shardsOptimizerState()) {
+                OptimizerState.retain(trainer.optimizer(), trainer.ownedParameterIds()); // the root's share again
+            }
+        }
+    }
+
+    /**
+     * ZeRO stage 1: every rank's share of the optimizer state to the root, which merges them into
+     * its optimizer for the file; true on the root.
+     */
+    private static boolean gatheredToRoot(
+            DistributedTrainer trainer, ParameterList parameters, Map<String, String> names) {
+        trainer.ownedParameterIds(); // every rank has laid out its share before it is saved
+        java.io.ByteArrayOutputStream mine = new java.io.ByteArrayOutputStream();
+        try (DataOutputStream out = new DataOutputStream(mine)) {
+            OptimizerState.write(out, trainer.optimizer(), names);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        java.util.List<byte[]> shares = dev.cohort.api.collective.ObjectCollectives.gatherBytes(
+                trainer.backend().group(), mine.toByteArray(), dev.cohort.api.DistributedBackend.ROOT_RANK);
+        if (!trainer.backend().isRootWorker()) {
+            return false;
+        }
+        Map<String, Parameter> byName = new LinkedHashMap<>();
+        for (Pair<String, Parameter> p : parameters) {
+            byName.put(p.getKey(), p.getValue());
+        }
+        for (int r = 1; r < shares.size(); r++) {
+            try (DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(shares.get(r)))) {
+                OptimizerState.merge(in, trainer.optimizer(), byName, "rank " + r + "'s share of the optimizer state");
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        return true;
+    }
+
+    private static void write(
+            Path file,
+            DistributedTrainer trainer,
+            TrainingPosition position,
+            DistributedParquetDataset dataset,
+            ParameterList parameters,
+            Map<String, String> names) {
         CheckpointFile.write(file, tmp -> {
             try (DataOutputStream out = new DataOutputStream(new BufferedOutputStream(Files.newOutputStream(tmp)))) {
                 out.writeUTF(MAGIC);
@@ -164,6 +215,9 @@ public final class Checkpoints {
                 ArrayCodec.readInto(in, p.getArray(), "parameter '" + name + "'", source);
             }
             OptimizerState.read(in, trainer.optimizer(), byName, source);
+            if (trainer.shardsOptimizerState()) {
+                OptimizerState.retain(trainer.optimizer(), trainer.ownedParameterIds()); // this rank's share only
+            }
             if (dataset != null) {
                 dataset.resumeAt(data);
             }

@@ -131,6 +131,8 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
     private final OwnedUpdates sharded;
     /** ZeRO stage 1: the owner of each trainable parameter, in block order; null until laid out. */
     private int[] owners;
+
+    private Set<String> ownedIds = Set.of();
     /** The join scope this trainer takes part in, while one is open. */
     private Join join;
     /** Inside a join scope: how many ranks the last update's announcement counted. */
@@ -642,6 +644,12 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
         return sharded != null;
     }
 
+    /** ZeRO stage 1: the ids of the parameters this rank updates. */
+    Set<String> ownedParameterIds() {
+        ownShare();
+        return ownedIds;
+    }
+
     /**
      * ZeRO stage 1, once: each trainable parameter's owner, a contiguous share of them in block
      * order balanced by size, and this rank's optimizer told which it updates.
@@ -667,6 +675,7 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
             }
         }
         sharded.own(mine);
+        ownedIds = Set.copyOf(mine);
         owners = owner;
     }
 

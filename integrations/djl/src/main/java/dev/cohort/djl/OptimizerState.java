@@ -81,6 +81,27 @@ final class OptimizerState {
     /** Reads state written by {@link #write} into {@code optimizer}, under the ids of {@code parameters} (by name). */
     static void read(DataInputStream in, Optimizer optimizer, Map<String, Parameter> parameters, String source)
             throws IOException {
+        read(in, optimizer, parameters, source, true);
+    }
+
+    /** As {@link #read}, adding to the state {@code optimizer} holds: another rank's share of a sharded state. */
+    static void merge(DataInputStream in, Optimizer optimizer, Map<String, Parameter> parameters, String source)
+            throws IOException {
+        read(in, optimizer, parameters, source, false);
+    }
+
+    /** Drops {@code optimizer}'s state of every parameter but those of {@code ids} (a rank's share under ZeRO). */
+    static void retain(Optimizer optimizer, java.util.Set<String> ids) {
+        for (StateField f : fields(optimizer)) {
+            if (f.kind() != Kind.COUNTER && get(f, optimizer) instanceof Map<?, ?> byId) {
+                byId.keySet().retainAll(ids);
+            }
+        }
+    }
+
+    private static void read(
+            DataInputStream in, Optimizer optimizer, Map<String, Parameter> parameters, String source, boolean replace)
+            throws IOException {
         String saved = in.readUTF();
         if (!saved.equals(optimizer.getClass().getName())) {
             throw new IllegalArgumentException(source + " holds the state of a " + saved + ", this trainer's optimizer "
@@ -101,14 +122,14 @@ final class OptimizerState {
             switch (f.kind) {
                 case COUNTER -> set(f, optimizer, in.readInt());
                 case COUNTS -> {
-                    Map<String, Integer> counts = mutable(f, optimizer);
+                    Map<String, Integer> counts = mutable(f, optimizer, replace);
                     for (int n = in.readInt(); n > 0; n--) {
                         String name = in.readUTF();
                         counts.put(parameter(parameters, name, source).getId(), in.readInt());
                     }
                 }
                 case ARRAYS -> {
-                    Map<String, Map<Device, NDArray>> arrays = mutable(f, optimizer);
+                    Map<String, Map<Device, NDArray>> arrays = mutable(f, optimizer, replace);
                     for (int n = in.readInt(); n > 0; n--) {
                         Parameter p = parameter(parameters, in.readUTF(), source);
                         NDArray weight = p.getArray();
@@ -226,8 +247,8 @@ final class OptimizerState {
         }
     }
 
-    /** The map in field {@code f}, emptied (a new one where the optimizer has none yet). */
-    private static <V> Map<String, V> mutable(StateField f, Optimizer optimizer) {
+    /** The map in field {@code f}, emptied where {@code empty} (a new one where the optimizer has none yet). */
+    private static <V> Map<String, V> mutable(StateField f, Optimizer optimizer, boolean empty) {
         Map<String, V> map = cast(get(f, optimizer));
         if (map == null) {
             map = new ConcurrentHashMap<>();
@@ -237,7 +258,9 @@ final class OptimizerState {
                 throw new IllegalStateException("cannot restore optimizer state " + f.key() + ": " + e.getMessage(), e);
             }
         }
-        map.clear();
+        if (empty) {
+            map.clear();
+        }
         return map;
     }
 

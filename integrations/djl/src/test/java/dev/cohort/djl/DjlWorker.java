@@ -205,7 +205,8 @@ public final class DjlWorker {
                     System.out.println("CHANGED "
                             + trainer.getModel().getBlock().getParameters().keyAt(1) + " after step " + step);
                 }
-                if (step == save.step() && trainer.backend().isRootWorker()) {
+                // Every rank where the optimizer state is sharded: each sends the root its share.
+                if (step == save.step() && (trainer.backend().isRootWorker() || trainer.shardsOptimizerState())) {
                     Checkpoints.save(
                             save.file(),
                             trainer,
