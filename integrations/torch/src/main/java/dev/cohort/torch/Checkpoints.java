@@ -66,7 +66,23 @@ public final class Checkpoints {
                     "the optimizer's state is sharded across " + zero.group().size() + " rank(s) (ZeRO stage "
                             + zero.stage() + "): call Checkpoints.saveSharded on every rank");
         }
-        writeMain(file, model, optimizer, position, data, null);
+        writeMain(file, model, optimizer, position, data, null, false);
+    }
+
+    /**
+     * As {@link #save(Path, Module, Optimizer, TrainingPosition, DataPosition)}, made durable in the
+     * background ({@link CheckpointFile#writeAsync}): the state is written to a staging file in
+     * memory before this returns, so training may change it at once; the next save, or {@link
+     * CheckpointFile#awaitWrites()} (before the program ends), waits for the file and throws a
+     * failure to write it.
+     */
+    public static void saveAsync(
+            Path file, Module model, Optimizer optimizer, TrainingPosition position, DataPosition data) {
+        ZeroShards zero = optimizer instanceof DistributedOptimizer d ? d.shards() : null;
+        if (zero != null) {
+            throw new IllegalArgumentException("saveAsync saves an unsharded optimizer; under ZeRO use saveSharded");
+        }
+        writeMain(file, model, optimizer, position, data, null, true);
     }
 
     /**
@@ -105,7 +121,7 @@ public final class Checkpoints {
             for (int g = 0; g < zero.layouts().size(); g++) {
                 layout[g + 1] = zero.layouts().get(g).total();
             }
-            writeMain(file, model, null, position, data, layout);
+            writeMain(file, model, null, position, data, layout, false);
             removeShardsBefore(file, position.step());
         }
         group.barrier().await();
@@ -146,8 +162,14 @@ public final class Checkpoints {
      * {@code shards} giving their number and each parameter group's elements.
      */
     private static void writeMain(
-            Path file, Module model, Optimizer optimizer, TrainingPosition position, DataPosition data, long[] shards) {
-        CheckpointFile.write(file, tmp -> {
+            Path file,
+            Module model,
+            Optimizer optimizer,
+            TrainingPosition position,
+            DataPosition data,
+            long[] shards,
+            boolean inBackground) {
+        CheckpointFile.Writer writer = tmp -> {
             try {
                 OutputArchive archive = new OutputArchive();
                 OutputArchive modelArchive = new OutputArchive();
@@ -171,7 +193,12 @@ public final class Checkpoints {
             } catch (RuntimeException e) {
                 throw new IllegalStateException("saving checkpoint " + file + " failed: " + e.getMessage(), e);
             }
-        });
+        };
+        if (inBackground) {
+            CheckpointFile.writeAsync(file, writer);
+        } else {
+            CheckpointFile.write(file, writer);
+        }
     }
 
     /**

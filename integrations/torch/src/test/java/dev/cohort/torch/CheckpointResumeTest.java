@@ -54,6 +54,23 @@ class CheckpointResumeTest {
         assertThat(TinyTraining.weights(resumed)).containsExactly(TinyTraining.weights(straight));
     }
 
+    /** saveAsync: the file holds the state when the call returned, though training went on before it was durable. */
+    @Test
+    void aCheckpointSavedInTheBackgroundHoldsTheStateOfItsCall() throws Exception {
+        TinyTraining.Net net = new TinyTraining.Net(0);
+        Optimizer sgd = TinyTraining.sgd(net);
+        TinyTraining.trainSingle(net, sgd, 0, 3);
+        float[] atSave = TinyTraining.weights(net);
+        Path file = tmp.resolve("async.pt");
+        Checkpoints.saveAsync(file, net, sgd, new TrainingPosition(0, 3, 3), null);
+        TinyTraining.trainSingle(net, sgd, 3, 6); // goes on while the file is made durable
+        dev.cohort.api.checkpoint.CheckpointFile.awaitWrites();
+
+        TinyTraining.Net loaded = new TinyTraining.Net(42);
+        assertThat(Checkpoints.load(file, loaded, TinyTraining.sgd(loaded))).isEqualTo(new TrainingPosition(0, 3, 3));
+        assertThat(TinyTraining.weights(loaded)).containsExactly(atSave);
+    }
+
     @Test
     void savingReplacesTheCheckpointAtomicallyAndLeavesNoTemporaryFile() throws Exception {
         Path file = tmp.resolve("checkpoint.pt");
