@@ -66,9 +66,13 @@ public final class DjlFashionMnistTraining {
     private static final int EVAL_BATCH = 1000;
 
     private final ElasticJob job;
-    private final DistributedBackend backend;
+    /** The current generation's backend (another after an elastic run re-formed its group). */
+    private DistributedBackend backend;
+
     private final TrainingConfig config;
     private final PrintStream out;
+    /** The learning rate's factor (workers now over workers at the start, after a re-form with per-worker batches). */
+    private double lrScale = 1;
 
     private DjlFashionMnistTraining(ElasticJob job, TrainingConfig config, PrintStream out) {
         this.job = job;
@@ -144,21 +148,18 @@ public final class DjlFashionMnistTraining {
             Shape image = cnn ? new Shape(1, FashionMnist.ROWS, FashionMnist.COLUMNS) : new Shape(FashionMnist.PIXELS);
             NDArray testX = manager.create(test.normalizedPixels(), prepend(test.count(), image));
             NDArray testY = manager.create(labels(test));
-            DistributedSampler sampler = new DistributedSampler(backend, config.batchSize(), true, config.seed());
-            Dataset train = parquet != null
-                    ? parquet
-                    : new ArrayDataset.Builder()
-                            .setData(manager.create(idxTrain.normalizedPixels(), prepend(idxTrain.count(), image)))
-                            .optLabels(manager.create(labels(idxTrain)))
-                            .setSampling(sampler)
-                            .build();
+            NDArray trainX = parquet != null
+                    ? null
+                    : manager.create(idxTrain.normalizedPixels(), prepend(idxTrain.count(), image));
+            NDArray trainY = parquet != null ? null : manager.create(labels(idxTrain));
             long examples = parquet != null ? parquetTrain.examples() : idxTrain.count();
-            long perWorker = (examples + workers - 1) / workers;
-            int batchesPerEpoch = (int) ((perWorker + config.batchSize() - 1) / config.batchSize());
-            long totalSteps = (long) config.epochs() * batchesPerEpoch;
+            int startBatches = batches(examples, workers, config.batchSize());
+            long totalSteps = (long) config.epochs() * startBatches;
             model.setBlock(cnn ? DjlModels.cnn() : DjlModels.mlp(512, 256));
-            // DJL counts updates from 1 (restored with the optimizer's state on resume): update 1 is step 0.
-            Tracker schedule = numUpdate -> (float) TrainingLoop.learningRate(config, numUpdate - 1, totalSteps);
+            // DJL counts updates from 1 (restored with the optimizer's state on resume): update 1 is step 0. The
+            // schedule is the start's; a re-formed group scales it.
+            Tracker schedule =
+                    numUpdate -> (float) (lrScale * TrainingLoop.learningRate(config, numUpdate - 1, totalSteps));
             DefaultTrainingConfig trainingConfig = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                     .optOptimizer(Optimizer.sgd()
                             .setLearningRateTracker(schedule)
@@ -170,9 +171,44 @@ public final class DjlFashionMnistTraining {
             try (DistributedTrainer trainer = DistributedTrainer.of(backend, model, trainingConfig, averaging)) {
                 trainer.initialize(prepend(config.batchSize(), image));
                 return new TrainingLoop(job, config, out, new TrainingLoop.Framework(TrainingLoop.Library.DJL) {
+                            private int batchesPerEpoch = startBatches;
+                            private DistributedSampler sampler =
+                                    new DistributedSampler(backend, config.batchSize(), true, config.seed());
+                            private Dataset train = parquet != null ? parquet : idx(sampler);
+
+                            /** The IDX examples, batched by {@code sampler}. */
+                            private Dataset idx(DistributedSampler sampler) {
+                                return new ArrayDataset.Builder()
+                                        .setData(trainX)
+                                        .optLabels(trainY)
+                                        .setSampling(sampler)
+                                        .build();
+                            }
+
                             @Override
                             public int batchesPerEpoch() {
                                 return batchesPerEpoch;
+                            }
+
+                            @Override
+                            public TrainingLoop.Steps regroup(
+                                    DistributedBackend now, int epoch, long examplesDone, int batchSize, double scale) {
+                                if (parquet != null) {
+                                    throw new UnsupportedOperationException(
+                                            "an elastic DJL run trains from the IDX files, not from --data");
+                                }
+                                backend = now;
+                                lrScale = scale;
+                                int afresh = trainer.regroup(now);
+                                if (afresh > 0 && now.isRootWorker()) {
+                                    out.println("the optimizer state of the lost worker's share (" + afresh
+                                            + " parameter(s), ZeRO) starts afresh");
+                                }
+                                sampler = new DistributedSampler(now, batchSize, true, config.seed());
+                                train = idx(sampler);
+                                batchesPerEpoch = batches(examples, now.worldSize(), batchSize);
+                                sampler.startAfter(epoch, examplesDone);
+                                return steps(batches(Math.max(0, examples - examplesDone), now.worldSize(), batchSize));
                             }
 
                             @Override
@@ -203,6 +239,11 @@ public final class DjlFashionMnistTraining {
                                             + " of epoch " + (epoch + 1) + " but its data position is in epoch "
                                             + (parquet.position().epoch() + 1) + ": start afresh");
                                 }
+                                return steps(batchesPerEpoch() - firstBatch);
+                            }
+
+                            /** The next {@code count} batches the trainer iterates, each trained by one call. */
+                            private TrainingLoop.Steps steps(int count) {
                                 Iterator<Batch> it;
                                 try {
                                     it = trainer.iterateDataset(train).iterator();
@@ -210,7 +251,6 @@ public final class DjlFashionMnistTraining {
                                     throw new IllegalStateException(
                                             "reading the training batches failed: " + e.getMessage(), e);
                                 }
-                                int count = batchesPerEpoch() - firstBatch;
                                 return TrainingLoop.steps(it, count, (next, step, totalSteps) -> {
                                     try (Batch b = next.get()) {
                                         double loss;
@@ -300,6 +340,12 @@ public final class DjlFashionMnistTraining {
         }
         double[] counts = backend.averageAll(new double[] {correct, to - from});
         return counts[0] / counts[1];
+    }
+
+    /** Each worker's batches in an epoch of {@code examples} among {@code workers}, {@code batch} examples a batch. */
+    private static int batches(long examples, int workers, int batch) {
+        long perWorker = (examples + workers - 1) / workers;
+        return (int) ((perWorker + batch - 1) / batch);
     }
 
     private static Shape prepend(long n, Shape shape) {

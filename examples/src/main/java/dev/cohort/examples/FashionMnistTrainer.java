@@ -172,11 +172,6 @@ public final class FashionMnistTrainer implements Callable<Integer> {
         try {
             config = config();
             djl = djl();
-            if (djl && config.zeroStage() > 1) {
-                throw new IllegalArgumentException(
-                        "--zero " + config.zeroStage() + ": only with --framework torch (DJL's trainer has stage 1)");
-            }
-
             if (djl) {
                 // DJL's libtorch first: engines that would load JavaCPP's then say they cannot run here.
                 DjlFashionMnistTraining.loadEngine(config.threads());
@@ -199,15 +194,14 @@ public final class FashionMnistTrainer implements Callable<Integer> {
         Runtime.getRuntime().addShutdownHook(onStop);
         try (backend;
                 ElasticJob job = ElasticJob.of(backend, ELASTIC_PATIENCE)) {
-            if (job.isElastic() && djl) {
+            if (job.isElastic() && djl && parquetData != null) {
                 throw new IllegalArgumentException(
-                        "cohort run --elastic: only with --framework torch (DJL's trainer cannot "
-                                + "go on in a re-formed group)");
+                        "cohort run --elastic with --framework djl: only from the IDX files, not with --data");
             }
-            if (job.isElastic() && config.zeroStage() > 0) {
-                throw new IllegalArgumentException(
-                        "cohort run --elastic: only with --zero 0 (under ZeRO a lost worker's "
-                                + "shard of the optimizer state is gone)");
+            if (job.isElastic() && !djl && config.zeroStage() > 0) {
+                throw new IllegalArgumentException("cohort run --elastic with --framework torch: only with --zero 0 "
+                        + "(under ZeRO a lost worker's shard of the optimizer state is gone; --framework djl "
+                        + "starts that share afresh)");
             }
             long start = System.nanoTime();
             if (parquetData != null) {

@@ -84,14 +84,10 @@ public final class Checkpoints {
     private static boolean gatheredToRoot(
             DistributedTrainer trainer, ParameterList parameters, Map<String, String> names) {
         trainer.ownedParameterIds(); // every rank has laid out its share before it is saved
-        java.io.ByteArrayOutputStream mine = new java.io.ByteArrayOutputStream();
-        try (DataOutputStream out = new DataOutputStream(mine)) {
-            OptimizerState.write(out, trainer.optimizer(), names);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
         java.util.List<byte[]> shares = dev.cohort.api.collective.ObjectCollectives.gatherBytes(
-                trainer.backend().group(), mine.toByteArray(), dev.cohort.api.DistributedBackend.ROOT_RANK);
+                trainer.backend().group(),
+                OptimizerState.bytes(trainer.optimizer(), names),
+                dev.cohort.api.DistributedBackend.ROOT_RANK);
         if (!trainer.backend().isRootWorker()) {
             return false;
         }
@@ -100,11 +96,8 @@ public final class Checkpoints {
             byName.put(p.getKey(), p.getValue());
         }
         for (int r = 1; r < shares.size(); r++) {
-            try (DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(shares.get(r)))) {
-                OptimizerState.merge(in, trainer.optimizer(), byName, "rank " + r + "'s share of the optimizer state");
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
+            OptimizerState.merge(
+                    shares.get(r), trainer.optimizer(), byName, "rank " + r + "'s share of the optimizer state");
         }
         return true;
     }

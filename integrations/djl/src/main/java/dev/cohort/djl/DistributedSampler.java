@@ -19,7 +19,9 @@ import java.util.Random;
  * same number of batches per epoch; a shard's last batch may be shorter unless {@code dropLast}.
  *
  * <p>Each call of {@link #sample} is one epoch (DJL asks once per pass over the data); {@link
- * #setEpoch} sets the next one, {@link #resumeAt} the next one and its first batch, as after a resume.
+ * #setEpoch} sets the next one, {@link #resumeAt} the next one and its first batch, as after a resume,
+ * and {@link #startAfter} the rest of an epoch that ranks of another world size began (an elastic
+ * run's re-formed group).
  */
 public final class DistributedSampler implements Sampler {
 
@@ -32,6 +34,8 @@ public final class DistributedSampler implements Sampler {
     private final boolean dropLast;
     private int epoch;
     private int firstBatch;
+    /** Examples of the next epoch's order that ranks before a re-form took already. */
+    private long examplesDone;
 
     /**
      * @param backend   an initialized backend: its rank and world size
@@ -93,8 +97,30 @@ public final class DistributedSampler implements Sampler {
         this.firstBatch = firstBatch;
     }
 
+    /**
+     * The next {@link #sample} call is the rest of epoch {@code epoch} after the first
+     * {@code examplesDone} examples of its order, split among this sampler's ranks: where an elastic
+     * run's group of another size stood when it lost a worker. With the ranks taking every p-th
+     * index of the order, a group that trained k batches of b examples each took exactly the first
+     * k·b·p, whatever p was.
+     */
+    public void startAfter(int epoch, long examplesDone) {
+        if (epoch < 0 || examplesDone < 0) {
+            throw new IllegalArgumentException(
+                    "epoch and examples done are never negative: " + epoch + "/" + examplesDone);
+        }
+        this.epoch = epoch;
+        this.firstBatch = 0;
+        this.examplesDone = examplesDone;
+    }
+
     /** This rank's shard of {@code size} indices for {@code epoch}, in the order it visits them. */
     List<Long> shard(long size, int epoch) {
+        return shard(size, epoch, 0);
+    }
+
+    /** As {@link #shard(long, int)}, of the order's indices after the first {@code skip}. */
+    private List<Long> shard(long size, int epoch, long skip) {
         if (size > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("datasets above 2^31 records are not supported, got " + size);
         }
@@ -105,6 +131,10 @@ public final class DistributedSampler implements Sampler {
         }
         if (shuffle) {
             Collections.shuffle(order, new Random(seed + epoch));
+        }
+        if (skip > 0) {
+            order = new ArrayList<>(order.subList((int) Math.min(skip, n), n));
+            n = order.size();
         }
         int total;
         if (pad) {
@@ -129,7 +159,8 @@ public final class DistributedSampler implements Sampler {
 
     /** One epoch's batches of this rank's shard of {@code size} records; the next call is the next epoch. */
     Iterator<List<Long>> batches(long size) {
-        List<Long> mine = shard(size, epoch++);
+        List<Long> mine = shard(size, epoch++, examplesDone);
+        examplesDone = 0;
         List<List<Long>> batches = new ArrayList<>();
         int skip = firstBatch;
         firstBatch = 0;

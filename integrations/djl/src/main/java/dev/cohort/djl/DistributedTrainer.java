@@ -27,6 +27,7 @@ import dev.cohort.api.Join;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.HalfFloats;
+import dev.cohort.api.collective.ObjectCollectives;
 import dev.cohort.api.collective.ProcessGroup;
 import dev.cohort.api.collective.ReduceOp;
 import dev.cohort.api.collective.Work;
@@ -41,8 +42,12 @@ import java.nio.LongBuffer;
 import java.nio.ShortBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
@@ -84,10 +89,12 @@ import java.util.function.Predicate;
  * <li><b>Host memory.</b> A parameter on another device than the CPU (a GPU) is refused with its
  *     name and device: Cohort reduces host memory, and a GPU array's gradient read through DJL
  *     would be a copy, its averaged values lost.
- * <li><b>ZeRO stage 1.</b> With {@link Options#zeroStage} 1 each rank owns a contiguous share of
- *     the trainable parameters (in block order, balanced by size) and its optimizer updates, and
- *     keeps state for, those alone; after the update each owner broadcasts its parameters. The
- *     averaged gradients stay whole (stage 2, which would shard them too, is not there for DJL).
+ * <li><b>ZeRO stages 1 and 2.</b> With {@link Options#zeroStage} 1 each rank owns a contiguous
+ *     share of the trainable parameters (in block order, balanced by size) and its optimizer
+ *     updates, and keeps state for, those alone; after the update each owner broadcasts its
+ *     parameters. At stage 2 the gradients are not allreduced but reduced to their owner, bucket by
+ *     bucket (buckets end where owners change): each rank receives the average of its share only;
+ *     the others' gradients stay as this rank's backward left them, and are not applied.
  * <li><b>Statistics in step.</b> After every update the parameters that take no gradient (a
  *     {@code BatchNorm}'s running mean and variance) are averaged across the ranks, in one small
  *     allreduce: each rank's statistics come from its own batches, and averaging keeps them the
@@ -117,7 +124,7 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
     /** DDP's bucket size. */
     public static final long DEFAULT_BUCKET_BYTES = 25L << 20;
 
-    private final DistributedBackend backend;
+    private DistributedBackend backend;
     private final Optimizer optimizer;
     private final int accumulation;
     private final long bucketBytes;
@@ -127,9 +134,11 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
     private final double clipEveryStep;
     /** Whether {@link #synchronize()} averaged this step's gradients already. */
     private boolean averaged;
-    /** ZeRO stage 1: what DJL updates the parameters through; null: the user's optimizer, every parameter. */
+    /** ZeRO stages 1 and 2: what DJL updates the parameters through; null: the user's optimizer, every parameter. */
     private final OwnedUpdates sharded;
-    /** ZeRO stage 1: the owner of each trainable parameter, in block order; null until laid out. */
+    /** ZeRO stage 2: gradients reduced to their owners, not allreduced. */
+    private final boolean shardsGradients;
+    /** ZeRO: the owner of each trainable parameter, in block order; null until laid out. */
     private int[] owners;
 
     private Set<String> ownedIds = Set.of();
@@ -147,7 +156,7 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
     private static final int UPDATE = 3;
 
     private List<Bucket> buckets;
-    private final DivergenceCheck divergenceCheck;
+    private DivergenceCheck divergenceCheck;
     private int microBatches;
     /** Parameter updates this trainer made, counted from 1 by {@link #step()}. */
     private long updates;
@@ -157,7 +166,7 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
     private final Set<DistributedParquetDataset> parquetDatasets = Collections.newSetFromMap(new IdentityHashMap<>());
 
     private DistributedTrainer(DistributedBackend backend, Model model, TrainingConfig config, Options options) {
-        this(backend, model, config, options, options.zeroStage == 1 ? new OwnedUpdates(config.getOptimizer()) : null);
+        this(backend, model, config, options, options.zeroStage > 0 ? new OwnedUpdates(config.getOptimizer()) : null);
     }
 
     private DistributedTrainer(
@@ -166,6 +175,7 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
                 prepare(model, config),
                 quietOnWorkers(config, backend.isRootWorker(), sharded != null ? sharded : config.getOptimizer()));
         this.sharded = sharded;
+        this.shardsGradients = options.zeroStage == 2;
         this.backend = backend;
         this.optimizer = config.getOptimizer();
         this.accumulation = options.accumulation;
@@ -224,16 +234,16 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
         }
 
         /**
-         * DeepSpeed's ZeRO stage: 0 (the default) or 1, each rank keeping the optimizer state of its
-         * share of the parameters only.
+         * DeepSpeed's ZeRO stage: 0 (the default); 1, each rank keeping the optimizer state of its
+         * share of the parameters only; 2, each rank also receiving the averaged gradients of its
+         * share only.
          *
-         * @throws IllegalArgumentException for another stage (2, which shards the averaged
-         *     gradients too, is not there for DJL)
+         * @throws IllegalArgumentException for another stage (3, which shards the parameters, is
+         *     not there for DJL)
          */
         public Options zeroStage(int stage) {
-            if (stage != 0 && stage != 1) {
-                throw new IllegalArgumentException("zeroStage must be 0 or 1 for DJL's trainer, got " + stage
-                        + " (stage 2 shards the averaged gradients too: only the torch integration has it)");
+            if (stage < 0 || stage > 2) {
+                throw new IllegalArgumentException("zeroStage must be 0, 1 or 2 for DJL's trainer, got " + stage);
             }
             this.zeroStage = stage;
             return this;
@@ -431,6 +441,7 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
      * Averages the gradients across ranks now, without stepping: afterwards each parameter's
      * gradient holds the average (divided by the accumulation), to read or scale; the next step
      * that updates applies it without averaging again. Calling it twice before a step averages once.
+     * At ZeRO stage 2 only this rank's share holds the average (the others' hold its own gradients).
      */
     public void synchronize() {
         if (!averaged) {
@@ -465,20 +476,35 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
             buckets = layOut();
         }
         for (Bucket b : buckets) {
-            b.pack();
+            if (b.mine()) {
+                b.pack();
+            } else {
+                b.zero(); // another rank's share (ZeRO stage 2): counted there
+            }
         }
         double norm = clip(maxNorm);
         for (Bucket b : buckets) {
-            b.unpack();
+            if (b.mine()) {
+                b.unpack();
+            }
         }
         return norm;
     }
 
-    /** Scales the buckets' values so that their global L2 norm is at most {@code maxNorm}; returns the norm before. */
+    /**
+     * Scales the buckets' values so that their global L2 norm is at most {@code maxNorm}; returns the
+     * norm before. At ZeRO stage 2 each rank holds its share's averages (zeros elsewhere): the sum of
+     * squares is summed over the ranks first.
+     */
     private double clip(double maxNorm) {
         double sumOfSquares = 0;
         for (Bucket b : buckets) {
             sumOfSquares += b.sumOfSquares();
+        }
+        if (shardsGradients && backend.worldSize() > 1) {
+            double[] sum = {sumOfSquares};
+            backend.group().allreduce(DenseBuffer.of(sum), ReduceOp.SUM).await();
+            sumOfSquares = sum[0];
         }
         double norm = Math.sqrt(sumOfSquares);
         double coefficient = maxNorm / (norm + 1e-6);
@@ -529,7 +555,12 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
             } else {
                 pack.accept(b);
             }
-            started.add(group.size() == 1 ? null : group.allreduce(b.onTheWire(), op));
+            if (group.size() == 1) {
+                started.add(null);
+            } else {
+                started.add(
+                        b.owner < 0 ? group.allreduce(b.onTheWire(), op) : group.reduce(b.onTheWire(), op, b.owner));
+            }
         }
         return started;
     }
@@ -639,19 +670,90 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
         return backend;
     }
 
-    /** Whether each rank keeps only its share of the optimizer state (ZeRO stage 1). */
+    /**
+     * Goes on in a re-formed group, as an elastic run does after losing a worker: call it on every
+     * rank of {@code backend} (initialized) between steps. Every rank takes the root's parameters,
+     * the gradients start from zero and the buckets are laid out for the new group. Without ZeRO
+     * every rank already holds the same optimizer state. Under ZeRO the ranks exchange their shares
+     * of the optimizer state and each keeps its share in the new group; a lost worker's share is
+     * gone, and starts afresh for its parameters (momentum and moments from zero; their update
+     * counts, and so their place in a learning-rate schedule, kept).
+     *
+     * @return how many trainable parameters' optimizer state started afresh (0 without ZeRO)
+     */
+    public int regroup(DistributedBackend backend) {
+        Objects.requireNonNull(backend, "backend");
+        if (!backend.isInitialized()) {
+            throw new IllegalStateException("initialize the re-formed group's backend before regroup");
+        }
+        if (join != null) {
+            throw new IllegalStateException("regroup inside a join scope: close the scope first");
+        }
+        this.backend = backend;
+        this.divergenceCheck = DivergenceCheck.fromEnvironment(backend.group());
+        buckets = null;
+        statistics = null;
+        microBatches = 0;
+        averaged = false;
+        for (Parameter p : trainable()) {
+            if (p.getArray().hasGradient()) {
+                try (NDArray g = p.getArray().getGradient()) {
+                    g.subi(g); // a step the old group did not finish left its gradients here
+                }
+            }
+        }
+        broadcastParameters();
+        if (sharded == null) {
+            return 0;
+        }
+        return shareOptimizerState();
+    }
+
+    /** Under ZeRO, in a new group: the ranks' shares exchanged, each rank keeping its new share; returns those lost. */
+    private int shareOptimizerState() {
+        Map<String, String> names = new HashMap<>();
+        Map<String, Parameter> byName = new LinkedHashMap<>();
+        for (Pair<String, Parameter> p : getModel().getBlock().getParameters()) {
+            names.put(p.getValue().getId(), p.getKey());
+            byName.put(p.getKey(), p.getValue());
+        }
+        List<byte[]> shares = ObjectCollectives.allgatherBytes(backend.group(), OptimizerState.bytes(optimizer, names));
+        for (int r = 0; r < shares.size(); r++) {
+            if (r != backend.rank()) {
+                OptimizerState.merge(shares.get(r), optimizer, byName, "rank " + r + "'s share of the optimizer state");
+            }
+        }
+        Set<String> trainableIds = new HashSet<>();
+        for (Parameter p : trainable()) {
+            trainableIds.add(p.getId());
+        }
+        Set<String> held = OptimizerState.parameterIds(optimizer);
+        int lost = 0;
+        if (!held.isEmpty()) {
+            for (String id : trainableIds) {
+                lost += held.contains(id) ? 0 : 1;
+            }
+        }
+        OptimizerState.alignCounts(optimizer, trainableIds);
+        owners = null;
+        ownShare();
+        OptimizerState.retain(optimizer, ownedIds);
+        return lost;
+    }
+
+    /** Whether each rank keeps only its share of the optimizer state (ZeRO stage 1 or 2). */
     public boolean shardsOptimizerState() {
         return sharded != null;
     }
 
-    /** ZeRO stage 1: the ids of the parameters this rank updates. */
+    /** ZeRO: the ids of the parameters this rank updates. */
     Set<String> ownedParameterIds() {
         ownShare();
         return ownedIds;
     }
 
     /**
-     * ZeRO stage 1, once: each trainable parameter's owner, a contiguous share of them in block
+     * ZeRO, once per group: each trainable parameter's owner, a contiguous share of them in block
      * order balanced by size, and this rank's optimizer told which it updates.
      */
     private void ownShare() {
@@ -679,7 +781,7 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
         owners = owner;
     }
 
-    /** ZeRO stage 1, after an update: each owner's parameters broadcast to every rank. */
+    /** ZeRO, after an update: each owner's parameters broadcast to every rank. */
     private void shareOwnedParameters() {
         if (sharded == null || backend.worldSize() == 1) {
             return;
@@ -751,9 +853,14 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
         }
         List<Work> started = startAllreduces(buckets, zeros, Bucket::pack);
         for (int i = 0; i < buckets.size(); i++) {
+            Bucket b = buckets.get(i);
             if (started.get(i) != null) {
                 started.get(i).await();
-                buckets.get(i).received();
+                if (!b.mine()) {
+                    b.zero(); // another rank's share (ZeRO stage 2): no average here
+                    continue;
+                }
+                b.received();
             }
             int divisor = accumulation * (join != null ? active : 1);
             if (divisor > 1) {
@@ -764,20 +871,27 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
             clip(maxNorm);
         }
         for (Bucket b : buckets) {
-            b.unpack();
+            if (b.mine()) {
+                b.unpack();
+            }
         }
         communicationNanos += System.nanoTime() - start;
     }
 
-    /** The trainable parameters in block order, in buckets by element type and size. */
+    /**
+     * The trainable parameters in block order, in buckets by element type and size (and at ZeRO
+     * stage 2 by owner, which each bucket is reduced to).
+     */
     private List<Bucket> layOut() {
         return layOut(Parameter::requiresGradient);
     }
 
     /** The parameters {@code which} takes, in block order, in buckets by element type and size. */
     private List<Bucket> layOut(Predicate<Parameter> which) {
+        ownShare();
         List<Bucket> laidOut = new ArrayList<>();
         Bucket open = null;
+        int trainable = 0;
         for (Parameter p : getModel().getBlock().getParameters().values()) {
             if (!which.test(p) || p.getArray() == null) {
                 continue;
@@ -785,9 +899,13 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
             requireHostMemory(p.getName(), p.getArray().getDevice());
             DataType type = type(p);
             long bytes = p.getArray().size() * type.byteSize();
-            if (open == null || open.type != type || (open.bytes > 0 && open.bytes + bytes > bucketBytes)) {
+            int owner = shardsGradients && p.requiresGradient() ? owners[trainable++] : -1;
+            if (open == null
+                    || open.type != type
+                    || open.owner != owner
+                    || (open.bytes > 0 && open.bytes + bytes > bucketBytes)) {
                 // Statistics travel as they are; float32 gradients as the options say.
-                open = new Bucket(type, type == DataType.FLOAT32 && p.requiresGradient() ? wire : null);
+                open = new Bucket(type, type == DataType.FLOAT32 && p.requiresGradient() ? wire : null, owner);
                 laidOut.add(open);
             }
             open.add(p, bytes);
@@ -825,7 +943,7 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
     }
 
     /** Consecutive parameters of one type whose gradients travel as one buffer. */
-    private static final class Bucket {
+    private final class Bucket {
         /** Elements divided at a time; zero bytes written at a time for a gradient a step did not produce. */
         private static final int CHUNK = 2048;
 
@@ -834,6 +952,8 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
         final DataType type;
         /** The 16-bit type the values travel as, or null: as they are. */
         final DataType wire;
+        /** The rank the bucket is reduced to (ZeRO stage 2), or -1: allreduced. */
+        final int owner;
 
         final List<Parameter> params = new ArrayList<>();
         long bytes;
@@ -841,9 +961,15 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
         /** The values as 16-bit floats while they travel (with {@link #wire}). */
         ShortBuffer half;
 
-        Bucket(DataType type, DataType wire) {
+        Bucket(DataType type, DataType wire, int owner) {
             this.type = type;
             this.wire = wire;
+            this.owner = owner;
+        }
+
+        /** Whether this rank holds the bucket's average: every bucket, or at ZeRO stage 2 its own share's. */
+        boolean mine() {
+            return owner < 0 || owner == DistributedTrainer.this.backend.rank();
         }
 
         void add(Parameter p, long size) {

@@ -90,6 +90,43 @@ final class OptimizerState {
         read(in, optimizer, parameters, source, false);
     }
 
+    /** {@link #write}'s bytes: a rank's share of a sharded state, to send. */
+    static byte[] bytes(Optimizer optimizer, Map<String, String> names) {
+        java.io.ByteArrayOutputStream share = new java.io.ByteArrayOutputStream();
+        try (DataOutputStream out = new DataOutputStream(share)) {
+            write(out, optimizer, names);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        return share.toByteArray();
+    }
+
+    /** {@link #merge} of another rank's {@link #bytes}. */
+    static void merge(byte[] share, Optimizer optimizer, Map<String, Parameter> parameters, String source) {
+        try (DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(share))) {
+            merge(in, optimizer, parameters, source);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * Gives each parameter of {@code ids} that has no update count the largest count there is (the
+     * parameters are updated together, so their counts are alike: a share that was lost keeps its
+     * place in a learning-rate schedule).
+     */
+    static void alignCounts(Optimizer optimizer, java.util.Set<String> ids) {
+        for (StateField f : fields(optimizer)) {
+            if (f.kind() == Kind.COUNTS && get(f, optimizer) instanceof Map<?, ?> byId && !byId.isEmpty()) {
+                Map<String, Integer> counts = cast(byId);
+                int most = java.util.Collections.max(counts.values());
+                for (String id : ids) {
+                    counts.putIfAbsent(id, most);
+                }
+            }
+        }
+    }
+
     /** Drops {@code optimizer}'s state of every parameter but those of {@code ids} (a rank's share under ZeRO). */
     static void retain(Optimizer optimizer, java.util.Set<String> ids) {
         for (StateField f : fields(optimizer)) {
@@ -120,7 +157,11 @@ final class OptimizerState {
                         + "has '" + f.key() + "'");
             }
             switch (f.kind) {
-                case COUNTER -> set(f, optimizer, in.readInt());
+                case COUNTER -> {
+                    // Merging shares: the most updates any rank counted (a rank owning nothing counts none).
+                    int value = in.readInt();
+                    set(f, optimizer, replace ? value : Math.max(value, (Integer) get(f, optimizer)));
+                }
                 case COUNTS -> {
                     Map<String, Integer> counts = mutable(f, optimizer, replace);
                     for (int n = in.readInt(); n > 0; n--) {

@@ -48,6 +48,37 @@ class DistributedSamplerTest {
         assertThat(cut.get(0)).containsExactly(0L, 3L, 6L);
     }
 
+    /**
+     * Three ranks train 5 batches of 4 of an epoch of 120, then a re-formed group of two goes on
+     * after those 60 examples: every example of the epoch is trained once.
+     */
+    @Test
+    void theRestOfAnEpochAfterAReformCoversWhatTheBiggerGroupLeft() {
+        Set<Long> seen = new HashSet<>();
+        for (int r = 0; r < 3; r++) {
+            java.util.Iterator<List<Long>> batches = new DistributedSampler(r, 3, 4, true, 7, true, false).batches(120);
+            for (int b = 0; b < 5; b++) {
+                for (long i : batches.next()) {
+                    assertThat(seen.add(i)).as("index %d twice", i).isTrue();
+                }
+            }
+        }
+        for (int r = 0; r < 2; r++) {
+            DistributedSampler sampler = new DistributedSampler(r, 2, 4, true, 7, true, false);
+            sampler.startAfter(0, 60);
+            List<List<Long>> rest = new ArrayList<>();
+            sampler.batches(120).forEachRemaining(rest::add);
+            assertThat(rest).hasSize(8); // 30 examples a rank
+            for (List<Long> batch : rest) {
+                for (long i : batch) {
+                    assertThat(seen.add(i)).as("index %d twice", i).isTrue();
+                }
+            }
+            assertThat(sampler.epoch()).isEqualTo(1);
+        }
+        assertThat(seen).hasSize(120);
+    }
+
     @Test
     void everyEpochReshufflesAndEveryRankAgrees() {
         List<List<Long>> first = shards(2, 100, 0, true, true);

@@ -126,6 +126,23 @@ class DistributedTrainerTest {
         assertThat(two.results().get(1).output()).contains("optimizer state for 3 of 4 parameters");
     }
 
+    /**
+     * ZeRO stage 2 with Adam on three ranks, the averaged gradients clipped: each rank receives the
+     * average of its share only (reduced to it, not allreduced), the global norm is summed over the
+     * shares, and the ranks train as one process on their batches together.
+     */
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    void zeroStageTwoReducesEachShareToItsOwnerAndTrainsAsOneProcess() {
+        DjlRuns.Run three = DjlRuns.run(tmp, 3, "loop", BATCH, STEPS, 1, "optimizer=adam", "zero=2", "clip=0.05");
+        DjlRuns.assertClose(
+                DjlRuns.read(three.params()), train(1, "loop", 3 * BATCH, STEPS, 1, "optimizer=adam", "clip=0.05"));
+        assertThat(three.results().get(0).output()).doesNotContain("no step clipped so far");
+        // The MLP's 4 parameters (256, 32, 128 and 4 elements) among 3: ranks 0 and 1 one each, rank 2 the last two.
+        assertThat(three.results().get(1).output()).contains("optimizer state for 1 of 4 parameters");
+        assertThat(three.results().get(2).output()).contains("optimizer state for 2 of 4 parameters");
+    }
+
     @Test
     void aParameterOffTheCpuIsRefusedNamingIt() {
         DistributedTrainer.requireHostMemory("dense_weight", ai.djl.Device.cpu());

@@ -4,6 +4,7 @@ import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
+import dev.cohort.api.collective.CollectiveException;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.steps.TrainingSteps;
 import dev.cohort.runtime.FreePorts;
@@ -178,7 +179,10 @@ public final class ElasticJob implements AutoCloseable {
      * connected. When the new group cannot connect (another worker was lost meanwhile), it takes
      * the generation after that, until {@code patience} has passed.
      *
-     * @throws RuntimeException {@code failure} itself when the job is not elastic
+     * @throws RuntimeException {@code failure} itself when the job is not elastic, or when no
+     *     {@link CollectiveException} caused it: a failure of this worker's own (a bug, bad data)
+     *     ends this worker, and the launcher re-forms the others without it, at once, instead of
+     *     every worker waiting for a generation that comes only once this one has gone
      * @throws IllegalStateException when no generation that has this worker comes in time
      */
     public synchronized DistributedBackend reform(RuntimeException failure) {
@@ -191,10 +195,20 @@ public final class ElasticJob implements AutoCloseable {
      * arena) must be let go of before it closes.
      */
     public synchronized DistributedBackend reform(RuntimeException failure, Runnable release) {
-        if (store == null) {
+        if (store == null || !fromACollective(failure)) {
             throw failure;
         }
         return nextGeneration(failure.getMessage(), failure, release);
+    }
+
+    /** Whether a collective's failure is among {@code failure}'s causes. */
+    private static boolean fromACollective(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t instanceof CollectiveException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
