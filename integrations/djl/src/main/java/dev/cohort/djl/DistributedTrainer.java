@@ -754,7 +754,8 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
 
     /**
      * ZeRO, once per group: each trainable parameter's owner, a contiguous share of them in block
-     * order balanced by size, and this rank's optimizer told which it updates.
+     * order balanced by size (a parameter goes to the rank whose even share of all the elements holds
+     * its middle), and this rank's optimizer told which it updates.
      */
     private void ownShare() {
         if (sharded == null || owners != null) {
@@ -770,8 +771,11 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
         Set<String> mine = new java.util.HashSet<>();
         long before = 0;
         for (int i = 0; i < owner.length; i++) {
-            owner[i] = (int) Math.min(world - 1, before * world / Math.max(1, total));
-            before += trainable.get(i).getArray().size();
+            long size = trainable.get(i).getArray().size();
+            // The rank whose even share holds the parameter's middle: one large parameter does not pull its
+            // followers onto its owner.
+            owner[i] = (int) Math.min(world - 1, (2 * before + size) * world / Math.max(1, 2 * total));
+            before += size;
             if (owner[i] == backend.rank()) {
                 mine.add(trainable.get(i).getId());
             }

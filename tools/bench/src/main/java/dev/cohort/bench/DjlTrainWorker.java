@@ -16,7 +16,6 @@ import dev.cohort.api.DistributedBackend;
 import dev.cohort.djl.DistributedTrainer;
 import dev.cohort.examples.DjlFashionMnistTraining;
 import dev.cohort.examples.DjlModels;
-import java.util.List;
 
 /**
  * The training benchmark's worker through DJL's PyTorch engine ({@code --framework djl}): the same
@@ -28,23 +27,35 @@ final class DjlTrainWorker {
 
     private static final int CLASSES = 10;
 
+    /** The optimizer {@code --optimizer} names, as the torch benchmark's: SGD at 0.01, momentum 0.9, Adam at 0.001. */
+    private static Optimizer optimizer(String name) {
+        return switch (name) {
+            case "sgd" ->
+                Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.01f)).build();
+            case "sgd-momentum" ->
+                Optimizer.sgd()
+                        .setLearningRateTracker(Tracker.fixed(0.01f))
+                        .optMomentum(0.9f)
+                        .build();
+            case "adam" ->
+                Optimizer.adam().optLearningRateTracker(Tracker.fixed(0.001f)).build();
+            default -> throw new IllegalArgumentException("--optimizer " + name);
+        };
+    }
+
     private DjlTrainWorker() {}
 
-    /** Trains {@code steps} timed steps after {@code warm}; the root's result, or null on other ranks. */
-    static TrainBenchmark.Result run(
-            String backendName,
-            List<String> engineOptions,
-            int steps,
-            int warm,
-            int batch,
-            int hidden,
-            String modelName)
-            throws Exception {
+    /** Trains {@code s.steps} timed steps after {@code s.warm}; the root's result, or null on other ranks. */
+    static TrainBenchmark.Result run(TrainSettings s) throws Exception {
+        int steps = s.steps;
+        int warm = s.warm;
+        int batch = s.batch;
+        String modelName = s.model;
         Engine engine =
                 DjlFashionMnistTraining.loadEngine(1); // first: gloo and hier then say they cannot run beside it
         boolean cnn = modelName.equals("demo-cnn");
         Shape image = cnn ? new Shape(1, 28, 28) : new Shape(784);
-        try (DistributedBackend b = Engines.open(backendName, engineOptions);
+        try (DistributedBackend b = Engines.open(s.backend, s.engineOptions);
                 NDManager manager = engine.newBaseManager();
                 Model model = Model.newInstance("bench", engine.getEngineName())) {
             b.initialize();
@@ -52,11 +63,14 @@ final class DjlTrainWorker {
             model.setBlock(
                     cnn
                             ? DjlModels.cnn()
-                            : modelName.equals("demo-mlp") ? DjlModels.mlp(512, 256) : DjlModels.mlp(hidden, hidden));
-            Tracker lr = Tracker.fixed(0.01f);
-            DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
-                    .optOptimizer(Optimizer.sgd().setLearningRateTracker(lr).build());
-            try (DistributedTrainer trainer = DistributedTrainer.of(b, model, config)) {
+                            : modelName.equals("demo-mlp")
+                                    ? DjlModels.mlp(512, 256)
+                                    : DjlModels.mlp(s.hidden, s.hidden));
+            DefaultTrainingConfig config =
+                    new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss()).optOptimizer(optimizer(s.optimizer));
+            DistributedTrainer.Options options =
+                    new DistributedTrainer.Options().zeroStage(s.zero).gradCompression(s.gradCompression);
+            try (DistributedTrainer trainer = DistributedTrainer.of(b, model, config, options)) {
                 trainer.initialize(new Shape(batch).addAll(image));
                 int nb = 16;
                 NDArray[] xs = new NDArray[nb];

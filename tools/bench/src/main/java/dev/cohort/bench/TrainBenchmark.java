@@ -286,7 +286,7 @@ final class TrainBenchmark extends BenchCommand {
         @Override
         public Integer call() throws Exception {
             if (s.framework.equals("djl")) {
-                Result r = DjlTrainWorker.run(s.backend, s.engineOptions, s.steps, s.warm, s.batch, s.hidden, s.model);
+                Result r = DjlTrainWorker.run(s);
                 if (r != null) {
                     boolean alone = s.backend.equals("none")
                             && Integer.parseInt(System.getenv().getOrDefault("WORLD_SIZE", "1")) > 1;

@@ -65,18 +65,12 @@ final class TrainSettings {
             throw new IllegalArgumentException(
                     "--grad-compression must be bf16, fp16 or none, got '" + gradCompression + "'");
         }
-        if (framework.equals("djl") && !gradCompression.equals("none")) {
-            throw new IllegalArgumentException("--grad-compression: only with --framework torch");
-        }
         if (zero < 0 || zero > 2) {
             throw new IllegalArgumentException("--zero must be 0, 1 or 2, got " + zero);
         }
         if (!List.of("sgd", "sgd-momentum", "adam").contains(optimizer)) {
             throw new IllegalArgumentException(
                     "--optimizer must be sgd, sgd-momentum or adam, got '" + optimizer + "'");
-        }
-        if (framework.equals("djl") && (zero != 0 || !optimizer.equals("sgd"))) {
-            throw new IllegalArgumentException("--zero and --optimizer: only with --framework torch");
         }
         if (syncOnly && (framework.equals("djl") || zero != 0 || !gradCompression.equals("none") || overlap != null)) {
             throw new IllegalArgumentException(
