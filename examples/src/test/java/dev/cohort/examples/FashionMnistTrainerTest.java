@@ -311,18 +311,25 @@ class FashionMnistTrainerTest {
                 options.build(),
                 "--distributed-backend tcp --model mlp --epochs 1 --max-steps 60 --elastic-batch global --json "
                         + json);
-        assertThat(result.exitCode()).as(console.text()).isZero();
-        assertThat(result.restarts()).isZero();
-        assertThat(console.text())
-                .contains(
-                        "go on as generation 1 of the group (elastic)",
-                        "going on with 2 workers as generation 1 from step 30, 96 examples per worker",
-                        "the group re-formed 1 time(s) without a restart; 3 worker(s) started, 2 finished");
+        reformedWithoutARestart(
+                result,
+                console,
+                "go on as generation 1 of the group (elastic)",
+                "going on with 2 workers as generation 1 from step 30, 96 examples per worker");
         JsonNode summary = new ObjectMapper().readTree(json.toFile());
         assertThat(summary.get("steps").asLong()).isEqualTo(60);
         assertThat(summary.get("workers").asInt()).isEqualTo(2);
         assertThat(summary.get("global_batch_size").asInt()).isEqualTo(192);
         assertThat(summary.get("restarts").asInt()).isZero();
+    }
+
+    /** The run ended well with no restart, 2 of its 3 workers re-formed, saying {@code lines}. */
+    private static void reformedWithoutARestart(LaunchResult result, TimedConsole console, String... lines) {
+        assertThat(result.exitCode()).as(console.text()).isZero();
+        assertThat(result.restarts()).isZero();
+        assertThat(console.text())
+                .contains(lines)
+                .contains("the group re-formed 1 time(s) without a restart; 3 worker(s) started, 2 finished");
     }
 
     /**
@@ -356,13 +363,11 @@ class FashionMnistTrainerTest {
                         .addEnvironment(FaultDrill.RANK, "2")
                         .build(),
                 run + elastic + " --zero 2 --grad-compression bf16");
-        assertThat(result.exitCode()).as(console.text()).isZero();
-        assertThat(result.restarts()).isZero();
-        assertThat(console.text())
-                .contains(
-                        "the optimizer state of the lost worker's share (5 parameter(s), ZeRO) starts afresh",
-                        "going on with 2 workers as generation 1 from step 30, 64 examples per worker",
-                        "the group re-formed 1 time(s) without a restart; 3 worker(s) started, 2 finished");
+        reformedWithoutARestart(
+                result,
+                console,
+                "the optimizer state of the lost worker's share (5 parameter(s), ZeRO) starts afresh",
+                "going on with 2 workers as generation 1 from step 30, 64 examples per worker");
         JsonNode summary = new ObjectMapper().readTree(elastic.toFile());
         assertThat(summary.get("framework").asText()).isEqualTo("djl");
         assertThat(summary.get("steps").asLong()).isEqualTo(60);
