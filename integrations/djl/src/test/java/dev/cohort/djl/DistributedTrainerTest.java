@@ -13,11 +13,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * DJL training on N processes over the tcp engine equals one process training on the N shards'
- * batches together: the same parameters within 1e-5 relative, with a hand-written loop, with
+ * DJL training on N processes over the tcp engine (some cases on shm too) equals one process
+ * training on the N shards' batches together: the same parameters within 1e-5 relative, with a hand-written loop, with
  * {@code EasyTrain.fit}, and with gradient accumulation. Every rank starts from other random
  * parameters, so equality also shows that the root's parameters reached every rank.
  */
@@ -63,10 +64,13 @@ class DistributedTrainerTest {
      * bf16's rounding of one process on the whole batch, and not equal to it (the gradients did travel
      * rounded).
      */
-    @Test
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("dev.cohort.djl.DjlRuns#engines")
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
-    void bf16GradientsClippedEveryStepTrainWithinRoundingOfOneProcess() {
-        float[] two = train(2, "fit", BATCH, STEPS, 1, "compression=bf16", "clipEvery=0.05");
+    void bf16GradientsClippedEveryStepTrainWithinRoundingOfOneProcess(Map<String, String> engine) {
+        float[] two =
+                DjlRuns.read(DjlRuns.run(tmp, engine, 2, "fit", BATCH, STEPS, 1, "compression=bf16", "clipEvery=0.05")
+                        .params());
         float[] alone = train(1, "fit", 2 * BATCH, STEPS, 1, "clipEvery=0.05");
         float worst = 0;
         for (int i = 0; i < alone.length; i++) {
@@ -84,12 +88,13 @@ class DistributedTrainerTest {
      * gradients clipped, the loss averaged every step) end with the same parameters, those of one
      * process that at each step trains on the examples of the ranks still holding a batch.
      */
-    @Test
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("dev.cohort.djl.DjlRuns#engines")
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
-    void unevenRanksInAJoinScopeTrainAsOneProcessOnTheBatchesThatExist() {
+    void unevenRanksInAJoinScopeTrainAsOneProcessOnTheBatchesThatExist(Map<String, String> engine) {
         Path out = tmp.resolve("join");
         List<String> args = List.of(out.toString(), "9", "6", "4", "clip=0.5");
-        JvmWorkers.assertAllOk(DjlRuns.processes(tmp, Map.of(), 3, DjlJoinWorker.class, args, DjlRuns.nextId()));
+        JvmWorkers.assertAllOk(DjlRuns.processes(tmp, engine, 3, DjlJoinWorker.class, args, DjlRuns.nextId()));
         Path reference = tmp.resolve("alone");
         List<String> alone = List.of(reference.toString(), "9", "6", "4", "clip=0.5");
         JvmWorkers.assertAllOk(DjlRuns.processes(tmp, Map.of(), 1, DjlJoinWorker.class, alone, DjlRuns.nextId()));
@@ -131,10 +136,12 @@ class DistributedTrainerTest {
      * average of its share only (reduced to it, not allreduced), the global norm is summed over the
      * shares, and the ranks train as one process on their batches together.
      */
-    @Test
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("dev.cohort.djl.DjlRuns#engines")
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
-    void zeroStageTwoReducesEachShareToItsOwnerAndTrainsAsOneProcess() {
-        DjlRuns.Run three = DjlRuns.run(tmp, 3, "loop", BATCH, STEPS, 1, "optimizer=adam", "zero=2", "clip=0.05");
+    void zeroStageTwoReducesEachShareToItsOwnerAndTrainsAsOneProcess(Map<String, String> engine) {
+        DjlRuns.Run three =
+                DjlRuns.run(tmp, engine, 3, "loop", BATCH, STEPS, 1, "optimizer=adam", "zero=2", "clip=0.05");
         DjlRuns.assertClose(
                 DjlRuns.read(three.params()), train(1, "loop", 3 * BATCH, STEPS, 1, "optimizer=adam", "clip=0.05"));
         assertThat(three.results().get(0).output()).doesNotContain("no step clipped so far");

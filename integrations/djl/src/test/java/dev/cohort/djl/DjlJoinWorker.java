@@ -11,8 +11,6 @@ import ai.djl.training.GradientCollector;
 import ai.djl.training.loss.Loss;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.Join;
-import dev.cohort.tcp.TcpBackend;
-import dev.cohort.tcp.TcpOptions;
 import dev.cohort.testkit.WorkerProcess;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -46,7 +44,7 @@ public final class DjlJoinWorker {
             int steps = Arrays.stream(batches).max().orElse(0);
             DjlWorker.Synthetic data = DjlWorker.synthetic(steps * batches.length * BATCH);
             Engine engine = DjlEngines.load("PyTorch");
-            try (DistributedBackend backend = new TcpBackend(new TcpOptions(), System.getenv());
+            try (DistributedBackend backend = DjlWorker.backend();
                     NDManager manager = NDManager.newBaseManager();
                     Model model = Model.newInstance("mlp")) {
                 backend.initialize();

@@ -14,7 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
-/** Runs {@link DjlWorker} jobs on the tcp engine, one JVM per rank, and reads what their root wrote. */
+/** Runs {@link DjlWorker} jobs on the tcp engine (or {@code COHORT_BACKEND}'s), one JVM per rank, and reads what their root wrote. */
 final class DjlRuns {
 
     private static final AtomicInteger RUNS = new AtomicInteger();
@@ -33,9 +33,29 @@ final class DjlRuns {
     record Run(Path params, List<Result> results) {}
 
     static Run run(Path tmp, int world, String mode, int batch, int steps, int accumulation, String... options) {
-        Run run = start(tmp, world, mode, batch, steps, accumulation, options);
+        return run(tmp, Map.of(), world, mode, batch, steps, accumulation, options);
+    }
+
+    /** As {@link #run}, with {@code env} added to every rank's environment (e.g. {@code COHORT_BACKEND}). */
+    static Run run(
+            Path tmp,
+            Map<String, String> env,
+            int world,
+            String mode,
+            int batch,
+            int steps,
+            int accumulation,
+            String... options) {
+        Run run = start(tmp, env, world, mode, batch, steps, accumulation, options);
         JvmWorkers.assertAllOk(run.results());
         return run;
+    }
+
+    /** The engines the equivalence tests train on: tcp, and shm on JDK 22 or newer (which it needs). */
+    static List<Map<String, String>> engines() {
+        return Runtime.version().feature() >= 22
+                ? List.of(Map.of("COHORT_BACKEND", "tcp"), Map.of("COHORT_BACKEND", "shm"))
+                : List.of(Map.of("COHORT_BACKEND", "tcp"));
     }
 
     /** As {@link #run}, whatever the ranks' exit codes. */

@@ -18,11 +18,10 @@ import ai.djl.training.dataset.Batch;
 import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
+import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.checkpoint.TrainingPosition;
 import dev.cohort.api.steps.TrainingSteps;
-import dev.cohort.tcp.TcpBackend;
-import dev.cohort.tcp.TcpOptions;
 import dev.cohort.testkit.WorkerProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -62,7 +61,7 @@ public final class DjlWorker {
             int epochs = Integer.parseInt(options.getOrDefault("epochs", "1"));
             boolean shuffle = Boolean.parseBoolean(options.getOrDefault("shuffle", "false"));
             Engine engine = DjlEngines.load("PyTorch"); // before any other DJL call: see DjlEngines
-            try (DistributedBackend backend = new TcpBackend(new TcpOptions(), System.getenv());
+            try (DistributedBackend backend = backend();
                     NDManager manager = NDManager.newBaseManager()) {
                 backend.initialize();
                 engine.setRandomSeed(1000 + 17 * backend.rank());
@@ -149,6 +148,11 @@ public final class DjlWorker {
             }
         }
         Files.write(out, lines);
+    }
+
+    /** The engine {@code COHORT_BACKEND} names (shm in some tests); tcp by default. */
+    static DistributedBackend backend() {
+        return Backends.select(System.getenv().getOrDefault(Backends.ENV_BACKEND, "tcp"));
     }
 
     static Optimizer optimizer(String name) {
