@@ -60,6 +60,27 @@ public final class Checkpoints {
      */
     public static void save(
             Path file, DistributedTrainer trainer, TrainingPosition position, DistributedParquetDataset dataset) {
+        save(file, trainer, position, dataset, false);
+    }
+
+    /**
+     * Saves as {@link #save(Path, DistributedTrainer, TrainingPosition, DistributedParquetDataset)}
+     * ({@code dataset} may be null), the file made durable in the background ({@link
+     * CheckpointFile#writeAsync}): training pauses while the checkpoint is staged, and goes on
+     * while a background thread moves it into place. The next save waits for it, and {@link
+     * CheckpointFile#awaitWrites()} waits and throws its failure.
+     */
+    public static void saveAsync(
+            Path file, DistributedTrainer trainer, TrainingPosition position, DistributedParquetDataset dataset) {
+        save(file, trainer, position, dataset, true);
+    }
+
+    private static void save(
+            Path file,
+            DistributedTrainer trainer,
+            TrainingPosition position,
+            DistributedParquetDataset dataset,
+            boolean async) {
         ParameterList parameters = initializedParameters(trainer, "saving");
         Map<String, String> names = new HashMap<>();
         for (Pair<String, Parameter> p : parameters) {
@@ -69,7 +90,7 @@ public final class Checkpoints {
             return; // a rank other than the root: its share went to the root
         }
         try {
-            write(file, trainer, position, dataset, parameters, names);
+            write(file, trainer, position, dataset, parameters, names, async);
         } finally {
             if (trainer.shardsOptimizerState()) {
                 OptimizerState.retain(trainer.optimizer(), trainer.ownedParameterIds()); // the root's share again
@@ -108,8 +129,9 @@ public final class Checkpoints {
             TrainingPosition position,
             DistributedParquetDataset dataset,
             ParameterList parameters,
-            Map<String, String> names) {
-        CheckpointFile.write(file, tmp -> {
+            Map<String, String> names,
+            boolean async) {
+        CheckpointFile.Writer writer = tmp -> {
             try (DataOutputStream out = new DataOutputStream(new BufferedOutputStream(Files.newOutputStream(tmp)))) {
                 out.writeUTF(MAGIC);
                 out.writeInt(VERSION);
@@ -130,7 +152,12 @@ public final class Checkpoints {
                 }
                 OptimizerState.write(out, trainer.optimizer(), names);
             }
-        });
+        };
+        if (async) {
+            CheckpointFile.writeAsync(file, writer);
+        } else {
+            CheckpointFile.write(file, writer);
+        }
     }
 
     /**

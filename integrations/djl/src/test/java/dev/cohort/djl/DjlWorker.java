@@ -20,6 +20,7 @@ import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import dev.cohort.api.Backends;
 import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.checkpoint.CheckpointFile;
 import dev.cohort.api.checkpoint.TrainingPosition;
 import dev.cohort.api.steps.TrainingSteps;
 import dev.cohort.testkit.WorkerProcess;
@@ -100,6 +101,7 @@ public final class DjlWorker {
                                                 || m.rank() != backend.rank())) {
                             throw new IllegalStateException("the trainer's steps were not marked whole: " + marked);
                         }
+                        CheckpointFile.awaitWrites(); // a checkpoint saved in the background is durable
                         if (backend.isRootWorker()) {
                             writeParameters(model, out);
                         }
@@ -211,25 +213,33 @@ public final class DjlWorker {
                 }
                 // Every rank where the optimizer state is sharded: each sends the root its share.
                 if (step == save.step() && (trainer.backend().isRootWorker() || trainer.shardsOptimizerState())) {
-                    Checkpoints.save(
-                            save.file(),
-                            trainer,
-                            batch == batchesPerEpoch
-                                    ? new TrainingPosition(epoch + 1, 0, step)
-                                    : new TrainingPosition(epoch, batch, step));
+                    TrainingPosition at = batch == batchesPerEpoch
+                            ? new TrainingPosition(epoch + 1, 0, step)
+                            : new TrainingPosition(epoch, batch, step);
+                    if (save.async()) {
+                        Checkpoints.saveAsync(save.file(), trainer, at, null);
+                    } else {
+                        Checkpoints.save(save.file(), trainer, at);
+                    }
                 }
             }
         }
     }
 
-    /** The {@code save=STEP:FILE} option: after which step the root checkpoints, and where (step -1: never). */
-    record SaveAt(long step, Path file) {
+    /**
+     * The {@code save=STEP:FILE} option: after which step the root checkpoints, and where (step -1:
+     * never); with {@code async=true}, in the background.
+     */
+    record SaveAt(long step, Path file, boolean async) {
         static SaveAt of(Map<String, String> options) {
             if (!options.containsKey("save")) {
-                return new SaveAt(-1, null);
+                return new SaveAt(-1, null, false);
             }
             String[] at = options.get("save").split(":", 2);
-            return new SaveAt(Long.parseLong(at[0]), Path.of(at[1]));
+            return new SaveAt(
+                    Long.parseLong(at[0]),
+                    Path.of(at[1]),
+                    Boolean.parseBoolean(options.getOrDefault("async", "false")));
         }
     }
 
