@@ -73,6 +73,8 @@ public final class DjlFashionMnistTraining {
     private final PrintStream out;
     /** The learning rate's factor (workers now over workers at the start, after a re-form with per-worker batches). */
     private double lrScale = 1;
+    /** The learning rate of the step being trained. */
+    private double learningRate;
 
     private DjlFashionMnistTraining(ElasticJob job, TrainingConfig config, PrintStream out) {
         this.job = job;
@@ -154,12 +156,10 @@ public final class DjlFashionMnistTraining {
             NDArray trainY = parquet != null ? null : manager.create(labels(idxTrain));
             long examples = parquet != null ? parquetTrain.examples() : idxTrain.count();
             int startBatches = batches(examples, workers, config.batchSize());
-            long totalSteps = (long) config.epochs() * startBatches;
             model.setBlock(cnn ? DjlModels.cnn() : DjlModels.mlp(512, 256));
-            // DJL counts updates from 1 (restored with the optimizer's state on resume): update 1 is step 0. The
-            // schedule is the start's; a re-formed group scales it.
-            Tracker schedule =
-                    numUpdate -> (float) (lrScale * TrainingLoop.learningRate(config, numUpdate - 1, totalSteps));
+            // The rate the loop's step and plan give (set before each update), as the torch demo's: the same on
+            // members, joiners and a resumed run.
+            Tracker schedule = numUpdate -> (float) learningRate;
             DefaultTrainingConfig trainingConfig = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                     .optOptimizer(Optimizer.sgd()
                             .setLearningRateTracker(schedule)
@@ -169,7 +169,10 @@ public final class DjlFashionMnistTraining {
                     .gradCompression(config.gradCompression())
                     .zeroStage(config.zeroStage());
             try (DistributedTrainer trainer = DistributedTrainer.of(backend, model, trainingConfig, averaging)) {
-                trainer.initialize(prepend(config.batchSize(), image));
+                trainer.initialize(prepend(config.batchSize(), image)); // every rank takes the root's parameters
+                if (job.joined()) {
+                    trainer.takeOptimizerState(); // as the members' regroup hands it over
+                }
                 return new TrainingLoop(job, config, out, new TrainingLoop.Framework(TrainingLoop.Library.DJL) {
                             private int batchesPerEpoch = startBatches;
                             private DistributedSampler sampler =
@@ -188,6 +191,18 @@ public final class DjlFashionMnistTraining {
                             @Override
                             public int batchesPerEpoch() {
                                 return batchesPerEpoch;
+                            }
+
+                            @Override
+                            public void joinAt(int batchSize, double scale) {
+                                if (parquet != null) {
+                                    throw new UnsupportedOperationException(
+                                            "an elastic DJL run trains from the IDX files, not from --data");
+                                }
+                                lrScale = scale;
+                                sampler = new DistributedSampler(backend, batchSize, true, config.seed());
+                                train = idx(sampler);
+                                batchesPerEpoch = batches(examples, backend.worldSize(), batchSize);
                             }
 
                             @Override
@@ -252,6 +267,7 @@ public final class DjlFashionMnistTraining {
                                             "reading the training batches failed: " + e.getMessage(), e);
                                 }
                                 return TrainingLoop.steps(it, count, (next, step, totalSteps) -> {
+                                    learningRate = lrScale * TrainingLoop.learningRate(config, step, totalSteps);
                                     try (Batch b = next.get()) {
                                         double loss;
                                         try (GradientCollector collector = trainer.newGradientCollector()) {

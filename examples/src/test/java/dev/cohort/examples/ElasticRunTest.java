@@ -167,14 +167,16 @@ class ElasticRunTest {
     }
 
     /**
-     * The demo trainer with a node that joins: node 0 starts alone (two workers, gloo), node 1's
-     * launcher comes once the first epoch is done, and at the next epoch boundary the members take
-     * its two workers in: they get the root's model, optimizer state and position, and the four
-     * train the remaining epochs together.
+     * The demo trainer with a node that joins: node 0 starts alone (two workers: JavaCPP's PyTorch
+     * on gloo, or DJL on tcp), node 1's launcher comes once the first epoch is done, and at the next
+     * epoch boundary the members take its two workers in: they get the root's model, optimizer
+     * state and position, and the four train the remaining epochs together.
      */
-    @Test
+    @ParameterizedTest(name = "{0} on {1}")
+    @CsvSource({"torch, gloo", "djl, tcp"})
     @Timeout(300)
-    void theDemoTakesInAJoiningNodeAtAnEpochBoundary(@TempDir Path dir) throws Exception {
+    void theDemoTakesInAJoiningNodeAtAnEpochBoundary(String framework, String engine, @TempDir Path dir)
+            throws Exception {
         org.junit.jupiter.api.Assumptions.assumeTrue(
                 Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
@@ -185,8 +187,10 @@ class ElasticRunTest {
                     List.of("--nnodes", "1:2", "--join-timeout", "3"),
                     List.of(
                             FashionMnistTrainer.class.getName(),
+                            "--framework",
+                            framework,
                             "--distributed-backend",
-                            "gloo",
+                            engine,
                             "--model",
                             "mlp",
                             "--epochs",

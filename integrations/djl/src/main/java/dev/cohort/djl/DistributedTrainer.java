@@ -671,12 +671,13 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
     }
 
     /**
-     * Goes on in a re-formed group, as an elastic run does after losing a worker: call it on every
-     * rank of {@code backend} (initialized) between steps. Every rank takes the root's parameters,
-     * the gradients start from zero and the buckets are laid out for the new group. Without ZeRO
-     * every rank already holds the same optimizer state. Under ZeRO the ranks exchange their shares
-     * of the optimizer state and each keeps its share in the new group; a lost worker's share is
-     * gone, and starts afresh for its parameters (momentum and moments from zero; their update
+     * Goes on in a re-formed group, as an elastic run does after losing a worker or to take in
+     * workers that joined: call it on every member of {@code backend} (initialized) between steps,
+     * while each joiner calls {@link #initialize} then {@link #takeOptimizerState()}. Every rank
+     * takes the root's parameters, the gradients start from zero and the buckets are laid out for
+     * the new group. Without ZeRO every rank takes the root's optimizer state. Under ZeRO the
+     * ranks exchange their shares and each keeps its share in the new group; a lost worker's share
+     * is gone, and starts afresh for its parameters (momentum and moments from zero; their update
      * counts, and so their place in a learning-rate schedule, kept).
      *
      * @return how many trainable parameters' optimizer state started afresh (0 without ZeRO)
@@ -703,19 +704,48 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
             }
         }
         broadcastParameters();
-        if (sharded == null) {
-            return 0;
-        }
         return shareOptimizerState();
     }
 
-    /** Under ZeRO, in a new group: the ranks' shares exchanged, each rank keeping its new share; returns those lost. */
+    /**
+     * In a worker that joined a running group (an elastic run's joiner), after {@link #initialize}:
+     * takes the optimizer state the members hand over in their {@link #regroup}.
+     */
+    public void takeOptimizerState() {
+        shareOptimizerState();
+    }
+
+    /**
+     * In a new group: without ZeRO every rank takes the root's optimizer state; under ZeRO the
+     * ranks' shares are exchanged and each rank keeps its new share. Returns the parameters whose
+     * state no rank held (ZeRO: a lost worker's share).
+     */
     private int shareOptimizerState() {
+        if (backend.worldSize() > 1) {
+            long[] count = {updates}; // a joiner counts on from the members' updates (the divergence check's steps)
+            backend.group()
+                    .broadcast(DenseBuffer.of(count), DistributedBackend.ROOT_RANK)
+                    .await();
+            updates = count[0];
+        }
         Map<String, String> names = new HashMap<>();
         Map<String, Parameter> byName = new LinkedHashMap<>();
         for (Pair<String, Parameter> p : getModel().getBlock().getParameters()) {
             names.put(p.getValue().getId(), p.getKey());
             byName.put(p.getKey(), p.getValue());
+        }
+        if (sharded == null) {
+            if (backend.worldSize() == 1) {
+                return 0;
+            }
+            byte[] root = ObjectCollectives.broadcastBytes(
+                    backend.group(),
+                    backend.isRootWorker() ? OptimizerState.bytes(optimizer, names) : new byte[0],
+                    DistributedBackend.ROOT_RANK);
+            if (!backend.isRootWorker()) {
+                OptimizerState.read(root, optimizer, byName, "the root's optimizer state");
+            }
+            return 0;
         }
         List<byte[]> shares = ObjectCollectives.allgatherBytes(backend.group(), OptimizerState.bytes(optimizer, names));
         for (int r = 0; r < shares.size(); r++) {

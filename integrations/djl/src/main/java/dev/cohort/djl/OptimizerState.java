@@ -101,6 +101,15 @@ final class OptimizerState {
         return share.toByteArray();
     }
 
+    /** {@link #read} of another rank's {@link #bytes}, replacing the state {@code optimizer} holds. */
+    static void read(byte[] state, Optimizer optimizer, Map<String, Parameter> parameters, String source) {
+        try (DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(state))) {
+            read(in, optimizer, parameters, source);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     /** {@link #merge} of another rank's {@link #bytes}. */
     static void merge(byte[] share, Optimizer optimizer, Map<String, Parameter> parameters, String source) {
         try (DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(share))) {

@@ -5,6 +5,7 @@ import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.collective.CollectiveException;
+import dev.cohort.api.collective.CollectiveMismatchException;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.steps.TrainingSteps;
 import dev.cohort.runtime.FreePorts;
@@ -182,7 +183,8 @@ public final class ElasticJob implements AutoCloseable {
      * @throws RuntimeException {@code failure} itself when the job is not elastic, or when no
      *     {@link CollectiveException} caused it: a failure of this worker's own (a bug, bad data)
      *     ends this worker, and the launcher re-forms the others without it, at once, instead of
-     *     every worker waiting for a generation that comes only once this one has gone
+     *     every worker waiting for a generation that comes only once this one has gone; ranks that
+     *     disagreed on a call ({@link CollectiveMismatchException}) fail too
      * @throws IllegalStateException when no generation that has this worker comes in time
      */
     public synchronized DistributedBackend reform(RuntimeException failure) {
@@ -201,9 +203,15 @@ public final class ElasticJob implements AutoCloseable {
         return nextGeneration(failure.getMessage(), failure, release);
     }
 
-    /** Whether a collective's failure is among {@code failure}'s causes. */
+    /**
+     * Whether a collective's failure is among {@code failure}'s causes, other than ranks that
+     * disagreed on a call (a mismatch is the program's, and a new group would meet it again).
+     */
     private static boolean fromACollective(Throwable failure) {
         for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t instanceof CollectiveMismatchException) {
+                return false;
+            }
             if (t instanceof CollectiveException) {
                 return true;
             }
