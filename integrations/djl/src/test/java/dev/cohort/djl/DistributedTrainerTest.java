@@ -68,8 +68,8 @@ class DistributedTrainerTest {
     @MethodSource("dev.cohort.djl.DjlRuns#engines")
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void bf16GradientsClippedEveryStepTrainWithinRoundingOfOneProcess(Map<String, String> engine) {
-        float[] two =
-                DjlRuns.read(DjlRuns.run(tmp, engine, 2, "fit", BATCH, STEPS, 1, "compression=bf16", "clipEvery=0.05")
+        float[] two = DjlRuns.read(
+                DjlRuns.ok(DjlRuns.start(tmp, engine, 2, "fit", BATCH, STEPS, 1, "compression=bf16", "clipEvery=0.05"))
                         .params());
         float[] alone = train(1, "fit", 2 * BATCH, STEPS, 1, "clipEvery=0.05");
         float worst = 0;
@@ -140,8 +140,8 @@ class DistributedTrainerTest {
     @MethodSource("dev.cohort.djl.DjlRuns#engines")
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void zeroStageTwoReducesEachShareToItsOwnerAndTrainsAsOneProcess(Map<String, String> engine) {
-        DjlRuns.Run three =
-                DjlRuns.run(tmp, engine, 3, "loop", BATCH, STEPS, 1, "optimizer=adam", "zero=2", "clip=0.05");
+        DjlRuns.Run three = DjlRuns.ok(
+                DjlRuns.start(tmp, engine, 3, "loop", BATCH, STEPS, 1, "optimizer=adam", "zero=2", "clip=0.05"));
         DjlRuns.assertClose(
                 DjlRuns.read(three.params()), train(1, "loop", 3 * BATCH, STEPS, 1, "optimizer=adam", "clip=0.05"));
         assertThat(three.results().get(0).output()).doesNotContain("no step clipped so far");

@@ -33,20 +33,11 @@ final class DjlRuns {
     record Run(Path params, List<Result> results) {}
 
     static Run run(Path tmp, int world, String mode, int batch, int steps, int accumulation, String... options) {
-        return run(tmp, Map.of(), world, mode, batch, steps, accumulation, options);
+        return ok(start(tmp, Map.of(), world, mode, batch, steps, accumulation, options));
     }
 
-    /** As {@link #run}, with {@code env} added to every rank's environment (e.g. {@code COHORT_BACKEND}). */
-    static Run run(
-            Path tmp,
-            Map<String, String> env,
-            int world,
-            String mode,
-            int batch,
-            int steps,
-            int accumulation,
-            String... options) {
-        Run run = start(tmp, env, world, mode, batch, steps, accumulation, options);
+    /** {@code run}, once every rank printed OK. */
+    static Run ok(Run run) {
         JvmWorkers.assertAllOk(run.results());
         return run;
     }
