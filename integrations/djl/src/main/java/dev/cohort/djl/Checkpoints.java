@@ -46,7 +46,7 @@ public final class Checkpoints {
 
     /**
      * Saves the trainer's model and optimizer state at {@code position}: call on the root worker
-     * only, or, where the trainer shards the optimizer state (ZeRO stage 1), on every rank at the
+     * only, or, where the trainer shards the optimizer state (ZeRO), on every rank at the
      * same step: each sends its share to the root, which writes the whole state in the one file (a
      * checkpoint that loads sharded or not, at any world size).
      */
@@ -99,7 +99,7 @@ public final class Checkpoints {
     }
 
     /**
-     * ZeRO stage 1: every rank's share of the optimizer state to the root, which merges them into
+     * ZeRO: every rank's share of the optimizer state to the root, which merges them into
      * its optimizer for the file; true on the root.
      */
     private static boolean gatheredToRoot(

@@ -6,7 +6,7 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * ZeRO stage 1 for DJL: the optimizer DJL's parameter server calls, updating only the parameters
+ * ZeRO (stages 1 and 2) for DJL: the optimizer DJL's parameter server calls, updating only the parameters
  * this rank owns through the user's optimizer, which so keeps state (momentum, Adam's moments) for
  * those alone; the others' gradients are left as they are, and {@link DistributedTrainer} then has
  * each owner broadcast its parameters. Parameters are told by DJL's per-process ids.
