@@ -1,6 +1,7 @@
 package dev.cohort.dist;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.File;
 import java.io.IOException;
@@ -119,6 +120,32 @@ class DistributionLayoutTest {
                 .allMatch(c -> matches(c, excluded), "kept out of lib/");
         assertThat(matches("dev.cohort:cohort-gloo", excluded)).isFalse();
         assertThat(matches("org.bytedeco:pytorch", excluded)).isFalse();
+    }
+
+    /**
+     * Every Cohort jar names its module for the module path (Automatic-Module-Name): {@code dev.}
+     * and its artifact id with dots for dashes, its root package. Checked over the Cohort jars on
+     * this test's class path (a build that stops before packaging has none: skipped).
+     */
+    @Test
+    void everyCohortJarNamesItsModule() throws IOException {
+        List<String> checked = new ArrayList<>();
+        for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
+            Path jar = Path.of(entry);
+            String file = jar.getFileName().toString();
+            if (!Files.isRegularFile(jar) || !file.matches("cohort-[a-z-]+-\\d.*\\.jar")) {
+                continue;
+            }
+            String artifact = file.replaceFirst("-\\d.*$", "");
+            try (JarFile j = new JarFile(jar.toFile())) {
+                assertThat(j.getManifest().getMainAttributes().getValue("Automatic-Module-Name"))
+                        .as(file)
+                        .isEqualTo("dev." + artifact.replace('-', '.'));
+            }
+            checked.add(artifact);
+        }
+        assumeTrue(!checked.isEmpty(), "no Cohort jar on the class path (modules' classes only)");
+        assertThat(checked).contains("cohort-api", "cohort-runtime", "cohort-tcp", "cohort-launcher");
     }
 
     @Test
