@@ -124,12 +124,15 @@ class DistributionLayoutTest {
 
     /**
      * Every Cohort jar names its module for the module path (Automatic-Module-Name): {@code dev.}
-     * and its artifact id with dots for dashes, its root package. Checked over the Cohort jars on
-     * this test's class path (a build that stops before packaging has none: skipped).
+     * and its artifact id with dots for dashes, its root package; and every entry of every jar
+     * carries one date, the build's {@code project.build.outputTimestamp}, so that two builds of
+     * one commit give the same jars. Checked over the Cohort jars on this test's class path (a
+     * build that stops before packaging has none: skipped).
      */
     @Test
-    void everyCohortJarNamesItsModule() throws IOException {
+    void everyCohortJarNamesItsModuleAndDatesItsEntriesAlike() throws IOException {
         List<String> checked = new ArrayList<>();
+        java.util.Set<Long> entryTimes = new java.util.TreeSet<>();
         for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
             Path jar = Path.of(entry);
             String file = jar.getFileName().toString();
@@ -141,11 +144,13 @@ class DistributionLayoutTest {
                 assertThat(j.getManifest().getMainAttributes().getValue("Automatic-Module-Name"))
                         .as(file)
                         .isEqualTo("dev." + artifact.replace('-', '.'));
+                j.stream().forEach(e -> entryTimes.add(e.getTime()));
             }
             checked.add(artifact);
         }
         assumeTrue(!checked.isEmpty(), "no Cohort jar on the class path (modules' classes only)");
         assertThat(checked).contains("cohort-api", "cohort-runtime", "cohort-tcp", "cohort-launcher");
+        assertThat(entryTimes).as("the entries' dates in " + checked).hasSize(1);
     }
 
     @Test
