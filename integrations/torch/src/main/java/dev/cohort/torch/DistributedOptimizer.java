@@ -38,6 +38,20 @@ import org.bytedeco.pytorch.global.torch;
  * <p>Buffers: when built from a model, each step ends by copying the root's module buffers
  * (BatchNorm's running statistics) into every rank's, as DDP's {@code broadcast_buffers} does;
  * option {@value TorchDistributor#BROADCAST_BUFFERS} turns it off.
+ *
+ * <p>Mixed precision (option {@value TorchDistributor#PRECISION}): run the forward pass and the
+ * loss inside {@link #autocast()}, and call backward on {@link #scaleLoss}; both do nothing at
+ * float32, so one loop serves every precision:
+ *
+ * <pre>{@code
+ * optimizer.zero_grad();
+ * Tensor loss;
+ * try (Autocast scope = optimizer.autocast()) {
+ *     loss = torch.cross_entropy(model.forward(x), y);
+ * }
+ * optimizer.scaleLoss(loss).backward();
+ * optimizer.step(); // at fp16: skipped on every rank when some rank's gradients overflowed
+ * }</pre>
  */
 public final class DistributedOptimizer extends Optimizer implements Join.Participant {
 
@@ -66,9 +80,14 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
     /** Inside a join scope: how many ranks train in the averaging under way, once announced; else -1. */
     private int activeRanks = -1;
 
+    private final Precision precision;
+    /** The loss scale at {@link Precision#FP16}, else null. */
+    private final LossScaler scaler;
+
     /**
      * @param buckets the gradient buckets (also under ZeRO stage 1), or null at ZeRO stage 2
      * @param zero    the shards under ZeRO stage 1 or 2, else null
+     * @param scaler  the loss scale, at {@link Precision#FP16} only
      */
     DistributedOptimizer(
             Optimizer local,
@@ -76,8 +95,12 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
             ZeroShards zero,
             BufferBroadcast buffers,
             BypassGuard bypass,
-            DivergenceWatch divergence) {
+            DivergenceWatch divergence,
+            Precision precision,
+            LossScaler scaler) {
         super(local);
+        this.precision = precision;
+        this.scaler = scaler;
         this.bypass = bypass;
         this.divergence = divergence;
         this.local = LibTorch.retain(local); // the wrapper uses it for as long as it lives
@@ -130,21 +153,65 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
         if (active > 0 && active < size) {
             gradients.scaleAveraged((double) size / active); // the average counted zeros from the ranks that joined
         }
+        if (scaler != null) {
+            scaler.unscale(gradients);
+        }
     }
 
-    /** The local step on the averaged gradients, then ZeRO's gathering and the buffers. */
+    /**
+     * The local step on the averaged gradients, then ZeRO's gathering and the buffers; at fp16 no
+     * step when the gradients overflowed on some rank (on every rank alike).
+     */
     private Tensor stepAveraged() {
-        if (zero != null) {
-            zero.beforeStep();
+        Tensor result = null;
+        if (scaler == null || !scaler.overflowed()) {
+            if (zero != null) {
+                zero.beforeStep();
+            }
+            result = local.step();
+            if (zero != null) {
+                zero.afterStep();
+            }
         }
-        Tensor result = local.step();
-        if (zero != null) {
-            zero.afterStep();
+        if (scaler != null) {
+            scaler.update();
         }
         if (buffers != null) {
             buffers.fromRoot();
         }
-        return result;
+        return result == null ? new Tensor() : result;
+    }
+
+    /** The precision forward and backward compute in (option {@value TorchDistributor#PRECISION}). */
+    public Precision precision() {
+        return precision;
+    }
+
+    /**
+     * Opens libtorch's CPU autocast in this optimizer's {@link #precision()} on the calling thread:
+     * run the forward pass and the loss inside, backward after closing it. At float32 the scope
+     * changes nothing.
+     */
+    public Autocast autocast() {
+        return Autocast.open(precision);
+    }
+
+    /**
+     * The tensor to call backward on: at fp16 the loss times the current loss scale (the step
+     * divides the averaged gradients by it again), at any other precision {@code loss} itself.
+     */
+    public Tensor scaleLoss(Tensor loss) {
+        return scaler == null ? loss : scaler.scaled(loss);
+    }
+
+    /** The current loss scale at fp16; 1 at the other precisions. */
+    public double lossScale() {
+        return scaler == null ? 1 : scaler.scale();
+    }
+
+    /** How many steps were skipped so far because some rank's fp16 gradients overflowed (0 at the other precisions). */
+    public long skippedSteps() {
+        return scaler == null ? 0 : scaler.skippedSteps();
     }
 
     /**

@@ -35,4 +35,7 @@ interface GradientAverager {
 
     /** Multiplies the averaged gradients this rank's optimizer steps with by {@code factor}. */
     void scaleAveraged(double factor);
+
+    /** Whether the averaged gradients this rank's optimizer steps with are all finite (after averaging). */
+    boolean averagedFinite();
 }

@@ -153,16 +153,18 @@ final class GradientBuckets implements GradientAverager {
         this.bucketBytes = bucketBytes;
         this.overlap = overlap;
         this.unused = new UnusedParameters(findUnused, group.rank());
-        if (group.size() == 1) {
-            readyOrder = null;
-            return; // nothing to average
-        }
         for (long i = parameters.size() - 1; i >= 0; i--) {
             Tensor p = LibTorch.retain(new Tensor(parameters.get(i))); // an owning handle, not a view into the vector
             if (p.requires_grad()) {
-                TensorBuffers.checkMovable(p, "parameter " + i + " of the optimizer");
+                if (group.size() > 1) {
+                    TensorBuffers.checkMovable(p, "parameter " + i + " of the optimizer");
+                }
                 params.add(p);
             }
+        }
+        if (group.size() == 1) {
+            readyOrder = null;
+            return; // nothing to average: the parameters' own gradients are the average
         }
         int[] identity = new int[params.size()];
         Arrays.setAll(identity, i -> i);
@@ -313,9 +315,24 @@ final class GradientBuckets implements GradientAverager {
     @Override
     public synchronized void scaleAveraged(double factor) {
         try (PointerScope temporaries = new PointerScope()) {
-            for (GradientBucket b : buckets) {
-                b.storage.flat.mul_(new org.bytedeco.pytorch.Scalar(factor));
+            for (Tensor averaged : averaged()) {
+                averaged.mul_(new org.bytedeco.pytorch.Scalar(factor));
             }
+        }
+    }
+
+    /** The tensors that hold the averaged gradients: the buckets, or on one rank the gradients themselves. */
+    private List<Tensor> averaged() {
+        if (group.size() > 1) {
+            return buckets.stream().map(b -> b.storage.flat).toList();
+        }
+        return params.stream().map(Tensor::grad).filter(Tensor::defined).toList();
+    }
+
+    @Override
+    public synchronized boolean averagedFinite() {
+        try (PointerScope temporaries = new PointerScope()) {
+            return averaged().stream().allMatch(LossScaler::finite);
         }
     }
 

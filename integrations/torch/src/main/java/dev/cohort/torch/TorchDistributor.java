@@ -89,6 +89,16 @@ public final class TorchDistributor implements Distributor {
      * {@value DivergenceCheck#DEFAULT_EVERY}); the first step is always checked.
      */
     public static final String DIVERGENCE_CHECK = "divergenceCheck";
+    /**
+     * Option key: String {@code "fp32"} (the default), {@code "bf16"} or {@code "fp16"}, the type
+     * forward and backward compute in under {@link DistributedOptimizer#autocast()}, with float32
+     * parameters; at fp16 with dynamic loss scaling ({@link DistributedOptimizer#scaleLoss}).
+     */
+    public static final String PRECISION = "precision";
+    /** Option key: Number, fp16's first loss scale (default 65536, as PyTorch's {@code GradScaler}). */
+    public static final String INITIAL_LOSS_SCALE = "initialLossScale";
+    /** Option key: Number, the steps without overflow after which fp16's loss scale doubles (default 2000). */
+    public static final String LOSS_SCALE_WINDOW = "lossScaleWindow";
 
     private static final java.util.Set<String> OPTIONS = java.util.Set.of(
             BUCKET_BYTES,
@@ -98,7 +108,10 @@ public final class TorchDistributor implements Distributor {
             FIND_UNUSED_PARAMETERS,
             GRAD_COMPRESSION,
             ZERO_STAGE,
-            DIVERGENCE_CHECK);
+            DIVERGENCE_CHECK,
+            PRECISION,
+            INITIAL_LOSS_SCALE,
+            LOSS_SCALE_WINDOW);
 
     /**
      * Extracts libtorch's natives, one process at a time, without loading libtorch ({@link
@@ -164,6 +177,15 @@ public final class TorchDistributor implements Distributor {
             throw new IllegalArgumentException("option '" + DIVERGENCE_CHECK + "' must be a whole number of steps >= 0 "
                     + "(0 turns the check off), got " + checkEvery);
         }
+        Precision precision = Precision.of(option(request, PRECISION, String.class, "fp32"));
+        Number initialScale = option(request, INITIAL_LOSS_SCALE, Number.class, LossScaler.DEFAULT_INITIAL_SCALE);
+        Number scaleWindow = option(request, LOSS_SCALE_WINDOW, Number.class, LossScaler.DEFAULT_WINDOW);
+        if (precision != Precision.FP16
+                && (request.options().containsKey(INITIAL_LOSS_SCALE)
+                        || request.options().containsKey(LOSS_SCALE_WINDOW))) {
+            throw new IllegalArgumentException("options '" + INITIAL_LOSS_SCALE + "' and '" + LOSS_SCALE_WINDOW
+                    + "' tune fp16's loss scaling; precision " + precision + " scales no loss");
+        }
         ProcessGroup group = backend.group();
         Object model = request.model();
         if (model != null && !(model instanceof Module)) {
@@ -222,7 +244,11 @@ public final class TorchDistributor implements Distributor {
             BackwardMark.on(params);
             DivergenceWatch divergence =
                     several ? new DivergenceWatch(group, params, module, checkEvery.intValue()) : null;
-            optimizer = (O) new DistributedOptimizer(local, buckets, zero, buffers, bypass, divergence);
+            LossScaler scaler = precision == Precision.FP16
+                    ? new LossScaler(group, initialScale.doubleValue(), scaleWindow.intValue())
+                    : null;
+            optimizer =
+                    (O) new DistributedOptimizer(local, buckets, zero, buffers, bypass, divergence, precision, scaler);
         }
         if (data instanceof ShardedLoader loader) {
             data = (D) loader.sharded(backend.worldSize(), backend.rank(), dropLast);

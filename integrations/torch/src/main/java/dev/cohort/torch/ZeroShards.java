@@ -139,6 +139,16 @@ final class ZeroShards implements GradientAverager {
         }
     }
 
+    @Override
+    public boolean averagedFinite() {
+        for (Partition p : partitions) {
+            if (!LossScaler.finite(p.shardGrad)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     private void reduceScatterGradients() {
         if (announce != null && group.size() > 1) {
             announce.run();
