@@ -66,7 +66,7 @@ public final class Checkpoints {
                     "the optimizer's state is sharded across " + zero.group().size() + " rank(s) (ZeRO stage "
                             + zero.stage() + "): call Checkpoints.saveSharded on every rank");
         }
-        writeMain(file, model, optimizer, position, data, null, false);
+        writeMain(file, model, optimizer, lossScale(optimizer), position, data, null, false);
     }
 
     /**
@@ -82,7 +82,7 @@ public final class Checkpoints {
         if (zero != null) {
             throw new IllegalArgumentException("saveAsync saves an unsharded optimizer; under ZeRO use saveSharded");
         }
-        writeMain(file, model, optimizer, position, data, null, true);
+        writeMain(file, model, optimizer, lossScale(optimizer), position, data, null, true);
     }
 
     /**
@@ -121,7 +121,7 @@ public final class Checkpoints {
             for (int g = 0; g < zero.layouts().size(); g++) {
                 layout[g + 1] = zero.layouts().get(g).total();
             }
-            writeMain(file, model, null, position, data, layout, false);
+            writeMain(file, model, null, lossScale(optimizer), position, data, layout, false);
             removeShardsBefore(file, position.step());
         }
         group.barrier().await();
@@ -157,6 +157,16 @@ public final class Checkpoints {
         }
     }
 
+    /** fp16's loss scale, which a checkpoint keeps; null at the other precisions. */
+    private static LossScaler scaler(Optimizer optimizer) {
+        return optimizer instanceof DistributedOptimizer d ? d.scaler() : null;
+    }
+
+    /** The loss scale's state now (a background save must not read it later), or null. */
+    private static double[] lossScale(Optimizer optimizer) {
+        return scaler(optimizer) == null ? null : scaler(optimizer).state();
+    }
+
     /**
      * The checkpoint file: the optimizer's state in it, or (null optimizer) in shard files beside it,
      * {@code shards} giving their number and each parameter group's elements.
@@ -165,6 +175,7 @@ public final class Checkpoints {
             Path file,
             Module model,
             Optimizer optimizer,
+            double[] lossScale,
             TrainingPosition position,
             DataPosition data,
             long[] shards,
@@ -186,6 +197,11 @@ public final class Checkpoints {
                         "position",
                         torch.tensor(new long[] {position.epoch(), position.batchInEpoch(), position.step()}));
                 archive.write("rng", torch.getDefaultCPUGenerator().get_state());
+                if (lossScale != null) {
+                    archive.write("lossScale", torch.tensor(new long[] { // the scale's bits, the two counts
+                        Double.doubleToLongBits(lossScale[0]), (long) lossScale[1], (long) lossScale[2]
+                    }));
+                }
                 if (data != null) {
                     archive.write("data", torch.tensor(widened(data.toBytes())));
                 }
@@ -240,6 +256,14 @@ public final class Checkpoints {
             Tensor rng = new Tensor();
             if (archive.try_read("rng", rng)) {
                 torch.getDefaultCPUGenerator().set_state(rng);
+            }
+            Tensor lossScale = new Tensor();
+            if (scaler(optimizer) != null && archive.try_read("lossScale", lossScale)) {
+                scaler(optimizer).restore(new double[] {
+                    Double.longBitsToDouble(lossScale.get(0).item_long()),
+                    lossScale.get(1).item_long(),
+                    lossScale.get(2).item_long()
+                });
             }
             Tensor data = new Tensor();
             return new Loaded(

@@ -432,6 +432,11 @@ public final class DistributedOptimizer extends Optimizer implements Join.Partic
         return zero == null ? 0 : zero.stage();
     }
 
+    /** The loss scale at fp16, else null (for checkpoints). */
+    LossScaler scaler() {
+        return scaler;
+    }
+
     /** The shards under ZeRO, else null (for checkpoints). */
     ZeroShards shards() {
         return zero;

@@ -53,6 +53,18 @@ final class LossScaler {
         return skipped;
     }
 
+    /** What a checkpoint keeps: the scale, the steps since it last changed, the steps skipped. */
+    double[] state() {
+        return new double[] {scale, goodSteps, skipped};
+    }
+
+    /** Continues from a checkpoint's {@link #state()}. */
+    void restore(double[] state) {
+        scale = state[0];
+        goodSteps = (int) state[1];
+        skipped = (long) state[2];
+    }
+
     /** The loss times the scale, to call backward on. */
     Tensor scaled(Tensor loss) {
         try (Scalar s = new Scalar(scale)) {

@@ -104,23 +104,41 @@ class MixedPrecisionTest {
     void anOverflowInOneRanksShardSkipsTheStepOnEveryRankAndHalvesTheScale() {
         // ZeRO stage 2 at world 2: rank 1 alone receives fc2's averaged bias gradient, so only its
         // shard overflows; without the agreed flag rank 0 would step and the ranks would diverge.
-        PrecisionWorker.Run run = new PrecisionWorker.Run(Precision.FP16, 2, 1024, 2, 3, 0);
-        List<double[]> scales = ThreadRanks.run(2, RANKS_LIMIT, b -> {
-            float[] w = PrecisionWorker.train(b, run);
-            DistributedOptimizer o = PrecisionWorker.lastOptimizer.get();
-            double[] out = new double[w.length + 2];
-            out[0] = o.lossScale();
-            out[1] = o.skippedSteps();
-            for (int i = 0; i < w.length; i++) {
-                out[i + 2] = w[i];
-            }
-            return out;
-        });
+        PrecisionWorker.Run run = new PrecisionWorker.Run(Precision.FP16, 2, 1024, 2, 3, 0, null, -1, false);
+        List<double[]> scales = ThreadRanks.run(2, RANKS_LIMIT, b -> scaleAndWeights(b, run));
         assertThat(scales.get(1)).containsExactly(scales.get(0));
         // Window 2 from 1024: steps 0-1 double the scale to 2048, step 2 counts one, step 3
         // overflows and halves it to 1024, steps 4-5 double it to 2048.
         assertThat(scales.get(0)[1]).as("skipped steps").isEqualTo(1);
         assertThat(scales.get(0)[0]).as("loss scale").isEqualTo(2048);
+    }
+
+    @Test
+    void anFp16CheckpointResumesWithItsLossScaleExactly() {
+        Path file = tmp.resolve("fp16.pt");
+        // Window 2 and an overflow at step 1: the scale changes on both sides of the save at 3.
+        PrecisionWorker.Run straight = new PrecisionWorker.Run(Precision.FP16, 0, 1024, 2, 1, 1, file, 3, false);
+        List<double[]> uninterrupted = ThreadRanks.run(2, RANKS_LIMIT, b -> scaleAndWeights(b, straight));
+        PrecisionWorker.Run resumed = new PrecisionWorker.Run(Precision.FP16, 0, 1024, 2, 1, 1, file, -1, true);
+        List<double[]> fromCheckpoint = ThreadRanks.run(2, RANKS_LIMIT, b -> scaleAndWeights(b, resumed));
+        assertThat(fromCheckpoint.get(0)).containsExactly(uninterrupted.get(0));
+        assertThat(fromCheckpoint.get(1)).containsExactly(uninterrupted.get(1));
+        assertThat(uninterrupted.get(0)[1])
+                .as("skipped steps, kept in the checkpoint")
+                .isEqualTo(1);
+    }
+
+    /** The loss scale, the skipped steps, then the weights, after {@code run} on this rank. */
+    private static double[] scaleAndWeights(dev.cohort.api.DistributedBackend backend, PrecisionWorker.Run run) {
+        float[] w = PrecisionWorker.train(backend, run);
+        DistributedOptimizer o = PrecisionWorker.lastOptimizer.get();
+        double[] out = new double[w.length + 2];
+        out[0] = o.lossScale();
+        out[1] = o.skippedSteps();
+        for (int i = 0; i < w.length; i++) {
+            out[i + 2] = w[i];
+        }
+        return out;
     }
 
     @Test
@@ -144,7 +162,7 @@ class MixedPrecisionTest {
 
     @Test
     void aLossThatIsNotFiniteAtScaleOneIsNamedInsteadOfSkippingForever() {
-        PrecisionWorker.Run run = new PrecisionWorker.Run(Precision.FP16, 0, 1, 2000, 2, 1);
+        PrecisionWorker.Run run = new PrecisionWorker.Run(Precision.FP16, 0, 1, 2000, 2, 1, null, -1, false);
         assertThatThrownBy(() -> ThreadRanks.run(2, RANKS_LIMIT, b -> PrecisionWorker.train(b, run)))
                 .hasStackTraceContaining("the loss or the data is not finite");
     }

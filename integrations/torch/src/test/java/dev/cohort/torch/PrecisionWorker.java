@@ -2,6 +2,7 @@ package dev.cohort.torch;
 
 import dev.cohort.api.DistributeRequest;
 import dev.cohort.api.DistributedBackend;
+import dev.cohort.api.checkpoint.TrainingPosition;
 import dev.cohort.libtorch.LibTorch;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,10 +20,23 @@ import org.bytedeco.pytorch.global.torch;
  */
 public final class PrecisionWorker {
 
-    /** What a run does beyond training: the precision, the ZeRO stage, an infinity put into one gradient. */
-    record Run(Precision precision, int zeroStage, double initialScale, int window, int overflowAt, int overflowRank) {
+    /**
+     * What a run does beyond training: the precision, the ZeRO stage, fp16's loss scaling, an
+     * infinity put into one gradient, and a checkpoint the root saves after {@code saveAt} steps
+     * or every rank resumes from (when {@code resume}).
+     */
+    record Run(
+            Precision precision,
+            int zeroStage,
+            double initialScale,
+            int window,
+            int overflowAt,
+            int overflowRank,
+            Path checkpoint,
+            int saveAt,
+            boolean resume) {
         static Run of(Precision precision, int zeroStage) {
-            return new Run(precision, zeroStage, 1024, 2000, -1, -1);
+            return new Run(precision, zeroStage, 1024, 2000, -1, -1, null, -1, false);
         }
     }
 
@@ -62,7 +76,10 @@ public final class PrecisionWorker {
         try (PointerScope scope = new PointerScope()) {
             optimizer = (DistributedOptimizer) backend.distribute(request).optimizer();
         }
-        for (int s = 0; s < TinyTraining.STEPS; s++) {
+        int from = run.resume()
+                ? (int) Checkpoints.load(run.checkpoint(), model, optimizer).step()
+                : 0;
+        for (int s = from; s < TinyTraining.STEPS; s++) {
             try (PointerScope scope = new PointerScope()) {
                 optimizer.zero_grad();
                 MiniBatch b = TinyTraining.batch(s, backend.rank() * shard, shard);
@@ -75,6 +92,9 @@ public final class PrecisionWorker {
                     model.fc2.bias().grad().fill_(new org.bytedeco.pytorch.Scalar(Double.POSITIVE_INFINITY));
                 }
                 optimizer.step();
+            }
+            if (s + 1 == run.saveAt() && backend.isRootWorker()) {
+                Checkpoints.save(run.checkpoint(), model, optimizer, new TrainingPosition(0, s + 1, s + 1));
             }
         }
         lastOptimizer.set(optimizer);
