@@ -80,6 +80,9 @@ public final class FashionMnistTrainer implements Callable<Integer> {
     @Option(names = "--zero", paramLabel = "0|1|2", defaultValue = "0")
     int zeroStage;
 
+    @Option(names = "--precision", paramLabel = "fp32|bf16|fp16", defaultValue = "fp32")
+    String precision;
+
     @Option(names = "--framework", paramLabel = "torch|djl", defaultValue = "torch")
     String framework;
 
@@ -172,6 +175,11 @@ public final class FashionMnistTrainer implements Callable<Integer> {
         try {
             config = config();
             djl = djl();
+            if (djl && !config.precision().equals("fp32")) {
+                throw new IllegalArgumentException("--precision " + config.precision() + " is for --framework torch "
+                        + "(libtorch's autocast through JavaCPP); DJL trains in float32 here, with --grad-compression "
+                        + "for 16-bit gradients on the wire");
+            }
             if (djl) {
                 // DJL's libtorch first: engines that would load JavaCPP's then say they cannot run here.
                 DjlFashionMnistTraining.loadEngine(config.threads());
@@ -336,6 +344,7 @@ public final class FashionMnistTrainer implements Callable<Integer> {
                 resume,
                 gradCompression.trim().toLowerCase(Locale.ROOT),
                 zeroStage,
+                precision.trim().toLowerCase(Locale.ROOT),
                 elasticBatch());
     }
 

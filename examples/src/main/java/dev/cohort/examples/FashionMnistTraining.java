@@ -13,6 +13,7 @@ import dev.cohort.data.LoaderOptions;
 import dev.cohort.data.ParquetDataset;
 import dev.cohort.libtorch.LibTorch;
 import dev.cohort.runtime.elastic.ElasticJob;
+import dev.cohort.torch.Autocast;
 import dev.cohort.torch.Checkpoints;
 import dev.cohort.torch.DistributedOptimizer;
 import dev.cohort.torch.MiniBatch;
@@ -69,7 +70,7 @@ public final class FashionMnistTraining {
     // What training holds across generations.
     private DistributeRequest<Classifier, Optimizer, Object, Object> request;
     private Classifier trained;
-    private Optimizer optimizer;
+    private DistributedOptimizer optimizer;
     /** This worker's shard: of the IDX tensors, or (with {@code --data}) of the Parquet files. */
     private ShardedLoader shard;
 
@@ -160,7 +161,8 @@ public final class FashionMnistTraining {
 
         request = DistributeRequest.of(model, (Optimizer) sgd, loader, (Object) null)
                 .withOption(TorchDistributor.GRAD_COMPRESSION, config.gradCompression())
-                .withOption(TorchDistributor.ZERO_STAGE, config.zeroStage());
+                .withOption(TorchDistributor.ZERO_STAGE, config.zeroStage())
+                .withOption(TorchDistributor.PRECISION, config.precision());
         distribute();
         if (job.joined() && parquet != null) {
             agreedPosition(); // the members' regroup agrees on one too
@@ -176,7 +178,8 @@ public final class FashionMnistTraining {
                         return (config.gradCompression().equals("none")
                                         ? ""
                                         : ", gradients sent as " + config.gradCompression())
-                                + (config.zeroStage() == 0 ? "" : ", ZeRO stage " + config.zeroStage());
+                                + (config.zeroStage() == 0 ? "" : ", ZeRO stage " + config.zeroStage())
+                                + (config.precision().equals("fp32") ? "" : ", " + config.precision() + " compute");
                     }
 
                     @Override
@@ -220,9 +223,7 @@ public final class FashionMnistTraining {
 
                     @Override
                     public void release() {
-                        if (optimizer instanceof DistributedOptimizer d) {
-                            d.release();
-                        }
+                        optimizer.release();
                     }
 
                     @Override
@@ -268,8 +269,11 @@ public final class FashionMnistTraining {
                                 setLearningRate(
                                         optimizer, lrScale * TrainingLoop.learningRate(config, step, totalSteps));
                                 optimizer.zero_grad();
-                                Tensor loss = cross_entropy(trained.forward(inputs(b)), b.targets());
-                                loss.backward();
+                                Tensor loss;
+                                try (Autocast autocast = optimizer.autocast()) {
+                                    loss = cross_entropy(trained.forward(inputs(b)), b.targets());
+                                }
+                                optimizer.scaleLoss(loss).backward();
                                 optimizer.step();
                                 float averaged = TorchCollectives.averageAll(backend, loss)
                                         .item_float();
@@ -339,7 +343,7 @@ public final class FashionMnistTraining {
     private void distribute() {
         Distributed<Classifier, Optimizer, Object, Object> distributed = backend.distribute(request);
         trained = distributed.model();
-        optimizer = distributed.optimizer();
+        optimizer = (DistributedOptimizer) distributed.optimizer(); // the torch integration's, always
         if (distributed.trainingData() instanceof ParquetLoader p) {
             parquet = p;
         } else {

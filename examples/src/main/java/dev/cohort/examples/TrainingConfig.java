@@ -20,6 +20,7 @@ import java.util.Objects;
  * @param resume          continue from the latest checkpoint in {@code checkpointDir} when there is one
  * @param gradCompression {@code none}, or {@code bf16}/{@code fp16}: gradients travel as 16-bit floats
  * @param zeroStage       0, or the ZeRO stage 1 or 2: the optimizer state (and at 2 the averaged gradients) sharded
+ * @param precision       {@code fp32}, or {@code bf16}/{@code fp16}: forward and backward under autocast (torch)
  */
 public record TrainingConfig(
         Classifier.Kind model,
@@ -36,6 +37,7 @@ public record TrainingConfig(
         boolean resume,
         String gradCompression,
         int zeroStage,
+        String precision,
         ElasticBatch elasticBatch) {
 
     public TrainingConfig {
@@ -54,6 +56,9 @@ public record TrainingConfig(
                 java.util.List.of("none", "bf16", "fp16").contains(gradCompression),
                 "--grad-compression must be bf16, fp16 or none, got '" + gradCompression + "'");
         require(zeroStage >= 0 && zeroStage <= 2, "--zero must be 0, 1 or 2, got " + zeroStage);
+        require(
+                java.util.List.of("fp32", "bf16", "fp16").contains(precision),
+                "--precision must be fp32, bf16 or fp16, got '" + precision + "'");
     }
 
     /** What an elastic run keeps when its group re-forms at another size. */
@@ -97,6 +102,7 @@ public record TrainingConfig(
                 false,
                 "none",
                 0,
+                "fp32",
                 ElasticBatch.PER_WORKER);
     }
 
@@ -137,6 +143,7 @@ public record TrainingConfig(
                 resumeFromLatest,
                 gradCompression,
                 stage,
+                precision,
                 elasticBatch);
     }
 

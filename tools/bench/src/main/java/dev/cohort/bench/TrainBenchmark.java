@@ -13,6 +13,7 @@ import dev.cohort.examples.Classifier;
 import dev.cohort.examples.Mlp;
 import dev.cohort.examples.SmallCnn;
 import dev.cohort.libtorch.LibTorch;
+import dev.cohort.torch.Autocast;
 import dev.cohort.torch.DistributedOptimizer;
 import dev.cohort.torch.TorchDistributor;
 import java.lang.management.ManagementFactory;
@@ -305,7 +306,8 @@ final class TrainBenchmark extends BenchCommand {
                 DistributeRequest<Module, Optimizer, Object, Object> request = DistributeRequest.of(
                                 (Module) model, optimizer(s.optimizer, model.parameters()), null, null)
                         .withOption(TorchDistributor.GRAD_COMPRESSION, s.gradCompression)
-                        .withOption(TorchDistributor.ZERO_STAGE, s.zero);
+                        .withOption(TorchDistributor.ZERO_STAGE, s.zero)
+                        .withOption(TorchDistributor.PRECISION, s.precision);
                 Optimizer optimizer = s.syncOnly
                         ? request.optimizer()
                         : b.distribute(
@@ -370,7 +372,8 @@ final class TrainBenchmark extends BenchCommand {
                             "cohort-" + b.name() + (s.syncOnly ? "-sync-only" : "")
                                     + (s.overlap == null ? "" : s.overlap ? "-overlap" : "-no-overlap")
                                     + (s.zero == 0 ? "" : "-zero" + s.zero)
-                                    + (s.gradCompression.equals("none") ? "" : "-" + s.gradCompression),
+                                    + (s.gradCompression.equals("none") ? "" : "-" + s.gradCompression)
+                                    + (s.precision.equals("fp32") ? "" : "-" + s.precision + "-compute"),
                             s.model,
                             computeVersion(),
                             n,
@@ -428,7 +431,15 @@ final class TrainBenchmark extends BenchCommand {
             TrainingSteps.begin(TrainingSteps.Part.DATA).end(x.size(0)); // the batch is in memory: its examples count
             try (PointerScope scope = new PointerScope()) {
                 optimizer.zero_grad();
-                torch.cross_entropy(model.forward(x), y).backward();
+                if (optimizer instanceof DistributedOptimizer d) {
+                    Tensor loss;
+                    try (Autocast autocast = d.autocast()) {
+                        loss = torch.cross_entropy(model.forward(x), y);
+                    }
+                    d.scaleLoss(loss).backward();
+                } else {
+                    torch.cross_entropy(model.forward(x), y).backward();
+                }
                 optimizer.step();
             }
         }

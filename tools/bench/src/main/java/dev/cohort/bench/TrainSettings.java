@@ -43,6 +43,9 @@ final class TrainSettings {
     @Option(names = "--zero", paramLabel = "STAGE")
     int zero = 0;
 
+    @Option(names = "--precision", paramLabel = "fp32|bf16|fp16")
+    String precision = "fp32";
+
     @Option(names = "--optimizer", paramLabel = "NAME")
     String optimizer = "sgd";
 
@@ -67,6 +70,13 @@ final class TrainSettings {
         }
         if (zero < 0 || zero > 2) {
             throw new IllegalArgumentException("--zero must be 0, 1 or 2, got " + zero);
+        }
+        if (!List.of("fp32", "bf16", "fp16").contains(precision)) {
+            throw new IllegalArgumentException("--precision must be fp32, bf16 or fp16, got '" + precision + "'");
+        }
+        if (!precision.equals("fp32") && (framework.equals("djl") || syncOnly)) {
+            throw new IllegalArgumentException("--precision " + precision + " runs libtorch's autocast through the "
+                    + "torch integration's optimizer: only with --framework torch and without --sync-only");
         }
         if (!List.of("sgd", "sgd-momentum", "adam").contains(optimizer)) {
             throw new IllegalArgumentException(
@@ -94,6 +104,7 @@ final class TrainSettings {
                 "--framework=" + framework,
                 "--grad-compression=" + gradCompression,
                 "--zero=" + zero,
+                "--precision=" + precision,
                 "--optimizer=" + optimizer));
         if (overlap != null) {
             args.add(overlap ? "--overlap" : "--no-overlap");
