@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What 16-bit compute gains or loses on this CPU, in one sitting: ./cohort bench train at fp32, bf16
-# and fp16 (rounds interleaved; world 2 on shm, and world 1 without Cohort's averaging, so the
+# and fp16 (rounds interleaved; world 2 on shm, and world 1 on tcp, where nothing is averaged, so the
 # compute alone shows), then the demo (Fashion-MNIST MLP, 2 workers, 5 epochs) at each precision
 # for test accuracy and samples/s. Raw JSON and logs go to OUT.
 # Usage: scripts/bench-precision.sh [ROUNDS]   (STEPS=200 OUT=DIR)
@@ -16,7 +16,7 @@ lscpu > "$out/lscpu.txt"
 for r in $(seq 1 "$rounds"); do
   for precision in fp32 bf16 fp16; do
     for world in 2 1; do
-      backend=shm; [ "$world" = 1 ] && backend=none
+      backend=shm; [ "$world" = 1 ] && backend=tcp   # a group of one: the optimizer averages nothing
       json="$out/train-$precision-w$world-$r.json"
       ./cohort bench train --world "$world" --backend "$backend" --steps "$steps" --precision "$precision" \
         --json "$json" > "$out/train-$precision-w$world-$r.log" 2>&1

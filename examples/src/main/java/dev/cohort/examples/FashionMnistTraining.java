@@ -3,7 +3,6 @@ package dev.cohort.examples;
 import static org.bytedeco.pytorch.global.torch.cross_entropy;
 
 import dev.cohort.api.DistributeRequest;
-import dev.cohort.api.Distributed;
 import dev.cohort.api.DistributedBackend;
 import dev.cohort.api.ProgressReporter;
 import dev.cohort.api.checkpoint.TrainingPosition;
@@ -22,6 +21,7 @@ import dev.cohort.torch.ShardedLoader;
 import dev.cohort.torch.TensorSamples;
 import dev.cohort.torch.TorchCollectives;
 import dev.cohort.torch.TorchDistributor;
+import dev.cohort.torch.TorchTraining;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Iterator;
@@ -341,9 +341,9 @@ public final class FashionMnistTraining {
 
     /** Distributes the model, optimizer and data on the current backend: the root's state to every worker. */
     private void distribute() {
-        Distributed<Classifier, Optimizer, Object, Object> distributed = backend.distribute(request);
+        TorchTraining<Classifier, Object, Object> distributed = TorchTraining.distribute(backend, request);
         trained = distributed.model();
-        optimizer = (DistributedOptimizer) distributed.optimizer(); // the torch integration's, always
+        optimizer = distributed.optimizer();
         if (distributed.trainingData() instanceof ParquetLoader p) {
             parquet = p;
         } else {

@@ -16,6 +16,7 @@ import dev.cohort.libtorch.LibTorch;
 import dev.cohort.torch.Autocast;
 import dev.cohort.torch.DistributedOptimizer;
 import dev.cohort.torch.TorchDistributor;
+import dev.cohort.torch.TorchTraining;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -308,13 +309,16 @@ final class TrainBenchmark extends BenchCommand {
                         .withOption(TorchDistributor.GRAD_COMPRESSION, s.gradCompression)
                         .withOption(TorchDistributor.ZERO_STAGE, s.zero)
                         .withOption(TorchDistributor.PRECISION, s.precision);
+                if (s.overlap != null) {
+                    request = request.withOption(TorchDistributor.OVERLAP, s.overlap);
+                }
+                // The none engine hands its inputs back (each rank trains alone); 16-bit compute needs
+                // the torch integration's optimizer, which averages nothing on a group of one.
                 Optimizer optimizer = s.syncOnly
                         ? request.optimizer()
-                        : b.distribute(
-                                        s.overlap == null
-                                                ? request
-                                                : request.withOption(TorchDistributor.OVERLAP, s.overlap))
-                                .optimizer();
+                        : b.name().equals("none") && !s.precision.equals("fp32")
+                                ? TorchTraining.distribute(b, request).optimizer()
+                                : b.distribute(request).optimizer();
                 Runnable sync = s.syncOnly ? syncStep(b) : () -> {};
                 int nb = 16;
                 Tensor[] xs = new Tensor[nb];
