@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.cohort.api.DistributeRequest;
+import dev.cohort.api.Join;
 import dev.cohort.libtorch.LibTorch;
 import dev.cohort.testkit.JvmWorkers.Result;
 import java.nio.file.Files;
@@ -11,8 +12,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.LinearImpl;
 import org.bytedeco.pytorch.Module;
+import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.junit.jupiter.api.BeforeAll;
@@ -114,6 +117,50 @@ class MixedPrecisionTest {
     }
 
     @Test
+    void unevenInputsAtFp16KeepEveryRanksLossScaleAndWeightsTheSame() {
+        // Three ranks of 6, 5 and 3 batches at ZeRO 2: at step 4 rank 0 overflows fc2's bias, in
+        // the shard of rank 2, which has joined and only shadows the others' averaging and step.
+        int[] batches = {6, 5, 3};
+        List<double[]> ranks = ThreadRanks.run(3, RANKS_LIMIT, backend -> {
+            int rank = backend.rank();
+            TinyTraining.Net model = new TinyTraining.Net(rank);
+            DistributedOptimizer optimizer;
+            try (PointerScope scope = new PointerScope()) {
+                optimizer = (DistributedOptimizer)
+                        backend.distribute(DistributeRequest.of((Module) model, TinyTraining.sgd(model), null, null)
+                                        .withOption(TorchDistributor.PRECISION, "fp16")
+                                        .withOption(TorchDistributor.ZERO_STAGE, 2)
+                                        .withOption(TorchDistributor.INITIAL_LOSS_SCALE, 1024)
+                                        .withOption(TorchDistributor.LOSS_SCALE_WINDOW, 2))
+                                .optimizer();
+            }
+            try (Join join = backend.join(optimizer)) {
+                for (int s = 0; s < batches[rank]; s++) {
+                    try (PointerScope scope = new PointerScope()) {
+                        optimizer.zero_grad();
+                        MiniBatch b = TinyTraining.batch(s, rank * 4, 4);
+                        Tensor loss;
+                        try (Autocast autocast = optimizer.autocast()) {
+                            loss = torch.cross_entropy(model.forward(b.inputs()), b.targets());
+                        }
+                        optimizer.scaleLoss(loss).backward();
+                        if (s == 4 && rank == 0) {
+                            model.fc2.bias().grad().fill_(new Scalar(Double.POSITIVE_INFINITY));
+                        }
+                        optimizer.step();
+                    }
+                }
+            }
+            return lossScaleAndWeights(optimizer, TinyTraining.weights(model));
+        });
+        assertThat(ranks.get(1)).containsExactly(ranks.get(0));
+        assertThat(ranks.get(2)).containsExactly(ranks.get(0));
+        // Window 2 from 1024: steps 0-3 double it twice, step 4 overflows (4096 -> 2048), step 5 counts one.
+        assertThat(ranks.get(0)[0]).as("loss scale").isEqualTo(2048);
+        assertThat(ranks.get(0)[1]).as("skipped steps").isEqualTo(1);
+    }
+
+    @Test
     void anFp16CheckpointResumesWithItsLossScaleExactly() {
         Path file = tmp.resolve("fp16.pt");
         // Window 2 and an overflow at step 1: the scale changes on both sides of the save at 3.
@@ -131,7 +178,10 @@ class MixedPrecisionTest {
     /** The loss scale, the skipped steps, then the weights, after {@code run} on this rank. */
     private static double[] scaleAndWeights(dev.cohort.api.DistributedBackend backend, PrecisionWorker.Run run) {
         float[] w = PrecisionWorker.train(backend, run);
-        DistributedOptimizer o = PrecisionWorker.lastOptimizer.get();
+        return lossScaleAndWeights(PrecisionWorker.lastOptimizer.get(), w);
+    }
+
+    private static double[] lossScaleAndWeights(DistributedOptimizer o, float[] w) {
         double[] out = new double[w.length + 2];
         out[0] = o.lossScale();
         out[1] = o.skippedSteps();
