@@ -163,7 +163,7 @@ public final class Checkpoints {
     }
 
     /** The loss scale's state now (a background save must not read it later), or null. */
-    private static double[] lossScale(Optimizer optimizer) {
+    private static long[] lossScale(Optimizer optimizer) {
         return scaler(optimizer) == null ? null : scaler(optimizer).state();
     }
 
@@ -175,7 +175,7 @@ public final class Checkpoints {
             Path file,
             Module model,
             Optimizer optimizer,
-            double[] lossScale,
+            long[] lossScale,
             TrainingPosition position,
             DataPosition data,
             long[] shards,
@@ -198,9 +198,7 @@ public final class Checkpoints {
                         torch.tensor(new long[] {position.epoch(), position.batchInEpoch(), position.step()}));
                 archive.write("rng", torch.getDefaultCPUGenerator().get_state());
                 if (lossScale != null) {
-                    archive.write("lossScale", torch.tensor(new long[] { // the scale's bits, the two counts
-                        Double.doubleToLongBits(lossScale[0]), (long) lossScale[1], (long) lossScale[2]
-                    }));
+                    archive.write("lossScale", torch.tensor(lossScale));
                 }
                 if (data != null) {
                     archive.write("data", torch.tensor(widened(data.toBytes())));
@@ -259,8 +257,8 @@ public final class Checkpoints {
             }
             Tensor lossScale = new Tensor();
             if (scaler(optimizer) != null && archive.try_read("lossScale", lossScale)) {
-                scaler(optimizer).restore(new double[] {
-                    Double.longBitsToDouble(lossScale.get(0).item_long()),
+                scaler(optimizer).restore(new long[] {
+                    lossScale.get(0).item_long(),
                     lossScale.get(1).item_long(),
                     lossScale.get(2).item_long()
                 });

@@ -53,16 +53,16 @@ final class LossScaler {
         return skipped;
     }
 
-    /** What a checkpoint keeps: the scale, the steps since it last changed, the steps skipped. */
-    double[] state() {
-        return new double[] {scale, goodSteps, skipped};
+    /** What a checkpoint keeps: the scale's bits, the steps since it last changed, the steps skipped. */
+    long[] state() {
+        return new long[] {Double.doubleToLongBits(scale), goodSteps, skipped};
     }
 
     /** Continues from a checkpoint's {@link #state()}. */
-    void restore(double[] state) {
-        scale = state[0];
+    void restore(long[] state) {
+        scale = Double.longBitsToDouble(state[0]);
         goodSteps = (int) state[1];
-        skipped = (long) state[2];
+        skipped = state[2];
     }
 
     /** The loss times the scale, to call backward on. */
