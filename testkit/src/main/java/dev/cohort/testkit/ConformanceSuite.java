@@ -458,11 +458,50 @@ public final class ConformanceSuite extends RankChecks {
         return (z ^ (z >>> 31)) & Long.MAX_VALUE;
     }
 
+    /** Rank {@code r}'s input of case {@code id}: computed into an array, then copied in bulk where direct. */
     private DenseBuffer filled(DataType type, int count, boolean direct, int id, int r, ReduceOp op) {
-        DenseBuffer b = allocate(type, count, direct);
-        for (int i = 0; i < count; i++) {
-            b.setDouble(i, value(type, id, r, i, op));
+        DenseBuffer heap = switch (type) {
+            case FLOAT32 -> {
+                float[] a = new float[count];
+                for (int i = 0; i < count; i++) {
+                    a[i] = (float) value(type, id, r, i, op);
+                }
+                yield DenseBuffer.of(a);
+            }
+            case FLOAT64 -> {
+                double[] a = new double[count];
+                for (int i = 0; i < count; i++) {
+                    a[i] = value(type, id, r, i, op);
+                }
+                yield DenseBuffer.of(a);
+            }
+            case INT32 -> {
+                int[] a = new int[count];
+                for (int i = 0; i < count; i++) {
+                    a[i] = (int) value(type, id, r, i, op);
+                }
+                yield DenseBuffer.of(a);
+            }
+            case INT64 -> {
+                long[] a = new long[count];
+                for (int i = 0; i < count; i++) {
+                    a[i] = (long) value(type, id, r, i, op);
+                }
+                yield DenseBuffer.of(a);
+            }
+            case FLOAT16, BFLOAT16 -> {
+                DenseBuffer b = DenseBuffer.allocate(type, count);
+                for (int i = 0; i < count; i++) {
+                    b.setDouble(i, value(type, id, r, i, op));
+                }
+                yield b;
+            }
+        };
+        if (!direct) {
+            return heap;
         }
+        DenseBuffer b = DenseBuffer.allocateDirect(type, count);
+        b.copyFrom(heap);
         return b;
     }
 
@@ -528,10 +567,17 @@ public final class ConformanceSuite extends RankChecks {
         }
     }
 
+    /** Folds every element's bits into the result hash, eight bytes at a time (of a direct copy). */
     private void hash(DenseBuffer b) {
+        DenseBuffer direct = DenseBuffer.allocateDirect(b.dataType(), b.count());
+        direct.copyFrom(b);
+        java.nio.ByteBuffer bytes = direct.bytes().orElseThrow();
         long h = resultHash;
-        for (int i = 0; i < b.count(); i++) {
-            h = (h ^ Double.doubleToRawLongBits(b.getDouble(i))) * 0x100000001B3L;
+        while (bytes.remaining() >= Long.BYTES) {
+            h = (h ^ bytes.getLong()) * 0x100000001B3L;
+        }
+        while (bytes.hasRemaining()) {
+            h = (h ^ bytes.get()) * 0x100000001B3L;
         }
         resultHash = h ^ b.count();
     }

@@ -76,7 +76,7 @@ class HierMultiHostTest {
         MpiRun.Job job = MpiRun.okAcrossTwoNewHosts(
                 tmp,
                 HierWorker.class,
-                List.of("conformance", "--distributed-backend", "hier"),
+                List.of("conformance-small", "--distributed-backend", "hier"),
                 Duration.ofSeconds(220),
                 "BACKEND hier");
         assertThat(job.output()).contains("hier: 2 hosts, shared memory within each, mpi between their leaders");
