@@ -79,12 +79,13 @@ class ElasticRunTest {
 
     /**
      * Two namespaced hosts of two workers each, {@code --elastic 2}: worker 3 dies at step 20 of 60
+     * on hier (on gloo: the {@code --nnodes 2:3} test below)
      * (the other three go on at world 3, across both hosts), or worker 2 kills node 1's launcher
      * there (node 1 is lost with both its workers; node 0's two go on at world 2). The survivors
      * keep their processes and the run succeeds on every node still there.
      */
     @ParameterizedTest(name = "{0}, {1} lost")
-    @CsvSource({"gloo, worker", "hier, worker", "gloo, node"})
+    @CsvSource({"hier, worker", "gloo, node"})
     @Timeout(240)
     void acrossTwoHostsTheSurvivorsGoOnWhenAWorkerOrANodeIsLost(String engine, String lost, @TempDir Path dir)
             throws Exception {

@@ -139,13 +139,6 @@ class FashionMnistTrainerTest {
 
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
-    void djlTrainsOnShmWithBf16Gradients() throws IOException {
-        assumeTrue(Runtime.version().feature() >= 22, "shm needs JDK 22");
-        djlRun("shm", 40, 0.6, "--grad-compression", "bf16");
-    }
-
-    @Test
-    @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void djlTrainsOnHierWithTheTcpMeshBetweenHosts() throws IOException {
         assumeTrue(Runtime.version().feature() >= 22, "hier needs JDK 22");
         // Two simulated hosts of one rank: DJL is loaded first, so auto puts Cohort's TCP mesh between them.
@@ -224,7 +217,7 @@ class FashionMnistTrainerTest {
     private static final int MAX_STEPS = 60;
     private static final int CHECKPOINT_EVERY = 20;
     private static final int GLOO_TIMEOUT_S = 10;
-    private static final int SEEDED_CASES = 2;
+    private static final int SEEDED_CASES = 1;
 
     /** The uninterrupted run, made once for all the recovery tests. */
     private static JsonNode uninterrupted;
@@ -519,7 +512,8 @@ class FashionMnistTrainerTest {
     }
 
     /**
-     * A random rank SIGKILLed at a random step, for several seeds. The survivor's
+     * A random rank SIGKILLed at a random step, from a new seed each run ({@code SEEDED_CASES} cases
+     * of it). The survivor's
      * pending collective fails naming the lost rank within 2x the collective timeout, the launcher
      * restarts the group, the run resumes from the last checkpoint and ends like the uninterrupted
      * run, and the summary counts the redone steps. The cases come from one seed, printed; rerun
@@ -538,7 +532,7 @@ class FashionMnistTrainerTest {
         assertThat(straight.get("restarts").asInt()).isZero();
         int firstKilled = random.nextInt(WORKERS);
         for (int c = 0; c < SEEDED_CASES; c++) {
-            // Every rank is killed in some case (rank 0 also hosts the store); the first is random.
+            // The first rank killed is random (rank 0 also hosts the store), then each in turn.
             int killed = (firstKilled + c) % WORKERS;
             long step;
             do {

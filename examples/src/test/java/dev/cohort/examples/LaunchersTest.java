@@ -41,16 +41,7 @@ class LaunchersTest {
     @TempDir
     Path dir;
 
-    @Test
-    void trainsUnderTorchrun() throws Exception {
-        assumeTorchrun();
-        Run run = run(torchrun(0, 60, List.of()), Map.of());
-        run.assertTrainedTogether();
-        assertThat(run.output)
-                .contains("launched by torchrun: rank 0 of 2", "joining torchrun's store")
-                .contains("training mlp on 2 worker(s) (" + ONE_HOST_ENGINE + ")");
-    }
-
+    /** Trains under torchrun, and when a rank dies torchrun restarts the group, which resumes. */
     @Test
     void torchrunRestartsAFailedGroupWhichResumesFromItsCheckpoint() throws Exception {
         assumeTorchrun();
@@ -67,6 +58,8 @@ class LaunchersTest {
                 Map.of(FaultDrill.AT_STEP, "30"));
         run.assertTrainedTogether();
         assertThat(run.output)
+                .contains("launched by torchrun: rank 0 of 2", "joining torchrun's store")
+                .contains("training mlp on 2 worker(s) (" + ONE_HOST_ENGINE + ")")
                 .contains("fault drill: rank 1 kills itself")
                 .contains("restarts 1, resumed from step 20");
     }

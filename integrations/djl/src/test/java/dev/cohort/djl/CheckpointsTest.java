@@ -27,7 +27,7 @@ class CheckpointsTest {
     Path tmp;
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"momentum", "adam", "adam zero=1", "adam zero=2 async=true"})
+    @ValueSource(strings = {"momentum", "adam zero=1", "adam zero=2 async=true"})
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
     void aResumedJobEndsBitIdenticalToTheUninterruptedOne(String setup) {
         String optimizer = setup.split(" ")[0];

@@ -58,6 +58,7 @@ class PipelineTest extends OnLocalSpark {
         return spark.createDataFrame(data, schema);
     }
 
+    /** Also: the fitted stage predicts the same from the features as a vector or as an array. */
     @Test
     void aPipelineWithVectorAssemblerFitsSavesLoadsAndPredictsTheSame() throws Exception {
         Dataset<Row> train = blobs(spark, 3000, 1);
@@ -78,6 +79,7 @@ class PipelineTest extends OnLocalSpark {
         CohortModel model = (CohortModel) fitted.stages()[1];
         assertThat(model.history()).extracting(EpochStats::epoch).containsExactly(1, 2, 3);
         assertThat(model.numClasses()).isEqualTo(3);
+        vectorsAndArraysPredictTheSame(model, assembler.transform(test));
 
         String path = dir.resolve("pipeline").toString();
         fitted.write().save(path);
@@ -106,18 +108,9 @@ class PipelineTest extends OnLocalSpark {
         assertThat(accuracy(predicted)).isGreaterThan(0.9);
     }
 
-    @Test
-    void featuresAsAVectorOrAsAnArrayPredictTheSame() {
-        VectorAssembler assembler = assembler();
-        CohortModel model = new CohortEstimator()
-                .setNumWorkers(2)
-                .setEpochs(1)
-                .setBatchSize(16)
-                .setEngine("tcp")
-                .fit(assembler.transform(blobs(spark, 1200, 5)));
-        Dataset<Row> vectors = assembler.transform(blobs(spark, 300, 6));
+    /** The fitted stage predicts the same from the features as a vector column or as an array column. */
+    private static void vectorsAndArraysPredictTheSame(CohortModel model, Dataset<Row> vectors) {
         Dataset<Row> arrays = vectors.withColumn("features", vector_to_array(col("features"), "float64"));
-
         Dataset<Row> fromArrays = model.transform(arrays);
         assertThat(fromArrays.columns())
                 .containsExactly("x0", "x1", "x2", "x3", "label", "features", "prediction", "probability");
