@@ -458,45 +458,12 @@ public final class ConformanceSuite extends RankChecks {
         return (z ^ (z >>> 31)) & Long.MAX_VALUE;
     }
 
-    /** Rank {@code r}'s input of case {@code id}: computed into an array, then copied in bulk where direct. */
+    /** Rank {@code r}'s input of case {@code id}: filled on the heap, then copied in bulk where direct. */
     private DenseBuffer filled(DataType type, int count, boolean direct, int id, int r, ReduceOp op) {
-        DenseBuffer heap = switch (type) {
-            case FLOAT32 -> {
-                float[] a = new float[count];
-                for (int i = 0; i < count; i++) {
-                    a[i] = (float) value(type, id, r, i, op);
-                }
-                yield DenseBuffer.of(a);
-            }
-            case FLOAT64 -> {
-                double[] a = new double[count];
-                for (int i = 0; i < count; i++) {
-                    a[i] = value(type, id, r, i, op);
-                }
-                yield DenseBuffer.of(a);
-            }
-            case INT32 -> {
-                int[] a = new int[count];
-                for (int i = 0; i < count; i++) {
-                    a[i] = (int) value(type, id, r, i, op);
-                }
-                yield DenseBuffer.of(a);
-            }
-            case INT64 -> {
-                long[] a = new long[count];
-                for (int i = 0; i < count; i++) {
-                    a[i] = (long) value(type, id, r, i, op);
-                }
-                yield DenseBuffer.of(a);
-            }
-            case FLOAT16, BFLOAT16 -> {
-                DenseBuffer b = DenseBuffer.allocate(type, count);
-                for (int i = 0; i < count; i++) {
-                    b.setDouble(i, value(type, id, r, i, op));
-                }
-                yield b;
-            }
-        };
+        DenseBuffer heap = DenseBuffer.allocate(type, count);
+        for (int i = 0; i < count; i++) {
+            heap.setDouble(i, value(type, id, r, i, op));
+        }
         if (!direct) {
             return heap;
         }
