@@ -69,9 +69,12 @@ class OverlapTest {
         int[] attempt = {0};
         assertOverlappedInOneOf(ATTEMPTS, () -> {
             String run = "overlap-" + engine + "-" + attempt[0]++;
+            // Every JIT tier: the hooks' Java-side work is what this measures (the tests' child JVMs
+            // otherwise run C1 only, see the parent POM).
             List<Result> results = ProcessRanks.run(
                     2,
                     OverlapWorker.class,
+                    List.of("-XX:TieredStopAtLevel=4"),
                     List.of(engine),
                     run,
                     tmp.resolve("logs-" + run),

@@ -45,14 +45,27 @@ final class ProcessRanks {
             Path logs,
             Duration limit,
             IntFunction<Map<String, String>> extraEnv) {
+        return run(world, main, List.of(), args, runId, logs, limit, extraEnv);
+    }
+
+    /** As above, each rank's JVM with {@code jvmOptions} too (e.g. the JIT's every tier, for a test of speed). */
+    static List<Result> run(
+            int world,
+            Class<?> main,
+            List<String> jvmOptions,
+            List<String> args,
+            String runId,
+            Path logs,
+            Duration limit,
+            IntFunction<Map<String, String>> extraEnv) {
+        List<String> options = new java.util.ArrayList<>(
+                List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"));
+        options.addAll(jvmOptions);
         int port = JvmWorkers.freePort();
         String run = runId + "-" + ProcessHandle.current().pid();
         return JvmWorkers.run(
                 world,
-                r -> JvmWorkers.javaCommand(
-                        main,
-                        List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED"),
-                        args),
+                r -> JvmWorkers.javaCommand(main, options, args),
                 r -> {
                     Map<String, String> env = new HashMap<>(extraEnv.apply(r));
                     env.put("MASTER_ADDR", "127.0.0.1");
