@@ -43,15 +43,34 @@ public final class ReduceKernels {
     private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED;
 
     /**
-     * Whether this JVM has the incubating Vector API ({@code --add-modules jdk.incubator.vector}):
-     * the two-rank float32 SUM then runs on {@link VectorKernels}, else on the general path.
+     * Whether this JVM has the incubating Vector API ({@code --add-modules jdk.incubator.vector}) and
+     * C2 to compile it: the two-rank float32 SUM then runs on {@link VectorKernels}, else on the
+     * general path. Without C2 ({@code -Xint}, {@code -XX:TieredStopAtLevel=1..3}) vector operations
+     * stay objects, many times slower than the plain loops.
      */
     public static final boolean VECTOR_API =
-            ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
+            ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent() && compilesWithC2();
     /** The general path's chunk: one staging array's size (two of them stay in the first-level cache). */
     static final int CHUNK_BYTES = 8 << 10;
 
     private ReduceKernels() {}
+
+    /** Whether HotSpot's optimizing compiler runs here (true where that cannot be read: another VM). */
+    static boolean compilesWithC2() {
+        if (System.getProperty("java.vm.info", "").contains("interpreted mode")) {
+            return false;
+        }
+        try {
+            var vm = java.lang.management.ManagementFactory.getPlatformMXBean(
+                    com.sun.management.HotSpotDiagnosticMXBean.class);
+            boolean tiered =
+                    Boolean.parseBoolean(vm.getVMOption("TieredCompilation").getValue());
+            return !tiered
+                    || Integer.parseInt(vm.getVMOption("TieredStopAtLevel").getValue()) >= 4;
+        } catch (RuntimeException | LinkageError e) {
+            return true;
+        }
+    }
 
     /** Reduces as {@code a} says (see {@link ReduceArgs}); allocates nothing. */
     public static void reduce(ReduceArgs a) {

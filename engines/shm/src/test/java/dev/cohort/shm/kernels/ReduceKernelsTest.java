@@ -137,6 +137,33 @@ class ReduceKernelsTest {
         }
     }
 
+    /** This test JVM runs C2 (the build's argLine); a JVM told to stop at C1, or to interpret, does not. */
+    @Test
+    void theVectorKernelsAreTakenOnlyWhereC2CompilesThem() throws Exception {
+        assertThat(ReduceKernels.compilesWithC2()).isTrue();
+        for (String flag : new String[] {"-XX:TieredStopAtLevel=1", "-Xint"}) {
+            Process p = new ProcessBuilder(
+                            Path.of(System.getProperty("java.home"), "bin", "java")
+                                    .toString(),
+                            flag,
+                            "-cp",
+                            System.getProperty("java.class.path"),
+                            PrintsWhetherC2.class.getName())
+                    .redirectErrorStream(true)
+                    .start();
+            String out = new String(p.getInputStream().readAllBytes());
+            assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
+            assertThat(out).as(flag).contains("C2 false");
+        }
+    }
+
+    /** Prints {@code C2 true|false} for the JVM it runs in. */
+    static final class PrintsWhetherC2 {
+        public static void main(String[] args) {
+            System.out.println("C2 " + ReduceKernels.compilesWithC2());
+        }
+    }
+
     @Test
     void generalKernelsMatchAPlainLoopInTheElementTypeForEveryTypeAndOp() {
         for (DataType type : DataType.values()) {
