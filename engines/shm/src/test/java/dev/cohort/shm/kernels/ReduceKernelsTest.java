@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.cohort.api.collective.DataType;
 import dev.cohort.api.collective.HalfFloats;
 import dev.cohort.api.collective.ReduceOp;
+import dev.cohort.testkit.JvmWorkers;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -14,6 +15,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
 import java.util.function.BinaryOperator;
@@ -142,13 +144,7 @@ class ReduceKernelsTest {
     void theVectorKernelsAreTakenOnlyWhereC2CompilesThem() throws Exception {
         assertThat(ReduceKernels.compilesWithC2()).isTrue();
         for (String flag : new String[] {"-XX:TieredStopAtLevel=1", "-Xint"}) {
-            Process p = new ProcessBuilder(
-                            Path.of(System.getProperty("java.home"), "bin", "java")
-                                    .toString(),
-                            flag,
-                            "-cp",
-                            System.getProperty("java.class.path"),
-                            PrintsWhetherC2.class.getName())
+            Process p = new ProcessBuilder(JvmWorkers.javaCommand(PrintsWhetherC2.class, List.of(flag), List.of()))
                     .redirectErrorStream(true)
                     .start();
             String out = new String(p.getInputStream().readAllBytes());
