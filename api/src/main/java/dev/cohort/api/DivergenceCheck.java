@@ -78,37 +78,53 @@ public final class DivergenceCheck {
      * any single element that differs.
      */
     public static long fingerprint(DenseBuffer values) {
-        java.nio.ByteBuffer bytes = values.bytes().orElse(null);
-        int n = values.count();
-        long sum = 0;
-        if (bytes != null) {
-            java.nio.ByteBuffer b = bytes.duplicate().order(java.nio.ByteOrder.nativeOrder());
-            switch (values.dataType().byteSize()) {
-                case 8 -> {
-                    java.nio.LongBuffer longs = b.asLongBuffer();
-                    for (int i = 0; i < n; i++) {
-                        sum += longs.get(i);
-                    }
-                }
-                case 4 -> {
-                    java.nio.IntBuffer ints = b.asIntBuffer();
-                    for (int i = 0; i < n; i++) {
-                        sum += ints.get(i);
-                    }
-                }
-                default -> {
-                    java.nio.ShortBuffer shorts = b.asShortBuffer();
-                    for (int i = 0; i < n; i++) {
-                        sum += shorts.get(i);
-                    }
-                }
-            }
-            return sum;
+        java.util.Optional<java.nio.ByteBuffer> bytes = values.bytes();
+        if (bytes.isPresent()) {
+            return fingerprint(bytes.get(), values.dataType().byteSize());
         }
-        for (int i = 0; i < n; i++) {
+        long sum = 0;
+        for (int i = 0; i < values.count(); i++) {
             sum += values.dataType().isFloatingPoint()
                     ? Double.doubleToRawLongBits(values.getDouble(i))
                     : values.getLong(i);
+        }
+        return sum;
+    }
+
+    /**
+     * {@link #fingerprint(DenseBuffer)} of the elements of {@code width} bytes (8, 4, 2 or 1) from
+     * {@code bytes}' position to its limit, read in native order: for integrations whose tensors
+     * hand out their bytes.
+     */
+    public static long fingerprint(java.nio.ByteBuffer bytes, int width) {
+        java.nio.ByteBuffer b = bytes.slice().order(java.nio.ByteOrder.nativeOrder());
+        int n = b.remaining() / width;
+        long sum = 0;
+        switch (width) {
+            case 8 -> {
+                java.nio.LongBuffer longs = b.asLongBuffer();
+                for (int i = 0; i < n; i++) {
+                    sum += longs.get(i);
+                }
+            }
+            case 4 -> {
+                java.nio.IntBuffer ints = b.asIntBuffer();
+                for (int i = 0; i < n; i++) {
+                    sum += ints.get(i);
+                }
+            }
+            case 2 -> {
+                java.nio.ShortBuffer shorts = b.asShortBuffer();
+                for (int i = 0; i < n; i++) {
+                    sum += shorts.get(i);
+                }
+            }
+            case 1 -> {
+                for (int i = 0; i < n; i++) {
+                    sum += b.get(i);
+                }
+            }
+            default -> throw new IllegalArgumentException("elements of 8, 4, 2 or 1 bytes, not " + width);
         }
         return sum;
     }

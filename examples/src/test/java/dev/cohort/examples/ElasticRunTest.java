@@ -178,8 +178,7 @@ class ElasticRunTest {
     @Timeout(300)
     void theDemoTakesInAJoiningNodeAtAnEpochBoundary(String framework, String engine, @TempDir Path dir)
             throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(
-                Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        RealData.assumeInstalled();
         try (TwoHosts hosts = TwoHosts.createOrSkip()) {
             Path json = dir.resolve("summary.json");
             Nodes run = twoNodes(

@@ -88,7 +88,7 @@ class FashionMnistTrainerTest {
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void twoGlooWorkersThroughTheLauncherWriteTheSummaryAndItsChart() throws IOException {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        RealData.assumeInstalled();
         Path json = dir.resolve("summary.json");
         TimedConsole console = new TimedConsole();
         LaunchResult result = launch(
@@ -147,7 +147,7 @@ class FashionMnistTrainerTest {
 
     /** Two DJL workers train {@code steps} steps on {@code engine} (with {@code more} options); their summary checked. */
     private void djlRun(String engine, int steps, double minAccuracy, String... more) throws IOException {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        RealData.assumeInstalled();
         Path json = dir.resolve("djl-" + engine + ".json");
         List<String> args = new java.util.ArrayList<>(List.of(
                 "--framework",
@@ -174,7 +174,7 @@ class FashionMnistTrainerTest {
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void djlOnAnEngineThatLoadsJavacppsLibtorchFailsSayingWhy() throws IOException {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        RealData.assumeInstalled();
         TimedConsole console = new TimedConsole();
         LaunchResult result =
                 launch(console, 1, "--framework", "djl", "--distributed-backend", "gloo", "--epochs", "1");
@@ -290,7 +290,7 @@ class FashionMnistTrainerTest {
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void anElasticRunGoesOnFromTheFailedStepWithoutARestartKeepingTheGlobalBatch() throws IOException {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        RealData.assumeInstalled();
         LaunchOptions.Builder options = LaunchOptions.builder()
                 .nprocPerNode(3)
                 .masterPort(0)
@@ -335,7 +335,7 @@ class FashionMnistTrainerTest {
     @Test
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void theDjlDemoElasticAtZeroTwoInBf16LosesAWorkerAndEndsAsAccurateAsWithout() throws IOException {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        RealData.assumeInstalled();
         String run = "--framework djl --distributed-backend tcp --model mlp --epochs 1 --max-steps 60 --json ";
         Path plain = dir.resolve("djl-plain.json");
         TimedConsole plainConsole = new TimedConsole();
@@ -379,7 +379,7 @@ class FashionMnistTrainerTest {
     @Test
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void aDjlRankLostMidRunIsRestartedAndTheRunEndsAsTheUninterruptedOne() throws IOException {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        RealData.assumeInstalled();
         List<String> djl = List.of(
                 "--framework",
                 "djl",
@@ -405,7 +405,7 @@ class FashionMnistTrainerTest {
     @Test
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void anMpiRankLostMidRunIsRestartedThroughMpirunAndTheRunEndsAsTheUninterruptedOne() throws IOException {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        RealData.assumeInstalled();
         assumeTrue(Runtime.version().feature() >= 22, "the mpi engine needs JDK 22");
         assumeTrue(Files.isExecutable(Path.of("/usr/bin/mpirun")), "Open MPI is not installed");
         List<String> mpi = List.of("--distributed-backend", "mpi", "--mpi-timeout", Integer.toString(GLOO_TIMEOUT_S));
@@ -452,7 +452,7 @@ class FashionMnistTrainerTest {
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void nodesOnTheirOwnDisksResumeFromTheCheckpointOneOfThemHolds() throws Exception {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        RealData.assumeInstalled();
         JsonNode straight = uninterrupted();
         Path[] disks = {dir.resolve("node-0-disk"), dir.resolve("node-1-disk")};
         twoNodes(disks, 40, dir.resolve("first.json"));
@@ -522,7 +522,7 @@ class FashionMnistTrainerTest {
     @Test
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void aRandomRankKilledAtARandomStepIsRecoveredForSeveralSeeds() throws IOException {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        RealData.assumeInstalled();
         long seed = Long.getLong("cohort.faultSeed", System.currentTimeMillis());
         System.out.println("fault drill seed " + seed + " (rerun with -Dcohort.faultSeed=" + seed + ")");
         Random random = new Random(seed);

@@ -1,7 +1,6 @@
 package dev.cohort.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.example.firsthour.SimpleMnist;
 import dev.cohort.launcher.LaunchOptions;
@@ -84,7 +83,7 @@ class FirstHourTest {
 
     /** The training split of the installed Fashion-MNIST, unpacked where libtorch's MNIST reader looks. */
     private void unpackTrainingSplit() throws IOException {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        RealData.assumeInstalled();
         Path mnist = Files.createDirectories(dir.resolve("mnist"));
         for (String name : List.of("train-images-idx3-ubyte", "train-labels-idx1-ubyte")) {
             try (InputStream in = new GZIPInputStream(Files.newInputStream(RealData.DIR.resolve(name + ".gz")))) {

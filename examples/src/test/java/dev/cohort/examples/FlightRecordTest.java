@@ -30,7 +30,7 @@ class FlightRecordTest {
     @ValueSource(strings = {"tcp", "gloo", "shm", "hier", "mpi"})
     @Timeout(120)
     void aStoppedRankIsNamedWithWhereItStopped(String engine, @TempDir Path dir) throws Exception {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        RealData.assumeInstalled();
         assumeTrue(
                 List.of("tcp", "gloo").contains(engine) || Runtime.version().feature() >= 22,
                 "the " + engine + " engine needs JDK 22");

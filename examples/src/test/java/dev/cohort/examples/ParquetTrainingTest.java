@@ -1,7 +1,6 @@
 package dev.cohort.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -20,7 +19,6 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -48,7 +46,7 @@ class ParquetTrainingTest {
 
     @BeforeAll
     static void convert() throws IOException {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        RealData.assumeInstalled();
         shards = convert("train", 2000, 20_000);
         smallShards = convert("t10k", 500, 5000);
         test = FashionMnist.loadSplit(RealData.DIR, "t10k");

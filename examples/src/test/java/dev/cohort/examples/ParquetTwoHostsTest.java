@@ -1,7 +1,6 @@
 package dev.cohort.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -37,7 +36,7 @@ class ParquetTwoHostsTest {
 
     @Test
     void torchAndDjlTrainOnTwoHostsFromParquetOnHdfs() throws Exception {
-        assumeTrue(Files.isDirectory(RealData.DIR), "Fashion-MNIST is not installed in " + RealData.DIR);
+        RealData.assumeInstalled();
         Path shards = dir.resolve("t10k");
         Convert.idx(
                 RealData.DIR.resolve("t10k-images-idx3-ubyte.gz"),

@@ -16,11 +16,16 @@ final class RealData {
     private RealData() {}
 
     static FashionMnist loadOrSkip() throws IOException {
+        assumeInstalled();
+        return FashionMnist.load(DIR);
+    }
+
+    /** Skips the test where Fashion-MNIST is not installed. */
+    static void assumeInstalled() {
         assumeTrue(
                 Files.isDirectory(DIR),
                 "Fashion-MNIST is not installed in " + DIR + " (apt-get install -y " + FashionMnist.DEBIAN_PACKAGE
                         + ")");
-        return FashionMnist.load(DIR);
     }
 
     /** On a test class ({@code @ExtendWith(RealData.Required.class)}): skips it where the data is not installed. */

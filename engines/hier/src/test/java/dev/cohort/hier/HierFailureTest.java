@@ -167,9 +167,7 @@ class HierFailureTest {
         List<Result> results =
                 killDuringCalls(HierProcessesTest.runId("kill-local-tcp"), "victim:3", 3, "--hier-between", "tcp");
         assertHost1LostRank3(results);
-        assertThat(results.get(0).output())
-                .as(JvmWorkers.describe(results))
-                .contains("between hosts (tcp among the hosts' leaders)");
+        assertSays(results, 0, "between hosts (tcp among the hosts' leaders)");
     }
 
     @Test
@@ -192,9 +190,7 @@ class HierFailureTest {
         // sees only the leader leave, so the leader's note must reach it.
         List<Result> results = killDuringCalls(HierProcessesTest.runId("kill-relay"), "late-broadcasts:3", 3);
         assertHost1LostRank3(results);
-        assertThat(results.get(2).output())
-                .as(JvmWorkers.describe(results))
-                .contains("waiting for its leader's verdict");
+        assertSays(results, 2, "waiting for its leader's verdict");
     }
 
     @Test

@@ -37,8 +37,6 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.DoubleBuffer;
 import java.nio.FloatBuffer;
-import java.nio.IntBuffer;
-import java.nio.LongBuffer;
 import java.nio.ShortBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -606,54 +604,13 @@ public final class DistributedTrainer extends Trainer implements Join.Participan
     }
 
     /**
-     * The exact sum, as int64 with wrap-around, of the array's elements' bit patterns (float32 read
-     * as int32, float64 as int64): independent of summation order, changed by any one element.
-     * Read in place where DJL's engine allows, a chunk at a time through a heap array, which the JIT
-     * vectorizes.
+     * The array's {@link DivergenceCheck#fingerprint(java.nio.ByteBuffer, int) fingerprint}: read in
+     * place where DJL's engine allows.
      */
     static long fingerprint(NDArray array) {
-        ByteBuffer bytes = array.toByteBuffer(true).order(ByteOrder.nativeOrder());
-        long sum = 0;
-        switch (array.getDataType().getNumOfBytes()) {
-            case 8 -> {
-                LongBuffer values = bytes.asLongBuffer();
-                long[] chunk = new long[Math.min(FINGERPRINT_CHUNK, values.limit())];
-                for (int from = 0; from < values.limit(); from += chunk.length) {
-                    int m = Math.min(chunk.length, values.limit() - from);
-                    values.get(from, chunk, 0, m);
-                    for (int i = 0; i < m; i++) {
-                        sum += chunk[i];
-                    }
-                }
-            }
-            case 4 -> {
-                IntBuffer values = bytes.asIntBuffer();
-                int[] chunk = new int[Math.min(FINGERPRINT_CHUNK, values.limit())];
-                for (int from = 0; from < values.limit(); from += chunk.length) {
-                    int m = Math.min(chunk.length, values.limit() - from);
-                    values.get(from, chunk, 0, m);
-                    for (int i = 0; i < m; i++) {
-                        sum += chunk[i];
-                    }
-                }
-            }
-            case 2 -> {
-                ShortBuffer values = bytes.asShortBuffer();
-                for (int i = 0; i < values.limit(); i++) {
-                    sum += values.get(i);
-                }
-            }
-            default -> {
-                for (int i = 0; i < bytes.limit(); i++) {
-                    sum += bytes.get(i);
-                }
-            }
-        }
-        return sum;
+        return DivergenceCheck.fingerprint(
+                array.toByteBuffer(true), array.getDataType().getNumOfBytes());
     }
-
-    /** Elements summed at a time in {@link #fingerprint}. */
-    private static final int FINGERPRINT_CHUNK = 4096;
 
     /** How long steps have spent averaging gradients (packing, communication, unpacking), in nanoseconds. */
     public long communicationNanos() {

@@ -457,15 +457,7 @@ public final class ReduceKernelsBench {
         StringBuilder tsv =
                 new StringBuilder("type\top\tranks\tbytes\tvariant\treps\tmedian_ns\tmin_ns\tmax_ns\tsamples_ns\n");
         for (Case c : cases) {
-            md.append("| ")
-                    .append(c.type())
-                    .append(" | ")
-                    .append(c.op())
-                    .append(" | ")
-                    .append(c.ranks())
-                    .append(" | ")
-                    .append(size(c.bytes()))
-                    .append(" |");
+            md.append(String.format("| %s | %s | %d | %s |", c.type(), c.op(), c.ranks(), size(c.bytes())));
             for (String v : variants) {
                 List<Double> s = c.samples().get(v);
                 md.append(String.format(" %.3f (%.3f) |", median(s) / 1e3, min(s) / 1e3));
