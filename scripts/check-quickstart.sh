@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cohort as a new user meets it, after `mvn -B install` of this checkout (./cohort test runs this):
 #  1. examples/quickstart builds offline against the installed artifacts (the BOM, the modules by
-#     coordinates);
+#     coordinates); a DJL project on cohort-djl + cohort-hier resolves no JavaCPP libtorch, and
+#     cohort-launcher alone no engine;
 #  2. the distribution archive unpacks elsewhere and its bin/cohort works through a symlink on PATH;
 #     its lib/ (the workers' class path) holds no SLF4J binding and no DJL (those are lib/tools/);
 #  3. `cohort run -cp quickstart.jar --nproc-per-node 2 -- com.example.Train` trains on two workers,
@@ -31,6 +32,26 @@ cp -r "$ROOT/examples/quickstart" "$work/quickstart"
   || fail "the quickstart did not build offline"
 jar="$work/quickstart/target/quickstart-1.0.jar"
 [ -f "$jar" ] || fail "no $jar"
+
+echo "check-quickstart: 1b. what a project gets from Cohort's libraries (mvn dependency:tree, offline)"
+tree() {   # $1: a name, $2...: artifact ids of dev.cohort; prints the resolved tree into $work/$1.txt
+  local name=$1; shift
+  mkdir -p "$work/$name"
+  { echo '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+    echo "<groupId>com.example</groupId><artifactId>$name</artifactId><version>1.0</version>"
+    echo "<dependencyManagement><dependencies><dependency><groupId>dev.cohort</groupId><artifactId>cohort-bom</artifactId>"
+    echo "<version>$version</version><type>pom</type><scope>import</scope></dependency></dependencies></dependencyManagement><dependencies>"
+    for a in "$@"; do echo "<dependency><groupId>dev.cohort</groupId><artifactId>$a</artifactId></dependency>"; done
+    echo '</dependencies></project>'; } > "$work/$name/pom.xml"
+  (cd "$work/$name" && mvn -B -q -o -Dstyle.color=never org.apache.maven.plugins:maven-dependency-plugin:3.8.1:tree \
+    -DoutputFile="$work/$name.txt" 2>&1 | sed 's/\x1b\[0m//g') || fail "the dependencies of $* did not resolve offline"
+}
+tree djl-on-hier cohort-djl cohort-hier
+! grep -n 'org.bytedeco\|cohort-gloo' "$work/djl-on-hier.txt" >&2 \
+  || fail "a DJL project on cohort-djl and cohort-hier would get JavaCPP's libtorch (above), beside DJL's own"
+tree launcher-api cohort-launcher
+! grep -n 'cohort-\(gloo\|tcp\|shm\|hier\|mpi\)' "$work/launcher-api.txt" >&2 \
+  || fail "cohort-launcher brings an engine (above): a program using its Java API names its own"
 
 echo "check-quickstart: 2. unpacking the distribution elsewhere"
 archive="$ROOT/tools/dist/target/cohort-$version.tar.gz"

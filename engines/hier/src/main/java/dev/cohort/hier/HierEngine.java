@@ -2,15 +2,12 @@ package dev.cohort.hier;
 
 import dev.cohort.api.Connection;
 import dev.cohort.api.DistributedBackend;
-import dev.cohort.api.JobEnvironment;
 import dev.cohort.api.LaunchEnvironment;
 import dev.cohort.api.Topology;
 import dev.cohort.api.collective.DenseBuffer;
 import dev.cohort.api.collective.JoinException;
 import dev.cohort.api.collective.ObjectCollectives;
 import dev.cohort.api.collective.ProcessGroup;
-import dev.cohort.gloo.GlooBackend;
-import dev.cohort.gloo.GlooOptions;
 import dev.cohort.hier.HierOptions.Between;
 import dev.cohort.mpi.MpiOptions;
 import dev.cohort.mpi.MpiSubgroup;
@@ -249,14 +246,7 @@ public final class HierEngine {
         Duration spin = options.leadersSpin()
                 .orElseGet(() -> TcpGroups.defaultSpin(launch.topology().localWorldSize()));
         if (between == Between.GLOO) {
-            GlooBackend gloo = new GlooBackend(
-                    asLeaders(new GlooOptions(), options, left, names)
-                            .meetingAs(meeting)
-                            .networkInterface(env.get(GlooBackend.ENV_INTERFACE))
-                            .agentStore("1".equals(env.get(JobEnvironment.AGENT_STORE)))
-                            .spin(spin),
-                    Map.of());
-            return joined(gloo, gloo::notes);
+            return GlooLeaders.connect(options, left, names, meeting, env, spin);
         }
         TcpBackend tcp = new TcpBackend(
                 asLeaders(new TcpOptions(), options, left, names)
@@ -271,8 +261,7 @@ public final class HierEngine {
      * {@code engine}'s options for the leaders' group: hier's timeouts (the time {@code left} to
      * connect), its name in messages, global ranks, and calls awaited at once (no engine thread).
      */
-    private static <O extends EngineOptions<O>> O asLeaders(
-            O engine, HierOptions options, Duration left, GlobalRanks names) {
+    static <O extends EngineOptions<O>> O asLeaders(O engine, HierOptions options, Duration left, GlobalRanks names) {
         return engine.timeout(options.timeout())
                 .connectTimeout(left)
                 .stallTime(options.stallTime())
@@ -282,7 +271,7 @@ public final class HierEngine {
     }
 
     /** Initializes {@code backend}, then holds its group and its {@code notes}; closes it when it fails. */
-    private static LeadersGroup joined(DistributedBackend backend, Supplier<JobNotes> notes) {
+    static LeadersGroup joined(DistributedBackend backend, Supplier<JobNotes> notes) {
         try {
             backend.initialize();
             return new LeadersGroup(backend.group(), notes.get(), backend::close, failure -> backend.close());

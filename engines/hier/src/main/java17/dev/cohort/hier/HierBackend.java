@@ -2,7 +2,6 @@ package dev.cohort.hier;
 
 import dev.cohort.api.Connection;
 import dev.cohort.api.JobLayout;
-import dev.cohort.gloo.GlooBackend;
 import dev.cohort.hier.HierOptions.Between;
 import dev.cohort.mpi.MpiBackend;
 import dev.cohort.runtime.EngineBackend;
@@ -97,10 +96,10 @@ public final class HierBackend extends EngineBackend<HierOptions> {
             return e.getMessage();
         }
         if (between == Between.GLOO) {
-            GlooBackend gloo = new GlooBackend();
-            if (!gloo.isAvailable()) {
+            String gloo = glooMissing();
+            if (gloo != null) {
                 return "the hier backend was told to use gloo between hosts (--hier-between gloo), which cannot run "
-                        + "here: " + gloo.unavailableReason() + "; --hier-between tcp needs no native library";
+                        + "here: " + gloo + "; --hier-between tcp needs no native library";
             }
         }
         if (between == Between.MPI) {
@@ -126,7 +125,31 @@ public final class HierBackend extends EngineBackend<HierOptions> {
         if (launch.containsKey("OMPI_COMM_WORLD_RANK") && new MpiBackend().isAvailable()) {
             return Between.MPI;
         }
-        return new GlooBackend().isAvailable() ? Between.GLOO : Between.TCP;
+        return glooMissing() == null ? Between.GLOO : Between.TCP;
+    }
+
+    /**
+     * Why Gloo cannot run between hosts here, or null where it can. cohort-gloo (and with it
+     * libtorch) is an optional dependency of hier: only {@link Gloo} touches its classes, once they
+     * are known to be on the class path.
+     */
+    static String glooMissing() {
+        try {
+            Class.forName(Gloo.BACKEND, false, HierBackend.class.getClassLoader());
+        } catch (ClassNotFoundException e) {
+            return "cohort-gloo is not on the class path (add the dependency dev.cohort:cohort-gloo, which brings "
+                    + "libtorch)";
+        }
+        return Gloo.missing();
+    }
+
+    private static final class Gloo {
+        static final String BACKEND = "dev.cohort.gloo.GlooBackend";
+
+        static String missing() {
+            dev.cohort.gloo.GlooBackend gloo = new dev.cohort.gloo.GlooBackend();
+            return gloo.isAvailable() ? null : gloo.unavailableReason();
+        }
     }
 
     @Override

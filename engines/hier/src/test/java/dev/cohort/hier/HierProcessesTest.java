@@ -16,7 +16,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
@@ -139,21 +138,39 @@ class HierProcessesTest {
                 .contains("TOPOLOGY Topology[rank=2, worldSize=3, localRank=1, localWorldSize=2, nodeRank=1]");
     }
 
-    @ParameterizedTest(name = "{0} with {1} between hosts")
-    @CsvSource({"conformance-small, auto", "conformance-small, tcp"})
+    @ParameterizedTest(name = "auto between hosts, cohort-gloo on the class path: {0}")
+    @ValueSource(booleans = {true, false})
     @Timeout(value = 300, unit = TimeUnit.SECONDS)
-    void hostsSimulatedWithRanksPerHostOnALaunchOfOneNode(String mode, String between) {
-        // 2 simulated hosts x 2 ranks: the small suite with the default engine between hosts, and
-        // with Cohort's TCP mesh there (no libtorch between hosts; its 4 Mi cases run across
-        // namespaced hosts in HierMultiHostTest).
-        List<Result> results = runAllOk(
-                "simulated-" + between,
-                4,
-                command(mode, "--hier-ranks-per-host", "2", "--hier-between", between),
-                (run, port, r) -> env(run, port, r, 4, 4, 0, r));
+    void hostsSimulatedWithRanksPerHostOnALaunchOfOneNode(boolean withGloo) {
+        // 2 simulated hosts x 2 ranks, the small suite, the default engine between hosts: Gloo where
+        // cohort-gloo is on the class path, else Cohort's TCP mesh, without cohort-gloo, JavaCPP or
+        // libtorch (hier's dependency on gloo is optional); the 4 Mi cases with tcp between hosts run
+        // across namespaced hosts in HierMultiHostTest.
+        List<String> command = command("conformance-small", "--hier-ranks-per-host", "2");
+        if (!withGloo) {
+            int cp = command.indexOf("-cp") + 1;
+            command.set(cp, withoutLibtorch(command.get(cp)));
+        }
+        List<Result> results =
+                runAllOk("simulated-" + withGloo, 4, command, (run, port, r) -> env(run, port, r, 4, 4, 0, r));
         assertThat(results.get(3).output())
                 .contains("TOPOLOGY Topology[rank=3, worldSize=4, localRank=1, localWorldSize=2, nodeRank=1]")
                 .contains("NODE 1 RANKS [2, 3]");
+        assertThat(results.get(0).output())
+                .contains("hier: 2 hosts, shared memory within each, " + (withGloo ? "gloo" : "tcp")
+                        + " between their leaders");
+    }
+
+    /** {@code classPath} without cohort-gloo and the JavaCPP jars (libtorch, OpenBLAS). */
+    private static String withoutLibtorch(String classPath) {
+        List<String> kept = new ArrayList<>();
+        for (String entry : classPath.split(java.io.File.pathSeparator)) {
+            if (!entry.matches(".*(cohort-gloo|engines/gloo|cohort-libtorch|integrations/libtorch|bytedeco).*")) {
+                kept.add(entry);
+            }
+        }
+        assertThat(kept).hasSizeLessThan(classPath.split(java.io.File.pathSeparator).length);
+        return String.join(java.io.File.pathSeparator, kept);
     }
 
     @ParameterizedTest(name = "{0}")
