@@ -33,7 +33,7 @@ cp -r "$ROOT/examples/quickstart" "$work/quickstart"
 jar="$work/quickstart/target/quickstart-1.0.jar"
 [ -f "$jar" ] || fail "no $jar"
 
-echo "check-quickstart: 1b. what a project gets from Cohort's libraries (mvn dependency:tree, offline)"
+echo "check-quickstart: 1b. what a project gets from Cohort's libraries (mvn dependency:tree)"
 tree() {   # $1: a name, $2...: artifact ids of dev.cohort; prints the resolved tree into $work/$1.txt
   local name=$1; shift
   mkdir -p "$work/$name"
@@ -43,8 +43,8 @@ tree() {   # $1: a name, $2...: artifact ids of dev.cohort; prints the resolved 
     echo "<version>$version</version><type>pom</type><scope>import</scope></dependency></dependencies></dependencyManagement><dependencies>"
     for a in "$@"; do echo "<dependency><groupId>dev.cohort</groupId><artifactId>$a</artifactId></dependency>"; done
     echo '</dependencies></project>'; } > "$work/$name/pom.xml"
-  (cd "$work/$name" && mvn -B -q -o -Dstyle.color=never org.apache.maven.plugins:maven-dependency-plugin:3.8.1:tree \
-    -DoutputFile="$work/$name.txt" 2>&1 | sed 's/\x1b\[0m//g') || fail "the dependencies of $* did not resolve offline"
+  (cd "$work/$name" && mvn -B -q -Dstyle.color=never org.apache.maven.plugins:maven-dependency-plugin:3.8.1:tree \
+    -DoutputFile="$work/$name.txt" 2>&1 | sed 's/\x1b\[0m//g') || fail "the dependencies of $* did not resolve"
 }
 tree djl-on-hier cohort-djl cohort-hier
 ! grep -n 'org.bytedeco\|cohort-gloo' "$work/djl-on-hier.txt" >&2 \
