@@ -97,6 +97,9 @@ public final class DivergenceCheck {
      * hand out their bytes.
      */
     public static long fingerprint(java.nio.ByteBuffer bytes, int width) {
+        if (width != 8 && width != 4 && width != 2 && width != 1) {
+            throw new IllegalArgumentException("elements of 8, 4, 2 or 1 bytes, not " + width);
+        }
         java.nio.ByteBuffer b = bytes.slice().order(java.nio.ByteOrder.nativeOrder());
         int n = b.remaining() / width;
         long sum = 0;
@@ -119,12 +122,11 @@ public final class DivergenceCheck {
                     sum += shorts.get(i);
                 }
             }
-            case 1 -> {
+            default -> { // 1
                 for (int i = 0; i < n; i++) {
                     sum += b.get(i);
                 }
             }
-            default -> throw new IllegalArgumentException("elements of 8, 4, 2 or 1 bytes, not " + width);
         }
         return sum;
     }
