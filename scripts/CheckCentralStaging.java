@@ -73,13 +73,15 @@ public class CheckCentralStaging {
             problems.add("no pom staged in " + root);
             return 0;
         }
+        Map<Path, Element> parsed = new HashMap<>();
         for (Path pom : pomFiles) {
             Element project = parse(pom);
+            parsed.put(pom, project);
             poms.put(text(coordinate(project, "groupId")) + ":" + text(child(project, "artifactId")) + ":"
                     + text(coordinate(project, "version")), project);
         }
         for (Path pom : pomFiles) {
-            checkArtifact(pom);
+            checkArtifact(pom, parsed.get(pom));
         }
         try (Stream<Path> files = Files.walk(root)) {
             for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
@@ -89,8 +91,7 @@ public class CheckCentralStaging {
         return pomFiles.size();
     }
 
-    private void checkArtifact(Path pomFile) throws Exception {
-        Element project = parse(pomFile);
+    private void checkArtifact(Path pomFile, Element project) throws Exception {
         String id = text(child(project, "artifactId"));
         String version = text(coordinate(project, "version"));
         String where = pomFile.getFileName().toString();
